@@ -1,0 +1,4 @@
+"""Built-in checks, one class per file, grouped by triage step:
+
+``node`` (1), ``gcs`` (2), ``runtime`` (3), ``logs`` (4), ``reference`` (5).
+"""

@@ -1,0 +1,1 @@
+"""Step 2: GCS paths and permissions."""

@@ -1,0 +1,1 @@
+"""Step 1: TPU node state and resources."""

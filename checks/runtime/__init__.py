@@ -1,0 +1,1 @@
+"""Step 3: framework and runtime compatibility."""

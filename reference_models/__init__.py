@@ -1,0 +1,1 @@
+"""Reference models for step 5 and ``tpudoctor bench``."""

@@ -1,0 +1,59 @@
+"""JUnit XML: one testcase per check, so Jenkins, GitLab and GitHub reporters show each one."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from tpudoctor.findings import Report, Status
+
+
+def render(report: Report) -> str:
+    counts = report.summary.counts
+    suites = ET.Element("testsuites", name="tpudoctor")
+    suite = ET.SubElement(
+        suites, "testsuite",
+        name="tpudoctor check",
+        tests=str(len(report.results)),
+        failures=str(counts["FAIL"]),
+        errors=str(counts["ERROR"]),
+        skipped=str(counts["SKIP"]),
+        time=f"{report.duration_s:.3f}",
+        timestamp=report.started_at.isoformat(),
+        hostname=report.host,
+    )
+    props = ET.SubElement(suite, "properties")
+    for key, value in report.target.to_dict().items():
+        if value:
+            ET.SubElement(props, "property", name=key, value=str(value))
+    for r in report.ordered_results():
+        case = ET.SubElement(
+            suite, "testcase",
+            classname=f"tpudoctor.step{int(r.step)}_{r.step.name.lower()}",
+            name=f"{r.check_id} {r.title}",
+            time=f"{r.duration_s:.3f}",
+        )
+        body = _body(r)
+        if r.status is Status.FAIL:
+            ET.SubElement(case, "failure", message=r.message, type=r.severity.value).text = body
+        elif r.status is Status.ERROR:
+            ET.SubElement(case, "error", message=r.message, type="check-error").text = body
+        elif r.status is Status.SKIP:
+            ET.SubElement(case, "skipped", message=r.skip_reason or r.message)
+        elif r.status is Status.WARN:
+            ET.SubElement(case, "system-out").text = f"WARNING: {r.message}\n{body}"
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def _body(r) -> str:
+    lines = [r.message]
+    for key, value in r.evidence.items():
+        if key != "traceback":
+            lines.append(f"{key}: {value}")
+    if "traceback" in r.evidence:
+        lines.append(str(r.evidence["traceback"]))
+    if r.remediation:
+        if r.remediation.text:
+            lines.append(f"fix: {r.remediation.text}")
+        lines += [f"$ {c}" for c in r.remediation.commands]
+    return "\n".join(lines)

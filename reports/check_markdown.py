@@ -1,0 +1,58 @@
+"""Markdown check report, for a CI job summary or an issue comment."""
+
+from __future__ import annotations
+
+import json
+
+from tpudoctor.findings import CheckResult, Report, Status, root_cause
+from tpudoctor.reports.markers import MARKERS, WORDS
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render(report: Report, *, verbose: bool = False) -> str:
+    lines = ["# tpudoctor check", ""]
+    t = report.target
+    target = ", ".join(f"{k} `{v}`" for k, v in t.to_dict().items() if v)
+    lines.append(f"tpudoctor {report.tool_version} on `{report.host}`" + (f"; {target}" if target else ""))
+    lines.append("")
+    cause = root_cause(report.results)
+    if cause is not None:
+        lines += [f"## Root cause: {cause.check_id} {cause.title}", "", f"**{MARKERS[cause.status]} {cause.message}**", ""]
+        lines += _fix(cause)
+        if cause.evidence:
+            lines += ["<details><summary>evidence</summary>", "", "```json",
+                      json.dumps({k: v for k, v in cause.to_dict()["evidence"].items() if k != "traceback"}, indent=2),
+                      "```", "", "</details>", ""]
+    else:
+        lines += ["**No issues found.**", ""]
+    lines += ["## Results", "", "| | step | check | result |", "|---|---|---|---|"]
+    for r in report.ordered_results():
+        lines.append(f"| {MARKERS[r.status]} | {int(r.step)} | {r.check_id} {_cell(r.title)} | {_cell(r.message)} |")
+    lines.append("")
+    others = [r for r in report.ordered_results()
+              if r is not cause and r.status in (Status.FAIL, Status.WARN, Status.ERROR) and (r.remediation or verbose)]
+    if others:
+        lines += ["## Other findings", ""]
+        for r in others:
+            lines += [f"### {MARKERS[r.status]} {r.check_id} {r.title}", "", r.message, ""]
+            lines += _fix(r)
+    counts = report.summary.counts
+    lines.append(", ".join(f"{counts[s.value]} {WORDS[s]}" for s in Status if counts[s.value]))
+    return "\n".join(lines) + "\n"
+
+
+def _fix(result: CheckResult) -> list[str]:
+    fix = result.remediation
+    if fix is None:
+        return []
+    out = []
+    if fix.text:
+        out += [f"**Fix:** {fix.text}", ""]
+    if fix.commands:
+        out += ["```sh", *fix.commands, "```", ""]
+    if fix.docs_url:
+        out += [f"Docs: <{fix.docs_url}>", ""]
+    return out

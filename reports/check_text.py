@@ -1,0 +1,101 @@
+"""Terminal check report: root cause first, one line per check, fixes set apart.
+
+Not a stable interface: scripts should read ``--format json``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+from rich.console import Console
+from rich.markup import escape
+
+from tpudoctor.findings import CheckResult, Report, Status, Step, root_cause
+from tpudoctor.reports.markers import MARKERS, STYLES, WORDS
+
+
+def render(report: Report, *, verbose: bool = False, color: bool = False, width: int = 100) -> str:
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width,
+                      highlight=False, soft_wrap=False)
+    _header(console, report)
+    cause = root_cause(report.results)
+    if cause is not None:
+        console.print()
+        console.print(f"[bold]Root cause[/bold] (step {int(cause.step)}, {escape(cause.step.label)}):")
+        _result_line(console, cause, indent="  ")
+        _details(console, cause, indent="      ", evidence=True)
+
+    current: Step | None = None
+    for result in report.ordered_results():
+        if result.step != current:
+            current = result.step
+            console.print()
+            console.print(f"[bold]{int(current)}. {escape(current.label)}[/bold]")
+        _result_line(console, result, indent="  ")
+        if result is cause:
+            console.print("      [dim](root cause, see above)[/dim]")
+            continue
+        if result.status in (Status.FAIL, Status.WARN, Status.ERROR):
+            _details(console, result, indent="      ", evidence=verbose)
+        elif verbose and result.evidence:
+            _evidence(console, result, "      ")
+
+    console.print()
+    console.print(_summary_line(report))
+    return buffer.getvalue()
+
+
+def _header(console: Console, report: Report) -> None:
+    t = report.target
+    parts = [f"tpudoctor {report.tool_version}"]
+    for label, value in (("project", t.project), ("zone", t.zone), ("tpu", t.tpu), ("worker", t.worker)):
+        if value:
+            parts.append(f"{label} {value}")
+    parts.append(f"host {report.host}")
+    console.print(escape(" · ".join(parts)))
+
+
+def _result_line(console: Console, result: CheckResult, *, indent: str) -> None:
+    marker = MARKERS[result.status]
+    style = STYLES[result.status]
+    console.print(
+        f"{indent}[{style}]{escape(marker)}[/{style}] {escape(result.check_id)} {escape(result.title)}: "
+        f"{escape(result.message)}"
+    )
+
+
+def _details(console: Console, result: CheckResult, *, indent: str, evidence: bool) -> None:
+    if evidence and result.evidence:
+        _evidence(console, result, indent)
+    fix = result.remediation
+    if fix is None:
+        return
+    if fix.text:
+        console.print(f"{indent}[bold]fix:[/bold] {escape(fix.text)}")
+    for command in fix.commands:
+        console.print(f"{indent}  [cyan]$ {escape(command)}[/cyan]")
+    if fix.docs_url:
+        console.print(f"{indent}[dim]docs: {escape(fix.docs_url)}[/dim]")
+
+
+def _evidence(console: Console, result: CheckResult, indent: str) -> None:
+    for key, value in result.evidence.items():
+        if key == "traceback":
+            continue
+        shown = value if isinstance(value, str) else json.dumps(value, default=str)
+        if len(shown) > 300:
+            shown = shown[:297] + "..."
+        console.print(f"{indent}[dim]{escape(str(key))}: {escape(shown)}[/dim]")
+
+
+def _summary_line(report: Report) -> str:
+    summary = report.summary
+    counts = summary.counts
+    problems = counts["FAIL"] + counts["ERROR"] + counts["WARN"]
+    tally = ", ".join(f"{counts[s.value]} {WORDS[s]}" for s in Status if counts[s.value])
+    if not problems:
+        return f"[green]• No issues found.[/green] ({tally})"
+    cause = f" Root cause: {summary.root_cause}." if summary.root_cause else ""
+    return f"[bold]! tpudoctor found {problems} issue(s)[/bold] ({tally}).{cause}"

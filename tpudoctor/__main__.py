@@ -1,0 +1,3 @@
+from tpudoctor.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""The ``tpudoctor`` command line.
+
+Only argparse and the light command modules are imported here; each command imports what it
+needs (rich, pandas, cloud clients, frameworks) when it runs, so ``tpudoctor --help`` stays fast
+and never imports TensorFlow or JAX.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from tpudoctor import __version__
+from tpudoctor.commands import COMMANDS
+from tpudoctor.errors import TpudoctorError
+from tpudoctor.exitcodes import ExitCode
+
+EPILOG = """\
+exit codes:
+  0  nothing at or above the fail level
+  1  findings (or a performance regression)
+  2  usage or input error (bad flags, unreadable file, missing or mismatched baseline)
+  3  internal error in tpudoctor itself
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's default exit code is 2 as well; keep the text short
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"tpudoctor: error: {message}\n")
+        raise SystemExit(ExitCode.USAGE_ERROR)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="tpudoctor",
+        description="Diagnose failed and slow Cloud TPU jobs (TensorFlow and JAX).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"tpudoctor {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for command in COMMANDS:
+        command.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help(sys.stderr)
+        return ExitCode.USAGE_ERROR
+    try:
+        return int(args.handler(args))
+    except TpudoctorError as exc:
+        _print_error(exc.message, exc.hint)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("tpudoctor: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return int(ExitCode.OK)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: exit 3, not a bare traceback
+        import traceback
+
+        _print_error(
+            f"internal error: {type(exc).__name__}: {exc}",
+            "this is a bug in tpudoctor, not a finding about your TPU; "
+            "rerun with TPUDOCTOR_DEBUG=1 for the traceback and report it",
+        )
+        import os
+
+        if os.environ.get("TPUDOCTOR_DEBUG"):
+            traceback.print_exc()
+        return int(ExitCode.INTERNAL_ERROR)
+
+
+def _print_error(message: str, hint: str | None) -> None:
+    sys.stderr.write(f"tpudoctor: error: {message}\n")
+    if hint:
+        sys.stderr.write(f"  hint: {hint}\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

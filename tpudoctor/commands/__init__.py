@@ -1,0 +1,7 @@
+"""One module per sub-command. Each exposes ``register(subparsers)`` and stays light to import."""
+
+from __future__ import annotations
+
+from tpudoctor.commands import check_cmd, list_checks_cmd
+
+COMMANDS = [check_cmd, list_checks_cmd]

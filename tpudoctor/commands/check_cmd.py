@@ -1,0 +1,108 @@
+"""``tpudoctor check``: walk the five-step triage chain and name one root cause."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tpudoctor.commands.common import add_output_flags, add_target_flags, chosen_format
+from tpudoctor.exitcodes import ExitCode
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "check",
+        help="triage a failed TPU job: node, GCS, runtime, logs, reference model",
+        description="Run the triage checks in order and report the root cause with a fix.",
+    )
+    parser.add_argument("ids", nargs="*", metavar="ID", help="run only these check ids (see list-checks)")
+    parser.add_argument("--step", type=int, action="append", choices=range(1, 6), metavar="N",
+                        help="run only step N (1 node, 2 GCS, 3 runtime, 4 logs, 5 reference model); repeatable")
+    add_target_flags(parser)
+    inputs = parser.add_argument_group("inputs")
+    inputs.add_argument("--data", action="append", default=[], metavar="URI", help="training data path (gs://...); repeatable")
+    inputs.add_argument("--checkpoint-dir", action="append", default=[], metavar="URI", help="checkpoint directory; repeatable")
+    inputs.add_argument("--log-dir", action="append", default=[], metavar="URI", help="TensorBoard/profile log directory; repeatable")
+    inputs.add_argument("--log-file", action="append", default=[], metavar="FILE", help="your job's log file ('-' for stdin); repeatable")
+    inputs.add_argument("--since", default=None, metavar="DURATION", help="how far back to read Cloud Logging (default 1h)")
+    inputs.add_argument("--probe", action="store_true", help="start the framework in a subprocess and list its devices")
+    inputs.add_argument("--write-probe", action="store_true",
+                        help="write and delete one probe object in each writable GCS path (off by default: never writes otherwise)")
+    inputs.add_argument("--reference-model", default="dense", metavar="NAME", help="model for step 5 (default: dense)")
+    limits = parser.add_argument_group("limits")
+    limits.add_argument("--timeout", default="600s", metavar="DURATION", help="limit for the whole run (default 600s)")
+    limits.add_argument("--api-timeout", default="10s", metavar="DURATION", help="limit for each cloud API call (default 10s)")
+    gate = parser.add_argument_group("exit status")
+    gate.add_argument("--fail-on", choices=("warn", "fail"), default=None, help="lowest status that exits 1 (default: fail)")
+    gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks")
+    add_output_flags(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> ExitCode:
+    from tpudoctor import config
+    from tpudoctor.context import CheckOptions, RunContext
+    from tpudoctor.errors import UsageError
+    from tpudoctor.findings import Target
+    from tpudoctor.progress import progress
+    from tpudoctor.registry import load_registry
+    from tpudoctor.reports import render_check_report
+    from tpudoctor.runner import Runner
+    from tpudoctor.output import write_text
+
+    settings, _path = config.load_config_file()
+    target = Target(
+        project=config.resolve(args.project, "project", settings),
+        zone=config.resolve(args.zone, "zone", settings),
+        tpu=config.resolve(args.tpu, "tpu", settings),
+        worker=config.resolve(args.worker, "worker", settings),
+    )
+    options = CheckOptions(
+        data_paths=config.as_list(args.data or settings.get("data")),
+        checkpoint_dirs=config.as_list(args.checkpoint_dir or settings.get("checkpoint_dir")),
+        log_dirs=config.as_list(args.log_dir or settings.get("log_dir")),
+        log_files=config.as_list(args.log_file or settings.get("log_file")),
+        since_s=config.parse_duration_s(args.since or settings.get("since") or "1h"),
+        probe=args.probe,
+        write_probe=args.write_probe,
+        reference_model=args.reference_model,
+        api_timeout_s=config.parse_duration_s(args.api_timeout),
+    )
+    run_timeout_s = config.parse_duration_s(args.timeout if args.timeout != "600s" else settings.get("timeout", "600s"))
+    if run_timeout_s <= 0:
+        raise UsageError("--timeout must be positive")
+    fmt = chosen_format(args) if args.format or not settings.get("format") else settings["format"]
+    fail_on = args.fail_on or settings.get("fail_on") or "fail"
+
+    registry = load_registry()
+    selected = registry.check_classes()
+    if args.ids:
+        unknown = sorted(set(args.ids) - set(registry.checks))
+        if unknown:
+            raise UsageError(f"unknown check id(s): {', '.join(unknown)}", hint="run 'tpudoctor list-checks'")
+        selected = [c for c in selected if c.id in set(args.ids)]
+    if args.step:
+        selected = [c for c in selected if int(c.step) in set(args.step)]
+    if not selected:
+        raise UsageError("no checks selected", hint="check the ids and --step values; see 'tpudoctor list-checks'")
+
+    ctx = RunContext(target=target, options=options, run_timeout_s=run_timeout_s)
+    with progress("tpudoctor check") as update:
+        report = Runner(registry, ctx, progress=update).run(selected)
+    text = render_check_report(report, fmt, verbose=args.verbose, color=_color_wanted(args))
+    write_text(args.output, text)
+    return exit_code_for(report, fail_on=fail_on, exit_zero=args.exit_zero)
+
+
+def exit_code_for(report, *, fail_on: str = "fail", exit_zero: bool = False) -> ExitCode:
+    """FINDINGS when a result is at or above the fail level. The format never changes this."""
+    from tpudoctor.findings import Status
+
+    if exit_zero:
+        return ExitCode.OK
+    failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if fail_on == "warn" else set())
+    return ExitCode.FINDINGS if any(r.status in failing for r in report.results) else ExitCode.OK
+
+
+def _color_wanted(args: argparse.Namespace) -> bool:
+    return args.output in (None, "-") and sys.stdout.isatty()

@@ -1,0 +1,29 @@
+"""Flags shared by several commands, defined once."""
+
+from __future__ import annotations
+
+import argparse
+
+from tpudoctor.formats import CHECK_FORMATS, default_format
+
+
+def add_target_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("target (gcloud style; also CLOUDSDK_CORE_PROJECT, CLOUDSDK_COMPUTE_ZONE, TPU_NAME)")
+    group.add_argument("--project", help="Google Cloud project id")
+    group.add_argument("--zone", help="zone of the TPU, e.g. us-central2-b")
+    group.add_argument("--tpu", help="TPU node name")
+    group.add_argument("--worker", help="worker index on a multi-host node (default: this VM's, or all)")
+
+
+def add_output_flags(parser: argparse.ArgumentParser, formats: tuple[str, ...] = CHECK_FORMATS) -> None:
+    group = parser.add_argument_group("output")
+    group.add_argument(
+        "--format", choices=formats, default=None,
+        help=f"report format (default: $TPUDOCTOR_FORMAT or text); one of {', '.join(formats)}",
+    )
+    group.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    group.add_argument("-v", "--verbose", action="store_true", help="show evidence for every result")
+
+
+def chosen_format(args: argparse.Namespace, formats: tuple[str, ...] = CHECK_FORMATS) -> str:
+    return args.format or default_format(formats)

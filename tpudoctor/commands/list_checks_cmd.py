@@ -1,0 +1,42 @@
+"""``tpudoctor list-checks``: every registered check, where it comes from and what it reads."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from tpudoctor.exitcodes import ExitCode
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("list-checks", help="list the registered checks by triage step")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> ExitCode:
+    from tpudoctor.registry import load_registry
+
+    registry = load_registry()
+    rows = [
+        {
+            "id": c.id, "step": int(c.step), "step_label": c.step.label, "title": c.title,
+            "requires": list(c.requires), "facts": list(c.facts), "timeout_s": c.timeout_s,
+            "docs": c.docs, "source": c.source,
+        }
+        for c in registry.check_classes()
+    ]
+    if args.format == "json":
+        print(json.dumps({"checks": rows}, indent=2))
+        return ExitCode.OK
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="tpudoctor checks", show_lines=False)
+    for col in ("step", "id", "title", "requires", "source"):
+        table.add_column(col)
+    for row in rows:
+        table.add_row(f"{row['step']} {row['step_label']}", row["id"], row["title"],
+                      ", ".join(row["requires"]) or "-", row["source"])
+    Console().print(table)
+    return ExitCode.OK

@@ -1,0 +1,108 @@
+"""Where the target and options come from: flags, then the environment, then a config file.
+
+Precedence follows gcloud: an explicit flag wins over ``CLOUDSDK_*``/``TPU_NAME``, which win
+over ``tpudoctor.toml`` (or ``[tool.tpudoctor]`` in ``pyproject.toml``) in the working
+directory. On a TPU VM the metadata server fills what is still missing (see the node providers).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tpudoctor.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ENV_FOR_TARGET = {
+    "project": ("CLOUDSDK_CORE_PROJECT",),
+    "zone": ("CLOUDSDK_COMPUTE_ZONE",),
+    "tpu": ("TPU_NAME",),
+    "worker": ("TPUDOCTOR_WORKER",),
+}
+
+KNOWN_KEYS = {
+    "project", "zone", "tpu", "worker", "data", "checkpoint_dir", "log_dir", "log_file",
+    "since", "timeout", "format", "fail_on",
+}
+
+
+def load_config_file(start: Path | None = None) -> tuple[dict[str, Any], Path | None]:
+    """Read ``tpudoctor.toml`` or ``[tool.tpudoctor]`` from the working directory."""
+    here = start or Path.cwd()
+    for name, section in (("tpudoctor.toml", None), ("pyproject.toml", ("tool", "tpudoctor"))):
+        path = here / name
+        if not path.is_file():
+            continue
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise UsageError(f"cannot read config file {path}: {exc}") from exc
+        if section:
+            for part in section:
+                data = data.get(part, {}) if isinstance(data, dict) else {}
+            if not data:
+                continue
+        if not isinstance(data, dict):
+            raise UsageError(f"config file {path}: expected a table of settings")
+        unknown = sorted(set(data) - KNOWN_KEYS)
+        if unknown:
+            raise UsageError(
+                f"config file {path}: unknown setting(s) {', '.join(unknown)}",
+                hint=f"known settings: {', '.join(sorted(KNOWN_KEYS))}",
+            )
+        return data, path
+    return {}, None
+
+
+def resolve(flag: Any, key: str, config: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Any:
+    """One setting by precedence: flag, environment, config file."""
+    if flag not in (None, [], ""):
+        return flag
+    environ = os.environ if env is None else env
+    for var in ENV_FOR_TARGET.get(key, ()):
+        if environ.get(var):
+            return environ[var]
+    return config.get(key)
+
+
+def as_list(value: Any) -> list[str]:
+    if value in (None, ""):
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
+
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration_s(text: str | float | int) -> float:
+    """``90``, ``90s``, ``15m``, ``1h``, ``2d`` -> seconds."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    raw = str(text).strip().lower()
+    try:
+        if raw and raw[-1] in _DURATION_UNITS:
+            return float(raw[:-1]) * _DURATION_UNITS[raw[-1]]
+        return float(raw)
+    except ValueError:
+        raise UsageError(f"not a duration: {text!r}", hint="use a number with s, m, h or d, e.g. 30s, 15m, 1h") from None
+
+
+def parse_percent(text: str | float) -> float:
+    """``5%`` or ``5`` or ``0.05``? Only ``5%`` and ``5`` are accepted: both mean five percent."""
+    raw = str(text).strip()
+    try:
+        value = float(raw[:-1] if raw.endswith("%") else raw)
+    except ValueError:
+        raise UsageError(f"not a percentage: {text!r}", hint="write it like 5%") from None
+    if not 0 <= value < 100:
+        raise UsageError(f"percentage out of range: {text!r}")
+    return value

@@ -1,0 +1,42 @@
+"""What a ``check`` run was asked to look at: the target and the user's options.
+
+Fact providers read this; checks never do (they read facts only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from tpudoctor.findings import Target
+
+
+@dataclasses.dataclass
+class CheckOptions:
+    """Inputs from flags or the config file that providers act on."""
+
+    data_paths: list[str] = dataclasses.field(default_factory=list)
+    checkpoint_dirs: list[str] = dataclasses.field(default_factory=list)
+    log_dirs: list[str] = dataclasses.field(default_factory=list)
+    log_files: list[str] = dataclasses.field(default_factory=list)
+    since_s: float = 3600.0
+    probe: bool = False
+    write_probe: bool = False
+    reference_model: str = "dense"
+    reference_timeout_s: float = 300.0
+    api_timeout_s: float = 10.0
+
+
+@dataclasses.dataclass
+class RunContext:
+    target: Target = dataclasses.field(default_factory=Target)
+    options: CheckOptions = dataclasses.field(default_factory=CheckOptions)
+    run_timeout_s: float = 600.0
+    started_monotonic: float = dataclasses.field(default_factory=time.monotonic)
+
+    @property
+    def deadline(self) -> float:
+        return self.started_monotonic + self.run_timeout_s
+
+    def remaining_s(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())

@@ -1,0 +1,1 @@
+"""Built-in fact providers. Every ``FactProvider`` subclass in this package is registered."""

@@ -1,0 +1,73 @@
+"""Helpers for check authors, built-in and third-party.
+
+>>> from tpudoctor.testing import run_check, assert_status
+>>> result = run_check(MyCheck, {"python.version": "3.11.7"})
+>>> assert_status(result, "PASS")
+
+``conformance_problems(cls)`` lists what a check class gets wrong (metadata, docs, examples);
+the built-in suite runs it over every registered check, plugins included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tpudoctor.check import CHECK_ID_PATTERN, Check
+from tpudoctor.facts import Facts
+from tpudoctor.findings import CheckResult, Status, Step
+
+
+def run_check(check: type[Check] | Check, facts: Mapping[str, Any]) -> CheckResult:
+    """Evaluate one check on a facts dict, exactly as the runner would (SKIP/ERROR included)."""
+    from tpudoctor.runner import _evaluate
+
+    instance = check() if isinstance(check, type) else check
+    return _evaluate(instance, facts if isinstance(facts, Facts) else Facts(facts))
+
+
+def assert_status(result: CheckResult, status: Status | str) -> None:
+    wanted = Status(status)
+    if result.status is not wanted:
+        raise AssertionError(
+            f"{result.check_id}: expected {wanted.value}, got {result.status.value}: {result.message}"
+            f" (evidence: {result.evidence})"
+        )
+
+
+def conformance_problems(cls: type[Check], known_facts: set[str] | None = None) -> list[str]:
+    """Everything wrong with a check class; an empty list means it conforms."""
+    problems: list[str] = []
+    name = cls.__qualname__
+    if not CHECK_ID_PATTERN.match(cls.id or ""):
+        problems.append(f"{name}: id {cls.id!r} must look like STEP-001")
+    if not cls.title:
+        problems.append(f"{name}: title is empty")
+    if not isinstance(getattr(cls, "step", None), Step):
+        problems.append(f"{name}: step must be a tpudoctor.findings.Step")
+    if not cls.description():
+        problems.append(f"{name}: needs a docstring saying what it checks")
+    if not cls.docs or not cls.docs.startswith("https://"):
+        problems.append(f"{name}: docs must be an https:// link")
+    if not (0 < cls.timeout_s <= 600):
+        problems.append(f"{name}: timeout_s must be in (0, 600]")
+    if not cls.facts:
+        problems.append(f"{name}: declares no facts; a check must judge gathered facts")
+    if known_facts is not None:
+        for key in cls.facts:
+            if key not in known_facts:
+                problems.append(f"{name}: reads fact '{key}' that no provider fills")
+    statuses = {ex.status for ex in cls.examples}
+    if Status.PASS not in statuses:
+        problems.append(f"{name}: needs at least one PASS example")
+    if not statuses & {Status.FAIL, Status.WARN}:
+        problems.append(f"{name}: needs at least one FAIL or WARN example (a check that cannot fail is a defect)")
+    for ex in cls.examples:
+        result = run_check(cls, ex.facts)
+        if result.status is not ex.status:
+            problems.append(
+                f"{name}: example '{ex.name}' expected {ex.status.value}, got {result.status.value}: {result.message}"
+            )
+        elif result.status in (Status.FAIL, Status.WARN) and result.remediation is None:
+            problems.append(f"{name}: example '{ex.name}' gives {result.status.value} without a remediation")
+    return problems
