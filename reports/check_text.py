@@ -18,7 +18,7 @@ from tpudoctor.reports.markers import MARKERS, STYLES, WORDS
 def render(report: Report, *, verbose: bool = False, color: bool = False, width: int = 100) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width,
-                      highlight=False, soft_wrap=False)
+                      highlight=False, soft_wrap=True)  # never break a command someone will copy
     _header(console, report)
     cause = root_cause(report.results)
     if cause is not None:
