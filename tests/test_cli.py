@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import engine_fixtures as ef
-from tpudoctor import cli, registry as registry_module
+import pytest
+from sample_reports import healthy_report, preempted_node_report
+
+from tpudoctor import cli
+from tpudoctor import registry as registry_module
 from tpudoctor.commands.check_cmd import exit_code_for
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.registry import Registry
 from tpudoctor.schema import validate
-from sample_reports import healthy_report, preempted_node_report
 
 
 @pytest.fixture

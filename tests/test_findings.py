@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 
 from sample_reports import healthy_report, preempted_node_report
+
 from tpudoctor.findings import CheckResult, Report, Severity, Status, Step, root_cause
 from tpudoctor.schema import validate
 

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
+import engine_fixtures as ef
 import pytest
 
-import engine_fixtures as ef
 from tpudoctor.context import RunContext
 from tpudoctor.findings import Status
 from tpudoctor.registry import Registry

@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None, help="lowest status that exits 1 (default: fail)")
     gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks")
     add_output_flags(parser)
+    parser.add_argument("--redact", action="store_true",
+                        help="replace project ids, service-account e-mails, IPs, bucket and host names before sharing")
     parser.set_defaults(handler=run)
 
 
@@ -44,11 +46,11 @@ def run(args: argparse.Namespace) -> ExitCode:
     from tpudoctor.context import CheckOptions, RunContext
     from tpudoctor.errors import UsageError
     from tpudoctor.findings import Target
+    from tpudoctor.output import write_text
     from tpudoctor.progress import progress
     from tpudoctor.registry import load_registry
     from tpudoctor.reports import render_check_report
     from tpudoctor.runner import Runner
-    from tpudoctor.output import write_text
 
     settings, _path = config.load_config_file()
     target = Target(
@@ -89,7 +91,12 @@ def run(args: argparse.Namespace) -> ExitCode:
     ctx = RunContext(target=target, options=options, run_timeout_s=run_timeout_s)
     with progress("tpudoctor check") as update:
         report = Runner(registry, ctx, progress=update).run(selected)
-    text = render_check_report(report, fmt, verbose=args.verbose, color=_color_wanted(args))
+    from tpudoctor.findings import Report
+    from tpudoctor.redact import sanitize_report_dict
+
+    shown = Report.from_dict(sanitize_report_dict(report.to_dict(), redact=args.redact))
+    shown.duration_s = report.duration_s
+    text = render_check_report(shown, fmt, verbose=args.verbose, color=_color_wanted(args))
     write_text(args.output, text)
     return exit_code_for(report, fail_on=fail_on, exit_zero=args.exit_zero)
 
