@@ -74,6 +74,10 @@ class FactStore:
     def facts(self) -> Facts:
         return Facts(self._facts)
 
+    def preset(self, facts: dict[str, Any]) -> None:
+        """Facts known before gathering (a test, or a caller that already has them)."""
+        self._facts.update(facts)
+
     def _providers_for(self, keys: Iterable[str]) -> list[type[FactProvider]]:
         ordered: list[type[FactProvider]] = []
         seen: set[type[FactProvider]] = set()
@@ -168,7 +172,7 @@ class Runner:
         self.progress = progress
         self.store = FactStore(registry, ctx, progress)
         if preset_facts:
-            self.store._facts.update(preset_facts)
+            self.store.preset(preset_facts)
 
     def run(self, check_classes: Iterable[type[Check]]) -> Report:
         started = time.monotonic()
@@ -225,7 +229,7 @@ class Runner:
             self.progress(f"{cls.id} {cls.title}")
         facts = self.store.facts
         budget = min(cls.timeout_s, self.ctx.remaining_s())
-        outcome, payload = _call_with_timeout(lambda: _evaluate(check, facts), budget)
+        outcome, payload = _call_with_timeout(lambda: evaluate_check(check, facts), budget)
         if outcome == "timeout":
             result = _error(check, f"check did not finish within {budget:.1f}s", {"timeout_s": budget})
         elif outcome == "error":
@@ -241,7 +245,8 @@ class Runner:
         return result
 
 
-def _evaluate(check: Check, facts: Facts) -> CheckResult:
+def evaluate_check(check: Check, facts: Facts) -> CheckResult:
+    """One check on one set of facts: missing facts become SKIP, broken ones ERROR."""
     try:
         result = check.evaluate(facts)
     except FactUnavailableError as exc:
@@ -280,4 +285,4 @@ def _dependency_order(classes: list[type[Check]]) -> list[type[Check]]:
     return ordered
 
 
-__all__ = ["FactStore", "Runner", "Unavailable"]
+__all__ = ["FactStore", "Runner", "Unavailable", "evaluate_check"]
