@@ -39,7 +39,8 @@ ROLE_FOR_PERMISSION = {
     "storage.objects.delete": "roles/storage.objectUser",
 }
 
-_PERMISSION_IN_TEXT = re.compile(r"\b((?:tpu|storage|compute|iam)\.[A-Za-z]+\.[A-Za-z]+)\b")
+_QUOTED_PERMISSION = re.compile(r"[Pp]ermission '([a-z]+\.[A-Za-z]+\.[A-Za-z]+)'")
+_PERMISSION_IN_TEXT = re.compile(r"\b((?:tpu|storage|compute)\.[A-Za-z]+\.[A-Za-z]+)\b")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +96,7 @@ def failure_from_exception(exc: BaseException, *, permission: str | None = None)
         text = exc.message or str(exc)
         named = (getattr(exc, "metadata", None) or {}).get("permission") if code == 403 else None
         if code == 403 and not named:
-            match = _PERMISSION_IN_TEXT.search(text)
+            match = _QUOTED_PERMISSION.search(text) or _PERMISSION_IN_TEXT.search(text)
             named = match.group(1) if match else permission
         kind = _KIND_FOR_STATUS.get(code or 0)
         if kind is None:
