@@ -88,6 +88,9 @@ def scan_framing(head: bytes, *, max_records: int = 16, at_eof: bool = False) ->
     checked = 0
     while checked < max_records and offset < len(head):
         if len(head) - offset < HEADER_BYTES:
+            if checked == 0 and at_eof:
+                return FramingScan("not_tfrecord", problem="shorter than one TFRecord header",
+                                   problem_offset=0, detected_format=detect_format(head))
             if at_eof:
                 return _broken(checked, offset, f"{len(head) - offset} stray bytes at the end of the file")
             return FramingScan("valid", checked, offset, truncated_record=True)
