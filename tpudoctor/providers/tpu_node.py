@@ -17,8 +17,8 @@ from tpudoctor.gcp.tpu_api import TpuApi, node_resource_name
 from tpudoctor.provider import FactProvider
 from tpudoctor.tpu_types import is_tpu_api_unsupported
 
-NO_TARGET = ("no TPU node to look up: pass --tpu NAME --zone ZONE --project PROJECT "
-             "(or set TPU_NAME, CLOUDSDK_COMPUTE_ZONE, CLOUDSDK_CORE_PROJECT), or run tpudoctor on the TPU VM")
+NO_TARGET = ("pass --tpu NAME --zone ZONE --project PROJECT (or set TPU_NAME, CLOUDSDK_COMPUTE_ZONE, "
+             "CLOUDSDK_CORE_PROJECT), or run tpudoctor on the TPU VM")
 
 
 class TpuNodeProvider(FactProvider):
@@ -34,7 +34,7 @@ class TpuNodeProvider(FactProvider):
         project, zone, tpu = target.get("project"), target.get("zone"), target.get("tpu")
         missing = [flag for flag, value in (("--tpu", tpu), ("--zone", zone), ("--project", project)) if not value]
         if missing:
-            why = Unavailable(f"{NO_TARGET} (missing: {', '.join(missing)})")
+            why = Unavailable(f"no TPU node to look up (missing {', '.join(missing)}): {NO_TARGET}")
             return {"tpu.lookup": why, "tpu.node": why, "tpu.queued_resource": why}
 
         endpoint = tpu_endpoint()
