@@ -65,7 +65,7 @@ class LoopbackServer:
         return f"http://{self.host}"
 
     def start(self) -> LoopbackServer:
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True,
                                         name=type(self).__name__)
         self._thread.start()
         return self
