@@ -7,9 +7,10 @@ import time
 
 from tpudoctor.cli import main
 from tpudoctor.schema import validate
-from tpudoctor.testing.gcp_fixtures import fake_gcs, fake_tpu_api, gcp_env  # noqa: F401
 from tpudoctor.testing.fake_tpu_api import make_node
 from tpudoctor.tfrecord import encode_records
+
+pytest_plugins = ["tpudoctor.testing.gcp_fixtures"]
 
 ARGS = ["check", "--project", "p", "--zone", "us-central2-b", "--tpu", "my-tpu", "--data", "gs://bucket/train",
         "--step", "1", "--step", "2"]

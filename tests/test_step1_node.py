@@ -7,8 +7,9 @@ from _step12_helpers import commands, run_ids
 
 from tpudoctor.findings import Status
 from tpudoctor.testing.fake_tpu_api import make_node
-from tpudoctor.testing.gcp_fixtures import fake_metadata, fake_tpu_api, gcp_env  # noqa: F401
 from tpudoctor.testing.loopback import free_port
+
+pytest_plugins = ["tpudoctor.testing.gcp_fixtures"]
 
 STATES = {
     # state: (words the verdict must contain, gcloud verbs its fix must contain)

@@ -65,7 +65,7 @@ class MetadataClient:
             return body
         except socket.gaierror as exc:
             raise MetadataUnavailable(f"metadata host {self.host} does not resolve ({exc.strerror})") from exc
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise MetadataUnavailable(f"metadata server at {self.host} did not answer within {self.timeout_s:g}s") from exc
         except (ConnectionError, OSError, http.client.HTTPException) as exc:
             raise MetadataUnavailable(f"cannot reach a metadata server at {self.host}: {exc}") from exc

@@ -65,9 +65,9 @@ def parse_path(raw: str, role: str) -> dict[str, Any]:
                 f"gs://{bucket.lower()}/{prefix}".rstrip("/"))
     elif not _BUCKET_NAME.match(bucket) or ".." in bucket or len(bucket.split(".")[0]) > 63:
         problem("bucket_name", "fail", f"{bucket!r} is not a valid bucket name (3-63 characters: a-z, 0-9, '-', '_', '.')")
-    if "//" in prefix:
+    if "//" in prefix or prefix.startswith("/"):
         problem("double_slash", "fail", f"{raw!r} has '//' in the object path; GCS keeps it literally",
-                f"gs://{bucket}/{re.sub('/+', '/', prefix)}")
+                f"gs://{bucket}/{re.sub('/+', '/', prefix).lstrip('/')}")
     if any(c in prefix for c in " \t\n"):
         problem("whitespace", "fail", f"{raw!r} contains whitespace (a quoting mistake?)")
     return info

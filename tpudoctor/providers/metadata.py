@@ -8,7 +8,13 @@ from typing import Any
 
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, Unavailable
-from tpudoctor.gcp.metadata import MetadataClient, MetadataUnavailable, dmi_says_not_google, metadata_host, read_tpu_vm
+from tpudoctor.gcp.metadata import (
+    MetadataClient,
+    MetadataUnavailable,
+    dmi_says_not_google,
+    metadata_host,
+    read_tpu_vm,
+)
 from tpudoctor.provider import FactProvider
 
 NOT_ON_GCE = "not running on a Google Cloud VM (no metadata server)"

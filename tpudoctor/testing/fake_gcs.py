@@ -18,6 +18,7 @@ import http.client
 import json
 import logging
 import re
+import socket
 import threading
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -71,7 +72,15 @@ class FakeGcs(LoopbackServer):
 
     def stop(self) -> None:
         super().stop()
-        self._emulator.stop()
+        # The emulator's server loop polls for shutdown every 0.5 s; a connection wakes it at once.
+        stopper = threading.Thread(target=self._emulator.stop, daemon=True)
+        stopper.start()
+        while stopper.is_alive():
+            try:
+                socket.create_connection(("127.0.0.1", self._emulator_port), timeout=0.1).close()
+            except OSError:
+                pass
+            stopper.join(0.02)
 
     # --- seeding, straight into the emulator with the real client ---------------------------
     def client(self):

@@ -125,14 +125,14 @@ class FakeTpuApi(LoopbackServer):
         if method != "GET":
             send(handler, 404, google_error(404, f"{method} {path} is not served by the fake"))
             return
-        if m := _NODE.match(path):
+        if _NODE.match(path):
             node = self.nodes.get(path[4:])
             if node is None:
                 send(handler, 404, google_error(404, f"Resource '{path[4:]}' was not found"))
             else:
                 send(handler, 200, node)
             return
-        if m := _NODES.match(path):
+        if _NODES.match(path):
             prefix = path[4:] + "/"
             send(handler, 200, {"nodes": [n for k, n in sorted(self.nodes.items()) if k.startswith(prefix)]})
             return
