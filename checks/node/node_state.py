@@ -96,6 +96,8 @@ class NodeExistsAndReady(Check):
         state = node.get("state") or "STATE_UNSPECIFIED"
         evidence = {k: node.get(k) for k in ("name", "zone", "project", "state", "accelerator_type",
                                              "runtime_version", "spot", "preemptible")}
+        identity = lookup.get("identity") or {}
+        evidence["api_identity"] = identity.get("principal") or identity.get("source")
         where = f"{node['name']} ({node.get('accelerator_type') or 'unknown type'}, {node['zone']})"
         if state == "READY":
             return self.passed(f"{where} is READY", evidence=evidence)
@@ -129,7 +131,7 @@ class NodeExistsAndReady(Check):
         project, zone, tpu = lookup["project"], lookup["zone"], lookup["tpu"]
         identity = (lookup.get("identity") or {})
         evidence = {"resource_name": lookup["resource_name"], "endpoint": lookup["endpoint"], "failure": failure,
-                    "identity": identity.get("principal") or identity.get("source")}
+                    "api_identity": identity.get("principal") or identity.get("source") or "none"}
         if kind == "not_found":
             others = lookup.get("zone_nodes")
             if others:

@@ -67,7 +67,8 @@ class TpuNodeProvider(FactProvider):
                 except ApiCallFailed as list_exc:
                     lookup["zone_nodes_failure"] = list_exc.failure.to_dict()
             why = Unavailable(f"the TPU node {tpu} could not be read: {exc.failure.message}")
-            return {"tpu.lookup": lookup, "tpu.node": why, "tpu.queued_resource": why}
+            short = Unavailable(f"the TPU node {tpu} could not be read (see NODE-001)")
+            return {"tpu.lookup": lookup, "tpu.node": why, "tpu.queued_resource": short}
 
         lookup["found"] = True
         lookup["node"] = node
