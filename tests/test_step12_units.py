@@ -130,3 +130,38 @@ def test_every_step_1_and_2_check_conforms():
     assert len(ours) >= 14
     for cls in ours:
         assert conformance_problems(cls, set(registry.providers)) == [], cls.id
+
+
+def test_service_account_key_is_the_reported_identity(tmp_path, monkeypatch):
+    """ADC from a key file: the identity is the key's service account, with no network call."""
+    import json
+
+    serialization = pytest.importorskip("cryptography.hazmat.primitives.serialization")
+    rsa = pytest.importorskip("cryptography.hazmat.primitives.asymmetric.rsa")
+    from tpudoctor.gcp.credentials import resolve_credentials
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    path = tmp_path / "key.json"
+    path.write_text(json.dumps({
+        "type": "service_account", "project_id": "p", "private_key_id": "1", "private_key": pem,
+        "client_email": "trainer@p.iam.gserviceaccount.com", "client_id": "1",
+        "token_uri": "https://oauth2.googleapis.com/token"}))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
+    _credentials, identity = resolve_credentials(None, on_gce=False)
+    assert identity.principal == "trainer@p.iam.gserviceaccount.com"
+    assert identity.iam_member == "serviceAccount:trainer@p.iam.gserviceaccount.com"
+    assert str(path) in identity.source
+
+
+def test_no_adc_off_google_cloud_fails_fast_without_probing(tmp_path, monkeypatch):
+    from tpudoctor.gcp.credentials import resolve_credentials
+
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
+    with pytest.raises(ApiCallFailed) as info:
+        resolve_credentials("https://tpu.googleapis.com", on_gce=False)
+    assert info.value.failure.kind == "no_credentials"
+    _creds, identity = resolve_credentials("http://127.0.0.1:1", on_gce=False)
+    assert identity.kind == "anonymous"

@@ -134,3 +134,19 @@ def test_no_credentials_for_real_gcs(gcp_env):
     result = run_ids(["GCS-002"], data_paths=["gs://bucket/train"])[0]["GCS-002"]
     assert result.status is Status.FAIL and "no Google Cloud credentials" in result.message
     assert "gcloud auth application-default login" in commands(result)
+
+
+def test_unreadable_bucket_metadata_warns_and_location_is_skipped(bucket):
+    bucket.deny("bucket", "storage.buckets.get")
+    results, _ = run_ids(["GCS-001", "GCS-002", "GCS-003", "GCS-004"], data_paths=["gs://bucket/train"])
+    assert results["GCS-002"].status is Status.WARN
+    assert "storage.buckets.get denied" in results["GCS-002"].message
+    assert commands(results["GCS-002"])[0].endswith("--role=roles/storage.bucketViewer")
+    assert results["GCS-003"].status is Status.SKIP
+    assert results["GCS-004"].status is Status.PASS
+
+
+def test_permission_test_failing_is_an_error_not_a_pass(bucket):
+    bucket.fail(500, times=10, path_contains="/iam/testPermissions")
+    result = run_ids(["GCS-002", "GCS-004"], data_paths=["gs://bucket/train"])[0]["GCS-004"]
+    assert result.status is Status.ERROR and "could not test permissions on gs://bucket" in result.message

@@ -144,7 +144,9 @@ class NodeExistsAndReady(Check):
             return self.fail(
                 f"no TPU node named {tpu} in zone {zone} of project {project}; {listing}", evidence=evidence,
                 remediation=remediation(
-                    "Check the name, zone and project (--tpu, --zone, --project), or create the node.",
+                    "Check the name, zone and project (--tpu, --zone, --project), or create the node. "
+                    "TPU7x (Ironwood) nodes are not served by the Cloud TPU API: list those with "
+                    "'gcloud compute instances list'.",
                     gcloud.tpu_vm("list", None, zone, project),
                     gcloud.tpu_vm_create({"name": tpu, "zone": zone, "project": project})))
         if kind == "permission_denied":
