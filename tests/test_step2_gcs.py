@@ -70,6 +70,12 @@ def test_checkpoint_dir_without_write_permission_names_role_and_command(bucket, 
                                 "--member=serviceAccount:job-sa@p.iam.gserviceaccount.com --role=roles/storage.objectUser"]
 
 
+def test_folder_path_does_not_count_sibling_prefixes(bucket):
+    bucket.upload("bucket", "train-old/part-9.tfrecord", encode_records([b"z"]))
+    result = run_ids(ALL, data_paths=["gs://bucket/train"])[0]["GCS-005"]
+    assert result.evidence["paths"]["gs://bucket/train"]["object_count"] == 2
+
+
 def test_empty_data_prefix_fails(bucket):
     result = run_ids(ALL, data_paths=["gs://bucket/trian"])[0]["GCS-005"]
     assert result.status is Status.FAIL and "no objects under gs://bucket/trian" in result.message

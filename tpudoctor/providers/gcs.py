@@ -135,6 +135,10 @@ class GcsRemoteProvider(FactProvider):
             return result, []
         if has_glob(prefix):
             found = [o for o in found if fnmatch.fnmatchcase(o["name"], prefix)]
+        elif prefix and not prefix.endswith("/"):
+            # gs://b/train means the object "train" or the folder "train/", not "train2/...".
+            exact = [o for o in found if o["name"] == prefix or o["name"].startswith(prefix + "/")]
+            found = exact or found
         files = [o for o in found if not o["name"].endswith("/") and o["size_bytes"] > 0]
         result.update({
             "object_count": len(found),
