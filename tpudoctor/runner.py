@@ -219,9 +219,14 @@ class Runner:
         blocker = self._blocker(cls, results, selected)
         if blocker is not None:
             why = f"blocked by {blocker.check_id} ({blocker.status.value})"
-            if blocker.status is Status.SKIP and blocker.skip_reason:
-                why += f": {blocker.skip_reason}"
-            return check.skip(why, evidence={"blocked_by": blocker.check_id})
+            evidence = {"blocked_by": blocker.check_id}
+            if blocker.status is Status.SKIP:
+                # Name the first reason in the chain once, not "blocked by A: blocked by B: ...".
+                root_reason = blocker.evidence.get("root_skip_reason") or blocker.skip_reason
+                if root_reason:
+                    why += f": {root_reason}"
+                    evidence["root_skip_reason"] = root_reason
+            return check.skip(why, evidence=evidence)
         if self.ctx.remaining_s() <= 0:
             return _error(check, f"the run's time limit ({self.ctx.run_timeout_s:g}s) was reached before this check ran",
                           {"run_timeout_s": self.ctx.run_timeout_s})
