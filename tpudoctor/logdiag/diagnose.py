@@ -7,9 +7,10 @@ non-fatal warnings come last and stay WARN.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import io
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from tpudoctor.logdiag.catalog import Catalog, Signature, load_catalog
 from tpudoctor.logdiag.events import LogEvent, group_events
 
 EXCERPT_LINES = 8
+BATCH_LINES = 4096
 MAX_SOURCES_LISTED = 10
 
 
@@ -105,18 +107,45 @@ class Diagnoser:
         self.lines_scanned = 0
 
     def feed(self, events: Iterable[LogEvent], source: str) -> None:
+        """Pre-grouped events (Cloud Logging entries, say)."""
         for event in events:
-            self.events_scanned += 1
-            self.lines_scanned += event.last_line_no - event.first_line_no + 1
-            self._sequence += 1
-            text = event.text
-            if not self.catalog.may_match(text):
-                continue
-            for signature, offset in self._matches(text):
-                self._record(signature, event, text, offset, source)
+            self._scan(event, source, self.catalog.may_match(event.text))
 
     def feed_lines(self, lines: Iterable[str], source: str) -> None:
-        self.feed(group_events(lines), source)
+        """Raw lines, streamed. Lines are pre-filtered in batches: one substring pass over a
+        batch decides whether any event touching it can match, which keeps a 1 GB log fast."""
+        hot: collections.deque[tuple[int, int]] = collections.deque()
+
+        def batches() -> Iterator[str]:
+            batch: list[str] = []
+            first = 1
+            for line in lines:
+                batch.append(line)
+                if len(batch) == BATCH_LINES:
+                    if self.catalog.may_match("".join(batch)):
+                        hot.append((first, first + len(batch) - 1))
+                    yield from batch
+                    first += len(batch)
+                    batch = []
+            if batch and self.catalog.may_match("".join(batch)):
+                hot.append((first, first + len(batch) - 1))
+            yield from batch
+
+        for event in group_events(batches()):
+            while hot and hot[0][1] < event.first_line_no:
+                hot.popleft()
+            is_hot = bool(hot) and hot[0][0] <= event.last_line_no
+            self._scan(event, source, is_hot and self.catalog.may_match(event.text))
+
+    def _scan(self, event: LogEvent, source: str, candidate: bool) -> None:
+        self.events_scanned += 1
+        self.lines_scanned += event.last_line_no - event.first_line_no + 1
+        self._sequence += 1
+        if not candidate:
+            return
+        text = event.text
+        for signature, offset in self._matches(text):
+            self._record(signature, event, text, offset, source)
 
     def _matches(self, text: str) -> list[tuple[Signature, int]]:
         hits: list[tuple[Signature, int]] = []

@@ -48,10 +48,18 @@ class LogEvent:
     lines: list[str]
     first_line_no: int
     last_line_no: int
-    timestamp: str | None = None
+    given_timestamp: str | None = None
+    """Timestamp given by the source (Cloud Logging); otherwise read from the first line."""
     dropped_lines: int = 0
     severity: str | None = None
     """Severity given by the source (Cloud Logging), when there is one."""
+
+    @property
+    def timestamp(self) -> str | None:
+        if self.given_timestamp:
+            return self.given_timestamp
+        match = TIMESTAMP.match(self.lines[0]) if self.lines else None
+        return (match.group(1) or match.group(2)) if match else None
 
     @property
     def text(self) -> str:
@@ -92,10 +100,8 @@ class _Builder:
         self.tail.append(line)
 
     def finish(self) -> LogEvent:
-        lines = self.head + (list(self.tail) if self.tail else [])
-        match = TIMESTAMP.match(self.head[0])
-        stamp = (match.group(1) or match.group(2)) if match else None
-        return LogEvent(lines, self.first, self.last, stamp, self.dropped)
+        lines = self.head + list(self.tail) if self.tail else self.head
+        return LogEvent(lines, self.first, self.last, None, self.dropped)
 
 
 def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEvent]:
