@@ -9,7 +9,14 @@ number of sources (files, stdin, Cloud Logging entries) in bounded memory.
 """
 
 from tpudoctor.logdiag.catalog import Catalog, CatalogError, Signature, load_catalog, parse_bytes
-from tpudoctor.logdiag.diagnose import Diagnoser, Diagnosis, diagnose_file, diagnose_lines, diagnose_text
+from tpudoctor.logdiag.diagnose import (
+    Diagnoser,
+    Diagnosis,
+    diagnose_file,
+    diagnose_lines,
+    diagnose_text,
+    explain_with_node,
+)
 from tpudoctor.logdiag.events import LogEvent, group_events
 
 __all__ = [
@@ -22,6 +29,7 @@ __all__ = [
     "diagnose_file",
     "diagnose_lines",
     "diagnose_text",
+    "explain_with_node",
     "group_events",
     "load_catalog",
     "parse_bytes",

@@ -99,9 +99,33 @@ class Signature:
 
 
 @dataclasses.dataclass(frozen=True)
+class NodeJoin:
+    """Node facts that explain a log finding (socket closed + node PREEMPTED = preemption)."""
+
+    signatures: tuple[str, ...]
+    states: tuple[str, ...]
+    healths: tuple[str, ...]
+    symptoms: tuple[str, ...]
+    title: str
+    cause: str
+    remediation: Remediation | None
+
+    def applies(self, signature_id: str, node: dict[str, Any]) -> bool:
+        if signature_id not in self.signatures:
+            return False
+        node_symptoms = {str(s.get("type", "")) for s in node.get("symptoms") or [] if isinstance(s, dict)}
+        return (
+            str(node.get("state") or "") in self.states
+            or str(node.get("health") or "") in self.healths
+            or bool(node_symptoms & set(self.symptoms))
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class Catalog:
     version: int
     signatures: tuple[Signature, ...]
+    node_joins: tuple[NodeJoin, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {s.id: s for s in self.signatures})
@@ -263,7 +287,23 @@ def parse_catalog(text: str) -> Catalog:
         unknown = [s for s in sig.supersedes if s not in ids]
         if unknown:
             raise CatalogError(f"signature {sig.id!r} supersedes unknown ids {unknown}")
-    return Catalog(version=data["version"], signatures=signatures)
+    joins = []
+    for raw in data.get("node_join", []):
+        fix = raw.get("fix")
+        unknown = [s for s in raw.get("signatures", []) if s not in ids]
+        if unknown:
+            raise CatalogError(f"node_join {raw.get('title')!r} names unknown signatures {unknown}")
+        joins.append(NodeJoin(
+            signatures=tuple(raw["signatures"]),
+            states=tuple(raw.get("states", ())),
+            healths=tuple(raw.get("healths", ())),
+            symptoms=tuple(raw.get("symptoms", ())),
+            title=raw["title"],
+            cause=raw["cause"],
+            remediation=Remediation(fix.get("text", ""), tuple(fix.get("commands", ())), raw.get("docs"))
+            if fix else None,
+        ))
+    return Catalog(version=data["version"], signatures=signatures, node_joins=tuple(joins))
 
 
 @cache

@@ -221,3 +221,37 @@ def diagnose_file(path: str | Path, *, catalog: Catalog | None = None) -> list[D
     """Stream a log file from disk line by line (bounded memory, any size)."""
     with open(path, encoding="utf-8", errors="replace") as handle:
         return diagnose_lines(handle, str(path), catalog=catalog)
+
+
+def explain_with_node(
+    diagnoses: list[Diagnosis], node: Mapping[str, Any] | None, *, catalog: Catalog | None = None
+) -> list[Diagnosis]:
+    """Retell findings that the node's own state explains (step 1's ``tpu.node`` fact).
+
+    Returns new objects; a finding the node explains keeps its place (time order) and gains
+    ``node_state``/``node_health``/``node_symptoms`` evidence.
+    """
+    if not node:
+        return list(diagnoses)
+    catalog = catalog or load_catalog()
+    node = dict(node)
+    symptoms = [str(s.get("type")) for s in node.get("symptoms") or [] if isinstance(s, dict)]
+    fields = {"state": node.get("state") or "", "health": node.get("health") or "",
+              "symptoms": ", ".join(symptoms) or "none"}
+    out = []
+    for diagnosis in diagnoses:
+        join = next((j for j in catalog.node_joins if j.applies(diagnosis.signature_id, node)), None)
+        if join is None:
+            out.append(diagnosis)
+            continue
+        evidence = dict(diagnosis.evidence)
+        evidence.update({"node_state": fields["state"], "node_health": fields["health"] or None,
+                         "node_symptoms": symptoms, "log_signature": diagnosis.signature_id})
+        out.append(dataclasses.replace(
+            diagnosis,
+            title=join.title,
+            cause=join.cause.format(**fields),
+            evidence=evidence,
+            remediation=join.remediation if join.remediation and join.remediation.text else diagnosis.remediation,
+        ))
+    return out
