@@ -1,10 +1,10 @@
 from __future__ import annotations
 
+from tpudoctor.checks.logs._base import _LogDiagnosisCheck
+from tpudoctor.checks.logs._examples import healthy_scan, scan_with
+
 from tpudoctor.check import Example
 from tpudoctor.findings import Severity, Status
-
-from ._base import _LogDiagnosisCheck
-from ._examples import healthy_scan, scan_with
 
 
 class CloudLoggingDiagnosis(_LogDiagnosisCheck):

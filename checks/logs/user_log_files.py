@@ -1,10 +1,10 @@
 from __future__ import annotations
 
+from tpudoctor.checks.logs._base import _LogDiagnosisCheck
+from tpudoctor.checks.logs._examples import healthy_scan, scan_with
+
 from tpudoctor.check import Example
 from tpudoctor.findings import Severity, Status
-
-from ._base import _LogDiagnosisCheck
-from ._examples import healthy_scan, scan_with
 
 _OOM_LINE = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. "
              "Ran out of memory in memory space hbm. Used 20.54G of 15.48G hbm. Exceeded hbm capacity by 5.06G.")

@@ -77,7 +77,7 @@ class Signature:
     def first_match(self, text: str) -> re.Match[str] | None:
         """The earliest ``any`` match in ``text`` when every ``all`` pattern is present too."""
         best: re.Match[str] | None = None
-        for keyword, pattern in zip(self.keywords, self.any_patterns):
+        for keyword, pattern in zip(self.keywords, self.any_patterns, strict=True):
             if keyword is not None and keyword not in text:
                 continue
             match = pattern.search(text)

@@ -156,7 +156,10 @@ class Diagnoser:
         if len(hits) > 1:
             superseded = {sid for sig, _ in hits for sid in sig.supersedes}
             specific = [h for h in hits if not h[0].wrapper]
-            hits = [h for h in (specific or hits) if h[0].id not in superseded]
+            if specific:
+                hits = [h for h in specific if h[0].id not in superseded]
+            else:  # only generic wrappers: the most telling one
+                hits = [max(hits, key=lambda h: h[0].priority)]
         return hits
 
     def _record(self, signature: Signature, event: LogEvent, text: str, offset: int, source: str) -> None:

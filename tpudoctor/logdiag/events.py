@@ -17,7 +17,8 @@ MAX_HEAD_LINES = 120
 MAX_TAIL_LINES = 40
 MAX_LINE_CHARS = 4000
 MAX_MESSAGE_LINES = 60
-"""Unprefixed lines after a traceback's exception line that still belong to its message."""
+"""Unprefixed lines after a traceback's exception line, or after a prefixed record, that still
+belong to its message."""
 
 # A line that starts a new log record (as opposed to continuing the previous one).
 RECORD_START = re.compile(
@@ -74,7 +75,8 @@ class LogEvent:
 
 
 class _Builder:
-    __slots__ = ("head", "tail", "first", "last", "dropped", "in_traceback", "message_lines", "last_text")
+    __slots__ = ("head", "tail", "first", "last", "dropped", "in_traceback", "message_lines", "last_text",
+                 "prefixed")
 
     def __init__(self, line: str, line_no: int, in_traceback: bool):
         self.head: list[str] = [line]
@@ -85,6 +87,7 @@ class _Builder:
         self.in_traceback = in_traceback  # True while reading frames, False once the exception line came
         self.message_lines = 0
         self.last_text = line
+        self.prefixed = bool(RECORD_START.match(line))
 
     def add(self, line: str, line_no: int) -> None:
         self.last = line_no
@@ -139,8 +142,14 @@ def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEv
                 current.message_lines += 1
                 current.add(line, line_no)
                 continue
-        elif (not line or line[0].isspace()) and not RECORD_START.match(line):
-            current.add(line, line_no)  # a blank or indented continuation of a multi-line record
+        elif not RECORD_START.match(line) and (
+            (not line or line[0].isspace())
+            or (current.prefixed and current.message_lines < MAX_MESSAGE_LINES)
+        ):
+            # A blank or indented line continues the record; so do unprefixed lines after a
+            # prefixed record (glog and gRPC print multi-line messages that way).
+            current.message_lines += 1
+            current.add(line, line_no)
             continue
         yield current.finish()
         current = _Builder(line, line_no, in_traceback=False)

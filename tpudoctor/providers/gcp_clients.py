@@ -72,7 +72,9 @@ def monitoring_client() -> Any:
     endpoint = os.environ.get(MONITORING_ENDPOINT_ENV)
     if endpoint:
         import grpc
-        from google.cloud.monitoring_v3.services.metric_service.transports import MetricServiceGrpcTransport
+        from google.cloud.monitoring_v3.services.metric_service.transports import (
+            MetricServiceGrpcTransport,
+        )
 
         channel = grpc.insecure_channel(endpoint.removeprefix("http://"))
         return monitoring_v3.MetricServiceClient(transport=MetricServiceGrpcTransport(channel=channel))

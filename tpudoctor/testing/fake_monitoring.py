@@ -54,7 +54,9 @@ class FakeMonitoringServer:
     def client(self):
         import grpc
         from google.cloud import monitoring_v3
-        from google.cloud.monitoring_v3.services.metric_service.transports import MetricServiceGrpcTransport
+        from google.cloud.monitoring_v3.services.metric_service.transports import (
+            MetricServiceGrpcTransport,
+        )
 
         channel = grpc.insecure_channel(self.endpoint)
         return monitoring_v3.MetricServiceClient(transport=MetricServiceGrpcTransport(channel=channel))
