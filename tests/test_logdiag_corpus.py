@@ -49,7 +49,9 @@ def test_every_signature_is_the_top_diagnosis_of_its_corpus_log(signature_id):
     assert top.signature_id == signature_id, [d.signature_id for d in found]
     sig = CATALOG.get(signature_id)
     assert top.status is (Status.FAIL if sig.fatal else Status.WARN)
-    assert top.remediation == sig.remediation
+    assert top.remediation.text == sig.remediation.text
+    assert top.remediation.docs_url == sig.remediation.docs_url
+    assert len(top.remediation.commands) == len(sig.remediation.commands)
     assert top.first_line_no is not None and top.first_line_no > 6  # after the noise preamble
     assert len(found) == 1, [d.signature_id for d in found]  # the noise around it matches nothing
 
@@ -131,6 +133,16 @@ def test_node_symptom_confirms_hbm_oom():
     found = diagnose_file(LOGS / "sig_hbm-oom-compile.log")
     explained = explain_with_node(found, {"state": "READY", "symptoms": [{"type": "HBM_OUT_OF_MEMORY"}]})
     assert "HBM_OUT_OF_MEMORY" in explained[0].cause
+
+
+def test_fix_commands_carry_the_values_from_the_log():
+    (found,) = diagnose_file(LOGS / "multi_tpu_in_use_repeated.log")
+    assert "kill 1999 && sudo rm -f /tmp/libtpu_lockfile" in found.remediation.commands
+    top = diagnose_file(LOGS / "multi_gcs_then_notfound.log")[0]
+    assert any("gs://my-ckpt --member=serviceAccount:tpu-sa@my-project.iam.gserviceaccount.com" in c
+               for c in top.remediation.commands)
+    (no_pid,) = diagnose_text("libtpu.so already in use by another process probably owned by another user.\n")
+    assert "kill <PID> && sudo rm -f /tmp/libtpu_lockfile" in no_pid.remediation.commands
 
 
 def test_diagnosis_round_trips_through_dict():

@@ -184,7 +184,7 @@ class Diagnoser:
             status=Status.FAIL if signature.fatal else Status.WARN,
             severity=signature.severity,
             evidence=evidence,
-            remediation=signature.remediation,
+            remediation=_filled(signature.remediation, evidence),
             count=1,
             first_line_no=line_no,
             last_line_no=line_no,
@@ -199,6 +199,19 @@ class Diagnoser:
     def diagnoses(self) -> list[Diagnosis]:
         """Root cause first: fatal before non-fatal, then by first appearance."""
         return sorted(self._found.values(), key=lambda d: (not d.fatal, d.order))
+
+
+class _Placeholders(dict):
+    def __missing__(self, key: str) -> str:
+        return f"<{key.upper()}>"
+
+
+def _filled(fix: Remediation, evidence: Mapping[str, Any]) -> Remediation:
+    """Fix commands with the numbers and names from the log put in (``kill {pid}`` -> ``kill 4242``)."""
+    if not any("{" in c for c in fix.commands):
+        return fix
+    values = _Placeholders({k: v for k, v in evidence.items() if isinstance(v, (str, int, float))})
+    return dataclasses.replace(fix, commands=tuple(c.format_map(values) for c in fix.commands))
 
 
 def _excerpt(text: str, offset: int) -> list[str]:
