@@ -145,6 +145,18 @@ def test_fix_commands_carry_the_values_from_the_log():
     assert "kill <PID> && sudo rm -f /tmp/libtpu_lockfile" in no_pid.remediation.commands
 
 
+def test_across_worker_logs_the_earliest_fatal_error_wins():
+    from tpudoctor.logdiag import Diagnoser
+
+    worker0 = ["E0501 10:05:00.000000 1 coordination.cc:9] Barrier timed out. Id: PjRT_Client_Connect."]
+    worker1 = ["I0501 10:00:00.000000 1 x.cc:1] starting",
+               "E0501 10:01:00.000000 1 tpu.cc:9] The TPU is already in use by process with pid 12."]
+    diagnoser = Diagnoser()
+    diagnoser.feed_lines(worker0, "worker0.log")  # fed first, but its error came four minutes later
+    diagnoser.feed_lines(worker1, "worker1.log")
+    assert [d.signature_id for d in diagnoser.diagnoses()] == ["tpu-in-use", "barrier-timeout"]
+
+
 def test_diagnosis_round_trips_through_dict():
     found = diagnose_file(LOGS / "multi_gcs_then_notfound.log")
     again = [Diagnosis.from_dict(d.to_dict()) for d in found]

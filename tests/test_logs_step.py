@@ -115,6 +115,7 @@ def test_cloud_logging_through_the_real_client(monkeypatch):
     diagnoses = scan["diagnoses"]
     assert [d["signature_id"] for d in diagnoses] == ["socket-closed", "barrier-timeout", "hugepages-disabled"]
     assert diagnoses[0]["count"] == 3 and diagnoses[0]["source"] == "cloud-logging:my-tpu/worker-1"
+    assert diagnoses[0]["first_line_no"] is None and diagnoses[0]["first_timestamp"]
     assert diagnoses[1]["evidence"]["tasks_at_barrier"] == 3
 
     node = {"state": "PREEMPTED", "health": None, "symptoms": []}

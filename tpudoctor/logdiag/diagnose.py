@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import io
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,9 @@ class Diagnosis:
 
     @property
     def location(self) -> str:
-        return f"{self.source}:{self.first_line_no}" if self.first_line_no else self.source
+        if self.first_line_no:
+            return f"{self.source}:{self.first_line_no}"
+        return f"{self.source} at {self.first_timestamp}" if self.first_timestamp else self.source
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -167,7 +170,7 @@ class Diagnoser:
         pair = signature.suppress_when_equal
         if pair and all(k in evidence for k in pair) and len({evidence[k] for k in pair}) == 1:
             return
-        line_no = event.line_no_at(offset)
+        line_no = event.line_no_at(offset) if event.numbered else None
         known = self._found.get(signature.id)
         if known is not None:
             known.count += 1
@@ -193,12 +196,34 @@ class Diagnoser:
             excerpt=_excerpt(text, offset),
             layer=signature.layer,
             sources=[source],
-            order=(self._sequence, line_no),
+            order=(self._sequence, line_no or 0),
         )
 
     def diagnoses(self) -> list[Diagnosis]:
-        """Root cause first: fatal before non-fatal, then by first appearance."""
-        return sorted(self._found.values(), key=lambda d: (not d.fatal, d.order))
+        """Root cause first: fatal before non-fatal, then by first appearance.
+
+        Within one source, appearance is line order. Across sources (one log per worker, say),
+        it is the timestamp when every finding has one, since the files were fed one by one.
+        """
+        found = list(self._found.values())
+        keys = {id(d): time_key(d.first_timestamp) for d in found}
+        by_time = len({d.source for d in found}) > 1 and all(keys.values())
+        return sorted(found, key=lambda d: (not d.fatal, keys[id(d)] if by_time else "", d.order))
+
+
+_ISO_TIME = re.compile(r"^\d{4}-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
+_GLOG_TIME = re.compile(r"^(\d\d)(\d\d)\s+(\d\d):(\d\d):(\d\d)(?:\.(\d+))?")
+
+
+def time_key(timestamp: str | None) -> str | None:
+    """A sortable ``MMDDhhmmss.ffffff`` from ISO or glog timestamps (glog has no year)."""
+    if not timestamp:
+        return None
+    match = _ISO_TIME.match(timestamp) or _GLOG_TIME.match(timestamp)
+    if match is None:
+        return None
+    month, day, hour, minute, second, fraction = match.groups()
+    return f"{month}{day}{hour}{minute}{second}.{(fraction or '').ljust(6, '0')[:6]}"
 
 
 class _Placeholders(dict):

@@ -54,6 +54,8 @@ class LogEvent:
     dropped_lines: int = 0
     severity: str | None = None
     """Severity given by the source (Cloud Logging), when there is one."""
+    numbered: bool = True
+    """False for sources without line numbers (Cloud Logging entries)."""
 
     @property
     def timestamp(self) -> str | None:

@@ -48,7 +48,7 @@ def entry_event(entry: Any, index: int) -> Any:
 
     lines = [line[:MAX_LINE_CHARS] for line in entry_text(entry.payload).splitlines()[:MAX_HEAD_LINES]] or [""]
     stamp = entry.timestamp.isoformat() if entry.timestamp else None
-    return LogEvent(lines, index, index, given_timestamp=stamp, severity=entry.severity)
+    return LogEvent(lines, index, index, given_timestamp=stamp, severity=entry.severity, numbered=False)
 
 
 class CloudLoggingProvider(FactProvider):
