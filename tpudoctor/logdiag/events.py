@@ -80,7 +80,7 @@ class _Builder:
     __slots__ = ("head", "tail", "first", "last", "dropped", "in_traceback", "message_lines", "last_text",
                  "prefixed")
 
-    def __init__(self, line: str, line_no: int, in_traceback: bool):
+    def __init__(self, line: str, line_no: int, in_traceback: bool, prefixed: bool):
         self.head: list[str] = [line]
         self.tail: collections.deque[str] | None = None
         self.first = line_no
@@ -89,7 +89,7 @@ class _Builder:
         self.in_traceback = in_traceback  # True while reading frames, False once the exception line came
         self.message_lines = 0
         self.last_text = line
-        self.prefixed = bool(RECORD_START.match(line))
+        self.prefixed = prefixed
 
     def add(self, line: str, line_no: int) -> None:
         self.last = line_no
@@ -126,11 +126,12 @@ def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEv
                 continue
             if current is not None:
                 yield current.finish()
-            current = _Builder(line, line_no, in_traceback=True)
+            current = _Builder(line, line_no, in_traceback=True, prefixed=True)
             is_traceback = True
             continue
+        starts_record = line[:1].isspace() is False and RECORD_START.match(line) is not None
         if current is None:
-            current = _Builder(line, line_no, in_traceback=False)
+            current = _Builder(line, line_no, in_traceback=False, prefixed=starts_record)
             is_traceback = False
             continue
         if is_traceback:
@@ -140,11 +141,11 @@ def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEv
                 if line and not line[0].isspace():
                     current.in_traceback = False
                 continue
-            if not RECORD_START.match(line) and current.message_lines < MAX_MESSAGE_LINES:
+            if not starts_record and current.message_lines < MAX_MESSAGE_LINES:
                 current.message_lines += 1
                 current.add(line, line_no)
                 continue
-        elif not RECORD_START.match(line) and (
+        elif not starts_record and (
             (not line or line[0].isspace())
             or (current.prefixed and current.message_lines < MAX_MESSAGE_LINES)
         ):
@@ -154,7 +155,7 @@ def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEv
             current.add(line, line_no)
             continue
         yield current.finish()
-        current = _Builder(line, line_no, in_traceback=False)
+        current = _Builder(line, line_no, in_traceback=False, prefixed=starts_record)
         is_traceback = False
     if current is not None:
         yield current.finish()
