@@ -184,3 +184,21 @@ def test_probe_runs_the_frameworks_for_real_and_reports_cpu_devices(capsys):
     assert probes["jax"]["ok"] and probes["jax"]["platform"] == "cpu"
     assert probes["tensorflow"]["ok"] and probes["tensorflow"]["tpu_device_count"] == 0
     assert probes["tensorflow"]["tpu_initialized"] is False  # TPUClusterResolver(tpu='local') finds no TPU here
+
+
+def test_probe_subprocess_timeout_and_stderr_diagnosis():
+    from tpudoctor.providers.framework_probe import run_probe
+
+    hung = run_probe("jax", "import time; time.sleep(30)", timeout_s=1.0)
+    assert hung["timed_out"] and not hung["ok"] and "within 1s" in hung["error"]
+    busy = run_probe("jax", (
+        "import sys; sys.stderr.write(\"RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is "
+        "already in use by process with pid 4242. Not attempting to load libtpu.so in this process.\\n\"); sys.exit(1)"),
+        timeout_s=30.0)
+    assert busy["returncode"] == 1 and not busy["ok"]
+    assert busy["diagnosis"]["signature_id"] == "tpu-in-use" and busy["diagnosis"]["evidence"]["pid"] == 4242
+    v4 = {"runtime_version": "tpu-ubuntu2204-base", "accelerator_type": "v4-8", "generation": "v4", "on_tpu_vm": True}
+    result = run_check(load_registry().checks["RUNTIME-009"], {"runtime.probe": {"jax": busy}, "runtime.target": v4})
+    assert result.status is Status.WARN and "pid 4242" in result.message
+    result = run_check(load_registry().checks["RUNTIME-009"], {"runtime.probe": {"jax": hung}, "runtime.target": v4})
+    assert result.status is Status.FAIL and "within 1s" in result.message

@@ -29,6 +29,8 @@ class _LogDiagnosisCheck(Check):
         sources = [s.get("source") for s in scan.get("sources", [])]
         base = {"lines_scanned": scan.get("lines_scanned", 0), "sources": sources,
                 "catalog_version": scan.get("catalog_version")}
+        if scan.get("truncated"):
+            base["truncated_at_entries"] = scan.get("entries")  # only the oldest entries were read
         if not diagnoses:
             return self.passed(
                 f"no known failure signature in {base['lines_scanned']:,} {self.what} line(s) "

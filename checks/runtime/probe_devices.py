@@ -7,6 +7,7 @@ from tpudoctor.facts import Facts, Unavailable
 from tpudoctor.findings import CheckResult, Remediation, Severity, Status, Step
 from tpudoctor.runtime_compat import load_compat
 
+_BUSY = ("tpu-in-use", "libtpu-in-use")
 _V4 = {"runtime_version": "tpu-ubuntu2204-base", "accelerator_type": "v4-8", "generation": "v4",
        "on_tpu_vm": True, "source": "metadata.tpu_vm"}
 
@@ -32,6 +33,11 @@ class FrameworksSeeTpuDevices(Check):
         Example("v4-8, 4 devices", {"runtime.probe": {"jax": _jax("tpu", 4)}, "runtime.target": _V4}, Status.PASS),
         Example("jax on cpu", {"runtime.probe": {"jax": _jax("cpu", 1)}, "runtime.target": _V4}, Status.FAIL),
         Example("two devices missing", {"runtime.probe": {"jax": _jax("tpu", 2)}, "runtime.target": _V4}, Status.FAIL),
+        Example("TPU held by the running job", {"runtime.probe": {"jax": {
+            "framework": "jax", "ok": False, "error": "RuntimeError: Unable to initialize backend 'tpu'",
+            "diagnosis": {"signature_id": "tpu-in-use", "title": "TPU already in use", "evidence": {"pid": 4242},
+                          "remediation": {"text": "stop it", "commands": [], "docs_url": None}}}},
+            "runtime.target": _V4}, Status.WARN),
         Example("plain machine", {"runtime.probe": {"jax": _jax("cpu", 1)},
                                   "runtime.target": Unavailable("not a TPU VM")}, Status.SKIP),
         Example("not requested", {"runtime.probe": Unavailable("add --probe"), "runtime.target": _V4}, Status.SKIP),
@@ -47,12 +53,17 @@ class FrameworksSeeTpuDevices(Check):
             evidence.update(accelerator_type=accelerator.accelerator_type,
                             expected_local_devices=accelerator.local_devices, hosts=accelerator.hosts)
         problems: list[tuple[str, Remediation | None]] = []
+        busy: list[str] = []
         seen: list[str] = []
         for name, probe in probes.items():
             diagnosis = probe.get("diagnosis")
             fix = None
             if diagnosis:
                 fix = Remediation.from_dict(diagnosis.get("remediation"))
+            if diagnosis and diagnosis.get("signature_id") in _BUSY:
+                pid = diagnosis.get("evidence", {}).get("pid")
+                busy.append(f"{name} could not open the TPU: it is in use" + (f" by pid {pid}" if pid else ""))
+                continue
             if not probe.get("ok"):
                 why = probe.get("error", "failed")
                 if diagnosis:
@@ -78,6 +89,13 @@ class FrameworksSeeTpuDevices(Check):
                                  f"should have {accelerator.local_devices}", fix or remediation(
                     "Check that no other process holds some chips and that TPU_VISIBLE_CHIPS is unset.",
                     "tpu-info --process", "env | grep -E '^TPU_(VISIBLE_CHIPS|PROCESS_BOUNDS)'")))
+        if busy and not problems:
+            return self.warn(
+                "; ".join(busy) + " (a running job holds it, so the probe cannot list devices)",
+                evidence=evidence,
+                remediation=remediation("Run the probe when no job holds the TPU, or check the holder is your job.",
+                                        "tpu-info --process"),
+            )
         if problems:
             message, fix = problems[0]
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""

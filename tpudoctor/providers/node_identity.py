@@ -23,5 +23,7 @@ def resolve_node_identity(ctx: RunContext, facts: Facts) -> dict[str, Any]:
         "project": target.project or node.get("project") or vm.get("project"),
         "zone": target.zone or node.get("zone") or vm.get("zone") or tpu_env.get("ZONE"),
         "node_id": target.tpu or node.get("name") or tpu_env.get("NODE_ID"),
-        "worker_id": target.worker if target.worker is not None else vm.get("agent_worker_number"),
+        # Only an explicit --worker narrows the query: on a multi-host slice the first error is
+        # often on another worker than this one.
+        "worker_id": target.worker,
     }
