@@ -125,13 +125,14 @@ def test_cloud_logging_through_the_real_client(monkeypatch):
 
 
 def test_cloud_logging_error_is_reported_not_hidden(monkeypatch):
-    from google.api_core.exceptions import Forbidden
+    from tpudoctor.facts import GatherError
 
     with FakeLoggingServer() as fake:
         fake.fail_with = (403, "Permission 'logging.logEntries.list' denied")
         monkeypatch.setenv(LOGGING_ENDPOINT_ENV, fake.endpoint)
-        with pytest.raises(Forbidden):
-            CloudLoggingProvider().gather(ctx(target=Target(project="p", tpu="t")), Facts())
+        value = CloudLoggingProvider().gather(ctx(target=Target(project="p", tpu="t")), Facts())["logs.cloud"]
+    assert isinstance(value, GatherError)
+    assert "permission denied (HTTP 403)" in value.error and "logging.logEntries.list" in value.error
 
 
 def test_cloud_logging_skips_without_a_node():

@@ -7,6 +7,7 @@ exceptions for timeouts and refused connections, so both are mapped here, once.
 from __future__ import annotations
 
 import dataclasses
+import http.client
 import re
 import time
 from collections.abc import Callable
@@ -22,6 +23,8 @@ TIMEOUT = "timeout"
 UNREACHABLE = "unreachable"
 NO_CREDENTIALS = "no_credentials"
 BAD_REQUEST = "bad_request"
+MALFORMED = "malformed_answer"
+TRUNCATED = "truncated_answer"
 UNKNOWN = "unknown"
 
 RETRYABLE_KINDS = frozenset({RATE_LIMITED, SERVER_ERROR})
@@ -104,11 +107,23 @@ def failure_from_exception(exc: BaseException, *, permission: str | None = None)
         return ApiFailure(kind, _strip_url(text), http_status=code, permission=named)
     if isinstance(exc, gexc.RetryError):
         return ApiFailure(TIMEOUT, _first_line(exc))
+    if isinstance(exc, (requests.exceptions.ChunkedEncodingError, http.client.IncompleteRead)):
+        return ApiFailure(TRUNCATED, f"the connection closed in the middle of the answer: {_first_line(exc)}")
     if isinstance(exc, (requests.Timeout, TimeoutError)):
         return ApiFailure(TIMEOUT, f"no answer in time: {_first_line(exc)}")
     if isinstance(exc, (requests.ConnectionError, ConnectionError)):
         return ApiFailure(UNREACHABLE, f"cannot connect: {_connection_reason(exc)}")
+    if isinstance(exc, ValueError) or type(exc).__name__ in ("ParseError", "DecodeError"):
+        # json.JSONDecodeError, protobuf's json_format.ParseError: the server answered garbage.
+        return ApiFailure(MALFORMED, f"the answer was not valid JSON/protobuf: {type(exc).__name__}: {_first_line(exc)}")
     return ApiFailure(UNKNOWN, f"{type(exc).__name__}: {_first_line(exc)}")
+
+
+def api_cause(exc: BaseException) -> str:
+    """One line naming why a client call failed, for a GatherError or a check message."""
+    failure = failure_from_exception(exc)
+    status = f" (HTTP {failure.http_status})" if failure.http_status else ""
+    return f"{failure.kind.replace('_', ' ')}{status}: {failure.message}"
 
 
 _KIND_FOR_STATUS = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import re
 import socket
 from pathlib import Path
 
@@ -16,10 +17,19 @@ METADATA_HOST_ENV = ("GCE_METADATA_HOST", "GCE_METADATA_ROOT", "GCE_METADATA_IP"
 DEFAULT_METADATA_HOST = "169.254.169.254"
 BASE_PATH = "/computeMetadata/v1/"
 DMI_PRODUCT_NAME = "class/dmi/id/product_name"
+_PROJECT_ID = re.compile(r"^(?:[a-z0-9.\-]+:)?[a-z][a-z0-9\-]{0,62}$")  # domain-scoped ids carry "example.com:"
 
 
 class MetadataUnavailable(Exception):
     """No metadata server answered; the message says why, for a person."""
+
+
+class MetadataServerBroken(MetadataUnavailable):
+    """A metadata server is there but answers wrongly (5xx, 429, cut-off or garbled answers)."""
+
+
+class MetadataNoAnswer(MetadataUnavailable):
+    """Timed out or the host does not resolve: no server off GCE, a broken one on GCE."""
 
 
 def metadata_host() -> tuple[str, bool]:
@@ -61,13 +71,18 @@ class MetadataClient:
             if resp.status == 404:
                 return None
             if resp.status != 200:
-                raise MetadataUnavailable(f"metadata server answered HTTP {resp.status} for {path}")
+                raise MetadataServerBroken(f"metadata server answered HTTP {resp.status} for {path}")
             return body
         except socket.gaierror as exc:
-            raise MetadataUnavailable(f"metadata host {self.host} does not resolve ({exc.strerror})") from exc
+            raise MetadataNoAnswer(f"metadata host {self.host} does not resolve ({exc.strerror})") from exc
         except TimeoutError as exc:
-            raise MetadataUnavailable(f"metadata server at {self.host} did not answer within {self.timeout_s:g}s") from exc
-        except (ConnectionError, OSError, http.client.HTTPException) as exc:
+            raise MetadataNoAnswer(f"metadata server at {self.host} did not answer within {self.timeout_s:g}s") from exc
+        except ConnectionRefusedError as exc:
+            raise MetadataUnavailable(f"cannot reach a metadata server at {self.host}: {exc}") from exc
+        except (ConnectionError, http.client.HTTPException) as exc:
+            raise MetadataServerBroken(
+                f"metadata server at {self.host} broke off its answer to {path}: {type(exc).__name__}: {exc}") from exc
+        except OSError as exc:
             raise MetadataUnavailable(f"cannot reach a metadata server at {self.host}: {exc}") from exc
         finally:
             conn.close()
@@ -95,6 +110,8 @@ def read_tpu_vm(client: MetadataClient) -> dict:
         key: client.get(f"instance/attributes/{key}")
         for key in ("accelerator-type", "agent-worker-number", "worker-network-endpoints", "tpu-env")
     }
+    if project is not None and not _PROJECT_ID.match(project.strip()):
+        raise MetadataServerBroken(f"metadata server answered a project id that is not one: {project[:80]!r}")
     tpu_env = parse_tpu_env(attrs["tpu-env"])
     worker = attrs["agent-worker-number"]
     endpoints = [e.strip() for e in (attrs["worker-network-endpoints"] or "").split(",") if e.strip()]

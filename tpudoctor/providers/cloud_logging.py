@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tpudoctor.context import RunContext
-from tpudoctor.facts import Facts, Unavailable
+from tpudoctor.facts import Facts, GatherError, Unavailable
+from tpudoctor.gcp.errors import api_cause
 from tpudoctor.provider import FactProvider
 from tpudoctor.providers.log_files import scan_summary
 from tpudoctor.providers.node_identity import NODE_FACTS, resolve_node_identity
@@ -77,11 +78,14 @@ class CloudLoggingProvider(FactProvider):
                                       order_by=ASCENDING, page_size=PAGE_SIZE, max_results=MAX_ENTRIES)
         diagnoser = Diagnoser()
         per_source: dict[str, int] = {}
-        for index, entry in enumerate(entries, start=1):
-            worker = (entry.resource.labels or {}).get("worker_id", "?") if entry.resource else "?"
-            source = f"cloud-logging:{identity['node_id']}/worker-{worker}"
-            per_source[source] = per_source.get(source, 0) + 1
-            diagnoser.feed([entry_event(entry, index)], source)
+        try:
+            for index, entry in enumerate(entries, start=1):
+                worker = (entry.resource.labels or {}).get("worker_id", "?") if entry.resource else "?"
+                source = f"cloud-logging:{identity['node_id']}/worker-{worker}"
+                per_source[source] = per_source.get(source, 0) + 1
+                diagnoser.feed([entry_event(entry, index)], source)
+        except Exception as exc:  # noqa: BLE001 - any client failure is this fact's error, with its cause
+            return {"logs.cloud": GatherError(self.name, f"Cloud Logging did not answer: {api_cause(exc)}")}
         summary = scan_summary(diagnoser, [{"source": s, "lines": n} for s, n in sorted(per_source.items())])
         summary.update({"filter": query, "entries": sum(per_source.values()),
                         "truncated": sum(per_source.values()) >= MAX_ENTRIES})

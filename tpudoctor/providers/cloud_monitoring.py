@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tpudoctor.context import RunContext
-from tpudoctor.facts import Facts, Unavailable
+from tpudoctor.facts import Facts, GatherError, Unavailable
+from tpudoctor.gcp.errors import api_cause
 from tpudoctor.provider import FactProvider
 from tpudoctor.providers.node_identity import NODE_FACTS, resolve_node_identity
 
@@ -34,12 +35,23 @@ def series_values(client: Any, project: str, metric: str, identity: Mapping[str,
                  "interval": {"start_time": start, "end_time": end},
                  "view": monitoring_v3.ListTimeSeriesRequest.TimeSeriesView.FULL},
         timeout=timeout_s,
+        # The default policy retries UNAVAILABLE for up to a minute; a reset or unresolvable endpoint
+        # must cost no more than the user's --api-timeout.
+        retry=_bounded_retry(timeout_s),
     )
     out: dict[str, list[float]] = {}
     for series in pages:
         worker = series.resource.labels.get("worker_id", "?")
         out.setdefault(worker, []).extend(_value(p) for p in series.points)
     return out
+
+
+def _bounded_retry(timeout_s: float) -> Any:
+    from google.api_core import exceptions, retry
+
+    return retry.Retry(predicate=retry.if_exception_type(exceptions.ServiceUnavailable, exceptions.TooManyRequests,
+                                                         exceptions.ResourceExhausted),
+                       initial=0.1, maximum=max(0.1, timeout_s / 4), multiplier=2.0, timeout=timeout_s)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -66,14 +78,20 @@ class CloudMonitoringProvider(FactProvider):
         end = _dt.datetime.now(_dt.timezone.utc)
         start = end - _dt.timedelta(seconds=ctx.options.since_s)
         timeout = ctx.options.api_timeout_s
-        duty = series_values(client, identity["project"], DUTY_CYCLE, identity, start, end, timeout)
+        try:
+            duty = series_values(client, identity["project"], DUTY_CYCLE, identity, start, end, timeout)
+        except Exception as exc:  # noqa: BLE001 - any client failure is this fact's error, with its cause
+            return {"logs.monitoring": GatherError(self.name, f"Cloud Monitoring did not answer: {api_cause(exc)}")}
         points = [v for values in duty.values() for v in values]
         if not points:
             return {"logs.monitoring": Unavailable(
                 f"Cloud Monitoring has no TPU duty-cycle data for node {identity['node_id']} "
                 f"in the last {ctx.options.since_s:g}s (nothing ran, or the node is not reporting)")}
-        used = series_values(client, identity["project"], MEMORY_USED, identity, start, end, timeout)
-        total = series_values(client, identity["project"], MEMORY_TOTAL, identity, start, end, timeout)
+        try:
+            used = series_values(client, identity["project"], MEMORY_USED, identity, start, end, timeout)
+            total = series_values(client, identity["project"], MEMORY_TOTAL, identity, start, end, timeout)
+        except Exception as exc:  # noqa: BLE001
+            return {"logs.monitoring": GatherError(self.name, f"Cloud Monitoring did not answer: {api_cause(exc)}")}
         used_points = [v for values in used.values() for v in values]
         total_points = [v for values in total.values() for v in values]
         return {"logs.monitoring": {

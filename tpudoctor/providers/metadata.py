@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
 from tpudoctor.context import RunContext
-from tpudoctor.facts import Facts, Unavailable
+from tpudoctor.facts import Facts, GatherError, Unavailable
 from tpudoctor.gcp.metadata import (
+    DMI_PRODUCT_NAME,
     MetadataClient,
+    MetadataNoAnswer,
+    MetadataServerBroken,
     MetadataUnavailable,
     dmi_says_not_google,
     metadata_host,
@@ -32,7 +36,20 @@ class MetadataProvider(FactProvider):
             return {"metadata.tpu_vm": Unavailable(f"{NOT_ON_GCE}: the firmware names another vendor")}
         try:
             vm = read_tpu_vm(MetadataClient(host, timeout_s=min(0.8, ctx.options.api_timeout_s)))
+        except MetadataServerBroken as exc:
+            return {"metadata.tpu_vm": GatherError(self.name, f"the metadata server is broken: {exc}")}
+        except MetadataNoAnswer as exc:
+            if overridden or _dmi_says_google(sysfs_root):  # a server must be there, so silence is a fault
+                return {"metadata.tpu_vm": GatherError(self.name, f"the metadata server did not answer: {exc}")}
+            return {"metadata.tpu_vm": Unavailable(f"{NOT_ON_GCE}: {exc}")}
         except MetadataUnavailable as exc:
             return {"metadata.tpu_vm": Unavailable(f"{NOT_ON_GCE}: {exc}")}
         vm["metadata_host"] = host
         return {"metadata.tpu_vm": vm}
+
+
+def _dmi_says_google(sysfs_root: str) -> bool:
+    try:
+        return "google" in (Path(sysfs_root) / DMI_PRODUCT_NAME).read_text(errors="replace").lower()
+    except OSError:
+        return False

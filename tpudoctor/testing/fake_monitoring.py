@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+import threading
 from concurrent import futures
 from typing import Any
 
@@ -23,6 +24,10 @@ class FakeMonitoringServer:
     def __init__(self) -> None:
         self.series: list[dict[str, Any]] = []
         self.requests: list[Any] = []
+        self.fault: str | None = None
+        """Set to "slow", "429", "500" or "malformed" to break every call (``tpudoctor.testing.faults``)."""
+        self.delay_s = 30.0
+        self._stopping = threading.Event()
         self._server: Any = None
         self._port: int | None = None
 
@@ -65,6 +70,13 @@ class FakeMonitoringServer:
         from google.cloud import monitoring_v3
 
         self.requests.append(request)
+        if self.fault == "slow":
+            self._stopping.wait(self.delay_s)  # woken by stop(), so no thread outlives the server
+        elif self.fault in ("429", "500"):
+            import grpc
+
+            code = grpc.StatusCode.RESOURCE_EXHAUSTED if self.fault == "429" else grpc.StatusCode.INTERNAL
+            context.abort(code, f"injected {code.name}")
         wanted = dict(_CLAUSE.findall(request.filter))
         start = request.interval.start_time
         end = request.interval.end_time
@@ -93,6 +105,13 @@ class FakeMonitoringServer:
             out.time_series.append(ts)
         return out
 
+    def _serialize(self, response: Any) -> bytes:
+        from google.cloud import monitoring_v3
+
+        if self.fault == "malformed":
+            return b"\x0a\xff\xff\xff\xff\x0f not a protobuf"  # a length prefix far past the end
+        return monitoring_v3.ListTimeSeriesResponse.serialize(response)
+
     def start(self) -> FakeMonitoringServer:
         import grpc
         from google.cloud import monitoring_v3
@@ -101,7 +120,7 @@ class FakeMonitoringServer:
             "ListTimeSeries": grpc.unary_unary_rpc_method_handler(
                 self._list_time_series,
                 request_deserializer=monitoring_v3.ListTimeSeriesRequest.deserialize,
-                response_serializer=monitoring_v3.ListTimeSeriesResponse.serialize,
+                response_serializer=self._serialize,
             ),
         })
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
@@ -111,6 +130,7 @@ class FakeMonitoringServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._server is not None:
             self._server.stop(grace=None)
             self._server = None
