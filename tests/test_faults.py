@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
@@ -18,7 +16,13 @@ from tpudoctor.testing.fake_logging import FakeLoggingServer
 from tpudoctor.testing.fake_metadata import FakeMetadataServer, tpu_vm_metadata
 from tpudoctor.testing.fake_monitoring import FakeMonitoringServer
 from tpudoctor.testing.fake_tpu_api import FakeTpuApi, make_node
-from tpudoctor.testing.faults import ALL_FAULTS, UNRESOLVABLE_HOST, UNRESOLVABLE_URL, FaultProxy, TcpFaultProxy
+from tpudoctor.testing.faults import (
+    ALL_FAULTS,
+    UNRESOLVABLE_HOST,
+    UNRESOLVABLE_URL,
+    FaultProxy,
+    TcpFaultProxy,
+)
 from tpudoctor.tfrecord import encode_records
 
 pytest_plugins = ["tpudoctor.testing.gcp_fixtures"]

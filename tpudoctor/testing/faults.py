@@ -177,7 +177,7 @@ class TcpFaultProxy:
         while not self._stopping.is_set():
             try:
                 client, _ = self._listener.accept()
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 continue
             except OSError:
                 return
