@@ -8,7 +8,10 @@ TensorFlow is imported only here, when a capture is asked for.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
+import sys
 import time
 from collections.abc import Callable
 
@@ -58,8 +61,9 @@ def capture(request: CaptureRequest, *, on_progress: Callable[[str], None] = lam
         on_progress(f"attempt {attempt}/{request.attempts}: tracing {request.duration_ms / 1000:g}s")
         try:
             # one tracing attempt per call so that every retry shows in the progress display
-            profiler_client.trace(service_addr, request.logdir, request.duration_ms,
-                                  worker_list=request.worker_list, num_tracing_attempts=1, options=options)
+            with _native_stdout_to_stderr():
+                profiler_client.trace(service_addr, request.logdir, request.duration_ms,
+                                      worker_list=request.worker_list, num_tracing_attempts=1, options=options)
         except Exception as exc:  # noqa: BLE001 - tf.errors.* (Unavailable, DeadlineExceeded...) all retry
             last_error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
             on_progress(f"attempt {attempt} failed ({last_error[:80]})")
@@ -78,6 +82,23 @@ def capture(request: CaptureRequest, *, on_progress: Callable[[str], None] = lam
         hint="check that the job runs a profiler server on that port (tf.profiler.experimental.server.start(PORT) "
              "or jax.profiler.start_server(PORT)), that it is reachable, and that it runs steps while tracing",
     )
+
+
+@contextlib.contextmanager
+def _native_stdout_to_stderr():
+    """TensorFlow's C++ client prints progress on stdout; stdout is for the written paths only."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 (embedded interpreters)
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _runs(logdir: str, resolve) -> tuple[str, ...]:
