@@ -122,8 +122,10 @@ def decode_host(data: bytes, *, hostname: str, source: str,
         if kind not in STAT_KINDS:
             raise ValueError(f"stat column kind must be one of {STAT_KINDS}, not {kind!r}")
         columns[name] = kind
+    decoder = _Decoder(space, columns)
+    del space
     try:
-        return _Decoder(space, columns).build(hostname=hostname, source=source, file_size_bytes=len(data))
+        return decoder.build(hostname=hostname, source=source, file_size_bytes=len(data))
     except wire.WireError as exc:
         raise InputError(f"{source} is corrupt: {exc}",
                          hint="the file was damaged after it was written; capture again") from exc
@@ -198,7 +200,8 @@ class _Decoder:
                                        dtype=np.int64)
         stat_offsets = list(np.cumsum([0] + [len(ids) for ids in stat_ids])[:-1])
 
-        for first_event, chunks in _batches(line_events, line_counts):
+        for first_event, holder in _batches(line_events, line_counts):
+            chunks = holder.pop()  # the generator keeps only the emptied holder: the bytes go with `del`
             lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
             buffer = wire.Buffer(b"".join(chunks))
             del chunks
@@ -233,6 +236,10 @@ class _Decoder:
                         sink.put(targets, *_stat_numbers(stats, rows))
             del buffer, stats, strings
 
+        errors, warnings = list(space.errors), list(space.warnings)
+        del line_events, space
+        self.space = None  # the parsed message is no longer needed: free it before the tables are built
+
         # metadata row of every event (-1: id not in its plane's table)
         meta_row = _lookup_rows(event_plane, metadata_id, meta_ids, meta_offset)
         event_metadata = _metadata_frame(meta_rows, self.columns)
@@ -264,15 +271,15 @@ class _Decoder:
         return HostProfile(
             hostname=hostname, source=source, planes=planes, lines=lines, events=events,
             event_metadata=event_metadata, plane_stats=plane_stats, time_origin_ns=origin_ns,
-            file_size_bytes=file_size_bytes, errors=list(space.errors), warnings=list(space.warnings),
+            file_size_bytes=file_size_bytes, errors=errors, warnings=warnings,
         )
 
 
-BATCH_EVENTS = 1 << 18  # events decoded together: bounds the temporary arrays, keeps numpy calls large
+BATCH_EVENTS = 1 << 17  # events decoded together: bounds the temporary arrays, keeps numpy calls large
 
 
 def _batches(line_events: list[Any], line_counts: np.ndarray):
-    """Yield (index of the first event, list of event bytes) for runs of about BATCH_EVENTS events."""
+    """Yield (index of the first event, [list of event bytes]) for runs of about BATCH_EVENTS events."""
     first = 0
     chunks: list[bytes] = []
     for events, count in zip(line_events, line_counts.tolist(), strict=True):
@@ -282,11 +289,12 @@ def _batches(line_events: list[Any], line_counts: np.ndarray):
             chunks.extend(events[low:high] if (low, high) != (0, count) else events)
             low = high
             if len(chunks) >= BATCH_EVENTS:
-                yield first, chunks
-                first += len(chunks)
-                chunks = []
+                holder, chunks = [chunks], []
+                yield first, holder
+                first += BATCH_EVENTS
     if chunks:
-        yield first, chunks
+        holder, chunks = [chunks], []
+        yield first, holder
 
 
 class _ColumnSink:
