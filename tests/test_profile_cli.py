@@ -235,3 +235,21 @@ def test_help_does_not_import_frameworks():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--service-addr", "no-port", "--logdir", "/tmp/x"], "not a HOST:PORT address"),
+    (["--service-addr", "h:1", "--duration", "0s", "--logdir", "/tmp/x"], "--duration must be positive"),
+    (["--service-addr", "h:1", "--duration", "soon", "--logdir", "/tmp/x"], "not a duration"),
+    (["--service-addr", "h:1", "--all-workers", "--logdir", "/tmp/x"], "--all-workers goes with --tpu"),
+    (["--tpu", "my-tpu", "--logdir", "/tmp/x"], "--tpu needs a project and a zone"),
+])
+def test_capture_usage_errors_exit_2_before_any_framework_loads(capsys, argv, message):
+    code = main(["profile", "capture", *argv])
+    _, err = capsys.readouterr()
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_profile_without_subcommand_shows_usage(capsys):
+    assert main(["profile"]) == 2
+    assert "analyze" in capsys.readouterr().err
