@@ -112,9 +112,9 @@ def decode_host(data: bytes, *, hostname: str, source: str,
         space = raw_space_class.FromString(data)
     except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and RuntimeError on some builds)
         raise explain_parse_failure(data, source) from exc
-    if not len(space.planes):
+    if not any(plane.name for plane in space.planes):  # another protobuf can parse as planes without names
         raise InputError(
-            f"{source} is not an XSpace profile: it decodes to no planes",
+            f"{source} is not an XSpace profile: it decodes to no named planes",
             hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler",
         )
     columns = dict(EVENT_STAT_COLUMNS)
