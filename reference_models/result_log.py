@@ -17,6 +17,7 @@ PREFIX = ":::TPUDOCTOR"
 # Event keys, in the order a run emits them.
 RUN_START = "run_start"
 COMPILE = "compile"
+WARMUP = "warmup"
 WINDOW = "window"
 PROFILE = "profile"
 RUN_RESULT = "run_result"

@@ -5,7 +5,8 @@ the strategy's scope, the per-replica step runs under ``strategy.run`` and is XL
 (``jit_compile=True`` off TPU; TPUStrategy compiles every replicated function with XLA anyway),
 the global batch is the per-replica batch times the replicas, and input comes from a
 ``tf.data`` pipeline with prefetch. Each window ends with a host sync on its last loss, so the
-window time covers device work, not just dispatch.
+window time covers device work, not just dispatch. The first step (trace and
+XLA compile) and one warm-up window are timed apart and never enter the throughput samples.
 """
 
 from __future__ import annotations
@@ -99,6 +100,14 @@ def run(config: RunConfig, emit: Emit = result_log.emit) -> dict[str, Any]:
     loss_start = float(train_step(iterator).numpy())
     compile_time_ms = (time.perf_counter() - t0) * 1000.0
     emit(result_log.COMPILE, {"compile_time_ms": compile_time_ms, "loss": loss_start},
+         event_type=result_log.INTERVAL_END)
+
+    # One untimed warm-up window: the input pipeline fills its buffers and the runtime settles.
+    t0 = time.perf_counter()
+    for _ in range(config.steps_per_window):
+        loss = train_step(iterator)
+    float(loss.numpy())
+    emit(result_log.WARMUP, {"steps": config.steps_per_window, "elapsed_ms": (time.perf_counter() - t0) * 1000.0},
          event_type=result_log.INTERVAL_END)
 
     samples: list[float] = []
