@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         reference_model=args.reference_model,
         api_timeout_s=config.parse_duration_s(args.api_timeout),
     )
+    _check_log_files(options.log_files)
     run_timeout_s = config.parse_duration_s(args.timeout if args.timeout != "600s" else settings.get("timeout", "600s"))
     if run_timeout_s <= 0:
         raise UsageError("--timeout must be positive")
@@ -92,6 +93,23 @@ def run(args: argparse.Namespace) -> ExitCode:
     text = render_check_report(report, fmt, verbose=args.verbose, color=_color_wanted(args))
     write_text(args.output, text)
     return exit_code_for(report, fail_on=fail_on, exit_zero=args.exit_zero)
+
+
+def _check_log_files(paths: list[str]) -> None:
+    """A log file that cannot be read is a usage error (exit 2), not a check result."""
+    import os
+
+    from tpudoctor.errors import InputError
+
+    if paths.count("-") > 1:
+        raise InputError("--log-file - (stdin) can be given only once")
+    for path in paths:
+        if path == "-":
+            continue
+        if not os.path.isfile(path):
+            raise InputError(f"--log-file {path}: no such file", hint="give the path of your job's log file, or '-' for stdin")
+        if not os.access(path, os.R_OK):
+            raise InputError(f"--log-file {path}: not readable", hint="check the file's permissions")
 
 
 def exit_code_for(report, *, fail_on: str = "fail", exit_zero: bool = False) -> ExitCode:
