@@ -7,9 +7,11 @@ test at the end runs the real thing twice (baseline, then a gated run).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +22,7 @@ from tpudoctor.exitcodes import ExitCode
 from tpudoctor.reference_models import result_log
 from tests.test_bench_document import run_result
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
 BASE_SAMPLES = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0, 998.0, 1003.0]
 
 
@@ -134,26 +137,35 @@ def test_bench_help_does_not_import_tensorflow():
 
 @pytest.mark.slow
 def test_bench_saves_a_baseline_and_a_second_run_passes_against_it(tmp_path):
-    """Real TensorFlow runs. The tolerance is wide because other tests share these 2 CPUs; the gate's
-    statistics are pinned down by the unit tests, this proves the pipeline end to end."""
+    """Real TensorFlow runs: the first records a baseline (and a profile), the second is the CI script
+    from examples/ci gating against it. The tolerance is wide because other tests share these CPUs;
+    the gate's statistics are pinned down by the unit tests, this proves the pipeline end to end."""
     baseline = tmp_path / "ci" / "dense-baseline.json"
-    common = [sys.executable, "-m", "tpudoctor", "bench", "--model", "dense", "--steps", "20", "--repeats", "6"]
-    first = subprocess.run([*common, "--save-baseline", str(baseline), "--format", "json"],
-                           capture_output=True, text=True, timeout=300)
+    profile_dir = tmp_path / "profile"
+    first = subprocess.run([sys.executable, "-m", "tpudoctor", "bench", "--model", "dense", "--steps", "20",
+                            "--repeats", "6", "--save-baseline", str(baseline), "--profile", str(profile_dir),
+                            "--format", "json"], capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
     saved = document.load_baseline(baseline)
     assert saved["comparison"] is None and len(saved["measurement"]["samples"]) == 6
     assert saved["measurement"]["loss_end"] < saved["measurement"]["loss_start"]
     assert "window 6/6" in first.stderr  # progress while it runs
+    assert list(profile_dir.glob("plugins/profile/*/*.xplane.pb")), "no profile captured"
 
-    junit, summary = tmp_path / "bench.xml", tmp_path / "summary.md"
-    second = subprocess.run([*common, "--baseline", str(baseline), "--tolerance", "80%", "--format", "json",
-                             "--junit", str(junit), "--markdown-summary", str(summary)],
+    wrapper = tmp_path / "tpudoctor"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m tpudoctor "$@"\n')
+    wrapper.chmod(0o755)
+    summary = tmp_path / "step-summary.md"
+    out_dir = tmp_path / "bench-out"
+    env = {**os.environ, "TPUDOCTOR": str(wrapper), "MODEL": "dense", "BASELINE": str(baseline),
+           "TOLERANCE": "80%", "STEPS": "20", "REPEATS": "6", "OUT_DIR": str(out_dir),
+           "GITHUB_STEP_SUMMARY": str(summary)}
+    second = subprocess.run(["bash", str(REPO_ROOT / "examples" / "ci" / "tpu-bench.sh")], env=env,
                             capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr + second.stdout
-    doc = json.loads(second.stdout)
+    doc = json.loads((out_dir / "bench.json").read_text())
     document.validate_document(doc)
     assert doc["comparison"]["key_mismatches"] == []
     assert doc["comparison"]["gate"]["n_baseline"] == 6 and doc["comparison"]["gate"]["n_current"] == 6
-    assert ET.parse(junit).getroot().find("testsuite").get("failures") == "0"
-    assert "# tpudoctor bench" in summary.read_text()
+    assert ET.parse(out_dir / "bench-junit.xml").getroot().find("testsuite").get("failures") == "0"
+    assert "# tpudoctor bench" in summary.read_text()  # published to the job summary
