@@ -13,7 +13,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from tpudoctor.reference_models import MODEL_NAMES, result_log
+from tpudoctor.reference_models import FRAMEWORKS, MODEL_NAMES, result_log
 from tpudoctor.reference_models.device import ACCELERATORS
 
 
@@ -28,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tpudoctor.reference_models.run",
                                      description="Train a tpudoctor reference model on synthetic data.")
     parser.add_argument("--model", choices=MODEL_NAMES, default="dense")
+    parser.add_argument("--framework", choices=FRAMEWORKS, default="tensorflow",
+                        help="tensorflow (every model) or jax (dense, mlp)")
     parser.add_argument("--steps", type=_positive, default=20, help="steps per timed window")
     parser.add_argument("--repeats", type=_positive, default=8, help="number of timed windows")
     parser.add_argument("--batch-size", type=_positive, default=None, help="per-replica batch size")
@@ -42,9 +44,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    from tpudoctor.reference_models.train import RunConfig, run
+    from tpudoctor.reference_models.jax_models import JAX_MODELS
+    from tpudoctor.reference_models.train import RunConfig
+
+    if args.framework == "jax":
+        if args.model not in JAX_MODELS:
+            parser.error(f"the JAX variant has {', '.join(JAX_MODELS)}, not {args.model}")
+        if args.data_dir:
+            parser.error("--data-dir (TFRecord input) is TensorFlow only")
+        from tpudoctor.reference_models.jax_train import run
+    else:
+        from tpudoctor.reference_models.train import run
 
     config = RunConfig(model=args.model, steps_per_window=args.steps, windows=args.repeats,
                        per_replica_batch_size=args.batch_size, accelerator=args.accelerator,

@@ -85,3 +85,31 @@ def test_importing_the_reference_models_does_not_import_tensorflow():
             "assert 'tensorflow' not in sys.modules")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+JAX_TRAIN = """
+import json
+from tpudoctor.reference_models.jax_train import run
+from tpudoctor.reference_models.train import RunConfig
+print(json.dumps({m: run(RunConfig(model=m, steps_per_window=4, windows=2), emit=lambda *a, **k: None)
+                  for m in ("dense", "mlp")}))
+"""
+
+
+@pytest.mark.slow
+def test_jax_variants_train_and_their_loss_drops():
+    pytest.importorskip("jax")
+    proc = subprocess.run([sys.executable, "-c", JAX_TRAIN], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    for name, r in results.items():
+        assert r["framework"] == "jax" and r["versions"]["jax"]
+        assert r["loss_end"] < r["loss_start"], (name, r["loss_start"], r["loss_end"])
+        assert r["global_batch_size"] == r["per_replica_batch_size"] * r["device"]["device_count"]
+        assert r["model_version"] != model_version(name)  # a JAX baseline never matches a Keras one
+
+
+def test_jax_runner_refuses_models_it_does_not_have():
+    proc = subprocess.run([sys.executable, "-m", "tpudoctor.reference_models.run", "--framework", "jax",
+                           "--model", "bert_tiny"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "the JAX variant has dense, mlp" in proc.stderr

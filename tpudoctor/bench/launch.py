@@ -29,6 +29,7 @@ EventCallback = Callable[[dict[str, Any]], None]
 @dataclasses.dataclass
 class RunRequest:
     model: str = "dense"
+    framework: str = "tensorflow"
     steps: int = 20
     repeats: int = 8
     batch_size: int | None = None
@@ -37,7 +38,8 @@ class RunRequest:
     profile_dir: str | None = None
 
     def argv(self, python: str) -> list[str]:
-        argv = [python, "-m", RUNNER_MODULE, "--model", self.model, "--steps", str(self.steps),
+        argv = [python, "-m", RUNNER_MODULE, "--model", self.model, "--framework", self.framework,
+                "--steps", str(self.steps),
                 "--repeats", str(self.repeats), "--accelerator", self.accelerator]
         if self.batch_size:
             argv += ["--batch-size", str(self.batch_size)]
@@ -93,9 +95,13 @@ class RunOutcome:
 
 def tensorflow_installed(python: str | None = None) -> bool:
     """Whether the interpreter that will run the model can import TensorFlow (found, not imported)."""
+    return framework_installed("tensorflow", python)
+
+
+def framework_installed(framework: str, python: str | None = None) -> bool:
     if python and python != sys.executable:
         return True  # another interpreter: let the run itself say
-    return importlib.util.find_spec("tensorflow") is not None
+    return importlib.util.find_spec(framework) is not None
 
 
 def launch(request: RunRequest, *, timeout_s: float, on_event: EventCallback | None = None,

@@ -24,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     run_group = parser.add_argument_group("run")
     run_group.add_argument("--model", required=True, choices=MODEL_CHOICES)
+    run_group.add_argument("--framework", choices=("tensorflow", "jax"), default="tensorflow",
+                           help="tensorflow (default; every model) or jax (dense and mlp)")
     run_group.add_argument("--steps", type=int, default=20, metavar="N", help="steps per timed window (default 20)")
     run_group.add_argument("--repeats", type=int, default=8, metavar="K",
                            help="timed windows (default 8; at least 6 to save or compare a baseline)")
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     from tpudoctor import __version__, config
     from tpudoctor.bench import document as bench_document
     from tpudoctor.bench import gate
-    from tpudoctor.bench.launch import RunRequest, tensorflow_installed
+    from tpudoctor.bench.launch import RunRequest, framework_installed
     from tpudoctor.errors import InputError, UsageError
     from tpudoctor.formats import default_format
     from tpudoctor.output import write_text
@@ -96,11 +98,21 @@ def run(args: argparse.Namespace) -> ExitCode:
             f"baseline {args.baseline} is for model {baseline['key']['model']!r}, not {args.model!r}",
             hint="pass the matching --model, another --baseline, or --allow-mismatch",
         )
-    if not tensorflow_installed():
+    if args.framework == "jax":
+        from tpudoctor.reference_models.jax_models import JAX_MODELS
+
+        if args.model not in JAX_MODELS:
+            raise UsageError(f"the JAX variant has {', '.join(JAX_MODELS)}, not {args.model}")
+        if args.data_dir:
+            raise UsageError("--data-dir (TFRecord input) works with --framework tensorflow only")
+        if not framework_installed("jax"):
+            raise UsageError("JAX is not installed in this Python", hint="pip install 'tpudoctor[jax]'")
+    elif not framework_installed("tensorflow"):
         raise UsageError("TensorFlow is not installed in this Python; the reference models need it",
                          hint="pip install 'tpudoctor[tf]' (on a TPU VM use the TPU runtime's TensorFlow)")
 
-    request = RunRequest(model=args.model, steps=args.steps, repeats=args.repeats, batch_size=args.batch_size,
+    request = RunRequest(model=args.model, framework=args.framework, steps=args.steps, repeats=args.repeats,
+                         batch_size=args.batch_size,
                          accelerator=args.accelerator, data_dir=args.data_dir, profile_dir=args.profile)
     outcome = _run_with_progress(request, timeout_s)
     result = outcome.result
