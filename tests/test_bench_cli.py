@@ -92,6 +92,15 @@ def test_allow_mismatch_compares_anyway(recorded_run, baseline_file, tmp_path):
     assert comparison["key_mismatches"][0]["field"] == "model_version"
 
 
+def test_a_run_whose_loss_did_not_drop_exits_1_and_saves_no_baseline(recorded_run, tmp_path, capsys):
+    recorded_run(samples=BASE_SAMPLES, loss_end=27.0, loss_dropped=False)
+    baseline = tmp_path / "baseline.json"
+    code = main(["bench", "--model", "dense", "--save-baseline", str(baseline), "-o", str(tmp_path / "r.txt")])
+    assert code == ExitCode.FINDINGS
+    assert not baseline.exists()
+    assert "did not drop" in capsys.readouterr().err
+
+
 def test_a_baseline_for_another_model_is_refused_before_running(baseline_file, monkeypatch, capsys):
     monkeypatch.setattr("tpudoctor.commands.bench_cmd._run_with_progress",
                         lambda *a, **k: pytest.fail("must not start a run"))

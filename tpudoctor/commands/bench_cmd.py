@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> ExitCode:
             exit_code = ExitCode.FINDINGS
     bench_document.validate_document(doc)
 
-    if args.save_baseline:
+    if args.save_baseline and result["loss_dropped"]:  # a model that does not learn is no reference
         write_text(args.save_baseline, render(bench_document.as_baseline(doc), "json"))
     if args.junit:
         write_text(args.junit, render(doc, "junit"))
@@ -154,8 +154,10 @@ def run(args: argparse.Namespace) -> ExitCode:
         write_text(args.markdown_summary, render(doc, "markdown"))
     write_text(args.output, render(doc, fmt))
     if not result["loss_dropped"]:
+        saved = f"; {args.save_baseline} was not written" if args.save_baseline else ""
         sys.stderr.write(f"tpudoctor: the loss of {args.model} did not drop "
-                         f"({result['loss_start']:.4g} -> {result['loss_end']:.4g}); its throughput is not meaningful\n")
+                         f"({result['loss_start']:.4g} -> {result['loss_end']:.4g}); its throughput is not "
+                         f"meaningful{saved}\n")
     return exit_code
 
 
