@@ -9,10 +9,11 @@ from typing import Any
 from tpudoctor.exitcodes import ExitCode
 
 BENCH_FORMATS = ("text", "json", "markdown", "junit")
-MODEL_CHOICES = ("dense", "mlp", "resnet_tiny", "bert_tiny")  # tpudoctor.reference_models.MODEL_NAMES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from tpudoctor.reference_models import MODEL_NAMES  # names only; no framework is imported
+
     parser = sub.add_parser(
         "bench",
         help="measure a reference model's throughput; gate it against a baseline in CI",
@@ -23,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     run_group = parser.add_argument_group("run")
-    run_group.add_argument("--model", required=True, choices=MODEL_CHOICES)
+    run_group.add_argument("--model", required=True, choices=MODEL_NAMES)
     run_group.add_argument("--framework", choices=("tensorflow", "jax"), default="tensorflow",
                            help="tensorflow (default; every model) or jax (dense and mlp)")
     run_group.add_argument("--steps", type=int, default=20, metavar="N", help="steps per timed window (default 20)")
@@ -36,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run_group.add_argument("--data-dir", metavar="URI", default=None,
                            help="write the synthetic data as TFRecord here (local or gs://) and train from it")
     run_group.add_argument("--profile", metavar="LOGDIR", default=None,
-                           help="capture one extra window with the TensorFlow profiler (read with 'tpudoctor profile analyze')")
+                           help="capture one extra window with the framework's profiler (read with 'tpudoctor profile analyze')")
     run_group.add_argument("--timeout", default="30m", metavar="DURATION", help="limit for the run (default 30m)")
     gate = parser.add_argument_group("baseline")
     gate.add_argument("--save-baseline", metavar="FILE", help="write this run as a baseline file")
