@@ -98,7 +98,7 @@ def step_chart(per_step: list[dict], width: int = 1040, height: int = 260) -> st
         return '<p class="note">No steps, so no step chart.</p>'
     parts = [p for p in COLORS if any((s.get(f"{p}_ms") or 0) > 0 for s in per_step)]
     top = max((s.get("step_ms") or 0) for s in per_step) or 1.0
-    left, bottom, plot_h = 56, 28, height - 40
+    left, plot_h = 56, height - 40
     plot_w = width - left - 10
     bar_w = plot_w / len(per_step)
     out = [f'<svg role="img" aria-label="step time breakdown" width="{width}" height="{height}" '

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from tpudoctor.profile.report import ProfileReport
 from tpudoctor.reports.profile_diagnosis_text import BREAKDOWN_PARTS
+
+from tpudoctor.profile.report import ProfileReport
 
 
 def render(report: ProfileReport) -> str:

@@ -50,7 +50,7 @@ def _with_steps_line(src: Path, dst: Path, margin_ps: int = 1_000_000_000) -> No
         modules = next(line for line in plane.lines if line.name == "XLA Modules")
         stat_ids = {m.name: k for k, m in plane.stat_metadata.items()}
 
-        def stat_id(name: str) -> int:
+        def stat_id(name: str, plane=plane, stat_ids=stat_ids) -> int:
             if name not in stat_ids:
                 k = max([*plane.stat_metadata.keys(), 0]) + 1
                 plane.stat_metadata[k].id, plane.stat_metadata[k].name = k, name

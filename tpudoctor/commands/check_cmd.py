@@ -44,11 +44,11 @@ def run(args: argparse.Namespace) -> ExitCode:
     from tpudoctor.context import CheckOptions, RunContext
     from tpudoctor.errors import UsageError
     from tpudoctor.findings import Target
+    from tpudoctor.output import write_text
     from tpudoctor.progress import progress
     from tpudoctor.registry import load_registry
     from tpudoctor.reports import render_check_report
     from tpudoctor.runner import Runner
-    from tpudoctor.output import write_text
 
     settings, _path = config.load_config_file()
     target = Target(

@@ -7,7 +7,14 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.analysis.events import HOST_PLANE, column, device_ops, end_ps, mask, self_time_ps, union_ps
+from tpudoctor.profile.analysis.events import (
+    column,
+    device_ops,
+    end_ps,
+    mask,
+    self_time_ps,
+    union_ps,
+)
 
 
 @dataclasses.dataclass
@@ -78,7 +85,7 @@ def _core_window(host, core: str, starts: np.ndarray, ends: np.ndarray) -> int:
 
 def _utilization(host, frame: pd.DataFrame, ops: pd.DataFrame) -> tuple[float | None, float | None, float | None]:
     mxu = hbm = None
-    for plane_id, stats in host.plane_stats.items():
+    for stats in host.plane_stats.values():
         if "matrix_unit_utilization_percent" in stats:
             mxu = float(stats["matrix_unit_utilization_percent"])
         if "hbm_utilization_percent" in stats:
@@ -91,5 +98,4 @@ def _utilization(host, frame: pd.DataFrame, ops: pd.DataFrame) -> tuple[float | 
         n_cores = max(ops["core"].nunique(), 1)
         rate = np.nansum(frame["flops"]) / (busy_ps / 1e12 / n_cores) / n_cores
         flops_util = float(100 * rate / (peaks[0] * 1e12))
-    _ = HOST_PLANE
     return mxu, hbm, flops_util

@@ -14,7 +14,14 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.profile.analysis.events import (
-    HOST_PLANE, column, device_ops, mask, name_matches, outermost, self_time_ps, union_ps,
+    HOST_PLANE,
+    column,
+    device_ops,
+    mask,
+    name_matches,
+    outermost,
+    self_time_ps,
+    union_ps,
 )
 
 HOST_TRANSFER = (r"^(?:tpu::System::TransferToDevice|tpu::System::TransferFromDevice|H2D Dispatch|D2H Dispatch|"

@@ -24,7 +24,15 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.profile.analysis.events import (
-    HOST_PLANE, column, device_ops, end_ps, mask, name_matches, outermost, overlap_ps, self_time_ps,
+    HOST_PLANE,
+    column,
+    device_ops,
+    end_ps,
+    mask,
+    name_matches,
+    outermost,
+    overlap_ps,
+    self_time_ps,
 )
 from tpudoctor.profile.analysis.steps import StepSet
 

@@ -16,7 +16,14 @@ import re
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.analysis.events import HOST_PLANE, column, end_ps, mask, name_matches, outermost
+from tpudoctor.profile.analysis.events import (
+    HOST_PLANE,
+    column,
+    end_ps,
+    mask,
+    name_matches,
+    outermost,
+)
 
 JAX_COMPILE = r"^backend_compile(?:_and_load)?$"
 RUNTIME_COMPILE = r"^(?:TfrtTpuCompiler::Compile|PjRt\w*Client::Compile)$"
@@ -117,7 +124,7 @@ def _enclosing_names(children: pd.DataFrame, parents: pd.DataFrame) -> list[str 
     out: list[str | None] = []
     by_line = {key: grp.sort_values("start_ps") for key, grp in parents.groupby(["plane_id", "line_id"])}
     for plane_id, line_id, start, end in zip(children["plane_id"], children["line_id"],
-                                             children["start_ps"].to_numpy(np.int64), end_ps(children)):
+                                             children["start_ps"].to_numpy(np.int64), end_ps(children), strict=True):
         grp = by_line.get((plane_id, line_id))
         name = None
         if grp is not None:

@@ -15,7 +15,15 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.profile.analysis.events import (
-    HOST_PLANE, TPU_PLANE, column, device_cores, device_kind, end_ps, mask, name_matches, outermost,
+    HOST_PLANE,
+    TPU_PLANE,
+    column,
+    device_cores,
+    device_kind,
+    end_ps,
+    mask,
+    name_matches,
+    outermost,
 )
 
 METHOD_DEVICE_STEPS = "device-steps-line"

@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 
 from tpudoctor.profile.analysis.input_bound import (
-    HIGHLY_INPUT_BOUND_PERCENT, MODERATELY_INPUT_BOUND_PERCENT, TC_IDLE_PERCENT,
+    HIGHLY_INPUT_BOUND_PERCENT,
+    MODERATELY_INPUT_BOUND_PERCENT,
+    TC_IDLE_PERCENT,
 )
 
 VERDICTS = ("input-bound", "host-bound", "compile-bound", "device-bound", "unknown")
@@ -99,7 +101,7 @@ def build_findings(r) -> list[Finding]:
         share = max(rc.share_of_capture_percent, inp.compile_percent)
         is_re = not repeated.empty
         sev = "high" if share >= BOUND_PERCENT else ("medium" if is_re or share >= COMPILE_FINDING_PERCENT else "info")
-        names = ", ".join(f"{f} x{c}" for f, c in zip(rc.functions["function"], rc.functions["compile_count"]))
+        names = ", ".join(f"{f} x{c}" for f, c in zip(rc.functions["function"], rc.functions["compile_count"], strict=True))
         out.append(Finding(
             "recompilation" if is_re else "compilation-in-window", sev,
             (f"Recompilation: {int(repeated['compile_count'].sum())} compiles of {len(repeated)} function(s) in the window"
