@@ -91,7 +91,7 @@ def device_ops(host) -> pd.DataFrame:
     kind = device_kind(host)
     if kind == "tpu":
         sel = mask(ev["line_name"] == "XLA Ops") & mask(ev["plane_name"].astype(str).str.match(TPU_PLANE.pattern))
-        ops = ev[sel].copy()
+        ops = _device_timespans(host, ev[sel].copy())
         ops["core"] = ops["plane_name"].astype(str)
     elif kind == "gpu":
         sel = mask(ev["plane_name"].astype(str).str.startswith(GPU_PLANE_PREFIX))
@@ -107,6 +107,29 @@ def device_ops(host) -> pd.DataFrame:
         sel = on_host & (xla | tf_ops)
         ops = ev[sel].copy()
         ops["core"] = "cpu"
+    return ops
+
+
+def _device_timespans(host, ops: pd.DataFrame) -> pd.DataFrame:
+    """Use the TPU's own clock for op times where the capture has it (``device_offset_ps`` and
+    ``device_duration_ps``, relative to the line's timestamp like ``offset_ps``), as xprof does:
+    the host-synchronised offsets stretch and shrink identical program runs when clocks drift.
+    The synchronised times stay in ``synced_start_ps``/``synced_duration_ps``."""
+    if "device_offset_ps" not in ops.columns or "device_duration_ps" not in ops.columns or ops.empty:
+        return ops
+    known = (ops["device_offset_ps"].notna() & ops["device_duration_ps"].notna()).to_numpy()
+    if not known.any():
+        return ops
+    lines = host.lines[["plane_id", "line_id", "timestamp_ns"]]
+    origin_ns = int(getattr(host, "time_origin_ns", 0) or 0)
+    line_ps = ops[["plane_id", "line_id"]].merge(lines, on=["plane_id", "line_id"], how="left")["timestamp_ns"]
+    line_ps = (line_ps.fillna(origin_ns).to_numpy(np.int64) - origin_ns) * 1000
+    ops["synced_start_ps"] = ops["start_ps"]
+    ops["synced_duration_ps"] = ops["duration_ps"]
+    device_start = line_ps + ops["device_offset_ps"].fillna(0).to_numpy(np.int64)
+    ops["start_ps"] = np.where(known, device_start, ops["start_ps"].to_numpy(np.int64))
+    ops["duration_ps"] = np.where(known, ops["device_duration_ps"].fillna(0).to_numpy(np.int64),
+                                  ops["duration_ps"].to_numpy(np.int64))
     return ops
 
 

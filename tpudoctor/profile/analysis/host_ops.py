@@ -81,8 +81,10 @@ def analyze_host_ops(host, window_ps: tuple[int, int]) -> HostOps:
             rows.append({"kind": kind, "name": name, "where": where, "count": int(count),
                          "total_ms": float(total) / 1e9})
 
-    offload = ops[name_matches(ops, HOST_OFFLOAD)] if not ops.empty else ops
     cat = column(ops, "hlo_category").astype("string") if not ops.empty else pd.Series([], dtype="string")
+    # Infeed copies are input, counted by the input analysis, not host offload.
+    offload = ops[name_matches(ops, HOST_OFFLOAD) & ~mask(cat.isin({"infeed", "sparsecorev0 infeed"}))] \
+        if not ops.empty else ops
     tf_op = column(ops, "tf_op").astype("string") if not ops.empty else pd.Series([], dtype="string")
     outside = ops[mask(cat.isin(OUTSIDE_COMPILATION_CATEGORIES)) |
                   mask(tf_op.str.contains(r":Xla(?:SendToHost|RecvFromHost)$", regex=True))] if not ops.empty else ops

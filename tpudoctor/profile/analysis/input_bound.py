@@ -139,18 +139,22 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
         per_core.append(pd.DataFrame({
             "step_index": core_steps["step_index"].to_numpy(), "core": core, "step_ps": step_ps,
             "infeed_ps": sums["infeed_ps"], "outfeed_ps": sums["outfeed_ps"], "xfer_ps": sums["xfer_ps"],
-            "idle_ps": np.maximum(step_ps - sums["self_ps"], 0),
+            "op_ps": sums["self_ps"],
         }))
     pc = pd.concat(per_core, ignore_index=True)
+    # xprof combines a step across cores first: every core's step lasts the longest core's step,
+    # so a core that finished early shows the difference as idle.
+    pc["step_ps"] = pc.groupby("step_index")["step_ps"].transform("max")
+    pc["idle_ps"] = np.maximum(pc["step_ps"] - pc["op_ps"], 0)
     pc["optimal_ps"] = pc["step_ps"] - (pc["infeed_ps"] + pc["outfeed_ps"] + pc["xfer_ps"] + pc["idle_ps"])
     g = pc.groupby("step_index")
     out = pd.DataFrame({
-        "step_ps": g["step_ps"].max(), "min_step_ps": g["step_ps"].min(),
+        "step_ps": g["step_ps"].max(),
         "compute_ps": g["optimal_ps"].min(), "infeed_ps": g["infeed_ps"].max(),
         "outfeed_ps": g["outfeed_ps"].mean(), "xfer_ps": g["xfer_ps"].max(),
     })
-    out["idle_ps"] = np.maximum(out["min_step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"]
-                                                     + out["xfer_ps"]), 0)
+    out["idle_ps"] = np.maximum(out["step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"]
+                                                 + out["xfer_ps"]), 0)
     if not has_infeed_ops and not inputs.empty:
         # JAX has no infeed op: host input time in the step turns that much idle into input.
         first = st.groupby("step_index")[["start_ps", "end_ps"]].agg({"start_ps": "min", "end_ps": "max"})
