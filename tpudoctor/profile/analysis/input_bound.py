@@ -50,7 +50,10 @@ INPUT_EVENTS = (r"^(?:IteratorGetNext.*|EagerLocalExecute: IteratorGetNext.*|Ite
                 r"H2D Dispatch|TransferH2DRequest|TransferPreprocessedH2DRequest|"
                 r"TfrtTpuClient::BufferFromHostBuffer.*|.*IteratorGetNextOp::DoCompute)$")
 # Python-tracer frames of a data loader (only with the Python tracer on).
-PYTHON_INPUT_FRAMES = r"^\$.*\b\w*(?:load|batch|data|read|decode|augment|__next__|next|fetch|sample|iter)\w*$"
+# The function name (after the "$file:line " prefix) has a data-loading word as one of its
+# underscore-separated parts: load_batch, read_records, decode, get_next_batch, __next__...
+PYTHON_INPUT_FRAMES = (r"^\$\S+ (?:\w*_)?(?:load|loader|batch|batches|data|dataset|dataloader|read|decode|augment|"
+                       r"preprocess|sample|fetch|collate)(?:_\w*)?$|^\$\S+ (?:__next__|next)$")
 
 BREAKDOWN_COLUMNS = ["step_index", "step_num", "step_ms", "compute_ms", "input_ms", "idle_ms",
                      "compile_ms", "host_callback_ms", "outfeed_ms", "host_transfer_ms", "other_ms"]
@@ -180,8 +183,10 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
 
 def _host_breakdown(host, steps: StepSet, inputs: pd.DataFrame, compile_intervals: pd.DataFrame,
                     callback_intervals, device: str) -> pd.DataFrame:
-    st = steps.steps.groupby("step_index").agg(start_ps=("start_ps", "min"), end_ps=("end_ps", "max"),
-                                               step_num=("step_num", "first"))
+    # One window per step: the core whose step took longest (cores of different workers need not
+    # run a step at the same moment, so their union would be meaningless).
+    longest = steps.steps.sort_values("duration_ps", ascending=False, kind="stable")
+    st = longest.drop_duplicates("step_index").set_index("step_index").sort_index()
     ws, we = st["start_ps"].to_numpy(np.int64), st["end_ps"].to_numpy(np.int64)
     ops = device_ops(host)
     layers = [

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.profile.analysis.events import (
+    GPU_PLANE_PREFIX,
     HOST_PLANE,
     TPU_PLANE,
     column,
@@ -72,7 +73,9 @@ def find_steps(host) -> StepSet:
 
 def _device_steps_line(host) -> StepSet | None:
     ev = host.events
-    sel = mask(ev["line_name"] == "Steps") & mask(ev["plane_name"].astype(str).str.match(TPU_PLANE.pattern))
+    plane = ev["plane_name"].astype(str)
+    sel = mask(ev["line_name"] == "Steps") & (mask(plane.str.match(TPU_PLANE.pattern))
+                                              | mask(plane.str.startswith(GPU_PLANE_PREFIX)))
     if not sel.any():
         return None
     st = ev[sel]
