@@ -12,7 +12,7 @@ from tpudoctor.profile.analysis.events import (
     device_ops,
     end_ps,
     mask,
-    self_time_ps,
+    per_name,
     union_ps,
 )
 
@@ -40,12 +40,12 @@ def analyze_device_ops(host, *, top_n: int = 15) -> DeviceOps:
         return DeviceOps(empty, pd.DataFrame(columns=["category", "self_ms", "self_percent"]),
                          pd.DataFrame(columns=["core", "busy_ms", "window_ms", "duty_cycle_percent"]),
                          0.0, 0.0, None, None, None)
-    ops = ops.assign(self_ps=self_time_ps(ops))
-    short = ops["name"].astype(str).str.split(" = ", n=1).str[0].str.lstrip("%")
-    hlo_op = column(ops, "hlo_op").astype("string")
-    short = hlo_op.where(hlo_op.notna(), short).astype(str)
-    category = column(ops, "hlo_category").astype("string").fillna("").astype(str)
-    frame = pd.DataFrame({"name": short.to_numpy(), "category": category.to_numpy(),
+    short = per_name(ops["name"], lambda n: n.split(" = ", 1)[0].lstrip("%"))
+    hlo_op = per_name(column(ops, "hlo_op"), str)
+    short = np.where(pd.isna(hlo_op), short, hlo_op)
+    category = per_name(column(ops, "hlo_category"), str)
+    category = np.where(pd.isna(category), "", category)
+    frame = pd.DataFrame({"name": short, "category": category,
                           "self_ps": ops["self_ps"].to_numpy(np.float64),
                           "flops": pd.to_numeric(column(ops, "flops"), errors="coerce").to_numpy(np.float64)})
     total = max(frame["self_ps"].sum(), 1.0)

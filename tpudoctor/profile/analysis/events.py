@@ -51,6 +51,17 @@ def name_matches(frame: pd.DataFrame, pattern: str, col: str = "name") -> np.nda
         return mask(values.astype("string").str.contains(pattern, regex=True))
 
 
+def per_name(series: pd.Series, fn) -> np.ndarray:
+    """``fn`` applied to each distinct value of a (categorical) column, spread back to all rows
+    as an object array. Names repeat thousands of times; each string is worked on once."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        cats = series.cat.categories
+        mapped = np.array([fn(str(c)) for c in cats] + [None], dtype=object)
+        codes = series.cat.codes.to_numpy()
+        return mapped[np.where(codes >= 0, codes, len(cats))]
+    return np.array([None if v is None or v is pd.NA else fn(str(v)) for v in series], dtype=object)
+
+
 def end_ps(frame: pd.DataFrame) -> np.ndarray:
     return frame["start_ps"].to_numpy(np.int64) + frame["duration_ps"].to_numpy(np.int64)
 
@@ -81,7 +92,17 @@ def host_events(host) -> pd.DataFrame:
 
 
 def device_ops(host) -> pd.DataFrame:
-    """Device op executions with a ``core`` column.
+    """Cached per host (several analyses need the same selection)."""
+    cache = host.__dict__.setdefault("_analysis_cache", {})
+    if "device_ops" not in cache:
+        ops = _select_device_ops(host)
+        ops["self_ps"] = self_time_ps(ops)
+        cache["device_ops"] = ops
+    return cache["device_ops"]
+
+
+def _select_device_ops(host) -> pd.DataFrame:
+    """Device op executions with ``core`` and ``self_ps`` columns.
 
     TPU: the ``XLA Ops`` line of each ``/device:TPU:N`` plane. GPU: the non-derived stream lines.
     CPU: host events that carry an ``hlo_op`` stat (XLA CPU thunks), minus the zero-length
@@ -90,12 +111,12 @@ def device_ops(host) -> pd.DataFrame:
     ev = host.events
     kind = device_kind(host)
     if kind == "tpu":
-        sel = mask(ev["line_name"] == "XLA Ops") & mask(ev["plane_name"].astype(str).str.match(TPU_PLANE.pattern))
+        sel = mask(ev["line_name"] == "XLA Ops") & name_matches(ev, TPU_PLANE.pattern, col="plane_name")
         ops = _device_timespans(host, ev[sel].copy())
         ops["core"] = ops["plane_name"].astype(str)
     elif kind == "gpu":
-        sel = mask(ev["plane_name"].astype(str).str.startswith(GPU_PLANE_PREFIX))
-        sel &= ~mask(ev["line_name"].astype(str).isin(DERIVED_DEVICE_LINES))
+        sel = name_matches(ev, "^" + re.escape(GPU_PLANE_PREFIX), col="plane_name")
+        sel &= ~mask(ev["line_name"].isin(DERIVED_DEVICE_LINES))
         ops = ev[sel].copy()
         ops["core"] = ops["plane_name"].astype(str)
     else:
@@ -103,7 +124,7 @@ def device_ops(host) -> pd.DataFrame:
         xla = column(ev, "hlo_op").notna().to_numpy() & ~name_matches(ev, r"^end: ")
         # TensorFlow executor ops ("scope/name:OpType") on the compute threads; tf.data's own
         # threads run input ops, which are not device work.
-        tf_ops = name_matches(ev, TF_OP_NAME) & ~mask(ev["line_name"].astype(str).str.startswith("tf_data"))
+        tf_ops = name_matches(ev, TF_OP_NAME) & ~name_matches(ev, r"^tf_data", col="line_name")
         sel = on_host & (xla | tf_ops)
         ops = ev[sel].copy()
         ops["core"] = "cpu"
@@ -147,11 +168,33 @@ def self_time_ps(frame: pd.DataFrame) -> np.ndarray:
     starts = frame["start_ps"].to_numpy(np.int64)[order]
     ends = starts + frame["duration_ps"].to_numpy(np.int64)[order]
     keys = frame["plane_id"].to_numpy(np.int64)[order] * (1 << 32) + frame["line_id"].to_numpy(np.int64)[order]
-    parent = _parents(starts, ends, keys)
+    # An event is nested when an earlier event of its line ends at or after its end. Lines without
+    # any nesting (TPU XLA Ops, most CPU thunk lines) keep self time = duration: no walk needed.
+    new_line = np.r_[True, keys[1:] != keys[:-1]]
+    prev_max_end = _running_max_by_group(ends, new_line)
+    nested = ~new_line & (prev_max_end >= ends) & (ends > starts)
+    if not nested.any():
+        return out
+    lines_with_nesting = np.unique(keys[nested])
+    walk = np.isin(keys, lines_with_nesting)
+    idx = np.flatnonzero(walk)
+    parent = np.full(len(starts), -1, dtype=np.int64)
+    sub_parent = _parents(starts[idx], ends[idx], keys[idx])
+    parent[idx] = np.where(sub_parent >= 0, idx[np.clip(sub_parent, 0, None)], -1)
     has_parent = parent >= 0
     child_dur = ends[has_parent] - starts[has_parent]
     np.subtract.at(out, order[parent[has_parent]], child_dur)
     return np.maximum(out, 0)
+
+
+def _running_max_by_group(values: np.ndarray, group_start: np.ndarray) -> np.ndarray:
+    """For each position, the max of the earlier values in its group (-1 at a group's first)."""
+    shifted = np.r_[-1, values[:-1]]
+    shifted[group_start] = -1
+    group_id = np.cumsum(group_start)
+    # Offset each group so one global running max never leaks across groups.
+    offset = group_id.astype(np.float64) * (float(values.max()) + 2 if len(values) else 0.0)
+    return (np.maximum.accumulate(shifted + offset) - offset).astype(np.int64)
 
 
 def _parents(starts: np.ndarray, ends: np.ndarray, keys: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ from tpudoctor.profile.analysis.events import (
     mask,
     name_matches,
     outermost,
-    self_time_ps,
+    per_name,
     union_ps,
 )
 
@@ -67,7 +67,6 @@ def analyze_host_ops(host, window_ps: tuple[int, int]) -> HostOps:
     window = max(window_ps[1] - window_ps[0], 1)
     on_host = mask(ev["plane_name"] == HOST_PLANE)
     ops = device_ops(host)
-    ops = ops.assign(self_ps=self_time_ps(ops)) if not ops.empty else ops.assign(self_ps=np.array([], np.int64))
     device_total_ps = int(ops["self_ps"].sum()) if not ops.empty else 0
     n_cores = max(ops["core"].nunique(), 1) if not ops.empty else 1
 
@@ -76,7 +75,7 @@ def analyze_host_ops(host, window_ps: tuple[int, int]) -> HostOps:
     def add(frame: pd.DataFrame, kind: str, where: str, time_col: str = "duration_ps") -> None:
         if frame.empty:
             return
-        g = frame.groupby(frame["name"].astype(str).map(_short), sort=False)[time_col].agg(["size", "sum"])
+        g = frame.groupby(per_name(frame["name"], _short), sort=False)[time_col].agg(["size", "sum"])
         for name, (count, total) in g.iterrows():
             rows.append({"kind": kind, "name": name, "where": where, "count": int(count),
                          "total_ms": float(total) / 1e9})

@@ -32,7 +32,6 @@ from tpudoctor.profile.analysis.events import (
     name_matches,
     outermost,
     overlap_ps,
-    self_time_ps,
 )
 from tpudoctor.profile.analysis.steps import StepSet
 
@@ -116,7 +115,6 @@ def _input_events(host) -> pd.DataFrame:
 
 def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
     ops = device_ops(host)
-    ops = ops.assign(self_ps=self_time_ps(ops))
     cat = column(ops, "hlo_category").astype("string").fillna("")
     ops = ops.assign(
         infeed_ps=np.where(mask(cat.isin(INFEED_CATEGORIES)), ops["self_ps"], 0),

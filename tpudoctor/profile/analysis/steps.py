@@ -73,9 +73,8 @@ def find_steps(host) -> StepSet:
 
 def _device_steps_line(host) -> StepSet | None:
     ev = host.events
-    plane = ev["plane_name"].astype(str)
-    sel = mask(ev["line_name"] == "Steps") & (mask(plane.str.match(TPU_PLANE.pattern))
-                                              | mask(plane.str.startswith(GPU_PLANE_PREFIX)))
+    sel = mask(ev["line_name"] == "Steps") & (name_matches(ev, TPU_PLANE.pattern, col="plane_name")
+                                              | name_matches(ev, "^" + GPU_PLANE_PREFIX, col="plane_name"))
     if not sel.any():
         return None
     st = ev[sel]
@@ -126,7 +125,7 @@ def _pseudo_from_modules(host) -> StepSet | None:
         return None
     ev = host.events
     cores = device_cores(host)
-    sel = mask(ev["line_name"] == "XLA Modules") & mask(ev["plane_name"].astype(str).isin(cores))
+    sel = mask(ev["line_name"] == "XLA Modules") & mask(ev["plane_name"].isin(cores))
     mods = ev[sel]
     if mods.empty:
         return None
