@@ -133,11 +133,11 @@ def step_chart(per_step: list[dict], width: int = 1040, height: int = 260) -> st
     return "".join(out) + f'<div class="legend">{legend}</div>'
 
 
-def gap_timeline(per_step: list[dict], gaps: list[dict], width: int = 1040, height: int = 90) -> str:
+def gap_timeline(span_ms: float | None, gaps: list[dict], width: int = 1040, height: int = 90) -> str:
     """The stepped span as a bar with the device-idle gaps marked in red at their place in time."""
     if not gaps:
         return '<p class="note">No idle gaps between device work.</p>'
-    span = sum((s.get("step_ms") or 0) for s in per_step) or max(g["start_ms"] + g["duration_ms"] for g in gaps)
+    span = span_ms or max(g["start_ms"] + g["duration_ms"] for g in gaps)
     left, plot_w = 10, width - 20
     out = [f'<svg role="img" aria-label="idle gaps timeline" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
@@ -147,10 +147,13 @@ def gap_timeline(per_step: list[dict], gaps: list[dict], width: int = 1040, heig
         w = max(plot_w * g["duration_ms"] / span, 1.5)
         if x > left + plot_w:
             continue
-        out.append(f'<rect x="{x:.2f}" y="20" width="{w:.2f}" height="34" fill="#c62828">'
+        faint = ' fill-opacity="0.45"' if g["duration_ms"] < span * 0.002 else ""  # too short to see: hint only
+        out.append(f'<rect x="{x:.2f}" y="20" width="{w:.2f}" height="34" fill="#c62828"{faint}>'
                    f'<title>idle {g["duration_ms"]:.3f} ms at {g["start_ms"]:.1f} ms</title></rect>')
     out.append(f'<text x="{left}" y="70">0 ms</text><text x="{left + plot_w}" y="70" text-anchor="end">{span:,.1f} ms</text>')
-    out.append(f'<text x="{left}" y="14">device busy (green) and idle gaps (red), first core, from the first step</text>')
+    total = sum(g["duration_ms"] for g in gaps)
+    out.append(f'<text x="{left}" y="14">device busy (green) and the {len(gaps)} largest idle gaps (red, '
+               f'{total:,.1f} ms) of the first core, from its first activity to its last</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -169,8 +172,8 @@ def render_document(doc: dict) -> str:
         kpi_items = [
             ("step time (mean)", f"{k['step_time_mean_ms']:.2f} ms" if k.get("step_time_mean_ms") is not None else "n/a"),
             ("steps", f"{st['count']}"),
-            ("input", f"{k.get('input_percent') or 0:.1f}%"),
-            ("idle", f"{k.get('idle_percent') or 0:.1f}%"),
+            ("input (of step time)", f"{k.get('input_percent') or 0:.1f}%"),
+            ("idle (of step time)", f"{k.get('idle_percent') or 0:.1f}%"),
             ("device duty cycle", f"{k.get('duty_cycle_percent') or 0:.1f}%"),
             ("compiles in window", f"{k.get('compile_count', 0)} / {k.get('compile_ms') or 0:.0f} ms"),
         ]
@@ -190,7 +193,8 @@ def render_document(doc: dict) -> str:
             parts.append('<p class="note">No findings.</p>')
         per_step = doc["breakdown"]["per_step"]
         parts.append("<h2>Step-time breakdown</h2>" + step_chart(per_step))
-        parts.append("<h2>Idle gaps on the device timeline</h2>" + gap_timeline(per_step, doc["breakdown"]["idle_gaps"]))
+        parts.append("<h2>Idle gaps on the device timeline</h2>" + gap_timeline(doc["breakdown"].get("device_timeline_span_ms"),
+                                                                         doc["breakdown"]["idle_gaps"]))
         parts.append("<h2>Compilations in the capture window</h2>" + sortable_table(
             doc["recompilation"]["functions"], [("function", "function"), ("framework", "framework"),
                                                 ("compile_count", "count"), ("compile_ms", "compile ms"),

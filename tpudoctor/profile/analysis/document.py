@@ -47,6 +47,7 @@ def report_document(analysis) -> dict:
             "per_step": records(p.input.per_step, 500),
             "input_stages": records(p.input.input_stages, 10),
             "idle_gaps": records(p.input.gaps, 50),
+            "device_timeline_span_ms": _num(p.input.gaps.attrs.get("timeline_span_ms")),
         },
         "findings": [_clean(dataclasses.asdict(f)) for f in p.findings],
         "recompilation": {

@@ -225,8 +225,9 @@ def _stages(inputs: pd.DataFrame, steps: StepSet) -> pd.DataFrame:
 
 
 def _gaps(host, steps: StepSet, device: str) -> pd.DataFrame:
-    """The idle gaps on the device timeline (first core), largest first: ``start_ms`` from the first
-    step, ``duration_ms``. On CPU the device is the set of XLA/TF op executions."""
+    """The idle gaps on the device timeline (first core), largest first: ``start_ms`` from the core's
+    first activity, ``duration_ms``; ``attrs["timeline_span_ms"]`` is the core's first-to-last span.
+    On CPU the device is the set of XLA/TF op executions."""
     ops = device_ops(host)
     if ops.empty:
         return _empty_gaps()
@@ -242,10 +243,13 @@ def _gaps(host, steps: StepSet, device: str) -> pd.DataFrame:
     s, e = merged(ops["start_ps"].to_numpy(np.int64), end_ps(ops))
     if len(s) < 2:
         return _empty_gaps()
-    origin = int(steps.steps["start_ps"].min())
+    origin = int(s[0])  # the device timeline: first to last device activity of this core
     gs, ge = e[:-1], s[1:]
     frame = pd.DataFrame({"start_ms": (gs - origin) / 1e9, "duration_ms": (ge - gs) / 1e9})
-    return frame.sort_values("duration_ms", ascending=False).head(50).reset_index(drop=True)
+    frame.attrs["timeline_span_ms"] = (int(e[-1]) - origin) / 1e9
+    top = frame.sort_values("duration_ms", ascending=False).head(50).reset_index(drop=True)
+    top.attrs["timeline_span_ms"] = frame.attrs["timeline_span_ms"]
+    return top
 
 
 def _empty_stages() -> pd.DataFrame:
