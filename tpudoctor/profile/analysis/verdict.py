@@ -198,25 +198,27 @@ def decide(r) -> tuple[str, str]:
     offload_pct = r.host_ops.host_offload_share_of_device_percent * r.device.duty_cycle_percent / 100
     host_pct = max(callback_pct + (inp.idle_percent if inp.model == "host-loop-timeline" else 0.0),
                    offload_pct, inp.idle_percent if inp.model == "tpu-step-breakdown" else 0.0)
-    scores = {"input-bound": inp.input_percent, "compile-bound": compile_pct, "host-bound": host_pct}
+    # Device time spent on host-offload copies is waiting on the host link, not computing.
+    device_pct = max(inp.compute_percent - offload_pct, 0.0)
+    scores = {"input-bound": inp.input_percent, "compile-bound": compile_pct, "host-bound": host_pct,
+              "device-bound": device_pct}
     name, score = max(scores.items(), key=lambda kv: kv[1])
-    if score >= BOUND_PERCENT:
-        reasons = {
-            "input-bound": f"{inp.input_percent:.1f}% of step time waits for input (xprof: HIGHLY input-bound at >= 20%)",
-            "compile-bound": f"compilation takes {compile_pct:.1f}% of the time "
-                             f"({r.recompilation.total_compile_count} compiles in the window)",
-            "host-bound": (f"host-offload copies fill {r.host_ops.host_offload_share_of_device_percent:.0f}% of device time"
-                           if offload_pct == host_pct and offload_pct > 0 else
-                           f"{host_pct:.1f}% of step time is host work the device waits for "
-                           f"(callbacks {callback_pct:.1f}%, other host time {inp.idle_percent:.1f}%)"),
-        }
-        return name, reasons[name]
-    busy = inp.compute_percent
-    if busy >= 50 or r.device.duty_cycle_percent >= 50:
-        return "device-bound", (f"the device computes {busy:.1f}% of step time; input {inp.input_percent:.1f}%, "
-                                f"compile {compile_pct:.1f}%, host {host_pct:.1f}% are all below {BOUND_PERCENT:.0f}%")
-    return "unknown", (f"no single cause reaches {BOUND_PERCENT:.0f}%: device {busy:.1f}%, input "
-                       f"{inp.input_percent:.1f}%, compile {compile_pct:.1f}%, host {host_pct:.1f}%")
+    if name == "device-bound" and score > 0:
+        return name, (f"the device computes {device_pct:.1f}% of step time; input {inp.input_percent:.1f}%, "
+                      f"compile {compile_pct:.1f}%, host {host_pct:.1f}%")
+    if score < BOUND_PERCENT:
+        return "unknown", (f"no single cause reaches {BOUND_PERCENT:.0f}%: device {device_pct:.1f}%, input "
+                           f"{inp.input_percent:.1f}%, compile {compile_pct:.1f}%, host {host_pct:.1f}%")
+    reasons = {
+        "input-bound": f"{inp.input_percent:.1f}% of step time waits for input (xprof: HIGHLY input-bound at >= 20%)",
+        "compile-bound": f"compilation takes {compile_pct:.1f}% of the time "
+                         f"({r.recompilation.total_compile_count} compiles in the window)",
+        "host-bound": (f"host-offload copies fill {r.host_ops.host_offload_share_of_device_percent:.0f}% of device time"
+                       if offload_pct == host_pct and offload_pct > 0 else
+                       f"{host_pct:.1f}% of step time is host work the device waits for "
+                       f"(callbacks {callback_pct:.1f}%, other host time {inp.idle_percent:.1f}%)"),
+    }
+    return name, reasons[name]
 
 
 def _records(frame, n: int) -> list[dict]:
