@@ -58,6 +58,7 @@ def test_recompilation_counts_each_function(docs):
     assert fn["train_step"]["program_variants"] == 8  # eight shapes -> eight executables
     tf = docs["tf_retracing"]["recompilation"]
     assert {f["function"]: f["compile_count"] for f in tf["functions"]}["train_step"] == 8
+    assert {f["function"]: f["program_variants"] for f in tf["functions"]}["train_step"] == 8  # 8 concrete functions
     finding = next(f for f in docs["tf_retracing"]["findings"] if f["id"] == "recompilation")
     assert any("reduce_retracing=True" in fix for fix in finding["fixes"])
     # warmed up before the window: no compilation counted

@@ -146,6 +146,12 @@ def _program_variants(host) -> dict[str, int]:
     if not modules.empty:
         parsed = modules["name"].astype(str).str.extract(r"^(?P<module>.*)\((?P<pid>\d+)\)$").dropna()
         out.update(parsed.groupby("module")["pid"].nunique().to_dict())
+    # TensorFlow: each traced concrete function runs as __inference_<fn>_<unique id>.
+    tf_runs = ev[name_matches(ev, r"^EagerLocalExecute: __inference_")]
+    if not tf_runs.empty:
+        parsed = tf_runs["name"].astype(str).str.extract(r"^EagerLocalExecute: __inference_(?P<fn>.+)_(?P<uid>\d+)$")
+        for fn, n in parsed.dropna().groupby("fn")["uid"].nunique().items():
+            out.setdefault(str(fn), int(n))
     cpu = ev[column(ev, "hlo_module").notna().to_numpy() & column(ev, "program_id").notna().to_numpy()]
     if not cpu.empty:
         for module, n in cpu.groupby(cpu["hlo_module"].astype(str))["program_id"].nunique().items():
