@@ -33,10 +33,11 @@ def render_document(doc: dict) -> str:
         lines += [f"**Verdict: {doc['verdict']}** - {doc.get('verdict_reason', '')}", ""]
         st = doc["steps"]
         stats = st.get("stats") or {}
-        lines.append(f"Steps: {st['count']} found by `{st['method']}`" + (f" (program `{st['program']}`)" if st.get("program") else ""))
+        steps_line = f"Steps: {st['count']} found by `{st['method']}`" + (f" (program `{st['program']}`)" if st.get("program") else "")
         if stats:
-            lines.append(f"; step time mean {stats['mean_ms']:.2f} ms, median {stats['median_ms']:.2f} ms, "
-                         f"min {stats['min_ms']:.2f} ms, max {stats['max_ms']:.2f} ms.")
+            steps_line += (f"; step time mean {stats['mean_ms']:.2f} ms, median {stats['median_ms']:.2f} ms, "
+                           f"min {stats['min_ms']:.2f} ms, max {stats['max_ms']:.2f} ms.")
+        lines.append(steps_line)
         lines.append("")
         pct = doc["breakdown"]["percent"]
         lines += ["## Step-time breakdown", ""] + table([{p: pct.get(p) for p in BREAKDOWN_PARTS}],

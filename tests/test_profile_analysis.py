@@ -10,6 +10,7 @@ import pytest
 import tpudoctor.profile
 from tpudoctor.cli import main
 from tpudoctor.profile.analysis import analyze
+from tpudoctor.profile.analysis.verdict import VERDICT_FINDINGS
 from tpudoctor.schema import validate
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
@@ -36,6 +37,10 @@ def test_fixture_verdict(docs, case):
     doc = docs[case]
     assert doc["verdict"] == EXPECTED[case], doc["verdict_reason"]
     validate(doc, "profile_diagnosis")
+    if doc["verdict"] not in ("device-bound", "unknown"):
+        # the finding that explains the verdict comes first, with its evidence and fixes
+        lead = doc["findings"][0]
+        assert lead["id"] in VERDICT_FINDINGS[doc["verdict"]] and lead["severity"] == "high" and lead["fixes"]
 
 
 def test_input_bound_names_the_loader_and_the_threshold(docs):

@@ -21,7 +21,7 @@ from tpudoctor.profile.analysis.hosts import HostsSummary, summarize_hosts
 from tpudoctor.profile.analysis.input_bound import InputAnalysis, analyze_input
 from tpudoctor.profile.analysis.recompilation import Recompilation, analyze_recompilation
 from tpudoctor.profile.analysis.steps import StepSet, find_steps, step_time_stats
-from tpudoctor.profile.analysis.verdict import VERDICTS, Finding, build_findings, decide
+from tpudoctor.profile.analysis.verdict import VERDICTS, Finding, build_findings, decide, order_findings
 
 REPORT_SCHEMA_VERSION = "1.0"
 
@@ -54,8 +54,8 @@ def analyze_host(host, name: str | None = None) -> HostAnalysis:
     inp = analyze_input(host, steps, device=kind, compile_intervals=recompilation.intervals,
                         callback_intervals=host_ops.callback_intervals)
     result = _make(host, name, kind, window, steps, recompilation, host_ops, inp)
-    result.findings = build_findings(result)
     result.verdict, result.verdict_reason = decide(result)
+    result.findings = order_findings(build_findings(result), result.verdict)
     return result
 
 

@@ -112,13 +112,8 @@ def build_findings(r) -> list[Finding]:
              "share_of_capture_percent": round(rc.share_of_capture_percent, 2),
              "functions": _records(rc.functions, 20), "program_cache_misses": rc.program_cache_misses,
              "programs_in_metadata": rc.programs_in_metadata, "tf_tracing_count_max": rc.tf_tracing_count_max},
-            (["Keep shapes static: pad or bucket variable-length batches to a few sizes",
-              "Drop the ragged last batch: dataset.batch(n, drop_remainder=True)",
-              "TensorFlow: @tf.function(reduce_retracing=True) or an input_signature with None dimensions",
-              "JAX: mark configuration arguments static (static_argnums) and keep them hashable and stable; "
-              "run with jax.config.update('jax_explain_cache_misses', True) to log why each cache miss happened",
-              "Use the persistent compilation cache (jax_compilation_cache_dir) so restarts do not recompile"]
-             if is_re else ["Warm up (run one step) before starting the trace so the capture shows steady state"])))
+            (_recompile_fixes(framework) if is_re else
+             ["Warm up (run one step) before starting the trace so the capture shows steady state"])))
     ho = r.host_ops
     if ho.host_offload_share_of_device_percent >= HOST_OFFLOAD_PERCENT:
         top = ho.table[ho.table["kind"] == "host-offload-copy"]
@@ -181,6 +176,37 @@ def build_findings(r) -> list[Finding]:
             ["Look at the slowest steps: compilation, checkpointing, evaluation or garbage collection inside them"]))
     order = {"high": 0, "medium": 1, "low": 2, "info": 3}
     return sorted(out, key=lambda f: order[f.severity])
+
+
+def _recompile_fixes(framework: str) -> list[str]:
+    common = ["Keep shapes static: pad or bucket variable-length batches to a few sizes",
+              "Drop the ragged last batch: dataset.batch(n, drop_remainder=True)"]
+    tf = ["TensorFlow: @tf.function(reduce_retracing=True) or an input_signature with None dimensions; "
+          "pass tensors, not Python values, to tf.function"]
+    jax = ["JAX: run with jax.config.update('jax_explain_cache_misses', True) to log why each cache miss happened",
+           "JAX: mark configuration arguments static (static_argnums) and keep them hashable and stable",
+           "JAX: use the persistent compilation cache (jax_compilation_cache_dir) so restarts do not recompile"]
+    if framework == "tensorflow":
+        return common + tf
+    if framework == "jax":
+        return common + jax
+    return common + tf + jax
+
+
+# Which findings explain each verdict: they are listed first.
+VERDICT_FINDINGS = {
+    "input-bound": {"input-bound"},
+    "compile-bound": {"recompilation", "compilation-in-window"},
+    "host-bound": {"host-offload", "host-callback", "host-overhead", "device-idle", "host-transfers"},
+    "device-bound": set(),
+    "unknown": set(),
+}
+
+
+def order_findings(findings: list[Finding], verdict: str) -> list[Finding]:
+    order = {"high": 0, "medium": 1, "low": 2, "info": 3}
+    lead = VERDICT_FINDINGS.get(verdict, set())
+    return sorted(findings, key=lambda f: (f.id not in lead, order[f.severity]))
 
 
 def decide(r) -> tuple[str, str]:
