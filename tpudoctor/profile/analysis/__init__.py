@@ -21,7 +21,13 @@ from tpudoctor.profile.analysis.hosts import HostsSummary, summarize_hosts
 from tpudoctor.profile.analysis.input_bound import InputAnalysis, analyze_input
 from tpudoctor.profile.analysis.recompilation import Recompilation, analyze_recompilation
 from tpudoctor.profile.analysis.steps import StepSet, find_steps, step_time_stats
-from tpudoctor.profile.analysis.verdict import VERDICTS, Finding, build_findings, decide, order_findings
+from tpudoctor.profile.analysis.verdict import (
+    VERDICTS,
+    Finding,
+    build_findings,
+    decide,
+    order_findings,
+)
 
 REPORT_SCHEMA_VERSION = "1.0"
 
