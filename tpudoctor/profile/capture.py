@@ -68,13 +68,19 @@ def _load_host(host_file: HostFile, extra_stats: dict[str, str] | None) -> HostP
     return decode_host(data, hostname=host_file.hostname, source=host_file.location, extra_stats=extra_stats)
 
 
-def _load_host_or_message(host_file: HostFile, extra_stats: dict[str, str] | None) -> HostProfile | str:
+def _load_host_or_message(host_file: HostFile, extra_stats: dict[str, str] | None,
+                          environment: dict[str, str] | None = None) -> HostProfile | str:
+    if environment:  # a forkserver child keeps the environment of its server's start, not ours
+        os.environ.update(environment)
     try:
         return _load_host(host_file, extra_stats)
     except InputError as exc:
         return exc.message + (f" ({exc.hint})" if exc.hint else "")
     except Exception as exc:  # noqa: BLE001 - one broken host must not take the others down
         return f"could not be decoded: {type(exc).__name__}: {exc}"
+
+
+_PASSED_ENVIRONMENT = ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT", "GOOGLE_APPLICATION_CREDENTIALS")
 
 
 def _load_parallel(host_files, max_workers, extra_stats):
@@ -90,7 +96,8 @@ def _load_parallel(host_files, max_workers, extra_stats):
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["tpudoctor.profile.xspace"])
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = [pool.submit(_load_host_or_message, host_file, extra_stats) for host_file in host_files]
+        environment = {name: os.environ[name] for name in _PASSED_ENVIRONMENT if name in os.environ}
+        futures = [pool.submit(_load_host_or_message, host_file, extra_stats, environment) for host_file in host_files]
         for host_file, future in zip(host_files, futures, strict=False):
             try:
                 yield host_file, future.result()

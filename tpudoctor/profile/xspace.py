@@ -136,18 +136,16 @@ class _Decoder:
 
     def build(self, *, hostname: str, source: str, file_size_bytes: int) -> HostProfile:
         space = self.space
-        plane_rows, line_rows, chunks, meta_rows = [], [], [], []
+        plane_rows, line_rows, meta_rows = [], [], []
+        line_events: list[Any] = []  # each line's repeated-bytes container, read batch by batch
         plane_stats: dict[int, dict[str, object]] = {}
         stat_names: list[list[str]] = []  # per plane: stat metadata names, aligned with stat_ids
         stat_ids: list[np.ndarray] = []
         meta_ids: list[np.ndarray] = []
         meta_offset: list[int] = []
-        line_plane, line_counts, line_ts = [], [], []
         for plane_index, plane in enumerate(space.planes):
-            ids = np.fromiter(plane.stat_metadata.keys(), dtype=np.int64, count=len(plane.stat_metadata))
-            order = np.argsort(ids)
-            ids = ids[order]
             names_by_id = {key: value.name for key, value in plane.stat_metadata.items()}
+            ids = np.asarray(sorted(names_by_id), dtype=np.int64)
             stat_ids.append(ids)
             stat_names.append([names_by_id[int(key)] for key in ids])
             plane_stats[plane_index] = {
@@ -165,14 +163,10 @@ class _Decoder:
             n_plane_events = 0
             for line in plane.lines:
                 events = line.events
-                count = len(events)
-                chunks.extend(events)
-                n_plane_events += count
+                n_plane_events += len(events)
                 line_rows.append((plane_index, line.id, line.name, line.display_name, line.timestamp_ns,
-                                  line.duration_ps, count))
-                line_plane.append(plane_index)
-                line_counts.append(count)
-                line_ts.append(line.timestamp_ns)
+                                  line.duration_ps, len(events)))
+                line_events.append(events)
             name = plane.name
             plane_rows.append({
                 "plane_id": plane_index,
@@ -185,69 +179,83 @@ class _Decoder:
                 "n_event_metadata": len(plane.event_metadata),
             })
 
-        line_counts_arr = np.asarray(line_counts, dtype=np.int64)
-        line_ts_arr = np.asarray(line_ts, dtype=np.int64)
-        with_events = line_counts_arr > 0
-        origin_ns = int(line_ts_arr[with_events].min()) if with_events.any() else 0
-
-        lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
-        buffer = wire.Buffer(b"".join(chunks))
-        del chunks
-        n_events = len(lengths)
-        ends = np.cumsum(lengths)
-        starts = ends - lengths
-        event_line = np.repeat(np.arange(len(line_counts_arr)), line_counts_arr)
-        event_plane = np.asarray(line_plane, dtype=np.int32)[event_line] if n_events else np.zeros(0, np.int32)
+        line_counts = np.asarray([row[6] for row in line_rows], dtype=np.int64)
+        line_ts = np.asarray([row[4] for row in line_rows], dtype=np.int64)
+        line_plane = np.asarray([row[0] for row in line_rows], dtype=np.int32)
+        with_events = line_counts > 0
+        origin_ns = int(line_ts[with_events].min()) if with_events.any() else 0
+        n_events = int(line_counts.sum())
+        event_line = np.repeat(np.arange(len(line_counts), dtype=np.int32), line_counts)
+        event_plane = line_plane[event_line]
 
         metadata_id = np.zeros(n_events, dtype=np.int64)
         offset_ps = np.zeros(n_events, dtype=np.int64)
         duration_ps = np.zeros(n_events, dtype=np.int64)
-        stat_event, stat_start, stat_end = [], [], []
-        for alive, field, wire_type, value_pos, value, length in wire.scan_fields(buffer, starts, ends):
-            is_varint = wire_type == wire.WIRE_VARINT
-            as_int = value.view(np.int64)
-            for number, target in ((1, metadata_id), (2, offset_ps), (3, duration_ps)):
-                hit = (field == number) & is_varint
-                target[alive[hit]] = as_int[hit]
-            hit = np.flatnonzero((field == 4) & (wire_type == wire.WIRE_LEN))
-            stat_event.append(alive[hit])
-            stat_start.append(value_pos[hit])
-            stat_end.append(value_pos[hit] + length[hit])
+        sinks = {column: _ColumnSink(kind, n_events) for column, kind in self.columns.items()}
+        column_number = {name: index for index, name in enumerate(self.columns)}
+        # per plane: stat metadata row -> event column number (-1: not a column)
+        stat_column_table = np.asarray([column_number.get(name, -1) for names in stat_names for name in names],
+                                       dtype=np.int64)
+        stat_offsets = list(np.cumsum([0] + [len(ids) for ids in stat_ids])[:-1])
+
+        for first_event, chunks in _batches(line_events, line_counts):
+            lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
+            buffer = wire.Buffer(b"".join(chunks))
+            del chunks
+            ends = np.cumsum(lengths)
+            starts = ends - lengths
+            stat_event, stat_start, stat_end = [], [], []
+            for alive, field, wire_type, value_pos, value, length in wire.scan_fields(buffer, starts, ends):
+                is_varint = wire_type == wire.WIRE_VARINT
+                as_int = value.view(np.int64)
+                for number, target in ((1, metadata_id), (2, offset_ps), (3, duration_ps)):
+                    hit = (field == number) & is_varint
+                    target[first_event + alive[hit]] = as_int[hit]
+                hit = np.flatnonzero((field == 4) & (wire_type == wire.WIRE_LEN))
+                stat_event.append(alive[hit] + first_event)
+                stat_start.append(value_pos[hit])
+                stat_end.append(value_pos[hit] + length[hit])
+            stats = _decode_stats(buffer, _concat(stat_event), _concat(stat_start), _concat(stat_end))
+            del stat_event, stat_start, stat_end
+            stat_plane = event_plane[stats["event"]]
+            stat_row = _lookup_rows(stat_plane, stats["metadata_id"], stat_ids, stat_offsets)
+            stat_column = _gather(stat_column_table, stat_row)
+            order = np.argsort(stat_column, kind="stable")
+            bounds = np.searchsorted(stat_column[order], np.arange(len(sinks) + 1))
+            strings = _StringResolver(buffer, stats, stat_plane, stat_ids, stat_names)
+            for index, sink in enumerate(sinks.values()):
+                rows = order[bounds[index]:bounds[index + 1]]
+                if len(rows):
+                    targets = stats["event"][rows]
+                    if sink.kind == "str":
+                        sink.put(targets, strings.values(rows))
+                    else:
+                        sink.put(targets, *_stat_numbers(stats, rows))
+            del buffer, stats, strings
 
         # metadata row of every event (-1: id not in its plane's table)
         meta_row = _lookup_rows(event_plane, metadata_id, meta_ids, meta_offset)
         event_metadata = _metadata_frame(meta_rows, self.columns)
-        start_ps = (line_ts_arr[event_line] - origin_ns) * 1000 + offset_ps if n_events else offset_ps
+        for column, sink in sinks.items():
+            if column in event_metadata.columns:
+                sink.fill_from_metadata(event_metadata[column], meta_row)
+        start_ps = offset_ps
+        start_ps += (line_ts[event_line] - origin_ns) * 1000
         name_codes, name_categories = _codes_of(event_metadata["name"].tolist())
         line_codes, line_categories = _codes_of([row[2] for row in line_rows])
+        plane_codes, plane_categories = _codes_of([row["plane_name"] for row in plane_rows])
         frame: dict[str, Any] = {
             "plane_id": event_plane,
             "line_id": np.asarray([row[1] for row in line_rows], dtype=np.int64)[event_line],
-            "plane_name": pd.Categorical.from_codes(
-                event_plane, categories=pd.Index([row["plane_name"] for row in plane_rows], dtype=object))
-            if len(set(row["plane_name"] for row in plane_rows)) == len(plane_rows)
-            else pd.Categorical([plane_rows[i]["plane_name"] for i in event_plane]),
-            "line_name": pd.Categorical.from_codes(line_codes[event_line], categories=line_categories),
+            "plane_name": pd.Categorical.from_codes(_gather(plane_codes, event_plane), categories=plane_categories),
+            "line_name": pd.Categorical.from_codes(_gather(line_codes, event_line), categories=line_categories),
             "metadata_id": metadata_id,
             "name": pd.Categorical.from_codes(_gather(name_codes, meta_row), categories=name_categories),
             "start_ps": start_ps,
             "duration_ps": duration_ps,
         }
-        stats = _decode_stats(buffer, _concat(stat_event), _concat(stat_start), _concat(stat_end))
-        stat_plane = event_plane[stats["event"]]
-        column_names = list(self.columns)
-        column_number = {name: index for index, name in enumerate(column_names)}
-        stat_tables = [np.asarray([column_number.get(name, -1) for name in names], dtype=np.int64)
-                       for names in stat_names]
-        stat_row = _lookup_rows(stat_plane, stats["metadata_id"], stat_ids, list(np.cumsum([0] + [len(i) for i in stat_ids])[:-1]))
-        all_columns = np.concatenate(stat_tables) if stat_tables else np.zeros(0, np.int64)
-        stat_column = np.where(stat_row >= 0, all_columns[np.maximum(stat_row, 0)] if len(all_columns) else -1, -1)
-        order = np.argsort(stat_column, kind="stable")
-        bounds = np.searchsorted(stat_column[order], np.arange(len(column_names) + 1))
-        strings = _StringResolver(buffer, stats, stat_plane, stat_ids, stat_names)
-        for index, (column, kind) in enumerate(self.columns.items()):
-            rows = order[bounds[index]:bounds[index + 1]]
-            frame[column] = _stat_column(column, kind, rows, stats, strings, event_metadata, meta_row, n_events)
+        for column, sink in sinks.items():
+            frame[column] = sink.array()
         events = pd.DataFrame(frame, copy=False)
         lines = pd.DataFrame(line_rows, columns=["plane_id", "line_id", "line_name", "display_name",
                                                  "timestamp_ns", "duration_ps", "n_events"])
@@ -258,6 +266,127 @@ class _Decoder:
             event_metadata=event_metadata, plane_stats=plane_stats, time_origin_ns=origin_ns,
             file_size_bytes=file_size_bytes, errors=list(space.errors), warnings=list(space.warnings),
         )
+
+
+BATCH_EVENTS = 1 << 18  # events decoded together: bounds the temporary arrays, keeps numpy calls large
+
+
+def _batches(line_events: list[Any], line_counts: np.ndarray):
+    """Yield (index of the first event, list of event bytes) for runs of about BATCH_EVENTS events."""
+    first = 0
+    chunks: list[bytes] = []
+    for events, count in zip(line_events, line_counts.tolist(), strict=True):
+        low = 0
+        while low < count:
+            high = min(count, low + BATCH_EVENTS - len(chunks))
+            chunks.extend(events[low:high] if (low, high) != (0, count) else events)
+            low = high
+            if len(chunks) >= BATCH_EVENTS:
+                yield first, chunks
+                first += len(chunks)
+                chunks = []
+    if chunks:
+        yield first, chunks
+
+
+class _ColumnSink:
+    """One stat column filled batch by batch; never-filled columns cost no memory (read-only NA views)."""
+
+    def __init__(self, kind: str, n_events: int):
+        self.kind = kind
+        self.n_events = n_events
+        self.values: np.ndarray | None = None
+        self.present: np.ndarray | None = None
+        self.categories: dict[str, int] = {}
+
+    def _allocate(self) -> None:
+        if self.values is not None:
+            return
+        if self.kind == "str":
+            self.values = np.full(self.n_events, -1, dtype=np.int32)
+        elif self.kind == "float":
+            self.values = np.full(self.n_events, np.nan)
+        else:
+            self.values = np.zeros(self.n_events, dtype=np.uint64 if self.kind == "uint" else np.int64)
+            self.present = np.zeros(self.n_events, dtype=bool)
+
+    def _codes(self, values: list[object]) -> np.ndarray:
+        index = self.categories
+        return np.fromiter((-1 if v is None else index.setdefault(_text(v), len(index)) for v in values),
+                           dtype=np.int32, count=len(values))
+
+    def put(self, targets: np.ndarray, values: Any, kinds: np.ndarray | None = None) -> None:
+        """Store values: a list of texts (str columns) or raw 64-bit values with their XStat kinds."""
+        self._allocate()
+        if self.kind == "str":
+            self.values[targets] = self._codes(values)
+            return
+        doubles = kinds == _DOUBLE
+        signed = kinds == _INT64
+        unsigned = kinds == _UINT64
+        as_float = values.view(np.float64)
+        if self.kind == "float":
+            out = np.full(len(values), np.nan)
+            out[doubles] = as_float[doubles]
+            out[signed] = values[signed].view(np.int64)
+            out[unsigned] = values[unsigned]
+            self.values[targets] = out
+            return
+        # integers keep their 64 bits exactly; a double is truncated when it fits, else missing
+        dtype = self.values.dtype
+        limits = np.iinfo(dtype)
+        with np.errstate(invalid="ignore"):
+            double_fits = doubles & np.isfinite(as_float) & (as_float >= float(limits.min)) & (as_float < float(limits.max))
+        out = values.view(dtype).copy()
+        out[double_fits] = as_float[double_fits].astype(dtype)
+        self.values[targets] = out
+        self.present[targets] = signed | unsigned | double_fits
+
+    def fill_from_metadata(self, meta_series: pd.Series, meta_row: np.ndarray) -> None:
+        """Where an event has no own value, take its metadata's."""
+        if self.kind == "str":
+            meta_values = [None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else v
+                           for v in meta_series.tolist()]
+            valid = np.asarray([v is not None for v in meta_values], dtype=bool)
+        else:
+            dtype = np.float64 if self.kind == "float" else np.uint64 if self.kind == "uint" else np.int64
+            converted = [_to_number(v, dtype) for v in meta_series.tolist()]
+            valid = np.asarray([v is not None for v in converted], dtype=bool)
+            numbers = np.zeros(len(converted), dtype=dtype)
+            if valid.any():
+                numbers[valid] = [v for v in converted if v is not None]
+        if not valid.any():
+            return
+        candidates = np.flatnonzero(meta_row >= 0)
+        candidates = candidates[valid[meta_row[candidates]]]
+        if not len(candidates):
+            return
+        self._allocate()
+        rows = meta_row[candidates]
+        if self.kind == "str":
+            meta_codes = self._codes(meta_values)
+            free = self.values[candidates] < 0
+            self.values[candidates[free]] = meta_codes[rows[free]]
+        elif self.kind == "float":
+            free = np.isnan(self.values[candidates])
+            self.values[candidates[free]] = numbers[rows[free]]
+        else:
+            free = ~self.present[candidates]
+            self.values[candidates[free]] = numbers[rows[free]]
+            self.present[candidates[free]] = True
+
+    def array(self):
+        n = self.n_events
+        if self.kind == "str":
+            categories = pd.Index(list(self.categories), dtype=object)
+            codes = self.values if self.values is not None else np.broadcast_to(np.int8(-1), (n,))
+            return pd.Categorical.from_codes(codes, categories=categories)
+        if self.kind == "float":
+            return self.values if self.values is not None else np.broadcast_to(np.float64(np.nan), (n,))
+        if self.values is None:
+            dtype = np.uint64 if self.kind == "uint" else np.int64
+            return pd.arrays.IntegerArray(np.broadcast_to(dtype(0), (n,)), np.broadcast_to(np.True_, (n,)))
+        return pd.arrays.IntegerArray(self.values, ~self.present)
 
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:
@@ -333,57 +462,25 @@ class _StringResolver:
         return out
 
 
-def _stat_column(column: str, kind: str, rows: np.ndarray, stats: dict[str, np.ndarray],
-                 strings: _StringResolver, event_metadata: pd.DataFrame, meta_row: np.ndarray, n_events: int):
-    """One stat as an event column: the event's own stat, else its metadata's, else missing."""
-    from_metadata = column in event_metadata.columns
-    targets = stats["event"][rows]
-    if kind == "str":
-        meta_values = event_metadata[column].tolist() if from_metadata else []
-        event_values = strings.values(rows) if len(rows) else []
-        codes, categories = _codes_of(meta_values + event_values)
-        values = _gather(codes[: len(meta_values)], meta_row) if from_metadata else np.full(n_events, -1, np.int32)
-        values[targets] = codes[len(meta_values):]
-        return pd.Categorical.from_codes(values, categories=categories)
-    if kind == "float":
-        values = np.full(n_events, np.nan)
-        if from_metadata:
-            meta_values = pd.to_numeric(event_metadata[column], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-            has = meta_row >= 0
-            values[has] = meta_values[meta_row[has]]
-        if len(rows):
-            values[targets] = _stat_numbers(stats, rows).astype(float)
-        return values
-    dtype = np.uint64 if kind == "uint" else np.int64
-    values = np.zeros(n_events, dtype=dtype)
-    present = np.zeros(n_events, dtype=bool)
-    if from_metadata:
-        meta_series = event_metadata[column]
-        meta_present = meta_series.notna().to_numpy()
-        meta_values = np.zeros(len(meta_series), dtype=dtype)
-        if meta_present.any():
-            meta_values[meta_present] = [_to_int(v, dtype) for v in meta_series[meta_present]]
-        has = meta_row >= 0
-        values[has] = meta_values[meta_row[has]]
-        present[has] = meta_present[meta_row[has]]
-    if len(rows):
-        numbers = _stat_numbers(stats, rows)
-        if numbers.dtype == np.float64:
-            numbers = numbers.astype(dtype)
-        values[targets] = numbers.view(dtype) if numbers.dtype != dtype else numbers
-        present[targets] = True
-    return pd.arrays.IntegerArray(values, ~present)
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return value if isinstance(value, str) else str(value)
 
 
-def _to_int(value: object, dtype: type) -> int:
-    if isinstance(value, (int, np.integer)):
-        number = int(value)
-        return number & 0xFFFFFFFFFFFFFFFF if dtype == np.uint64 else (
-            number - (1 << 64) if number >= 1 << 63 else number)
-    try:
-        return int(float(value))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return 0
+def _to_number(value: object, dtype: type) -> int | float | None:
+    """A metadata stat value as a number of ``dtype`` (64-bit integers keep their bits); None if not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    if dtype == np.float64:
+        return float(value)
+    if isinstance(value, (float, np.floating)):
+        limits = np.iinfo(dtype)
+        return int(value) if np.isfinite(value) and limits.min <= value < float(limits.max) else None
+    number = int(value)
+    if dtype == np.uint64:
+        return number & 0xFFFFFFFFFFFFFFFF
+    return number - (1 << 64) if number >= 1 << 63 else number
 
 
 def _decode_stats(buffer: wire.Buffer, event: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> dict[str, np.ndarray]:
@@ -414,20 +511,9 @@ def _decode_stats(buffer: wire.Buffer, event: np.ndarray, starts: np.ndarray, en
             "text_start": text_start, "text_length": text_length}
 
 
-def _stat_numbers(stats: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
-    """Numeric value of the given stat rows: uint64 where all are unsigned, else float64/int64."""
-    kind = stats["kind"][rows]
-    raw = stats["raw"][rows]
-    if (kind == _DOUBLE).any():
-        out = raw.astype(np.float64)
-        doubles = kind == _DOUBLE
-        out[doubles] = raw[doubles].view(np.float64)
-        out[kind == _INT64] = raw[kind == _INT64].view(np.int64)
-        out[(kind == _STR) | (kind == _BYTES)] = np.nan
-        return out
-    if (kind == _INT64).any():
-        return raw.view(np.int64)
-    return raw
+def _stat_numbers(stats: dict[str, np.ndarray], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(raw 64 bits, value kind) of the given stat rows; ``_ColumnSink.put`` converts by kind."""
+    return stats["raw"][rows], stats["kind"][rows]
 
 
 def _stat_value(stat: Any, names_by_id: dict[int, str]) -> object:
@@ -450,7 +536,7 @@ def _metadata_frame(rows: list[tuple], columns: dict[str, str]) -> pd.DataFrame:
         values = [record.get(name) for record in stat_records]
         kind = columns.get(name)
         if kind == "str":
-            base[name] = pd.Series([None if v is None else str(v) for v in values], dtype=object)
+            base[name] = pd.Series([None if v is None else _text(v) for v in values], dtype=object)
         else:
             base[name] = pd.Series(values, dtype=object)
     return base
