@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tpudoctor.findings import CheckResult, Report, Status, root_cause
 from tpudoctor.reports.markers import MARKERS, WORDS
+
+from tpudoctor.findings import CheckResult, Report, Status, root_cause
 
 
 def _cell(text: str) -> str:

@@ -10,15 +10,15 @@ import json
 
 from rich.console import Console
 from rich.markup import escape
+from tpudoctor.reports.markers import MARKERS, STYLES, WORDS
 
 from tpudoctor.findings import CheckResult, Report, Status, Step, root_cause
-from tpudoctor.reports.markers import MARKERS, STYLES, WORDS
 
 
 def render(report: Report, *, verbose: bool = False, color: bool = False, width: int = 100) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width,
-                      highlight=False, soft_wrap=False)
+                      highlight=False, soft_wrap=True)  # never break a command someone will copy
     _header(console, report)
     cause = root_cause(report.results)
     if cause is not None:
@@ -28,11 +28,17 @@ def render(report: Report, *, verbose: bool = False, color: bool = False, width:
         _details(console, cause, indent="      ", evidence=True)
 
     current: Step | None = None
-    for result in report.ordered_results():
+    ordered = report.ordered_results()
+    for result in ordered:
         if result.step != current:
             current = result.step
             console.print()
             console.print(f"[bold]{int(current)}. {escape(current.label)}[/bold]")
+            in_step = [r for r in ordered if r.step == current]
+            if not verbose and all(r.status is Status.SKIP for r in in_step):
+                _skipped_step_line(console, in_step)
+        if not verbose and all(r.status is Status.SKIP for r in ordered if r.step == current):
+            continue
         _result_line(console, result, indent="  ")
         if result is cause:
             console.print("      [dim](root cause, see above)[/dim]")
@@ -57,12 +63,29 @@ def _header(console: Console, report: Report) -> None:
     console.print(escape(" · ".join(parts)))
 
 
+def _skipped_step_line(console: Console, results: list[CheckResult]) -> None:
+    """A step that could not apply at all is one line, with the reasons that started the chain."""
+    reasons: list[str] = []
+    for r in results:
+        reason = r.evidence.get("root_skip_reason") or r.skip_reason or r.message
+        if reason not in reasons:
+            reasons.append(reason)
+    style = STYLES[Status.SKIP]
+    console.print(f"  [{style}]{escape(MARKERS[Status.SKIP])} {len(results)} check(s) skipped[/{style}]: "
+                  f"{escape(reasons[0])}")
+    for reason in reasons[1:3]:
+        console.print(f"      [{style}]also: {escape(reason)}[/{style}]")
+
+
 def _result_line(console: Console, result: CheckResult, *, indent: str) -> None:
     marker = MARKERS[result.status]
     style = STYLES[result.status]
+    message = result.message
+    if result.status is Status.SKIP and "blocked_by" in result.evidence:
+        message = f"blocked by {result.evidence['blocked_by']}"  # the blocker's own line says why
     console.print(
         f"{indent}[{style}]{escape(marker)}[/{style}] {escape(result.check_id)} {escape(result.title)}: "
-        f"{escape(result.message)}"
+        f"{escape(message)}"
     )
 
 

@@ -7,6 +7,7 @@ directory. On a TPU VM the metadata server fills what is still missing (see the 
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -85,15 +86,18 @@ _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 def parse_duration_s(text: str | float | int) -> float:
     """``90``, ``90s``, ``15m``, ``1h``, ``2d`` -> seconds."""
-    if isinstance(text, (int, float)):
-        return float(text)
+    hint = "use a number with s, m, h or d, e.g. 30s, 15m, 1h"
     raw = str(text).strip().lower()
     try:
         if raw and raw[-1] in _DURATION_UNITS:
-            return float(raw[:-1]) * _DURATION_UNITS[raw[-1]]
-        return float(raw)
+            seconds = float(raw[:-1]) * _DURATION_UNITS[raw[-1]]
+        else:
+            seconds = float(raw)
     except ValueError:
-        raise UsageError(f"not a duration: {text!r}", hint="use a number with s, m, h or d, e.g. 30s, 15m, 1h") from None
+        raise UsageError(f"not a duration: {text!r}", hint=hint) from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise UsageError(f"not a usable duration: {text!r}", hint=hint)
+    return seconds
 
 
 def parse_percent(text: str | float) -> float:
@@ -103,6 +107,6 @@ def parse_percent(text: str | float) -> float:
         value = float(raw[:-1] if raw.endswith("%") else raw)
     except ValueError:
         raise UsageError(f"not a percentage: {text!r}", hint="write it like 5%") from None
-    if not 0 <= value < 100:
+    if not math.isfinite(value) or not 0 <= value < 100:
         raise UsageError(f"percentage out of range: {text!r}")
     return value

@@ -195,6 +195,7 @@ class Report:
     duration_s: float = 0.0
     tool_version: str = ""
     schema_version: str = SCHEMA_VERSION
+    redacted: bool = False
 
     @property
     def summary(self) -> Summary:
@@ -213,6 +214,7 @@ class Report:
             "host": self.host,
             "started_at": self.started_at.isoformat(),
             "duration_s": round(self.duration_s, 6),
+            "redacted": self.redacted,
             "results": [r.to_dict() for r in self.ordered_results()],
             "summary": self.summary.to_dict(),
         }
@@ -227,6 +229,7 @@ class Report:
             duration_s=float(data.get("duration_s", 0.0)),
             tool_version=(data.get("tool") or {}).get("version", ""),
             schema_version=data.get("schema_version", SCHEMA_VERSION),
+            redacted=bool(data.get("redacted", False)),
         )
 
 

@@ -74,6 +74,10 @@ class FactStore:
     def facts(self) -> Facts:
         return Facts(self._facts)
 
+    def preset(self, facts: dict[str, Any]) -> None:
+        """Facts known before gathering (a test, or a caller that already has them)."""
+        self._facts.update(facts)
+
     def _providers_for(self, keys: Iterable[str]) -> list[type[FactProvider]]:
         ordered: list[type[FactProvider]] = []
         seen: set[type[FactProvider]] = set()
@@ -168,7 +172,7 @@ class Runner:
         self.progress = progress
         self.store = FactStore(registry, ctx, progress)
         if preset_facts:
-            self.store._facts.update(preset_facts)
+            self.store.preset(preset_facts)
 
     def run(self, check_classes: Iterable[type[Check]]) -> Report:
         started = time.monotonic()
@@ -215,9 +219,14 @@ class Runner:
         blocker = self._blocker(cls, results, selected)
         if blocker is not None:
             why = f"blocked by {blocker.check_id} ({blocker.status.value})"
-            if blocker.status is Status.SKIP and blocker.skip_reason:
-                why += f": {blocker.skip_reason}"
-            return check.skip(why, evidence={"blocked_by": blocker.check_id})
+            evidence = {"blocked_by": blocker.check_id}
+            if blocker.status is Status.SKIP:
+                # Name the first reason in the chain once, not "blocked by A: blocked by B: ...".
+                root_reason = blocker.evidence.get("root_skip_reason") or blocker.skip_reason
+                if root_reason:
+                    why += f": {root_reason}"
+                    evidence["root_skip_reason"] = root_reason
+            return check.skip(why, evidence=evidence)
         if self.ctx.remaining_s() <= 0:
             return _error(check, f"the run's time limit ({self.ctx.run_timeout_s:g}s) was reached before this check ran",
                           {"run_timeout_s": self.ctx.run_timeout_s})
@@ -225,7 +234,7 @@ class Runner:
             self.progress(f"{cls.id} {cls.title}")
         facts = self.store.facts
         budget = min(cls.timeout_s, self.ctx.remaining_s())
-        outcome, payload = _call_with_timeout(lambda: _evaluate(check, facts), budget)
+        outcome, payload = _call_with_timeout(lambda: evaluate_check(check, facts), budget)
         if outcome == "timeout":
             result = _error(check, f"check did not finish within {budget:.1f}s", {"timeout_s": budget})
         elif outcome == "error":
@@ -241,7 +250,8 @@ class Runner:
         return result
 
 
-def _evaluate(check: Check, facts: Facts) -> CheckResult:
+def evaluate_check(check: Check, facts: Facts) -> CheckResult:
+    """One check on one set of facts: missing facts become SKIP, broken ones ERROR."""
     try:
         result = check.evaluate(facts)
     except FactUnavailableError as exc:
@@ -280,4 +290,4 @@ def _dependency_order(classes: list[type[Check]]) -> list[type[Check]]:
     return ordered
 
 
-__all__ = ["FactStore", "Runner", "Unavailable"]
+__all__ = ["FactStore", "Runner", "Unavailable", "evaluate_check"]

@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None, help="lowest status that exits 1 (default: fail)")
     gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks")
     add_output_flags(parser)
+    parser.add_argument("--redact", action="store_true",
+                        help="replace project ids, service-account e-mails, IPs, bucket and host names before sharing")
     parser.set_defaults(handler=run)
 
 
@@ -44,11 +46,11 @@ def run(args: argparse.Namespace) -> ExitCode:
     from tpudoctor.context import CheckOptions, RunContext
     from tpudoctor.errors import UsageError
     from tpudoctor.findings import Target
+    from tpudoctor.output import write_text
     from tpudoctor.progress import progress
     from tpudoctor.registry import load_registry
     from tpudoctor.reports import render_check_report
     from tpudoctor.runner import Runner
-    from tpudoctor.output import write_text
 
     settings, _path = config.load_config_file()
     target = Target(
@@ -68,6 +70,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         reference_model=args.reference_model,
         api_timeout_s=config.parse_duration_s(args.api_timeout),
     )
+    _check_log_files(options.log_files)
     run_timeout_s = config.parse_duration_s(args.timeout if args.timeout != "600s" else settings.get("timeout", "600s"))
     if run_timeout_s <= 0:
         raise UsageError("--timeout must be positive")
@@ -89,9 +92,31 @@ def run(args: argparse.Namespace) -> ExitCode:
     ctx = RunContext(target=target, options=options, run_timeout_s=run_timeout_s)
     with progress("tpudoctor check") as update:
         report = Runner(registry, ctx, progress=update).run(selected)
-    text = render_check_report(report, fmt, verbose=args.verbose, color=_color_wanted(args))
+    from tpudoctor.findings import Report
+    from tpudoctor.redact import sanitize_report_dict
+
+    shown = Report.from_dict(sanitize_report_dict(report.to_dict(), redact=args.redact))
+    shown.duration_s = report.duration_s
+    text = render_check_report(shown, fmt, verbose=args.verbose, color=_color_wanted(args))
     write_text(args.output, text)
     return exit_code_for(report, fail_on=fail_on, exit_zero=args.exit_zero)
+
+
+def _check_log_files(paths: list[str]) -> None:
+    """A log file that cannot be read is a usage error (exit 2), not a check result."""
+    import os
+
+    from tpudoctor.errors import InputError
+
+    if paths.count("-") > 1:
+        raise InputError("--log-file - (stdin) can be given only once")
+    for path in paths:
+        if path == "-":
+            continue
+        if not os.path.isfile(path):
+            raise InputError(f"--log-file {path}: no such file", hint="give the path of your job's log file, or '-' for stdin")
+        if not os.access(path, os.R_OK):
+            raise InputError(f"--log-file {path}: not readable", hint="check the file's permissions")
 
 
 def exit_code_for(report, *, fail_on: str = "fail", exit_zero: bool = False) -> ExitCode:

@@ -14,11 +14,20 @@ from typing import Any
 
 from tpudoctor.exitcodes import ExitCode
 
-PROFILE_FORMATS = ("text", "json")
+PROFILE_FORMATS = ("text", "json", "markdown", "html")
 
 # name -> function(capture) returning a dataclass/dict with units in its keys; added by the
 # analyses (issue 7) and rendered by every format.
 ANALYSES: dict[str, Callable[[Any], Any]] = {}
+
+
+def _diagnosis(capture: Any) -> Any:
+    from tpudoctor.profile.analysis import analyze
+
+    return analyze(capture).to_dict()  # the JSON-ready document every format renders
+
+
+ANALYSES["diagnosis"] = _diagnosis  # steps, input/idle, host ops, recompilation, verdict (issue 7)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,8 +50,10 @@ def _usage(parser: argparse.ArgumentParser) -> ExitCode:
 def _register_analyze(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "analyze",
-        help="what a capture holds: hosts, planes, lines, events, time span, device kind",
-        description="Load a capture (a .xplane.pb, a run directory or a logdir, local or gs://) and report on it.",
+        help="why is my TPU job slow: verdict, step breakdown, input, host ops, recompilation",
+        description="Load a capture (a .xplane.pb, a run directory or a logdir, local or gs://) and report on it: "
+                    "a one-line verdict (input-bound, host-bound, compile-bound, device-bound or unknown), "
+                    "findings with evidence and fixes, the step-time breakdown and top tables.",
     )
     parser.add_argument("path", metavar="PATH", help="a .xplane.pb file, a run directory, or a logdir (local or gs://)")
     parser.add_argument("--run", help="run folder of a logdir to read (default: the newest)")
@@ -84,6 +95,12 @@ def render(report, fmt: str, *, color: bool = False) -> str:
     if fmt == "json":
         from tpudoctor.reports.profile_json import render as render_json
         return render_json(report)
+    if fmt == "markdown":
+        from tpudoctor.reports.profile_markdown import render as render_markdown
+        return render_markdown(report)
+    if fmt == "html":
+        from tpudoctor.reports.profile_html import render as render_html
+        return render_html(report)
     from tpudoctor.reports.profile_text import render as render_text
     return render_text(report, color=color)
 

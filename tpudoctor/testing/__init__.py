@@ -20,10 +20,10 @@ from tpudoctor.findings import CheckResult, Status, Step
 
 def run_check(check: type[Check] | Check, facts: Mapping[str, Any]) -> CheckResult:
     """Evaluate one check on a facts dict, exactly as the runner would (SKIP/ERROR included)."""
-    from tpudoctor.runner import _evaluate
+    from tpudoctor.runner import evaluate_check
 
     instance = check() if isinstance(check, type) else check
-    return _evaluate(instance, facts if isinstance(facts, Facts) else Facts(facts))
+    return evaluate_check(instance, facts if isinstance(facts, Facts) else Facts(facts))
 
 
 def assert_status(result: CheckResult, status: Status | str) -> None:

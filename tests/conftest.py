@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("TPUDOCTOR_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The real captures in ../shared/data; the test skips, saying why, where they are absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"reference data folder {SHARED_DATA} is absent (it lives beside the checkout as ../shared/data)")
+    return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_cloud(monkeypatch, tmp_path):
+    """Tests never see the developer's gcloud config, credentials or project."""
+    for var in ("CLOUDSDK_CORE_PROJECT", "CLOUDSDK_COMPUTE_ZONE", "TPU_NAME", "GOOGLE_CLOUD_PROJECT",
+                "TPUDOCTOR_FORMAT", "TPUDOCTOR_WORKER"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud-config"))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "no-credentials.json"))

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import json
+
+from sample_reports import healthy_report, preempted_node_report
+
+from tpudoctor.findings import CheckResult, Report, Severity, Status, Step, root_cause
+from tpudoctor.schema import validate
+
+
+def test_root_cause_is_the_earliest_failure_not_the_first_listed():
+    late = CheckResult("LOGS-009", Step.LOGS, "t", Status.FAIL, "m", Severity.CRITICAL)
+    early = CheckResult("GCS-001", Step.GCS, "t", Status.FAIL, "m", Severity.LOW)
+    assert root_cause([late, early]) is early
+
+
+def test_root_cause_prefers_fail_over_error_and_none_when_clean():
+    error = CheckResult("NODE-001", Step.NODE, "t", Status.ERROR, "m")
+    fail = CheckResult("LOGS-001", Step.LOGS, "t", Status.FAIL, "m")
+    assert root_cause([error, fail]) is fail
+    assert root_cause([error]) is error
+    assert root_cause([CheckResult("A-001", Step.NODE, "t", Status.WARN, "m")]) is None
+
+
+def test_summary_counts_every_status():
+    summary = preempted_node_report().summary
+    assert summary.counts == {"PASS": 1, "WARN": 1, "FAIL": 1, "SKIP": 1, "ERROR": 1}
+    assert summary.root_cause == "NODE-001"
+
+
+def test_report_round_trips_through_json_and_matches_the_schema():
+    report = preempted_node_report()
+    doc = json.loads(json.dumps(report.to_dict()))
+    validate(doc, "check_report")
+    again = Report.from_dict(doc)
+    assert again.to_dict() == doc
+
+
+def test_schema_rejects_a_skip_without_reason_and_unknown_status():
+    import jsonschema
+    import pytest
+
+    doc = healthy_report().to_dict()
+    bad = json.loads(json.dumps(doc))
+    bad["results"][0]["status"] = "MAYBE"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(bad, "check_report")
+    skip = json.loads(json.dumps(doc))
+    skip["results"][0].update(status="SKIP", skip_reason=None)
+    with pytest.raises(jsonschema.ValidationError):
+        validate(skip, "check_report")
+
+
+def test_evidence_is_made_json_safe():
+    import numpy as np
+
+    r = CheckResult("A-001", Step.NODE, "t", Status.PASS, "m",
+                    evidence={"n": np.int64(3), "t": (1, 2), "s": Status.PASS, "o": object})
+    ev = r.to_dict()["evidence"]
+    assert ev["n"] == 3 and ev["t"] == [1, 2] and ev["s"] == "PASS" and isinstance(ev["o"], str)
+    json.dumps(ev)

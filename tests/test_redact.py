@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import json
+
+from sample_reports import preempted_node_report
+
+from tpudoctor.findings import Remediation, Report
+from tpudoctor.redact import Redactor, sanitize_report_dict, scrub_secrets
+from tpudoctor.schema import validate
+
+
+def leaky_report() -> Report:
+    report = preempted_node_report()
+    cause = report.results[0]
+    cause.evidence.update(
+        service_account="trainer@acme-prod-42.iam.gserviceaccount.com",
+        network_endpoints=["10.128.0.7", "fe80:0:0:0:200:f8ff:fe21:67cf"],
+        log_line="GET https://storage.googleapis.com/b/acme-training-data?alt=json Authorization: Bearer ya29.a0AfB_byC-secret-token-value",
+        data="gs://acme-training-data/train/part-0001.tfrecord",
+    )
+    cause.remediation = Remediation(
+        "Grant the role.",
+        ("gcloud storage buckets add-iam-policy-binding gs://acme-training-data "
+         "--member serviceAccount:trainer@acme-prod-42.iam.gserviceaccount.com --role roles/storage.objectViewer",),
+    )
+    report.target.project = "acme-prod-42"
+    return report
+
+
+def test_tokens_are_scrubbed_even_without_redact():
+    doc = sanitize_report_dict(leaky_report().to_dict(), redact=False)
+    text = json.dumps(doc)
+    assert "ya29." not in text and "secret-token-value" not in text
+    assert "acme-prod-42" in text  # identities stay unless --redact
+    assert scrub_secrets('{"access_token": "abc.def"}') == '{"access_token": "<secret>"}'
+
+
+def test_redact_removes_projects_accounts_ips_buckets_and_host_consistently():
+    doc = sanitize_report_dict(leaky_report().to_dict(), redact=True)
+    validate(doc, "check_report")
+    text = json.dumps(doc)
+    for leaked in ("acme-prod-42", "trainer@", "10.128.0.7", "fe80:0:0:0:200:f8ff:fe21:67cf",
+                   "acme-training-data", "builder", "ya29."):
+        assert leaked not in text, leaked
+    assert doc["redacted"] is True and doc["host"] == "<host>"
+    assert doc["target"]["project"] == "<project-1>"
+    ev = doc["results"][0]["evidence"]
+    assert ev["data"] == "gs://<bucket-1>/train/part-0001.tfrecord"
+    command = doc["results"][0]["remediation"]["commands"][0]
+    assert "gs://<bucket-1>" in command and "serviceAccount:<email-1>" in command
+    assert doc["summary"]["root_cause"] == "NODE-001"  # structure survives
+
+
+def test_placeholders_do_not_eat_longer_names():
+    r = Redactor(projects=["acme"])
+    assert r.text("projects acme and acme-dev") == "projects <project-1> and acme-dev"

@@ -1,0 +1,69 @@
+"""Golden files for the check renderers. Regenerate with UPDATE_GOLDEN=1 after a deliberate change."""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from sample_reports import healthy_report, preempted_node_report
+from tpudoctor.reports import render_check_report
+
+from tpudoctor.schema import validate
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text, encoding="utf-8")
+    assert path.is_file(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
+    assert text == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("fmt,ext", [("text", "txt"), ("markdown", "md"), ("junit", "xml")])
+def test_check_report_matches_golden(fmt, ext):
+    _golden(f"check_preempted.{ext}", render_check_report(preempted_node_report(), fmt))
+
+
+def test_text_puts_root_cause_first_with_fix_commands_apart():
+    text = render_check_report(preempted_node_report(), "text")
+    lines = text.splitlines()
+    cause_at = next(i for i, line in enumerate(lines) if line.startswith("Root cause"))
+    first_step_at = next(i for i, line in enumerate(lines) if line.startswith("1. "))
+    assert cause_at < first_step_at
+    assert "[✗] NODE-001" in lines[cause_at + 1]
+    assert any(line.strip().startswith("$ gcloud compute tpus tpu-vm delete my-tpu") for line in lines)
+    assert "[-] NODE-002" in text and "blocked by NODE-001 (FAIL)" in text
+    assert "[!] GCS-003" in text and "[☠] LOGS-001" in text
+    assert lines[-1].startswith("! tpudoctor found 3 issue(s)")
+
+
+def test_verbose_text_shows_evidence_of_passing_checks():
+    quiet = render_check_report(healthy_report(), "text")
+    verbose = render_check_report(healthy_report(), "text", verbose=True)
+    assert "python_version" not in quiet and "python_version: 3.11.7" in verbose
+    assert "No issues found" in quiet
+
+
+def test_junit_has_one_testcase_per_check_with_the_right_outcome():
+    root = ET.fromstring(render_check_report(preempted_node_report(), "junit").split("\n", 1)[1])
+    suite = root.find("testsuite")
+    cases = {c.get("name").split()[0]: c for c in suite.findall("testcase")}
+    assert set(cases) == {"NODE-001", "NODE-002", "GCS-003", "RUNTIME-001", "LOGS-001"}
+    assert cases["NODE-001"].find("failure") is not None
+    assert cases["LOGS-001"].find("error") is not None
+    assert cases["NODE-002"].find("skipped").get("message") == "blocked by NODE-001 (FAIL)"
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("5", "1", "1", "1")
+
+
+def test_json_and_html_render_the_same_report():
+    doc = json.loads(render_check_report(preempted_node_report(), "json"))
+    validate(doc, "check_report")
+    assert doc["summary"]["root_cause"] == "NODE-001"
+    html = render_check_report(preempted_node_report(), "html")
+    assert html.startswith("<!doctype html>") and "Root cause: NODE-001" in html
+    assert "<script src" not in html and "http://" not in html.replace("https://cloud.google.com", "")

@@ -1,0 +1,1 @@
+"""Data files shipped with tpudoctor (read with importlib.resources)."""

@@ -1,0 +1,170 @@
+"""Turns client-library exceptions into one small record a check can judge: ``ApiFailure``.
+
+The REST transports raise ``google.api_core`` exceptions for HTTP errors but plain ``requests``
+exceptions for timeouts and refused connections, so both are mapped here, once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+PERMISSION_DENIED = "permission_denied"
+NOT_FOUND = "not_found"
+RATE_LIMITED = "rate_limited"
+SERVER_ERROR = "server_error"
+TIMEOUT = "timeout"
+UNREACHABLE = "unreachable"
+NO_CREDENTIALS = "no_credentials"
+BAD_REQUEST = "bad_request"
+UNKNOWN = "unknown"
+
+RETRYABLE_KINDS = frozenset({RATE_LIMITED, SERVER_ERROR})
+
+# The narrowest predefined role that grants each permission tpudoctor needs.
+ROLE_FOR_PERMISSION = {
+    "tpu.nodes.get": "roles/tpu.viewer",
+    "tpu.nodes.list": "roles/tpu.viewer",
+    "tpu.queuedResources.get": "roles/tpu.viewer",
+    "tpu.queuedResources.list": "roles/tpu.viewer",
+    "storage.buckets.get": "roles/storage.bucketViewer",
+    "storage.objects.get": "roles/storage.objectViewer",
+    "storage.objects.list": "roles/storage.objectViewer",
+    "storage.objects.create": "roles/storage.objectUser",
+    "storage.objects.delete": "roles/storage.objectUser",
+}
+
+_QUOTED_PERMISSION = re.compile(r"[Pp]ermission '([a-z]+\.[A-Za-z]+\.[A-Za-z]+)'")
+_PERMISSION_IN_TEXT = re.compile(r"\b((?:tpu|storage|compute)\.[A-Za-z]+\.[A-Za-z]+)\b")
+
+
+@dataclasses.dataclass(frozen=True)
+class ApiFailure:
+    """Why a cloud call did not answer, in terms a check can turn into a verdict."""
+
+    kind: str
+    message: str
+    http_status: int | None = None
+    permission: str | None = None
+    attempts: int = 1
+
+    @property
+    def role(self) -> str | None:
+        return ROLE_FOR_PERMISSION.get(self.permission or "")
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in RETRYABLE_KINDS
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["role"] = self.role
+        return data
+
+
+class ApiCallFailed(Exception):
+    """Carries an ``ApiFailure`` out of an adapter call."""
+
+    def __init__(self, failure: ApiFailure):
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+def failure_from_exception(exc: BaseException, *, permission: str | None = None) -> ApiFailure:
+    """Map any exception a Google client can raise to an ``ApiFailure``.
+
+    ``permission`` is the permission the call needs; it is named on a 403 when the server's
+    answer does not name one itself.
+    """
+    import requests
+    from google.api_core import exceptions as gexc
+    from google.auth import exceptions as auth_exc
+
+    if isinstance(exc, ApiCallFailed):
+        return exc.failure
+    if isinstance(exc, auth_exc.DefaultCredentialsError):
+        return ApiFailure(NO_CREDENTIALS, _first_line(exc))
+    if isinstance(exc, auth_exc.RefreshError):
+        return ApiFailure(NO_CREDENTIALS, f"could not get an access token: {_first_line(exc)}")
+    if isinstance(exc, gexc.GoogleAPICallError):
+        code = int(exc.code) if exc.code is not None else None
+        text = exc.message or str(exc)
+        named = (getattr(exc, "metadata", None) or {}).get("permission") if code == 403 else None
+        if code == 403 and not named:
+            match = _QUOTED_PERMISSION.search(text) or _PERMISSION_IN_TEXT.search(text)
+            named = match.group(1) if match else permission
+        kind = _KIND_FOR_STATUS.get(code or 0)
+        if kind is None:
+            kind = SERVER_ERROR if code and code >= 500 else UNKNOWN
+        return ApiFailure(kind, _strip_url(text), http_status=code, permission=named)
+    if isinstance(exc, gexc.RetryError):
+        return ApiFailure(TIMEOUT, _first_line(exc))
+    if isinstance(exc, (requests.Timeout, TimeoutError)):
+        return ApiFailure(TIMEOUT, f"no answer in time: {_first_line(exc)}")
+    if isinstance(exc, (requests.ConnectionError, ConnectionError)):
+        return ApiFailure(UNREACHABLE, f"cannot connect: {_connection_reason(exc)}")
+    return ApiFailure(UNKNOWN, f"{type(exc).__name__}: {_first_line(exc)}")
+
+
+_KIND_FOR_STATUS = {
+    400: BAD_REQUEST,
+    401: NO_CREDENTIALS,
+    403: PERMISSION_DENIED,
+    404: NOT_FOUND,
+    408: TIMEOUT,
+    429: RATE_LIMITED,
+    504: TIMEOUT,
+}
+
+
+def call_with_retries(
+    fn: Callable[[], T],
+    *,
+    permission: str | None = None,
+    attempts: int = 3,
+    backoff_s: float = 0.25,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Call ``fn``; retry 429 and 5xx with doubling backoff; raise ``ApiCallFailed`` at the end.
+
+    Timeouts are not retried: the caller's per-call timeout is the user's patience already.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - mapped to a record, never re-raised raw
+            failure = failure_from_exception(exc, permission=permission)
+            if failure.retryable and attempt < attempts:
+                sleep(backoff_s * 2 ** (attempt - 1))
+                continue
+            raise ApiCallFailed(dataclasses.replace(failure, attempts=attempt)) from exc
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+def _strip_url(text: str) -> str:
+    """api_core prefixes REST errors with 'GET http://...: '; the method and URL are noise here."""
+    return re.sub(r"^(GET|POST|PUT|PATCH|DELETE) \S+: ", "", text.strip())[:500]
+
+
+def _connection_reason(exc: BaseException) -> str:
+    text = str(exc)
+    for needle, reason in (
+        ("Connection refused", "connection refused"),
+        ("Name or service not known", "host name does not resolve"),
+        ("nodename nor servname", "host name does not resolve"),
+        ("Temporary failure in name resolution", "host name does not resolve"),
+        ("Network is unreachable", "network is unreachable"),
+    ):
+        if needle in text:
+            return reason
+    return _first_line(exc)

@@ -1,0 +1,313 @@
+"""The failure-signature catalog: loads ``catalog.toml`` and compiles it once.
+
+The knowledge lives in the data file; this module only validates it and turns it into
+compiled regexes, plus a literal keyword per pattern so a long log is pre-filtered with
+fast substring tests before any regex runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+from functools import cache
+from importlib import resources
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from tpudoctor.findings import Remediation, Severity
+
+CATALOG_FILE = "catalog.toml"
+_VALUE_TYPES = ("bytes", "int", "float", "str")
+_LAYERS = ("runtime", "multihost", "cloud", "storage", "info")
+
+
+class CatalogError(ValueError):
+    """The catalog file is malformed (a bug in the package or in a user catalog)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Extractor:
+    name: str
+    regex: re.Pattern[str]
+    type: str
+
+    def extract(self, text: str) -> Any:
+        match = self.regex.search(text)
+        if match is None:
+            return None
+        raw = match.group(1).strip()
+        try:
+            if self.type == "bytes":
+                return parse_bytes(raw)
+            if self.type == "int":
+                return int(raw)
+            if self.type == "float":
+                return float(raw)
+        except ValueError:
+            return None
+        return raw
+
+
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    id: str
+    title: str
+    layer: str
+    any_patterns: tuple[re.Pattern[str], ...]
+    all_patterns: tuple[re.Pattern[str], ...]
+    keywords: tuple[str | None, ...]
+    """One literal per ``any`` pattern that must appear for it to match; None: no literal found."""
+    priority: int
+    fatal: bool
+    severity: Severity
+    cause: str
+    remediation: Remediation
+    source: str
+    extractors: tuple[Extractor, ...] = ()
+    supersedes: tuple[str, ...] = ()
+    wrapper: bool = False
+    """A generic wrapper message: dropped when a specific signature matches the same event."""
+    suppress_when_equal: tuple[str, ...] = ()
+
+    def first_match(self, text: str) -> re.Match[str] | None:
+        """The earliest ``any`` match in ``text`` when every ``all`` pattern is present too."""
+        best: re.Match[str] | None = None
+        for keyword, pattern in zip(self.keywords, self.any_patterns, strict=True):
+            if keyword is not None and keyword not in text:
+                continue
+            match = pattern.search(text)
+            if match is not None and (best is None or match.start() < best.start()):
+                best = match
+        if best is None:
+            return None
+        if any(p.search(text) is None for p in self.all_patterns):
+            return None
+        return best
+
+    def evidence(self, text: str) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for extractor in self.extractors:
+            value = extractor.extract(text)
+            if value is not None:
+                found[extractor.name] = value
+        return found
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeJoin:
+    """Node facts that explain a log finding (socket closed + node PREEMPTED = preemption)."""
+
+    signatures: tuple[str, ...]
+    states: tuple[str, ...]
+    healths: tuple[str, ...]
+    symptoms: tuple[str, ...]
+    title: str
+    cause: str
+    remediation: Remediation | None
+
+    def applies(self, signature_id: str, node: dict[str, Any]) -> bool:
+        if signature_id not in self.signatures:
+            return False
+        node_symptoms = {str(s.get("type", "")) for s in node.get("symptoms") or [] if isinstance(s, dict)}
+        return (
+            str(node.get("state") or "") in self.states
+            or str(node.get("health") or "") in self.healths
+            or bool(node_symptoms & set(self.symptoms))
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Catalog:
+    version: int
+    signatures: tuple[Signature, ...]
+    node_joins: tuple[NodeJoin, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_id", {s.id: s for s in self.signatures})
+        words = {k for s in self.signatures for k in s.keywords if k is not None}
+        object.__setattr__(self, "_keywords", tuple(sorted(words, key=len, reverse=True)))
+        object.__setattr__(
+            self, "_unfiltered", any(k is None for s in self.signatures for k in s.keywords)
+        )
+
+    def get(self, signature_id: str) -> Signature:
+        return self._by_id[signature_id]  # type: ignore[attr-defined]
+
+    def ids(self) -> list[str]:
+        return [s.id for s in self.signatures]
+
+    def may_match(self, line: str) -> bool:
+        """Cheap pre-filter: could any signature match a text containing this line?"""
+        if self._unfiltered:  # type: ignore[attr-defined]
+            return True
+        return any(k in line for k in self._keywords)  # type: ignore[attr-defined]
+
+
+_BYTE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
+_BYTES_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*([KMGTP]?)(?:i?B)?$")
+
+
+def parse_bytes(text: str) -> int:
+    """XLA's human-readable sizes (``15.48G``, ``530.00M``, ``0B``, ``2.5GiB``) as bytes (1024-based)."""
+    match = _BYTES_RE.match(text.strip())
+    if match is None:
+        raise ValueError(f"not a byte size: {text!r}")
+    return int(round(float(match.group(1)) * _BYTE_UNITS[match.group(2)]))
+
+
+def required_literal(pattern: str) -> str | None:
+    """The longest literal run that every match of ``pattern`` must contain, or None.
+
+    Groups, classes and optional characters break a run; a top-level ``|`` means no single
+    literal is required. Good enough for the catalog's patterns, which keep alternatives in
+    separate ``any`` entries.
+    """
+    runs: list[str] = []
+    current: list[str] = []
+    i, n, depth = 0, len(pattern), 0
+
+    def cut(drop_last: bool = False) -> None:
+        if drop_last and current:
+            current.pop()
+        if current:
+            runs.append("".join(current))
+        current.clear()
+
+    while i < n:
+        ch = pattern[i]
+        if depth:
+            if ch == "\\":
+                i += 2
+                continue
+            depth += ch == "("
+            depth -= ch == ")"
+            i += 1
+            continue
+        if ch == "\\" and i + 1 < n:
+            nxt = pattern[i + 1]
+            if nxt.isalnum():  # \s \d \w \b ...: not literal
+                cut()
+            else:
+                current.append(nxt)
+            i += 2
+            continue
+        if ch == "|":
+            return None
+        if ch == "(":
+            cut()
+            depth = 1
+        elif ch == "[":
+            cut()
+            close = pattern.find("]", i + 2)
+            i = n if close < 0 else close
+        elif ch in "*?{":
+            cut(drop_last=True)
+            if ch == "{":
+                close = pattern.find("}", i)
+                i = n if close < 0 else close
+        elif ch in ".^$+":
+            cut(drop_last=False)
+        else:
+            current.append(ch)
+        i += 1
+    cut()
+    best = max(runs, key=len, default="")
+    return best if len(best) >= 4 else None
+
+
+def _compile(pattern: str, where: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, re.MULTILINE)
+    except re.error as exc:
+        raise CatalogError(f"{where}: bad regex {pattern!r}: {exc}") from exc
+
+
+def _signature(raw: dict[str, Any]) -> Signature:
+    sid = raw.get("id")
+    where = f"signature {sid!r}"
+    for key in ("id", "title", "layer", "any", "cause", "fix", "docs", "severity", "fatal"):
+        if key not in raw:
+            raise CatalogError(f"{where}: missing '{key}'")
+    if raw["layer"] not in _LAYERS:
+        raise CatalogError(f"{where}: layer must be one of {_LAYERS}")
+    if not str(raw["docs"]).startswith("https://"):
+        raise CatalogError(f"{where}: docs must be an https:// link")
+    any_src = list(raw["any"])
+    if not any_src:
+        raise CatalogError(f"{where}: 'any' is empty")
+    extractors = []
+    for spec in raw.get("extract", []):
+        if spec.get("type") not in _VALUE_TYPES:
+            raise CatalogError(f"{where}: extract type must be one of {_VALUE_TYPES}")
+        regex = _compile(spec["regex"], where)
+        if regex.groups < 1:
+            raise CatalogError(f"{where}: extract regex for {spec['name']} needs a group")
+        extractors.append(Extractor(spec["name"], regex, spec["type"]))
+    fix = raw["fix"]
+    return Signature(
+        id=sid,
+        title=raw["title"],
+        layer=raw["layer"],
+        any_patterns=tuple(_compile(p, where) for p in any_src),
+        all_patterns=tuple(_compile(p, where) for p in raw.get("all", [])),
+        keywords=tuple(required_literal(p) for p in any_src),
+        priority=int(raw.get("priority", 50)),
+        fatal=bool(raw["fatal"]),
+        severity=Severity(raw["severity"]),
+        cause=raw["cause"],
+        remediation=Remediation(
+            text=fix.get("text", ""), commands=tuple(fix.get("commands", ())), docs_url=raw["docs"]
+        ),
+        source=raw.get("source", ""),
+        extractors=tuple(extractors),
+        supersedes=tuple(raw.get("supersedes", ())),
+        wrapper=bool(raw.get("wrapper", False)),
+        suppress_when_equal=tuple(raw.get("suppress_when_equal", ())),
+    )
+
+
+def parse_catalog(text: str) -> Catalog:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"catalog is not valid TOML: {exc}") from exc
+    if not isinstance(data.get("version"), int):
+        raise CatalogError("catalog needs an integer 'version'")
+    signatures = tuple(_signature(raw) for raw in data.get("signature", []))
+    ids = [s.id for s in signatures]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise CatalogError(f"duplicate signature ids: {', '.join(dupes)}")
+    for sig in signatures:
+        unknown = [s for s in sig.supersedes if s not in ids]
+        if unknown:
+            raise CatalogError(f"signature {sig.id!r} supersedes unknown ids {unknown}")
+    joins = []
+    for raw in data.get("node_join", []):
+        fix = raw.get("fix")
+        unknown = [s for s in raw.get("signatures", []) if s not in ids]
+        if unknown:
+            raise CatalogError(f"node_join {raw.get('title')!r} names unknown signatures {unknown}")
+        joins.append(NodeJoin(
+            signatures=tuple(raw["signatures"]),
+            states=tuple(raw.get("states", ())),
+            healths=tuple(raw.get("healths", ())),
+            symptoms=tuple(raw.get("symptoms", ())),
+            title=raw["title"],
+            cause=raw["cause"],
+            remediation=Remediation(fix.get("text", ""), tuple(fix.get("commands", ())), raw.get("docs"))
+            if fix else None,
+        ))
+    return Catalog(version=data["version"], signatures=signatures, node_joins=tuple(joins))
+
+
+@cache
+def load_catalog() -> Catalog:
+    """The built-in catalog shipped in the package."""
+    text = resources.files(__package__).joinpath(CATALOG_FILE).read_text(encoding="utf-8")
+    return parse_catalog(text)

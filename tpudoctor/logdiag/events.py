@@ -1,0 +1,161 @@
+"""Groups a stream of log lines into events: one log record, or one whole Python traceback.
+
+Streaming and bounded: an event keeps at most ``MAX_HEAD_LINES`` lines from its start and
+the last ``MAX_TAIL_LINES`` after that (where the exception line of a long traceback sits),
+and each line at most ``MAX_LINE_CHARS`` characters, so a 1 GB log needs no more memory than
+a short one.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import re
+from collections.abc import Iterable, Iterator
+
+MAX_HEAD_LINES = 120
+MAX_TAIL_LINES = 40
+MAX_LINE_CHARS = 4000
+MAX_MESSAGE_LINES = 60
+"""Unprefixed lines after a traceback's exception line, or after a prefixed record, that still
+belong to its message."""
+
+# A line that starts a new log record (as opposed to continuing the previous one).
+RECORD_START = re.compile(
+    r"""^(?:
+        [IWEF]\d{4}\s+\d\d:\d\d:\d\d\.\d+            # glog (libtpu, TensorFlow C++): I1129 20:15:01.123456
+      | \d{4}-\d\d-\d\d[T\ ]\d\d:\d\d:\d\d            # ISO or Python logging asctime
+      | \[\d{4}-\d\d-\d\d                             # [2024-01-01 ...]
+      | \[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?[:\s]   # Python logging, absl
+      | [A-Z][a-z]{2}\ +\d+\ \d\d:\d\d:\d\d           # syslog: Nov 29 20:15:01
+      | Traceback\ \(most\ recent\ call\ last\)
+    )""",
+    re.VERBOSE,
+)
+TIMESTAMP = re.compile(
+    r"^\[?(?:[IWEF](\d{4}\s+\d\d:\d\d:\d\d\.\d+)|(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?))"
+)
+TRACEBACK_START = "Traceback (most recent call last):"
+_CHAIN_MARKERS = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+
+
+@dataclasses.dataclass
+class LogEvent:
+    """One record or traceback, with the line number (1-based) of its first line."""
+
+    lines: list[str]
+    first_line_no: int
+    last_line_no: int
+    given_timestamp: str | None = None
+    """Timestamp given by the source (Cloud Logging); otherwise read from the first line."""
+    dropped_lines: int = 0
+    severity: str | None = None
+    """Severity given by the source (Cloud Logging), when there is one."""
+    numbered: bool = True
+    """False for sources without line numbers (Cloud Logging entries)."""
+
+    @property
+    def timestamp(self) -> str | None:
+        if self.given_timestamp:
+            return self.given_timestamp
+        match = TIMESTAMP.match(self.lines[0]) if self.lines else None
+        return (match.group(1) or match.group(2)) if match else None
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    def line_no_at(self, offset: int) -> int:
+        """The source line number of a character offset in ``text`` (approximate past a gap)."""
+        before = self.text.count("\n", 0, offset)
+        if before >= MAX_HEAD_LINES and self.dropped_lines:
+            before += self.dropped_lines
+        return self.first_line_no + before
+
+
+class _Builder:
+    __slots__ = ("head", "tail", "first", "last", "dropped", "in_traceback", "message_lines", "last_text",
+                 "prefixed")
+
+    def __init__(self, line: str, line_no: int, in_traceback: bool, prefixed: bool):
+        self.head: list[str] = [line]
+        self.tail: collections.deque[str] | None = None
+        self.first = line_no
+        self.last = line_no
+        self.dropped = 0
+        self.in_traceback = in_traceback  # True while reading frames, False once the exception line came
+        self.message_lines = 0
+        self.last_text = line
+        self.prefixed = prefixed
+
+    def add(self, line: str, line_no: int) -> None:
+        self.last = line_no
+        if line.strip():
+            self.last_text = line
+        if len(self.head) < MAX_HEAD_LINES:
+            self.head.append(line)
+            return
+        if self.tail is None:
+            self.tail = collections.deque(maxlen=MAX_TAIL_LINES)
+        if len(self.tail) == MAX_TAIL_LINES:
+            self.dropped += 1
+        self.tail.append(line)
+
+    def finish(self) -> LogEvent:
+        lines = self.head + list(self.tail) if self.tail else self.head
+        return LogEvent(lines, self.first, self.last, None, self.dropped)
+
+
+def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEvent]:
+    """Yield events from raw lines (with or without trailing newlines), in order."""
+    current: _Builder | None = None
+    is_traceback = False  # the current event is a traceback
+    line_no = first_line_no - 1
+    for raw in lines:
+        line_no += 1
+        line = raw.rstrip("\r\n")
+        if len(line) > MAX_LINE_CHARS:
+            line = line[:MAX_LINE_CHARS]
+        if line.startswith(TRACEBACK_START):
+            if current is not None and is_traceback and current.last_text.strip() in _CHAIN_MARKERS:
+                current.add(line, line_no)
+                current.in_traceback = True
+                continue
+            if current is not None:
+                yield current.finish()
+            current = _Builder(line, line_no, in_traceback=True, prefixed=True)
+            is_traceback = True
+            continue
+        starts_record = line[:1].isspace() is False and RECORD_START.match(line) is not None
+        if current is None:
+            current = _Builder(line, line_no, in_traceback=False, prefixed=starts_record)
+            is_traceback = False
+            continue
+        if is_traceback:
+            if current.in_traceback:
+                # Frames are indented; the first unindented line is the exception itself.
+                current.add(line, line_no)
+                if line and not line[0].isspace():
+                    current.in_traceback = False
+                continue
+            if not starts_record and current.message_lines < MAX_MESSAGE_LINES:
+                current.message_lines += 1
+                current.add(line, line_no)
+                continue
+        elif not starts_record and (
+            (not line or line[0].isspace())
+            or (current.prefixed and current.message_lines < MAX_MESSAGE_LINES)
+        ):
+            # A blank or indented line continues the record; so do unprefixed lines after a
+            # prefixed record (glog and gRPC print multi-line messages that way).
+            current.message_lines += 1
+            current.add(line, line_no)
+            continue
+        yield current.finish()
+        current = _Builder(line, line_no, in_traceback=False, prefixed=starts_record)
+        is_traceback = False
+    if current is not None:
+        yield current.finish()

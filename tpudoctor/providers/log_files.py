@@ -1,0 +1,48 @@
+"""The user's own log files (``--log-file``, ``-`` for stdin), diagnosed while streaming."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from tpudoctor.context import RunContext
+from tpudoctor.facts import Facts, Unavailable
+from tpudoctor.provider import FactProvider
+
+
+def scan_summary(diagnoser: Any, sources: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fact value every log provider returns: plain data, so checks and examples share it."""
+    return {
+        "sources": sources,
+        "lines_scanned": diagnoser.lines_scanned,
+        "events_scanned": diagnoser.events_scanned,
+        "catalog_version": diagnoser.catalog.version,
+        "diagnoses": [d.to_dict() for d in diagnoser.diagnoses()],
+    }
+
+
+class LogFilesProvider(FactProvider):
+    name = "log_files"
+    provides = ("logs.user_files",)
+    timeout_s = 600.0  # a 1 GB log takes about a minute
+
+    def gather(self, ctx: RunContext, facts: Facts) -> Mapping[str, Any]:
+        from tpudoctor.logdiag import Diagnoser
+
+        paths = list(ctx.options.log_files)
+        if not paths:
+            return {"logs.user_files": Unavailable("no log file given (use --log-file FILE, or '-' for stdin)")}
+        diagnoser = Diagnoser()
+        sources = []
+        for path in paths:
+            before = diagnoser.lines_scanned
+            if path == "-":
+                diagnoser.feed_lines(sys.stdin, "<stdin>")
+                name = "<stdin>"
+            else:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    diagnoser.feed_lines(handle, path)
+                name = path
+            sources.append({"source": name, "lines": diagnoser.lines_scanned - before})
+        return {"logs.user_files": scan_summary(diagnoser, sources)}
