@@ -8,8 +8,8 @@ import socket
 from pathlib import Path
 
 import pytest
-
 from profile_oracle import TPU_CAPTURE, shared_file
+
 from tpudoctor.cli import main
 from tpudoctor.profile.schema import message_class
 from tpudoctor.schema import validate

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, oracle_events, real_captures, shared_file
 
 import tpudoctor.profile
-from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, oracle_events, real_captures, shared_file
 from tpudoctor.profile import xspace
 from tpudoctor.profile.schema import _MESSAGES, message_class
 from tpudoctor.profile.xspace import EVENT_STAT_COLUMNS, decode_host
