@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from tpudoctor.commands import check_cmd, list_checks_cmd
+from tpudoctor.commands import bench_cmd, check_cmd, compare_cmd, list_checks_cmd, profile_cmd
 
-COMMANDS = [check_cmd, list_checks_cmd]
+COMMANDS = [check_cmd, list_checks_cmd, profile_cmd, compare_cmd, bench_cmd]

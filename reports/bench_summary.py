@@ -1,0 +1,44 @@
+"""Shared wording for the bench renderers: the verdict line and the key in words."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+VERDICT_WORDS = {
+    "regression": "REGRESSION",
+    "improvement": "improvement",
+    "no_change": "no significant change",
+}
+
+
+def headline(document: Mapping[str, Any]) -> str:
+    key = document["key"]
+    m = document["measurement"]
+    return (f"{key['model']} on {document['environment']['device']['device_kind']} "
+            f"x{document['environment']['device']['device_count']}: {m['median']:,.1f} examples/s "
+            f"(median of {m['windows']} windows of {m['steps_per_window']} steps, global batch {key['global_batch_size']})")
+
+
+def verdict_line(document: Mapping[str, Any]) -> str | None:
+    comparison = document.get("comparison")
+    if not comparison:
+        return None
+    g = comparison["gate"]
+    sign = "~" if not g["significant"] else ""
+    return (f"{VERDICT_WORDS[g['verdict']]}: {sign}{g['change_pct']:+.1f}% vs baseline "
+            f"({g['current_median']:,.1f} vs {g['baseline_median']:,.1f} examples/s; "
+            f"tolerance {g['tolerance'] * 100:g}%, one-sided Mann-Whitney p={g['p_value_slower' if g['ratio'] < 1 else 'p_value_faster']:.2g}, "
+            f"alpha {g['alpha']:g}; 99% CI of the ratio {g['ratio_ci_low']:.3f}-{g['ratio_ci_high']:.3f})")
+
+
+def loss_line(document: Mapping[str, Any]) -> str:
+    m = document["measurement"]
+    state = "dropped" if m["loss_dropped"] else "DID NOT DROP"
+    return f"loss {m['loss_start']:.4g} -> {m['loss_end']:.4g} ({state})"
+
+
+def mismatch_lines(document: Mapping[str, Any]) -> list[str]:
+    comparison = document.get("comparison") or {}
+    return [f"{m['field']}: baseline {m['baseline']!r}, current {m['current']!r}"
+            for m in comparison.get("key_mismatches", [])]

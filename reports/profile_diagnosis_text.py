@@ -1,0 +1,52 @@
+"""Plain-text lines for the diagnosis part of a profile report (used by the text renderer)."""
+
+from __future__ import annotations
+
+BREAKDOWN_PARTS = ("compute", "input", "idle", "compile", "host_callback", "other")
+
+
+def diagnosis_lines(doc: dict) -> list[str]:
+    if "verdict" not in doc:
+        return []
+    k = doc.get("kpis", {})
+    lines = [f"Verdict: {doc['verdict'].upper()} - {doc.get('verdict_reason', '')}", ""]
+    st = doc.get("steps", {})
+    stats = st.get("stats") or {}
+    lines.append(f"Steps: {st.get('count', 0)} found by {st.get('method')}"
+                 + (f" (program {st.get('program')})" if st.get("program") else ""))
+    if stats:
+        lines.append(f"  step time mean {stats['mean_ms']:.2f} ms, median {stats['median_ms']:.2f}, "
+                     f"p90 {stats['p90_ms']:.2f}, min {stats['min_ms']:.2f}, max {stats['max_ms']:.2f}")
+    pct = doc.get("breakdown", {}).get("percent", {})
+    if pct:
+        lines.append("  breakdown: " + ", ".join(f"{p} {pct.get(p, 0) or 0:.1f}%" for p in BREAKDOWN_PARTS))
+    lines.append(f"  device duty cycle {k.get('duty_cycle_percent') or 0:.1f}%, compiles in window "
+                 f"{k.get('compile_count', 0)} ({k.get('compile_ms') or 0:.1f} ms)")
+    lines.append("")
+    for f in doc.get("findings", []):
+        lines.append(f"[{f['severity'].upper()}] {f['id']}: {f['title']}")
+        lines.append(f"    {f['summary']}")
+        for fix in f.get("fixes", [])[:5]:
+            lines.append(f"    fix: {fix}")
+    funcs = doc.get("recompilation", {}).get("functions", [])
+    if funcs:
+        lines += ["", "Compilations in the window:"]
+        for fn in funcs[:10]:
+            lines.append(f"  {fn['function']:<40} x{fn['compile_count']:<4} {fn['compile_ms']:>10.1f} ms "
+                         f"{fn['share_of_capture_percent']:>6.1f}%")
+    ops = doc.get("device_ops", {}).get("top_ops", [])
+    if ops:
+        lines += ["", "Top device ops by self time:"]
+        for op in ops[:10]:
+            lines.append(f"  {str(op['name'])[:48]:<48} {op['category'] or '':<16} x{op['count']:<5} "
+                         f"{op['self_ms']:>10.2f} ms {op['self_percent']:>6.1f}%")
+    host = doc.get("host_ops", {}).get("table", [])
+    if host:
+        lines += ["", "Host-side ops:"]
+        for row in host[:10]:
+            lines.append(f"  {row['kind']:<20} {str(row['name'])[:40]:<40} x{row['count']:<5} "
+                         f"{row['total_ms']:>10.2f} ms {row['share_percent']:>6.1f}% of {row['share_of']}")
+    if doc.get("straggler"):
+        lines += ["", f"Straggler: {doc['straggler']['host']} ({doc['straggler']['slowdown_percent']:.1f}% slower "
+                  "than the median host)"]
+    return lines

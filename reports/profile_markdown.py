@@ -1,0 +1,65 @@
+"""Markdown profile report (for a pull request, an issue, or a notebook)."""
+
+from __future__ import annotations
+
+from tpudoctor.reports.profile_diagnosis_text import BREAKDOWN_PARTS
+
+from tpudoctor.profile.report import ProfileReport
+
+
+def render(report: ProfileReport) -> str:
+    from tpudoctor.reports.profile_json import report_document
+
+    return render_document(report_document(report))
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    return str(value if value is not None else "").replace("|", "\\|").replace("\n", " ")
+
+
+def table(rows: list[dict], columns: list[str]) -> list[str]:
+    if not rows:
+        return ["_none_"]
+    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    out += ["| " + " | ".join(_cell(r.get(c)) for c in columns) + " |" for r in rows]
+    return out
+
+
+def render_document(doc: dict) -> str:
+    lines = [f"# tpudoctor profile: `{doc.get('source', '')}`", ""]
+    if "verdict" in doc:
+        lines += [f"**Verdict: {doc['verdict']}** - {doc.get('verdict_reason', '')}", ""]
+        st = doc["steps"]
+        stats = st.get("stats") or {}
+        steps_line = f"Steps: {st['count']} found by `{st['method']}`" + (f" (program `{st['program']}`)" if st.get("program") else "")
+        if stats:
+            steps_line += (f"; step time mean {stats['mean_ms']:.2f} ms, median {stats['median_ms']:.2f} ms, "
+                           f"min {stats['min_ms']:.2f} ms, max {stats['max_ms']:.2f} ms.")
+        lines.append(steps_line)
+        lines.append("")
+        pct = doc["breakdown"]["percent"]
+        lines += ["## Step-time breakdown", ""] + table([{p: pct.get(p) for p in BREAKDOWN_PARTS}],
+                                                         list(BREAKDOWN_PARTS)) + [""]
+        lines += ["## Findings", ""]
+        for f in doc["findings"]:
+            lines.append(f"### `{f['id']}` ({f['severity']}): {f['title']}")
+            lines += ["", f["summary"], ""]
+            lines += [f"- {fix}" for fix in f["fixes"]] + [""]
+        if not doc["findings"]:
+            lines += ["_no findings_", ""]
+        lines += ["## Compilations in the capture window", ""]
+        lines += table(doc["recompilation"]["functions"], ["function", "framework", "compile_count", "compile_ms",
+                                                           "share_of_capture_percent", "program_variants"]) + [""]
+        lines += ["## Top device ops by self time", ""]
+        lines += table(doc["device_ops"]["top_ops"][:15], ["name", "category", "count", "self_ms", "self_percent"]) + [""]
+        lines += ["## Host-side ops", ""]
+        lines += table(doc["host_ops"]["table"][:15], ["kind", "name", "count", "total_ms", "share_percent", "share_of"]) + [""]
+        if len(doc.get("hosts", [])) > 1:
+            lines += ["## Hosts", ""]
+            lines += table([{"host": h["host"], "verdict": h["verdict"], **h["kpis"]} for h in doc["hosts"]],
+                           ["host", "verdict", "step_time_mean_ms", "input_percent", "idle_percent", "compile_ms"]) + [""]
+            if doc.get("straggler"):
+                lines += [f"Straggler: **{doc['straggler']['host']}** ({doc['straggler']['slowdown_percent']:.1f}% slower)", ""]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,180 @@
+"""``tpudoctor bench`` exit codes: regression 1, mismatched key 2, bad input 2, ok 0.
+
+The fast tests stand in for the reference-model subprocess with a recorded outcome; the slow
+test at the end runs the real thing twice (baseline, then a gated run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tpudoctor.bench import document
+from tpudoctor.bench.launch import RunOutcome
+from tpudoctor.cli import main
+from tpudoctor.exitcodes import ExitCode
+from tpudoctor.reference_models import result_log
+from test_bench_document import run_result
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+BASE_SAMPLES = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0, 998.0, 1003.0]
+
+
+def _outcome(result):
+    event = {"key": result_log.RUN_RESULT, "value": result}
+    return RunOutcome(["python"], True, 0, False, 60.0, 1.0, [event], "")
+
+
+@pytest.fixture
+def recorded_run(monkeypatch):
+    """Make the next bench run return this run_result instead of starting TensorFlow."""
+    holder = {}
+
+    def fake_run(request, timeout_s):
+        assert request.model == holder["result"]["model"]
+        return _outcome(holder["result"])
+
+    monkeypatch.setattr("tpudoctor.commands.bench_cmd._run_with_progress", fake_run)
+
+    def set_result(**kwargs):
+        holder["result"] = run_result(**kwargs)
+
+    return set_result
+
+
+@pytest.fixture
+def baseline_file(tmp_path):
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(document.build_document(run_result(samples=BASE_SAMPLES), tool_version="0.1.0")))
+    return path
+
+
+def test_same_throughput_passes(recorded_run, baseline_file, tmp_path, capsys):
+    recorded_run(samples=[1001.0, 997.0, 1004.0, 999.0, 1006.0, 996.0, 1000.0, 1002.0])
+    out = tmp_path / "out.json"
+    code = main(["bench", "--model", "dense", "--baseline", str(baseline_file), "--format", "json", "-o", str(out)])
+    assert code == ExitCode.OK
+    assert json.loads(out.read_text())["comparison"]["gate"]["verdict"] == "no_change"
+
+
+def test_a_20_percent_drop_exits_1_and_writes_junit_and_markdown(recorded_run, baseline_file, tmp_path):
+    recorded_run(samples=[s * 0.8 for s in BASE_SAMPLES])
+    junit, summary = tmp_path / "bench.xml", tmp_path / "summary.md"
+    code = main(["bench", "--model", "dense", "--baseline", str(baseline_file), "--tolerance", "5%",
+                 "--junit", str(junit), "--markdown-summary", str(summary), "-o", str(tmp_path / "r.txt")])
+    assert code == ExitCode.FINDINGS
+    assert ET.parse(junit).getroot().find("testsuite").get("failures") == "1"
+    assert "REGRESSION: -20.0% vs baseline" in summary.read_text()
+
+
+def test_a_mismatched_key_is_refused_with_exit_2(recorded_run, baseline_file, capsys):
+    recorded_run(samples=BASE_SAMPLES, global_batch_size=256, per_replica_batch_size=256)
+    code = main(["bench", "--model", "dense", "--baseline", str(baseline_file)])
+    assert code == ExitCode.USAGE_ERROR
+    err = capsys.readouterr().err
+    assert "different key" in err and "global_batch_size: baseline 128, this run 256" in err
+
+
+def test_allow_mismatch_compares_anyway(recorded_run, baseline_file, tmp_path):
+    recorded_run(samples=BASE_SAMPLES, model_version="dense-ffffffffffff")
+    out = tmp_path / "out.json"
+    code = main(["bench", "--model", "dense", "--baseline", str(baseline_file), "--allow-mismatch",
+                 "--format", "json", "-o", str(out)])
+    assert code == ExitCode.OK
+    comparison = json.loads(out.read_text())["comparison"]
+    assert comparison["allowed_mismatch"] is True
+    assert comparison["key_mismatches"][0]["field"] == "model_version"
+
+
+def test_a_run_whose_loss_did_not_drop_exits_1_and_saves_no_baseline(recorded_run, tmp_path, capsys):
+    recorded_run(samples=BASE_SAMPLES, loss_end=27.0, loss_dropped=False)
+    baseline = tmp_path / "baseline.json"
+    code = main(["bench", "--model", "dense", "--save-baseline", str(baseline), "-o", str(tmp_path / "r.txt")])
+    assert code == ExitCode.FINDINGS
+    assert not baseline.exists()
+    assert "did not drop" in capsys.readouterr().err
+
+
+def test_a_baseline_for_another_model_is_refused_before_running(baseline_file, monkeypatch, capsys):
+    monkeypatch.setattr("tpudoctor.commands.bench_cmd._run_with_progress",
+                        lambda *a, **k: pytest.fail("must not start a run"))
+    assert main(["bench", "--model", "mlp", "--baseline", str(baseline_file)]) == ExitCode.USAGE_ERROR
+    assert "is for model 'dense', not 'mlp'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--repeats", "5", "--save-baseline", "x.json"], "too few"),
+    (["--tolerance", "abc"], "not a percentage"),
+    (["--steps", "0"], "positive"),
+    (["--baseline", "/nonexistent/baseline.json"], "does not exist"),
+])
+def test_bad_input_exits_2(argv, message, monkeypatch, capsys):
+    monkeypatch.setattr("tpudoctor.commands.bench_cmd._run_with_progress",
+                        lambda *a, **k: pytest.fail("must not start a run"))
+    assert main(["bench", "--model", "dense", *argv]) == ExitCode.USAGE_ERROR
+    assert message in capsys.readouterr().err
+
+
+def test_a_failed_run_exits_1_with_the_catalog_diagnosis(monkeypatch, tmp_path, capsys):
+    text = "RuntimeError: Unable to initialize backend 'tpu': The TPU is already in use by process with pid 77"
+    outcome = RunOutcome(["python"], True, 3, False, 60.0, 1.0,
+                         [{"key": result_log.RUN_ERROR, "value": {"type": "RuntimeError", "message": text}}], text)
+    monkeypatch.setattr("tpudoctor.commands.bench_cmd._run_with_progress", lambda *a, **k: outcome)
+    junit = tmp_path / "bench.xml"
+    assert main(["bench", "--model", "dense", "--junit", str(junit)]) == ExitCode.FINDINGS
+    err = capsys.readouterr().err
+    assert "The TPU is already in use" in err
+    pytest.importorskip("tpudoctor.logdiag")
+    assert "tpu-in-use" in err and "hint:" in err
+    assert ET.parse(junit).getroot().find("testsuite/testcase/error") is not None
+
+
+def test_bench_help_does_not_import_tensorflow():
+    code = ("import sys; from tpudoctor.cli import main\n"
+            "try:\n    main(['bench', '--help'])\nexcept SystemExit:\n    pass\n"
+            "assert 'tensorflow' not in sys.modules and 'jax' not in sys.modules, 'framework imported'")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "--save-baseline" in proc.stdout
+
+
+@pytest.mark.slow
+def test_bench_saves_a_baseline_and_a_second_run_passes_against_it(tmp_path):
+    """Real TensorFlow runs: the first records a baseline (and a profile), the second is the CI script
+    from examples/ci gating against it. The tolerance is wide because other tests share these CPUs;
+    the gate's statistics are pinned down by the unit tests, this proves the pipeline end to end."""
+    baseline = tmp_path / "ci" / "dense-baseline.json"
+    profile_dir = tmp_path / "profile"
+    first = subprocess.run([sys.executable, "-m", "tpudoctor", "bench", "--model", "dense", "--steps", "20",
+                            "--repeats", "6", "--save-baseline", str(baseline), "--profile", str(profile_dir),
+                            "--format", "json"], capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    saved = document.load_baseline(baseline)
+    assert saved["comparison"] is None and len(saved["measurement"]["samples"]) == 6
+    assert saved["measurement"]["loss_end"] < saved["measurement"]["loss_start"]
+    assert "window 6/6" in first.stderr  # progress while it runs
+    assert list(profile_dir.glob("plugins/profile/*/*.xplane.pb")), "no profile captured"
+
+    wrapper = tmp_path / "tpudoctor"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m tpudoctor "$@"\n')
+    wrapper.chmod(0o755)
+    summary = tmp_path / "step-summary.md"
+    out_dir = tmp_path / "bench-out"
+    env = {**os.environ, "TPUDOCTOR": str(wrapper), "MODEL": "dense", "BASELINE": str(baseline),
+           "TOLERANCE": "80%", "STEPS": "20", "REPEATS": "6", "OUT_DIR": str(out_dir),
+           "GITHUB_STEP_SUMMARY": str(summary)}
+    second = subprocess.run(["bash", str(REPO_ROOT / "examples" / "ci" / "tpu-bench.sh")], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr + second.stdout
+    doc = json.loads((out_dir / "bench.json").read_text())
+    document.validate_document(doc)
+    assert doc["comparison"]["key_mismatches"] == []
+    assert doc["comparison"]["gate"]["n_baseline"] == 6 and doc["comparison"]["gate"]["n_current"] == 6
+    assert ET.parse(out_dir / "bench-junit.xml").getroot().find("testsuite").get("failures") == "0"
+    assert "# tpudoctor bench" in summary.read_text()  # published to the job summary

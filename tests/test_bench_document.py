@@ -1,0 +1,102 @@
+"""The bench/baseline document: schema, loading errors (exit 2), and the renderers."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import jsonschema
+import pytest
+
+from tpudoctor.bench import document, gate
+from tpudoctor.errors import InputError
+from tpudoctor.exitcodes import ExitCode
+
+
+def run_result(samples=(1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0), **overrides):
+    result = {
+        "model": "dense", "model_version": "dense-0123456789ab", "framework": "tensorflow",
+        "versions": {"python": "3.11.7", "tensorflow": "2.21.0", "keras": "3.15.1", "libtpu": None},
+        "device": {"platform": "CPU", "device_kind": "AMD EPYC", "device_count": 1,
+                   "accelerator_type": "cpu:AMD EPYC", "topology": None, "host_count": 1},
+        "replicas": 1, "per_replica_batch_size": 128, "global_batch_size": 128, "steps_per_window": 20,
+        "windows": len(samples), "input": "in-memory", "compile_time_ms": 900.0,
+        "examples_per_s": list(samples), "examples_per_s_median": float(sorted(samples)[len(samples) // 2]),
+        "step_time_ms_median": 0.13, "loss_start": 26.0, "loss_end": 0.3, "loss_dropped": True, "profile_dir": None,
+    }
+    result.update(overrides)
+    return result
+
+
+def test_document_matches_its_schema_and_carries_the_key():
+    doc = document.build_document(run_result(), tool_version="0.1.0")
+    document.validate_document(doc)
+    assert doc["schema_version"] == document.SCHEMA_VERSION
+    assert set(doc["key"]) == set(gate.KEY_FIELDS)
+    assert doc["metric"]["direction"] == "higher_is_better"
+    assert doc["measurement"]["samples"] == [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0]
+    assert doc["measurement"]["median"] == pytest.approx(1001.0)
+
+
+def test_schema_rejects_a_document_without_samples():
+    doc = document.build_document(run_result(), tool_version="0.1.0")
+    del doc["measurement"]["samples"]
+    with pytest.raises(jsonschema.ValidationError):
+        document.validate_document(doc)
+
+
+def test_load_baseline_round_trip(tmp_path):
+    path = tmp_path / "baseline.json"
+    doc = document.build_document(run_result(), tool_version="0.1.0")
+    path.write_text(json.dumps(document.as_baseline(doc)))
+    assert document.load_baseline(path)["key"] == doc["key"]
+
+
+@pytest.mark.parametrize("content,message", [
+    (None, "does not exist"),
+    ("{not json", "not valid JSON"),
+    (json.dumps({"schema_version": "7.0"}), "schema_version '7.0'"),
+    (json.dumps({"schema_version": "1.0", "kind": "bench"}), "not a tpudoctor bench document"),
+])
+def test_bad_baseline_files_are_input_errors(tmp_path, content, message):
+    path = tmp_path / "baseline.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(InputError, match=message) as info:
+        document.load_baseline(path)
+    assert info.value.exit_code == ExitCode.USAGE_ERROR
+
+
+def _compared(current_samples):
+    base = document.build_document(run_result(), tool_version="0.1.0")
+    doc = document.build_document(run_result(samples=current_samples), tool_version="0.1.0")
+    verdict = gate.compare(base["measurement"]["samples"], doc["measurement"]["samples"])
+    doc["comparison"] = {"baseline_file": "b.json", "baseline_key": base["key"], "key_mismatches": [],
+                         "allowed_mismatch": False, "gate": verdict.to_dict()}
+    document.validate_document(doc)
+    return doc
+
+
+def test_renderers_show_a_regression():
+    from tpudoctor.commands.bench_cmd import render
+
+    doc = _compared([800.0, 805.0, 795.0, 802.0, 798.0, 801.0])
+    junit = ET.fromstring(render(doc, "junit"))
+    suite = junit.find("testsuite")
+    assert suite.get("failures") == "1"
+    failure = suite.find("testcase[@name='throughput vs baseline']/failure")
+    assert failure is not None and failure.get("type") == "regression"
+    markdown = render(doc, "markdown")
+    assert "REGRESSION" in markdown and "| examples/s (median) | 1,001.0 | 800.5 |" in markdown
+    assert "REGRESSION: -20.0% vs baseline" in render(doc, "text")
+    assert json.loads(render(doc, "json"))["comparison"]["gate"]["verdict"] == "regression"
+
+
+def test_renderers_without_a_baseline_skip_the_gate_testcase():
+    from tpudoctor.commands.bench_cmd import render
+
+    doc = document.build_document(run_result(), tool_version="0.1.0")
+    suite = ET.fromstring(render(doc, "junit")).find("testsuite")
+    assert suite.find("testcase[@name='throughput vs baseline']/skipped") is not None
+    assert suite.get("failures") == "0"
+    assert "loss 26 -> 0.3 (dropped)" in render(doc, "text")

@@ -1,0 +1,107 @@
+"""The throughput gate on synthetic samples: real drops fail, noise does not, keys must match."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tpudoctor.bench import gate
+
+
+def _windows(median: float, noise_pct: float, n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return median * (1.0 + rng.normal(0.0, noise_pct / 100.0, size=n))
+
+
+def test_a_real_20_percent_drop_is_a_regression():
+    baseline = _windows(10_000, 2.0, 8, seed=1)
+    current = _windows(8_000, 2.0, 8, seed=2)
+    result = gate.compare(baseline, current, tolerance=0.05)
+    assert result.verdict == "regression"
+    assert result.regressed
+    assert result.significant and result.beyond_tolerance
+    assert result.change_pct == pytest.approx(-20.0, abs=2.0)
+    assert result.p_value_slower < gate.DEFAULT_ALPHA
+    assert result.ratio_ci_high < 0.95
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_run_to_run_noise_is_not_a_regression(seed):
+    baseline = _windows(10_000, 3.0, 8, seed=100 + seed)
+    current = _windows(10_000, 3.0, 8, seed=200 + seed)
+    result = gate.compare(baseline, current, tolerance=0.05)
+    assert result.verdict == "no_change"
+    assert not result.regressed
+
+
+def test_a_drop_within_tolerance_passes_even_when_significant():
+    baseline = np.linspace(10_000, 10_050, 8)
+    current = np.linspace(9_700, 9_750, 8)  # -3 %, every window slower
+    result = gate.compare(baseline, current, tolerance=0.05)
+    assert result.p_value_slower < gate.DEFAULT_ALPHA
+    assert result.verdict == "no_change"
+
+
+def test_a_large_but_insignificant_drop_passes():
+    """One awful window on each side does not make a regression: the median moves, the ranks do not separate."""
+    baseline = np.array([100, 101, 99, 100, 60, 102, 98, 100.5])
+    current = np.array([99, 70, 101, 60, 62, 100.2, 65, 99.5])
+    result = gate.compare(baseline, current, tolerance=0.05)
+    assert result.ratio < 0.95
+    assert not result.significant
+    assert result.verdict == "no_change"
+
+
+def test_a_significant_gain_is_an_improvement():
+    result = gate.compare(_windows(1_000, 1.0, 6, seed=3), _windows(1_300, 1.0, 6, seed=4))
+    assert result.verdict == "improvement"
+
+
+def test_fewer_than_six_windows_per_side_are_refused():
+    with pytest.raises(gate.GateInputError, match="at least 6"):
+        gate.compare([1.0] * 5, [1.0] * 8)
+    with pytest.raises(gate.GateInputError, match="finite, positive"):
+        gate.compare([1.0] * 6, [1.0, 2.0, 3.0, 4.0, 5.0, float("nan")])
+
+
+def test_six_windows_can_reach_significance():
+    """With 6 vs 6 the smallest exact one-sided p is 1/C(12,6) = 1/924, below asv's 0.002."""
+    result = gate.mann_whitney_less([1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11, 12])
+    assert result.method == "mann-whitney-exact"
+    assert result.p_value == pytest.approx(1 / 924)
+
+
+@pytest.mark.parametrize("n,m,seed", [(6, 6, 0), (8, 10, 1), (12, 7, 2), (40, 40, 3)])
+def test_u_test_agrees_with_scipy(n, m, seed):
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(100, 3, n), rng.normal(102, 3, m)
+    ours = gate.mann_whitney_less(x, y)
+    method = "exact" if ours.method.endswith("exact") else "asymptotic"
+    theirs = scipy_stats.mannwhitneyu(x, y, alternative="less", method=method)
+    assert ours.u_statistic == pytest.approx(theirs.statistic)
+    assert ours.p_value == pytest.approx(theirs.pvalue, rel=1e-9)
+
+
+def test_u_test_with_ties_uses_the_tie_corrected_normal_approximation():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    x = np.array([10, 10, 11, 12, 12, 12, 13, 9])
+    y = np.array([12, 13, 13, 14, 12, 15, 14, 13])
+    ours = gate.mann_whitney_less(x, y)
+    theirs = scipy_stats.mannwhitneyu(x, y, alternative="less", method="asymptotic")
+    assert ours.method == "mann-whitney-normal"
+    assert ours.p_value == pytest.approx(theirs.pvalue, rel=1e-9)
+
+
+def test_rank_average_shares_ranks_between_ties():
+    assert gate.rank_average(np.array([3.0, 1.0, 3.0, 2.0])).tolist() == [3.5, 1.0, 3.5, 2.0]
+
+
+def test_key_mismatches_name_every_differing_field():
+    base = {"model": "dense", "model_version": "dense-aaa", "accelerator_type": "v4-8", "topology": "2x2x1",
+            "framework": "tensorflow", "framework_version": "2.16.1", "libtpu_version": None,
+            "global_batch_size": 512, "per_replica_batch_size": 128}
+    assert gate.key_mismatches(base, dict(base)) == []
+    other = {**base, "accelerator_type": "v5litepod-8", "global_batch_size": 1024}
+    fields = {m.field: (m.baseline, m.current) for m in gate.key_mismatches(base, other)}
+    assert fields == {"accelerator_type": ("v4-8", "v5litepod-8"), "global_batch_size": (512, 1024)}

@@ -1,0 +1,71 @@
+"""Interval helpers on small columnar inputs, multi-host straggler naming, and bad inputs."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tpudoctor.profile
+from tpudoctor.cli import main
+from tpudoctor.profile.analysis import analyze
+from tpudoctor.profile.analysis.events import merged, outermost, overlap_ps, self_time_ps, union_ps
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+
+
+def test_self_time_subtracts_direct_children_only():
+    frame = pd.DataFrame({"plane_id": [0] * 5 + [1] * 2, "line_id": [1] * 7,
+                          "start_ps": [0, 10, 20, 25, 100, 0, 50], "duration_ps": [50, 5, 20, 3, 10, 40, 10]})
+    # 0..50 holds 10..15 and 20..40 (which holds 25..28); plane 1 is a separate, flat line.
+    assert self_time_ps(frame).tolist() == [25, 5, 17, 3, 10, 40, 10]
+
+
+def test_union_merge_and_window_overlap():
+    starts, ends = np.array([0, 5, 20, 22]), np.array([10, 12, 25, 30])
+    assert union_ps(starts, ends) == 12 + 10
+    ms, me = merged(starts, ends)
+    assert ms.tolist() == [0, 20] and me.tolist() == [12, 30]
+    windows = overlap_ps(starts, ends, np.array([0, 11, 26, 40]), np.array([11, 21, 40, 50]))
+    assert windows.tolist() == [11, 2, 4, 0]
+
+
+def test_outermost_drops_same_name_nesting():
+    frame = pd.DataFrame({"plane_id": [0, 0, 0, 0], "line_id": [1, 1, 1, 1],
+                          "name": ["PjitFunction(f)", "PjitFunction(f)", "PjitFunction(g)", "PjitFunction(f)"],
+                          "start_ps": [0, 1, 2, 20], "duration_ps": [10, 5, 3, 5]})
+    kept = outermost(frame)
+    assert kept["start_ps"].tolist() == [0, 2, 20]
+
+
+def test_straggler_is_named_in_a_multi_host_capture(tmp_path):
+    run = tmp_path / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    # Two "hosts" of one run: a fast one and one whose steps wait for input.
+    shutil.copyfile(FIXTURES / "jax_compute_bound" / "localhost.xplane.pb", run / "worker-0.xplane.pb")
+    shutil.copyfile(FIXTURES / "jax_recompiling" / "localhost.xplane.pb", run / "worker-1.xplane.pb")
+    doc = analyze(tpudoctor.profile.load(str(tmp_path))).to_dict()
+    assert {h["host"] for h in doc["hosts"]} == {"worker-0", "worker-1"}
+    assert doc["straggler"]["host"] == "worker-1"
+    assert doc["straggler"]["slowdown_percent"] > 5
+    assert doc["primary_host"] == "worker-1" and doc["verdict"] == "compile-bound"
+
+
+def test_profile_analyze_bad_input_exits_2(tmp_path, capsys):
+    bad = tmp_path / "empty.xplane.pb"
+    bad.write_bytes(b"")
+    assert main(["profile", "analyze", str(bad), "--format", "html"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_compare_formats(tmp_path, capsys, fmt):
+    a = tmp_path / "a.json"
+    assert main(["profile", "analyze", str(FIXTURES / "tf_input_bound"), "--format", "json", "-o", str(a)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(a), str(FIXTURES / "tf_compute_bound"), "--format", fmt]) == 0  # no gate: exit 0
+    out = capsys.readouterr().out
+    assert "input_percent" in out and ("better" in out)

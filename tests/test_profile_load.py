@@ -1,0 +1,211 @@
+"""The columnar XSpace loader agrees with a plain protobuf parse, on real captures and built ones."""
+
+from __future__ import annotations
+
+import math
+import re
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, oracle_events, real_captures, shared_file
+
+import tpudoctor.profile
+from tpudoctor.profile import xspace
+from tpudoctor.profile.schema import _MESSAGES, message_class
+from tpudoctor.profile.xspace import EVENT_STAT_COLUMNS, decode_host
+
+XSpace = message_class("XSpace")
+
+
+def assert_matches_oracle(data: bytes) -> pd.DataFrame:
+    events = decode_host(data, hostname="h", source="test").events
+    expected = oracle_events(data)
+    assert len(events) == len(expected)
+    for column in ["plane_id", "line_id", "metadata_id", "duration_ps", "start_ps", "name", "line_name",
+                   "plane_name", *EVENT_STAT_COLUMNS]:
+        got = events[column].astype(object).where(events[column].notna(), None).tolist()
+        want = [_as_column_kind(row[column], EVENT_STAT_COLUMNS.get(column)) for row in expected]
+        for index, (g, w) in enumerate(zip(got, want, strict=True)):
+            if isinstance(w, float) and isinstance(g, (int, float)):
+                assert math.isclose(g, w, rel_tol=1e-12) or g == int(w), (column, index, g, w)
+            elif isinstance(w, bytes):
+                assert g == w.decode("utf-8", "replace"), (column, index, g, w)
+            else:
+                assert g == w, (column, index, g, w)
+    return events
+
+
+def _as_column_kind(value, kind):
+    """Integer stats keep their 64 bits: ids ("uint") read unsigned, counts ("int") signed."""
+    if isinstance(value, (str, bytes)) and kind in ("int", "uint", "float"):
+        return None  # text is not a number
+    if isinstance(value, (int, float)) and kind == "str":
+        return repr(value)  # a number in a text column reads as its Python repr
+    if isinstance(value, int) and kind == "uint":
+        return value & (2**64 - 1)
+    if isinstance(value, int) and kind == "int" and value >= 2**63:
+        return value - 2**64
+    if isinstance(value, float) and kind in ("int", "uint"):  # truncated when it fits, else missing
+        low, high = (0, 2**64) if kind == "uint" else (-(2**63), 2**63)
+        return int(value) if low <= value < high and float(high) != value else None
+    return value
+
+
+def test_proto_file_and_python_descriptor_agree():
+    text = resources.files("tpudoctor.profile").joinpath("xplane.proto").read_text()
+    declared = {}
+    for name, body in re.findall(r"message (\w+) \{(.*?)\n\}", text, flags=re.S):
+        declared[name] = sorted((field, int(number)) for field, number in re.findall(r"(\w+) = (\d+);", body))
+    built = {name: sorted((field, number) for field, number, *_ in fields) for name, fields in _MESSAGES}
+    assert declared == built
+
+
+@pytest.mark.parametrize("name", [TPU_CAPTURE, GPU_CAPTURE])
+def test_real_capture_matches_plain_protobuf_parse(name):
+    data = shared_file(name).read_bytes()
+    events = assert_matches_oracle(data)
+    assert len(events) > 10_000
+
+
+def test_every_real_capture_has_line_counts_of_plain_parse():
+    captures = real_captures()
+    if not captures:
+        pytest.skip("../shared/data is absent: no real captures to read")
+    for path in captures:
+        data = path.read_bytes()
+        host = decode_host(data, hostname=path.name, source=str(path))
+        space = XSpace.FromString(data)
+        expected = [(index, line.id, len(line.events)) for index, plane in enumerate(space.planes)
+                    for line in plane.lines]
+        assert list(host.lines[["plane_id", "line_id", "n_events"]].itertuples(index=False, name=None)) == expected
+        counted = host.events.groupby(["plane_id", "line_id"]).size()
+        for plane_id, line_id, count in expected:
+            assert counted.get((plane_id, line_id), 0) == count, (path.name, plane_id, line_id)
+        assert host.planes["n_events"].tolist() == [sum(len(line.events) for line in plane.lines)
+                                                     for plane in space.planes]
+
+
+def test_tpu_capture_facts_from_the_research_notes():
+    capture = tpudoctor.profile.load(shared_file(TPU_CAPTURE))
+    host = capture.hosts["xprof_tpu_inference_2"]
+    assert host.planes["device_kind"].iloc[0] == "TPU v6 Lite"
+    assert host.plane_stats[0]["peak_teraflops_per_second"] == pytest.approx(918, rel=0.01)
+    ops = host.events_on("/device:TPU:0", "XLA Ops")
+    by_category = ops.groupby("hlo_category", observed=True)["duration_ps"].agg(["count", "sum"])
+    assert by_category.loc["copy-done", "count"] == 600
+    assert by_category.loc["copy-done", "sum"] / 1e12 == pytest.approx(76.0, abs=0.1)
+    assert by_category.loc["all-reduce", "count"] == 3
+    modules = host.events_on("/device:TPU:0", "XLA Modules")
+    assert modules["name"].astype(str).str.startswith("jit_").all()
+    assert (host.events_on("/host:CPU")["plane_name"] == "/host:CPU").all()
+    assert len(host.events_on("/host:CPU")) == 19_270
+    # program ids above 2**63 stay exact
+    assert ops["program_id"].dropna().astype("uint64").max() > 2**63
+    assert not capture.notes  # it has device planes
+
+
+def _space_with_every_stat_kind() -> bytes:
+    space = XSpace()
+    plane = space.planes.add(id=7, name="/device:TPU:0")
+    for stat_id, name in [(1, "step_num"), (2, "flops"), (3, "hlo_category"), (4, "program_id"), (5, "tf_op"),
+                          (6, "device_duration_ps"), (9, "fusion"), (10, "kernel_details"), (11, "source")]:
+        plane.stat_metadata[stat_id].id = stat_id
+        plane.stat_metadata[stat_id].name = name
+    metadata = plane.event_metadata[3]
+    metadata.id, metadata.name = 3, "%fusion.1"
+    metadata.stats.add(metadata_id=3, ref_value=9)  # ref: the category is stat 9's *name*
+    metadata.stats.add(metadata_id=2, uint64_value=123456789)
+    metadata.stats.add(metadata_id=4, uint64_value=2**64 - 5)
+    metadata.stats.add(metadata_id=5, str_value="jit(f)/mul")
+    metadata.stats.add(metadata_id=11, bytes_value=b"f.py:3")
+    line = plane.lines.add(id=1, name="XLA Ops", timestamp_ns=10)
+    line.events.add(metadata_id=3, offset_ps=5, duration_ps=7)
+    event = line.events.add(metadata_id=3, offset_ps=20, duration_ps=2**40)
+    event.stats.add(metadata_id=1, int64_value=-3)
+    event.stats.add(metadata_id=2, double_value=2.5)  # the event's own value wins over its metadata's
+    event.stats.add(metadata_id=5, str_value="överride ✓")
+    event.stats.add(metadata_id=10, ref_value=999)  # a dangling ref
+    event.stats.add(metadata_id=77, int64_value=1)  # a stat without metadata
+    line.events.add(metadata_id=404, num_occurrences=3)  # unknown metadata id, no offset
+    plane.lines.add(id=2, name="empty")
+    host_plane = space.planes.add(id=0, name="/host:CPU")
+    host_plane.lines.add(id=5, name="main", timestamp_ns=2).events.add(metadata_id=1, offset_ps=1, duration_ps=1)
+    return space.SerializeToString()
+
+
+def test_every_stat_kind_and_ref_indirection():
+    data = _space_with_every_stat_kind()
+    events = assert_matches_oracle(data)
+    assert events["hlo_category"].tolist()[:2] == ["fusion", "fusion"]
+    assert events["step_num"].tolist()[:2] == [pd.NA, -3]
+    assert events["flops"].tolist()[:2] == [123456789, 2]
+    assert events["program_id"].iloc[0] == 2**64 - 5
+    assert events["tf_op"].tolist()[:2] == ["jit(f)/mul", "överride ✓"]
+    assert events["start_ps"].tolist() == [8005, 8020, 8000, 1]  # origin: the earliest line, 2 ns
+    assert pd.isna(events["name"].iloc[2])
+
+
+def test_batches_split_lines_without_changing_results(monkeypatch):
+    data = _space_with_every_stat_kind()
+    whole = decode_host(data, hostname="h", source="t").events
+    monkeypatch.setattr(xspace, "BATCH_EVENTS", 2)
+    split = decode_host(data, hostname="h", source="t").events
+    pd.testing.assert_frame_equal(whole, split)
+
+
+def test_columns_without_values_are_missing_everywhere_and_cost_nothing():
+    events = decode_host(_space_with_every_stat_kind(), hostname="h", source="t").events
+    assert events["group_id"].isna().all() and events["group_id"].dtype == "Int64"
+    assert events["long_name"].isna().all()
+
+
+_int64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+_uint64 = st.integers(min_value=0, max_value=2**64 - 1)
+_stat_value = st.one_of(
+    st.tuples(st.just("int64_value"), _int64), st.tuples(st.just("uint64_value"), _uint64),
+    st.tuples(st.just("double_value"), st.floats(allow_nan=False, allow_infinity=False)),
+    st.tuples(st.just("str_value"), st.text(max_size=12)), st.tuples(st.just("ref_value"), st.integers(1, 6)),
+)
+_stat = st.tuples(st.integers(1, 6), _stat_value)
+_event = st.tuples(st.integers(0, 5), st.integers(0, 2**50), st.integers(0, 2**45), st.lists(_stat, max_size=4))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.lists(_event, max_size=6), max_size=3), min_size=1, max_size=3), st.integers(1, 4))
+def test_random_captures_match_plain_protobuf(planes, batch):
+    names = ["step_num", "flops", "hlo_category", "program_id", "tf_op", "group_id"]
+    space = XSpace()
+    for plane_index, lines in enumerate(planes):
+        plane = space.planes.add(id=plane_index, name=f"/device:TPU:{plane_index}")
+        for stat_id, name in enumerate(names, start=1):
+            plane.stat_metadata[stat_id].id = stat_id
+            plane.stat_metadata[stat_id].name = name
+        for meta_id in range(1, 4):
+            plane.event_metadata[meta_id].id = meta_id
+            plane.event_metadata[meta_id].name = f"op{meta_id}"
+            plane.event_metadata[meta_id].stats.add(metadata_id=3, str_value=f"cat{meta_id}")
+        for line_index, events in enumerate(lines):
+            line = plane.lines.add(id=line_index, name=f"line{line_index}", timestamp_ns=line_index * 1000)
+            for metadata_id, offset, duration, stats in events:
+                event = line.events.add(metadata_id=metadata_id, offset_ps=offset, duration_ps=duration)
+                for stat_id, (field, value) in stats:
+                    event.stats.add(metadata_id=stat_id, **{field: value})
+    original = xspace.BATCH_EVENTS
+    xspace.BATCH_EVENTS = batch
+    try:
+        assert_matches_oracle(space.SerializeToString())
+    finally:
+        xspace.BATCH_EVENTS = original
+
+
+def test_load_of_gpu_capture_reports_device_kind_and_hostname():
+    capture = tpudoctor.profile.load(shared_file(GPU_CAPTURE))
+    (host,) = capture.hosts.values()
+    kinds = set(host.planes.loc[host.planes["is_device"], "device_kind"])
+    assert kinds == {"GPU (compute capability 7.0)"}
+    assert host.events["kernel_details"].notna().any()  # a ref_value stat on GPU kernels
+    assert np.issubdtype(host.events["start_ps"].dtype, np.integer)

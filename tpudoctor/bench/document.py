@@ -1,0 +1,110 @@
+"""The bench JSON document, which is also the baseline file: versioned, keyed, validated.
+
+One shape for both so a saved run can serve as the next run's baseline. The ``key`` says what
+the numbers are comparable with; ``measurement.samples`` holds every timed window (compile
+excluded) because the gate needs the samples, not one summary number.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tpudoctor.errors import InputError
+
+SCHEMA_VERSION = "1.0"
+SCHEMA_NAME = "bench_result"
+METRIC = {"name": "examples_per_s", "unit": "examples/s", "direction": "higher_is_better"}
+
+
+def build_document(run_result: Mapping[str, Any], *, tool_version: str) -> dict[str, Any]:
+    """The bench document for one finished reference run (the ``run_result`` event's value)."""
+    device = run_result["device"]
+    versions = run_result.get("versions") or {}
+    framework = run_result.get("framework", "tensorflow")
+    samples = [float(s) for s in run_result["examples_per_s"]]
+    q1, q3 = (float(v) for v in np.percentile(samples, [25, 75]))
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "bench",
+        "tool": {"name": "tpudoctor", "version": tool_version},
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        "host": socket.gethostname(),
+        "key": {
+            "model": run_result["model"],
+            "model_version": run_result["model_version"],
+            "accelerator_type": device.get("accelerator_type"),
+            "topology": device.get("topology"),
+            "framework": framework,
+            "framework_version": versions.get(framework),
+            "libtpu_version": versions.get("libtpu"),
+            "global_batch_size": int(run_result["global_batch_size"]),
+            "per_replica_batch_size": int(run_result["per_replica_batch_size"]),
+        },
+        "environment": {"device": dict(device), "versions": dict(versions), "replicas": int(run_result["replicas"])},
+        "metric": dict(METRIC),
+        "measurement": {
+            "steps_per_window": int(run_result["steps_per_window"]),
+            "windows": len(samples),
+            "samples": samples,
+            "median": float(np.median(samples)),
+            "iqr": q3 - q1,
+            "compile_time_ms": float(run_result["compile_time_ms"]),
+            "step_time_ms_median": float(run_result["step_time_ms_median"]),
+            "loss_start": float(run_result["loss_start"]),
+            "loss_end": float(run_result["loss_end"]),
+            "loss_dropped": bool(run_result["loss_dropped"]),
+            "input": run_result.get("input", "in-memory"),
+        },
+        "profile_dir": run_result.get("profile_dir"),
+        "comparison": None,
+    }
+
+
+def as_baseline(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The document to commit as a baseline: the same run, without this run's comparison."""
+    baseline = dict(document)
+    baseline["comparison"] = None
+    return baseline
+
+
+def validate_document(document: Any) -> None:
+    from tpudoctor.schema import validate
+
+    validate(document, SCHEMA_NAME)
+
+
+def load_baseline(path: str | Path) -> dict[str, Any]:
+    """Read and validate a baseline file; every problem is an ``InputError`` (exit 2) naming the file."""
+    import jsonschema
+
+    target = Path(path)
+    hint = "create one with: tpudoctor bench --model NAME --save-baseline FILE"
+    try:
+        text = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"baseline file {target} does not exist", hint=hint) from None
+    except OSError as exc:
+        raise InputError(f"cannot read baseline file {target}: {exc.strerror or exc}") from exc
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"baseline file {target} is not valid JSON: {exc}", hint=hint) from exc
+    if isinstance(document, dict) and document.get("schema_version", "").split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+        raise InputError(
+            f"baseline file {target} has schema_version {document.get('schema_version')!r}; "
+            f"this tpudoctor reads {SCHEMA_VERSION}", hint="record a new baseline with this version",
+        )
+    try:
+        validate_document(document)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        raise InputError(f"baseline file {target} is not a tpudoctor bench document: {where}: {exc.message}",
+                         hint=hint) from exc
+    return document

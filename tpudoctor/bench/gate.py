@@ -1,0 +1,211 @@
+"""The throughput gate: is the current run slower than the baseline, beyond tolerance and beyond noise?
+
+Pure functions over samples (examples/s per timed window; higher is better; compile excluded
+by the caller). A regression needs both:
+
+* the median dropped by more than ``tolerance`` (a practical threshold), and
+* a one-sided Mann-Whitney U test says current < baseline with p < ``alpha`` (asv's test, so
+  one slow window or CI jitter cannot fail a build).
+
+The U test is implemented here with numpy (exact distribution for small samples without ties,
+normal approximation with tie correction otherwise) so the core install needs no scipy. With
+6 windows per side the smallest possible one-sided p is 1/C(12,6) = 0.00108, under asv's
+alpha of 0.002; with 5 it is 0.004 and the test could never fire, hence ``MIN_WINDOWS``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+MIN_WINDOWS = 6
+DEFAULT_TOLERANCE = 0.05
+DEFAULT_ALPHA = 0.002
+EXACT_MAX_TOTAL = 60
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_CONFIDENCE = 0.99
+
+KEY_FIELDS = (
+    "model", "model_version", "accelerator_type", "topology", "framework", "framework_version",
+    "libtpu_version", "global_batch_size", "per_replica_batch_size",
+)
+
+
+class GateInputError(ValueError):
+    """Samples the gate cannot judge (too few, not finite, not positive)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MannWhitney:
+    u_statistic: float
+    """U of the current sample: pairs where current > baseline (ties count one half)."""
+    p_value: float
+    """One-sided: the probability of a U this small if current and baseline came from one distribution."""
+    method: str
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyMismatch:
+    field: str
+    baseline: Any
+    current: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class GateResult:
+    verdict: str
+    """"regression", "improvement" or "no_change"."""
+    baseline_median: float
+    current_median: float
+    ratio: float
+    """current_median / baseline_median; below 1 is slower."""
+    change_pct: float
+    tolerance: float
+    alpha: float
+    p_value_slower: float
+    p_value_faster: float
+    significant: bool
+    """The change in the direction of ``ratio`` is significant at ``alpha``."""
+    beyond_tolerance: bool
+    ratio_ci_low: float
+    ratio_ci_high: float
+    n_baseline: int
+    n_current: int
+    method: str
+
+    @property
+    def regressed(self) -> bool:
+        return self.verdict == "regression"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def key_mismatches(baseline_key: Mapping[str, Any], current_key: Mapping[str, Any]) -> list[KeyMismatch]:
+    return [
+        KeyMismatch(field, baseline_key.get(field), current_key.get(field))
+        for field in KEY_FIELDS
+        if baseline_key.get(field) != current_key.get(field)
+    ]
+
+
+def compare(
+    baseline: Sequence[float],
+    current: Sequence[float],
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    alpha: float = DEFAULT_ALPHA,
+    seed: int = 0,
+) -> GateResult:
+    base = _checked(baseline, "baseline")
+    cur = _checked(current, "current")
+    base_median = float(np.median(base))
+    cur_median = float(np.median(cur))
+    ratio = cur_median / base_median
+    slower = mann_whitney_less(cur, base)
+    faster = mann_whitney_less(base, cur)
+    low, high = bootstrap_ratio_ci(base, cur, seed=seed)
+    if ratio < 1.0 - tolerance and slower.p_value < alpha:
+        verdict = "regression"
+    elif ratio > 1.0 + tolerance and faster.p_value < alpha:
+        verdict = "improvement"
+    else:
+        verdict = "no_change"
+    significant = (slower.p_value if ratio < 1.0 else faster.p_value) < alpha
+    return GateResult(
+        verdict=verdict,
+        baseline_median=base_median,
+        current_median=cur_median,
+        ratio=ratio,
+        change_pct=(ratio - 1.0) * 100.0,
+        tolerance=tolerance,
+        alpha=alpha,
+        p_value_slower=slower.p_value,
+        p_value_faster=faster.p_value,
+        significant=significant,
+        beyond_tolerance=abs(ratio - 1.0) > tolerance,
+        ratio_ci_low=low,
+        ratio_ci_high=high,
+        n_baseline=len(base),
+        n_current=len(cur),
+        method=slower.method,
+    )
+
+
+def _checked(samples: Sequence[float], name: str) -> np.ndarray:
+    values = np.asarray(list(samples), dtype=np.float64)
+    if values.ndim != 1 or len(values) < MIN_WINDOWS:
+        raise GateInputError(
+            f"the {name} has {len(values)} timed window(s); the gate needs at least {MIN_WINDOWS} per side "
+            f"(fewer can never reach significance)"
+        )
+    if not np.all(np.isfinite(values)) or np.any(values <= 0):
+        raise GateInputError(f"the {name} samples must be finite, positive throughputs")
+    return values
+
+
+def rank_average(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, ties sharing their average rank."""
+    order = np.argsort(values, kind="mergesort")
+    sorted_values = values[order]
+    ranks = np.empty(len(values), dtype=np.float64)
+    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+    ends = np.r_[starts[1:], len(values)]
+    for start, end in zip(starts, ends, strict=True):
+        ranks[order[start:end]] = (start + end + 1) / 2.0
+    return ranks
+
+
+def mann_whitney_less(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> MannWhitney:
+    """One-sided Mann-Whitney U test of H1: values of ``x`` tend to be smaller than those of ``y``."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    n, m = len(x), len(y)
+    combined = np.concatenate([x, y])
+    ranks = rank_average(combined)
+    u = float(ranks[:n].sum() - n * (n + 1) / 2.0)
+    has_ties = len(np.unique(combined)) < len(combined)
+    if not has_ties and n + m <= EXACT_MAX_TOTAL:
+        counts = _u_counts(n, m)
+        p = float(counts[: int(round(u)) + 1].sum() / counts.sum())
+        return MannWhitney(u, min(1.0, p), "mann-whitney-exact")
+    _, tie_counts = np.unique(combined, return_counts=True)
+    total = n + m
+    tie_term = float(((tie_counts**3) - tie_counts).sum()) / (total * (total - 1))
+    variance = n * m / 12.0 * ((total + 1) - tie_term)
+    if variance <= 0:
+        return MannWhitney(u, 1.0, "mann-whitney-normal")
+    z = (u - n * m / 2.0 + 0.5) / math.sqrt(variance)  # +0.5: continuity correction towards the null
+    return MannWhitney(u, 0.5 * math.erfc(-z / math.sqrt(2.0)), "mann-whitney-normal")
+
+
+@lru_cache(maxsize=256)
+def _u_counts(n: int, m: int) -> np.ndarray:
+    """counts[u] = arrangements of n x's and m y's whose U equals u (no ties). Float64 is exact enough here."""
+    if n == 0 or m == 0:
+        return np.ones(1)
+    counts = np.zeros(n * m + 1)
+    with_x_last = _u_counts(n - 1, m)  # the largest value is an x: it beats all m y's
+    counts[m: m + len(with_x_last)] += with_x_last
+    with_y_last = _u_counts(n, m - 1)
+    counts[: len(with_y_last)] += with_y_last
+    return counts
+
+
+def bootstrap_ratio_ci(base: np.ndarray, cur: np.ndarray, *, seed: int = 0,
+                       resamples: int = BOOTSTRAP_RESAMPLES, confidence: float = BOOTSTRAP_CONFIDENCE) -> tuple[float, float]:
+    """Percentile bootstrap interval of median(current) / median(baseline); reported, not gated on."""
+    rng = np.random.default_rng(seed)
+    base_medians = np.median(rng.choice(base, size=(resamples, len(base)), replace=True), axis=1)
+    cur_medians = np.median(rng.choice(cur, size=(resamples, len(cur)), replace=True), axis=1)
+    ratios = cur_medians / base_medians
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    return float(np.percentile(ratios, tail)), float(np.percentile(ratios, 100.0 - tail))

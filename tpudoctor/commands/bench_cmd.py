@@ -1,0 +1,234 @@
+"""``tpudoctor bench``: train a reference model, record throughput, and gate it against a baseline."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from tpudoctor.exitcodes import ExitCode
+
+BENCH_FORMATS = ("text", "json", "markdown", "junit")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from tpudoctor.reference_models import MODEL_NAMES  # names only; no framework is imported
+
+    parser = sub.add_parser(
+        "bench",
+        help="measure a reference model's throughput; gate it against a baseline in CI",
+        description=(
+            "Train a reference model on synthetic data and report examples/s per timed window (compile "
+            "excluded). With --baseline, exit 1 when throughput dropped beyond --tolerance and the drop is "
+            "significant (one-sided Mann-Whitney U, >= 6 windows per side)."
+        ),
+    )
+    run_group = parser.add_argument_group("run")
+    run_group.add_argument("--model", required=True, choices=MODEL_NAMES)
+    run_group.add_argument("--framework", choices=("tensorflow", "jax"), default="tensorflow",
+                           help="tensorflow (default; every model) or jax (dense and mlp)")
+    run_group.add_argument("--steps", type=int, default=20, metavar="N", help="steps per timed window (default 20)")
+    run_group.add_argument("--repeats", type=int, default=8, metavar="K",
+                           help="timed windows (default 8; at least 6 to save or compare a baseline)")
+    run_group.add_argument("--batch-size", type=int, default=None, metavar="B",
+                           help="per-replica batch size (default: the model's); global = B x replicas")
+    run_group.add_argument("--accelerator", choices=("auto", "tpu", "cpu"), default="auto",
+                           help="auto uses TPUStrategy when a TPU is attached")
+    run_group.add_argument("--data-dir", metavar="URI", default=None,
+                           help="write the synthetic data as TFRecord here (local or gs://) and train from it")
+    run_group.add_argument("--profile", metavar="LOGDIR", default=None,
+                           help="capture one extra window with the framework's profiler (read with 'tpudoctor profile analyze')")
+    run_group.add_argument("--timeout", default="30m", metavar="DURATION", help="limit for the run (default 30m)")
+    gate = parser.add_argument_group("baseline")
+    gate.add_argument("--save-baseline", metavar="FILE", help="write this run as a baseline file")
+    gate.add_argument("--baseline", metavar="FILE", help="compare with this baseline; exit 1 on a regression")
+    gate.add_argument("--tolerance", default="5%", metavar="PCT", help="allowed drop of the median (default 5%%)")
+    gate.add_argument("--alpha", type=float, default=0.002, help="significance level of the U test (default 0.002)")
+    gate.add_argument("--allow-mismatch", action="store_true",
+                      help="compare even when the baseline's key (model version, accelerator, versions, batch) differs")
+    out = parser.add_argument_group("output")
+    out.add_argument("--format", choices=BENCH_FORMATS, default=None, help="report format (default: text)")
+    out.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    out.add_argument("--junit", metavar="FILE", help="also write a JUnit XML file")
+    out.add_argument("--markdown-summary", metavar="FILE",
+                     help="also write a Markdown summary (append it to $GITHUB_STEP_SUMMARY)")
+    parser.set_defaults(handler=run)
+
+
+def render(document: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        from tpudoctor.reports.bench_json import render as render_json
+        return render_json(document)
+    if fmt == "markdown":
+        from tpudoctor.reports.bench_markdown import render as render_markdown
+        return render_markdown(document)
+    if fmt == "junit":
+        from tpudoctor.reports.bench_junit import render as render_junit
+        return render_junit(document)
+    from tpudoctor.reports.bench_text import render as render_text
+    return render_text(document)
+
+
+def run(args: argparse.Namespace) -> ExitCode:
+    from tpudoctor import __version__, config
+    from tpudoctor.bench import document as bench_document
+    from tpudoctor.bench import gate
+    from tpudoctor.bench.launch import RunRequest, framework_installed
+    from tpudoctor.errors import InputError, UsageError
+    from tpudoctor.formats import default_format
+    from tpudoctor.output import write_text
+
+    for name, value in (("--steps", args.steps), ("--repeats", args.repeats), ("--batch-size", args.batch_size)):
+        if value is not None and value <= 0:
+            raise UsageError(f"{name} must be a positive integer, got {value}")
+    gating = bool(args.baseline or args.save_baseline)
+    if gating and args.repeats < gate.MIN_WINDOWS:
+        raise UsageError(f"--repeats {args.repeats} is too few to save or compare a baseline",
+                         hint=f"use --repeats {gate.MIN_WINDOWS} or more; fewer windows can never reach significance")
+    if not 0 < args.alpha < 1:
+        raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha}")
+    tolerance = config.parse_percent(args.tolerance) / 100.0
+    timeout_s = config.parse_duration_s(args.timeout)
+    if timeout_s <= 0:
+        raise UsageError("--timeout must be positive")
+    fmt = args.format or default_format(BENCH_FORMATS)
+
+    baseline = bench_document.load_baseline(args.baseline) if args.baseline else None
+    if baseline is not None and baseline["key"]["model"] != args.model and not args.allow_mismatch:
+        raise InputError(  # refuse before spending minutes on a run that cannot be compared
+            f"baseline {args.baseline} is for model {baseline['key']['model']!r}, not {args.model!r}",
+            hint="pass the matching --model, another --baseline, or --allow-mismatch",
+        )
+    if args.framework == "jax":
+        from tpudoctor.reference_models.jax_models import JAX_MODELS
+
+        if args.model not in JAX_MODELS:
+            raise UsageError(f"the JAX variant has {', '.join(JAX_MODELS)}, not {args.model}")
+        if args.data_dir:
+            raise UsageError("--data-dir (TFRecord input) works with --framework tensorflow only")
+        if not framework_installed("jax"):
+            raise UsageError("JAX is not installed in this Python", hint="pip install 'tpudoctor[jax]'")
+    elif not framework_installed("tensorflow"):
+        raise UsageError("TensorFlow is not installed in this Python; the reference models need it",
+                         hint="pip install 'tpudoctor[tf]' (on a TPU VM use the TPU runtime's TensorFlow)")
+
+    request = RunRequest(model=args.model, framework=args.framework, steps=args.steps, repeats=args.repeats,
+                         batch_size=args.batch_size,
+                         accelerator=args.accelerator, data_dir=args.data_dir, profile_dir=args.profile)
+    outcome = _run_with_progress(request, timeout_s)
+    result = outcome.result
+    if result is None:
+        _report_failed_run(outcome, args.junit, args.model)
+    doc = bench_document.build_document(result, tool_version=__version__)
+
+    exit_code = ExitCode.OK if result["loss_dropped"] else ExitCode.FINDINGS
+    if baseline is not None:
+        mismatches = gate.key_mismatches(baseline["key"], doc["key"])
+        if mismatches and not args.allow_mismatch:
+            lines = "; ".join(f"{m.field}: baseline {m.baseline!r}, this run {m.current!r}" for m in mismatches)
+            raise InputError(f"baseline {args.baseline} was recorded under a different key, so the numbers are "
+                             f"not comparable: {lines}",
+                             hint="record a baseline for this configuration (--save-baseline), or pass --allow-mismatch")
+        try:
+            verdict = gate.compare(baseline["measurement"]["samples"], doc["measurement"]["samples"],
+                                   tolerance=tolerance, alpha=args.alpha)
+        except gate.GateInputError as exc:
+            raise InputError(f"cannot compare with {args.baseline}: {exc}",
+                             hint=f"record the baseline with --repeats {gate.MIN_WINDOWS} or more") from exc
+        doc["comparison"] = {
+            "baseline_file": str(args.baseline),
+            "baseline_key": baseline["key"],
+            "baseline_created_at": baseline.get("created_at"),
+            "key_mismatches": [m.to_dict() for m in mismatches],
+            "allowed_mismatch": bool(mismatches),
+            "gate": verdict.to_dict(),
+        }
+        if verdict.regressed:
+            exit_code = ExitCode.FINDINGS
+    bench_document.validate_document(doc)
+
+    if args.save_baseline and result["loss_dropped"]:  # a model that does not learn is no reference
+        write_text(args.save_baseline, render(bench_document.as_baseline(doc), "json"))
+    if args.junit:
+        write_text(args.junit, render(doc, "junit"))
+    if args.markdown_summary:
+        write_text(args.markdown_summary, render(doc, "markdown"))
+    write_text(args.output, render(doc, fmt))
+    if not result["loss_dropped"]:
+        saved = f"; {args.save_baseline} was not written" if args.save_baseline else ""
+        sys.stderr.write(f"tpudoctor: the loss of {args.model} did not drop "
+                         f"({result['loss_start']:.4g} -> {result['loss_end']:.4g}); its throughput is not "
+                         f"meaningful{saved}\n")
+    return exit_code
+
+
+def _run_with_progress(request: Any, timeout_s: float) -> Any:
+    from tpudoctor.bench.launch import launch
+    from tpudoctor.progress import progress
+
+    plain = not sys.stderr.isatty()
+
+    with progress(f"tpudoctor bench {request.model}") as update:
+        def on_event(event: dict[str, Any]) -> None:
+            value = event.get("value") or {}
+            key = event.get("key")
+            if key == "run_start":
+                device = value.get("device", {})
+                message = (f"compiling {request.model} on {device.get('device_kind')} x{device.get('device_count')} "
+                           f"(global batch {value.get('global_batch_size')})")
+            elif key == "compile":
+                message = f"compiled in {value.get('compile_time_ms', 0):,.0f} ms; timing {request.repeats} windows"
+            elif key == "window":
+                message = (f"window {value.get('window')}/{value.get('of')}: "
+                           f"{value.get('examples_per_s', 0):,.1f} examples/s, loss {value.get('loss', 0):.4g}")
+            elif key == "profile":
+                message = f"profile written to {value.get('logdir')}"
+            else:
+                return
+            update(message)
+            if plain:
+                sys.stderr.write(f"tpudoctor bench: {message}\n")
+                sys.stderr.flush()
+
+        update(f"starting {request.model}")
+        return launch(request, timeout_s=timeout_s, on_event=on_event)
+
+
+def _report_failed_run(outcome: Any, junit_path: str | None, model: str) -> None:
+    """The run produced no result: say why (classified through the log catalog) and exit 1."""
+    from tpudoctor.bench.failure import diagnose_output
+    from tpudoctor.errors import TpudoctorError
+
+    if not outcome.started:
+        why = f"could not start the reference run: {outcome.start_error}"
+    elif outcome.timed_out:
+        why = f"the reference run did not finish within {outcome.timeout_s:g}s and was stopped"
+    elif outcome.error:
+        why = f"the reference run failed: {outcome.error.get('type')}: {outcome.error.get('message', '').splitlines()[0][:300]}"
+    else:
+        why = f"the reference run exited with status {outcome.returncode} without a result"
+    diagnoses = diagnose_output(outcome.output_tail)
+    hint = None
+    if diagnoses:
+        first = diagnoses[0]
+        why += f" [{first.signature_id}: {first.title}]"
+        hint = first.remediation.text if first.remediation else first.cause
+    else:
+        tail = "\n".join(outcome.output_tail.splitlines()[-15:])
+        sys.stderr.write(f"--- last lines of the run ---\n{tail}\n---\n")
+    if junit_path:
+        _write_failed_junit(junit_path, model, why)
+    raise TpudoctorError(why, hint=hint, exit_code=ExitCode.FINDINGS)
+
+
+def _write_failed_junit(path: str, model: str, message: str) -> None:
+    import xml.etree.ElementTree as ET
+
+    from tpudoctor.output import write_text
+
+    suites = ET.Element("testsuites", name="tpudoctor")
+    suite = ET.SubElement(suites, "testsuite", name="tpudoctor bench", tests="1", failures="0", errors="1")
+    case = ET.SubElement(suite, "testcase", classname=f"tpudoctor.bench.{model}", name="reference run")
+    ET.SubElement(case, "error", message=message, type="run-failed")
+    ET.indent(suites)
+    write_text(path, '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n")

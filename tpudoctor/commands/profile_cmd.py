@@ -1,0 +1,171 @@
+"""``tpudoctor profile``: take a profile from a running job (``capture``) and read one (``analyze``).
+
+Layers: ``tpudoctor.profile.load`` parses, ``tpudoctor.profile.summary`` (and the analyses
+registered in ``ANALYSES``) compute data, ``tpudoctor.reports.profile_<format>`` renders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tpudoctor.exitcodes import ExitCode
+
+PROFILE_FORMATS = ("text", "json", "markdown", "html")
+
+# name -> function(capture) returning a dataclass/dict with units in its keys; added by the
+# analyses (issue 7) and rendered by every format.
+ANALYSES: dict[str, Callable[[Any], Any]] = {}
+
+
+def _diagnosis(capture: Any) -> Any:
+    from tpudoctor.profile.analysis import analyze
+
+    return analyze(capture).to_dict()  # the JSON-ready document every format renders
+
+
+ANALYSES["diagnosis"] = _diagnosis  # steps, input/idle, host ops, recompilation, verdict (issue 7)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "profile",
+        help="capture a profile from a running job, or analyse one (.xplane.pb, run dir, logdir)",
+        description="Capture and analyse TensorFlow/JAX profiles (XSpace .xplane.pb files).",
+    )
+    commands = parser.add_subparsers(dest="profile_command", metavar="COMMAND", parser_class=type(parser))
+    _register_analyze(commands)
+    _register_capture(commands)
+    parser.set_defaults(handler=lambda args: _usage(parser))
+
+
+def _usage(parser: argparse.ArgumentParser) -> ExitCode:
+    parser.print_help(sys.stderr)
+    return ExitCode.USAGE_ERROR
+
+
+def _register_analyze(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "analyze",
+        help="why is my TPU job slow: verdict, step breakdown, input, host ops, recompilation",
+        description="Load a capture (a .xplane.pb, a run directory or a logdir, local or gs://) and report on it: "
+                    "a one-line verdict (input-bound, host-bound, compile-bound, device-bound or unknown), "
+                    "findings with evidence and fixes, the step-time breakdown and top tables.",
+    )
+    parser.add_argument("path", metavar="PATH", help="a .xplane.pb file, a run directory, or a logdir (local or gs://)")
+    parser.add_argument("--run", help="run folder of a logdir to read (default: the newest)")
+    parser.add_argument("--format", choices=PROFILE_FORMATS, default=None,
+                        help="report format (default: $TPUDOCTOR_FORMAT or text)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.set_defaults(handler=run_analyze)
+
+
+def run_analyze(args: argparse.Namespace) -> ExitCode:
+    from tpudoctor.formats import default_format
+    from tpudoctor.output import write_text
+    from tpudoctor.progress import progress
+
+    fmt = args.format or default_format(PROFILE_FORMATS)
+    started = time.monotonic()
+    with progress("Reading profile") as update:
+        update(args.path)
+        report = build_report(args.path, run=args.run)
+    report.duration_s = time.monotonic() - started
+    write_text(args.output, render(report, fmt, color=args.output in (None, "-") and sys.stdout.isatty()))
+    return ExitCode.OK
+
+
+def build_report(path: str, *, run: str | None = None):
+    """Load the capture and run the summary and every registered analysis (data only)."""
+    import tpudoctor.profile
+    from tpudoctor.profile.report import ProfileReport
+    from tpudoctor.profile.summary import summarize
+
+    capture = tpudoctor.profile.load(path, run=run)
+    report = ProfileReport(summary=summarize(capture))
+    for name, analysis in ANALYSES.items():
+        report.analyses[name] = analysis(capture)
+    return report
+
+
+def render(report, fmt: str, *, color: bool = False) -> str:
+    if fmt == "json":
+        from tpudoctor.reports.profile_json import render as render_json
+        return render_json(report)
+    if fmt == "markdown":
+        from tpudoctor.reports.profile_markdown import render as render_markdown
+        return render_markdown(report)
+    if fmt == "html":
+        from tpudoctor.reports.profile_html import render as render_html
+        return render_html(report)
+    from tpudoctor.reports.profile_text import render as render_text
+    return render_text(report, color=color)
+
+
+def _register_capture(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "capture",
+        help="take a profile from a running TensorFlow/JAX job through its profiler server",
+        description=(
+            "Capture a profile from a process that runs a profiler server "
+            "(tf.profiler.experimental.server.start(PORT) or jax.profiler.start_server(PORT)), "
+            "like capture_tpu_profile does. Needs TensorFlow installed (pip install 'tpudoctor[tf]')."
+        ),
+    )
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--service-addr", metavar="HOST:PORT[,HOST:PORT...]",
+                        help="profiler server(s) to capture from, e.g. localhost:9012")
+    target.add_argument("--tpu", metavar="NAME", help="Cloud TPU name: capture from its workers' port (default 8466)")
+    parser.add_argument("--all-workers", action="store_true", help="with --tpu: every worker (default: worker 0)")
+    parser.add_argument("--project", help="with --tpu: Google Cloud project")
+    parser.add_argument("--zone", help="with --tpu: zone of the TPU")
+    parser.add_argument("--port", type=int, default=8466, help="with --tpu: profiler port on the workers (default 8466)")
+    parser.add_argument("--duration", default="3s", metavar="DURATION", help="how long to trace (default 3s)")
+    parser.add_argument("--logdir", required=True, metavar="DIR|gs://...", help="where to write plugins/profile/<run>/")
+    parser.add_argument("--retries", type=int, default=3, metavar="N",
+                        help="attempts when the trace comes back empty or the server is busy (default 3)")
+    parser.add_argument("--host-tracer-level", type=int, choices=(1, 2, 3), default=2,
+                        help="host (TraceMe) detail: 1 user, 2 + runtime (default), 3 everything")
+    parser.add_argument("--python-tracer-level", type=int, choices=(0, 1), default=0,
+                        help="1 traces Python function calls (slow)")
+    parser.add_argument("--device-tracer-level", type=int, choices=(0, 1), default=1,
+                        help="0 turns device tracing off")
+    parser.set_defaults(handler=run_capture)
+
+
+def run_capture(args: argparse.Namespace) -> ExitCode:
+    from tpudoctor import config
+    from tpudoctor.errors import UsageError
+    from tpudoctor.profile.remote import CaptureRequest, capture, service_addresses_for_tpu
+    from tpudoctor.progress import progress
+
+    duration_s = config.parse_duration_s(args.duration)
+    if duration_s <= 0:
+        raise UsageError("--duration must be positive, e.g. 3s")
+    if args.retries < 1:
+        raise UsageError("--retries must be at least 1")
+    if args.service_addr:
+        if args.all_workers:
+            raise UsageError("--all-workers goes with --tpu; list several --service-addr HOST:PORT,HOST:PORT instead")
+        addresses = [part.strip() for part in args.service_addr.split(",") if part.strip()]
+    else:
+        addresses = service_addresses_for_tpu(
+            args.tpu, project=config.resolve(args.project, "project", {}),
+            zone=config.resolve(args.zone, "zone", {}), port=args.port, all_workers=args.all_workers,
+        )
+    request = CaptureRequest(
+        addresses=addresses, logdir=args.logdir, duration_ms=int(duration_s * 1000), attempts=args.retries,
+        host_tracer_level=args.host_tracer_level, python_tracer_level=args.python_tracer_level,
+        device_tracer_level=args.device_tracer_level,
+    )
+    with progress(f"Capturing {duration_s:g}s from {', '.join(addresses)}", enabled=None) as update:
+        result = capture(request, on_progress=update)
+    for path in result.files:
+        print(path)
+    sys.stderr.write(f"captured {len(result.files)} host file(s) into run {result.run} "
+                     f"in {result.elapsed_s:.1f}s (attempt {result.attempt} of {request.attempts})\n"
+                     f"next: tpudoctor profile analyze {args.logdir}\n")
+    return ExitCode.OK

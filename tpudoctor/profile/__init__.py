@@ -1,0 +1,73 @@
+"""Profile captures (XSpace ``.xplane.pb``): take them, and load them as pandas DataFrames.
+
+    import tpudoctor.profile
+    capture = tpudoctor.profile.load("gs://bucket/logdir")           # newest run, all hosts
+    host = next(iter(capture.hosts.values()))
+    host.planes; host.lines; host.event_metadata
+    ops = host.events_on("/device:TPU:0", "XLA Ops")                  # one row per event
+    ops.groupby("hlo_category", observed=True)["duration_ps"].sum()
+
+    with tpudoctor.profile.trace("/tmp/logdir"):                       # TensorFlow or JAX
+        train_step()
+
+How a capture is read (the fastest correct way measured by ``benchmarks/bench_profile_load.py``):
+protobuf's C parser (upb) reads the file against tpudoctor's own copy of the published schema
+(``xplane.proto``, built in Python at import: no generated code, no TensorFlow), with
+``XLine.events`` declared as ``repeated bytes``. upb thus splits every line into its events'
+bytes without making a message object per event; the events of all lines are joined into one
+buffer and their fields and stats decoded for all events at once with numpy
+(``tpudoctor.profile.wire``). On the x50 benchmark capture (40 MB, 1.3 M events) this decodes
+everything in 2.2 s; iterating upb messages in Python took 5.0 s while reading only ids and
+times (no stat values), and xprof's own overview_page conversion took 31 s and 3x the memory. Metadata and stat-name tables are resolved once per plane, stat
+``ref_value`` indirection included; static op facts on the event metadata (``hlo_category``,
+``flops``...) are joined onto each event unless the event carries its own value.
+
+Units are in the names: ``*_ps`` picoseconds, ``*_ns`` nanoseconds. ``events.start_ps`` counts
+from ``time_origin_ns`` (absolute picoseconds since the epoch overflow int64).
+
+Tables of a ``HostProfile`` (``capture.hosts[hostname]``):
+
+* ``planes``: plane_id (position in the file; unique), xplane_id (the file's id, often 0), plane_name,
+  device_kind ("TPU v6 Lite", "GPU (AMD)", "CPU"...), is_device, n_lines, n_events, n_event_metadata.
+* ``lines``: plane_id, line_id, line_name, display_name, timestamp_ns, duration_ps, n_events.
+* ``events`` (one row per event): plane_id, line_id, plane_name, line_name, metadata_id, name
+  (categorical), start_ps, duration_ps, then one column per stat of ``EVENT_STAT_COLUMNS``
+  (step_num, group_id, run_id, program_id, hlo_category, hlo_op, tf_op, flops, bytes_accessed,
+  device_offset_ps, device_duration_ps, ...): nullable ``Int64``/``UInt64`` for integers (64-bit
+  ids stay exact), categorical for text, missing where neither the event nor its metadata has
+  the stat. A column with no value in the capture is a read-only all-missing view that costs no
+  memory. ``load(..., extra_stats={"name": "int"})`` adds columns.
+* ``event_metadata``: plane_id, metadata_id, name, display_name, one column per metadata stat
+  (bytes values over 4 KiB, such as HloProtos, are replaced by "<N bytes>").
+* ``plane_stats``: {plane_id: {stat name: value}} (device peak FLOPS/bandwidth, profile start/stop).
+
+Aggregated events (``num_occurrences`` instead of ``offset_ps``) start at their line's start.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tpudoctor.profile.capture import ProfileCapture, load
+    from tpudoctor.profile.tracing import trace
+    from tpudoctor.profile.xspace import EVENT_STAT_COLUMNS, HostProfile
+
+__all__ = ["EVENT_STAT_COLUMNS", "HostProfile", "ProfileCapture", "load", "trace"]
+
+_EXPORTS = {
+    "load": "tpudoctor.profile.capture",
+    "ProfileCapture": "tpudoctor.profile.capture",
+    "HostProfile": "tpudoctor.profile.xspace",
+    "EVENT_STAT_COLUMNS": "tpudoctor.profile.xspace",
+    "trace": "tpudoctor.profile.tracing",
+}
+
+
+def __getattr__(name: str) -> Any:  # numpy/pandas load only when a capture is used
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'tpudoctor.profile' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module_name), name)

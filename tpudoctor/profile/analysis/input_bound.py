@@ -1,0 +1,260 @@
+"""Where each step's time goes, and how much of it waits for input.
+
+Two models:
+
+* TPU (device steps or program-run pseudo-steps): xprof's per-step, per-core breakdown. Op self time
+  per HLO category; TensorCore idle = step time minus op self time; infeed = self time of
+  ``infeed``/``sparsecorev0 infeed`` ops; per step the step time is the maximum over cores, infeed the
+  maximum, compute the minimum of (step - infeed - outfeed - host transfer - idle), idle what is left
+  of the shortest core. Without infeed ops (JAX), host input time inside the step moves that much of
+  the idle time to input (xprof's ``MayFixTpuStepAnalysis``).
+* Host-driven loops (CPU/GPU, host step annotations, or TPU steps found only on the host): the
+  step's wall time split on one timeline, in priority order: compilation, host callbacks, device work,
+  input (``IteratorGetNext``/tf.data, ``device_put``/H2D transfers, Python data-loading frames), and the
+  rest (host Python overhead or idle).
+
+Thresholds are xprof's: 5 % moderately, 20 % highly input-bound; TensorCore idle flagged at 3 %.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from tpudoctor.profile.analysis.events import (
+    HOST_PLANE,
+    column,
+    device_ops,
+    end_ps,
+    mask,
+    name_matches,
+    outermost,
+    overlap_ps,
+)
+from tpudoctor.profile.analysis.steps import StepSet
+
+MODERATELY_INPUT_BOUND_PERCENT = 5.0
+HIGHLY_INPUT_BOUND_PERCENT = 20.0
+TC_IDLE_PERCENT = 3.0
+
+INFEED_CATEGORIES = {"infeed", "sparsecorev0 infeed"}
+OUTFEED_CATEGORIES = {"outfeed", "sparsecorev0 outfeed"}
+HOST_TRANSFER_CATEGORIES = {"host send", "host send-done", "host recv", "host recv-done"}
+# Host events that mean "waiting for or moving the next batch" (xprof's HOST_WAIT_INPUT and
+# HOST_TO_DEVICE, plus JAX's transfer events).
+INPUT_EVENTS = (r"^(?:IteratorGetNext.*|EagerLocalExecute: IteratorGetNext.*|Iterator::.*|InfeedEnqueue.*|"
+                r"MemcpyHToD|DevicePut.*|batched_copy_array_to_devices.*|tpu::System::TransferToDevice|"
+                r"H2D Dispatch|TransferH2DRequest|TransferPreprocessedH2DRequest|"
+                r"TfrtTpuClient::BufferFromHostBuffer.*|.*IteratorGetNextOp::DoCompute)$")
+# Python-tracer frames of a data loader (only with the Python tracer on).
+# The function name (after the "$file:line " prefix) has a data-loading word as one of its
+# underscore-separated parts: load_batch, read_records, decode, get_next_batch, __next__...
+PYTHON_INPUT_FRAMES = (r"^\$\S+ (?:\w*_)?(?:load|loader|batch|batches|data|dataset|dataloader|read|decode|augment|"
+                       r"preprocess|sample|fetch|collate)(?:_\w*)?$|^\$\S+ (?:__next__|next)$")
+
+BREAKDOWN_COLUMNS = ["step_index", "step_num", "step_ms", "compute_ms", "input_ms", "idle_ms",
+                     "compile_ms", "host_callback_ms", "outfeed_ms", "host_transfer_ms", "other_ms"]
+
+
+@dataclasses.dataclass
+class InputAnalysis:
+    """``per_step``: ``BREAKDOWN_COLUMNS`` (ms per step; the parts add up to ``step_ms``).
+    Percentages are of the summed step time. ``classification``: ``highly``/``moderately``/``not``
+    input-bound or ``unknown`` (no steps). ``input_stages``: the largest input events by time."""
+
+    model: str
+    per_step: pd.DataFrame
+    input_percent: float
+    idle_percent: float
+    compute_percent: float
+    compile_percent: float
+    host_callback_percent: float
+    other_percent: float
+    classification: str
+    input_stages: pd.DataFrame
+    gaps: pd.DataFrame
+
+
+def analyze_input(host, steps: StepSet, *, device: str, compile_intervals: pd.DataFrame,
+                  callback_intervals: tuple[np.ndarray, np.ndarray]) -> InputAnalysis:
+    if steps.steps.empty:
+        return InputAnalysis("none", pd.DataFrame(columns=BREAKDOWN_COLUMNS), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                             "unknown", _empty_stages(), _empty_gaps())
+    inputs = _input_events(host)
+    if device == "tpu" and steps.steps["core"].astype(str).str.startswith("/device:TPU:").any():
+        per_step = _tpu_breakdown(host, steps, inputs)
+        model = "tpu-step-breakdown"
+    else:
+        per_step = _host_breakdown(host, steps, inputs, compile_intervals, callback_intervals, device)
+        model = "host-loop-timeline"
+    total = max(per_step["step_ms"].sum(), 1e-12)
+    pct = {c: 100 * per_step[c].sum() / total for c in BREAKDOWN_COLUMNS[3:]}
+    input_pct = pct["input_ms"]
+    if input_pct >= HIGHLY_INPUT_BOUND_PERCENT:
+        cls = "highly"
+    elif input_pct >= MODERATELY_INPUT_BOUND_PERCENT:
+        cls = "moderately"
+    else:
+        cls = "not"
+    return InputAnalysis(
+        model=model, per_step=per_step, input_percent=input_pct, idle_percent=pct["idle_ms"],
+        compute_percent=pct["compute_ms"], compile_percent=pct["compile_ms"],
+        host_callback_percent=pct["host_callback_ms"], other_percent=pct["other_ms"],
+        classification=cls, input_stages=_stages(inputs, steps), gaps=_gaps(host, steps, device),
+    )
+
+
+def _input_events(host) -> pd.DataFrame:
+    ev = host.events
+    on_host = mask(ev["plane_name"] == HOST_PLANE)
+    sel = on_host & (name_matches(ev, INPUT_EVENTS) | name_matches(ev, PYTHON_INPUT_FRAMES))
+    return outermost(ev[sel])
+
+
+def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
+    ops = device_ops(host)
+    cat = column(ops, "hlo_category").astype("string").fillna("")
+    ops = ops.assign(
+        infeed_ps=np.where(mask(cat.isin(INFEED_CATEGORIES)), ops["self_ps"], 0),
+        outfeed_ps=np.where(mask(cat.isin(OUTFEED_CATEGORIES)), ops["self_ps"], 0),
+        xfer_ps=np.where(mask(cat.isin(HOST_TRANSFER_CATEGORIES)), ops["self_ps"], 0),
+    )
+    has_infeed_ops = bool((ops["infeed_ps"] > 0).any())
+    st = steps.steps
+    per_core = []
+    for core, core_steps in st.groupby("core", sort=False):
+        core_ops = ops[mask(ops["core"] == core)]
+        core_steps = core_steps.sort_values("start_ps")
+        starts = core_steps["start_ps"].to_numpy(np.int64)
+        ends = core_steps["end_ps"].to_numpy(np.int64)
+        op_start = core_ops["start_ps"].to_numpy(np.int64)
+        k = np.searchsorted(starts, op_start, side="right") - 1
+        inside = (k >= 0) & (op_start < ends[np.clip(k, 0, None)])
+        idx = k[inside]
+        sums = {}
+        for col in ("self_ps", "infeed_ps", "outfeed_ps", "xfer_ps"):
+            sums[col] = np.bincount(idx, weights=core_ops[col].to_numpy(np.float64)[inside], minlength=len(starts))
+        step_ps = (ends - starts).astype(np.float64)
+        per_core.append(pd.DataFrame({
+            "step_index": core_steps["step_index"].to_numpy(), "core": core, "step_ps": step_ps,
+            "infeed_ps": sums["infeed_ps"], "outfeed_ps": sums["outfeed_ps"], "xfer_ps": sums["xfer_ps"],
+            "op_ps": sums["self_ps"],
+        }))
+    pc = pd.concat(per_core, ignore_index=True)
+    # xprof combines a step across cores first: every core's step lasts the longest core's step,
+    # so a core that finished early shows the difference as idle.
+    pc["step_ps"] = pc.groupby("step_index")["step_ps"].transform("max")
+    pc["idle_ps"] = np.maximum(pc["step_ps"] - pc["op_ps"], 0)
+    pc["optimal_ps"] = pc["step_ps"] - (pc["infeed_ps"] + pc["outfeed_ps"] + pc["xfer_ps"] + pc["idle_ps"])
+    g = pc.groupby("step_index")
+    out = pd.DataFrame({
+        "step_ps": g["step_ps"].max(),
+        "compute_ps": g["optimal_ps"].min(), "infeed_ps": g["infeed_ps"].max(),
+        "outfeed_ps": g["outfeed_ps"].mean(), "xfer_ps": g["xfer_ps"].max(),
+    })
+    out["idle_ps"] = np.maximum(out["step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"]
+                                                 + out["xfer_ps"]), 0)
+    if not has_infeed_ops and not inputs.empty:
+        # JAX has no infeed op: host input time in the step turns that much idle into input.
+        first = st.groupby("step_index")[["start_ps", "end_ps"]].agg({"start_ps": "min", "end_ps": "max"})
+        host_input = overlap_ps(inputs["start_ps"].to_numpy(np.int64), end_ps(inputs),
+                                first["start_ps"].to_numpy(np.int64), first["end_ps"].to_numpy(np.int64))
+        ratio = np.minimum(np.divide(host_input, out["idle_ps"].to_numpy(), out=np.zeros(len(out)),
+                                     where=out["idle_ps"].to_numpy() > 0), 1.0)
+        moved = out["idle_ps"].to_numpy() * ratio
+        out["infeed_ps"] += moved
+        out["idle_ps"] -= moved
+    nums = st.groupby("step_index")["step_num"].first()
+    # The max-core step can exceed the parts (which come from the shortest core): that is "other".
+    other = np.maximum(out["step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"]
+                                         + out["xfer_ps"] + out["idle_ps"]), 0)
+    return pd.DataFrame({
+        "step_index": out.index.to_numpy(), "step_num": nums.reindex(out.index).to_numpy(),
+        "step_ms": out["step_ps"].to_numpy() / 1e9, "compute_ms": np.maximum(out["compute_ps"].to_numpy(), 0) / 1e9,
+        "input_ms": out["infeed_ps"].to_numpy() / 1e9, "idle_ms": out["idle_ps"].to_numpy() / 1e9,
+        "compile_ms": 0.0, "host_callback_ms": 0.0, "outfeed_ms": out["outfeed_ps"].to_numpy() / 1e9,
+        "host_transfer_ms": out["xfer_ps"].to_numpy() / 1e9, "other_ms": other.to_numpy() / 1e9,
+    })
+
+
+def _host_breakdown(host, steps: StepSet, inputs: pd.DataFrame, compile_intervals: pd.DataFrame,
+                    callback_intervals, device: str) -> pd.DataFrame:
+    # One window per step: the core whose step took longest (cores of different workers need not
+    # run a step at the same moment, so their union would be meaningless).
+    longest = steps.steps.sort_values("duration_ps", ascending=False, kind="stable")
+    st = longest.drop_duplicates("step_index").set_index("step_index").sort_index()
+    ws, we = st["start_ps"].to_numpy(np.int64), st["end_ps"].to_numpy(np.int64)
+    ops = device_ops(host)
+    layers = [
+        (compile_intervals["start_ps"].to_numpy(np.int64), compile_intervals["end_ps"].to_numpy(np.int64)),
+        (np.asarray(callback_intervals[0], np.int64), np.asarray(callback_intervals[1], np.int64)),
+        (ops["start_ps"].to_numpy(np.int64), end_ps(ops)),
+        (inputs["start_ps"].to_numpy(np.int64), end_ps(inputs)),
+    ]
+    covered = []
+    acc_s, acc_e = np.array([], np.int64), np.array([], np.int64)
+    for s, e in layers:
+        acc_s, acc_e = np.r_[acc_s, s], np.r_[acc_e, e]
+        covered.append(overlap_ps(acc_s, acc_e, ws, we).astype(np.float64))
+    compile_ps = covered[0]
+    callback_ps = covered[1] - covered[0]
+    device_ps = covered[2] - covered[1]
+    input_ps = covered[3] - covered[2]
+    step_ps = (we - ws).astype(np.float64)
+    rest = np.maximum(step_ps - covered[3], 0)
+    return pd.DataFrame({
+        "step_index": st.index.to_numpy(), "step_num": st["step_num"].to_numpy(),
+        "step_ms": step_ps / 1e9, "compute_ms": device_ps / 1e9, "input_ms": input_ps / 1e9,
+        "idle_ms": rest / 1e9, "compile_ms": compile_ps / 1e9, "host_callback_ms": callback_ps / 1e9,
+        "outfeed_ms": 0.0, "host_transfer_ms": 0.0, "other_ms": 0.0,
+    })
+
+
+def _stages(inputs: pd.DataFrame, steps: StepSet) -> pd.DataFrame:
+    """Input stages by total time inside the stepped part of the capture (largest first)."""
+    if inputs.empty:
+        return _empty_stages()
+    lo, hi = steps.steps["start_ps"].min(), steps.steps["end_ps"].max()
+    inside = inputs[(inputs["start_ps"] >= lo) & (inputs["start_ps"] < hi)]
+    names = inside["name"].astype(str).str.replace(r"^\$", "", regex=True)
+    g = inside.groupby(names.to_numpy())["duration_ps"].agg(["size", "sum"]).sort_values("sum", ascending=False)
+    return pd.DataFrame({"stage": g.index.astype(str), "count": g["size"].astype(int).to_numpy(),
+                         "total_ms": g["sum"].to_numpy() / 1e9}).head(10)
+
+
+def _gaps(host, steps: StepSet, device: str) -> pd.DataFrame:
+    """The idle gaps on the device timeline (first core), largest first: ``start_ms`` from the core's
+    first activity, ``duration_ms``; ``attrs["timeline_span_ms"]`` is the core's first-to-last span.
+    On CPU the device is the set of XLA/TF op executions."""
+    ops = device_ops(host)
+    if ops.empty:
+        return _empty_gaps()
+    core = ops["core"].iloc[0]
+    ops = ops[mask(ops["core"] == core)]
+    if device == "tpu":
+        ev = host.events
+        mods = ev[mask(ev["plane_name"] == core) & mask(ev["line_name"] == "XLA Modules")]
+        if not mods.empty:
+            ops = mods
+    from tpudoctor.profile.analysis.events import merged
+
+    s, e = merged(ops["start_ps"].to_numpy(np.int64), end_ps(ops))
+    if len(s) < 2:
+        return _empty_gaps()
+    origin = int(s[0])  # the device timeline: first to last device activity of this core
+    gs, ge = e[:-1], s[1:]
+    frame = pd.DataFrame({"start_ms": (gs - origin) / 1e9, "duration_ms": (ge - gs) / 1e9})
+    frame.attrs["timeline_span_ms"] = (int(e[-1]) - origin) / 1e9
+    top = frame.sort_values("duration_ms", ascending=False).head(50).reset_index(drop=True)
+    top.attrs["timeline_span_ms"] = frame.attrs["timeline_span_ms"]
+    return top
+
+
+def _empty_stages() -> pd.DataFrame:
+    return pd.DataFrame(columns=["stage", "count", "total_ms"])
+
+
+def _empty_gaps() -> pd.DataFrame:
+    return pd.DataFrame(columns=["start_ms", "duration_ms"])

@@ -1,0 +1,124 @@
+"""Load every host of a capture (in parallel processes when there are several) into a ProfileCapture."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from tpudoctor.errors import InputError
+from tpudoctor.profile.sources import HostFile, read_bytes, resolve
+from tpudoctor.profile.xspace import DEVICE_PLANE_PREFIXES, HostProfile, decode_host
+
+
+@dataclasses.dataclass
+class ProfileCapture:
+    """A loaded capture: ``hosts`` (hostname -> HostProfile) and ``failed_hosts`` (hostname -> why).
+
+    All hosts' ``events.start_ps`` share one origin, ``time_origin_ns``. ``notes`` are facts a
+    reader should know (e.g. a capture without device planes); they are not errors.
+    """
+
+    source: str
+    run: str | None
+    hosts: dict[str, HostProfile]
+    failed_hosts: dict[str, str]
+    time_origin_ns: int = 0
+    runs_available: tuple[str, ...] = ()
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def has_device_planes(self) -> bool:
+        return any(host.planes["is_device"].any() for host in self.hosts.values())
+
+
+def load(path: str | os.PathLike[str], *, run: str | None = None, max_workers: int | None = None,
+         extra_stats: dict[str, str] | None = None) -> ProfileCapture:
+    """Load a capture from a ``.xplane.pb`` file, a run directory or a logdir (local or ``gs://``).
+
+    ``run`` picks a run of a logdir (default: the newest). ``extra_stats`` adds event stat
+    columns beyond ``EVENT_STAT_COLUMNS`` ({stat name: "int"|"uint"|"float"|"str"}). Raises
+    ``InputError`` when nothing loads; a bad file among several hosts goes to ``failed_hosts``.
+    """
+    resolved = resolve(path, run)
+    hosts: dict[str, HostProfile] = {}
+    failed: dict[str, str] = {}
+    if len(resolved.hosts) == 1:
+        only = resolved.hosts[0]
+        hosts[only.hostname] = _load_host(only, extra_stats)
+    else:
+        for host_file, result in _load_parallel(resolved.hosts, max_workers, extra_stats):
+            if isinstance(result, HostProfile):
+                hosts[host_file.hostname] = result
+            else:
+                failed[host_file.hostname] = result
+        if not hosts:
+            details = "; ".join(f"{name}: {message}" for name, message in failed.items())
+            raise InputError(f"no host of {resolved.source} could be loaded: {details}")
+    origin_ns = min(host.time_origin_ns for host in hosts.values())
+    for host in hosts.values():
+        host.rebase(origin_ns)
+    capture = ProfileCapture(source=resolved.source, run=resolved.run, hosts=hosts, failed_hosts=failed,
+                             time_origin_ns=origin_ns, runs_available=resolved.runs_available)
+    capture.notes.extend(_notes(capture))
+    return capture
+
+
+def _load_host(host_file: HostFile, extra_stats: dict[str, str] | None) -> HostProfile:
+    data = read_bytes(host_file.location)
+    return decode_host(data, hostname=host_file.hostname, source=host_file.location, extra_stats=extra_stats)
+
+
+def _load_host_or_message(host_file: HostFile, extra_stats: dict[str, str] | None,
+                          environment: dict[str, str] | None = None) -> HostProfile | str:
+    if environment:  # a forkserver child keeps the environment of its server's start, not ours
+        os.environ.update(environment)
+    try:
+        return _load_host(host_file, extra_stats)
+    except InputError as exc:
+        return exc.message + (f" ({exc.hint})" if exc.hint else "")
+    except Exception as exc:  # noqa: BLE001 - one broken host must not take the others down
+        return f"could not be decoded: {type(exc).__name__}: {exc}"
+
+
+_PASSED_ENVIRONMENT = ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT", "GOOGLE_APPLICATION_CREDENTIALS")
+
+
+def _load_parallel(host_files, max_workers, extra_stats):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = max(1, min(len(host_files), max_workers or os.cpu_count() or 1))
+    if workers == 1:
+        for host_file in host_files:
+            yield host_file, _load_host_or_message(host_file, extra_stats)
+        return
+    # forkserver: a clean child even when this process has threads (cloud clients, rich)
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["tpudoctor.profile.xspace"])
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        environment = {name: os.environ[name] for name in _PASSED_ENVIRONMENT if name in os.environ}
+        futures = [pool.submit(_load_host_or_message, host_file, extra_stats, environment) for host_file in host_files]
+        for host_file, future in zip(host_files, futures, strict=False):
+            try:
+                yield host_file, future.result()
+            except Exception as exc:  # noqa: BLE001 - a worker killed (e.g. out of memory)
+                yield host_file, f"the loader process failed: {type(exc).__name__}: {exc}"
+
+
+def _notes(capture: ProfileCapture) -> list[str]:
+    notes = []
+    if not capture.has_device_planes:
+        names = sorted({name for host in capture.hosts.values() for name in host.planes["plane_name"]})
+        notes.append(
+            "no device planes (" + ", ".join(prefix + "*" for prefix in DEVICE_PLANE_PREFIXES) + ") in this capture; "
+            f"it has only: {', '.join(names)}. Device-time analyses do not apply: the capture was taken "
+            "without device tracing, on a machine without accelerators, or the TPU runtime wrote no trace."
+        )
+    for hostname, host in capture.hosts.items():
+        if int(host.planes["n_events"].sum()) == 0:
+            notes.append(f"host {hostname}: no events at all in any plane")
+        for message in host.errors:
+            notes.append(f"host {hostname}: profiler error: {message}")
+        for message in host.warnings:
+            notes.append(f"host {hostname}: profiler warning: {message}")
+    return notes

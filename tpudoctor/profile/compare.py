@@ -1,0 +1,92 @@
+"""KPI deltas between two profile reports, with the direction that counts as better."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tpudoctor.errors import InputError, UsageError
+
+# kpi -> (lower_is_better, unit label)
+KPIS = {
+    "step_time_mean_ms": (True, "ms"),
+    "step_time_median_ms": (True, "ms"),
+    "input_percent": (True, "%"),
+    "idle_percent": (True, "%"),
+    "compute_percent": (False, "%"),
+    "duty_cycle_percent": (False, "%"),
+    "compile_count": (True, ""),
+    "compile_ms": (True, "ms"),
+    "host_callback_ms": (True, "ms"),
+}
+# KPIs whose relative worsening trips --fail-on-regression (percent points for *_percent).
+GATED = ("step_time_mean_ms", "compile_ms")
+GATED_POINTS = ("input_percent", "idle_percent")
+
+
+def parse_percent(text: str) -> float:
+    try:
+        value = float(str(text).strip().rstrip("%"))
+    except ValueError:
+        raise UsageError(f"--fail-on-regression wants a percentage such as 5% (got {text!r})") from None
+    if value < 0:
+        raise UsageError("--fail-on-regression must not be negative")
+    return value
+
+
+def load_document(path: str) -> dict:
+    """A report JSON as written by ``profile analyze --format json``, or a capture analysed now."""
+    p = Path(path)
+    if p.is_file() and p.suffix == ".json":
+        try:
+            doc = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"{path} is not a readable JSON report: {exc}") from exc
+        if not isinstance(doc, dict) or "kpis" not in doc or "verdict" not in doc:
+            raise InputError(f"{path} is not a tpudoctor profile report (no 'verdict'/'kpis')",
+                             hint="make one with: tpudoctor profile analyze CAPTURE --format json -o report.json")
+        return doc
+    from tpudoctor.commands.profile_cmd import build_report
+    from tpudoctor.reports.profile_json import report_document
+
+    return report_document(build_report(path))
+
+
+def compare(a: dict, b: dict, *, threshold_percent: float | None = None) -> dict:
+    rows = []
+    regressed_by = []
+    for key, (lower_better, unit) in KPIS.items():
+        va, vb = a["kpis"].get(key), b["kpis"].get(key)
+        row = {"kpi": key, "unit": unit, "baseline": va, "candidate": vb, "delta": None, "delta_percent": None,
+               "direction": "n/a"}
+        if va is not None and vb is not None:
+            delta = vb - va
+            row["delta"] = round(delta, 4)
+            row["delta_percent"] = round(100 * delta / va, 2) if va else None
+            if abs(delta) < 1e-9:
+                row["direction"] = "same"
+            else:
+                row["direction"] = "better" if (delta < 0) == lower_better else "worse"
+            if threshold_percent is not None and row["direction"] == "worse":
+                if key in GATED and (100 * delta / va > threshold_percent if va else delta > 0):
+                    regressed_by.append(key)
+                elif key in GATED_POINTS and delta > threshold_percent:
+                    regressed_by.append(key)
+        rows.append(row)
+    ops_a = {o["name"]: o for o in a.get("device_ops", {}).get("top_ops", [])}
+    ops_b = {o["name"]: o for o in b.get("device_ops", {}).get("top_ops", [])}
+    ops = []
+    for name in list(dict.fromkeys([*ops_b, *ops_a]))[:15]:
+        sa, sb = (ops_a.get(name) or {}).get("self_ms"), (ops_b.get(name) or {}).get("self_ms")
+        ops.append({"name": name, "baseline_self_ms": sa, "candidate_self_ms": sb,
+                    "delta_ms": round(sb - sa, 4) if sa is not None and sb is not None else None})
+    return {
+        "kind": "tpudoctor.profile_compare",
+        "baseline": {"source": a.get("source"), "verdict": a.get("verdict")},
+        "candidate": {"source": b.get("source"), "verdict": b.get("verdict")},
+        "kpis": rows,
+        "top_ops": ops,
+        "threshold_percent": threshold_percent,
+        "regressed": bool(regressed_by),
+        "regressed_by": regressed_by,
+    }

@@ -1,0 +1,115 @@
+"""What a capture holds: hosts, planes, lines, event counts, time spans, device kind (data, no text)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+
+from tpudoctor.profile.capture import ProfileCapture
+from tpudoctor.profile.xspace import HostProfile
+
+
+@dataclasses.dataclass
+class LineSummary:
+    line_id: int
+    line_name: str
+    n_events: int
+    span_ps: int  # first event start to last event end on this line
+
+
+@dataclasses.dataclass
+class PlaneSummary:
+    plane_id: int
+    plane_name: str
+    device_kind: str | None
+    is_device: bool
+    n_lines: int
+    n_events: int
+    first_start_ps: int | None
+    last_end_ps: int | None
+    span_ps: int
+    lines: list[LineSummary]
+
+
+@dataclasses.dataclass
+class HostSummary:
+    hostname: str
+    source: str
+    file_size_bytes: int
+    device_kind: str
+    n_device_planes: int
+    n_planes: int
+    n_lines: int
+    n_events: int
+    span_ps: int  # first event start to last event end over all planes
+    profile_duration_ns: int | None  # from the capture's Task Environment, when present
+    planes: list[PlaneSummary]
+
+
+@dataclasses.dataclass
+class CaptureSummary:
+    source: str
+    run: str | None
+    runs_available: list[str]
+    time_origin_ns: int
+    n_hosts: int
+    n_events: int
+    device_kinds: list[str]
+    hosts: list[HostSummary]
+    failed_hosts: dict[str, str]
+    notes: list[str]
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def summarize(capture: ProfileCapture) -> CaptureSummary:
+    hosts = [summarize_host(host) for host in capture.hosts.values()]
+    kinds = sorted({host.device_kind for host in hosts})
+    return CaptureSummary(
+        source=capture.source, run=capture.run, runs_available=list(capture.runs_available),
+        time_origin_ns=capture.time_origin_ns, n_hosts=len(hosts), n_events=sum(h.n_events for h in hosts),
+        device_kinds=kinds, hosts=hosts, failed_hosts=dict(capture.failed_hosts), notes=list(capture.notes),
+    )
+
+
+def summarize_host(host: HostProfile) -> HostSummary:
+    events = host.events
+    end_ps = events["start_ps"].to_numpy() + events["duration_ps"].to_numpy()
+    spans = pd.DataFrame({"plane_id": events["plane_id"].to_numpy(), "line_id": events["line_id"].to_numpy(),
+                          "start_ps": events["start_ps"].to_numpy(), "end_ps": end_ps})
+    by_line = spans.groupby(["plane_id", "line_id"], sort=False).agg(start=("start_ps", "min"), end=("end_ps", "max"))
+    by_plane = spans.groupby("plane_id", sort=False).agg(start=("start_ps", "min"), end=("end_ps", "max"))
+    line_span = {key: int(row.end - row.start) for key, row in zip(by_line.index, by_line.itertuples(), strict=False)}
+    planes: list[PlaneSummary] = []
+    lines_by_plane = {plane_id: frame for plane_id, frame in host.lines.groupby("plane_id", sort=False)}
+    for row in host.planes.itertuples(index=False):
+        plane_lines = lines_by_plane.get(row.plane_id)
+        lines = [] if plane_lines is None else [
+            LineSummary(line_id=int(line.line_id), line_name=str(line.line_name), n_events=int(line.n_events),
+                        span_ps=line_span.get((row.plane_id, line.line_id), 0))
+            for line in plane_lines.itertuples(index=False)
+        ]
+        has = row.plane_id in by_plane.index
+        first = int(by_plane.loc[row.plane_id, "start"]) if has else None
+        last = int(by_plane.loc[row.plane_id, "end"]) if has else None
+        planes.append(PlaneSummary(
+            plane_id=int(row.plane_id), plane_name=str(row.plane_name),
+            device_kind=None if pd.isna(row.device_kind) else str(row.device_kind),
+            is_device=bool(row.is_device), n_lines=int(row.n_lines), n_events=int(row.n_events),
+            first_start_ps=first, last_end_ps=last, span_ps=(last - first) if has else 0, lines=lines,
+        ))
+    device = host.planes[host.planes["is_device"]]
+    device_kinds = [kind for kind in device["device_kind"].dropna().unique()]
+    device_kind = ", ".join(device_kinds) if device_kinds else "CPU only (no device planes)"
+    env = next((stats for plane_id, stats in host.plane_stats.items()
+                if host.planes.loc[host.planes["plane_id"] == plane_id, "plane_name"].eq("Task Environment").any()), {})
+    start_ns, stop_ns = env.get("profile_start_time"), env.get("profile_stop_time")
+    duration_ns = int(stop_ns) - int(start_ns) if isinstance(start_ns, int) and isinstance(stop_ns, int) else None
+    span = int(end_ps.max() - events["start_ps"].min()) if len(events) else 0
+    return HostSummary(
+        hostname=host.hostname, source=host.source, file_size_bytes=host.file_size_bytes, device_kind=device_kind,
+        n_device_planes=int(len(device)), n_planes=int(len(host.planes)), n_lines=int(len(host.lines)),
+        n_events=int(len(events)), span_ps=span, profile_duration_ns=duration_ns, planes=planes,
+    )

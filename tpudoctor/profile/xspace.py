@@ -1,0 +1,568 @@
+"""Decode one host's XSpace bytes into columnar pandas tables (a ``HostProfile``).
+
+How (measured in ``benchmarks/bench_profile_load.py``; see the module docstring of
+``tpudoctor.profile``): protobuf's C parser (upb) reads the file against a schema in which
+``XLine.events`` is ``repeated bytes``, so it finds every event's bytes without building a
+message per event; the events of all lines are then joined into one buffer and their fields
+and stats decoded together with numpy (``tpudoctor.profile.wire``). Plane/line headers and
+the metadata tables (thousands of entries, not millions) are read as ordinary messages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tpudoctor.errors import InputError
+from tpudoctor.profile import wire
+from tpudoctor.profile.schema import message_class
+
+# Stats copied into ``HostProfile.events`` columns: name -> kind. An event's own stat wins over
+# the same stat on its event metadata (where XLA puts static op facts: hlo_category, flops...).
+EVENT_STAT_COLUMNS: dict[str, str] = {
+    "step_num": "int",
+    "iter_num": "int",
+    "group_id": "int",
+    "step_name": "str",
+    "run_id": "int",
+    "program_id": "uint",
+    "replica_id": "int",
+    "correlation_id": "uint",
+    "device_offset_ps": "int",
+    "device_duration_ps": "int",
+    "self_duration_ps": "int",
+    "hlo_category": "str",
+    "hlo_op": "str",
+    "hlo_module": "str",
+    "tf_op": "str",
+    "long_name": "str",
+    "source": "str",
+    "kernel_details": "str",
+    "flops": "int",
+    "model_flops": "int",
+    "bytes_accessed": "int",
+    "tf_function_call": "str",
+    "tracing_count": "int",
+    "is_eager": "int",
+    "_r": "int",
+    "_pt": "int",
+    "_p": "uint",
+    "_ct": "int",
+    "_c": "uint",
+}
+STAT_KINDS = ("int", "uint", "float", "str")
+
+DEVICE_PLANE_PREFIXES = ("/device:TPU:", "/device:GPU:")
+BIG_BYTES_STAT = 4096  # plane/metadata stats with longer bytes values (HloProtos) keep only their size
+
+# XStat value fields -> a small code used in the decoded stat table
+_DOUBLE, _UINT64, _INT64, _STR, _BYTES, _REF = 2, 3, 4, 5, 6, 7
+
+
+@dataclasses.dataclass
+class HostProfile:
+    """One host's capture as DataFrames. Times: ``*_ps`` picoseconds, ``*_ns`` nanoseconds.
+
+    ``plane_id`` is the plane's position in the file (unique; the XPlane ``id`` field is not:
+    host planes usually all have id 0 - it is kept as ``xplane_id``). ``events.start_ps`` is
+    picoseconds since ``time_origin_ns`` (absolute picoseconds since the epoch overflow int64).
+    """
+
+    hostname: str
+    source: str
+    planes: pd.DataFrame
+    lines: pd.DataFrame
+    events: pd.DataFrame
+    event_metadata: pd.DataFrame
+    plane_stats: dict[int, dict[str, object]]
+    time_origin_ns: int
+    file_size_bytes: int = 0
+    errors: list[str] = dataclasses.field(default_factory=list)
+    warnings: list[str] = dataclasses.field(default_factory=list)
+
+    def events_on(self, plane_name: str, line_name: str | None = None) -> pd.DataFrame:
+        """Events of the named plane (and line), e.g. ``events_on("/device:TPU:0", "XLA Ops")``."""
+        mask = np.asarray(self.events["plane_name"] == plane_name, dtype=bool)
+        if line_name is not None:
+            mask = mask & np.asarray(self.events["line_name"] == line_name, dtype=bool)
+        return self.events[mask]
+
+    @property
+    def device_planes(self) -> pd.DataFrame:
+        return self.planes[self.planes["is_device"]]
+
+    def rebase(self, origin_ns: int) -> None:
+        """Express ``start_ps`` relative to ``origin_ns`` (a capture-wide origin across hosts)."""
+        if origin_ns != self.time_origin_ns:
+            self.events["start_ps"] += (self.time_origin_ns - origin_ns) * 1000
+            self.time_origin_ns = origin_ns
+
+
+def decode_host(data: bytes, *, hostname: str, source: str,
+                extra_stats: dict[str, str] | None = None) -> HostProfile:
+    """Decode a serialized XSpace; raises ``InputError`` with the reason when it is not usable."""
+    from tpudoctor.profile.validate import check_bytes, explain_parse_failure
+
+    check_bytes(data, source)
+    raw_space_class = message_class("XSpace", raw=True)
+    try:
+        space = raw_space_class.FromString(data)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and RuntimeError on some builds)
+        raise explain_parse_failure(data, source) from exc
+    if not any(plane.name for plane in space.planes):  # another protobuf can parse as planes without names
+        raise InputError(
+            f"{source} is not an XSpace profile: it decodes to no named planes",
+            hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler",
+        )
+    columns = dict(EVENT_STAT_COLUMNS)
+    for name, kind in (extra_stats or {}).items():
+        if kind not in STAT_KINDS:
+            raise ValueError(f"stat column kind must be one of {STAT_KINDS}, not {kind!r}")
+        columns[name] = kind
+    decoder = _Decoder(space, columns)
+    del space
+    try:
+        return decoder.build(hostname=hostname, source=source, file_size_bytes=len(data))
+    except wire.WireError as exc:
+        raise InputError(f"{source} is corrupt: {exc}",
+                         hint="the file was damaged after it was written; capture again") from exc
+
+
+class _Decoder:
+    def __init__(self, space: Any, columns: dict[str, str]):
+        self.space = space
+        self.columns = columns
+
+    def build(self, *, hostname: str, source: str, file_size_bytes: int) -> HostProfile:
+        space = self.space
+        plane_rows, line_rows, meta_rows = [], [], []
+        line_events: list[Any] = []  # each line's repeated-bytes container, read batch by batch
+        plane_stats: dict[int, dict[str, object]] = {}
+        stat_names: list[list[str]] = []  # per plane: stat metadata names, aligned with stat_ids
+        stat_ids: list[np.ndarray] = []
+        meta_ids: list[np.ndarray] = []
+        meta_offset: list[int] = []
+        for plane_index, plane in enumerate(space.planes):
+            names_by_id = {key: value.name for key, value in plane.stat_metadata.items()}
+            ids = np.asarray(sorted(names_by_id), dtype=np.int64)
+            stat_ids.append(ids)
+            stat_names.append([names_by_id[int(key)] for key in ids])
+            plane_stats[plane_index] = {
+                names_by_id.get(stat.metadata_id, f"#{stat.metadata_id}"): _stat_value(stat, names_by_id)
+                for stat in plane.stats
+            }
+            meta_keys = sorted(plane.event_metadata.keys())
+            meta_offset.append(len(meta_rows))
+            meta_ids.append(np.asarray(meta_keys, dtype=np.int64))
+            for key in meta_keys:
+                metadata = plane.event_metadata[key]
+                stats = {names_by_id.get(stat.metadata_id, f"#{stat.metadata_id}"): _stat_value(stat, names_by_id)
+                         for stat in metadata.stats}
+                meta_rows.append((plane_index, int(key), metadata.name, metadata.display_name, stats))
+            n_plane_events = 0
+            for line in plane.lines:
+                events = line.events
+                n_plane_events += len(events)
+                line_rows.append((plane_index, line.id, line.name, line.display_name, line.timestamp_ns,
+                                  line.duration_ps, len(events)))
+                line_events.append(events)
+            name = plane.name
+            plane_rows.append({
+                "plane_id": plane_index,
+                "xplane_id": plane.id,
+                "plane_name": name,
+                "device_kind": _device_kind(name, plane_stats[plane_index]),
+                "is_device": name.startswith(DEVICE_PLANE_PREFIXES),
+                "n_lines": len(plane.lines),
+                "n_events": n_plane_events,
+                "n_event_metadata": len(plane.event_metadata),
+            })
+
+        line_counts = np.asarray([row[6] for row in line_rows], dtype=np.int64)
+        line_ts = np.asarray([row[4] for row in line_rows], dtype=np.int64)
+        line_plane = np.asarray([row[0] for row in line_rows], dtype=np.int32)
+        with_events = line_counts > 0
+        origin_ns = int(line_ts[with_events].min()) if with_events.any() else 0
+        n_events = int(line_counts.sum())
+        event_line = np.repeat(np.arange(len(line_counts), dtype=np.int32), line_counts)
+        event_plane = line_plane[event_line]
+
+        metadata_id = np.zeros(n_events, dtype=np.int64)
+        offset_ps = np.zeros(n_events, dtype=np.int64)
+        duration_ps = np.zeros(n_events, dtype=np.int64)
+        sinks = {column: _ColumnSink(kind, n_events) for column, kind in self.columns.items()}
+        column_number = {name: index for index, name in enumerate(self.columns)}
+        # per plane: stat metadata row -> event column number (-1: not a column)
+        stat_column_table = np.asarray([column_number.get(name, -1) for names in stat_names for name in names],
+                                       dtype=np.int64)
+        stat_offsets = list(np.cumsum([0] + [len(ids) for ids in stat_ids])[:-1])
+
+        for first_event, holder in _batches(line_events, line_counts):
+            chunks = holder.pop()  # the generator keeps only the emptied holder: the bytes go with `del`
+            lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
+            buffer = wire.Buffer(b"".join(chunks))
+            del chunks
+            ends = np.cumsum(lengths)
+            starts = ends - lengths
+            stat_event, stat_start, stat_end = [], [], []
+            for alive, field, wire_type, value_pos, value, length in wire.scan_fields(buffer, starts, ends):
+                is_varint = wire_type == wire.WIRE_VARINT
+                as_int = value.view(np.int64)
+                for number, target in ((1, metadata_id), (2, offset_ps), (3, duration_ps)):
+                    hit = (field == number) & is_varint
+                    target[first_event + alive[hit]] = as_int[hit]
+                hit = np.flatnonzero((field == 4) & (wire_type == wire.WIRE_LEN))
+                stat_event.append(alive[hit] + first_event)
+                stat_start.append(value_pos[hit])
+                stat_end.append(value_pos[hit] + length[hit])
+            stats = _decode_stats(buffer, _concat(stat_event), _concat(stat_start), _concat(stat_end))
+            del stat_event, stat_start, stat_end
+            stat_plane = event_plane[stats["event"]]
+            stat_row = _lookup_rows(stat_plane, stats["metadata_id"], stat_ids, stat_offsets)
+            stat_column = _gather(stat_column_table, stat_row)
+            order = np.argsort(stat_column, kind="stable")
+            bounds = np.searchsorted(stat_column[order], np.arange(len(sinks) + 1))
+            strings = _StringResolver(buffer, stats, stat_plane, stat_ids, stat_names)
+            for index, sink in enumerate(sinks.values()):
+                rows = order[bounds[index]:bounds[index + 1]]
+                if len(rows):
+                    targets = stats["event"][rows]
+                    if sink.kind == "str":
+                        sink.put(targets, strings.values(rows))
+                    else:
+                        sink.put(targets, *_stat_numbers(stats, rows))
+            del buffer, stats, strings
+
+        errors, warnings = list(space.errors), list(space.warnings)
+        del line_events, space
+        self.space = None  # the parsed message is no longer needed: free it before the tables are built
+
+        # metadata row of every event (-1: id not in its plane's table)
+        meta_row = _lookup_rows(event_plane, metadata_id, meta_ids, meta_offset)
+        event_metadata = _metadata_frame(meta_rows, self.columns)
+        for column, sink in sinks.items():
+            if column in event_metadata.columns:
+                sink.fill_from_metadata(event_metadata[column], meta_row)
+        start_ps = offset_ps
+        start_ps += (line_ts[event_line] - origin_ns) * 1000
+        name_codes, name_categories = _codes_of(event_metadata["name"].tolist())
+        line_codes, line_categories = _codes_of([row[2] for row in line_rows])
+        plane_codes, plane_categories = _codes_of([row["plane_name"] for row in plane_rows])
+        frame: dict[str, Any] = {
+            "plane_id": event_plane,
+            "line_id": np.asarray([row[1] for row in line_rows], dtype=np.int64)[event_line],
+            "plane_name": pd.Categorical.from_codes(_gather(plane_codes, event_plane), categories=plane_categories),
+            "line_name": pd.Categorical.from_codes(_gather(line_codes, event_line), categories=line_categories),
+            "metadata_id": metadata_id,
+            "name": pd.Categorical.from_codes(_gather(name_codes, meta_row), categories=name_categories),
+            "start_ps": start_ps,
+            "duration_ps": duration_ps,
+        }
+        for column, sink in sinks.items():
+            frame[column] = sink.array()
+        events = pd.DataFrame(frame, copy=False)
+        lines = pd.DataFrame(line_rows, columns=["plane_id", "line_id", "line_name", "display_name",
+                                                 "timestamp_ns", "duration_ps", "n_events"])
+        planes = pd.DataFrame(plane_rows, columns=["plane_id", "xplane_id", "plane_name", "device_kind",
+                                                   "is_device", "n_lines", "n_events", "n_event_metadata"])
+        return HostProfile(
+            hostname=hostname, source=source, planes=planes, lines=lines, events=events,
+            event_metadata=event_metadata, plane_stats=plane_stats, time_origin_ns=origin_ns,
+            file_size_bytes=file_size_bytes, errors=errors, warnings=warnings,
+        )
+
+
+BATCH_EVENTS = 1 << 17  # events decoded together: bounds the temporary arrays, keeps numpy calls large
+
+
+def _batches(line_events: list[Any], line_counts: np.ndarray):
+    """Yield (index of the first event, [list of event bytes]) for runs of about BATCH_EVENTS events."""
+    first = 0
+    chunks: list[bytes] = []
+    for events, count in zip(line_events, line_counts.tolist(), strict=True):
+        low = 0
+        while low < count:
+            high = min(count, low + BATCH_EVENTS - len(chunks))
+            chunks.extend(events[low:high] if (low, high) != (0, count) else events)
+            low = high
+            if len(chunks) >= BATCH_EVENTS:
+                holder, chunks = [chunks], []
+                yield first, holder
+                first += BATCH_EVENTS
+    if chunks:
+        holder, chunks = [chunks], []
+        yield first, holder
+
+
+class _ColumnSink:
+    """One stat column filled batch by batch; never-filled columns cost no memory (read-only NA views)."""
+
+    def __init__(self, kind: str, n_events: int):
+        self.kind = kind
+        self.n_events = n_events
+        self.values: np.ndarray | None = None
+        self.present: np.ndarray | None = None
+        self.categories: dict[str, int] = {}
+
+    def _allocate(self) -> None:
+        if self.values is not None:
+            return
+        if self.kind == "str":
+            self.values = np.full(self.n_events, -1, dtype=np.int32)
+        elif self.kind == "float":
+            self.values = np.full(self.n_events, np.nan)
+        else:
+            self.values = np.zeros(self.n_events, dtype=np.uint64 if self.kind == "uint" else np.int64)
+            self.present = np.zeros(self.n_events, dtype=bool)
+
+    def _codes(self, values: list[object]) -> np.ndarray:
+        index = self.categories
+        return np.fromiter((-1 if v is None else index.setdefault(_text(v), len(index)) for v in values),
+                           dtype=np.int32, count=len(values))
+
+    def put(self, targets: np.ndarray, values: Any, kinds: np.ndarray | None = None) -> None:
+        """Store values: a list of texts (str columns) or raw 64-bit values with their XStat kinds."""
+        self._allocate()
+        if self.kind == "str":
+            self.values[targets] = self._codes(values)
+            return
+        doubles = kinds == _DOUBLE
+        signed = kinds == _INT64
+        unsigned = kinds == _UINT64
+        as_float = values.view(np.float64)
+        if self.kind == "float":
+            out = np.full(len(values), np.nan)
+            out[doubles] = as_float[doubles]
+            out[signed] = values[signed].view(np.int64)
+            out[unsigned] = values[unsigned]
+            self.values[targets] = out
+            return
+        # integers keep their 64 bits exactly; a double is truncated when it fits, else missing
+        dtype = self.values.dtype
+        limits = np.iinfo(dtype)
+        with np.errstate(invalid="ignore"):
+            double_fits = doubles & np.isfinite(as_float) & (as_float >= float(limits.min)) & (as_float < float(limits.max))
+        out = values.view(dtype).copy()
+        out[double_fits] = as_float[double_fits].astype(dtype)
+        self.values[targets] = out
+        self.present[targets] = signed | unsigned | double_fits
+
+    def fill_from_metadata(self, meta_series: pd.Series, meta_row: np.ndarray) -> None:
+        """Where an event has no own value, take its metadata's."""
+        if self.kind == "str":
+            meta_values = [None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else v
+                           for v in meta_series.tolist()]
+            valid = np.asarray([v is not None for v in meta_values], dtype=bool)
+        else:
+            dtype = np.float64 if self.kind == "float" else np.uint64 if self.kind == "uint" else np.int64
+            converted = [_to_number(v, dtype) for v in meta_series.tolist()]
+            valid = np.asarray([v is not None for v in converted], dtype=bool)
+            numbers = np.zeros(len(converted), dtype=dtype)
+            if valid.any():
+                numbers[valid] = [v for v in converted if v is not None]
+        if not valid.any():
+            return
+        candidates = np.flatnonzero(meta_row >= 0)
+        candidates = candidates[valid[meta_row[candidates]]]
+        if not len(candidates):
+            return
+        self._allocate()
+        rows = meta_row[candidates]
+        if self.kind == "str":
+            meta_codes = self._codes(meta_values)
+            free = self.values[candidates] < 0
+            self.values[candidates[free]] = meta_codes[rows[free]]
+        elif self.kind == "float":
+            free = np.isnan(self.values[candidates])
+            self.values[candidates[free]] = numbers[rows[free]]
+        else:
+            free = ~self.present[candidates]
+            self.values[candidates[free]] = numbers[rows[free]]
+            self.present[candidates[free]] = True
+
+    def array(self):
+        n = self.n_events
+        if self.kind == "str":
+            categories = pd.Index(list(self.categories), dtype=object)
+            codes = self.values if self.values is not None else np.broadcast_to(np.int8(-1), (n,))
+            return pd.Categorical.from_codes(codes, categories=categories)
+        if self.kind == "float":
+            return self.values if self.values is not None else np.broadcast_to(np.float64(np.nan), (n,))
+        if self.values is None:
+            dtype = np.uint64 if self.kind == "uint" else np.int64
+            return pd.arrays.IntegerArray(np.broadcast_to(dtype(0), (n,)), np.broadcast_to(np.True_, (n,)))
+        return pd.arrays.IntegerArray(self.values, ~self.present)
+
+
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _gather(table: np.ndarray, rows: np.ndarray, missing: int = -1) -> np.ndarray:
+    if not len(table):
+        return np.full(len(rows), missing, dtype=np.int32)
+    return np.where(rows >= 0, table[np.maximum(rows, 0)], missing).astype(np.int32)
+
+
+def _codes_of(values: list[object]) -> tuple[np.ndarray, pd.Index]:
+    """Category codes (-1 for None) and categories of a short list of strings."""
+    index: dict[object, int] = {}
+    codes = np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in values),
+                        dtype=np.int32, count=len(values))
+    return codes, pd.Index(list(index), dtype=object)
+
+
+def _lookup_rows(plane_of_item: np.ndarray, ids_of_item: np.ndarray, ids_per_plane: list[np.ndarray],
+                 offsets: list[int]) -> np.ndarray:
+    """Row of each (plane, id) in per-plane sorted id tables laid end to end; -1 when absent."""
+    rows = np.full(len(ids_of_item), -1, dtype=np.int64)
+    for plane_index, ids in enumerate(ids_per_plane):
+        if not len(ids):
+            continue
+        selected = np.flatnonzero(plane_of_item == plane_index)
+        if not len(selected):
+            continue
+        wanted = ids_of_item[selected]
+        position = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+        found = ids[position] == wanted
+        rows[selected[found]] = offsets[plane_index] + position[found]
+    return rows
+
+
+class _StringResolver:
+    """String values of stat rows: str values decoded once per distinct value, refs resolved to names."""
+
+    def __init__(self, buffer, stats, stat_plane, stat_ids, stat_names):
+        self.buffer, self.stats, self.stat_plane = buffer, stats, stat_plane
+        self.stat_ids, self.stat_names = stat_ids, stat_names
+        self._data: bytes | None = None
+
+    def values(self, rows: np.ndarray) -> list[object]:
+        if self._data is None:
+            self._data = self.buffer.data()
+        data = self._data
+        stats = self.stats
+        cache: dict[bytes, str] = {}
+        out: list[object] = []
+        for kind, raw, start, length, plane in zip(
+            stats["kind"][rows].tolist(), stats["raw"][rows].tolist(), stats["text_start"][rows].tolist(),
+            stats["text_length"][rows].tolist(), self.stat_plane[rows].tolist(), strict=False,
+        ):
+            if kind == _STR or kind == _BYTES:
+                chunk = data[start:start + length]
+                text = cache.get(chunk)
+                if text is None:
+                    text = cache[chunk] = chunk.decode("utf-8", errors="replace")
+                out.append(text)
+            elif kind == _REF:
+                ids = self.stat_ids[plane]
+                position = int(np.searchsorted(ids, raw))
+                out.append(self.stat_names[plane][position] if position < len(ids) and ids[position] == raw else None)
+            elif kind == _DOUBLE:
+                out.append(repr(np.uint64(raw).view(np.float64).item()))
+            elif kind == _INT64:
+                out.append(str(np.uint64(raw).view(np.int64).item()))
+            else:
+                out.append(str(raw))
+        return out
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return value if isinstance(value, str) else str(value)
+
+
+def _to_number(value: object, dtype: type) -> int | float | None:
+    """A metadata stat value as a number of ``dtype`` (64-bit integers keep their bits); None if not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    if dtype == np.float64:
+        return float(value)
+    if isinstance(value, (float, np.floating)):
+        limits = np.iinfo(dtype)
+        return int(value) if np.isfinite(value) and limits.min <= value < float(limits.max) else None
+    number = int(value)
+    if dtype == np.uint64:
+        return number & 0xFFFFFFFFFFFFFFFF
+    return number - (1 << 64) if number >= 1 << 63 else number
+
+
+def _decode_stats(buffer: wire.Buffer, event: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> dict[str, np.ndarray]:
+    """Decode XStat messages at the given spans into parallel arrays."""
+    n = len(event)
+    metadata_id = np.zeros(n, dtype=np.int64)
+    kind = np.zeros(n, dtype=np.int8)
+    raw = np.zeros(n, dtype=np.uint64)  # varint value or the fixed64 bits of a double
+    text_start = np.zeros(n, dtype=np.int64)
+    text_length = np.zeros(n, dtype=np.int64)
+    for alive, field, wire_type, value_pos, value, length in wire.scan_fields(buffer, starts, ends):
+        hit = (field == 1) & (wire_type == wire.WIRE_VARINT)
+        metadata_id[alive[hit]] = value[hit].view(np.int64)
+        for number in (_UINT64, _INT64, _REF):
+            hit = (field == number) & (wire_type == wire.WIRE_VARINT)
+            kind[alive[hit]] = number
+            raw[alive[hit]] = value[hit]
+        hit = (field == _DOUBLE) & (wire_type == wire.WIRE_FIXED64)
+        if hit.any():
+            kind[alive[hit]] = _DOUBLE
+            raw[alive[hit]] = wire.read_fixed64(buffer, value_pos[hit])
+        for number in (_STR, _BYTES):
+            hit = (field == number) & (wire_type == wire.WIRE_LEN)
+            kind[alive[hit]] = number
+            text_start[alive[hit]] = value_pos[hit]
+            text_length[alive[hit]] = length[hit]
+    return {"event": event, "metadata_id": metadata_id, "kind": kind, "raw": raw,
+            "text_start": text_start, "text_length": text_length}
+
+
+def _stat_numbers(stats: dict[str, np.ndarray], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(raw 64 bits, value kind) of the given stat rows; ``_ColumnSink.put`` converts by kind."""
+    return stats["raw"][rows], stats["kind"][rows]
+
+
+def _stat_value(stat: Any, names_by_id: dict[int, str]) -> object:
+    which = stat.WhichOneof("value")
+    if which == "ref_value":
+        return names_by_id.get(stat.ref_value)
+    if which == "bytes_value":
+        value = stat.bytes_value
+        return value if len(value) <= BIG_BYTES_STAT else f"<{len(value)} bytes>"
+    if which is None:
+        return None
+    return getattr(stat, which)
+
+
+def _metadata_frame(rows: list[tuple], columns: dict[str, str]) -> pd.DataFrame:
+    base = pd.DataFrame([row[:4] for row in rows], columns=["plane_id", "metadata_id", "name", "display_name"])
+    stat_records = [row[4] for row in rows]
+    stat_names = sorted({name for record in stat_records for name in record})
+    for name in stat_names:
+        values = [record.get(name) for record in stat_records]
+        kind = columns.get(name)
+        if kind == "str":
+            base[name] = pd.Series([None if v is None else _text(v) for v in values], dtype=object)
+        else:
+            base[name] = pd.Series(values, dtype=object)
+    return base
+
+
+def _device_kind(plane_name: str, stats: dict[str, object]) -> str | None:
+    """'TPU v6 Lite' (the plane's device_type_string), else a kind from the plane name."""
+    described = stats.get("device_type_string")
+    if isinstance(described, str) and described:
+        return described
+    if plane_name.startswith("/device:TPU:"):
+        return "TPU"
+    if plane_name.startswith("/device:GPU:"):
+        vendor = stats.get("device_vendor")
+        if isinstance(vendor, str) and vendor:
+            return f"GPU ({vendor})"
+        major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+        return f"GPU (compute capability {major}.{minor})" if major is not None else "GPU"
+    if plane_name == "/host:CPU":
+        return "CPU"
+    return None
