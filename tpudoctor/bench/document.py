@@ -90,19 +90,25 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
         text = target.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"baseline file {target} does not exist", hint=hint) from None
+    except UnicodeDecodeError as exc:  # a ValueError, not an OSError: checked before json's ValueError
+        raise InputError(f"baseline file {target} is not UTF-8 text (byte {exc.start})", hint=hint) from None
     except OSError as exc:
         raise InputError(f"cannot read baseline file {target}: {exc.strerror or exc}") from exc
     try:
         document = json.loads(text)
+    except RecursionError:
+        raise InputError(f"baseline file {target} nests too deeply to be a bench document", hint=hint) from None
     except ValueError as exc:
         raise InputError(f"baseline file {target} is not valid JSON: {exc}", hint=hint) from exc
-    if isinstance(document, dict) and document.get("schema_version", "").split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+    if isinstance(document, dict) and str(document.get("schema_version", "")).split(".")[0] != SCHEMA_VERSION.split(".")[0]:
         raise InputError(
             f"baseline file {target} has schema_version {document.get('schema_version')!r}; "
             f"this tpudoctor reads {SCHEMA_VERSION}", hint="record a new baseline with this version",
         )
     try:
         validate_document(document)
+    except RecursionError:
+        raise InputError(f"baseline file {target} nests too deeply to be a bench document", hint=hint) from None
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise InputError(f"baseline file {target} is not a tpudoctor bench document: {where}: {exc.message}",

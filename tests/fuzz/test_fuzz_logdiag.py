@@ -1,0 +1,53 @@
+"""Log diagnosis on damaged real logs: always a list of diagnoses, never an exception or a hang."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mutations import damaged, time_bound
+from tpudoctor.findings import Status
+from tpudoctor.logdiag import Diagnosis, diagnose_lines, diagnose_text
+
+LOGS = sorted((Path(__file__).resolve().parents[1] / "data" / "logs").glob("*.log"))
+CORPUS = [p.read_bytes() for p in LOGS]
+TRACEBACK = "Traceback (most recent call last):\n" + "".join(
+    f'  File "/usr/lib/python3/site-packages/jax/_src/f{i}.py", line {i}, in f{i}\n    f{i + 1}()\n' for i in range(3000)
+) + "RuntimeError: Unavailable: Socket closed\n"
+
+
+def _check(diagnoses: list) -> None:
+    assert isinstance(diagnoses, list)
+    for d in diagnoses:
+        assert isinstance(d, Diagnosis) and d.status in (Status.FAIL, Status.WARN) and d.count >= 1
+        assert d.title and d.cause and d.remediation is not None
+
+
+@given(damaged(CORPUS))
+def test_damaged_real_logs(data):
+    text = data.decode("utf-8", errors="replace")
+    with time_bound():
+        _check(diagnose_text(text, source="fuzz.log"))
+
+
+@given(st.lists(st.text(max_size=200), max_size=50))
+def test_arbitrary_lines(lines):
+    with time_bound():
+        _check(diagnose_lines(lines, source="fuzz.log"))
+
+
+@given(st.sampled_from(CORPUS), st.integers(1, 4), st.sampled_from(["x", "\x00", "\u00e9", "Socket closed ", "%"]))
+def test_huge_lines_and_binary_garbage(data, megabytes, filler):
+    """A 1-4 MB single line (a dumped tensor, a binary blob) among real lines stays linear."""
+    huge = filler * (megabytes * (1 << 20) // len(filler.encode()))
+    text = data.decode("utf-8", errors="replace") + huge + "\n" + bytes(range(256)).decode("latin-1") * 64
+    with time_bound():
+        _check(diagnose_text(text, source="fuzz.log"))
+
+
+def test_deep_traceback_is_diagnosed_in_bounded_time():
+    with time_bound(5.0):
+        found = diagnose_text(TRACEBACK * 3, source="deep.log")
+    assert found, "a Socket closed error at the end of a 3000-frame traceback must still be found"

@@ -1,0 +1,117 @@
+"""Saved report readers (check report, bench baseline, profile report): any file gives the document or
+an InputError naming the file, never another exception."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from mutations import flip_bytes, time_bound, truncate
+
+from tpudoctor.errors import InputError
+from tpudoctor.findings import Report
+from tpudoctor.report_file import load_check_report
+
+from sample_reports import preempted_node_report
+
+VALID = json.dumps(preempted_node_report().to_dict(), indent=1).encode()
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _replace_field(doc, path: list, value):
+    """``doc`` with the value at a (wrapped) path replaced: a report with one wrong-typed field."""
+    node = doc
+    for step in path[:-1]:
+        if isinstance(node, dict) and node:
+            node = node[sorted(node)[step % len(node)]]
+        elif isinstance(node, list) and node:
+            node = node[step % len(node)]
+    if isinstance(node, dict) and node:
+        node[sorted(node)[path[-1] % len(node)]] = value
+    elif isinstance(node, list) and node:
+        node[path[-1] % len(node)] = value
+    return doc
+
+
+inputs = st.one_of(
+    st.binary(max_size=300),
+    st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), min_size=1, max_size=8)
+    .map(lambda e: flip_bytes(VALID, e)),
+    st.floats(0, 1).map(lambda f: truncate(VALID, f)),
+    json_values.map(lambda v: json.dumps(v).encode()),
+    st.tuples(st.lists(st.integers(0, 50), min_size=1, max_size=4), json_values)
+    .map(lambda t: json.dumps(_replace_field(json.loads(VALID), *t)).encode()),
+    st.integers(1, 100_000).map(lambda n: b"[" * n + b"]" * n),
+)
+
+
+@given(inputs)
+def test_check_report_reader(tmp_path_factory, data):
+    path = tmp_path_factory.mktemp("r") / "report.json"
+    path.write_bytes(data)
+    with time_bound():
+        try:
+            report = load_check_report(path)
+        except InputError as exc:
+            assert str(path) in exc.message
+        else:
+            assert isinstance(report, Report)
+
+
+def test_check_report_round_trips(tmp_path):
+    path = tmp_path / "report.json"
+    path.write_bytes(VALID)
+    report = load_check_report(path)
+    assert report.to_dict()["results"] == json.loads(VALID)["results"]
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"", "not valid JSON"), (b"\xff\xfe", "not UTF-8"), (b"[]", "top level is a list"),
+    (b'{"schema_version": 5}', "schema_version 5"), (b"[" * 100_000 + b"]" * 100_000, "nests too deeply"),
+])
+def test_check_report_reader_names_the_problem(tmp_path, content, words):
+    path = tmp_path / "report.json"
+    path.write_bytes(content)
+    with pytest.raises(InputError, match=words):
+        load_check_report(path)
+
+
+def test_missing_check_report(tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        load_check_report(tmp_path / "nope.json")
+
+
+@given(inputs)
+def test_bench_baseline_reader(tmp_path_factory, data):
+    from tpudoctor.bench.document import load_baseline
+
+    path = tmp_path_factory.mktemp("b") / "baseline.json"
+    path.write_bytes(data)
+    with time_bound():
+        try:
+            doc = load_baseline(path)
+        except InputError as exc:
+            assert str(path) in exc.message
+        else:
+            assert isinstance(doc, dict)
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"\x80", "not UTF-8"),  # was UnicodeDecodeError (found by the fuzzer)
+    (b'{"schema_version": 5}', "schema_version 5"),  # was AttributeError: int has no split
+    (b"[" * 100_000 + b"]" * 100_000, "nests too deeply"),  # was RecursionError
+])
+def test_bench_baseline_reader_regressions(tmp_path, content, words):
+    from tpudoctor.bench.document import load_baseline
+
+    path = tmp_path / "baseline.json"
+    path.write_bytes(content)
+    with pytest.raises(InputError, match=words):
+        load_baseline(path)
