@@ -6,8 +6,8 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from mutations import damaged, time_bound
+
 from tpudoctor.findings import Status
 from tpudoctor.logdiag import Diagnosis, diagnose_lines, diagnose_text
 

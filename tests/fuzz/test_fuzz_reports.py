@@ -9,12 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from mutations import flip_bytes, time_bound, truncate
+from sample_reports import preempted_node_report
 
 from tpudoctor.errors import InputError
 from tpudoctor.findings import Report
 from tpudoctor.report_file import load_check_report
-
-from sample_reports import preempted_node_report
 
 VALID = json.dumps(preempted_node_report().to_dict(), indent=1).encode()
 
