@@ -59,3 +59,19 @@ def test_real_tpu_capture_damage(shared_data, damage):
         "length-lie-zero": lambda: length_lie(data, 0.6, 0),
     }[damage]()
     _decode(damaged_bytes)
+
+
+def test_a_capture_too_big_for_this_machine_is_refused_clearly(monkeypatch):
+    import tpudoctor.profile
+    from tpudoctor.profile import memory
+
+    monkeypatch.setattr(memory, "available_memory_bytes", lambda: 100_000)
+    with pytest.raises(InputError, match=r"needs about .* GB of memory .* available"):
+        tpudoctor.profile.load(str(FIXTURES[0]))
+
+
+def test_memory_guard_lets_a_normal_capture_load():
+    import tpudoctor.profile
+
+    capture = tpudoctor.profile.load(str(FIXTURES[0]))
+    assert capture.hosts and not capture.failed_hosts

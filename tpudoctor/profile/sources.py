@@ -191,7 +191,10 @@ def read_bytes(location: str) -> bytes:
             raise
         except Exception as exc:  # noqa: BLE001
             raise InputError(f"cannot read {location}: {_short(exc)}") from exc
+    from tpudoctor.profile.memory import ensure_memory_for
+
     try:
+        ensure_memory_for(Path(location).stat().st_size, location)
         return Path(location).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {location}: {exc.strerror or exc}") from exc

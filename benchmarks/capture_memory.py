@@ -1,0 +1,75 @@
+"""Peak memory of loading a large capture, against its file size: states the bound k = peak RSS / size.
+
+    .venv/bin/python benchmarks/capture_memory.py                      # 64 MB, 256 MB and 1 GB
+    .venv/bin/python benchmarks/capture_memory.py --sizes-mb 64,256
+
+The capture is the real v6e inference capture (../shared/data/xprof_tpu_inference_2.xplane.pb)
+with every line's events repeated 50x (benchmarks/make_big_capture.py, realistic event density),
+then that XSpace repeated until the wanted size (serialized XSpaces concatenate into one whose
+planes repeat). Each load runs in a fresh subprocess so its peak RSS is its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = REPO.parent / "shared" / "data" / "xprof_tpu_inference_2.xplane.pb"
+CHILD = """
+import json, resource, sys, time
+import tpudoctor.profile
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+t = time.monotonic()
+capture = tpudoctor.profile.load(sys.argv[1])
+host = next(iter(capture.hosts.values()))
+print(json.dumps({"seconds": round(time.monotonic() - t, 1), "events": len(host.events),
+                  "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "rss_before_load_bytes": base}))
+"""
+
+
+def build(size_bytes: int, folder: Path) -> Path:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from make_big_capture import scale_capture
+
+    unit = folder / "x50.xplane.pb"
+    if not unit.exists():
+        scale_capture(SOURCE, 50, unit)
+    data = unit.read_bytes()
+    out = folder / f"capture_{size_bytes >> 20}mb" / "host.xplane.pb"
+    out.parent.mkdir(exist_ok=True)
+    if not out.exists():
+        with open(out, "wb") as handle:
+            for _ in range(max(1, round(size_bytes / len(data)))):
+                handle.write(data)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes-mb", default="64,256,1024")
+    parser.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "tpudoctor-capture-memory")
+    args = parser.parse_args()
+    if not SOURCE.is_file():
+        sys.exit(f"{SOURCE} is absent (the real captures live beside the checkout in ../shared/data)")
+    args.folder.mkdir(exist_ok=True)
+    for size_mb in (int(s) for s in args.sizes_mb.split(",")):
+        path = build(size_mb << 20, args.folder)
+        proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True)
+        if proc.returncode:
+            print(json.dumps({"file_mb": size_mb, "error": proc.stderr.strip().splitlines()[-1:]}))
+            continue
+        row = json.loads(proc.stdout)
+        size = path.stat().st_size
+        row.update(file_bytes=size, k_peak_rss_per_file_byte=round(row["peak_rss_bytes"] / size, 2),
+                   k_load_growth_per_file_byte=round((row["peak_rss_bytes"] - row["rss_before_load_bytes"]) / size, 2))
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
