@@ -106,6 +106,9 @@ def failure_from_exception(exc: BaseException, *, permission: str | None = None)
             kind = SERVER_ERROR if code and code >= 500 else UNKNOWN
         return ApiFailure(kind, _strip_url(text), http_status=code, permission=named)
     if isinstance(exc, gexc.RetryError):
+        if exc.cause is not None:  # name what kept failing, not just that retrying ran out of time
+            inner = failure_from_exception(exc.cause, permission=permission)
+            return dataclasses.replace(inner, message=f"{inner.message} (still failing when the retry time ran out)")
         return ApiFailure(TIMEOUT, _first_line(exc))
     if isinstance(exc, (requests.exceptions.ChunkedEncodingError, http.client.IncompleteRead)):
         return ApiFailure(TRUNCATED, f"the connection closed in the middle of the answer: {_first_line(exc)}")
