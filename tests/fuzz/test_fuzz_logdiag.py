@@ -51,3 +51,32 @@ def test_deep_traceback_is_diagnosed_in_bounded_time():
     with time_bound(5.0):
         found = diagnose_text(TRACEBACK * 3, source="deep.log")
     assert found, "a Socket closed error at the end of a 3000-frame traceback must still be found"
+
+
+def test_bounded_lines_cuts_while_reading_and_keeps_the_next_line():
+    import io
+
+    from tpudoctor.logdiag.events import MAX_LINE_CHARS, bounded_lines
+
+    lines = list(bounded_lines(io.StringIO("a" * (3 * MAX_LINE_CHARS) + "\nnext line\nlast")))
+    assert [len(x) for x in lines] == [MAX_LINE_CHARS + 1, 10, 4] and lines[1] == "next line\n"
+
+
+def test_a_huge_line_without_newline_needs_no_more_memory_than_a_short_one(tmp_path):
+    """Regression: iterating the file read a 300 MB line whole (644 MB peak RSS); now ~15 MB."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "blob.log"
+    with open(path, "w") as handle:
+        for _ in range(64):
+            handle.write("x" * (1 << 20))
+        handle.write("\nRESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 20.54G of 15.48G hbm.\n")
+    code = ("import resource, sys\nfrom tpudoctor.logdiag.diagnose import diagnose_file\n"
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "found = [d.signature_id for d in diagnose_file(sys.argv[1])]\n"
+            "print(found, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True).stdout
+    found, grown_kb = out.rsplit(" ", 1)
+    assert "hbm-oom" in found
+    assert int(grown_kb) < 32 * 1024, f"peak RSS grew {grown_kb} kB for a 64 MB line"

@@ -17,7 +17,7 @@ from typing import Any
 
 from tpudoctor.findings import Remediation, Severity, Status
 from tpudoctor.logdiag.catalog import Catalog, Signature, load_catalog
-from tpudoctor.logdiag.events import LogEvent, group_events
+from tpudoctor.logdiag.events import LogEvent, bounded_lines, group_events
 
 EXCERPT_LINES = 8
 BATCH_LINES = 4096
@@ -261,7 +261,7 @@ def diagnose_text(text: str, source: str = "<text>", *, catalog: Catalog | None 
 def diagnose_file(path: str | Path, *, catalog: Catalog | None = None) -> list[Diagnosis]:
     """Stream a log file from disk line by line (bounded memory, any size)."""
     with open(path, encoding="utf-8", errors="replace") as handle:
-        return diagnose_lines(handle, str(path), catalog=catalog)
+        return diagnose_lines(bounded_lines(handle), str(path), catalog=catalog)
 
 
 def explain_with_node(

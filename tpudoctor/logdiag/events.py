@@ -20,6 +20,24 @@ MAX_MESSAGE_LINES = 60
 """Unprefixed lines after a traceback's exception line, or after a prefixed record, that still
 belong to its message."""
 
+
+
+def bounded_lines(handle, max_chars: int = MAX_LINE_CHARS) -> Iterator[str]:
+    """The lines of a text stream, each cut at ``max_chars`` *while reading*: iterating a file
+    reads a whole line first, so one 1 GB line without a newline (a binary blob) took 2 GB."""
+    while True:
+        line = handle.readline(max_chars)
+        if not line:
+            return
+        if len(line) >= max_chars and not line.endswith("\n"):
+            while True:  # skip the rest of the overlong line, a chunk at a time
+                rest = handle.readline(1 << 16)
+                if not rest or rest.endswith("\n"):
+                    break
+            line += "\n"
+        yield line
+
+
 # A line that starts a new log record (as opposed to continuing the previous one).
 RECORD_START = re.compile(
     r"""^(?:

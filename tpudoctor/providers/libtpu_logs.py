@@ -10,6 +10,7 @@ from typing import Any
 
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, Unavailable
+from tpudoctor.logdiag.events import bounded_lines
 from tpudoctor.provider import FactProvider
 from tpudoctor.providers.log_files import scan_summary
 
@@ -80,7 +81,7 @@ class LibtpuLogsProvider(FactProvider):
             before = diagnoser.lines_scanned
             try:
                 with open(path, encoding="utf-8", errors="replace") as handle:
-                    diagnoser.feed_lines(handle, str(path))
+                    diagnoser.feed_lines(bounded_lines(handle), str(path))
             except OSError as exc:
                 sources.append({"source": str(path), "lines": 0, "error": str(exc)})
                 continue

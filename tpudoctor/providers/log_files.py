@@ -8,6 +8,7 @@ from typing import Any
 
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, Unavailable
+from tpudoctor.logdiag.events import bounded_lines
 from tpudoctor.provider import FactProvider
 
 
@@ -38,11 +39,11 @@ class LogFilesProvider(FactProvider):
         for path in paths:
             before = diagnoser.lines_scanned
             if path == "-":
-                diagnoser.feed_lines(sys.stdin, "<stdin>")
+                diagnoser.feed_lines(bounded_lines(sys.stdin), "<stdin>")
                 name = "<stdin>"
             else:
                 with open(path, encoding="utf-8", errors="replace") as handle:
-                    diagnoser.feed_lines(handle, path)
+                    diagnoser.feed_lines(bounded_lines(handle), path)
                 name = path
             sources.append({"source": name, "lines": diagnoser.lines_scanned - before})
         return {"logs.user_files": scan_summary(diagnoser, sources)}
