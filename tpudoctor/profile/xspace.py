@@ -54,6 +54,11 @@ EVENT_STAT_COLUMNS: dict[str, str] = {
     "_c": "uint",
 }
 STAT_KINDS = ("int", "uint", "float", "str")
+# Always columns of ``events``, all-missing when the capture lacks them; the other stats of
+# EVENT_STAT_COLUMNS are columns only where the capture has them (a frame narrower by a dozen
+# columns is much cheaper to filter: every boolean selection copies every column).
+CORE_STAT_COLUMNS = ("step_num", "group_id", "program_id", "hlo_category", "tf_op", "long_name", "flops",
+                     "bytes_accessed")
 
 DEVICE_PLANE_PREFIXES = ("/device:TPU:", "/device:GPU:")
 BIG_BYTES_STAT = 4096  # plane/metadata stats with longer bytes values (HloProtos) keep only their size
@@ -262,7 +267,8 @@ class _Decoder:
             "duration_ps": duration_ps,
         }
         for column, sink in sinks.items():
-            frame[column] = sink.array()
+            if sink.values is not None or column in CORE_STAT_COLUMNS:
+                frame[column] = sink.array()
         events = pd.DataFrame(frame, copy=False)
         lines = pd.DataFrame(line_rows, columns=["plane_id", "line_id", "line_name", "display_name",
                                                  "timestamp_ns", "duration_ps", "n_events"])
