@@ -107,6 +107,13 @@ def test_tpu_capture_facts_from_the_research_notes():
     assert modules["name"].astype(str).str.startswith("jit_").all()
     assert (host.events_on("/host:CPU")["plane_name"] == "/host:CPU").all()
     assert len(host.events_on("/host:CPU")) == 19_270
+    for plane_name in host.planes["plane_name"]:
+        for line_name in [None, *host.lines["line_name"].unique()[:8]]:
+            selected = host.events_on(plane_name, line_name)
+            mask = host.events["plane_name"] == plane_name
+            if line_name is not None:
+                mask = mask & (host.events["line_name"] == line_name)
+            pd.testing.assert_frame_equal(selected, host.events[mask.to_numpy(dtype=bool)])
     # program ids above 2**63 stay exact
     assert ops["program_id"].dropna().astype("uint64").max() > 2**63
     assert not capture.notes  # it has device planes

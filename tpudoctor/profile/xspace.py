@@ -89,11 +89,24 @@ class HostProfile:
     warnings: list[str] = dataclasses.field(default_factory=list)
 
     def events_on(self, plane_name: str, line_name: str | None = None) -> pd.DataFrame:
-        """Events of the named plane (and line), e.g. ``events_on("/device:TPU:0", "XLA Ops")``."""
-        mask = np.asarray(self.events["plane_name"] == plane_name, dtype=bool)
+        """Events of the named plane (and line), e.g. ``events_on("/device:TPU:0", "XLA Ops")``.
+
+        Rows are stored line after line, so this is a slice of ``events`` (no copy of the columns)
+        when the lines asked for are adjacent, as a plane's lines always are.
+        """
+        lines = self.lines
+        first_rows = np.concatenate(([0], np.cumsum(lines["n_events"].to_numpy())))
+        names = self.planes.set_index("plane_id")["plane_name"]
+        wanted = (lines["plane_id"].map(names) == plane_name).to_numpy(dtype=bool)
         if line_name is not None:
-            mask = mask & np.asarray(self.events["line_name"] == line_name, dtype=bool)
-        return self.events[mask]
+            wanted = wanted & (lines["line_name"] == line_name).to_numpy(dtype=bool)
+        chosen = np.flatnonzero(wanted)
+        if not len(chosen):
+            return self.events.iloc[0:0]
+        if np.all(np.diff(chosen) == 1):
+            return self.events.iloc[first_rows[chosen[0]]:first_rows[chosen[-1] + 1]]
+        rows = np.concatenate([np.arange(first_rows[i], first_rows[i + 1]) for i in chosen])
+        return self.events.iloc[rows]
 
     @property
     def device_planes(self) -> pd.DataFrame:
