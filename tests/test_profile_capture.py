@@ -104,6 +104,25 @@ def test_trace_helper_with_jax(tmp_path):
     assert host.events["name"].astype(str).str.contains("dot").any()
 
 
+@pytest.mark.slow
+def test_trace_helper_with_tensorflow(tmp_path):
+    pytest.importorskip("tensorflow")
+    code = textwrap.dedent(f"""
+        import tensorflow as tf
+        import tpudoctor.profile
+        step = tf.function(lambda x: tf.reduce_sum(tf.matmul(x, x)))
+        with tpudoctor.profile.trace({str(tmp_path)!r}) as framework:
+            assert framework == "tensorflow"
+            for _ in range(5):
+                step(tf.ones((64, 64)))
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=_env())
+    assert result.returncode == 0, result.stderr[-2000:]
+    host = next(iter(tpudoctor.profile.load(tmp_path).hosts.values()))
+    assert "/host:CPU" in set(host.planes["plane_name"])
+    assert host.events["name"].astype(str).str.contains("MatMul").any()
+
+
 def test_trace_helper_needs_a_framework(monkeypatch):
     from tpudoctor.errors import UsageError
 

@@ -253,3 +253,18 @@ def test_capture_usage_errors_exit_2_before_any_framework_loads(capsys, argv, me
 def test_profile_without_subcommand_shows_usage(capsys):
     assert main(["profile"]) == 2
     assert "analyze" in capsys.readouterr().err
+
+
+def test_tpu_name_resolves_to_worker_addresses_through_the_tpu_api(monkeypatch):
+    from tpudoctor.errors import InputError
+    from tpudoctor.profile.remote import service_addresses_for_tpu
+    from tpudoctor.testing.fake_tpu_api import FakeTpuApi, make_node
+
+    with FakeTpuApi() as api:
+        monkeypatch.setenv("TPUDOCTOR_TPU_ENDPOINT", api.url)
+        api.add_node(make_node("p", "us-central2-b", "pod", workers=4))
+        assert service_addresses_for_tpu("pod", project="p", zone="us-central2-b") == ["10.130.0.2:8466"]
+        assert service_addresses_for_tpu("pod", project="p", zone="us-central2-b", port=9012, all_workers=True) == [
+            f"10.130.0.{i}:9012" for i in range(2, 6)]
+        with pytest.raises(InputError, match="cannot look up TPU nope in p/us-central2-b"):
+            service_addresses_for_tpu("nope", project="p", zone="us-central2-b", timeout_s=5)

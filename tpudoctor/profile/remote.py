@@ -126,20 +126,36 @@ def _tensorflow_client(request: CaptureRequest):
 
 def service_addresses_for_tpu(name: str, *, project: str | None, zone: str | None, port: int = TPU_PROFILER_PORT,
                               all_workers: bool = False, timeout_s: float = 30.0) -> list[str]:
-    """``IP:port`` of a Cloud TPU's workers from the TPU API (worker 0 only unless ``all_workers``)."""
+    """``IP:port`` of a Cloud TPU's workers from the TPU API (worker 0 only unless ``all_workers``).
+
+    The API endpoint is ``TPUDOCTOR_TPU_ENDPOINT`` when set (a local fake in tests), as for ``check``.
+    """
     if not project or not zone:
         raise UsageError("--tpu needs a project and a zone", hint="pass --project and --zone "
                          "(or set CLOUDSDK_CORE_PROJECT and CLOUDSDK_COMPUTE_ZONE)")
-    try:
-        from google.cloud import tpu_v2
+    from tpudoctor.gcp.credentials import resolve_credentials, tpu_endpoint
+    from tpudoctor.gcp.errors import ApiCallFailed
+    from tpudoctor.gcp.tpu_api import TpuApi
 
-        client = tpu_v2.TpuClient()
-        node = client.get_node(name=f"projects/{project}/locations/{zone}/nodes/{name}", timeout=timeout_s)
-    except Exception as exc:  # noqa: BLE001 - NotFound, PermissionDenied, no credentials
-        raise InputError(f"cannot look up TPU {name} in {project}/{zone}: {str(exc).splitlines()[0][:200]}",
+    endpoint = tpu_endpoint()
+    try:
+        credentials, _identity = resolve_credentials(endpoint, on_gce=_on_google_cloud_vm())
+        node = TpuApi(credentials, endpoint=endpoint, timeout_s=timeout_s).get_node(project, zone, name)
+    except ApiCallFailed as exc:
+        raise InputError(f"cannot look up TPU {name} in {project}/{zone}: {exc.failure.message}",
                          hint="check the name, project and zone (gcloud compute tpus tpu-vm list)") from exc
-    addresses = [f"{endpoint.ip_address}:{port}" for endpoint in node.network_endpoints if endpoint.ip_address]
+    addresses = [f"{endpoint['ip_address']}:{port}" for endpoint in node["network_endpoints"]
+                 if endpoint.get("ip_address")]
     if not addresses:
-        raise InputError(f"TPU {name} has no worker addresses (state {node.state.name})",
+        raise InputError(f"TPU {name} has no worker addresses (state {node['state']})",
                          hint="the TPU may be starting, stopped or preempted")
     return addresses if all_workers else addresses[:1]
+
+
+def _on_google_cloud_vm() -> bool:
+    """A Google Cloud VM (TPU VMs included) says so in its DMI product name; no network probe."""
+    try:
+        with open("/sys/class/dmi/id/product_name", encoding="utf-8") as handle:
+            return handle.read().strip().startswith("Google")
+    except OSError:
+        return False

@@ -54,6 +54,11 @@ EVENT_STAT_COLUMNS: dict[str, str] = {
     "_c": "uint",
 }
 STAT_KINDS = ("int", "uint", "float", "str")
+# Always columns of ``events``, all-missing when the capture lacks them; the other stats of
+# EVENT_STAT_COLUMNS are columns only where the capture has them (a frame narrower by a dozen
+# columns is much cheaper to filter: every boolean selection copies every column).
+CORE_STAT_COLUMNS = ("step_num", "group_id", "program_id", "hlo_category", "tf_op", "long_name", "flops",
+                     "bytes_accessed")
 
 DEVICE_PLANE_PREFIXES = ("/device:TPU:", "/device:GPU:")
 BIG_BYTES_STAT = 4096  # plane/metadata stats with longer bytes values (HloProtos) keep only their size
@@ -84,11 +89,24 @@ class HostProfile:
     warnings: list[str] = dataclasses.field(default_factory=list)
 
     def events_on(self, plane_name: str, line_name: str | None = None) -> pd.DataFrame:
-        """Events of the named plane (and line), e.g. ``events_on("/device:TPU:0", "XLA Ops")``."""
-        mask = np.asarray(self.events["plane_name"] == plane_name, dtype=bool)
+        """Events of the named plane (and line), e.g. ``events_on("/device:TPU:0", "XLA Ops")``.
+
+        Rows are stored line after line, so this is a slice of ``events`` (no copy of the columns)
+        when the lines asked for are adjacent, as a plane's lines always are.
+        """
+        lines = self.lines
+        first_rows = np.concatenate(([0], np.cumsum(lines["n_events"].to_numpy())))
+        names = self.planes.set_index("plane_id")["plane_name"]
+        wanted = (lines["plane_id"].map(names) == plane_name).to_numpy(dtype=bool)
         if line_name is not None:
-            mask = mask & np.asarray(self.events["line_name"] == line_name, dtype=bool)
-        return self.events[mask]
+            wanted = wanted & (lines["line_name"] == line_name).to_numpy(dtype=bool)
+        chosen = np.flatnonzero(wanted)
+        if not len(chosen):
+            return self.events.iloc[0:0]
+        if np.all(np.diff(chosen) == 1):
+            return self.events.iloc[first_rows[chosen[0]]:first_rows[chosen[-1] + 1]]
+        rows = np.concatenate([np.arange(first_rows[i], first_rows[i + 1]) for i in chosen])
+        return self.events.iloc[rows]
 
     @property
     def device_planes(self) -> pd.DataFrame:
@@ -262,7 +280,8 @@ class _Decoder:
             "duration_ps": duration_ps,
         }
         for column, sink in sinks.items():
-            frame[column] = sink.array()
+            if sink.values is not None or column in CORE_STAT_COLUMNS:
+                frame[column] = sink.array()
         events = pd.DataFrame(frame, copy=False)
         lines = pd.DataFrame(line_rows, columns=["plane_id", "line_id", "line_name", "display_name",
                                                  "timestamp_ns", "duration_ps", "n_events"])
