@@ -79,7 +79,7 @@ def test_tokens_in_api_errors_never_reach_output_or_stderr(fake_tpu_api, fake_gc
         monkeypatch.setenv(LOGGING_ENDPOINT_ENV, logs.endpoint)
         out_file = tmp_path / f"report.{fmt}"
         main([*_args("--format", fmt, "-o", str(out_file)), "--step", "4"])
-        main([*_args("--format", fmt), "--step", "4"])
+        main([*_args("--format", fmt, "-v"), "--step", "4"])
     captured = capsys.readouterr()
     written = out_file.read_text()
     for text in (captured.out, captured.err, written):
