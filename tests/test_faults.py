@@ -33,8 +33,9 @@ FAKES = ("tpu_api", "metadata", "gcs", "logging", "monitoring")
 
 
 @contextlib.contextmanager
-def world(fake: str, fault: str, monkeypatch) -> Iterator[dict]:
-    """All five fakes healthy except ``fake``, which suffers ``fault``; env points tpudoctor at them."""
+def world(broken: str | tuple[str, ...], fault: str, monkeypatch) -> Iterator[dict]:
+    """All five fakes healthy except ``broken`` (one or several), which suffer ``fault``; env points
+    tpudoctor at them."""
     with contextlib.ExitStack() as stack:
         api = stack.enter_context(FakeTpuApi())
         api.add_node(make_node("p", "us-central2-b", "my-tpu", workers=1))
@@ -48,18 +49,8 @@ def world(fake: str, fault: str, monkeypatch) -> Iterator[dict]:
         mon.add_series("tpu.googleapis.com/accelerator/duty_cycle", [40.0, 50.0], project="p")
         urls = {"tpu_api": api.url, "metadata": md.url, "gcs": gcs.url, "logging": logs.endpoint,
                 "monitoring": mon.endpoint}
-        if fake == "monitoring":
-            if fault == "dns":
-                urls[fake] = f"{UNRESOLVABLE_HOST}:1"
-            elif fault in TcpFaultProxy.MODES:
-                urls[fake] = stack.enter_context(TcpFaultProxy(mon._port, fault)).endpoint
-            else:
-                mon.fault = fault
-        elif fault == "dns":
-            urls[fake] = UNRESOLVABLE_URL
-        else:
-            extra = {"Metadata-Flavor": "Google"} if fake == "metadata" else None
-            urls[fake] = stack.enter_context(FaultProxy(urls[fake], fault, extra_headers=extra)).url
+        for fake in (broken,) if isinstance(broken, str) else broken:
+            _break(stack, fake, fault, urls, mon)
         monkeypatch.setenv("TPUDOCTOR_TPU_ENDPOINT", urls["tpu_api"])
         monkeypatch.setenv("GCE_METADATA_HOST", urls["metadata"].removeprefix("http://"))
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", urls["gcs"])
@@ -83,7 +74,6 @@ CAUSE = {
     "half": ("middle of the answer", "incompleteread", "broke off", "unavailable", "connection", "closed"),
     "dns": ("resolve", "unavailable", "dns", "name"),
 }
-WORST_S: dict[str, float] = {}
 
 
 def run_cli(capsys, extra=()) -> tuple[int, dict, str, float]:
@@ -94,6 +84,21 @@ def run_cli(capsys, extra=()) -> tuple[int, dict, str, float]:
     elapsed_s = time.monotonic() - started
     captured = capsys.readouterr()
     return rc, json.loads(captured.out), captured.err, elapsed_s
+
+
+def _break(stack: contextlib.ExitStack, fake: str, fault: str, urls: dict, mon: FakeMonitoringServer) -> None:
+    if fake == "monitoring":
+        if fault == "dns":
+            urls[fake] = f"{UNRESOLVABLE_HOST}:1"
+        elif fault in TcpFaultProxy.MODES:
+            urls[fake] = stack.enter_context(TcpFaultProxy(mon._port, fault)).endpoint
+        else:
+            mon.fault = fault
+    elif fault == "dns":
+        urls[fake] = UNRESOLVABLE_URL
+    else:
+        extra = {"Metadata-Flavor": "Google"} if fake == "metadata" else None
+        urls[fake] = stack.enter_context(FaultProxy(urls[fake], fault, extra_headers=extra)).url
 
 
 @pytest.mark.parametrize("fault", ALL_FAULTS)
@@ -131,3 +136,13 @@ def test_a_fake_that_never_answers_cannot_stretch_the_run_past_timeout(gcp_env, 
     assert {"NODE-001", "GCS-001", "GCS-002", "LOGS-003"} <= set(results)  # every check still has a result
     stopped = [r for r in results.values() if "time limit (3s)" in (r.get("message") or "")]
     assert stopped and all(r["status"] == "ERROR" for r in stopped)
+
+
+@pytest.mark.parametrize("fault", ["slow", "reset"])
+def test_every_service_broken_at_once_still_finishes_inside_timeout(fault, gcp_env, monkeypatch, capsys):
+    with world(FAKES, fault, monkeypatch):
+        rc, doc, stderr, elapsed_s = run_cli(capsys)
+    assert elapsed_s < RUN_TIMEOUT_S + 2.0
+    statuses = {r["check_id"]: r["status"] for r in doc["results"]}
+    assert {statuses[c] for c in CHECK_FOR.values()} == {"ERROR"}, statuses
+    assert rc == 1 and "Traceback" not in stderr
