@@ -38,10 +38,29 @@ def render(report: ProfileReport, *, color: bool = False, width: int = 110) -> s
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
     for hostname, message in summary.failed_hosts.items():
         console.print(f"[red]host {escape(hostname)} not loaded:[/red] {escape(message)}")
-    for host in summary.hosts:
+    if len(summary.hosts) > MAX_DETAILED_HOSTS:
+        console.print()
+        _host_table(console, summary.hosts)
+        console.print(f"[dim]planes and lines of the first of {len(summary.hosts)} hosts "
+                      "(all hosts: --format json):[/dim]")
+    for host in summary.hosts[:MAX_DETAILED_HOSTS if len(summary.hosts) <= MAX_DETAILED_HOSTS else 1]:
         console.print()
         _host(console, host)
     return buffer.getvalue()
+
+
+MAX_DETAILED_HOSTS = 4
+
+
+def _host_table(console: Console, hosts: list[HostSummary]) -> None:
+    table = Table(show_edge=False, pad_edge=False, box=None)
+    for name, justify in (("host", "left"), ("device kind", "left"), ("device planes", "right"),
+                          ("events", "right"), ("span", "right")):
+        table.add_column(name, justify=justify)
+    for host in hosts:
+        table.add_row(escape(host.hostname), escape(host.device_kind), str(host.n_device_planes),
+                      f"{host.n_events:,}", format_ps(host.span_ps))
+    console.print(table)
 
 
 def _host(console: Console, host: HostSummary) -> None:

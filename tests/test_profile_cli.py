@@ -8,8 +8,8 @@ import socket
 from pathlib import Path
 
 import pytest
-
 from profile_oracle import TPU_CAPTURE, shared_file
+
 from tpudoctor.cli import main
 from tpudoctor.profile.schema import message_class
 from tpudoctor.schema import validate
@@ -235,3 +235,36 @@ def test_help_does_not_import_frameworks():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--service-addr", "no-port", "--logdir", "/tmp/x"], "not a HOST:PORT address"),
+    (["--service-addr", "h:1", "--duration", "0s", "--logdir", "/tmp/x"], "--duration must be positive"),
+    (["--service-addr", "h:1", "--duration", "soon", "--logdir", "/tmp/x"], "not a duration"),
+    (["--service-addr", "h:1", "--all-workers", "--logdir", "/tmp/x"], "--all-workers goes with --tpu"),
+    (["--tpu", "my-tpu", "--logdir", "/tmp/x"], "--tpu needs a project and a zone"),
+])
+def test_capture_usage_errors_exit_2_before_any_framework_loads(capsys, argv, message):
+    code = main(["profile", "capture", *argv])
+    _, err = capsys.readouterr()
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_profile_without_subcommand_shows_usage(capsys):
+    assert main(["profile"]) == 2
+    assert "analyze" in capsys.readouterr().err
+
+
+def test_tpu_name_resolves_to_worker_addresses_through_the_tpu_api(monkeypatch):
+    from tpudoctor.errors import InputError
+    from tpudoctor.profile.remote import service_addresses_for_tpu
+    from tpudoctor.testing.fake_tpu_api import FakeTpuApi, make_node
+
+    with FakeTpuApi() as api:
+        monkeypatch.setenv("TPUDOCTOR_TPU_ENDPOINT", api.url)
+        api.add_node(make_node("p", "us-central2-b", "pod", workers=4))
+        assert service_addresses_for_tpu("pod", project="p", zone="us-central2-b") == ["10.130.0.2:8466"]
+        assert service_addresses_for_tpu("pod", project="p", zone="us-central2-b", port=9012, all_workers=True) == [
+            f"10.130.0.{i}:9012" for i in range(2, 6)]
+        with pytest.raises(InputError, match="cannot look up TPU nope in p/us-central2-b"):
+            service_addresses_for_tpu("nope", project="p", zone="us-central2-b", timeout_s=5)

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, oracle_events, real_captures, shared_file
 
 import tpudoctor.profile
-from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, oracle_events, real_captures, shared_file
 from tpudoctor.profile import xspace
 from tpudoctor.profile.schema import _MESSAGES, message_class
 from tpudoctor.profile.xspace import EVENT_STAT_COLUMNS, decode_host
@@ -27,6 +27,10 @@ def assert_matches_oracle(data: bytes) -> pd.DataFrame:
     assert len(events) == len(expected)
     for column in ["plane_id", "line_id", "metadata_id", "duration_ps", "start_ps", "name", "line_name",
                    "plane_name", *EVENT_STAT_COLUMNS]:
+        if column not in events.columns:  # a stat the capture never has is no column (core ones always are)
+            assert column not in xspace.CORE_STAT_COLUMNS
+            assert all(row[column] is None for row in expected), column
+            continue
         got = events[column].astype(object).where(events[column].notna(), None).tolist()
         want = [_as_column_kind(row[column], EVENT_STAT_COLUMNS.get(column)) for row in expected]
         for index, (g, w) in enumerate(zip(got, want, strict=True)):
@@ -103,6 +107,13 @@ def test_tpu_capture_facts_from_the_research_notes():
     assert modules["name"].astype(str).str.startswith("jit_").all()
     assert (host.events_on("/host:CPU")["plane_name"] == "/host:CPU").all()
     assert len(host.events_on("/host:CPU")) == 19_270
+    for plane_name in host.planes["plane_name"]:
+        for line_name in [None, *host.lines["line_name"].unique()[:8]]:
+            selected = host.events_on(plane_name, line_name)
+            mask = host.events["plane_name"] == plane_name
+            if line_name is not None:
+                mask = mask & (host.events["line_name"] == line_name)
+            pd.testing.assert_frame_equal(selected, host.events[mask.to_numpy(dtype=bool)])
     # program ids above 2**63 stay exact
     assert ops["program_id"].dropna().astype("uint64").max() > 2**63
     assert not capture.notes  # it has device planes
@@ -157,10 +168,12 @@ def test_batches_split_lines_without_changing_results(monkeypatch):
     pd.testing.assert_frame_equal(whole, split)
 
 
-def test_columns_without_values_are_missing_everywhere_and_cost_nothing():
+def test_core_columns_without_values_are_missing_everywhere_other_stats_are_left_out():
     events = decode_host(_space_with_every_stat_kind(), hostname="h", source="t").events
     assert events["group_id"].isna().all() and events["group_id"].dtype == "Int64"
     assert events["long_name"].isna().all()
+    assert set(xspace.CORE_STAT_COLUMNS) <= set(events.columns)
+    assert "correlation_id" not in events.columns and "run_id" not in events.columns
 
 
 _int64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)

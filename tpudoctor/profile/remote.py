@@ -8,7 +8,10 @@ TensorFlow is imported only here, when a capture is asked for.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
+import sys
 import time
 from collections.abc import Callable
 
@@ -58,8 +61,9 @@ def capture(request: CaptureRequest, *, on_progress: Callable[[str], None] = lam
         on_progress(f"attempt {attempt}/{request.attempts}: tracing {request.duration_ms / 1000:g}s")
         try:
             # one tracing attempt per call so that every retry shows in the progress display
-            profiler_client.trace(service_addr, request.logdir, request.duration_ms,
-                                  worker_list=request.worker_list, num_tracing_attempts=1, options=options)
+            with _native_stdout_to_stderr():
+                profiler_client.trace(service_addr, request.logdir, request.duration_ms,
+                                      worker_list=request.worker_list, num_tracing_attempts=1, options=options)
         except Exception as exc:  # noqa: BLE001 - tf.errors.* (Unavailable, DeadlineExceeded...) all retry
             last_error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
             on_progress(f"attempt {attempt} failed ({last_error[:80]})")
@@ -78,6 +82,23 @@ def capture(request: CaptureRequest, *, on_progress: Callable[[str], None] = lam
         hint="check that the job runs a profiler server on that port (tf.profiler.experimental.server.start(PORT) "
              "or jax.profiler.start_server(PORT)), that it is reachable, and that it runs steps while tracing",
     )
+
+
+@contextlib.contextmanager
+def _native_stdout_to_stderr():
+    """TensorFlow's C++ client prints progress on stdout; stdout is for the written paths only."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 (embedded interpreters)
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _runs(logdir: str, resolve) -> tuple[str, ...]:
@@ -105,20 +126,36 @@ def _tensorflow_client(request: CaptureRequest):
 
 def service_addresses_for_tpu(name: str, *, project: str | None, zone: str | None, port: int = TPU_PROFILER_PORT,
                               all_workers: bool = False, timeout_s: float = 30.0) -> list[str]:
-    """``IP:port`` of a Cloud TPU's workers from the TPU API (worker 0 only unless ``all_workers``)."""
+    """``IP:port`` of a Cloud TPU's workers from the TPU API (worker 0 only unless ``all_workers``).
+
+    The API endpoint is ``TPUDOCTOR_TPU_ENDPOINT`` when set (a local fake in tests), as for ``check``.
+    """
     if not project or not zone:
         raise UsageError("--tpu needs a project and a zone", hint="pass --project and --zone "
                          "(or set CLOUDSDK_CORE_PROJECT and CLOUDSDK_COMPUTE_ZONE)")
-    try:
-        from google.cloud import tpu_v2
+    from tpudoctor.gcp.credentials import resolve_credentials, tpu_endpoint
+    from tpudoctor.gcp.errors import ApiCallFailed
+    from tpudoctor.gcp.tpu_api import TpuApi
 
-        client = tpu_v2.TpuClient()
-        node = client.get_node(name=f"projects/{project}/locations/{zone}/nodes/{name}", timeout=timeout_s)
-    except Exception as exc:  # noqa: BLE001 - NotFound, PermissionDenied, no credentials
-        raise InputError(f"cannot look up TPU {name} in {project}/{zone}: {str(exc).splitlines()[0][:200]}",
+    endpoint = tpu_endpoint()
+    try:
+        credentials, _identity = resolve_credentials(endpoint, on_gce=_on_google_cloud_vm())
+        node = TpuApi(credentials, endpoint=endpoint, timeout_s=timeout_s).get_node(project, zone, name)
+    except ApiCallFailed as exc:
+        raise InputError(f"cannot look up TPU {name} in {project}/{zone}: {exc.failure.message}",
                          hint="check the name, project and zone (gcloud compute tpus tpu-vm list)") from exc
-    addresses = [f"{endpoint.ip_address}:{port}" for endpoint in node.network_endpoints if endpoint.ip_address]
+    addresses = [f"{endpoint['ip_address']}:{port}" for endpoint in node["network_endpoints"]
+                 if endpoint.get("ip_address")]
     if not addresses:
-        raise InputError(f"TPU {name} has no worker addresses (state {node.state.name})",
+        raise InputError(f"TPU {name} has no worker addresses (state {node['state']})",
                          hint="the TPU may be starting, stopped or preempted")
     return addresses if all_workers else addresses[:1]
+
+
+def _on_google_cloud_vm() -> bool:
+    """A Google Cloud VM (TPU VMs included) says so in its DMI product name; no network probe."""
+    try:
+        with open("/sys/class/dmi/id/product_name", encoding="utf-8") as handle:
+            return handle.read().strip().startswith("Google")
+    except OSError:
+        return False

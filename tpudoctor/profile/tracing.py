@@ -1,7 +1,9 @@
 """``with tpudoctor.profile.trace(logdir): ...`` - profile a block of this process (TensorFlow or JAX).
 
-The framework is picked from what the process already imported (JAX first when both are), or
-named with ``framework=``; it is imported only here.
+The framework is the one the process imported, or named with ``framework=``. When both are
+loaded, TensorFlow wins (Keras 3 imports JAX behind TensorFlow's back whenever JAX is installed),
+unless Keras runs on the JAX backend: JAX programs that use TensorFlow only for ``tf.data`` pass
+``framework="jax"``.
 """
 
 from __future__ import annotations
@@ -55,7 +57,14 @@ def trace(logdir: str, *, framework: str | None = None, host_tracer_level: int =
 
 
 def _imported_framework() -> str:
-    for name in FRAMEWORKS:
-        if name in sys.modules:
-            return name
+    if "tensorflow" in sys.modules:
+        keras = sys.modules.get("keras")
+        backend = getattr(getattr(keras, "backend", None), "backend", None)
+        try:
+            on_jax = callable(backend) and backend() == "jax"
+        except Exception:  # noqa: BLE001 - an odd Keras install must not break profiling
+            on_jax = False
+        return "jax" if on_jax else "tensorflow"
+    if "jax" in sys.modules:
+        return "jax"
     raise UsageError("trace() needs TensorFlow or JAX: import one of them first, or pass framework='jax'/'tensorflow'")

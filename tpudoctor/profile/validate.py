@@ -44,8 +44,8 @@ def explain_parse_failure(data: bytes, source: str) -> InputError:
     position, problem = _walk_top_level(data)
     if problem == "truncated":
         return InputError(
-            f"{source} is truncated: it ends inside a plane that needs more bytes "
-            f"(file is {len(data):,} bytes; the cut is after byte {position:,})",
+            f"{source} is truncated: the plane that starts near byte {position:,} needs more bytes "
+            f"than the file's {len(data):,}",
             hint="the copy or the capture stopped early (full disk, interrupted upload); copy it again or recapture",
         )
     if problem == "not-xspace":

@@ -63,19 +63,27 @@ def read_varints(buf: Buffer, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _pack(window, stops, values, lengths, where=None) -> None:
-    lowest = stops & (~stops + np.uint64(1))  # the lowest set bit: 1 << (8 * (length - 1) + 7)
-    length = np.bitwise_count((lowest - np.uint64(1)) & _HIGH_BITS).astype(np.int64) + 1
-    x = window & ((lowest << np.uint64(1)) - np.uint64(1)) & np.uint64(0x7F7F7F7F7F7F7F7F)
+    # in-place arithmetic: fresh arrays per step would cost more in page faults than in math
+    lowest = np.negative(stops)
+    lowest &= stops  # the lowest set bit: 1 << (8 * (length - 1) + 7)
+    length = np.bitwise_count(lowest - np.uint64(1) & _HIGH_BITS)
+    lowest <<= np.uint64(1)
+    lowest -= np.uint64(1)  # now a mask over the varint's bytes
+    x = window & lowest
+    x &= np.uint64(0x7F7F7F7F7F7F7F7F)
     # pack the 7-bit groups: pairs of bytes into 14 bits, pairs of those into 28, then 56
-    x = (x & np.uint64(0x007F007F007F007F)) | ((x & np.uint64(0x7F007F007F007F00)) >> np.uint64(1))
-    x = (x & np.uint64(0x00003FFF00003FFF)) | ((x & np.uint64(0x3FFF00003FFF0000)) >> np.uint64(2))
-    x = (x & np.uint64(0x000000000FFFFFFF)) | ((x & np.uint64(0x0FFFFFFF00000000)) >> np.uint64(4))
+    for keep, shift in ((0x007F007F007F007F, 1), (0x00003FFF00003FFF, 2), (0x000000000FFFFFFF, 4)):
+        high = x & np.uint64(~keep & 0xFFFFFFFFFFFFFFFF)
+        high >>= np.uint64(shift)
+        x &= np.uint64(keep)
+        x |= high
     if where is None:
         values[:] = x
         lengths[:] = length
+        lengths += 1
     else:
         values[where] = x
-        lengths[where] = length
+        lengths[where] = length.astype(np.int64) + 1
 
 
 def read_fixed64(buf: Buffer, pos: np.ndarray) -> np.ndarray:

@@ -54,6 +54,11 @@ EVENT_STAT_COLUMNS: dict[str, str] = {
     "_c": "uint",
 }
 STAT_KINDS = ("int", "uint", "float", "str")
+# Always columns of ``events``, all-missing when the capture lacks them; the other stats of
+# EVENT_STAT_COLUMNS are columns only where the capture has them (a frame narrower by a dozen
+# columns is much cheaper to filter: every boolean selection copies every column).
+CORE_STAT_COLUMNS = ("step_num", "group_id", "program_id", "hlo_category", "tf_op", "long_name", "flops",
+                     "bytes_accessed")
 
 DEVICE_PLANE_PREFIXES = ("/device:TPU:", "/device:GPU:")
 BIG_BYTES_STAT = 4096  # plane/metadata stats with longer bytes values (HloProtos) keep only their size
@@ -84,11 +89,24 @@ class HostProfile:
     warnings: list[str] = dataclasses.field(default_factory=list)
 
     def events_on(self, plane_name: str, line_name: str | None = None) -> pd.DataFrame:
-        """Events of the named plane (and line), e.g. ``events_on("/device:TPU:0", "XLA Ops")``."""
-        mask = np.asarray(self.events["plane_name"] == plane_name, dtype=bool)
+        """Events of the named plane (and line), e.g. ``events_on("/device:TPU:0", "XLA Ops")``.
+
+        Rows are stored line after line, so this is a slice of ``events`` (no copy of the columns)
+        when the lines asked for are adjacent, as a plane's lines always are.
+        """
+        lines = self.lines
+        first_rows = np.concatenate(([0], np.cumsum(lines["n_events"].to_numpy())))
+        names = self.planes.set_index("plane_id")["plane_name"]
+        wanted = (lines["plane_id"].map(names) == plane_name).to_numpy(dtype=bool)
         if line_name is not None:
-            mask = mask & np.asarray(self.events["line_name"] == line_name, dtype=bool)
-        return self.events[mask]
+            wanted = wanted & (lines["line_name"] == line_name).to_numpy(dtype=bool)
+        chosen = np.flatnonzero(wanted)
+        if not len(chosen):
+            return self.events.iloc[0:0]
+        if np.all(np.diff(chosen) == 1):
+            return self.events.iloc[first_rows[chosen[0]]:first_rows[chosen[-1] + 1]]
+        rows = np.concatenate([np.arange(first_rows[i], first_rows[i + 1]) for i in chosen])
+        return self.events.iloc[rows]
 
     @property
     def device_planes(self) -> pd.DataFrame:
@@ -112,9 +130,9 @@ def decode_host(data: bytes, *, hostname: str, source: str,
         space = raw_space_class.FromString(data)
     except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and RuntimeError on some builds)
         raise explain_parse_failure(data, source) from exc
-    if not len(space.planes):
+    if not any(plane.name for plane in space.planes):  # another protobuf can parse as planes without names
         raise InputError(
-            f"{source} is not an XSpace profile: it decodes to no planes",
+            f"{source} is not an XSpace profile: it decodes to no named planes",
             hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler",
         )
     columns = dict(EVENT_STAT_COLUMNS)
@@ -122,8 +140,10 @@ def decode_host(data: bytes, *, hostname: str, source: str,
         if kind not in STAT_KINDS:
             raise ValueError(f"stat column kind must be one of {STAT_KINDS}, not {kind!r}")
         columns[name] = kind
+    decoder = _Decoder(space, columns)
+    del space
     try:
-        return _Decoder(space, columns).build(hostname=hostname, source=source, file_size_bytes=len(data))
+        return decoder.build(hostname=hostname, source=source, file_size_bytes=len(data))
     except wire.WireError as exc:
         raise InputError(f"{source} is corrupt: {exc}",
                          hint="the file was damaged after it was written; capture again") from exc
@@ -198,7 +218,8 @@ class _Decoder:
                                        dtype=np.int64)
         stat_offsets = list(np.cumsum([0] + [len(ids) for ids in stat_ids])[:-1])
 
-        for first_event, chunks in _batches(line_events, line_counts):
+        for first_event, holder in _batches(line_events, line_counts):
+            chunks = holder.pop()  # the generator keeps only the emptied holder: the bytes go with `del`
             lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
             buffer = wire.Buffer(b"".join(chunks))
             del chunks
@@ -233,6 +254,10 @@ class _Decoder:
                         sink.put(targets, *_stat_numbers(stats, rows))
             del buffer, stats, strings
 
+        errors, warnings = list(space.errors), list(space.warnings)
+        del line_events, space
+        self.space = None  # the parsed message is no longer needed: free it before the tables are built
+
         # metadata row of every event (-1: id not in its plane's table)
         meta_row = _lookup_rows(event_plane, metadata_id, meta_ids, meta_offset)
         event_metadata = _metadata_frame(meta_rows, self.columns)
@@ -255,7 +280,8 @@ class _Decoder:
             "duration_ps": duration_ps,
         }
         for column, sink in sinks.items():
-            frame[column] = sink.array()
+            if sink.values is not None or column in CORE_STAT_COLUMNS:
+                frame[column] = sink.array()
         events = pd.DataFrame(frame, copy=False)
         lines = pd.DataFrame(line_rows, columns=["plane_id", "line_id", "line_name", "display_name",
                                                  "timestamp_ns", "duration_ps", "n_events"])
@@ -264,15 +290,15 @@ class _Decoder:
         return HostProfile(
             hostname=hostname, source=source, planes=planes, lines=lines, events=events,
             event_metadata=event_metadata, plane_stats=plane_stats, time_origin_ns=origin_ns,
-            file_size_bytes=file_size_bytes, errors=list(space.errors), warnings=list(space.warnings),
+            file_size_bytes=file_size_bytes, errors=errors, warnings=warnings,
         )
 
 
-BATCH_EVENTS = 1 << 18  # events decoded together: bounds the temporary arrays, keeps numpy calls large
+BATCH_EVENTS = 1 << 17  # events decoded together: bounds the temporary arrays, keeps numpy calls large
 
 
 def _batches(line_events: list[Any], line_counts: np.ndarray):
-    """Yield (index of the first event, list of event bytes) for runs of about BATCH_EVENTS events."""
+    """Yield (index of the first event, [list of event bytes]) for runs of about BATCH_EVENTS events."""
     first = 0
     chunks: list[bytes] = []
     for events, count in zip(line_events, line_counts.tolist(), strict=True):
@@ -282,11 +308,12 @@ def _batches(line_events: list[Any], line_counts: np.ndarray):
             chunks.extend(events[low:high] if (low, high) != (0, count) else events)
             low = high
             if len(chunks) >= BATCH_EVENTS:
-                yield first, chunks
-                first += len(chunks)
-                chunks = []
+                holder, chunks = [chunks], []
+                yield first, holder
+                first += BATCH_EVENTS
     if chunks:
-        yield first, chunks
+        holder, chunks = [chunks], []
+        yield first, holder
 
 
 class _ColumnSink:

@@ -1,0 +1,193 @@
+"""Load speed and memory: tpudoctor against xprof's own converters, on captures of growing size.
+
+    .venv/bin/python benchmarks/bench_profile_load.py [--source X.xplane.pb] [--scales 1,10,50] [--skip-xprof]
+
+Builds larger captures from a real one (every line's events repeated N times, shifted in time;
+x50 of the v6e capture is about 40 MB and 1.3 M events) under /tmp/tpudoctor-bench, then runs
+each contender in its own subprocess (so peak RSS is clean) on the same file and prints wall time
+of the call and the process's peak RSS side by side:
+
+* tpudoctor: ``tpudoctor.profile.load`` + the summary + every analysis registered with
+  ``tpudoctor profile analyze`` (what the command does, minus rendering);
+* xprof ``overview_page`` and ``input_pipeline_analyzer`` through
+  ``xprof.convert._pywrap_profiler_plugin.xspace_to_tools_data`` (the call behind
+  ``xprof.convert.raw_to_tool_data.xspace_to_tool_data``), each on a fresh copy of the file in an
+  empty folder, with ``use_saved_result=False``, so no cached result is reused.
+
+``--approaches`` also times the parse strategies considered for the loader on one size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_SOURCE = REPO.parent / "shared" / "data" / "xprof_tpu_inference_2.xplane.pb"
+WORK = Path(tempfile.gettempdir()) / "tpudoctor-bench"
+
+# Peak RSS is the process's VmHWM: unlike ru_maxrss it starts afresh at exec, so a child does
+# not inherit the benchmark's own peak.
+PEAK_RSS = """
+def peak_rss_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+"""
+
+TPUDOCTOR_CHILD = PEAK_RSS + """
+import json, sys, time
+imported = time.perf_counter()
+from tpudoctor.commands.profile_cmd import build_report
+import tpudoctor.profile.capture, tpudoctor.profile.summary
+started = time.perf_counter()
+report = build_report(sys.argv[1])
+elapsed = time.perf_counter() - started
+print(json.dumps({"wall_s": elapsed, "import_s": started - imported, "peak_rss_mb": peak_rss_mb(),
+                  "events": report.summary.n_events}))
+"""
+
+XPROF_CHILD = PEAK_RSS + """
+import json, sys, time
+from xprof.convert import _pywrap_profiler_plugin as plugin
+started = time.perf_counter()
+data, ok = plugin.xspace_to_tools_data([sys.argv[1]], sys.argv[2], {"use_saved_result": False})
+elapsed = time.perf_counter() - started
+print(json.dumps({"wall_s": elapsed, "peak_rss_mb": peak_rss_mb(),
+                  "ok": bool(ok), "output_bytes": len(data)}))
+"""
+
+APPROACHES_CHILD = PEAK_RSS + """
+import json, sys, time
+import numpy as np
+approach, path = sys.argv[1], sys.argv[2]
+data = open(path, "rb").read()
+started = time.perf_counter()
+if approach == "upb-messages":
+    # the plain way: iterate protobuf messages, one Python object per event and stat
+    from tpudoctor.profile.schema import message_class
+    space = message_class("XSpace").FromString(data)
+    ids, offsets, durations, stat_count = [], [], [], 0
+    for plane in space.planes:
+        for line in plane.lines:
+            for event in line.events:
+                ids.append(event.metadata_id); offsets.append(event.offset_ps); durations.append(event.duration_ps)
+                for stat in event.stats:
+                    stat_count += 1
+                    stat.WhichOneof("value")
+    columns = [np.asarray(ids), np.asarray(offsets), np.asarray(durations)]
+    events = len(ids)
+else:
+    # tpudoctor: upb splits lines into event bytes, numpy decodes all events at once
+    from tpudoctor.profile.xspace import decode_host
+    events = len(decode_host(data, hostname="h", source=path).events)
+elapsed = time.perf_counter() - started
+print(json.dumps({"wall_s": elapsed, "peak_rss_mb": peak_rss_mb(),
+                  "events": events}))
+"""
+
+
+def build_captures(source: Path, scales: list[int]) -> dict[int, Path]:
+    sys.path.insert(0, str(REPO))
+    from benchmarks.make_big_capture import scale_capture
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for scale in scales:
+        target = WORK / f"x{scale}" / f"{source.name.removesuffix('.xplane.pb')}_x{scale}.xplane.pb"
+        marker = target.with_suffix(".source")
+        stamp = f"{source} {source.stat().st_size} {source.stat().st_mtime_ns}"
+        if not target.exists() or not marker.exists() or marker.read_text() != stamp:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            scale_capture(source, scale, target)
+            marker.write_text(stamp)
+        paths[scale] = target
+    return paths
+
+
+def run_child(code: str, *args: str, timeout_s: float = 900) -> dict:
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout_s,
+                            cwd=REPO)
+    if result.returncode != 0:
+        return {"error": (result.stderr.strip().splitlines() or ["failed"])[-1][:120]}
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def run_xprof(path: Path, tool: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix="xprof-bench-") as folder:
+        copy = Path(folder) / path.name  # xprof writes cached op_stats beside the file: start clean
+        shutil.copyfile(path, copy)
+        return run_child(XPROF_CHILD, str(copy), tool)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="real capture to scale up")
+    parser.add_argument("--scales", default="1,10,50", help="comma-separated event multipliers (default 1,10,50)")
+    parser.add_argument("--skip-xprof", action="store_true", help="time tpudoctor only")
+    parser.add_argument("--approaches", action="store_true", help="also time the parse strategies on the largest size")
+    args = parser.parse_args()
+    if not args.source.exists():
+        print(f"source capture {args.source} not found (it lives in ../shared/data)", file=sys.stderr)
+        return 2
+    scales = [int(part) for part in args.scales.split(",")]
+    paths = build_captures(args.source, scales)
+    rows = []
+    for scale, path in paths.items():
+        row = {"scale": scale, "size_mb": path.stat().st_size / 1e6, "tpudoctor": run_child(TPUDOCTOR_CHILD, str(path))}
+        if not args.skip_xprof:
+            row["overview_page"] = run_xprof(path, "overview_page")
+            row["input_pipeline_analyzer"] = run_xprof(path, "input_pipeline_analyzer")
+        rows.append(row)
+        print(f"x{scale} done", file=sys.stderr, flush=True)
+    print_table(rows)
+    if args.approaches:
+        largest = paths[max(paths)]
+        print(f"\nParse strategies on x{max(paths)} ({largest.stat().st_size / 1e6:.1f} MB), decode only:")
+        for approach in ("upb-messages", "upb-raw-events+numpy"):
+            result = run_child(APPROACHES_CHILD, approach, str(largest))
+            print(f"  {approach:24s} {result.get('wall_s', float('nan')):7.2f} s  "
+                  f"{result.get('peak_rss_mb', float('nan')):7.0f} MB peak RSS  {result.get('events', '?')} events")
+    return 0
+
+
+def _cell(result: dict) -> str:
+    if "error" in result:
+        return f"{'error':>8s} {'':>8s}"
+    return f"{result['wall_s']:7.2f}s {result['peak_rss_mb']:6.0f}MB"
+
+
+def print_table(rows: list[dict]) -> None:
+    xprof = "overview_page" in rows[0]
+    header = f"{'capture':>7s} {'MB':>6s} {'events':>10s} | {'tpudoctor':>16s} {'us/event':>8s}"
+    if xprof:
+        header += f" | {'xprof overview_page':>19s} | {'xprof input_pipeline':>20s} | {'speed-up':>8s} {'memory':>7s}"
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        ours = row["tpudoctor"]
+        events = ours.get("events", 0)
+        per_event = ours["wall_s"] / events * 1e6 if events and "wall_s" in ours else float("nan")
+        line = f"{'x' + str(row['scale']):>7s} {row['size_mb']:6.1f} {events:10,d} | {_cell(ours):>16s} {per_event:8.2f}"
+        if xprof:
+            overview = row["overview_page"]
+            line += f" | {_cell(overview):>19s} | {_cell(row['input_pipeline_analyzer']):>20s}"
+            if "wall_s" in overview and "wall_s" in ours:
+                line += (f" | {overview['wall_s'] / ours['wall_s']:7.1f}x "
+                         f"{ours['peak_rss_mb'] / overview['peak_rss_mb']:6.2f}x")
+        print(line)
+    if xprof:
+        print("speed-up = xprof overview_page time / tpudoctor time; memory = tpudoctor peak RSS / overview_page peak RSS")
+    print("tpudoctor = load + summary + registered analyses; times are of the call (imports excluded: "
+          f"tpudoctor's took {rows[0]['tpudoctor'].get('import_s', float('nan')):.2f}s), RSS is the whole process")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
