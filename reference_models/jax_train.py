@@ -7,14 +7,14 @@ Global batch = per-device batch x devices. Windows end with ``block_until_ready`
 
 from __future__ import annotations
 
-import math
+import contextlib
 import os
-import time
 from typing import Any
 
 from tpudoctor.reference_models import model_module, model_version, result_log
 from tpudoctor.reference_models.device import cpu_model
 from tpudoctor.reference_models.jax_models import JAX_MODELS, init_params, loss_fn
+from tpudoctor.reference_models.measure import measure_run
 from tpudoctor.reference_models.train import DATA_BATCHES, SEED, Emit, RunConfig
 from tpudoctor.reference_models.versions import run_versions
 
@@ -91,50 +91,19 @@ def run(config: RunConfig, emit: Emit = result_log.emit) -> dict[str, Any]:
         next_batch = batch(step_index)  # prefetch: the copy overlaps the step just dispatched
         return train_step(state, xb, yb)
 
-    t0 = time.perf_counter()
-    state, loss = step(state)
-    loss_start = float(loss.block_until_ready())
-    compile_time_ms = (time.perf_counter() - t0) * 1000.0
-    emit(result_log.COMPILE, {"compile_time_ms": compile_time_ms, "loss": loss_start}, event_type=result_log.INTERVAL_END)
-    t0 = time.perf_counter()
-    for _ in range(config.steps_per_window):
-        state, loss = step(state)
-    loss.block_until_ready()
-    emit(result_log.WARMUP, {"steps": config.steps_per_window, "elapsed_ms": (time.perf_counter() - t0) * 1000.0},
-         event_type=result_log.INTERVAL_END)
-
-    samples: list[float] = []
-    step_times_ms: list[float] = []
-    loss_end = loss_start
-    for window in range(config.windows):
-        t0 = time.perf_counter()
-        for _ in range(config.steps_per_window):
+    def run_steps(n: int) -> float:
+        nonlocal state
+        for _ in range(n):
             state, loss = step(state)
-        loss_end = float(loss.block_until_ready())
-        elapsed_s = time.perf_counter() - t0
-        samples.append(config.steps_per_window * global_batch / elapsed_s)
-        step_times_ms.append(elapsed_s * 1000.0 / config.steps_per_window)
-        emit(result_log.WINDOW, {"window": window + 1, "of": config.windows, "elapsed_ms": elapsed_s * 1000.0,
-                                 "examples_per_s": samples[-1], "step_time_ms": step_times_ms[-1], "loss": loss_end},
-             event_type=result_log.INTERVAL_END)
-        if not math.isfinite(loss_end):
-            raise FloatingPointError(f"loss became {loss_end} in window {window + 1}")
+        return float(loss.block_until_ready())
 
-    if config.profile_dir:
-        jax.profiler.start_trace(config.profile_dir)
+    @contextlib.contextmanager
+    def profiler(logdir: str):
+        jax.profiler.start_trace(logdir)
         try:
-            for _ in range(config.steps_per_window):
-                state, loss = step(state)
-            loss.block_until_ready()
+            yield
         finally:
             jax.profiler.stop_trace()
-        emit(result_log.PROFILE, {"logdir": config.profile_dir, "steps": config.steps_per_window})
 
-    result = {
-        **start, "compile_time_ms": compile_time_ms, "examples_per_s": samples,
-        "examples_per_s_median": float(np.median(samples)), "step_time_ms_median": float(np.median(step_times_ms)),
-        "loss_start": loss_start, "loss_end": loss_end, "loss_dropped": bool(loss_end < loss_start),
-        "profile_dir": config.profile_dir,
-    }
-    emit(result_log.RUN_RESULT, result)
-    return result
+    return measure_run(run_steps, start=start, steps_per_window=config.steps_per_window, windows=config.windows,
+                       global_batch=global_batch, emit=emit, profile_dir=config.profile_dir, profiler=profiler)

@@ -11,14 +11,14 @@ XLA compile) and one warm-up window are timed apart and never enter the throughp
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import math
-import time
 from collections.abc import Callable
 from typing import Any
 
 from tpudoctor.reference_models import model_module, model_version, result_log
 from tpudoctor.reference_models.device import make_strategy
+from tpudoctor.reference_models.measure import measure_run
 from tpudoctor.reference_models.versions import run_versions
 
 # The generated data set holds this many global batches; the pipeline repeats over it.
@@ -43,7 +43,6 @@ Emit = Callable[..., None]
 
 def run(config: RunConfig, emit: Emit = result_log.emit) -> dict[str, Any]:
     """Train ``config.model`` and return the run result (also emitted as ``run_result``)."""
-    import numpy as np
     import tensorflow as tf
 
     spec = model_module(config.model)
@@ -96,62 +95,21 @@ def run(config: RunConfig, emit: Emit = result_log.emit) -> dict[str, Any]:
         per_replica_loss = strategy.run(compiled_step, args=(features, labels))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
 
-    t0 = time.perf_counter()
-    loss_start = float(train_step(iterator).numpy())
-    compile_time_ms = (time.perf_counter() - t0) * 1000.0
-    emit(result_log.COMPILE, {"compile_time_ms": compile_time_ms, "loss": loss_start},
-         event_type=result_log.INTERVAL_END)
-
-    # One untimed warm-up window: the input pipeline fills its buffers and the runtime settles.
-    t0 = time.perf_counter()
-    for _ in range(config.steps_per_window):
-        loss = train_step(iterator)
-    float(loss.numpy())
-    emit(result_log.WARMUP, {"steps": config.steps_per_window, "elapsed_ms": (time.perf_counter() - t0) * 1000.0},
-         event_type=result_log.INTERVAL_END)
-
-    samples: list[float] = []
-    step_times_ms: list[float] = []
-    loss_end = loss_start
-    for window in range(config.windows):
-        t0 = time.perf_counter()
-        for _ in range(config.steps_per_window):
+    def run_steps(n: int) -> float:
+        for _ in range(n):
             loss = train_step(iterator)
-        loss_end = float(loss.numpy())  # host sync: the window's device work is finished
-        elapsed_s = time.perf_counter() - t0
-        examples_per_s = config.steps_per_window * global_batch / elapsed_s
-        samples.append(examples_per_s)
-        step_times_ms.append(elapsed_s * 1000.0 / config.steps_per_window)
-        emit(result_log.WINDOW, {"window": window + 1, "of": config.windows, "elapsed_ms": elapsed_s * 1000.0,
-                                 "examples_per_s": examples_per_s, "step_time_ms": step_times_ms[-1],
-                                 "loss": loss_end}, event_type=result_log.INTERVAL_END)
-        if not math.isfinite(loss_end):
-            raise FloatingPointError(f"loss became {loss_end} in window {window + 1}")
+        return float(loss.numpy())  # host sync: the steps' device work is finished
 
-    if config.profile_dir:
-        # One extra window under the profiler, after the timed ones, so profiling never enters the gate.
-        tf.profiler.experimental.start(config.profile_dir)
+    @contextlib.contextmanager
+    def profiler(logdir: str):
+        tf.profiler.experimental.start(logdir)
         try:
-            for _ in range(config.steps_per_window):
-                loss = train_step(iterator)
-            float(loss.numpy())
+            yield
         finally:
             tf.profiler.experimental.stop()
-        emit(result_log.PROFILE, {"logdir": config.profile_dir, "steps": config.steps_per_window})
 
-    result = {
-        **start,
-        "compile_time_ms": compile_time_ms,
-        "examples_per_s": samples,
-        "examples_per_s_median": float(np.median(samples)),
-        "step_time_ms_median": float(np.median(step_times_ms)),
-        "loss_start": loss_start,
-        "loss_end": loss_end,
-        "loss_dropped": bool(loss_end < loss_start),
-        "profile_dir": config.profile_dir,
-    }
-    emit(result_log.RUN_RESULT, result)
-    return result
+    return measure_run(run_steps, start=start, steps_per_window=config.steps_per_window, windows=config.windows,
+                       global_batch=global_batch, emit=emit, profile_dir=config.profile_dir, profiler=profiler)
 
 
 def _optimizer(learning_rate: float) -> Any:

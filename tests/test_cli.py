@@ -121,3 +121,4 @@ def test_output_never_follows_a_symlink(engine_registry, capsys, tmp_path, monke
     assert cli.main(["check", "--format", "json", "-o", "report.json"]) == ExitCode.USAGE_ERROR
     assert victim.read_text() == "keep me"
     assert "symbolic link" in capsys.readouterr().err
+

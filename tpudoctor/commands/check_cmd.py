@@ -7,6 +7,9 @@ import sys
 
 from tpudoctor.commands.common import add_output_flags, add_target_flags, chosen_format
 from tpudoctor.exitcodes import ExitCode
+from tpudoctor.reference_models import (
+    MODEL_NAMES as REFERENCE_MODEL_NAMES,  # names only; no framework import
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     inputs.add_argument("--probe", action="store_true", help="start the framework in a subprocess and list its devices")
     inputs.add_argument("--write-probe", action="store_true",
                         help="write and delete one probe object in each writable GCS path (off by default: never writes otherwise)")
-    inputs.add_argument("--reference-model", default="dense", metavar="NAME", help="model for step 5 (default: dense)")
+    inputs.add_argument("--reference-model", default="dense", choices=REFERENCE_MODEL_NAMES, metavar="NAME",
+                        help=f"model for step 5: {', '.join(REFERENCE_MODEL_NAMES)} (default: dense)")
+    inputs.add_argument("--reference-timeout", default="300s", metavar="DURATION",
+                        help="limit for the step 5 reference run (default 300s)")
     limits = parser.add_argument_group("limits")
     limits.add_argument("--timeout", default="600s", metavar="DURATION", help="limit for the whole run (default 600s)")
     limits.add_argument("--api-timeout", default="10s", metavar="DURATION", help="limit for each cloud API call (default 10s)")
@@ -68,6 +74,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         probe=args.probe,
         write_probe=args.write_probe,
         reference_model=args.reference_model,
+        reference_timeout_s=config.parse_duration_s(args.reference_timeout),
         api_timeout_s=config.parse_duration_s(args.api_timeout),
     )
     _check_log_files(options.log_files)
