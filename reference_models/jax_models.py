@@ -13,6 +13,7 @@ JAX_MODELS = ("dense", "mlp")
 def init_params(name: str, key: Any) -> dict[str, Any]:
     import jax
     import jax.numpy as jnp
+
     from tpudoctor.reference_models import model_module
 
     spec = model_module(name)

@@ -12,7 +12,8 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
-from typing import Any, ContextManager
+from contextlib import AbstractContextManager
+from typing import Any
 
 from tpudoctor.reference_models import result_log
 
@@ -28,7 +29,7 @@ def measure_run(
     global_batch: int,
     emit: Emit,
     profile_dir: str | None = None,
-    profiler: Callable[[str], ContextManager[Any]] | None = None,
+    profiler: Callable[[str], AbstractContextManager[Any]] | None = None,
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
     loss_start = run_steps(1)

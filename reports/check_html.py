@@ -5,9 +5,8 @@ from __future__ import annotations
 import html
 import json
 
-from tpudoctor.reports.markers import MARKERS
-
 from tpudoctor.findings import Report, Status, root_cause
+from tpudoctor.reports.markers import MARKERS
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1f2328;max-width:1100px}

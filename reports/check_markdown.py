@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tpudoctor.reports.markers import MARKERS, WORDS
-
 from tpudoctor.findings import CheckResult, Report, Status, root_cause
+from tpudoctor.reports.markers import MARKERS, WORDS
 
 
 def _cell(text: str) -> str:

@@ -10,9 +10,9 @@ import json
 
 from rich.console import Console
 from rich.markup import escape
-from tpudoctor.reports.markers import MARKERS, STYLES, WORDS
 
 from tpudoctor.findings import CheckResult, Report, Status, Step, root_cause
+from tpudoctor.reports.markers import MARKERS, STYLES, WORDS
 
 
 def render(report: Report, *, verbose: bool = False, color: bool = False, width: int = 100) -> str:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from tpudoctor.reports.profile_diagnosis_text import BREAKDOWN_PARTS
-
 from tpudoctor.profile.report import ProfileReport
+from tpudoctor.reports.profile_diagnosis_text import BREAKDOWN_PARTS
 
 
 def render(report: ProfileReport) -> str:

@@ -14,13 +14,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from test_bench_document import run_result
 
 from tpudoctor.bench import document
 from tpudoctor.bench.launch import RunOutcome
 from tpudoctor.cli import main
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.reference_models import result_log
-from test_bench_document import run_result
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BASE_SAMPLES = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0, 998.0, 1003.0]

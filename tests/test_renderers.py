@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from sample_reports import healthy_report, preempted_node_report
-from tpudoctor.reports import render_check_report
 
+from tpudoctor.reports import render_check_report
 from tpudoctor.schema import validate
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
+from tpudoctor.check import Example
 from tpudoctor.checks.logs._base import _LogDiagnosisCheck
 from tpudoctor.checks.logs._examples import healthy_scan, scan_with
-
-from tpudoctor.check import Example
 from tpudoctor.findings import Severity, Status
 
 _OOM_LINE = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. "

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-from tpudoctor.checks.runtime._packages import installed_libtpu
-
 from tpudoctor.check import Check, Example, remediation
+from tpudoctor.checks.runtime._packages import installed_libtpu
 from tpudoctor.facts import Facts
 from tpudoctor.findings import CheckResult, Severity, Status, Step
 from tpudoctor.runtime_compat import load_compat

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 from packaging.version import Version
-from tpudoctor.checks.runtime._packages import installed_tensorflow
 
 from tpudoctor.check import Check, Example, remediation
+from tpudoctor.checks.runtime._packages import installed_tensorflow
 from tpudoctor.facts import Facts, Unavailable
 from tpudoctor.findings import CheckResult, Severity, Status, Step
 from tpudoctor.runtime_compat import load_compat
