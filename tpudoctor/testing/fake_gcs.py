@@ -14,17 +14,23 @@ and injected failures.
 
 from __future__ import annotations
 
-import http.client
 import json
 import logging
 import re
 import socket
 import threading
-from typing import Any
 from urllib.parse import unquote, urlparse
 
-from tpudoctor.testing.fake_tpu_api import Fault
-from tpudoctor.testing.loopback import LoopbackServer, free_port, google_error, read_body, send
+from tpudoctor.testing.loopback import (
+    Fault,
+    FaultQueue,
+    LoopbackServer,
+    forward_http,
+    free_port,
+    google_error,
+    read_body,
+    send,
+)
 
 _HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "server", "date"}
 
@@ -57,9 +63,8 @@ class FakeGcs(LoopbackServer):
         self.principal = principal
         self.locations: dict[str, tuple[str, str]] = {}
         self.denied: dict[str, set[str]] = {}
-        self.faults: list[Fault] = []
+        self.faults = FaultQueue()
         self.requests: list[str] = []
-        self._lock = threading.Lock()
 
     @property
     def emulator_url(self) -> str:
@@ -108,15 +113,7 @@ class FakeGcs(LoopbackServer):
         self.denied.setdefault(bucket, set()).update(permissions)
 
     def fail(self, status: int, *, times: int = 1, path_contains: str | None = None, delay_s: float = 0.0) -> None:
-        self.faults.append(Fault(status, times, path_contains, delay_s=delay_s))
-
-    def _take_fault(self, path: str) -> Fault | None:
-        with self._lock:
-            for fault in self.faults:
-                if fault.times > 0 and (fault.path_contains is None or fault.path_contains in path):
-                    fault.times -= 1
-                    return fault
-        return None
+        self.faults.add(Fault(status, times, path_contains, delay_s=delay_s))
 
     def handle(self, handler, method: str) -> None:
         import time
@@ -125,7 +122,7 @@ class FakeGcs(LoopbackServer):
         path = parsed.path
         self.requests.append(f"{method} {path}")
         body = read_body(handler)
-        fault = self._take_fault(path)
+        fault = self.faults.take(path)
         if fault is not None:
             if fault.delay_s:
                 time.sleep(fault.delay_s)
@@ -137,22 +134,12 @@ class FakeGcs(LoopbackServer):
                 403, f"{self.principal} does not have {permission} access to the Google Cloud Storage "
                      f"bucket. Permission '{permission}' denied on resource (or it may not exist)."))
             return
-        status, headers, data = self._forward(method, handler.path, handler.headers, body)
+        status, headers, data = forward_http("127.0.0.1", self._emulator_port, method, handler.path, handler.headers, body)
         named = re.match(r"^/storage/v1/b/([^/]+)", path)
         if status == 200 and method == "GET" and named:
             data = self._rewrite(path, unquote(named[1]), data)
         send(handler, status, data, content_type=headers.get("content-type"),
              headers={k: v for k, v in headers.items() if k not in _HOP_HEADERS and k != "content-type"})
-
-    def _forward(self, method: str, target: str, headers: Any, body: bytes) -> tuple[int, dict[str, str], bytes]:
-        conn = http.client.HTTPConnection("127.0.0.1", self._emulator_port, timeout=30)
-        try:
-            out = {k: v for k, v in headers.items() if k.lower() not in ("host", "connection", "content-length")}
-            conn.request(method, target, body=body or None, headers=out)
-            resp = conn.getresponse()
-            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
-        finally:
-            conn.close()
 
     def _rewrite(self, path: str, bucket: str, data: bytes) -> bytes:
         if re.match(r"^/storage/v1/b/[^/]+$", path) and bucket in self.locations:

@@ -11,14 +11,12 @@ JSON error body (403s name the permission in an ErrorInfo, as the real API does)
 
 from __future__ import annotations
 
-import dataclasses
 import re
-import threading
 import time
 from typing import Any
 from urllib.parse import urlparse
 
-from tpudoctor.testing.loopback import LoopbackServer, google_error, send
+from tpudoctor.testing.loopback import Fault, FaultQueue, LoopbackServer, google_error, send
 
 _NODE = re.compile(r"^/v2/projects/(?P<p>[^/]+)/locations/(?P<z>[^/]+)/nodes/(?P<n>[^/:]+)$")
 _NODES = re.compile(r"^/v2/projects/(?P<p>[^/]+)/locations/(?P<z>[^/]+)/nodes$")
@@ -61,25 +59,14 @@ def make_node(project: str, zone: str, name: str, *, state: str = "READY", accel
     return node
 
 
-@dataclasses.dataclass
-class Fault:
-    status: int
-    times: int
-    path_contains: str | None = None
-    permission: str | None = None
-    message: str | None = None
-    delay_s: float = 0.0
-
-
 class FakeTpuApi(LoopbackServer):
     def __init__(self) -> None:
         super().__init__()
         self.nodes: dict[str, dict[str, Any]] = {}
         self.queued_resources: dict[str, dict[str, Any]] = {}
-        self.faults: list[Fault] = []
+        self.faults = FaultQueue()
         self.delay_s = 0.0
         self.requests: list[str] = []
-        self._lock = threading.Lock()
 
     def add_node(self, node: dict[str, Any]) -> dict[str, Any]:
         self.nodes[node["name"]] = node
@@ -97,22 +84,14 @@ class FakeTpuApi(LoopbackServer):
     def fail(self, status: int, *, times: int = 1, path_contains: str | None = None,
              permission: str | None = None, message: str | None = None, delay_s: float = 0.0) -> None:
         """Answer the next ``times`` matching requests with ``status`` (after ``delay_s``)."""
-        self.faults.append(Fault(status, times, path_contains, permission, message, delay_s))
-
-    def _take_fault(self, path: str) -> Fault | None:
-        with self._lock:
-            for fault in self.faults:
-                if fault.times > 0 and (fault.path_contains is None or fault.path_contains in path):
-                    fault.times -= 1
-                    return fault
-        return None
+        self.faults.add(Fault(status, times, path_contains, permission, message, delay_s))
 
     def handle(self, handler, method: str) -> None:
         path = urlparse(handler.path).path
         self.requests.append(f"{method} {path}")
         if self.delay_s:
             time.sleep(self.delay_s)
-        fault = self._take_fault(path)
+        fault = self.faults.take(path)
         if fault is not None:
             if fault.delay_s:
                 time.sleep(fault.delay_s)

@@ -18,7 +18,6 @@ so ``FakeMonitoringServer.fault`` and ``TcpFaultProxy`` give it the same modes.
 
 from __future__ import annotations
 
-import http.client
 import socket
 import struct
 import threading
@@ -26,7 +25,7 @@ import time
 from typing import Any
 from urllib.parse import urlparse
 
-from tpudoctor.testing.loopback import LoopbackServer, google_error, read_body, send
+from tpudoctor.testing.loopback import LoopbackServer, forward_http, google_error, read_body, send
 
 HTTP_FAULTS = ("slow", "reset", "429", "500", "malformed", "half")
 ALL_FAULTS = (*HTTP_FAULTS, "dns")
@@ -103,20 +102,11 @@ class FaultProxy(LoopbackServer):
             except OSError:
                 pass
             return
-        status, headers, data = self._forward(method, handler.path, handler.headers, body)
+        status, headers, data = forward_http(self.upstream_host, self.upstream_port, method, handler.path,
+                                             handler.headers, body)
         send(handler, status, data, content_type=headers.get("content-type"),
              headers={**{k: v for k, v in headers.items() if k not in _HOP_HEADERS and k != "content-type"},
                       **self.extra_headers})
-
-    def _forward(self, method: str, target: str, headers: Any, body: bytes) -> tuple[int, dict[str, str], bytes]:
-        conn = http.client.HTTPConnection(self.upstream_host, self.upstream_port, timeout=30)
-        try:
-            out = {k: v for k, v in headers.items() if k.lower() not in ("host", "connection", "content-length")}
-            conn.request(method, target, body=body or None, headers=out)
-            resp = conn.getresponse()
-            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
-        finally:
-            conn.close()
 
 
 class TcpFaultProxy:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import http.client
 import json
 import socket
 import threading
@@ -118,3 +120,48 @@ def google_error(status: int, message: str, *, permission: str | None = None, do
     if status != 403:
         error["errors"] = [{"message": message, "domain": "global", "reason": error["status"].lower()}]
     return {"error": error}
+
+
+@dataclasses.dataclass
+class Fault:
+    """An error answer scheduled for the next ``times`` requests whose path contains ``path_contains``."""
+
+    status: int
+    times: int
+    path_contains: str | None = None
+    permission: str | None = None
+    message: str | None = None
+    delay_s: float = 0.0
+
+
+class FaultQueue:
+    """Scheduled error answers for a fake, taken in order, thread-safe."""
+
+    def __init__(self) -> None:
+        self.faults: list[Fault] = []
+        self._lock = threading.Lock()
+
+    def add(self, fault: Fault) -> None:
+        with self._lock:
+            self.faults.append(fault)
+
+    def take(self, path: str) -> Fault | None:
+        with self._lock:
+            for fault in self.faults:
+                if fault.times > 0 and (fault.path_contains is None or fault.path_contains in path):
+                    fault.times -= 1
+                    return fault
+        return None
+
+
+def forward_http(host: str, port: int, method: str, target: str, headers: Any, body: bytes,
+                 *, timeout_s: float = 30.0) -> tuple[int, dict[str, str], bytes]:
+    """One request passed on to ``host:port``: (status, lower-cased headers, body)."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
+    try:
+        out = {k: v for k, v in headers.items() if k.lower() not in ("host", "connection", "content-length")}
+        conn.request(method, target, body=body or None, headers=out)
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
