@@ -54,3 +54,25 @@ def test_redact_removes_projects_accounts_ips_buckets_and_host_consistently():
 def test_placeholders_do_not_eat_longer_names():
     r = Redactor(projects=["acme"])
     assert r.text("projects acme and acme-dev") == "projects <project-1> and acme-dev"
+
+
+def test_profile_and_compare_reports_can_be_redacted(shared_data, tmp_path, capsys):
+    from tpudoctor import cli
+    from tpudoctor.redact import redact_rendered
+
+    capture = shared_data / "xprof_gpu_multi_worker_34.83.195.179_6003.xplane.pb"
+    for fmt in ("json", "markdown", "html", "text"):
+        out = tmp_path / f"report.{fmt}"
+        assert cli.main(["profile", "analyze", str(capture), "--format", fmt, "--redact", "-o", str(out)]) == 0
+        text = out.read_text()
+        assert "34.83.195.179" not in text, fmt
+        if fmt == "json":
+            doc = json.loads(text)
+            validate(doc, "profile_diagnosis")
+            assert doc["summary"]["hosts"][0]["hostname"] == "<host-1>"
+        if fmt == "html":
+            assert "&lt;host-1&gt;" in text and "<host-1>" not in text
+    assert cli.main(["compare", str(tmp_path / "report.json"), str(tmp_path / "report.json"), "--redact",
+                     "--format", "markdown"]) == 0
+    assert "34.83.195.179" not in capsys.readouterr().out
+    assert redact_rendered("copy from gs://acme-data/x to 10.0.0.1", "text") == "copy from gs://<bucket-1>/x to <ip-1>"

@@ -45,14 +45,17 @@ def scrub_secrets_in(value: Any) -> Any:
 class Redactor:
     """Replaces identifying values with placeholders that stay the same within one report."""
 
-    def __init__(self, projects: Iterable[str] = (), buckets: Iterable[str] = ()):
-        self._maps: dict[str, dict[str, str]] = {"project": {}, "bucket": {}, "email": {}, "ip": {}}
+    def __init__(self, projects: Iterable[str] = (), buckets: Iterable[str] = (), hosts: Iterable[str] = ()):
+        self._maps: dict[str, dict[str, str]] = {"project": {}, "bucket": {}, "email": {}, "ip": {}, "host": {}}
         for p in projects:
             if p:
                 self._placeholder("project", p)
         for b in buckets:
             if b:
                 self._placeholder("bucket", b)
+        for h in hosts:
+            if h and h != "localhost" and not _IPV4.fullmatch(h):
+                self._placeholder("host", h)
 
     def _placeholder(self, kind: str, value: str) -> str:
         table = self._maps[kind]
@@ -74,7 +77,7 @@ class Redactor:
         text = _GS_BUCKET.sub(lambda m: "gs://" + self._placeholder("bucket", m.group(1)), text)
         text = _IPV4.sub(lambda m: self._placeholder("ip", m.group(0)), text)
         text = _IPV6.sub(lambda m: self._placeholder("ip", m.group(0)), text)
-        for kind in ("project", "bucket"):
+        for kind in ("project", "bucket", "host"):
             # Longest first, so "my-proj-dev" is not half-replaced by "my-proj".
             for value in sorted(self._maps[kind], key=len, reverse=True):
                 if len(value) >= 3:
@@ -116,4 +119,18 @@ def redact_report_dict(doc: dict[str, Any], *, extra_projects: Iterable[str] = (
     if isinstance(doc.get("host"), str) and doc["host"]:
         out["host"] = "<host>"
     out["redacted"] = True
+    return out
+
+
+_PLACEHOLDER = re.compile(r"<((?:project|bucket|email|ip|host)-\d+)>")
+
+
+def redact_rendered(text: str, fmt: str, *, hosts: Iterable[str] = (), projects: Iterable[str] = ()) -> str:
+    """Redact a finished report of any format (profile and compare reports are rendered from data
+    that has no target block, so identities are found in the text itself)."""
+    redactor = Redactor(projects=projects, hosts=hosts)
+    redactor.value(text)
+    out = redactor.text(text)
+    if fmt == "html":  # a placeholder must read as text, not as a tag
+        out = _PLACEHOLDER.sub(r"&lt;\1&gt;", out)
     return out

@@ -22,6 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("-o", "--output", metavar="FILE", help="write the comparison to FILE instead of stdout")
     parser.add_argument("--fail-on-regression", metavar="PERCENT", default=None,
                         help="exit 1 when the mean step time (or compile time) got worse by more than PERCENT, e.g. 5%%")
+    parser.add_argument("--redact", action="store_true",
+                        help="replace IPs, bucket names, projects and e-mails before sharing the comparison")
     parser.set_defaults(handler=run)
 
 
@@ -33,5 +35,11 @@ def run(args: argparse.Namespace) -> ExitCode:
 
     threshold = parse_percent(args.fail_on_regression) if args.fail_on_regression is not None else None
     result = compare(load_document(args.baseline), load_document(args.candidate), threshold_percent=threshold)
-    write_text(args.output, render(result, args.format or default_format(COMPARE_FORMATS)))
+    fmt = args.format or default_format(COMPARE_FORMATS)
+    text = render(result, fmt)
+    if args.redact:
+        from tpudoctor.redact import redact_rendered
+
+        text = redact_rendered(text, fmt)
+    write_text(args.output, text)
     return ExitCode.FINDINGS if result["regressed"] else ExitCode.OK

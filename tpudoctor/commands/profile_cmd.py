@@ -60,6 +60,8 @@ def _register_analyze(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--format", choices=PROFILE_FORMATS, default=None,
                         help="report format (default: $TPUDOCTOR_FORMAT or text)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--redact", action="store_true",
+                        help="replace host names, IPs, bucket names, projects and e-mails before sharing the report")
     parser.set_defaults(handler=run_analyze)
 
 
@@ -74,7 +76,12 @@ def run_analyze(args: argparse.Namespace) -> ExitCode:
         update(args.path)
         report = build_report(args.path, run=args.run)
     report.duration_s = time.monotonic() - started
-    write_text(args.output, render(report, fmt, color=args.output in (None, "-") and sys.stdout.isatty()))
+    text = render(report, fmt, color=args.output in (None, "-") and sys.stdout.isatty() and not args.redact)
+    if args.redact:
+        from tpudoctor.redact import redact_rendered
+
+        text = redact_rendered(text, fmt, hosts=[h.hostname for h in report.summary.hosts])
+    write_text(args.output, text)
     return ExitCode.OK
 
 
