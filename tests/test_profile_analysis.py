@@ -24,6 +24,7 @@ EXPECTED = {
     "tf_input_bound": "input-bound",
     "tf_compute_bound": "device-bound",
     "tf_retracing": "compile-bound",
+    "tf_eager": "host-bound",
 }
 
 
@@ -41,6 +42,15 @@ def test_fixture_verdict(docs, case):
         # the finding that explains the verdict comes first, with its evidence and fixes
         lead = doc["findings"][0]
         assert lead["id"] in VERDICT_FINDINGS[doc["verdict"]] and lead["severity"] == "high" and lead["fixes"]
+
+
+def test_eager_loop_is_blamed_on_eager_execution_with_the_tf_function_fix(docs):
+    doc = docs["tf_eager"]
+    lead = doc["findings"][0]
+    assert lead["id"] == "eager-execution"
+    assert lead["evidence"]["share_of_capture_percent"] >= 20
+    assert any("tf.function" in fix for fix in lead["fixes"])
+    assert not any(f["id"] == "eager-execution" for case, d in docs.items() if case != "tf_eager" for f in d["findings"])
 
 
 def test_input_bound_names_the_loader_and_the_threshold(docs):

@@ -163,7 +163,8 @@ def build_findings(r) -> list[Finding]:
     eager_pct = 100 * ho.eager_ms / max(window_ms, 1e-9)
     if eager_pct >= EAGER_PERCENT:
         out.append(Finding(
-            "eager-execution", "medium", f"{eager_pct:.1f}% of the capture runs TensorFlow ops eagerly",
+            "eager-execution", "high" if eager_pct >= BOUND_PERCENT else "medium",
+            f"{eager_pct:.1f}% of the capture runs TensorFlow ops eagerly",
             f"{eager_pct:.1f}% of Op time on the host used eager execution. Performance could be improved with tf.function.",
             {"eager_ms": round(ho.eager_ms, 3), "share_of_capture_percent": round(eager_pct, 2)},
             ["Wrap the step in @tf.function (or use Keras fit)"]))
@@ -193,20 +194,25 @@ def _recompile_fixes(framework: str) -> list[str]:
     return common + tf + jax
 
 
-# Which findings explain each verdict: they are listed first.
+# Which findings explain each verdict, specific causes before generic ones: they are listed first.
 VERDICT_FINDINGS = {
-    "input-bound": {"input-bound"},
-    "compile-bound": {"recompilation", "compilation-in-window"},
-    "host-bound": {"host-offload", "host-callback", "host-overhead", "device-idle", "host-transfers"},
-    "device-bound": set(),
-    "unknown": set(),
+    "input-bound": ("input-bound",),
+    "compile-bound": ("recompilation", "compilation-in-window"),
+    "host-bound": ("host-offload", "host-callback", "eager-execution", "host-transfers", "host-overhead",
+                   "device-idle"),
+    "device-bound": (),
+    "unknown": (),
 }
 
 
 def order_findings(findings: list[Finding], verdict: str) -> list[Finding]:
     order = {"high": 0, "medium": 1, "low": 2, "info": 3}
-    lead = VERDICT_FINDINGS.get(verdict, set())
-    return sorted(findings, key=lambda f: (f.id not in lead, order[f.severity]))
+    lead = VERDICT_FINDINGS.get(verdict, ())
+
+    def key(f: Finding) -> tuple[int, int, int]:
+        return (0, lead.index(f.id), 0) if f.id in lead else (1, 0, order[f.severity])
+
+    return sorted(findings, key=key)
 
 
 def decide(r) -> tuple[str, str]:
