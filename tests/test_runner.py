@@ -101,3 +101,21 @@ def test_a_check_that_returns_garbage_is_an_error(bad):
 
     results, _ = run(Garbage)
     assert results["ENG-010"].status is Status.ERROR
+
+
+def test_gathering_time_is_billed_once_to_the_first_check_that_read_it():
+    class SlowFacts(ef.NodeFacts):
+        name = "engine.slow_node"
+
+        def gather(self, ctx, facts):
+            import time
+
+            time.sleep(0.2)
+            return super().gather(ctx, facts)
+
+    registry = make_registry(ef.NodeReady, ef.WarnsOnly)
+    registry.providers["engine.node_state"] = SlowFacts
+    report = Runner(registry, RunContext()).run([ef.NodeReady, ef.WarnsOnly])
+    durations = {r.check_id: r.duration_s for r in report.results}
+    assert durations["ENG-001"] >= 0.2
+    assert durations["ENG-009"] < 0.2

@@ -69,6 +69,7 @@ class FactStore:
         self._facts: dict[str, Any] = {}
         self._done: set[type[FactProvider]] = set()
         self.provider_durations_s: dict[str, float] = {}
+        self._unbilled: set[str] = set()  # providers whose gathering time no check has been billed for yet
 
     @property
     def facts(self) -> Facts:
@@ -113,6 +114,20 @@ class FactStore:
             self._run_wave(wave)
         return self.facts
 
+    def bill(self, keys: Iterable[str]) -> float:
+        """Gathering time of the providers behind ``keys`` not yet counted for an earlier check.
+
+        A check's duration then includes the facts it waited for (the reference run, an API call),
+        each provider counted once, for the first check that read it.
+        """
+        total = 0.0
+        for key in keys:
+            cls = self._registry.provider_for(key)
+            if cls is not None and cls.name in self._unbilled:
+                self._unbilled.discard(cls.name)
+                total += self.provider_durations_s.get(cls.name, 0.0)
+        return total
+
     def _ready(self, key: str) -> bool:
         cls = self._registry.provider_for(key)
         return cls is None or cls in self._done
@@ -140,6 +155,7 @@ class FactStore:
             thread.join(max(0.0, budget - (time.monotonic() - started)))
             self._done.add(cls)
             self.provider_durations_s[cls.name] = time.monotonic() - started
+            self._unbilled.add(cls.name)
             if thread.is_alive():
                 err = GatherError(cls.name, f"no answer within {budget:.1f}s", timed_out=True)
                 self._fill(cls, lambda _k, err=err: err)
@@ -246,7 +262,7 @@ class Runner:
             )
         else:
             result = payload
-        result.duration_s = time.monotonic() - t0
+        result.duration_s = time.monotonic() - t0 + self.store.bill(cls.facts)
         return result
 
 
