@@ -134,3 +134,8 @@ def test_compare_detects_regression(tmp_path, capsys):
     assert "| step_time_mean_ms |" in out and "worse" in out and "REGRESSION" in out
     assert main(["compare", str(a), str(tmp_path / "missing.json")]) == 2
     assert main(["compare", str(a), str(a), "--fail-on-regression", "lots"]) == 2
+    check_report = tmp_path / "check.json"
+    check_report.write_text(json.dumps({"schema_version": "1.0", "kind": "check", "results": []}))
+    capsys.readouterr()
+    assert main(["compare", str(a), str(check_report)]) == 2
+    assert "is not a tpudoctor profile report" in capsys.readouterr().err

@@ -8,15 +8,12 @@ excluded) because the gate needs the samples, not one summary number.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from tpudoctor.errors import InputError
 
 SCHEMA_VERSION = "1.0"
 SCHEMA_NAME = "bench_result"
@@ -82,35 +79,7 @@ def validate_document(document: Any) -> None:
 
 def load_baseline(path: str | Path) -> dict[str, Any]:
     """Read and validate a baseline file; every problem is an ``InputError`` (exit 2) naming the file."""
-    import jsonschema
+    from tpudoctor.report_file import read_document
 
-    target = Path(path)
-    hint = "create one with: tpudoctor bench --model NAME --save-baseline FILE"
-    try:
-        text = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"baseline file {target} does not exist", hint=hint) from None
-    except UnicodeDecodeError as exc:  # a ValueError, not an OSError: checked before json's ValueError
-        raise InputError(f"baseline file {target} is not UTF-8 text (byte {exc.start})", hint=hint) from None
-    except OSError as exc:
-        raise InputError(f"cannot read baseline file {target}: {exc.strerror or exc}") from exc
-    try:
-        document = json.loads(text)
-    except RecursionError:
-        raise InputError(f"baseline file {target} nests too deeply to be a bench document", hint=hint) from None
-    except ValueError as exc:
-        raise InputError(f"baseline file {target} is not valid JSON: {exc}", hint=hint) from exc
-    if isinstance(document, dict) and str(document.get("schema_version", "")).split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-        raise InputError(
-            f"baseline file {target} has schema_version {document.get('schema_version')!r}; "
-            f"this tpudoctor reads {SCHEMA_VERSION}", hint="record a new baseline with this version",
-        )
-    try:
-        validate_document(document)
-    except RecursionError:
-        raise InputError(f"baseline file {target} nests too deeply to be a bench document", hint=hint) from None
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise InputError(f"baseline file {target} is not a tpudoctor bench document: {where}: {exc.message}",
-                         hint=hint) from exc
-    return document
+    return read_document(path, what="bench document", schema=SCHEMA_NAME, schema_version=SCHEMA_VERSION,
+                         hint="create one with: tpudoctor bench --model NAME --save-baseline FILE")

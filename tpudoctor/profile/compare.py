@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from tpudoctor.errors import InputError, UsageError
+from tpudoctor.errors import UsageError
 
 # kpi -> (lower_is_better, unit label)
 KPIS = {
@@ -38,14 +37,11 @@ def load_document(path: str) -> dict:
     """A report JSON as written by ``profile analyze --format json``, or a capture analysed now."""
     p = Path(path)
     if p.is_file() and p.suffix == ".json":
-        try:
-            doc = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"{path} is not a readable JSON report: {exc}") from exc
-        if not isinstance(doc, dict) or "kpis" not in doc or "verdict" not in doc:
-            raise InputError(f"{path} is not a tpudoctor profile report (no 'verdict'/'kpis')",
+        from tpudoctor.profile.report import SCHEMA_VERSION
+        from tpudoctor.report_file import read_document
+
+        return read_document(p, what="profile report", schema="profile_diagnosis", schema_version=SCHEMA_VERSION,
                              hint="make one with: tpudoctor profile analyze CAPTURE --format json -o report.json")
-        return doc
     from tpudoctor.commands.profile_cmd import build_report
     from tpudoctor.reports.profile_json import report_document
 
