@@ -67,3 +67,11 @@ def test_json_and_html_render_the_same_report():
     html = render_check_report(preempted_node_report(), "html")
     assert html.startswith("<!doctype html>") and "Root cause: NODE-001" in html
     assert "<script src" not in html and "http://" not in html.replace("https://cloud.google.com", "")
+
+
+def test_byte_counts_in_evidence_are_also_shown_for_people():
+    report = preempted_node_report()
+    report.results[0].evidence["hbm_used_bytes"] = 22054657065
+    text = render_check_report(report, "text")
+    assert "hbm_used_bytes: 22054657065 (20.54 GiB)" in text
+    assert json.loads(render_check_report(report, "json"))["results"][0]["evidence"]["hbm_used_bytes"] == 22054657065
