@@ -34,7 +34,14 @@ def run(args: argparse.Namespace) -> ExitCode:
     from tpudoctor.reports.profile_compare import render
 
     threshold = parse_percent(args.fail_on_regression) if args.fail_on_regression is not None else None
-    result = compare(load_document(args.baseline), load_document(args.candidate), threshold_percent=threshold)
+    from tpudoctor.progress import progress
+
+    with progress("tpudoctor compare") as update:  # captures (not report JSONs) are analysed first
+        update(f"reading {args.baseline}")
+        baseline = load_document(args.baseline)
+        update(f"reading {args.candidate}")
+        candidate = load_document(args.candidate)
+    result = compare(baseline, candidate, threshold_percent=threshold)
     fmt = args.format or default_format(COMPARE_FORMATS)
     text = render(result, fmt)
     if args.redact:
