@@ -51,17 +51,39 @@ inputs = st.one_of(
 )
 
 
-@given(inputs)
-def test_check_report_reader(tmp_path_factory, data):
+def _load_profile_report(path):
+    from tpudoctor.profile.compare import load_document
+
+    return load_document(str(path))
+
+
+def _load_baseline(path):
+    from tpudoctor.bench.document import load_baseline
+
+    return load_baseline(path)
+
+
+# Every saved-document reader goes through tpudoctor.report_file.read_document; each is fuzzed here.
+READERS = {
+    "check report": (load_check_report, Report),
+    "bench baseline": (_load_baseline, dict),
+    "profile report": (_load_profile_report, dict),
+}
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+@given(data=inputs)
+def test_saved_document_readers(tmp_path_factory, reader, data):
+    load, result_type = READERS[reader]
     path = tmp_path_factory.mktemp("r") / "report.json"
     path.write_bytes(data)
     with time_bound():
         try:
-            report = load_check_report(path)
+            loaded = load(path)
         except InputError as exc:
             assert str(path) in exc.message
         else:
-            assert isinstance(report, Report)
+            assert isinstance(loaded, result_type)
 
 
 def test_check_report_round_trips(tmp_path):
@@ -85,21 +107,6 @@ def test_check_report_reader_names_the_problem(tmp_path, content, words):
 def test_missing_check_report(tmp_path):
     with pytest.raises(InputError, match="does not exist"):
         load_check_report(tmp_path / "nope.json")
-
-
-@given(inputs)
-def test_bench_baseline_reader(tmp_path_factory, data):
-    from tpudoctor.bench.document import load_baseline
-
-    path = tmp_path_factory.mktemp("b") / "baseline.json"
-    path.write_bytes(data)
-    with time_bound():
-        try:
-            doc = load_baseline(path)
-        except InputError as exc:
-            assert str(path) in exc.message
-        else:
-            assert isinstance(doc, dict)
 
 
 @pytest.mark.parametrize("content, words", [
