@@ -20,7 +20,7 @@ def render(report: Report, *, verbose: bool = False) -> str:
     lines.append("")
     cause = root_cause(report.results)
     if cause is not None:
-        lines += [f"## Root cause: {cause.check_id} {cause.title}", "", f"**{MARKERS[cause.status]} {cause.message}**", ""]
+        lines += [f"## Root cause: {cause.id} {cause.title}", "", f"**{MARKERS[cause.status]} {cause.message}**", ""]
         lines += _fix(cause)
         if cause.evidence:
             lines += ["<details><summary>evidence</summary>", "", "```json",
@@ -30,14 +30,14 @@ def render(report: Report, *, verbose: bool = False) -> str:
         lines += ["**No issues found.**", ""]
     lines += ["## Results", "", "| | step | check | result |", "|---|---|---|---|"]
     for r in report.ordered_results():
-        lines.append(f"| {MARKERS[r.status]} | {int(r.step)} | {r.check_id} {_cell(r.title)} | {_cell(r.message)} |")
+        lines.append(f"| {MARKERS[r.status]} | {int(r.step)} | {r.id} {_cell(r.title)} | {_cell(r.message)} |")
     lines.append("")
     others = [r for r in report.ordered_results()
               if r is not cause and r.status in (Status.FAIL, Status.WARN, Status.ERROR) and (r.remediation or verbose)]
     if others:
         lines += ["## Other findings", ""]
         for r in others:
-            lines += [f"### {MARKERS[r.status]} {r.check_id} {r.title}", "", r.message, ""]
+            lines += [f"### {MARKERS[r.status]} {r.id} {r.title}", "", r.message, ""]
             lines += _fix(r)
     counts = report.summary.counts
     lines.append(", ".join(f"{counts[s.value]} {WORDS[s]}" for s in Status if counts[s.value]))

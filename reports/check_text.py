@@ -84,7 +84,7 @@ def _result_line(console: Console, result: CheckResult, *, indent: str) -> None:
     if result.status is Status.SKIP and "blocked_by" in result.evidence:
         message = f"blocked by {result.evidence['blocked_by']}"  # the blocker's own line says why
     console.print(
-        f"{indent}[{style}]{escape(marker)}[/{style}] {escape(result.check_id)} {escape(result.title)}: "
+        f"{indent}[{style}]{escape(marker)}[/{style}] {escape(result.id)} {escape(result.title)}: "
         f"{escape(message)}"
     )
 

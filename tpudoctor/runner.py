@@ -234,8 +234,8 @@ class Runner:
         check = cls()
         blocker = self._blocker(cls, results, selected)
         if blocker is not None:
-            why = f"blocked by {blocker.check_id} ({blocker.status.value})"
-            evidence = {"blocked_by": blocker.check_id}
+            why = f"blocked by {blocker.id} ({blocker.status.value})"
+            evidence = {"blocked_by": blocker.id}
             if blocker.status is Status.SKIP:
                 # Name the first reason in the chain once, not "blocked by A: blocked by B: ...".
                 root_reason = blocker.evidence.get("root_skip_reason") or blocker.skip_reason
@@ -275,7 +275,7 @@ def evaluate_check(check: Check, facts: Facts) -> CheckResult:
     except FactGatherError as exc:
         ge = exc.gather_error
         return _error(check, str(exc), {"fact": exc.key, "provider": ge.provider, "timed_out": ge.timed_out})
-    if not isinstance(result, CheckResult) or result.check_id != check.id:
+    if not isinstance(result, CheckResult) or result.id != check.id:
         return _error(check, f"check returned {type(result).__name__}, not its own CheckResult", {})
     return result
 

@@ -30,7 +30,7 @@ def assert_status(result: CheckResult, status: Status | str) -> None:
     wanted = Status(status)
     if result.status is not wanted:
         raise AssertionError(
-            f"{result.check_id}: expected {wanted.value}, got {result.status.value}: {result.message}"
+            f"{result.id}: expected {wanted.value}, got {result.status.value}: {result.message}"
             f" (evidence: {result.evidence})"
         )
 
