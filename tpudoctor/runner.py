@@ -25,6 +25,7 @@ from tpudoctor.facts import (
     Unavailable,
 )
 from tpudoctor.findings import CheckResult, Report, Severity, Status, Step
+from tpudoctor.pod.environment import worker_environment
 from tpudoctor.provider import FactProvider
 from tpudoctor.registry import Registry
 
@@ -214,6 +215,7 @@ class Runner:
             target=self.ctx.target,
             host=socket.gethostname(),
             tool_version=__version__,
+            environment=worker_environment(self.store.facts, self.ctx.target),
         )
         report.duration_s = time.monotonic() - started
         return report
