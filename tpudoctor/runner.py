@@ -7,6 +7,7 @@ cause shows as one red line) and the whole-run deadline.
 
 from __future__ import annotations
 
+import datetime as _dt
 import socket
 import threading
 import time
@@ -193,6 +194,7 @@ class Runner:
 
     def run(self, check_classes: Iterable[type[Check]]) -> Report:
         started = time.monotonic()
+        started_at = _dt.datetime.now(_dt.timezone.utc)  # the wall clock when the run began: merges compare it
         classes = sorted(check_classes, key=lambda c: int(c.step))
         by_step: dict[Step, list[type[Check]]] = {}
         for cls in classes:
@@ -216,6 +218,7 @@ class Runner:
             host=socket.gethostname(),
             tool_version=__version__,
             environment=worker_environment(self.store.facts, self.ctx.target),
+            started_at=started_at,
         )
         report.duration_s = time.monotonic() - started
         return report
