@@ -79,7 +79,7 @@ def merge_outcomes(outcomes: Iterable[WorkerOutcome], *, expected: Iterable[str]
     by_worker = dict(sorted(by_worker.items(), key=lambda kv: natural_key(kv[0])))
     reports = {w: o.report for w, o in by_worker.items() if o.report is not None}
     expected_list = sorted(set(expected or ()), key=natural_key) or slice_checks.expected_workers(reports)
-    results = fold_results(reports)
+    results = fold_results(reports, slice_size=len(set(expected_list) | set(by_worker)))
     results += slice_checks.slice_findings(by_worker, expected_list, target or Target())
     starts = [r.started_at for r in reports.values()]
     started = min(starts) if starts else _dt.datetime.now(_dt.timezone.utc)
@@ -97,13 +97,13 @@ def merge_outcomes(outcomes: Iterable[WorkerOutcome], *, expected: Iterable[str]
     return MergedReport(report=merged, outcomes=by_worker, expected=expected_list, source=source)
 
 
-def fold_results(reports: dict[str, Report]) -> list[Finding]:
+def fold_results(reports: dict[str, Report], *, slice_size: int | None = None) -> list[Finding]:
     """Each check id once: the worst status any worker gave, scoped to the workers that gave it."""
     by_id: dict[str, list[tuple[str, Finding]]] = {}
     for worker, report in reports.items():
         for result in report.results:
             by_id.setdefault(result.id, []).append((worker, result))
-    return [fold_one(pairs, total=len(reports)) for pairs in by_id.values()]
+    return [fold_one(pairs, total=len(reports), slice_size=slice_size) for pairs in by_id.values()]
 
 
 def folded_status(statuses: Iterable[Status]) -> Status:
@@ -115,12 +115,12 @@ def folded_status(statuses: Iterable[Status]) -> Status:
     return Status.PASS if Status.PASS in seen else Status.SKIP
 
 
-def fold_one(pairs: list[tuple[str, Finding]], *, total: int) -> Finding:
+def fold_one(pairs: list[tuple[str, Finding]], *, total: int, slice_size: int | None = None) -> Finding:
     status = folded_status(f.status for _, f in pairs)
     named = [(w, f) for w, f in pairs if f.status is status]
     workers = [w for w, _ in named]
     first_worker, first = named[0]
-    where = _where(status, workers, total)
+    where = _where(workers, total, partial=bool(slice_size and slice_size > total))
     if status in _PROBLEMS:
         message = f"{status.value} on {where}: {first.message}"
         if len(named) > 1 and len({f.message for _, f in named}) > 1:
@@ -153,9 +153,12 @@ def fold_one(pairs: list[tuple[str, Finding]], *, total: int) -> Finding:
     )
 
 
-def _where(status: Status, workers: list[str], total: int) -> str:
+def _where(workers: list[str], total: int, *, partial: bool = False) -> str:
+    """"all 16 workers", "all 15 reporting workers" (one sent no report), "2 of 16 workers (3, 7)"."""
     if len(workers) == total:
-        return f"all {total} workers" if total != 1 else "the only worker"
+        if total == 1:
+            return "the only reporting worker" if partial else "the only worker"
+        return f"all {total} reporting workers" if partial else f"all {total} workers"
     label = "worker" if total == 1 else "workers"
     return f"{len(workers)} of {total} {label} ({describe_workers(workers)})"
 
