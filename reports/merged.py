@@ -29,7 +29,12 @@ def render_merged_report(merged: MergedReport, fmt: str, *, verbose: bool = Fals
                          redact: bool = False) -> str:
     from tpudoctor.redact import sanitize_report_dict
 
-    document = sanitize_report_dict(merged.to_dict(), redact=redact)
+    document = merged.to_dict()
+    if redact:  # one consistent set of placeholders across every worker's report
+        document = sanitize_report_dict(document, redact=True)
+    else:  # each worker's own report was scrubbed of secrets by the tpudoctor that wrote it
+        workers = document.pop("workers")
+        document = {**sanitize_report_dict(document, redact=False), "workers": workers}
     return render_merged_document(document, fmt, verbose=verbose, color=color)
 
 

@@ -54,8 +54,26 @@ def _validator():
 
     from tpudoctor.schema import load_schema
 
-    schema = load_schema("check_report")
+    schema = _inline_refs(load_schema("check_report"))
     return jsonschema.validators.validator_for(schema)(schema, format_checker=jsonschema.FormatChecker())
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same schema with its local ``#/$defs/...`` references written out: resolving a reference for every
+    result of every worker's report was most of a 64-worker merge's time."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and len(node) == 1:
+                return walk(defs[ref.removeprefix("#/$defs/")])
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(schema)
 
 
 def report_from_document(document: dict[str, Any], source: str) -> Report:

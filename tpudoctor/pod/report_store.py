@@ -97,9 +97,10 @@ def read_reports(sources: list[str], *, api_timeout_s: float = 30.0) -> list[Wor
                          hint="each worker writes one with: tpudoctor check --format json -o DIR/{worker}.json")
     if len(items) > MAX_REPORTS:
         raise InputError(f"{len(items)} reports: more than {MAX_REPORTS} workers; merge fewer at once")
+    if not any(source.startswith("gs://") for source in sources):
+        return [_read_one(item) for item in items]  # local files: threads would only add start-up cost
     with concurrent.futures.ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
-        outcomes = list(pool.map(_read_one, items))
-    return outcomes
+        return list(pool.map(_read_one, items))
 
 
 def _read_one(item: tuple[str, Any]) -> WorkerOutcome:
