@@ -99,6 +99,8 @@ def test_sixteen_workers_with_problems_on_3_and_7(fake_tpu_api, monkeypatch, tmp
     junit = render_merged_document(doc, "junit")
     assert 'name="workers" value="3,7"' in junit and 'name="tpudoctor check worker 7"' in junit
     assert Report.from_dict(doc).summary.root_cause == "NODE-004"
+    page = render_merged_document(doc, "html")
+    assert "<th>1 node</th>" in page and "FAIL on 2 of 15 workers (3, 7)" in page
 
 
 def test_sixty_four_workers_two_hung_arrive_within_the_timeout(gcp_env, monkeypatch, tmp_path):
@@ -159,3 +161,28 @@ def test_worker_spec(spec, expected):
     from tpudoctor.pod.worker_ids import parse_worker_spec
 
     assert parse_worker_spec(spec) == expected
+
+
+@pytest.mark.parametrize("extra,words", [
+    (["--log-file", "-"], "cannot go to every worker"),
+    (["-o", "out/{worker}.json"], "one merged report"),
+])
+def test_fanout_refuses_what_cannot_apply_to_every_worker(gcp_env, monkeypatch, capsys, tmp_path, extra, words):
+    _use(monkeypatch, build_slice(tmp_path / "slice", 1))
+    assert main(["check", "--tpu", "pod", "--zone", ZONE, "--workers", "0", *extra]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_all_workers_needs_a_project(gcp_env, monkeypatch, capsys, tmp_path):
+    _use(monkeypatch, build_slice(tmp_path / "slice", 1))
+    assert main(["check", "--tpu", "pod", "--zone", ZONE, "--all-workers"]) == 2
+    assert "needs --project" in capsys.readouterr().err
+
+
+def test_worker_lists_read_like_a_person_writes_them():
+    from tpudoctor.pod.worker_ids import describe_workers
+
+    assert describe_workers(["7", "3"]) == "3, 7"
+    assert describe_workers(["0", "1"]) == "0, 1"
+    assert describe_workers([str(i) for i in range(64) if i not in (17, 50)]) == "0-16, 18-49, 51-63"
+    assert describe_workers(["pod-b", "pod-a", "2"]) == "2, pod-a, pod-b"

@@ -113,3 +113,40 @@ def test_merge_of_nothing_is_an_input_error(tmp_path, capsys):
     assert main(["merge", str(tmp_path / "empty")]) == 2
     assert "no reports found" in capsys.readouterr().err
     assert main(["merge", str(tmp_path / "absent")]) == 2
+
+
+def test_more_than_64_workers_get_one_line_per_step(worker_report, tmp_path, capsys):
+    write_worker_reports(worker_report, tmp_path / "run", 70, problems={66: "NODE-005"}, slice_workers=70)
+    assert main(["merge", str(tmp_path / "run")]) == 1
+    text = capsys.readouterr().out
+    assert "1 node: ✗ 1 (66), ! 69 (0-65, 67-69)" in text or "1 node: ✗ 1 (66)" in text
+    assert "0123456789" not in text  # no matrix beyond 64 workers
+
+
+def _with_log_event(document, timestamp, signature, message):
+    document["results"].append({
+        "id": "LOGS-002", "kind": "check", "step": 4, "title": "libtpu logs show no known TPU failure",
+        "status": "FAIL", "severity": "high", "message": message, "remediation": None,
+        "evidence": {"signature": signature, "first_timestamp": timestamp},
+        "scope": {"workers": [], "hosts": [], "chips": []}, "skip_reason": None, "duration_s": 0.01})
+    return document
+
+
+def test_log_timeline_names_the_worker_that_failed_first(worker_report):
+    from tpudoctor.testing.pod_reports import worker_document
+
+    docs = {0: ("2026-11-30T10:00:02.100000Z", "socket-closed", "Lost the connection to a TPU worker"),
+            1: ("2026-11-30T10:00:01.900000Z", "socket-closed", "Lost the connection to a TPU worker"),
+            2: ("2026-11-30T10:00:01.250000Z", "hbm-oom-compile", "HBM out of memory at compile time")}
+    outcomes = [WorkerOutcome(worker=str(w), report=Report.from_dict(_with_log_event(
+        worker_document(worker_report, w), *event))) for w, event in docs.items()]
+    outcomes.append(WorkerOutcome(worker="3", report=Report.from_dict(worker_document(worker_report, 3))))
+    merged = merge_outcomes(outcomes, expected=["0", "1", "2", "3"])
+    timeline = next(r for r in merged.report.results if r.id == "POD-006")
+    assert timeline.status is Status.FAIL and timeline.scope.workers == ("2",)
+    assert [e["worker"] for e in timeline.evidence["timeline"]] == ["2", "1", "0"]
+    assert timeline.message.startswith("worker 2 logged the first fatal event at 2026-11-30T10:00:01.250000Z")
+    assert "2 other worker(s) failed after it (0, 1)" in timeline.message
+    logs = next(r for r in merged.report.results if r.id == "LOGS-002")
+    assert logs.scope.workers == ("0", "1", "2")
+    assert merged.report.summary.root_cause == "POD-006"  # ranked above the LOGS-002 results it explains

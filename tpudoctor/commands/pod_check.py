@@ -71,7 +71,7 @@ def discover_workers(target, api_timeout_s: float) -> list[str]:
 
     endpoint = tpu_endpoint()
     try:
-        credentials, _identity = resolve_credentials(endpoint, on_gce=False)
+        credentials, _identity = resolve_credentials(endpoint, on_gce=True)  # worker 0 of the slice is a VM too
         node = TpuApi(credentials, endpoint=endpoint, timeout_s=api_timeout_s).get_node(
             target.project, target.zone, target.tpu)
     except ApiCallFailed as exc:
@@ -97,6 +97,16 @@ def run_fanout(args: argparse.Namespace, target, *, fmt: str, fail_on: str) -> E
     if not target.tpu or not target.zone:
         raise UsageError("--all-workers and --workers need --tpu NAME and --zone ZONE",
                          hint="e.g. tpudoctor check --tpu my-pod --zone us-central2-b --all-workers")
+    if args.all_workers and not target.project:
+        raise UsageError("--all-workers needs --project to read the node's workers from the TPU API",
+                         hint="pass --project PROJECT (or set CLOUDSDK_CORE_PROJECT), or list them: --workers 0-15")
+    if "-" in (args.log_file or []):
+        raise UsageError("--log-file - (stdin) cannot go to every worker", hint="give a path on the workers")
+    from tpudoctor.pod.report_store import has_placeholder
+
+    if has_placeholder(args.output) or (args.output or "").startswith("gs://"):
+        raise UsageError(f"-o {args.output}: the fan-out writes one merged report to a local file or stdout",
+                         hint="the per-worker reports are inside the merged JSON (--format json), under 'workers'")
     if args.parallel < 1:
         raise UsageError("--parallel must be at least 1")
     timeout_s = config.parse_duration_s(args.worker_timeout)

@@ -24,7 +24,7 @@ def report_from_output(text: str, source: str) -> tuple[Report, dict[str, Any]]:
         if at == 0 or text[at - 1] == "\n":
             try:
                 document, _end = decoder.raw_decode(text, at)
-            except ValueError:
+            except (ValueError, RecursionError):
                 document = None
             if isinstance(document, dict) and document.get("kind") == "check":
                 return report_from_document(document, source), document

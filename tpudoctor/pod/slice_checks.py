@@ -35,8 +35,10 @@ def slice_findings(outcomes: dict[str, Any], expected: list[str], target: Target
     findings = _fold_problems(outcomes)
     findings.append(workers_reported(outcomes, expected))
     findings.append(same_versions(reports, target))
-    findings.append(clocks_agree(outcomes))
-    findings.append(log_timeline(reports))
+    clocks = clocks_agree(outcomes)
+    findings.append(clocks)
+    skew = clocks.evidence.get("offset_lower_bound_s") or {}
+    findings.append(log_timeline(reports, max_skew_s=max((abs(v) for v in skew.values()), default=0.0)))
     return findings
 
 
@@ -215,7 +217,7 @@ def clocks_agree(outcomes: dict[str, Any]) -> Finding:
     )
 
 
-def log_timeline(reports: dict[str, Report]) -> Finding:
+def log_timeline(reports: dict[str, Report], *, max_skew_s: float = 0.0) -> Finding:
     """Which worker logged a fatal event first: the others' lost connections follow from it."""
     from tpudoctor.logdiag.diagnose import time_key
 
@@ -249,6 +251,9 @@ def log_timeline(reports: dict[str, Report]) -> Finding:
     if followers:
         message += (f"; {len(followers)} other worker(s) failed after it ({describe_workers(followers)}), "
                     "which follows from it")
+    if max_skew_s and len(timeline) > 1:
+        message += (f" (the worker clocks disagree by at least {max_skew_s:.1f}s: events closer than that may "
+                    "be in another order)")
     cause: Finding = first["result"]
     fix = cause.remediation
     text = (f"Start with worker {first['worker']}: the errors on the other workers (lost connections, "

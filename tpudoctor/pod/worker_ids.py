@@ -42,8 +42,12 @@ def describe_workers(workers: Iterable[str], *, limit: int = 12) -> str:
         if ordered[i].isdigit():
             while j + 1 < len(ordered) and ordered[j + 1].isdigit() and int(ordered[j + 1]) == int(ordered[j]) + 1:
                 j += 1
-        parts.append(ordered[i] if j == i else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
+        if j - i >= 2:  # a run of three or more reads better as a range; "0, 1" stays a list
+            parts.append(f"{ordered[i]}-{ordered[j]}")
+            i = j + 1
+        else:
+            parts.append(ordered[i])
+            i += 1
     if len(parts) > limit:
         return ", ".join(parts[:limit]) + f" and {len(parts) - limit} more"
     return ", ".join(parts)
