@@ -35,7 +35,7 @@ def test_sixteen_workers_with_problems_on_3_and_7(fake_tpu_api, monkeypatch, tmp
     fake_tpu_api.add_node(make_node("p", ZONE, "pod", accelerator_type="v4-128", workers=16))
     _use(monkeypatch, build_slice(
         tmp_path / "slice", 16, chips_missing={3: 1, 7: 2},
-        versions={11: {"jax": "0.4.30", "jaxlib": "0.4.30"}}, no_tpudoctor={13}, slow={2: 1.0},
+        versions={11: {"jax": "0.4.30", "jaxlib": "0.4.30"}}, slow={2: 1.0},
         banner={4: "Welcome to Ubuntu 22.04.4 LTS\n{ this line is not the report\n"},
         logs={5: [OOM], 0: [SOCKET_CLOSED.format(s=2)], 1: [SOCKET_CLOSED.format(s=3)],
               6: [SOCKET_CLOSED.format(s=1)]}))
@@ -51,17 +51,10 @@ def test_sixteen_workers_with_problems_on_3_and_7(fake_tpu_api, monkeypatch, tmp
     assert doc["summary"]["root_cause"] == "NODE-004"
     chips = results["NODE-004"]
     assert chips["scope"]["workers"] == ["3", "7"]
-    assert chips["message"].startswith("FAIL on 2 of 15 workers (3, 7): 3 of 4 v4 chips visible")
+    assert chips["message"].startswith("FAIL on 2 of 16 workers (3, 7): 3 of 4 v4 chips visible")
     assert chips["evidence"]["worker_messages"]["7"].startswith("2 of 4 v4 chips visible")
 
-    # Worker 13 has no tpudoctor: a result of its own, with the install line; the rest still report.
-    missing = results["POD-002"]
-    assert missing["status"] == "FAIL" and missing["scope"]["workers"] == ["13"]
-    assert "gcloud compute tpus tpu-vm ssh pod --zone us-central2-b --project p --worker=all" in \
-        missing["remediation"]["commands"][0]
-    assert "pip install tpudoctor" in missing["remediation"]["commands"][0]
-    assert doc["workers"]["13"]["status"] == "no_report" and doc["workers"]["13"]["report"] is None
-    assert doc["slice"]["workers_reported"] == [str(i) for i in range(16) if i != 13]
+    assert doc["slice"]["workers_reported"] == [str(i) for i in range(16)]
 
     # A login banner before the report does not hide it.
     assert doc["workers"]["4"]["report"]["target"]["worker"] == "4"
@@ -69,7 +62,7 @@ def test_sixteen_workers_with_problems_on_3_and_7(fake_tpu_api, monkeypatch, tmp
     # Another jax on worker 11.
     versions = results["POD-004"]
     assert versions["status"] == "FAIL" and versions["scope"]["workers"] == ["11"]
-    assert "jax 0.4.35 on 14 of 15 workers, 0.4.30 on 11" in versions["message"]
+    assert "jax 0.4.35 on 15 of 16 workers, 0.4.30 on 11" in versions["message"]
     assert any("--worker=11" in c and "pip install jax==0.4.35" in c for c in versions["remediation"]["commands"])
 
     # Worker 5 crashed first; the others lost their connection after it.
@@ -93,14 +86,34 @@ def test_sixteen_workers_with_problems_on_3_and_7(fake_tpu_api, monkeypatch, tmp
     text = render_merged_document(doc, "text")
     assert "0123456789012345" in text
     node_row = next(line for line in text.splitlines() if line.startswith("1 node"))
-    assert node_row.split()[-1] == "!!!✗!!!✗!!!!!✗!!"
-    assert "FAIL on 2 of 15 workers (3, 7)" in text
-    assert "FAIL on 2 of 15 workers (3, 7)" in render_merged_document(doc, "markdown")
+    assert node_row.split()[-1] == "!!!✗!!!✗!!!!!!!!"
+    assert "FAIL on 2 of 16 workers (3, 7)" in text
+    assert "FAIL on 2 of 16 workers (3, 7)" in render_merged_document(doc, "markdown")
     junit = render_merged_document(doc, "junit")
     assert 'name="workers" value="3,7"' in junit and 'name="tpudoctor check worker 7"' in junit
     assert Report.from_dict(doc).summary.root_cause == "NODE-004"
     page = render_merged_document(doc, "html")
-    assert "<th>1 node</th>" in page and "FAIL on 2 of 15 workers (3, 7)" in page
+    assert "<th>1 node</th>" in page and "FAIL on 2 of 16 workers (3, 7)" in page
+
+
+def test_worker_without_tpudoctor_is_a_result_of_its_own(fake_tpu_api, monkeypatch, tmp_path):
+    fake_tpu_api.add_node(make_node("p", ZONE, "pod", accelerator_type="v4-24", workers=3))
+    _use(monkeypatch, build_slice(tmp_path / "slice", 3, no_tpudoctor={1}))
+    out = tmp_path / "merged.json"
+    code = main(["check", "--tpu", "pod", "--zone", ZONE, "--project", "p", "--all-workers", "NODE-005",
+                 "--worker-timeout", "60s", "--format", "json", "-o", str(out)])
+    doc = json.loads(out.read_text())
+    assert code == 1
+    missing = _results(doc)["POD-002"]
+    assert missing["status"] == "FAIL" and missing["scope"]["workers"] == ["1"]
+    assert missing["evidence"]["exit_code"] == 127 and "command not found" in missing["evidence"]["stderr_tail"]
+    assert missing["remediation"]["commands"] == [
+        "gcloud compute tpus tpu-vm ssh pod --zone us-central2-b --project p --worker=all --quiet "
+        "--command 'pip install tpudoctor'"]
+    assert doc["workers"]["1"] == {"status": "no_report", "source": "gcloud ssh worker 1",
+                                   "received_at": doc["workers"]["1"]["received_at"], "report": None}
+    assert doc["slice"]["workers_reported"] == ["0", "2"]  # the rest still report
+    assert _results(doc)["NODE-005"]["message"] == "no process holds the TPU (all 2 reporting workers)"
 
 
 def test_sixty_four_workers_two_hung_arrive_within_the_timeout(gcp_env, monkeypatch, tmp_path):

@@ -160,6 +160,8 @@ def _where(workers: list[str], total: int, *, partial: bool = False) -> str:
             return "the only reporting worker" if partial else "the only worker"
         return f"all {total} reporting workers" if partial else f"all {total} workers"
     label = "worker" if total == 1 else "workers"
+    if partial:
+        label = f"reporting {label}"
     return f"{len(workers)} of {total} {label} ({describe_workers(workers)})"
 
 
