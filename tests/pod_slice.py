@@ -33,6 +33,7 @@ def build_slice(root: Path, workers: int, *, tpu: str = "pod", zone: str = "us-c
                 chips_missing: dict[int, int] | None = None, versions: dict[int, dict[str, str]] | None = None,
                 logs: dict[int, list[str]] | None = None, slow: dict[int, float] | None = None,
                 hung: set[int] = frozenset(), no_tpudoctor: set[int] = frozenset(),
+                unreachable: set[int] = frozenset(),
                 banner: dict[int, str] | None = None) -> dict[str, str]:
     """Write the slice; return the environment for the machine that fans out (PATH has the stand-in)."""
     chips_missing, versions, logs = chips_missing or {}, versions or {}, logs or {}
@@ -51,6 +52,7 @@ def build_slice(root: Path, workers: int, *, tpu: str = "pod", zone: str = "us-c
                     "GCE_METADATA_HOST": f"127.0.0.1:{free_port()}"})
         spec["workers"][str(i)] = {
             "env": env, "cwd": str(home), "delay_s": slow.get(i, 0), "hung": i in hung,
+            "unreachable": i in unreachable,
             "banner": banner.get(i, ""),
             "path": BASE_PATH if i in no_tpudoctor else f"{TPUDOCTOR_BIN}:{BASE_PATH}",
         }

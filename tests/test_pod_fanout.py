@@ -96,9 +96,9 @@ def test_sixteen_workers_with_problems_on_3_and_7(fake_tpu_api, monkeypatch, tmp
     assert "<th>1 node</th>" in page and "FAIL on 2 of 16 workers (3, 7)" in page
 
 
-def test_worker_without_tpudoctor_is_a_result_of_its_own(fake_tpu_api, monkeypatch, tmp_path):
-    fake_tpu_api.add_node(make_node("p", ZONE, "pod", accelerator_type="v4-24", workers=3))
-    _use(monkeypatch, build_slice(tmp_path / "slice", 3, no_tpudoctor={1}))
+def test_workers_without_tpudoctor_or_ssh_are_results_of_their_own(fake_tpu_api, monkeypatch, tmp_path):
+    fake_tpu_api.add_node(make_node("p", ZONE, "pod", accelerator_type="v4-32", workers=4))
+    _use(monkeypatch, build_slice(tmp_path / "slice", 4, no_tpudoctor={1}, unreachable={3}))
     out = tmp_path / "merged.json"
     code = main(["check", "--tpu", "pod", "--zone", ZONE, "--project", "p", "--all-workers", "NODE-005",
                  "--worker-timeout", "60s", "--format", "json", "-o", str(out)])
@@ -112,6 +112,10 @@ def test_worker_without_tpudoctor_is_a_result_of_its_own(fake_tpu_api, monkeypat
         "--command 'pip install tpudoctor'"]
     assert doc["workers"]["1"] == {"status": "no_report", "source": "gcloud ssh worker 1",
                                    "received_at": doc["workers"]["1"]["received_at"], "report": None}
+    unreachable = _results(doc)["POD-001"]
+    assert unreachable["status"] == "FAIL" and unreachable["scope"]["workers"] == ["3"]
+    assert unreachable["message"].endswith("port 22: Connection timed out")
+    assert "--tunnel-through-iap" in unreachable["remediation"]["commands"][0]
     assert doc["slice"]["workers_reported"] == ["0", "2"]  # the rest still report
     assert _results(doc)["NODE-005"]["message"] == "no process holds the TPU (all 2 reporting workers)"
 
