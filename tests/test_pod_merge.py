@@ -150,3 +150,12 @@ def test_log_timeline_names_the_worker_that_failed_first(worker_report):
     logs = next(r for r in merged.report.results if r.id == "LOGS-002")
     assert logs.scope.workers == ("0", "1", "2")
     assert merged.report.summary.root_cause == "POD-006"  # ranked above the LOGS-002 results it explains
+
+
+def test_worker_number_for_the_file_name_comes_from_the_metadata_server(fake_metadata, tmp_path):
+    from tpudoctor.testing.fake_metadata import tpu_vm_metadata
+
+    fake_metadata.tree = tpu_vm_metadata("p", "us-central2-b", "my-pod", "v4-32", worker=2, workers=4)
+    # Step 3 alone never reads the metadata server; the file name still gets this VM's worker number.
+    main(["check", "RUNTIME-001", "--format", "json", "-o", str(tmp_path / "{worker}.json")])
+    assert json.loads((tmp_path / "2.json").read_text())["results"][0]["id"] == "RUNTIME-001"

@@ -31,10 +31,23 @@ def has_placeholder(path: str | None) -> bool:
 def fill_placeholders(path: str, report: Report) -> str:
     worker = (report.environment or {}).get("worker") or report.target.worker
     if "{worker}" in path and not worker:
+        worker = _metadata_worker_number()
+    if "{worker}" in path and not worker:
         raise UsageError(f"-o {path}: this machine's worker number is unknown",
                          hint="pass --worker N (or set TPU_WORKER_ID), or use {host} in the file name")
     host = report.host or socket.gethostname()
     return path.replace("{worker}", _safe(str(worker or ""))).replace("{host}", _safe(host))
+
+
+def _metadata_worker_number() -> str | None:
+    """This TPU VM's worker number from the metadata server, when the run did not read it (steps 2-5 only)."""
+    from tpudoctor.gcp.metadata import MetadataClient, MetadataUnavailable
+
+    try:
+        value = MetadataClient().get("instance/attributes/agent-worker-number")
+    except MetadataUnavailable:
+        return None
+    return value.strip() if value and value.strip().isdigit() else None
 
 
 def _safe(part: str) -> str:
