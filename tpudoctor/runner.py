@@ -150,8 +150,9 @@ class FactStore:
                     box["error"] = f"{type(exc).__name__}: {exc}"
 
             thread = threading.Thread(target=target, daemon=True, name=f"facts-{cls.name}")
+            started = time.monotonic()  # before start(): a busy machine may run the thread first
             thread.start()
-            threads.append((cls, thread, box, time.monotonic()))
+            threads.append((cls, thread, box, started))
         for cls, thread, box, started in threads:
             budget = min(cls.timeout_s, self._ctx.remaining_s())
             thread.join(max(0.0, budget - (time.monotonic() - started)))
