@@ -69,3 +69,13 @@ def test_compare_formats(tmp_path, capsys, fmt):
     assert main(["compare", str(a), str(FIXTURES / "tf_compute_bound"), "--format", fmt]) == 0  # no gate: exit 0
     out = capsys.readouterr().out
     assert "input_percent" in out and ("better" in out)
+
+
+@pytest.mark.parametrize("threshold", ["nan%", "nan", "NaN%", "inf%", "-inf%", "infinity", "-5%", "-0.1"])
+def test_compare_gate_threshold_that_would_turn_the_gate_off_is_a_usage_error(tmp_path, capsys, threshold):
+    a = tmp_path / "a.json"
+    assert main(["profile", "analyze", str(FIXTURES / "jax_steady"), "--format", "json", "-o", str(a)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(a), str(a), f"--fail-on-regression={threshold}"]) == 2
+    err = capsys.readouterr().err
+    assert "--fail-on-regression" in err and "Traceback" not in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from tpudoctor.errors import UsageError
@@ -28,8 +29,9 @@ def parse_percent(text: str) -> float:
         value = float(str(text).strip().rstrip("%"))
     except ValueError:
         raise UsageError(f"--fail-on-regression wants a percentage such as 5% (got {text!r})") from None
-    if value < 0:
-        raise UsageError("--fail-on-regression must not be negative")
+    if not math.isfinite(value) or value < 0:
+        # nan compares false with everything: a nan threshold would turn the gate silently off
+        raise UsageError(f"--fail-on-regression must be a finite, non-negative percentage such as 5% (got {text!r})")
     return value
 
 
