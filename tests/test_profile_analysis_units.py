@@ -11,7 +11,6 @@ import pytest
 
 import tpudoctor.profile
 from tpudoctor.cli import main
-from tpudoctor.profile.analysis import analyze
 from tpudoctor.profile.analysis.events import merged, outermost, overlap_ps, self_time_ps, union_ps
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
@@ -47,7 +46,7 @@ def test_straggler_is_named_in_a_multi_host_capture(tmp_path):
     # Two "hosts" of one run: a fast one and one whose steps wait for input.
     shutil.copyfile(FIXTURES / "jax_compute_bound" / "localhost.xplane.pb", run / "worker-0.xplane.pb")
     shutil.copyfile(FIXTURES / "jax_recompiling" / "localhost.xplane.pb", run / "worker-1.xplane.pb")
-    doc = analyze(tpudoctor.profile.load(str(tmp_path))).to_dict()
+    doc = tpudoctor.profile.analyze(str(tmp_path)).to_dict()
     assert {h["host"] for h in doc["hosts"]} == {"worker-0", "worker-1"}
     assert doc["straggler"]["host"] == "worker-1"
     assert doc["straggler"]["slowdown_percent"] > 5

@@ -35,9 +35,8 @@ def _props(tables: list, key: str) -> dict:
 
 def _analyze(path: Path) -> dict:
     import tpudoctor.profile
-    from tpudoctor.profile.analysis import analyze
 
-    return analyze(tpudoctor.profile.load(str(path))).to_dict()
+    return tpudoctor.profile.analyze(str(path)).to_dict()
 
 
 def _tpu_shaped(src: Path, dst: Path, *, cores: tuple[str, ...] | None = None, one_clock: bool = False,
