@@ -78,3 +78,29 @@ def test_compare_gate_threshold_that_would_turn_the_gate_off_is_a_usage_error(tm
     assert main(["compare", str(a), str(a), f"--fail-on-regression={threshold}"]) == 2
     err = capsys.readouterr().err
     assert "--fail-on-regression" in err and "Traceback" not in err
+
+
+V1_REPORT = Path(__file__).resolve().parent / "data" / "profile" / "report_v1_tf_input_bound.json"
+
+
+def test_compare_reads_a_schema_1_report_saved_by_the_previous_version(tmp_path, capsys):
+    """``report_v1_tf_input_bound.json`` was written by ``profile analyze --format json`` before 2.0."""
+    import json
+
+    from tpudoctor.profile.compare import load_document
+    from tpudoctor.schema import validate
+
+    assert json.loads(V1_REPORT.read_text())["schema_version"] == "1.0"
+    doc = load_document(str(V1_REPORT))
+    assert doc["schema_version"] == "2.0"
+    finding = doc["findings"][0]
+    assert finding["id"] == "input-bound" and finding["kind"] == "profile" and finding["status"] == "FAIL"
+    assert "prefetch" in finding["remediation"]["text"] and finding["scope"]["hosts"] == []
+    validate(doc, "profile_diagnosis")
+    new = tmp_path / "new.json"
+    assert main(["profile", "analyze", str(FIXTURES / "tf_input_bound"), "--format", "json", "-o", str(new)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(V1_REPORT), str(new), "--format", "json", "--fail-on-regression", "50%"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    same = {row["kpi"]: row["direction"] for row in result["kpis"]}
+    assert same["step_time_mean_ms"] == "same" and same["input_percent"] == "same"

@@ -164,6 +164,10 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
         "compute_ps": g["optimal_ps"].min(), "infeed_ps": g["infeed_ps"].max(),
         "outfeed_ps": g["outfeed_ps"].mean(), "xfer_ps": g["xfer_ps"].max(), "offload_ps": g["offload_ps"].max(),
     })
+    # A copy that starts in the step and runs past its end must not make the parts exceed the step.
+    out["compute_ps"] = np.maximum(out["compute_ps"], 0)
+    out["offload_ps"] = np.minimum(out["offload_ps"], np.maximum(
+        out["step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"] + out["xfer_ps"]), 0))
     out["idle_ps"] = np.maximum(out["step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"]
                                                  + out["xfer_ps"] + out["offload_ps"]), 0)
     if not has_infeed_ops and not inputs.empty:
