@@ -7,7 +7,7 @@ x50 of the v6e capture is about 40 MB and 1.3 M events) under /tmp/tpudoctor-ben
 each contender in its own subprocess (so peak RSS is clean) on the same file and prints wall time
 of the call and the process's peak RSS side by side:
 
-* tpudoctor: ``tpudoctor.profile.load`` + the summary + every analysis registered with
+* tpudoctor: ``tpudoctor.profile.analyze`` (the per-host map and the combine) as run by
   ``tpudoctor profile analyze`` (what the command does, minus rendering);
 * xprof ``overview_page`` and ``input_pipeline_analyzer`` through
   ``xprof.convert._pywrap_profiler_plugin.xspace_to_tools_data`` (the call behind

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -184,10 +183,8 @@ def map_hosts(host_files, *, max_workers: int | None = None, extra_stats: dict[s
         return
     # forkserver: a clean child even when this process has threads (cloud clients, rich)
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tpudoctor.profile.pipeline"])
-    # one host per child: a child's memory (the decoded events) goes back to the OS after each host
-    one_per_child = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, **one_per_child) as pool:
+    context.set_forkserver_preload(["tpudoctor.profile.pipeline", "tpudoctor.profile.analysis"])
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         environment = {name: os.environ[name] for name in _PASSED_ENVIRONMENT if name in os.environ}
         futures = [pool.submit(_analyze_host_or_message, f, extra_stats, environment) for f in host_files]
         for host_file, future in zip(host_files, futures, strict=False):
