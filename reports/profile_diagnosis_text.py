@@ -12,8 +12,11 @@ def fixes(finding: dict) -> list[str]:
     return lines + [f"$ {c}" for c in remediation.get("commands") or []]
 
 
-def where(finding: dict) -> str:
-    """'' for the whole job, else 'on host-a, host-b' (hosts, then workers, then chips)."""
+def where(finding: dict, doc: dict | None = None) -> str:
+    """'' for the whole job (or a one-host capture: ``doc``), else 'on hosts a, b' (hosts, then workers,
+    then chips)."""
+    if doc is not None and len(doc.get("hosts") or []) <= 1:
+        return ""
     scope = finding.get("scope") or {}
     for key in ("hosts", "workers", "chips"):
         names = scope.get(key) or []
@@ -42,7 +45,7 @@ def diagnosis_lines(doc: dict) -> list[str]:
                  f"{k.get('compile_count', 0)} ({k.get('compile_ms') or 0:.1f} ms)")
     lines.append("")
     for f in doc.get("findings", []):
-        lines.append(f"[{f['severity'].upper()}] {f['id']}: {f['title']}" + (f" ({where(f)})" if where(f) else ""))
+        lines.append(f"[{f['severity'].upper()}] {f['id']}: {f['title']}" + (f" ({where(f, doc)})" if where(f, doc) else ""))
         lines.append(f"    {f['message']}")
         for fix in fixes(f)[:5]:
             lines.append(f"    fix: {fix}")

@@ -185,7 +185,7 @@ def render_document(doc: dict) -> str:
         for f in doc["findings"]:
             color = SEVERITY_COLORS.get(f["severity"], "#616161")
             items = "".join(f"<li>{_e(x)}</li>" for x in fixes(f))
-            scope = f' <span class="note">{_e(where(f))}</span>' if where(f) else ""
+            scope = f' <span class="note">{_e(where(f, doc))}</span>' if where(f, doc) else ""
             parts.append(f'<div class="finding" style="border-color:{color}"><h3><span class="sev" style="background:{color}">'
                          f'{_e(f["severity"])}</span>{_e(f["title"])} <code>{_e(f["id"])}</code></h3>'
                          f'{scope}<p>{_e(f["message"])}</p><ul>{items}</ul></div>')

@@ -42,7 +42,7 @@ def render_document(doc: dict) -> str:
         lines += ["## Findings", ""]
         for f in doc["findings"]:
             lines.append(f"### `{f['id']}` ({f['severity']}): {f['title']}")
-            lines += ["", f["message"] + (f" ({where(f)})" if where(f) else ""), ""]
+            lines += ["", f["message"] + (f" ({where(f, doc)})" if where(f, doc) else ""), ""]
             lines += [f"- {fix}" for fix in fixes(f)] + [""]
         if not doc["findings"]:
             lines += ["_no findings_", ""]
