@@ -7,7 +7,9 @@ Two models:
   ``infeed``/``sparsecorev0 infeed`` ops; per step the step time is the maximum over cores, infeed the
   maximum, compute the minimum of (step - infeed - outfeed - host transfer - idle), idle what is left
   of the shortest core. Without infeed ops (JAX), host input time inside the step moves that much of
-  the idle time to input (xprof's ``MayFixTpuStepAnalysis``).
+  the idle time to input (xprof's ``MayFixTpuStepAnalysis``). Copies to host memory space S(5)
+  (host offload) are their own part, not compute: the device moves data then, as the host-offload
+  rule counts them.
 * Host-driven loops (CPU/GPU, host step annotations, or TPU steps found only on the host): the
   step's wall time split on one timeline, in priority order: compilation, host callbacks, device work,
   input (``IteratorGetNext``/tf.data, ``device_put``/H2D transfers, Python data-loading frames), and the
