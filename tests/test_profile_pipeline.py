@@ -52,6 +52,9 @@ def test_combine_of_mapped_hosts_is_what_analyze_reports(tmp_path):
     combined = tpudoctor.profile.combine(mapped, source=str(tmp_path), run=run.name, runs_available=[run.name])
     analysed = tpudoctor.profile.analyze(str(tmp_path))  # the map in worker processes
     assert combined.to_dict() == analysed.to_dict()
+    first = combined.to_dict()
+    again = tpudoctor.profile.combine(mapped, source=str(tmp_path), run=run.name, runs_available=[run.name])
+    assert again.to_dict() == first  # combine leaves its inputs as they were
     assert analysed.straggler == "w-1" and analysed.verdict == "compile-bound"
     # summaries are put on one time origin, as a loaded capture's are
     loaded = tpudoctor.profile.load(str(tmp_path))

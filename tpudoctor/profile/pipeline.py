@@ -15,6 +15,7 @@ executor (a process pool here, a Dask cluster later) can run the map.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -107,9 +108,9 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
 
         rules = load_rules()
     origin_ns = min(h.time_origin_ns for h in hosts.values())
-    for h in hosts.values():  # one time origin for all hosts, as a loaded capture has
-        if h.summary is not None:
-            h.summary = shifted(h.summary, (h.time_origin_ns - origin_ns) * 1000)
+    # one time origin for all hosts, as a loaded capture has (copies: the inputs stay as mapped)
+    hosts = {name: dataclasses.replace(h, summary=shifted(h.summary, (h.time_origin_ns - origin_ns) * 1000))
+             if h.summary is not None else h for name, h in hosts.items()}
     results = {name: [evaluate_rule(rule, h) for rule in rules.values()] for name, h in hosts.items()}
     verdicts = {name: decide(results[name], rules) for name in hosts}
     stragglers = summarize_hosts(hosts)
