@@ -53,6 +53,8 @@ def decide(results: list[Finding], rules: Mapping[str, type[ProfileRule]]) -> tu
                            + ", ".join(f"{b.removesuffix('-bound')} {s:.1f}%" for b, (s, _) in scores.items()))
     if result.status is Status.PASS:  # below the rule's own threshold, yet the largest cause
         return name, f"{name.removesuffix('-bound')} takes {score:.1f}% of step time; {others}"
+    if "of step time" in result.title:  # the headline says the share already
+        return name, result.title
     return name, f"{result.title} ({score:.1f}% of step time)"
 
 
