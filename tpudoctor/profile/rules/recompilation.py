@@ -69,7 +69,7 @@ class Recompilation(ProfileRule):
     lead_rank = 10
     COMPILE_FINDING_PERCENT = 5.0
     BOUND_PERCENT = BOUND_PERCENT
-    docs = "https://jax.readthedocs.io/en/latest/faq.html#why-are-my-functions-recompiling"
+    docs = "https://jax.readthedocs.io/en/latest/jit-compilation.html"
     examples = (
         RuleExample("one warm-up compile", _host({"train_step": 1}, 2.0), Status.PASS),
         RuleExample("recompiles a little", _host({"train_step": 3}, 4.0), Status.WARN),
