@@ -20,6 +20,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from tpudoctor.findings import Remediation, Severity
+from tpudoctor.logdiag.parsers import PARSERS
 
 CATALOG_FILE = "catalog.toml"
 _VALUE_TYPES = ("bytes", "int", "float", "str")
@@ -73,13 +74,26 @@ class Signature:
     wrapper: bool = False
     """A generic wrapper message: dropped when a specific signature matches the same event."""
     suppress_when_equal: tuple[str, ...] = ()
+    fallback: bool = False
+    """Matched only where no other signature matched (a crash nothing in the catalog explains)."""
+    parsers: tuple[str, ...] = ()
+    """Named evidence parsers (``parsers.PARSERS``) for what one regex cannot pull."""
 
-    def first_match(self, text: str) -> re.Match[str] | None:
-        """The earliest ``any`` match in ``text`` when every ``all`` pattern is present too."""
+    def first_match(self, text: str, folded: str | None = None) -> re.Match[str] | None:
+        """The earliest ``any`` match in ``text`` when every ``all`` pattern is present too.
+
+        ``folded`` is ``text.lower()`` when the caller has it (keywords of case-insensitive
+        patterns are lower case and are looked up there)."""
         best: re.Match[str] | None = None
         for keyword, pattern in zip(self.keywords, self.any_patterns, strict=True):
-            if keyword is not None and keyword not in text:
-                continue
+            if keyword is not None:
+                if pattern.flags & re.IGNORECASE:
+                    if folded is None:
+                        folded = text.lower()
+                    if keyword not in folded:
+                        continue
+                elif keyword not in text:
+                    continue
             match = pattern.search(text)
             if match is not None and (best is None or match.start() < best.start()):
                 best = match
@@ -129,11 +143,24 @@ class Catalog:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {s.id: s for s in self.signatures})
-        words = {k for s in self.signatures for k in s.keywords if k is not None}
-        object.__setattr__(self, "_keywords", tuple(sorted(words, key=len, reverse=True)))
-        object.__setattr__(
-            self, "_unfiltered", any(k is None for s in self.signatures for k in s.keywords)
-        )
+        exact: set[str] = set()
+        folded: set[str] = set()
+        unfiltered: list[re.Pattern[str]] = []
+        for sig in self.signatures:
+            for keyword, pattern in zip(sig.keywords, sig.any_patterns, strict=True):
+                if keyword is None:
+                    unfiltered.append(pattern)  # no literal to look for: the regex itself is the filter
+                elif pattern.flags & re.IGNORECASE:
+                    folded.add(keyword)
+                else:
+                    exact.add(keyword)
+        object.__setattr__(self, "_keywords", tuple(sorted(exact, key=len, reverse=True)))
+        object.__setattr__(self, "_folded_keywords", tuple(sorted(folded, key=len, reverse=True)))
+        object.__setattr__(self, "_unfiltered", tuple(unfiltered))
+
+    @property
+    def has_folded_keywords(self) -> bool:
+        return bool(self._folded_keywords)  # type: ignore[attr-defined]
 
     def get(self, signature_id: str) -> Signature:
         return self._by_id[signature_id]  # type: ignore[attr-defined]
@@ -143,9 +170,13 @@ class Catalog:
 
     def may_match(self, line: str) -> bool:
         """Cheap pre-filter: could any signature match a text containing this line?"""
-        if self._unfiltered:  # type: ignore[attr-defined]
+        if any(k in line for k in self._keywords):  # type: ignore[attr-defined]
             return True
-        return any(k in line for k in self._keywords)  # type: ignore[attr-defined]
+        if self._folded_keywords:  # type: ignore[attr-defined]
+            folded = line.lower()
+            if any(k in folded for k in self._folded_keywords):  # type: ignore[attr-defined]
+                return True
+        return any(p.search(line) for p in self._unfiltered)  # type: ignore[attr-defined]
 
 
 _BYTE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
@@ -249,13 +280,17 @@ def _signature(raw: dict[str, Any]) -> Signature:
             raise CatalogError(f"{where}: extract regex for {spec['name']} needs a group")
         extractors.append(Extractor(spec["name"], regex, spec["type"]))
     fix = raw["fix"]
+    parsers = tuple(raw.get("parsers", ()))
+    unknown_parsers = [p for p in parsers if p not in PARSERS]
+    if unknown_parsers:
+        raise CatalogError(f"{where}: unknown parsers {unknown_parsers} (known: {sorted(PARSERS)})")
     return Signature(
         id=sid,
         title=raw["title"],
         layer=raw["layer"],
         any_patterns=tuple(_compile(p, where) for p in any_src),
         all_patterns=tuple(_compile(p, where) for p in raw.get("all", [])),
-        keywords=tuple(required_literal(p) for p in any_src),
+        keywords=tuple(_keyword(p) for p in any_src),
         priority=int(raw.get("priority", 50)),
         fatal=bool(raw["fatal"]),
         severity=Severity(raw["severity"]),
@@ -268,7 +303,17 @@ def _signature(raw: dict[str, Any]) -> Signature:
         supersedes=tuple(raw.get("supersedes", ())),
         wrapper=bool(raw.get("wrapper", False)),
         suppress_when_equal=tuple(raw.get("suppress_when_equal", ())),
+        fallback=bool(raw.get("fallback", False)),
+        parsers=parsers,
     )
+
+
+def _keyword(pattern: str) -> str | None:
+    """The pre-filter literal of one pattern; lower case for a case-insensitive ``(?i)`` one."""
+    literal = required_literal(pattern)
+    if literal is not None and pattern.startswith("(?i)"):
+        return literal.lower()
+    return literal
 
 
 def parse_catalog(text: str) -> Catalog:

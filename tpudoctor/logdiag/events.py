@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 MAX_HEAD_LINES = 120
 MAX_TAIL_LINES = 40
 MAX_LINE_CHARS = 4000
-MAX_MESSAGE_LINES = 60
+MAX_MESSAGE_LINES = 150
 """Unprefixed lines after a traceback's exception line, or after a prefixed record, that still
 belong to its message."""
 
@@ -47,6 +47,8 @@ RECORD_START = re.compile(
       | \[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?[:\s]   # Python logging, absl
       | [A-Z][a-z]{2}\ +\d+\ \d\d:\d\d:\d\d           # syslog: Nov 29 20:15:01
       | Traceback\ \(most\ recent\ call\ last\)
+      | \*\*\*\ SIG[A-Z]+\b                           # absl failure signal handler: *** SIGSEGV ... stack trace: ***
+      | Fatal\ Python\ error:                         # faulthandler
     )""",
     re.VERBOSE,
 )
