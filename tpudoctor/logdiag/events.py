@@ -56,6 +56,9 @@ TIMESTAMP = re.compile(
     r"^\[?(?:[IWEF](\d{4}\s+\d\d:\d\d:\d\d\.\d+)|(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?))"
 )
 TRACEBACK_START = "Traceback (most recent call last):"
+# A bare exception line outside a traceback (``...errors_impl.UnavailableError: ...``): the unprefixed
+# lines after it (an XLA memory report, a gRPC error block) are its message, as after a prefixed record.
+EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b")
 _CHAIN_MARKERS = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -151,7 +154,8 @@ def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEv
             continue
         starts_record = line[:1].isspace() is False and RECORD_START.match(line) is not None
         if current is None:
-            current = _Builder(line, line_no, in_traceback=False, prefixed=starts_record)
+            current = _Builder(line, line_no, in_traceback=False,
+                               prefixed=starts_record or EXCEPTION_LINE.match(line) is not None)
             is_traceback = False
             continue
         if is_traceback:
@@ -175,7 +179,8 @@ def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEv
             current.add(line, line_no)
             continue
         yield current.finish()
-        current = _Builder(line, line_no, in_traceback=False, prefixed=starts_record)
+        current = _Builder(line, line_no, in_traceback=False,
+                           prefixed=starts_record or EXCEPTION_LINE.match(line) is not None)
         is_traceback = False
     if current is not None:
         yield current.finish()
