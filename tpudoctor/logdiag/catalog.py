@@ -78,6 +78,8 @@ class Signature:
     """Matched only where no other signature matched (a crash nothing in the catalog explains)."""
     parsers: tuple[str, ...] = ()
     """Named evidence parsers (``parsers.PARSERS``) for what one regex cannot pull."""
+    folded: tuple[bool, ...] = ()
+    """Per ``any`` pattern: case-insensitive, so its keyword is looked up in the lower-cased text."""
 
     def first_match(self, text: str, folded: str | None = None) -> re.Match[str] | None:
         """The earliest ``any`` match in ``text`` when every ``all`` pattern is present too.
@@ -85,9 +87,9 @@ class Signature:
         ``folded`` is ``text.lower()`` when the caller has it (keywords of case-insensitive
         patterns are lower case and are looked up there)."""
         best: re.Match[str] | None = None
-        for keyword, pattern in zip(self.keywords, self.any_patterns, strict=True):
+        for keyword, pattern, fold in zip(self.keywords, self.any_patterns, self.folded, strict=True):
             if keyword is not None:
-                if pattern.flags & re.IGNORECASE:
+                if fold:
                     if folded is None:
                         folded = text.lower()
                     if keyword not in folded:
@@ -150,7 +152,7 @@ class Catalog:
             for keyword, pattern in zip(sig.keywords, sig.any_patterns, strict=True):
                 if keyword is None:
                     unfiltered.append(pattern)  # no literal to look for: the regex itself is the filter
-                elif pattern.flags & re.IGNORECASE:
+                elif pattern.flags & re.IGNORECASE:  # once per catalog: the enum test is slow
                     folded.add(keyword)
                 else:
                     exact.add(keyword)
@@ -305,6 +307,7 @@ def _signature(raw: dict[str, Any]) -> Signature:
         suppress_when_equal=tuple(raw.get("suppress_when_equal", ())),
         fallback=bool(raw.get("fallback", False)),
         parsers=parsers,
+        folded=tuple(p.startswith("(?i)") for p in any_src),
     )
 
 
