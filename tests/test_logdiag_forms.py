@@ -74,6 +74,9 @@ UNKNOWN_CRASHES = {
         "PC: @     0x7f98b808cb51  (unknown)  GOMP_parallel\n",
         "SIGSEGV", "SIGSEGV"),
     "non-zero exit": ("Exception in device=TPU:3: process exited with code 1\n", "fatal", "exited with code 1"),
+    "module-qualified exception not named Error": (
+        "concurrent.futures.process.BrokenProcessPool: A process in the process pool was terminated abruptly\n",
+        "concurrent.futures.process.BrokenProcessPool", "A process in the process pool was terminated abruptly"),
 }
 
 

@@ -92,7 +92,8 @@ def grpc_status(text: str, offset: int) -> dict[str, Any]:
 
 
 _EXCEPTION = re.compile(
-    r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Failure))(?: \(see above for traceback\))?(?::\s?(.*))?$"
+    r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Failure)|(?:[a-z_][a-z0-9_]*\.){2,}[A-Z][a-z]\w*)"
+    r"(?: \(see above for traceback\))?(?::\s?(.*))?$"
 )
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)|^-+>\s*(\d+)\s', re.MULTILINE)
 _SIGNAL = re.compile(r"\b(SIG[A-Z]{2,6})\b")
