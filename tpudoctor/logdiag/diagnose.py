@@ -126,12 +126,12 @@ class Diagnoser:
             for line in lines:
                 batch.append(line)
                 if len(batch) == BATCH_LINES:
-                    if self.catalog.may_match("".join(batch)):
+                    if self.catalog.may_match("\n".join(batch)):
                         hot.append((first, first + len(batch) - 1))
                     yield from batch
                     first += len(batch)
                     batch = []
-            if batch and self.catalog.may_match("".join(batch)):
+            if batch and self.catalog.may_match("\n".join(batch)):
                 hot.append((first, first + len(batch) - 1))
             yield from batch
 
