@@ -101,6 +101,15 @@ def test_the_log_check_says_warn_not_pass_over_an_unknown_crash(kind):
     assert "Unrecognised failure" in result.message and "train.log:" in result.message
 
 
+def test_a_job_wrapper_message_is_quoted_with_the_line_after_it():
+    text = ("RuntimeError: Failed precondition: From /job:tpu_worker/replica:0/task:0:\n"
+            "2 root error(s) found.\n  (0) Failed precondition: Expected comparison type FLOAT or TOTALORDER.\n")
+    (found,) = diagnose_text(text)
+    assert found.evidence["failure_message"] == (
+        "Failed precondition: From /job:tpu_worker/replica:0/task:0: (0) Failed precondition: "
+        "Expected comparison type FLOAT or TOTALORDER.")
+
+
 def test_the_last_python_frame_is_where_it_was_raised():
     (found,) = diagnose_text(UNKNOWN_CRASHES["standard traceback"][0])
     assert found.evidence["raised_at"] == "/home/me/data.py:91"

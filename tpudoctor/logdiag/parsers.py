@@ -97,6 +97,7 @@ _EXCEPTION = re.compile(
 )
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)|^-+>\s*(\d+)\s', re.MULTILINE)
 _SIGNAL = re.compile(r"\b(SIG[A-Z]{2,6})\b")
+_ROOT_ERRORS = re.compile(r"^[0-9]+ root error\(s\) found\.$")
 
 
 def fatal_event(text: str, offset: int) -> dict[str, Any]:
@@ -119,6 +120,11 @@ def fatal_event(text: str, offset: int) -> dict[str, Any]:
     else:
         found["failure_type"] = "fatal"
         found["failure_message"] = line[:MAX_FIELD_CHARS]
+    if found["failure_message"].endswith(":"):  # "From /job:worker/replica:0/task:0:": the message follows
+        after = [ln.strip() for ln in text[end + 1:].split("\n")[:4]] if end >= 0 else []
+        after = [ln for ln in after if ln and not _ROOT_ERRORS.match(ln)][:1]
+        if after:
+            found["failure_message"] = f"{found['failure_message']} {after[0]}"[:MAX_FIELD_CHARS]
     frames = list(_FRAME.finditer(text, 0, offset))
     if frames:
         last = frames[-1]
