@@ -223,3 +223,43 @@ def test_examples_are_still_built_when_asked_for():
     examples = UserLogFilesDiagnosis.examples
     assert {e.status for e in examples} >= {Status.PASS, Status.FAIL, Status.WARN}
     assert UserLogFilesDiagnosis.examples is examples  # built once
+
+
+def test_the_coordinator_port_from_an_earlier_line_joins_the_firewall_diagnosis():
+    text = ("I0314 02:11:40.229933  30212 distributed.py:91] Connecting to JAX distributed service on "
+            "10.164.0.21:8482\n" + NOISE * 3 +
+            "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Deadline Exceeded\n"
+            "RPC: /tensorflow.CoordinationService/RegisterTask\n")
+    (top,) = diagnose_text(text)
+    assert top.signature_id == "coordinator-unreachable"
+    assert top.evidence["coordinator_port"] == 8482 and top.evidence["coordinator_address"] == "10.164.0.21:8482"
+    assert any("--allow tcp:8482" in c for c in top.remediation.commands)
+    # without the earlier line the finding stands, the command shows what to fill in
+    (bare,) = diagnose_text(text.split("\n", 1)[1])
+    assert "coordinator_port" not in bare.evidence
+    assert any("tcp:<COORDINATOR_PORT>" in c for c in bare.remediation.commands)
+
+
+def test_a_signature_naming_an_unknown_context_value_is_a_catalog_error():
+    from tpudoctor.logdiag import CatalogError
+    from tpudoctor.logdiag.catalog import parse_catalog
+
+    text = '''version = 1
+[[signature]]
+id = "x"
+title = "X"
+layer = "runtime"
+any = ["boom"]
+context = ["nope"]
+cause = "c"
+fix = { text = "t" }
+docs = "https://example.com"
+severity = "high"
+fatal = true
+'''
+    with pytest.raises(CatalogError, match="unknown context"):
+        parse_catalog(text)
+    fixed = text.replace('context = ["nope"]', 'context = ["addr"]') + (
+        '[[context]]\nname = "addr"\nregex = "connected to ([0-9.:]+)"\ntype = "str"\n')
+    catalog = parse_catalog(fixed)
+    assert [c.name for c in catalog.contexts] == ["addr"] and catalog.contexts[0].keyword == "connected to "

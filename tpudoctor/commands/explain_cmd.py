@@ -50,7 +50,7 @@ def signature_info(signature_id: str) -> dict[str, Any]:
         "matches_any": [p.pattern for p in sig.any_patterns],
         "matches_all": [p.pattern for p in sig.all_patterns],
         "only_when_nothing_else_matches": sig.fallback,
-        "evidence": [e.name for e in sig.extractors] + list(sig.parsers),
+        "evidence": list(dict.fromkeys([e.name for e in sig.extractors] + list(sig.parsers) + list(sig.context))),
         "supersedes": list(sig.supersedes),
         "fix": sig.remediation.text,
         "commands": list(sig.remediation.commands),

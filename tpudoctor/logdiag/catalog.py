@@ -36,6 +36,8 @@ class Extractor:
     name: str
     regex: re.Pattern[str]
     type: str
+    keyword: str | None = None
+    """A literal the text must hold for the regex to match (pre-filter); context values only."""
 
     def extract(self, text: str) -> Any:
         match = self.regex.search(text)
@@ -80,6 +82,8 @@ class Signature:
     """Named evidence parsers (``parsers.PARSERS``) for what one regex cannot pull."""
     folded: tuple[bool, ...] = ()
     """Per ``any`` pattern: case-insensitive, so its keyword is looked up in the lower-cased text."""
+    context: tuple[str, ...] = ()
+    """Names of catalog ``context`` values (seen earlier in the log) that join this finding's evidence."""
 
     def first_match(self, text: str, folded: str | None = None) -> re.Match[str] | None:
         """The earliest ``any`` match in ``text`` when every ``all`` pattern is present too.
@@ -142,10 +146,12 @@ class Catalog:
     version: int
     signatures: tuple[Signature, ...]
     node_joins: tuple[NodeJoin, ...] = ()
+    contexts: tuple[Extractor, ...] = ()
+    """Values remembered from earlier lines (the coordinator address a worker connected to)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {s.id: s for s in self.signatures})
-        exact: set[str] = set()
+        exact: set[str] = {c.keyword for c in self.contexts if c.keyword}
         folded: set[str] = set()
         unfiltered: list[re.Pattern[str]] = []
         for sig in self.signatures:
@@ -273,14 +279,7 @@ def _signature(raw: dict[str, Any]) -> Signature:
     any_src = list(raw["any"])
     if not any_src:
         raise CatalogError(f"{where}: 'any' is empty")
-    extractors = []
-    for spec in raw.get("extract", []):
-        if spec.get("type") not in _VALUE_TYPES:
-            raise CatalogError(f"{where}: extract type must be one of {_VALUE_TYPES}")
-        regex = _compile(spec["regex"], where)
-        if regex.groups < 1:
-            raise CatalogError(f"{where}: extract regex for {spec['name']} needs a group")
-        extractors.append(Extractor(spec["name"], regex, spec["type"]))
+    extractors = [_extractor(spec, where) for spec in raw.get("extract", [])]
     fix = raw["fix"]
     parsers = tuple(raw.get("parsers", ()))
     unknown_parsers = [p for p in parsers if p not in PARSERS]
@@ -308,7 +307,20 @@ def _signature(raw: dict[str, Any]) -> Signature:
         fallback=bool(raw.get("fallback", False)),
         parsers=parsers,
         folded=tuple(p.startswith("(?i)") for p in any_src),
+        context=tuple(raw.get("context", ())),
     )
+
+
+def _extractor(spec: dict[str, Any], where: str, *, keyed: bool = False) -> Extractor:
+    if spec.get("type") not in _VALUE_TYPES:
+        raise CatalogError(f"{where}: extract type must be one of {_VALUE_TYPES}")
+    regex = _compile(spec["regex"], where)
+    if regex.groups < 1:
+        raise CatalogError(f"{where}: extract regex for {spec['name']} needs a group")
+    keyword = required_literal(spec["regex"]) if keyed else None
+    if keyed and keyword is None:
+        raise CatalogError(f"{where}: context regex for {spec['name']} needs a literal of 4+ characters")
+    return Extractor(spec["name"], regex, spec["type"], keyword)
 
 
 def _keyword(pattern: str) -> str | None:
@@ -351,7 +363,14 @@ def parse_catalog(text: str) -> Catalog:
             remediation=Remediation(fix.get("text", ""), tuple(fix.get("commands", ())), raw.get("docs"))
             if fix else None,
         ))
-    return Catalog(version=data["version"], signatures=signatures, node_joins=tuple(joins))
+    contexts = tuple(_extractor(spec, f"context {spec.get('name')!r}", keyed=True)
+                     for spec in data.get("context", []))
+    names = {c.name for c in contexts}
+    for sig in signatures:
+        unknown = [c for c in sig.context if c not in names]
+        if unknown:
+            raise CatalogError(f"signature {sig.id!r} names unknown context values {unknown}")
+    return Catalog(version=data["version"], signatures=signatures, node_joins=tuple(joins), contexts=contexts)
 
 
 @cache

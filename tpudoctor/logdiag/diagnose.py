@@ -106,6 +106,7 @@ class Diagnoser:
     def __init__(self, catalog: Catalog | None = None):
         self.catalog = catalog or load_catalog()
         self._found: dict[str, Diagnosis] = {}
+        self._context: dict[str, Any] = {}  # latest value of each catalog context (bounded: one per name)
         self._sequence = 0
         self.events_scanned = 0
         self.lines_scanned = 0
@@ -148,6 +149,9 @@ class Diagnoser:
         if not candidate:
             return
         text = event.text
+        for context in self.catalog.contexts:
+            if context.keyword in text and (value := context.extract(text)) is not None:
+                self._context[context.name] = value
         for signature, offset in self._matches(text):
             self._record(signature, event, text, offset, source)
 
@@ -179,6 +183,9 @@ class Diagnoser:
         for name in signature.parsers:
             for key, value in PARSERS[name](text, offset).items():
                 evidence.setdefault(key, value)
+        for name in signature.context:
+            if name in self._context:
+                evidence.setdefault(name, self._context[name])
         pair = signature.suppress_when_equal
         if pair and all(k in evidence for k in pair) and len({evidence[k] for k in pair}) == 1:
             return
