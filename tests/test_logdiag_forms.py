@@ -263,3 +263,24 @@ fatal = true
         '[[context]]\nname = "addr"\nregex = "connected to ([0-9.:]+)"\ntype = "str"\n')
     catalog = parse_catalog(fixed)
     assert [c.name for c in catalog.contexts] == ["addr"] and catalog.contexts[0].keyword == "connected to "
+
+
+def test_buffer_style_allocation_lists_are_read_too():
+    text = textwrap.dedent("""\
+        Buffer 11:
+                Size: 96.00MiB
+                Operator: op_name="pjit(train_step)/jit(main)/dot_general" source_file="/data/t5x/layers.py" source_line=652
+                XLA Label: custom-call
+                Shape: bf16[128,6,256,256]
+                ==========================
+
+        Buffer 12:
+                Size: 48.00MiB
+                XLA Label: fusion
+                Shape: f32[128,256,384]
+        """)
+    first, second = hbm_allocations(text, 0)["largest_allocations"]
+    assert first == {"rank": 11, "size_bytes": 96 * 2**20, "shape": "bf16[128,6,256,256]",
+                     "op_name": "pjit(train_step)/jit(main)/dot_general", "source": "/data/t5x/layers.py:652",
+                     "xla_label": "custom-call"}
+    assert second["rank"] == 12 and second["size_bytes"] == 48 * 2**20

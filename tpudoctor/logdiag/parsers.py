@@ -25,15 +25,18 @@ GRPC_STATUS_NAMES = {
 }
 
 _SIZE = r"([0-9.]+\s*[KMGTP]?i?B?)"
-_ALLOCATION_START = re.compile(r"^\s*(\d+)\.\s+Size:\s*" + _SIZE + r"\s*$", re.MULTILINE)
+# "  1. Size: 32.00G" (TPU "Largest program allocations") or "Buffer 11:" with a "Size:" line after it.
+_ALLOCATION_START = re.compile(r"^\s*(?:(\d+)\.\s+Size:\s*" + _SIZE + r"|Buffer (\d+):)\s*$", re.MULTILINE)
+_FIELD_FLAGS = re.MULTILINE | re.IGNORECASE
 _ALLOCATION_FIELDS = {
-    "shape": re.compile(r"^\s*Shape:\s*(\S[^\n]*)$", re.MULTILINE),
-    "unpadded_size": re.compile(r"^\s*Unpadded size:\s*" + _SIZE, re.MULTILINE),
+    "size": re.compile(r"^\s*Size:\s*" + _SIZE, _FIELD_FLAGS),
+    "shape": re.compile(r"^\s*Shape:\s*(\S[^\n]*)$", _FIELD_FLAGS),
+    "unpadded_size": re.compile(r"^\s*Unpadded size:\s*" + _SIZE, _FIELD_FLAGS),
     "padding": re.compile(r"^\s*Extra memory due to padding:\s*" + _SIZE + r"(?:\s*\(([0-9.]+)x expansion\))?",
-                          re.MULTILINE),
-    "operator": re.compile(r"^\s*Operator:\s*(\S[^\n]*)$", re.MULTILINE),
-    "xla_label": re.compile(r"^\s*XLA label:\s*(\S[^\n]*)$", re.MULTILINE),
-    "allocation_type": re.compile(r"^\s*Allocation type:\s*(\S[^\n]*)$", re.MULTILINE),
+                          _FIELD_FLAGS),
+    "operator": re.compile(r"^\s*Operator:\s*(\S[^\n]*)$", _FIELD_FLAGS),
+    "xla_label": re.compile(r"^\s*XLA label:\s*(\S[^\n]*)$", _FIELD_FLAGS),
+    "allocation_type": re.compile(r"^\s*Allocation type:\s*(\S[^\n]*)$", _FIELD_FLAGS),
 }
 _OPERATOR_ATTR = re.compile(r'(op_type|op_name|source_file|source_line)\s*=\s*"?([^"\s]*)"?')
 
@@ -54,7 +57,11 @@ def hbm_allocations(text: str, offset: int) -> dict[str, Any]:
     for i, start in enumerate(starts):
         end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
         block = text[start.end():end]
-        entry: dict[str, Any] = {"rank": int(start.group(1)), "size_bytes": _bytes(start.group(2))}
+        if start.group(1):
+            entry: dict[str, Any] = {"rank": int(start.group(1)), "size_bytes": _bytes(start.group(2))}
+        else:
+            size = _ALLOCATION_FIELDS["size"].search(block)
+            entry = {"rank": int(start.group(3)), "size_bytes": _bytes(size.group(1)) if size else None}
         if m := _ALLOCATION_FIELDS["shape"].search(block):
             entry["shape"] = m.group(1).strip()[:MAX_FIELD_CHARS]
         if m := _ALLOCATION_FIELDS["unpadded_size"].search(block):
