@@ -6,9 +6,10 @@ from tpudoctor.commands import (
     bench_cmd,
     check_cmd,
     compare_cmd,
+    explain_cmd,
     list_checks_cmd,
     merge_cmd,
     profile_cmd,
 )
 
-COMMANDS = [check_cmd, list_checks_cmd, profile_cmd, compare_cmd, bench_cmd, merge_cmd]
+COMMANDS = [check_cmd, list_checks_cmd, profile_cmd, compare_cmd, bench_cmd, merge_cmd, explain_cmd]
