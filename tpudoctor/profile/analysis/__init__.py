@@ -16,6 +16,7 @@ import dataclasses
 
 from tpudoctor.profile.analysis.device_ops import DeviceOps, analyze_device_ops
 from tpudoctor.profile.analysis.events import capture_window_ps, device_kind, name_matches
+from tpudoctor.profile.analysis.evidence import EvidenceCheck
 from tpudoctor.profile.analysis.host_ops import HostOps, analyze_host_ops
 from tpudoctor.profile.analysis.hosts import HostsSummary, summarize_hosts
 from tpudoctor.profile.analysis.input_bound import InputAnalysis, analyze_input
@@ -49,6 +50,7 @@ class HostAnalysis:
     findings: list[Finding] = dataclasses.field(default_factory=list)
     verdict: str = "unknown"
     verdict_reason: str = ""
+    evidence: EvidenceCheck | None = None
 
 
 def analyze_host(host, name: str | None = None) -> HostAnalysis:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from tpudoctor.profile.analysis.evidence import check_evidence, evidence_of
 from tpudoctor.profile.analysis.input_bound import (
     HIGHLY_INPUT_BOUND_PERCENT,
     MODERATELY_INPUT_BOUND_PERCENT,
@@ -175,6 +176,11 @@ def build_findings(r) -> list[Finding]:
             f"Steps take {stats['min_ms']:.2f} to {stats['max_ms']:.2f} ms (median {stats['median_ms']:.2f} ms).",
             {k: round(v, 3) for k, v in stats.items()},
             ["Look at the slowest steps: compilation, checkpointing, evaluation or garbage collection inside them"]))
+    check = getattr(r, "evidence", None)
+    if check is not None and not check.enough:  # too little to judge: no finding may claim high confidence
+        out = [dataclasses.replace(f, severity="medium") if f.severity == "high" else f for f in out]
+        out.append(Finding("insufficient-evidence", "info", "Too little in the capture to judge the bottleneck",
+                           check.reason, check.to_dict(), list(check.fixes)))
     order = {"high": 0, "medium": 1, "low": 2, "info": 3}
     return sorted(out, key=lambda f: order[f.severity])
 
@@ -218,6 +224,7 @@ def order_findings(findings: list[Finding], verdict: str) -> list[Finding]:
 def decide(r) -> tuple[str, str]:
     """(verdict, reason) for one host."""
     inp, steps = r.input, r.steps
+    r.evidence = check_evidence(evidence_of(r))  # findings are capped by it even where no verdict is tried
     if steps.count == 0 and r.device.per_core.empty:
         return "unknown", ("No step time measured and no device activity in the capture, so the bottleneck "
                            "cannot be told. " + steps.reason)
@@ -235,6 +242,9 @@ def decide(r) -> tuple[str, str]:
     scores = {"input-bound": inp.input_percent, "compile-bound": compile_pct, "host-bound": host_pct,
               "device-bound": device_pct}
     name, score = max(scores.items(), key=lambda kv: kv[1])
+    r.evidence = check_evidence(evidence_of(r), verdict=name)
+    if not r.evidence.enough:
+        return "unknown", "Not enough evidence to judge: " + r.evidence.reason
     if name == "device-bound" and score > 0:
         return name, (f"the device computes {device_pct:.1f}% of step time; input {inp.input_percent:.1f}%, "
                       f"compile {compile_pct:.1f}%, host {host_pct:.1f}%")
