@@ -153,6 +153,42 @@ def test_every_op_agrees_with_xprof_hlo_stats(v6e):
     assert roofline.ops.iloc[0]["op_name"] == next(t for t in theirs.values() if t["rank"] == 1)["hlo_op_name"]
 
 
+@pytest.mark.needs_shared_data
+@needs_v6e
+def test_infeed_left_out_agrees_with_xprof(v6e, tmp_path):
+    """xprof's second table leaves infeed/outfeed ops out. The v6e capture has none, so one op is
+    relabelled ``infeed`` in its metadata, as a capture with infeed carries the category."""
+    import re
+
+    from tpudoctor.profile.schema import message_class
+
+    path, _ = v6e
+    space = message_class("XSpace").FromString(path.read_bytes())
+    for plane in space.planes:
+        category = next((k for k, m in plane.stat_metadata.items() if m.name == "hlo_category"), None)
+        for meta in plane.event_metadata.values():
+            if category is not None and re.match(r"^%copy-done\.5 = ", meta.name):
+                for stat in meta.stats:
+                    if stat.metadata_id == category:
+                        stat.ClearField("ref_value")
+                        stat.str_value = "infeed"
+    shaped = tmp_path / "infeed.xplane.pb"
+    shaped.write_bytes(space.SerializeToString())
+    table = next(t for t in _xprof(shaped, "roofline_model") if "peak_flop_rate" in t.get("p", {}))
+    rows = [r for r in _rows(table) if r["step"] == "Total"]
+    host = _load(shaped)
+    for include in (True, False):
+        theirs = [r for r in rows if r["include_infeed_outfeed"] is include]
+        program = next(r for r in theirs if r["category"] == "Program")
+        mine = analyze_roofline(host, include_infeed_outfeed=include)
+        assert len(mine.ops) == len(theirs) - 1
+        assert ("copy-done.5" in set(mine.ops["op_name"])) is include
+        _close(mine.program.time_ps / 1e6, program["total_time"], f"program time, infeed included: {include}")
+        _close(mine.program.flop_rate_flops_per_s / 1e9, program["measured_flop_rate"], "program GFLOP/s")
+        _close(mine.program.hbm_bw_bytes_per_s / GIB, program["hbm_bw"], "program HBM GiB/s")
+        _close(mine.program.roofline_efficiency_percent / 100, program["roofline_efficiency"], "efficiency")
+
+
 def test_breakdown_decodes_reads_and_writes_per_memory_space():
     # Two entries of the real schema: READ 5 GiB from HBM, WRITE 5 GiB to HBM (bytes of the v6e
     # capture's broadcast_add_fusion), then a VMEM read and a CMEM write built the same way.

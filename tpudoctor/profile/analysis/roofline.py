@@ -13,6 +13,7 @@ real v6e capture, see tests/test_profile_roofline.py):
 * rates divide by the op's total (inclusive) time, i.e. they are per-core rates;
 * the program's time is the sum over cores of each core's span from its first op start to its last
   op end (device clock), so idle gaps between ops inside that span lower the program's rates;
+  without infeed/outfeed, those ops' time is taken out of it as well;
 * HBM bytes of an op come from its ``memory_access_breakdown`` (memory space 1); an op without a
   breakdown counts all its ``bytes_accessed`` as HBM. The program sums the breakdowns only.
 * the bound is the resource with the highest utilisation (FLOP rate / peak, or bandwidth / peak
@@ -212,8 +213,10 @@ def analyze_roofline(host, *, include_infeed_outfeed: bool = True,
         return None
     program_time_ps, n_cores = _program_time_ps(ops)
     frame = _op_frame(host, ops)
-    if not include_infeed_outfeed:
-        frame = frame[~frame["category"].isin(INFEED_OUTFEED_CATEGORIES)]
+    if not include_infeed_outfeed:  # as xprof: their time leaves the program's time too
+        feeds = frame["category"].isin(INFEED_OUTFEED_CATEGORIES).to_numpy()
+        program_time_ps -= int(frame.loc[feeds, "total_time_ps"].sum())
+        frame = frame[~feeds]
     sums = {c: (c, "sum") for c in ("total_time_ps", "self_time_ps", "flops", "model_flops", "bytes_accessed",
                                     *BYTE_COLUMNS)}
     table = (frame.groupby(["program_id", "op_name"], sort=False, dropna=False)
