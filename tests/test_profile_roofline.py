@@ -12,6 +12,7 @@ import pytest
 from tpudoctor.profile.analysis.roofline import (
     PEAKS_BY_GENERATION,
     analyze_roofline,
+    combine_rooflines,
     decode_memory_access_breakdown,
     device_peaks,
     peaks_for_device_kind,
@@ -187,6 +188,56 @@ def test_infeed_left_out_agrees_with_xprof(v6e, tmp_path):
         _close(mine.program.flop_rate_flops_per_s / 1e9, program["measured_flop_rate"], "program GFLOP/s")
         _close(mine.program.hbm_bw_bytes_per_s / GIB, program["hbm_bw"], "program HBM GiB/s")
         _close(mine.program.roofline_efficiency_percent / 100, program["roofline_efficiency"], "efficiency")
+
+
+@pytest.mark.needs_shared_data
+@needs_v6e
+def test_two_hosts_combined_agree_with_xprof(v6e, tmp_path):
+    """Per-host rooflines (the map) summed by combine_rooflines agree with xprof reading both files.
+    The second host is the v6e capture with every broadcast_add_fusion.1 twice as long (its
+    ``duration_ps`` and ``device_duration_ps``), so the hosts differ."""
+    import re
+
+    from tpudoctor.profile.schema import message_class
+
+    path, single = v6e
+    host_a = tmp_path / "host-a.xplane.pb"
+    shutil.copyfile(path, host_a)
+    space = message_class("XSpace").FromString(path.read_bytes())
+    for plane in space.planes:
+        ops = {k for k, m in plane.event_metadata.items() if re.match(r"^%broadcast_add_fusion\.1 = ", m.name)}
+        device_duration = {k for k, m in plane.stat_metadata.items() if m.name == "device_duration_ps"}
+        for line in plane.lines:
+            for event in line.events:
+                if event.metadata_id in ops:
+                    event.duration_ps *= 2
+                    for stat in event.stats:
+                        if stat.metadata_id in device_duration:
+                            field = stat.WhichOneof("value")
+                            setattr(stat, field, getattr(stat, field) * 2)
+    host_b = tmp_path / "host-b.xplane.pb"
+    host_b.write_bytes(space.SerializeToString())
+    raw = pytest.importorskip("xprof.convert.raw_to_tool_data", reason="xprof is not installed")
+    data, _ = raw.xspace_to_tool_data([str(host_a), str(host_b)], "roofline_model", {"use_saved_result": False})
+    table = next(t for t in json.loads(data) if "peak_flop_rate" in t.get("p", {}))
+    theirs = {r["operation"]: r for r in _rows(table) if r["step"] == "Total" and r["include_infeed_outfeed"]}
+    combined = combine_rooflines([analyze_roofline(_load(host_a)), analyze_roofline(_load(host_b))])
+    program = combined.program
+    assert program.n_cores == 8 and program.time_ps == 2 * single.program.time_ps
+    _close(program.time_ps / 1e6, theirs["Program"]["total_time"], "two-host program time")
+    _close(program.flop_rate_flops_per_s / 1e9, theirs["Program"]["measured_flop_rate"], "two-host GFLOP/s")
+    _close(program.hbm_bw_bytes_per_s / GIB, theirs["Program"]["hbm_bw"], "two-host HBM GiB/s")
+    assert len(combined.ops) == len(theirs) - 1
+    for op in combined.ops.to_dict(orient="records"):
+        t = theirs[op["op_name"]]
+        assert op["occurrences"] == t["occurrences"], op["op_name"]
+        _close(op["total_time_ps"] / 1e6, t["total_time"], f"{op['op_name']} time")
+        _close(op["flop_rate_flops_per_s"] / 1e9, t["measured_flop_rate"], f"{op['op_name']} GFLOP/s")
+        _close(op["hbm_bw_bytes_per_s"] / GIB, t["hbm_bw"], f"{op['op_name']} HBM GiB/s")
+        _close(op["roofline_efficiency_percent"] / 100, t["roofline_efficiency"], f"{op['op_name']} efficiency")
+    slowed = combined.ops.set_index("op_name").loc["broadcast_add_fusion.1"]
+    assert slowed["roofline_efficiency_percent"] < single.ops.set_index("op_name").loc[
+        "broadcast_add_fusion.1", "roofline_efficiency_percent"]
 
 
 def test_breakdown_decodes_reads_and_writes_per_memory_space():

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -80,6 +81,7 @@ MEMORY_ROOFS = {
     "vmem_write": ("vmem_write_bytes", "vmem_write_bytes_per_s"),
 }
 INFEED_OUTFEED_CATEGORIES = ("infeed", "outfeed")
+SUMMED_COLUMNS = ("total_time_ps", "self_time_ps", "flops", "model_flops", "bytes_accessed", *BYTE_COLUMNS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,6 +128,10 @@ class ProgramRoofline:
     mfu_percent: float
     """Model FLOP rate over the peak: model FLOP utilisation."""
     hbm_bw_utilization_percent: float
+    cmem_read_bytes: float = 0.0
+    cmem_write_bytes: float = 0.0
+    vmem_read_bytes: float = 0.0
+    vmem_write_bytes: float = 0.0
 
 
 @dataclasses.dataclass
@@ -217,16 +223,42 @@ def analyze_roofline(host, *, include_infeed_outfeed: bool = True,
         feeds = frame["category"].isin(INFEED_OUTFEED_CATEGORIES).to_numpy()
         program_time_ps -= int(frame.loc[feeds, "total_time_ps"].sum())
         frame = frame[~feeds]
-    sums = {c: (c, "sum") for c in ("total_time_ps", "self_time_ps", "flops", "model_flops", "bytes_accessed",
-                                    *BYTE_COLUMNS)}
+    sums = {c: (c, "sum") for c in SUMMED_COLUMNS}
     table = (frame.groupby(["program_id", "op_name"], sort=False, dropna=False)
              .agg(category=("category", "first"), occurrences=("total_time_ps", "size"), **sums)
              .reset_index())
+    totals = {c: float(frame[c].sum()) for c in ("flops", "model_flops", "bytes_accessed", *BYTE_COLUMNS)}
+    totals["hbm_bytes"] = float(frame["program_hbm_bytes"].sum())  # the program sums breakdowns only
+    return Roofline(peaks=peaks, program=_program(totals, program_time_ps, n_cores, peaks),
+                    ops=_op_rates(table, program_time_ps, peaks))
+
+
+def combine_rooflines(rooflines: Sequence[Roofline]) -> Roofline | None:
+    """One roofline for several hosts (each from ``analyze_roofline`` in its own process): ops and
+    program summed over hosts, rates recomputed, as xprof combines its per-host op stats."""
+    parts = [r for r in rooflines if r is not None]
+    if not parts:
+        return None
+    peaks = parts[0].peaks
+    kinds = {r.peaks.device_kind for r in parts}
+    if len(kinds) > 1:
+        raise ValueError(f"cannot combine rooflines of different devices: {sorted(map(str, kinds))}")
+    ops = pd.concat([r.ops for r in parts], ignore_index=True)
+    sums = {c: (c, "sum") for c in ("occurrences", *SUMMED_COLUMNS)}
+    table = ops.groupby(["program_id", "op_name"], sort=False, dropna=False).agg(
+        category=("category", "first"), **sums).reset_index()
+    time_ps = sum(r.program.time_ps for r in parts)
+    totals = {c: sum(getattr(r.program, c) for r in parts)
+              for c in ("flops", "model_flops", "bytes_accessed", *BYTE_COLUMNS)}
+    program = _program(totals, time_ps, sum(r.program.n_cores for r in parts), peaks)
+    return Roofline(peaks=peaks, program=program, ops=_op_rates(table, time_ps, peaks))
+
+
+def _op_rates(table: pd.DataFrame, program_time_ps: int, peaks: DevicePeaks) -> pd.DataFrame:
     table = _rates(table, table["total_time_ps"].to_numpy(np.float64), peaks)
     table["total_time_percent"] = 100 * table["total_time_ps"] / max(program_time_ps, 1)
     table = table.sort_values(["self_time_ps", "op_name"], ascending=[False, True], kind="stable")
-    program = _program(frame, program_time_ps, n_cores, peaks)
-    return Roofline(peaks=peaks, program=program, ops=table.reset_index(drop=True))
+    return table.reset_index(drop=True)
 
 
 def _op_frame(host, ops: pd.DataFrame) -> pd.DataFrame:
@@ -309,13 +341,8 @@ def _rates(table: pd.DataFrame, time_ps: np.ndarray, peaks: DevicePeaks) -> pd.D
     return table
 
 
-def _program(frame: pd.DataFrame, time_ps: int, n_cores: int, peaks: DevicePeaks) -> ProgramRoofline:
-    totals = pd.DataFrame({
-        "flops": [frame["flops"].sum()], "model_flops": [frame["model_flops"].sum()],
-        "bytes_accessed": [frame["bytes_accessed"].sum()], "hbm_bytes": [frame["program_hbm_bytes"].sum()],
-        **{c: [frame[c].sum()] for c in BYTE_COLUMNS if c != "hbm_bytes"},
-    })
-    row = _rates(totals, np.asarray([float(time_ps)]), peaks).iloc[0]
+def _program(totals: dict[str, float], time_ps: int, n_cores: int, peaks: DevicePeaks) -> ProgramRoofline:
+    row = _rates(pd.DataFrame({k: [v] for k, v in totals.items()}), np.asarray([float(time_ps)]), peaks).iloc[0]
     return ProgramRoofline(
         time_ps=time_ps, time_per_core_ps=time_ps / max(n_cores, 1), n_cores=n_cores,
         flops=float(row["flops"]), model_flops=float(row["model_flops"]),
@@ -331,6 +358,7 @@ def _program(frame: pd.DataFrame, time_ps: int, n_cores: int, peaks: DevicePeaks
         compute_efficiency_percent=float(row["compute_efficiency_percent"]),
         mfu_percent=float(row["mfu_percent"]),
         hbm_bw_utilization_percent=float(100 * row["hbm_bw_bytes_per_s"] / peaks.hbm_bytes_per_s),
+        **{c: float(totals[c]) for c in BYTE_COLUMNS if c != "hbm_bytes"},
     )
 
 
