@@ -86,3 +86,12 @@ def test_no_steps_at_all_is_not_enough():
     check = check_evidence(_evidence(steps=0, step_span_ms=0.0, has_step_markers=False))
     assert not check.enough and "0 step(s)" in check.reason
     assert check.to_dict()["evidence"]["step_coverage_percent"] == 0.0
+
+
+def test_the_issue_kernel_benchmark_figures_are_not_enough():
+    # 3 program runs, 0.6 ms of device time in a 0.7 s window (the steps span about their own runs)
+    kernel = Evidence(steps=3, step_span_ms=0.6, window_ms=700.0, device_time_ms=0.6, has_step_markers=False)
+    for verdict in (None, "host-bound", "device-bound"):
+        check = check_evidence(kernel, verdict=verdict)
+        assert not check.enough and "3 step(s)" in check.reason and "window" in check.reason
+    assert "device ran ops for 0.6 ms" in check_evidence(kernel, verdict="device-bound").reason

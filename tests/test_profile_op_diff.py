@@ -124,3 +124,14 @@ def test_removed_op_on_tpu(tmp_path):
     assert diff.movers.iloc[0]["op_name"] == "broadcast.2" and len(diff.movers) == 1
     back = diff_ops(op_table(_host(fewer)), op_table(_host(src)))
     assert list(back.added["op_name"]) == ["broadcast.2"] and back.added.iloc[0]["candidate_occurrences"] == 1
+
+
+def test_diff_as_plain_data_for_a_json_report(tmp_path):
+    import json
+
+    src = FIXTURES / "jax_compute_bound" / "localhost.xplane.pb"
+    removed = _edited(src, tmp_path / "removed.xplane.pb", "dot_general.9", remove=True)
+    doc = diff_ops(op_table(_host(src)), op_table(_host(removed))).to_dict()
+    assert json.loads(json.dumps(doc, allow_nan=False)) == doc  # plain JSON, no NaN
+    assert doc["counts"] == {"added": 0, "removed": 1, "slower": 0, "faster": 0}
+    assert doc["movers"][0]["op_name"] == "dot_general.9" and doc["movers"][0]["candidate_avg_time_ps"] is None

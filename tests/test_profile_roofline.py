@@ -253,6 +253,18 @@ def test_breakdown_decodes_reads_and_writes_per_memory_space():
     assert decode_memory_access_breakdown(b"\n\x7f\x08") == decode_memory_access_breakdown(b"")  # truncated
 
 
+@pytest.mark.needs_shared_data
+@needs_v6e
+def test_roofline_as_plain_data_names_every_op(v6e):
+    _, roofline = v6e
+    doc = roofline.to_dict()
+    assert json.loads(json.dumps(doc, allow_nan=False)) == doc
+    assert doc["ops_total"] == len(doc["ops"]) == 17
+    assert doc["ops"][0]["op_name"] == "copy-done.4" and doc["ops"][0]["program_id"] == "12190760917235803885"
+    assert doc["program"]["bound_by"] == "hbm" and doc["peaks"]["source"] == "capture"
+    assert len(roofline.to_dict(max_ops=3)["ops"]) == 3
+
+
 @pytest.mark.parametrize(("kind", "generation"), [
     ("TPU v4", "v4"), ("TPU v5 lite", "v5e"), ("TPU v5e", "v5e"), ("TPU v5", "v5p"), ("TPU v5p", "v5p"),
     ("TPU v6 Lite", "v6e"), ("TPU v6e", "v6e"), ("TPU7x", "tpu7x"), ("NVIDIA H100", None), ("", None),

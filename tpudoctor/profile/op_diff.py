@@ -42,6 +42,19 @@ class OpDiff:
     baseline_time_ps: float
     candidate_time_ps: float
 
+    def to_dict(self, *, max_rows: int = 50) -> dict:
+        """Plain data for a JSON document: totals, counts and up to ``max_rows`` ops per class."""
+        def rows(frame: pd.DataFrame) -> list[dict]:
+            return [{k: (None if isinstance(v, float) and not np.isfinite(v) else v.item() if hasattr(v, "item")
+                         else v) for k, v in r.items()} for r in frame.head(max_rows).to_dict(orient="records")]
+
+        return {
+            "time_basis": self.time_basis, "baseline_time_ps": self.baseline_time_ps,
+            "candidate_time_ps": self.candidate_time_ps,
+            "counts": {name: len(getattr(self, name)) for name in ("added", "removed", "slower", "faster")},
+            **{name: rows(getattr(self, name)) for name in ("movers", "added", "removed", "slower", "faster")},
+        }
+
 
 def op_table(host) -> pd.DataFrame:
     """Per-op table of one host: ``program_id`` (str), ``op_name``, ``category``, ``occurrences``,

@@ -150,6 +150,14 @@ class Roofline:
     program: ProgramRoofline
     ops: pd.DataFrame
 
+    def to_dict(self, *, max_ops: int | None = None) -> dict:
+        """Plain data for a JSON document: ``peaks``, the ``program`` entry and one entry per op
+        (heaviest first; ``program_id`` as a string, missing figures as None)."""
+        ops = self.ops if max_ops is None else self.ops.head(max_ops)
+        records = ops.assign(program_id=ops["program_id"].astype(str)).to_dict(orient="records")
+        return {"peaks": dataclasses.asdict(self.peaks), "program": _plain(dataclasses.asdict(self.program)),
+                "ops": [_plain(r) for r in records], "ops_total": len(self.ops)}
+
 
 def device_peaks(host) -> DevicePeaks | None:
     """The roofs from the first TPU plane that has them, else from the public table by device kind."""
@@ -360,6 +368,17 @@ def _program(totals: dict[str, float], time_ps: int, n_cores: int, peaks: Device
         hbm_bw_utilization_percent=float(100 * row["hbm_bw_bytes_per_s"] / peaks.hbm_bytes_per_s),
         **{c: float(totals[c]) for c in BYTE_COLUMNS if c != "hbm_bytes"},
     )
+
+
+def _plain(record: dict) -> dict:
+    out = {}
+    for key, value in record.items():
+        if hasattr(value, "item"):
+            value = value.item()
+        if isinstance(value, float) and not np.isfinite(value):
+            value = None
+        out[key] = value
+    return out
 
 
 def _numbers(series: pd.Series) -> np.ndarray:
