@@ -11,6 +11,7 @@ import pytest
 from tpudoctor.cli import main
 from tpudoctor.profile.comparability import (
     CaptureIdentity,
+    capture_versions,
     check_comparability,
     compare_documents,
     identity_from_document,
@@ -106,3 +107,19 @@ def test_versions_and_programs_are_notes_and_unknowns_are_listed():
     assert any("different compiled program (42 vs 43)" in n for n in result.notes)
     assert result.unknown_fields == ("framework_version",)
     assert result.to_dict()["baseline"]["device_kind"] == "TPU v5 lite"
+
+
+def test_versions_come_from_the_capture(tmp_path):
+    import tpudoctor.profile
+
+    host = next(iter(tpudoctor.profile.load(str(FIXTURES / "jax_steady")).hosts.values()))
+    versions = capture_versions(host)
+    assert versions == {"framework": "0.10.2"}  # the JAX that made the fixture; CPU: no libtpu
+    doc = _report(FIXTURES / "jax_steady", tmp_path)
+    identity = identity_from_document(doc, versions)
+    assert identity.framework == "jax" and identity.framework_version == "0.10.2"
+    newer = identity_from_document(doc, {"framework": "0.10.3"})
+    result = check_comparability(identity, newer)
+    assert result.comparable and result.notes == ("different framework version: 0.10.2 vs 0.10.3",)
+    tf_host = next(iter(tpudoctor.profile.load(str(FIXTURES / "tf_eager")).hosts.values()))
+    assert capture_versions(tf_host) == {}  # TensorFlow's capture states none: not compared

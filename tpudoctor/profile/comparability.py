@@ -73,8 +73,29 @@ BLOCKING_FIELDS = ("device_type", "device_kind", "n_devices", "n_hosts", "topolo
 NOTED_FIELDS = ("framework", "framework_version", "libtpu_version", "step_method", "step_program_fingerprint")
 
 
-def identity_from_document(document: Mapping[str, Any]) -> CaptureIdentity:
-    """The identity of a profile report (``tpudoctor profile analyze --format json`` or ``analyze().to_dict()``)."""
+# Version stats the profilers write on the /host:metadata plane -> what they version
+VERSION_STATS = {"jax_version": "framework", "libtpu_version": "libtpu"}
+
+
+def capture_versions(host) -> dict[str, str]:
+    """Framework and libtpu versions a host's capture states on its planes (JAX writes
+    ``jax_version``/``jaxlib_version`` and, on TPU, ``libtpu_version`` on ``/host:metadata``):
+    ``{"framework": ..., "libtpu": ...}`` with only the keys found."""
+    found: dict[str, str] = {}
+    for stats in host.plane_stats.values():
+        for stat, kind in VERSION_STATS.items():
+            value = stats.get(stat)
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", errors="replace")
+            if isinstance(value, str) and value and kind not in found:
+                found[kind] = value
+    return found
+
+
+def identity_from_document(document: Mapping[str, Any], versions: Mapping[str, str] | None = None) -> CaptureIdentity:
+    """The identity of a profile report (``tpudoctor profile analyze --format json`` or ``analyze().to_dict()``).
+
+    ``versions`` (``capture_versions`` of the primary host) fills what the document does not state."""
     summary = document.get("summary") or {}
     kinds = [str(k) for k in summary.get("device_kinds") or [] if k]
     hosts = summary.get("hosts") or []
@@ -88,7 +109,7 @@ def identity_from_document(document: Mapping[str, Any]) -> CaptureIdentity:
     if not topology and n_hosts and n_devices is not None:
         topology = f"{n_hosts}x{n_devices // n_hosts if n_hosts else n_devices}"
     steps = document.get("steps") or {}
-    versions = document.get("versions") or {}
+    versions = {**(versions or {}), **(document.get("versions") or {})}
     return CaptureIdentity(
         device_type=device_type, device_kind=" + ".join(sorted(set(kinds))) or None, n_hosts=n_hosts,
         n_devices=n_devices, topology=topology, framework=document.get("framework"),
