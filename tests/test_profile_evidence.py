@@ -76,6 +76,7 @@ def test_each_named_minimum_can_fail_alone():
     thin = check_evidence(_evidence(step_span_ms=MIN_STEP_COVERAGE_PERCENT * 10 - 1))
     assert not thin.enough and "window" in thin.reason
     assert any("Start the trace right before" in f for f in thin.fixes)
+    assert check_evidence(_evidence(step_span_ms=50.0), verdict="compile-bound").enough  # window mostly compiling
     idle_device = _evidence(device_time_ms=MIN_DEVICE_TIME_MS / 2)
     assert check_evidence(idle_device, verdict="input-bound").enough  # input-bound jobs may barely use the device
     device = check_evidence(idle_device, verdict="device-bound")

@@ -88,8 +88,9 @@ def check_evidence(evidence: Evidence, *, verdict: str | None = None,
                    minimum: MinimumEvidence = MinimumEvidence()) -> EvidenceCheck:
     """Whether ``evidence`` suffices for ``verdict``, and if not why and the fix.
 
-    Steps and step coverage are needed for every verdict; device time only for "device-bound"
-    (input- or host-bound jobs can have almost no device time, and that is their finding)."""
+    Steps are needed for every verdict; step coverage for all but "compile-bound" (compile time is
+    a share of the window itself); device time only for "device-bound" (input- or host-bound jobs
+    can have almost no device time, and that is their finding)."""
     reasons: list[str] = []
     fixes: list[str] = []
     capture_longer = (f"Capture longer: trace at least {minimum.steps} steps of the steady-state loop (e.g. "
@@ -100,7 +101,8 @@ def check_evidence(evidence: Evidence, *, verdict: str | None = None,
         fixes.append(capture_longer)
         if not evidence.has_step_markers:
             fixes.extend(STEP_MARKER_FIXES)
-    if evidence.steps and evidence.step_coverage_percent < minimum.step_coverage_percent:
+    # Compilation is measured against the window itself: a window that is mostly compiling is the finding.
+    if evidence.steps and verdict != "compile-bound" and evidence.step_coverage_percent < minimum.step_coverage_percent:
         reasons.append(f"The steps span {evidence.step_span_ms:.3g} ms of the {evidence.window_ms:.3g} ms window "
                        f"({evidence.step_coverage_percent:.2g}%); at least {minimum.step_coverage_percent:.0f}% "
                        "is needed, else the window shows mostly something other than the steps.")
