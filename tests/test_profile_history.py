@@ -139,6 +139,9 @@ def test_history_from_a_folder_in_modification_order(real_report, tmp_path):
     gate = judge_history([e.document for e in entries], _run(real_report, 7, slowdown=1.10),
                          history_names=[e.name for e in entries])
     assert gate.regressed and len(gate.history_names) == 8
+    newest = str(paths[0])  # the candidate was written into the history folder before the gate ran
+    without = read_history(str(tmp_path / "history"), last_n=8, exclude=[newest])
+    assert newest not in {e.name for e in without} and len(without) == 8
 
 
 def test_a_broken_report_in_the_history_is_a_clear_error(real_report, tmp_path):

@@ -189,18 +189,26 @@ def _kpi(document: Mapping[str, Any], kpi: str) -> float | None:
 
 # --------------------------------------------------------------------------- reading a history
 
-def read_history(location: str, *, last_n: int = DEFAULT_LAST_N, timeout_s: float = 30.0) -> list[HistoryEntry]:
+def read_history(location: str, *, last_n: int = DEFAULT_LAST_N, timeout_s: float = 30.0,
+                 exclude: Sequence[str] = ()) -> list[HistoryEntry]:
     """The last ``last_n`` profile reports (``*.json``) directly under a folder or ``gs://bucket/prefix``,
-    oldest first (by modification time, then name). A report that is not one is an ``InputError``."""
+    oldest first (by modification time, then name), leaving out ``exclude`` (e.g. the candidate
+    itself when it was already written there). A file that is not a report is an ``InputError``."""
     if last_n < 1:
         raise ValueError("last_n must be at least 1")
     entries = _gcs_listing(location, timeout_s) if location.startswith("gs://") else _local_listing(location)
+    left_out = {_same(name) for name in exclude}
+    entries = [entry for entry in entries if _same(entry[0]) not in left_out]
     entries.sort(key=lambda item: (item[1], item[0]))
     chosen = entries[-last_n:]
     if location.startswith("gs://"):
         reader = _gcs_reader(timeout_s)
         return [HistoryEntry(name, updated, _parse(reader(name), name)) for name, updated in chosen]
     return [HistoryEntry(name, updated, _read_local(name)) for name, updated in chosen]
+
+
+def _same(name: str) -> str:
+    return name if name.startswith("gs://") else str(Path(name).resolve())
 
 
 def _local_listing(location: str) -> list[tuple[str, float]]:
