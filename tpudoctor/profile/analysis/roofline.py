@@ -50,13 +50,16 @@ GB = 1e9
 #   v5e:   https://cloud.google.com/tpu/docs/v5e    (197 TFLOP/s bf16, 819 GB/s HBM)
 #   v5p:   https://cloud.google.com/tpu/docs/v5p    (459 TFLOP/s bf16, 2,765 GB/s HBM)
 #   v6e:   https://cloud.google.com/tpu/docs/v6e    (918 TFLOP/s bf16, 1,640 GB/s HBM)
-#   TPU7x: https://cloud.google.com/tpu/docs/tpu7x  (2,307 TFLOP/s bf16, 7,380 GB/s HBM)
+#   TPU7x: https://cloud.google.com/tpu/docs/tpu7x  (2,307 TFLOP/s bf16, 4,614 fp8; 7.37 TB/s HBM)
+# These are per chip. The roofline's rates are per device plane; v4 and v5p run their two
+# TensorCores as one device (megacore), so chip = device there. A runtime that shows each TPU7x
+# TensorCore as its own device would need half; captures from such runtimes carry their own roofs.
 PEAKS_BY_GENERATION: dict[str, tuple[float, float]] = {
     "v4": (275e12, 1200e9),
     "v5e": (197e12, 819e9),
     "v5p": (459e12, 2765e9),
     "v6e": (918e12, 1640e9),
-    "tpu7x": (2307e12, 7380e9),
+    "tpu7x": (2307e12, 7370e9),
 }
 # device_type_string as the runtime writes it -> generation key of PEAKS_BY_GENERATION
 _GENERATION_PATTERNS = (
