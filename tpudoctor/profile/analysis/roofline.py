@@ -53,7 +53,7 @@ GB = 1e9
 #   TPU7x: https://cloud.google.com/tpu/docs/tpu7x  (2,307 TFLOP/s bf16, 4,614 fp8; 7.37 TB/s HBM)
 # These are per chip. The roofline's rates are per device plane; v4 and v5p run their two
 # TensorCores as one device (megacore), so chip = device there. A runtime that shows each TPU7x
-# TensorCore as its own device would need half; captures from such runtimes carry their own roofs.
+# TensorCore as its own device would need half: not verified here, so prefer the capture's roofs.
 PEAKS_BY_GENERATION: dict[str, tuple[float, float]] = {
     "v4": (275e12, 1200e9),
     "v5e": (197e12, 819e9),
