@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run_group = parser.add_argument_group("run")
     run_group.add_argument("--model", required=True, choices=MODEL_NAMES)
     run_group.add_argument("--framework", choices=("tensorflow", "jax"), default="tensorflow",
-                           help="tensorflow (default; every model) or jax (dense and mlp)")
+                           help="tensorflow (default) or jax; every model runs in both")
     run_group.add_argument("--steps", type=int, default=20, metavar="N", help="steps per timed window (default 20)")
     run_group.add_argument("--repeats", type=int, default=8, metavar="K",
                            help="timed windows (default 8; at least 6 to save or compare a baseline)")

@@ -51,12 +51,13 @@ class StorageApi:
         ))
 
     def list_objects(self, bucket: str, prefix: str, *, limit: int) -> tuple[list[dict[str, Any]], bool]:
-        """Up to ``limit`` objects under ``prefix``: ([{name, size_bytes}], truncated)."""
+        """Up to ``limit`` objects under ``prefix``: ([{name, size_bytes, updated}], truncated)."""
 
         def fetch() -> tuple[list[dict[str, Any]], bool]:
             blobs = self._client.list_blobs(bucket, prefix=prefix or None, max_results=limit + 1,
                                             timeout=self.timeout_s, retry=None)
-            found = [{"name": blob.name, "size_bytes": int(blob.size or 0)} for blob in blobs]
+            found = [{"name": blob.name, "size_bytes": int(blob.size or 0),
+                      "updated": blob.updated.isoformat() if blob.updated else None} for blob in blobs]
             return found[:limit], len(found) > limit
 
         return self._call(fetch, "storage.objects.list")
@@ -68,6 +69,11 @@ class StorageApi:
                                            checksum=None),
             "storage.objects.get",
         )
+
+    def read_object(self, bucket: str, name: str) -> bytes:
+        blob = self._client.bucket(bucket).blob(name)
+        return self._call(lambda: blob.download_as_bytes(timeout=self.timeout_s, retry=None),
+                          "storage.objects.get")
 
     def probe_object_name(self, prefix: str) -> str:
         prefix = prefix.rstrip("/")

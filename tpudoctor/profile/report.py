@@ -41,6 +41,8 @@ class ProfileReport:
     notes: list[str] = dataclasses.field(default_factory=list)
     analyses: dict[str, Any] = dataclasses.field(default_factory=dict)
     duration_s: float = 0.0  # time to load and analyse
+    roofline: dict[str, Any] | None = None
+    """All hosts' rooflines combined (``Roofline.to_dict``), None without TPU ops or known roofs."""
 
     @property
     def primary_host(self) -> str:

@@ -3,6 +3,10 @@
 Precedence (short on purpose):
 
 1. No steps measured (the ``no-step-markers`` rule found none): ``unknown``.
+0. Evidence guard (after 2-3 below): the ``insufficient-evidence`` rule's figures are checked for the
+   winning bottleneck (steps and step coverage for every verdict but compile-bound, device time for
+   device-bound; ``tpudoctor.profile.analysis.evidence``). Below the minimum the verdict is
+   ``unknown`` with the reason, and ``cap_findings`` lowers every HIGH/CRITICAL result to MEDIUM.
 2. Each bottleneck (input-bound, compile-bound, host-bound, communication-bound, device-bound) scores
    the largest ``share_of_step_percent`` among the results of the rules that score it (PASS results
    included: a share below a rule's own threshold still counts).
@@ -15,9 +19,10 @@ that ``bottleneck`` and ``scores_verdict = True``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
-from tpudoctor.findings import Finding, Status
+from tpudoctor.findings import Finding, Severity, Status
 from tpudoctor.profile.rule import BOTTLENECKS, ProfileRule, share_of_step
 
 VERDICTS = (*BOTTLENECKS, "unknown")
@@ -25,8 +30,57 @@ BOUND_PERCENT = 20.0  # a cause that takes this share of step time is "the" bott
 NO_STEPS_RULE = "no-step-markers"
 
 
+EVIDENCE_RULE = "insufficient-evidence"
+NOT_ENOUGH = "Not enough evidence to judge: "
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    verdict: str
+    reason: str
+    enough_evidence: bool = True
+
+
 def decide(results: list[Finding], rules: Mapping[str, type[ProfileRule]]) -> tuple[str, str]:
     """(verdict, reason) for one host from its rule results (``rules``: rule id -> class)."""
+    j = judge(results, rules)
+    return j.verdict, j.reason
+
+
+def judge(results: list[Finding], rules: Mapping[str, type[ProfileRule]]) -> Judgement:
+    """The verdict, its reason and whether the capture holds enough evidence for it."""
+    verdict, reason = _bottleneck(results, rules)
+    check = evidence_check(results, verdict)
+    if check is not None and not check.enough:
+        return Judgement("unknown", NOT_ENOUGH + check.reason, enough_evidence=False)
+    return Judgement(verdict, reason)
+
+
+def evidence_check(results: list[Finding], verdict: str | None):
+    """The evidence check of the ``insufficient-evidence`` rule's figures for ``verdict``; None
+    where the rule did not measure any (a hand-built result, or the rule is not installed)."""
+    from tpudoctor.profile.analysis.evidence import check_evidence, evidence_from_dict
+
+    result = next((r for r in results if r.id == EVIDENCE_RULE), None)
+    figures = result.evidence.get("evidence") if result is not None else None
+    if not isinstance(figures, dict):
+        return None
+    return check_evidence(evidence_from_dict(figures), verdict=verdict if verdict in BOTTLENECKS else None)
+
+
+def cap_findings(results: list[Finding]) -> list[Finding]:
+    """Below the minimum evidence no result claims high confidence: HIGH/CRITICAL become MEDIUM
+    (FAIL becomes WARN), the original severity kept in the evidence."""
+    out = []
+    for r in results:
+        if r.severity.rank >= Severity.HIGH.rank and r.status in (Status.FAIL, Status.WARN):
+            r = dataclasses.replace(r, severity=Severity.MEDIUM, status=Status.WARN,
+                                    evidence={**r.evidence, "severity_before_evidence_cap": r.severity.value})
+        out.append(r)
+    return out
+
+
+def _bottleneck(results: list[Finding], rules: Mapping[str, type[ProfileRule]]) -> tuple[str, str]:
     by_id = {r.id: r for r in results}
     steps = by_id.get(NO_STEPS_RULE)
     if steps is not None and steps.evidence.get("steps") == 0:
