@@ -57,7 +57,9 @@ def profile_document(report: ProfileReport) -> dict[str, Any]:
                        "hbm_utilization_percent": dev.hbm_utilization_percent,
                        "flops_utilization_percent": dev.flops_utilization_percent,
                        "top_ops": dev.top_ops, "categories": dev.categories, "per_core": dev.per_core},
+        "versions": dict(p.versions),
         "roofline": report.roofline,
+        "op_table": report.op_table,
         "hosts": [{"host": name, "verdict": report.verdicts[name][0], "verdict_reason": report.verdicts[name][1],
                    "kpis": kpis(h), "findings": report.fired_ids(name)} for name, h in report.hosts.items()],
         "straggler": ({"host": report.straggler, "slowdown_percent": report.straggler_slowdown_percent}

@@ -151,6 +151,8 @@ class HostResult:
     tables: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
     evidence: Evidence | None = None
     """None where not measured (a hand-built result): the evidence guard then does not apply."""
+    versions: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Framework and libtpu versions the capture states (``{"framework": ..., "libtpu": ...}``)."""
     roofline: dict[str, Any] | None = None
     """The host's roofline as plain data (``Roofline.to_dict``: peaks, program, ops), None without
     TPU ops or known roofs."""

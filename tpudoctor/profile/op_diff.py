@@ -56,13 +56,18 @@ class OpDiff:
         }
 
 
-def op_table(host) -> pd.DataFrame:
+OP_TABLE_COLUMNS = ("program_id", "op_name", "category", "occurrences", "total_time_ps", "self_time_ps",
+                    *RATE_COLUMNS)
+
+
+def op_table(host, roofline=None) -> pd.DataFrame:
     """Per-op table of one host: ``program_id`` (str), ``op_name``, ``category``, ``occurrences``,
-    ``total_time_ps``, ``self_time_ps``; TPU hosts add the roofline's rates (``RATE_COLUMNS``)."""
+    ``total_time_ps``, ``self_time_ps``; TPU hosts add the roofline's rates (``RATE_COLUMNS``).
+    ``roofline``: the host's ``Roofline`` where already computed."""
     if device_kind(host) == "tpu":
         from tpudoctor.profile.analysis.roofline import analyze_roofline
 
-        roofline = analyze_roofline(host)
+        roofline = roofline if roofline is not None else analyze_roofline(host)
         if roofline is not None:
             table = roofline.ops.copy()
             table["program_id"] = table["program_id"].astype(str)
@@ -132,7 +137,17 @@ def diff_ops(baseline: pd.DataFrame, candidate: pd.DataFrame, *, baseline_steps:
                   candidate_time_ps=float(out["candidate_time_ps"].sum()))
 
 
-def _keyed(table: pd.DataFrame) -> pd.DataFrame:
+def combine_op_tables(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """Several hosts' op tables as one: times and occurrences summed, rates averaged over hosts;
+    heaviest first."""
+    frames = [t for t in tables if t is not None and not t.empty]
+    if not frames:
+        return pd.DataFrame(columns=list(OP_TABLE_COLUMNS))
+    merged = _keyed(pd.concat(frames, ignore_index=True), sum_columns=("occurrences", "total_time_ps", "self_time_ps"))
+    return merged.sort_values(["total_time_ps", "op_name"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+
+def _keyed(table: pd.DataFrame, sum_columns=("occurrences", "total_time_ps")) -> pd.DataFrame:
     """One row per (program_id, op_name), keys as strings, whatever the caller's table looked like."""
     frame = table.copy()
     frame["program_id"] = frame["program_id"].astype(str)
@@ -140,7 +155,7 @@ def _keyed(table: pd.DataFrame) -> pd.DataFrame:
     if "category" not in frame.columns:
         frame["category"] = ""
     if frame.duplicated(KEY).any():
-        sums = {c: (c, "sum") for c in ("occurrences", "total_time_ps")}
+        sums = {c: (c, "sum") for c in sum_columns if c in frame.columns}
         means = {c: (c, "mean") for c in RATE_COLUMNS if c in frame.columns}
         frame = frame.groupby(KEY, sort=False).agg(category=("category", "first"), **sums, **means).reset_index()
     return frame

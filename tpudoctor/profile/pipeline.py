@@ -55,7 +55,12 @@ def host_result(host) -> HostResult:
     from tpudoctor.profile.summary import summarize_host
 
     a = analyze_loaded(host)
-    roofline = _roofline_data(analyze_roofline(host))
+    from tpudoctor.profile.comparability import capture_versions
+    from tpudoctor.profile.op_diff import op_table
+
+    roofline_frame = analyze_roofline(host)
+    roofline = _roofline_data(roofline_frame)
+    ops = op_table(host, roofline_frame)
     inp, rc, ho, dev = a.input, a.recompilation, a.host_ops, a.device
     return HostResult(
         host=host.hostname, framework=a.framework, device_kind=a.device_kind, window_ms=_num(a.window_ms) or 0.0,
@@ -88,11 +93,32 @@ def host_result(host) -> HostResult:
         plane_names=[str(n) for n in host.planes["plane_name"]],
         has_device_planes=bool(host.planes["is_device"].any()),
         errors=list(host.errors), warnings=list(host.warnings),
-        evidence=evidence_of(a),
+        evidence=evidence_of(a), versions=capture_versions(host),
+        tables={OP_TABLE: records(ops, MAX_OPS_PER_HOST)},
         roofline=roofline,
     )
 
 
+MAX_OPS_IN_REPORT = 200
+"""Rows of the report's per-op table (heaviest first): what compare's op diff of a saved report reads."""
+
+
+def combined_op_table(hosts: Iterable[HostResult]) -> dict[str, Any] | None:
+    """All hosts' per-op tables as one (``combine_op_tables``), top ``MAX_OPS_IN_REPORT`` by time."""
+    import pandas as pd
+
+    from tpudoctor.profile.op_diff import combine_op_tables
+
+    tables = [pd.DataFrame.from_records(h.tables[OP_TABLE]) for h in hosts if h.tables.get(OP_TABLE)]
+    if not tables:
+        return None
+    table = combine_op_tables(tables)
+    return {"ops": records(table, MAX_OPS_IN_REPORT), "ops_total": len(table), "max_ops": MAX_OPS_IN_REPORT}
+
+
+OP_TABLE = "ops"
+MAX_OPS_PER_HOST = 2000
+"""Rows of a host's per-op table (heaviest first) carried to the combine, for compare's op diff."""
 MAX_ROOFLINE_OPS_PER_HOST = 2000
 """Ops of one host's roofline carried to the combine (heaviest first): the combine sums these."""
 
@@ -154,7 +180,7 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
         results=results, verdicts=verdicts, rules=dict(rules), straggler=stragglers.straggler,
         straggler_slowdown_percent=stragglers.straggler_slowdown_percent,
         failed_hosts=dict(failed_hosts or {}), notes=_notes(hosts.values()) + roofline_notes,
-        roofline=roofline,
+        roofline=roofline, op_table=combined_op_table(hosts.values()),
     )
 
 
