@@ -7,16 +7,15 @@ first one with one documented, real-schema edit: every execution of one HLO op m
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from xspace_edits import edited as _edited
 
 import tpudoctor.profile
 from tpudoctor.profile.op_diff import diff_ops, op_table
-from tpudoctor.profile.schema import message_class
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -26,37 +25,6 @@ needs_v6e = pytest.mark.skipif(not V6E.exists(), reason=f"real TPU capture not f
 
 def _host(path: Path):
     return next(iter(tpudoctor.profile.load(str(path)).hosts.values()))
-
-
-def _edited(src: Path, dst: Path, op: str, *, factor: float | None = None, remove: bool = False) -> Path:
-    """``src`` with every execution of HLO op ``op`` scaled by ``factor`` or removed (real schema)."""
-    space = message_class("XSpace").FromString(src.read_bytes())
-    pattern = re.compile(rf"^%?{re.escape(op)}(?: = |$)")
-    touched = 0
-    for plane in space.planes:
-        ids = {k for k, m in plane.event_metadata.items() if pattern.match(m.name)}
-        device_duration = {k for k, m in plane.stat_metadata.items() if m.name == "device_duration_ps"}
-        for line in plane.lines:
-            kept = []
-            for event in line.events:
-                if event.metadata_id not in ids:
-                    kept.append(event)
-                    continue
-                touched += 1
-                if remove:
-                    continue
-                event.duration_ps = int(event.duration_ps * factor)
-                for stat in event.stats:
-                    if stat.metadata_id in device_duration:
-                        field = stat.WhichOneof("value")
-                        setattr(stat, field, type(getattr(stat, field))(getattr(stat, field) * factor))
-                kept.append(event)
-            if remove and len(kept) != len(line.events):
-                del line.events[:]
-                line.events.extend(kept)
-    assert touched, f"{op} not found in {src}"
-    dst.write_bytes(space.SerializeToString())
-    return dst
 
 
 def test_one_slower_op_on_cpu_is_the_first_mover(tmp_path):
