@@ -70,11 +70,6 @@ class StorageApi:
             "storage.objects.get",
         )
 
-    def read_object(self, bucket: str, name: str) -> bytes:
-        blob = self._client.bucket(bucket).blob(name)
-        return self._call(lambda: blob.download_as_bytes(timeout=self.timeout_s, retry=None),
-                          "storage.objects.get")
-
     def probe_object_name(self, prefix: str) -> str:
         prefix = prefix.rstrip("/")
         return f"{prefix + '/' if prefix else ''}{PROBE_PREFIX}{uuid.uuid4().hex}"

@@ -41,7 +41,9 @@ def profile_document(report: ProfileReport) -> dict[str, Any]:
                       "per_step": b.per_step, "input_stages": b.input_stages, "idle_gaps": b.idle_gaps,
                       "device_timeline_span_ms": b.device_timeline_span_ms},
         "findings": [f.to_dict() for f in report.findings],
-        "rules": [{"id": rule_id, "source": getattr(rule, "source", "builtin")} for rule_id, rule in report.rules.items()],
+        "rules": [{"id": rule_id, "source": getattr(rule, "source", "builtin"), "needs": list(getattr(rule, "needs", ()))}
+                  for rule_id, rule in report.rules.items()],
+        "evidence_minimum": _evidence_minimum(),
         "recompilation": {"compile_count": c.compile_count, "compile_ms": c.compile_ms,
                           "share_of_capture_percent": c.share_of_capture_percent,
                           "program_cache_misses": c.program_cache_misses,
@@ -66,6 +68,16 @@ def profile_document(report: ProfileReport) -> dict[str, Any]:
                       if report.straggler else None),
         "failed_hosts": [{"host": k, "error": v} for k, v in report.failed_hosts.items()],
     }
+
+
+def _evidence_minimum() -> dict[str, Any]:
+    """The named minimum evidence a verdict needs (below it the verdict is unknown)."""
+    import dataclasses
+
+    from tpudoctor.profile.analysis.evidence import MinimumEvidence
+
+    return {**dataclasses.asdict(MinimumEvidence()),
+            "applies": "steps for every verdict; step coverage for all but compile-bound; device time for device-bound"}
 
 
 _V1_SEVERITY = {"high": "high", "medium": "medium", "low": "low", "info": "info"}

@@ -117,6 +117,8 @@ def order_findings(findings: list[Finding], verdict: str, rules: Mapping[str, ty
     severe first."""
 
     def key(f: Finding) -> tuple[int, int, int]:
+        if f.id == EVIDENCE_RULE and verdict == "unknown":  # why there is no verdict comes first
+            return (-1, 0, 0)
         rule = rules.get(f.id)
         if rule is not None and rule.bottleneck == verdict:
             return (0, rule.lead_rank, 0)

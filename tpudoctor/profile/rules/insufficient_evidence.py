@@ -21,6 +21,7 @@ class InsufficientEvidence(ProfileRule):
     (``unknown``) and no finding is HIGH: the verdict precedence reads this rule's evidence."""
 
     id = EVIDENCE_RULE
+    needs = ('steps', 'window', 'device-ops')
     title = "The capture holds enough to judge"
     minimum = MinimumEvidence()
     docs = "https://docs.jax.dev/en/latest/profiling.html"
