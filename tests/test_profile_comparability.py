@@ -116,9 +116,11 @@ def test_versions_come_from_the_capture(tmp_path):
     versions = capture_versions(host)
     assert versions == {"framework": "0.10.2"}  # the JAX that made the fixture; CPU: no libtpu
     doc = _report(FIXTURES / "jax_steady", tmp_path)
+    assert doc["versions"] == versions  # the report carries them (schema 2.1)
     identity = identity_from_document(doc, versions)
     assert identity.framework == "jax" and identity.framework_version == "0.10.2"
-    newer = identity_from_document(doc, {"framework": "0.10.3"})
+    assert identity_from_document({**doc, "versions": {}}, versions) == identity  # a 2.0 report: from the capture
+    newer = identity_from_document({**doc, "versions": {"framework": "0.10.3"}})
     result = check_comparability(identity, newer)
     assert result.comparable and result.notes == ("different framework version: 0.10.2 vs 0.10.3",)
     tf_host = next(iter(tpudoctor.profile.load(str(FIXTURES / "tf_eager")).hosts.values()))
