@@ -272,3 +272,31 @@ def test_missing_history_folder_is_an_input_error(real_report, tmp_path, capsys)
     candidate.write_text(json.dumps(real_report))
     code, _, err = _compare("--history", str(tmp_path / "nope"), str(candidate), capsys=capsys)
     assert code == ExitCode.USAGE_ERROR and "does not exist" in err
+
+
+def test_history_gate_refuses_a_candidate_from_other_hardware(real_report, tmp_path, capsys):
+    """A candidate capture of two hosts against a one-host history: not comparable, exit 2 unless --force."""
+    history = _history(tmp_path / "history", [_run(real_report, s) for s in range(8)])
+    run = tmp_path / "logdir" / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    for worker in ("worker-0", "worker-1"):
+        shutil.copyfile(COMPUTE, run / f"{worker}.xplane.pb")
+    code, out, err = _compare("--history", str(history), str(tmp_path / "logdir"), "--format", "json",
+                              capsys=capsys)
+    assert code == ExitCode.USAGE_ERROR and "not comparable with the latest history report" in err
+    assert "number of hosts: 1 in the baseline, 2 in the candidate" in err
+    assert json.loads(out)["comparable"] is False
+    code, out, _ = _compare("--history", str(history), str(tmp_path / "logdir"), "--force", "--format", "json",
+                            capsys=capsys)
+    assert code in (ExitCode.OK, ExitCode.FINDINGS) and json.loads(out)["gate"]["verdict"] != "not_judged"
+
+
+def test_mfu_is_compared_where_both_have_it(tmp_path, capsys):
+    doc = _analyze(FIXTURES / "jax_compute_bound", tmp_path / "a.json")
+    doc["kpis"]["mfu_percent"], worse = 40.0, copy.deepcopy(doc)
+    worse["kpis"]["mfu_percent"] = 30.0
+    (tmp_path / "a.json").write_text(json.dumps(doc))
+    (tmp_path / "b.json").write_text(json.dumps(worse))
+    code, out, _ = _compare(str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--format", "json", capsys=capsys)
+    row = next(r for r in json.loads(out)["kpis"] if r["kpi"] == "mfu_percent")
+    assert (row["delta"], row["direction"]) == (-10.0, "worse")

@@ -98,3 +98,40 @@ def test_the_issue_kernel_benchmark_figures_are_not_enough():
         check = check_evidence(kernel, verdict=verdict)
         assert not check.enough and "3 step(s)" in check.reason and "window" in check.reason
     assert "device ran ops for 0.6 ms" in check_evidence(kernel, verdict="device-bound").reason
+
+
+def test_below_the_minimum_no_finding_is_high_and_the_cap_is_recorded():
+    """90 % input in 3 steps over a tenth of the window: input-bound would be a HIGH finding; with so
+    little evidence it is MEDIUM (its original severity kept) and the verdict is unknown."""
+    from tpudoctor.findings import Status
+    from tpudoctor.profile.host_result import BreakdownFigures, HostResult, StepFigures
+    from tpudoctor.profile.pipeline import combine
+
+    def host(steps: int, span_ms: float) -> HostResult:
+        return HostResult("h", steps=StepFigures("host-step-annotations", steps),
+                          breakdown=BreakdownFigures("host-loop-timeline", percent={"input": 90.0, "compute": 10.0}),
+                          evidence=Evidence(steps=steps, step_span_ms=span_ms, window_ms=1000.0, device_time_ms=100.0,
+                                            has_step_markers=True))
+
+    enough = combine([host(20, 900.0)])
+    assert enough.verdict == "input-bound"
+    assert next(f for f in enough.findings if f.id == "input-bound").severity is Severity.HIGH
+
+    thin = combine([host(3, 100.0)])
+    assert thin.verdict == "unknown" and thin.verdict_reason.startswith("Not enough evidence to judge")
+    assert thin.findings[0].id == "insufficient-evidence"  # why there is no verdict comes first
+    assert all(f.severity.rank < Severity.HIGH.rank and f.status is not Status.FAIL for f in thin.findings)
+    capped = next(f for f in thin.findings if f.id == "input-bound")
+    assert capped.evidence["severity_before_evidence_cap"] == "high"
+
+
+def test_no_steps_keeps_its_reason_and_is_capped_too():
+    from tpudoctor.profile.host_result import BreakdownFigures, HostResult, StepFigures
+    from tpudoctor.profile.pipeline import combine
+
+    report = combine([HostResult("h", steps=StepFigures("none", 0, reason="no markers"),
+                                 breakdown=BreakdownFigures("none", percent={"input": 90.0}),
+                                 evidence=Evidence(steps=0, step_span_ms=0.0, window_ms=500.0, device_time_ms=0.0,
+                                                   has_step_markers=False))])
+    assert report.verdict == "unknown" and "cannot tell" in report.verdict_reason
+    assert all(f.severity.rank < Severity.HIGH.rank for f in report.findings)

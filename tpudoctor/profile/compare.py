@@ -18,6 +18,7 @@ KPIS = {
     "compile_count": (True, ""),
     "compile_ms": (True, "ms"),
     "host_callback_ms": (True, "ms"),
+    "mfu_percent": (False, "%"),
 }
 # KPIs whose relative worsening trips --fail-on-regression (percent points for *_percent).
 GATED = ("step_time_mean_ms", "compile_ms")

@@ -3,15 +3,16 @@
 Precedence (short on purpose):
 
 1. No steps measured (the ``no-step-markers`` rule found none): ``unknown``.
-0. Evidence guard (after 2-3 below): the ``insufficient-evidence`` rule's figures are checked for the
-   winning bottleneck (steps and step coverage for every verdict but compile-bound, device time for
-   device-bound; ``tpudoctor.profile.analysis.evidence``). Below the minimum the verdict is
-   ``unknown`` with the reason, and ``cap_findings`` lowers every HIGH/CRITICAL result to MEDIUM.
 2. Each bottleneck (input-bound, compile-bound, host-bound, communication-bound, device-bound) scores
    the largest ``share_of_step_percent`` among the results of the rules that score it (PASS results
    included: a share below a rule's own threshold still counts).
 3. The highest score wins (ties in the order above). ``device-bound`` wins with any share above 0;
    any other bottleneck only from ``BOUND_PERCENT`` of step time, else ``unknown``.
+4. Evidence guard: the ``insufficient-evidence`` rule's figures are checked for the winner (steps and
+   step coverage for every verdict but compile-bound, device time for device-bound; the named
+   minimum is ``tpudoctor.profile.analysis.evidence.MinimumEvidence``). Below it the verdict is
+   ``unknown`` with the reason (after 1, the no-steps reason stays), and ``cap_findings`` lowers
+   every HIGH/CRITICAL result to MEDIUM: too little evidence never yields a HIGH finding.
 
 A new bottleneck (communication-bound from cross-host analysis, say) plugs in by adding a rule with
 that ``bottleneck`` and ``scores_verdict = True``.
@@ -51,9 +52,17 @@ def judge(results: list[Finding], rules: Mapping[str, type[ProfileRule]]) -> Jud
     """The verdict, its reason and whether the capture holds enough evidence for it."""
     verdict, reason = _bottleneck(results, rules)
     check = evidence_check(results, verdict)
-    if check is not None and not check.enough:
+    enough = check is None or check.enough
+    if _no_steps(results):  # rule 1 keeps its own reason ("cannot tell"); findings are capped all the same
+        return Judgement(verdict, reason, enough_evidence=enough)
+    if not enough:
         return Judgement("unknown", NOT_ENOUGH + check.reason, enough_evidence=False)
     return Judgement(verdict, reason)
+
+
+def _no_steps(results: list[Finding]) -> bool:
+    steps = next((r for r in results if r.id == NO_STEPS_RULE), None)
+    return steps is not None and steps.evidence.get("steps") == 0
 
 
 def evidence_check(results: list[Finding], verdict: str | None):
@@ -81,10 +90,8 @@ def cap_findings(results: list[Finding]) -> list[Finding]:
 
 
 def _bottleneck(results: list[Finding], rules: Mapping[str, type[ProfileRule]]) -> tuple[str, str]:
-    by_id = {r.id: r for r in results}
-    steps = by_id.get(NO_STEPS_RULE)
-    if steps is not None and steps.evidence.get("steps") == 0:
-        return "unknown", steps.message
+    if _no_steps(results):
+        return "unknown", next(r for r in results if r.id == NO_STEPS_RULE).message
     scores: dict[str, tuple[float, Finding | None]] = {b: (0.0, None) for b in BOTTLENECKS}
     for result in results:
         rule = rules.get(result.id)
