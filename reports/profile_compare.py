@@ -30,17 +30,21 @@ def render(result: dict, fmt: str) -> str:
 
 # ------------------------------------------------------------------ shared pieces
 
-def _v(x) -> str:
+def _v(x, sign: str = "") -> str:
+    """Two decimals, or three significant figures for a small non-zero figure (an MFU of 0.000487 %
+    is not 0.00)."""
     if x is None:
         return "n/a"
-    return f"{x:,.2f}" if isinstance(x, float) else str(x)
+    if not isinstance(x, float):
+        return f"{x:{sign}}" if sign else str(x)
+    return f"{x:{sign}.3g}" if 0 < abs(x) < 0.01 else f"{x:{sign},.2f}"
 
 
 def _delta(row) -> str:
     if row["delta"] is None:
         return "n/a"
     pct = f" ({row['delta_percent']:+.1f}%)" if row["delta_percent"] is not None else ""
-    return f"{row['delta']:+,.2f}{pct}"
+    return f"{_v(float(row['delta']), '+')}{pct}"
 
 
 def _ms(ps) -> str:

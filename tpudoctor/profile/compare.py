@@ -74,7 +74,7 @@ def compare(a, b, *, threshold_percent: float | None = None) -> dict:
                "direction": "n/a"}
         if va is not None and vb is not None:
             delta = vb - va
-            row["delta"] = round(delta, 4)
+            row["delta"] = float(f"{delta:.6g}")  # significant figures: a small KPI (MFU) keeps its change
             row["delta_percent"] = round(100 * delta / va, 2) if va else None
             if abs(delta) < 1e-9:
                 row["direction"] = "same"
