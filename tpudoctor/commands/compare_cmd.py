@@ -15,13 +15,14 @@ COMPARE_FORMATS = ("text", "json", "markdown", "html", "junit")
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "compare",
+        usage="tpudoctor compare [options] A B\n       tpudoctor compare [options] --history DIR|gs://BUCKET/PREFIX B",
         help="what changed between two profiles (comparability, KPIs, op-level diff), or a profile against its history",
         description="Compare two profiles. Each of A and B is a JSON report from `tpudoctor profile analyze "
                     "--format json` or a capture (.xplane.pb, run directory, logdir). Comparability (device kind, "
                     "chips, topology, versions, step method, programs) is checked first. With --history, the one "
                     "profile given is judged against the last N reports in a folder or gs://bucket/prefix.",
     )
-    parser.add_argument("profiles", metavar="A B", nargs="+",
+    parser.add_argument("profiles", metavar="PROFILE", nargs="+",
                         help="baseline A and candidate B (report JSON or capture); only the candidate with --history")
     parser.add_argument("--format", choices=COMPARE_FORMATS, default=None, help="output format (default: text)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the comparison to FILE instead of stdout")
@@ -30,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "5%%; exit 2 when the two captures are not comparable (different device kind or "
                              "topology) unless --force")
     parser.add_argument("--force", action="store_true",
-                        help="gate with --fail-on-regression even when the captures are not comparable")
+                        help="judge (--fail-on-regression, --history) even when the captures are not comparable")
     parser.add_argument("--history", metavar="DIR|gs://BUCKET/PREFIX", default=None,
                         help="judge the candidate against the profile reports (*.json) saved there: exit 1 on a "
                              "significant regression (median and MAD of the history), 0 otherwise")
