@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> ExitCode:
-    from tpudoctor.formats import default_format
+    from tpudoctor.commands.common import chosen_format
+    from tpudoctor.config import load_config_file
     from tpudoctor.output import write_text
     from tpudoctor.profile.compare import compare, load_document, parse_percent
     from tpudoctor.reports.profile_compare import render
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         update(f"reading {args.candidate}")
         candidate = load_document(args.candidate)
     result = compare(baseline, candidate, threshold_percent=threshold)
-    fmt = args.format or default_format(COMPARE_FORMATS)
+    fmt = chosen_format(args, COMPARE_FORMATS, load_config_file()[0])
     text = render(result, fmt)
     if args.redact:
         from tpudoctor.redact import redact_rendered

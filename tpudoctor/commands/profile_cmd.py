@@ -66,11 +66,12 @@ def _register_analyze(commands: argparse._SubParsersAction) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> ExitCode:
-    from tpudoctor.formats import default_format
+    from tpudoctor.commands.common import chosen_format
+    from tpudoctor.config import load_config_file
     from tpudoctor.output import write_text
     from tpudoctor.progress import progress
 
-    fmt = args.format or default_format(PROFILE_FORMATS)
+    fmt = chosen_format(args, PROFILE_FORMATS, load_config_file()[0])
     started = time.monotonic()
     with progress("Reading profile") as update:
         update(args.path)
@@ -159,9 +160,10 @@ def run_capture(args: argparse.Namespace) -> ExitCode:
             raise UsageError("--all-workers goes with --tpu; list several --service-addr HOST:PORT,HOST:PORT instead")
         addresses = [part.strip() for part in args.service_addr.split(",") if part.strip()]
     else:
+        settings, _path = config.load_config_file()
         addresses = service_addresses_for_tpu(
-            args.tpu, project=config.resolve(args.project, "project", {}),
-            zone=config.resolve(args.zone, "zone", {}), port=args.port, all_workers=args.all_workers,
+            args.tpu, project=config.resolve(args.project, "project", settings),
+            zone=config.resolve(args.zone, "zone", settings), port=args.port, all_workers=args.all_workers,
         )
     request = CaptureRequest(
         addresses=addresses, logdir=args.logdir, duration_ms=int(duration_s * 1000), attempts=args.retries,
