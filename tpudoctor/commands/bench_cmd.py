@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         _report_failed_run(outcome, args.junit, args.model)
     doc = bench_document.build_document(result, tool_version=__version__)
 
-    exit_code = ExitCode.OK if result["loss_dropped"] else ExitCode.FINDINGS
+    exit_code = ExitCode.OK
     if baseline is not None:
         mismatches = gate.key_mismatches(baseline["key"], doc["key"])
         if mismatches and not args.allow_mismatch:
@@ -143,8 +143,9 @@ def run(args: argparse.Namespace) -> ExitCode:
             "allowed_mismatch": bool(mismatches),
             "gate": verdict.to_dict(),
         }
-        if verdict.regressed:
-            exit_code = ExitCode.FINDINGS
+    bench_document.with_findings(doc)
+    if any(finding["status"] == "FAIL" for finding in doc["findings"]):  # BENCH-001 regression, BENCH-002 loss
+        exit_code = ExitCode.FINDINGS
     bench_document.validate_document(doc)
 
     if args.save_baseline and result["loss_dropped"]:  # a model that does not learn is no reference
