@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from tpudoctor.findings import Finding, Report, Status
+from tpudoctor.reports.markers import scope_words
 
 
 def render(report: Report) -> str:
@@ -33,8 +34,14 @@ def render(report: Report) -> str:
 
 def add_testcase(suite: ET.Element, r: Finding, *, classname: str) -> ET.Element:
     """One finding as a testcase: FAIL a failure, ERROR an error, SKIP skipped, WARN printed."""
-    case = ET.SubElement(suite, "testcase", classname=classname, name=f"{r.id} {r.title}",
-                         time=f"{r.duration_s:.3f}")
+    where = scope_words(r.scope)
+    case = ET.SubElement(suite, "testcase", classname=classname,
+                         name=f"{r.id} {r.title}" + (f" ({where})" if where else ""), time=f"{r.duration_s:.3f}")
+    if where:  # also machine-readable, as testcase properties (what pytest's record_property writes)
+        props = ET.SubElement(case, "properties")
+        for field, values in r.scope.to_dict().items():
+            if values:
+                ET.SubElement(props, "property", name=f"scope.{field}", value=",".join(values))
     body = _body(r)
     if r.status is Status.FAIL:
         ET.SubElement(case, "failure", message=r.message, type=r.severity.value).text = body
