@@ -207,4 +207,9 @@ def test_profile_capture_reads_the_target_from_the_config_file(capsys, tmp_path,
         files=[], run="r1", elapsed_s=0.1, attempt=1))
     assert cli.main(["profile", "capture", "--tpu", "n1", "--logdir", str(tmp_path / "logs")]) == ExitCode.OK
     assert (asked["name"], asked["project"], asked["zone"]) == ("n1", "from-file", "europe-west4-a")
-    capsys.readouterr()
+    monkeypatch.setenv("TPU_NAME", "from-env")
+    assert cli.main(["profile", "capture", "--logdir", str(tmp_path / "logs")]) == ExitCode.OK
+    assert asked["name"] == "from-env"
+    monkeypatch.delenv("TPU_NAME")
+    assert cli.main(["profile", "capture", "--logdir", str(tmp_path / "logs")]) == ExitCode.USAGE_ERROR
+    assert "--service-addr HOST:PORT or --tpu NAME" in capsys.readouterr().err

@@ -123,7 +123,7 @@ def _register_capture(commands: argparse._SubParsersAction) -> None:
             "like capture_tpu_profile does. Needs TensorFlow installed (pip install 'tpudoctor[tf]')."
         ),
     )
-    target = parser.add_mutually_exclusive_group(required=True)
+    target = parser.add_mutually_exclusive_group()  # or --tpu from TPU_NAME / the config file
     target.add_argument("--service-addr", metavar="HOST:PORT[,HOST:PORT...]",
                         help="profiler server(s) to capture from, e.g. localhost:9012")
     target.add_argument("--tpu", metavar="NAME", help="Cloud TPU name: capture from its workers' port (default 8466)")
@@ -155,14 +155,18 @@ def run_capture(args: argparse.Namespace) -> ExitCode:
         raise UsageError("--duration must be positive, e.g. 3s")
     if args.retries < 1:
         raise UsageError("--retries must be at least 1")
+    settings, _path = config.load_config_file()
+    tpu = None if args.service_addr else config.resolve(args.tpu, "tpu", settings)
     if args.service_addr:
         if args.all_workers:
             raise UsageError("--all-workers goes with --tpu; list several --service-addr HOST:PORT,HOST:PORT instead")
         addresses = [part.strip() for part in args.service_addr.split(",") if part.strip()]
+    elif not tpu:
+        raise UsageError("say where to capture from: --service-addr HOST:PORT or --tpu NAME",
+                         hint="--tpu may also come from TPU_NAME or 'tpu' in tpudoctor.toml")
     else:
-        settings, _path = config.load_config_file()
         addresses = service_addresses_for_tpu(
-            args.tpu, project=config.resolve(args.project, "project", settings),
+            tpu, project=config.resolve(args.project, "project", settings),
             zone=config.resolve(args.zone, "zone", settings), port=args.port, all_workers=args.all_workers,
         )
     request = CaptureRequest(
