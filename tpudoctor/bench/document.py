@@ -2,9 +2,9 @@
 
 One shape for both so a saved run can serve as the next run's baseline. The ``key`` says what
 the numbers are comparable with; ``measurement.samples`` holds every timed window (compile
-excluded) because the gate needs the samples, not one summary number. ``findings`` (1.1) holds
-the outcome as findings in the shape of check results (``tpudoctor.bench.findings``); 1.0
-documents, without it, still read.
+excluded) because the gate needs the samples, not one summary number. ``findings`` holds
+the outcome in the shape of check results (``tpudoctor.bench.findings``); it is optional, so
+documents written before it still read.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.0"  # findings were added as an optional field: no required field changed
 SCHEMA_NAME = "bench_result"
 METRIC = {"name": "examples_per_s", "unit": "examples/s", "direction": "higher_is_better"}
 
