@@ -213,3 +213,12 @@ def test_profile_capture_reads_the_target_from_the_config_file(capsys, tmp_path,
     monkeypatch.delenv("TPU_NAME")
     assert cli.main(["profile", "capture", "--logdir", str(tmp_path / "logs")]) == ExitCode.USAGE_ERROR
     assert "--service-addr HOST:PORT or --tpu NAME" in capsys.readouterr().err
+
+
+def test_list_checks_follows_the_same_format_precedence(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tpudoctor.toml").write_text('format = "json"\n')
+    assert cli.main(["list-checks"]) == ExitCode.OK
+    assert json.loads(capsys.readouterr().out)["checks"]
+    assert cli.main(["list-checks", "--format", "text"]) == ExitCode.OK
+    assert not capsys.readouterr().out.lstrip().startswith("{")
