@@ -6,6 +6,7 @@ import html
 import json
 
 from tpudoctor.findings import Report, Status, root_cause
+from tpudoctor.reports import evidence_tables
 from tpudoctor.reports.markers import MARKERS, scope_words
 
 _CSS = """
@@ -33,6 +34,10 @@ def render(report: Report) -> str:
             if cause.remediation.commands:
                 parts.append("<pre>" + e("\n".join(cause.remediation.commands)) + "</pre>")
         ev = {k: v for k, v in cause.to_dict()["evidence"].items() if k != "traceback"}
+        for key, columns, rows in evidence_tables.tables(ev):
+            parts.append(f"<h3>{e(key)}</h3><table><tr>" + "".join(f"<th>{e(c)}</th>" for c in columns) + "</tr>")
+            parts += ["<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in rows]
+            parts.append("</table>")
         if ev:
             parts.append("<details><summary>evidence</summary><pre>" + e(json.dumps(ev, indent=2)) + "</pre></details>")
         parts.append("</div>")

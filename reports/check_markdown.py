@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from tpudoctor.findings import CheckResult, Report, Status, root_cause
+from tpudoctor.reports import evidence_tables
 from tpudoctor.reports.markers import MARKERS, WORDS, scope_words
 
 
@@ -28,6 +29,10 @@ def render(report: Report, *, verbose: bool = False) -> str:
             lines += ["<details><summary>evidence</summary>", "", "```json",
                       json.dumps({k: v for k, v in cause.to_dict()["evidence"].items() if k != "traceback"}, indent=2),
                       "```", "", "</details>", ""]
+            for key, columns, rows in evidence_tables.tables(cause.evidence):
+                lines += [f"**{key}**", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+                lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+                lines.append("")
     else:
         lines += ["**No issues found.**", ""]
     scoped = any(not r.scope.is_whole for r in report.results)  # a Scope column only where it says something

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tpudoctor.findings import CheckResult, Report, Status, Step, root_cause
+from tpudoctor.reports import evidence_tables
 from tpudoctor.reports.markers import MARKERS, STYLES, WORDS, scope_words
 
 
@@ -106,8 +107,16 @@ def _details(console: Console, result: CheckResult, *, indent: str, evidence: bo
 
 
 def _evidence(console: Console, result: CheckResult, indent: str) -> None:
+    listed = {key: (columns, rows) for key, columns, rows in evidence_tables.tables(result.evidence)}
     for key, value in result.evidence.items():
         if key == "traceback":
+            continue
+        if key in listed:  # one line per record, its fields named
+            console.print(f"{indent}[dim]{escape(str(key))}:[/dim]")
+            columns, rows = listed[key]
+            for row in rows:
+                cells = ", ".join(f"{c} {v}" for c, v in zip(columns, row, strict=True) if v)
+                console.print(f"{indent}  [dim]- {escape(cells)}[/dim]")
             continue
         shown = value if isinstance(value, str) else json.dumps(value, default=str)
         if str(key).endswith("_bytes") and isinstance(value, int) and not isinstance(value, bool):

@@ -15,7 +15,7 @@ import enum
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "2.1"
 READABLE_SCHEMA_MAJORS = ("1", "2")  # 1.x documents are upgraded on reading
 
 
@@ -266,6 +266,8 @@ class Report:
     tool_version: str = ""
     schema_version: str = SCHEMA_VERSION
     redacted: bool = False
+    environment: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Where the run happened (worker, package versions), so reports from many workers can be merged."""
 
     @property
     def summary(self) -> Summary:
@@ -287,6 +289,7 @@ class Report:
             "redacted": self.redacted,
             "results": [r.to_dict() for r in self.ordered_results()],
             "summary": self.summary.to_dict(),
+            "environment": _jsonable(self.environment),
         }
 
     @classmethod
@@ -300,6 +303,7 @@ class Report:
             tool_version=(data.get("tool") or {}).get("version", ""),
             schema_version=SCHEMA_VERSION,  # read documents are upgraded to this shape
             redacted=bool(data.get("redacted", False)),
+            environment=dict(data.get("environment") or {}),
         )
 
 

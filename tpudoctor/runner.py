@@ -7,6 +7,7 @@ cause shows as one red line) and the whole-run deadline.
 
 from __future__ import annotations
 
+import datetime as _dt
 import socket
 import threading
 import time
@@ -25,6 +26,7 @@ from tpudoctor.facts import (
     Unavailable,
 )
 from tpudoctor.findings import CheckResult, Report, Severity, Status, Step
+from tpudoctor.pod.environment import worker_environment
 from tpudoctor.provider import FactProvider
 from tpudoctor.registry import Registry
 
@@ -144,8 +146,9 @@ class FactStore:
                     box["error"] = f"{type(exc).__name__}: {exc}"
 
             thread = threading.Thread(target=target, daemon=True, name=f"facts-{cls.name}")
+            started = time.monotonic()  # before start(): a busy machine may run the thread first
             thread.start()
-            threads.append((cls, thread, box, time.monotonic()))
+            threads.append((cls, thread, box, started))
         for cls, thread, box, started in threads:
             budget = min(cls.timeout_s, self._ctx.remaining_s())
             thread.join(max(0.0, budget - (time.monotonic() - started)))
@@ -189,6 +192,7 @@ class Runner:
 
     def run(self, check_classes: Iterable[type[Check]]) -> Report:
         started = time.monotonic()
+        started_at = _dt.datetime.now(_dt.timezone.utc)  # the wall clock when the run began: merges compare it
         classes = sorted(check_classes, key=lambda c: int(c.step))
         by_step: dict[Step, list[type[Check]]] = {}
         for cls in classes:
@@ -211,6 +215,8 @@ class Runner:
             target=self.ctx.target,
             host=socket.gethostname(),
             tool_version=__version__,
+            environment=worker_environment(self.store.facts, self.ctx.target),
+            started_at=started_at,
         )
         report.duration_s = time.monotonic() - started
         return report

@@ -44,7 +44,7 @@ def load(path: str | os.PathLike[str], *, run: str | None = None, max_workers: i
     failed: dict[str, str] = {}
     if len(resolved.hosts) == 1:
         only = resolved.hosts[0]
-        hosts[only.hostname] = _load_host(only, extra_stats)
+        hosts[only.hostname] = load_host(only, extra_stats)
     else:
         for host_file, result in _load_parallel(resolved.hosts, max_workers, extra_stats):
             if isinstance(result, HostProfile):
@@ -63,7 +63,8 @@ def load(path: str | os.PathLike[str], *, run: str | None = None, max_workers: i
     return capture
 
 
-def _load_host(host_file: HostFile, extra_stats: dict[str, str] | None) -> HostProfile:
+def load_host(host_file: HostFile, extra_stats: dict[str, str] | None = None) -> HostProfile:
+    """One host file, read and decoded (``InputError`` when it cannot be)."""
     data = read_bytes(host_file.location)
     return decode_host(data, hostname=host_file.hostname, source=host_file.location, extra_stats=extra_stats)
 
@@ -73,7 +74,7 @@ def _load_host_or_message(host_file: HostFile, extra_stats: dict[str, str] | Non
     if environment:  # a forkserver child keeps the environment of its server's start, not ours
         os.environ.update(environment)
     try:
-        return _load_host(host_file, extra_stats)
+        return load_host(host_file, extra_stats)
     except InputError as exc:
         return exc.message + (f" ({exc.hint})" if exc.hint else "")
     except Exception as exc:  # noqa: BLE001 - one broken host must not take the others down

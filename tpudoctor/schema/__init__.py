@@ -1,4 +1,8 @@
-"""JSON Schemas shipped with the package, and a validator for them."""
+"""JSON Schemas shipped with the package, and a validator for them.
+
+A schema may ``$ref`` another packaged schema by its ``$id`` (the profile report's findings use the
+check report's ``result``): all of them are registered together.
+"""
 
 from __future__ import annotations
 
@@ -15,20 +19,17 @@ def load_schema(name: str) -> dict[str, Any]:
     return json.loads(text)
 
 
-SCHEMA_NAMES = ("check_report", "bench_result", "profile_report", "profile_diagnosis")
-
-
 @cache
-def _registry() -> Any:
-    """Every shipped schema by its ``$id``, so one schema can refer to another's definitions."""
+def _registry():
     from referencing import Registry, Resource
 
-    resources_by_id = []
-    for name in SCHEMA_NAMES:
-        schema = load_schema(name)
-        if "$id" in schema:
-            resources_by_id.append((schema["$id"], Resource.from_contents(schema)))
-    return Registry().with_resources(resources_by_id)
+    pairs = []
+    for entry in resources.files(__name__).iterdir():
+        if entry.name.endswith(".schema.json"):
+            schema = load_schema(entry.name[: -len(".schema.json")])
+            if "$id" in schema:
+                pairs.append((schema["$id"], Resource.from_contents(schema)))
+    return Registry().with_resources(pairs)
 
 
 def validate(document: Any, name: str) -> None:
@@ -36,8 +37,8 @@ def validate(document: Any, name: str) -> None:
     import jsonschema
 
     schema = load_schema(name)
-    validator_class = jsonschema.validators.validator_for(schema)
-    validator = validator_class(schema, registry=_registry(), format_checker=jsonschema.FormatChecker())
+    validator = jsonschema.validators.validator_for(schema)(
+        schema, registry=_registry(), format_checker=jsonschema.FormatChecker())
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
     if error is not None:
         raise error
