@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tpudoctor.errors import UsageError
+from tpudoctor.formats import FORMAT_ENV
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,7 +32,7 @@ ENV_FOR_SETTING = {
     "zone": ("CLOUDSDK_COMPUTE_ZONE",),
     "tpu": ("TPU_NAME",),
     "worker": ("TPUDOCTOR_WORKER",),
-    "format": ("TPUDOCTOR_FORMAT",),
+    "format": (FORMAT_ENV,),
 }
 ENV_FOR_TARGET = ENV_FOR_SETTING  # older name
 
