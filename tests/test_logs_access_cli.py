@@ -41,3 +41,18 @@ def test_no_read_access_to_logging_and_monitoring_is_one_fail_with_both_grants(f
     assert results["LOGS-003"]["status"] == "SKIP" and results["LOGS-004"]["status"] == "SKIP"
     assert not [r for r in report["results"] if r["status"] == "ERROR"]
     assert f"$ gcloud projects add-iam-policy-binding {PROJECT}" in text
+
+
+def test_without_credentials_logging_and_monitoring_are_skipped_with_the_fix(gcp_env):
+    from tpudoctor.context import CheckOptions, RunContext
+    from tpudoctor.facts import Facts, Unavailable
+    from tpudoctor.findings import Target
+    from tpudoctor.providers.cloud_logging import CloudLoggingProvider
+    from tpudoctor.providers.cloud_monitoring import CloudMonitoringProvider
+
+    run_ctx = RunContext(target=Target(project=PROJECT, tpu="my-tpu"), options=CheckOptions(api_timeout_s=2.0))
+    for provider in (CloudLoggingProvider(), CloudMonitoringProvider()):
+        values = provider.gather(run_ctx, Facts())
+        assert set(values) == set(provider.provides)
+        for value in values.values():
+            assert isinstance(value, Unavailable) and "gcloud auth application-default login" in value.reason

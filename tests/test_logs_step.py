@@ -129,8 +129,7 @@ def test_cloud_logging_403_is_a_fail_naming_the_role_and_the_grant(monkeypatch):
     with FakeLoggingServer() as fake:
         fake.fail_with = (403, "Permission 'logging.logEntries.list' denied on resource (or it may not exist).")
         monkeypatch.setenv(LOGGING_ENDPOINT_ENV, fake.endpoint)
-        vm = {"service_account_email": "trainer@p.iam.gserviceaccount.com"}
-        facts = CloudLoggingProvider().gather(ctx(target=Target(project="p", tpu="t")), Facts({"metadata.tpu_vm": vm}))
+        facts = CloudLoggingProvider().gather(ctx(target=Target(project="p", tpu="t")), Facts())
         assert len(fake.requests) == 1  # a 403 is not retried
     assert isinstance(facts["logs.cloud"], Unavailable) and "LOGS-005" in facts["logs.cloud"].reason
     registry = load_registry()
@@ -140,6 +139,23 @@ def test_cloud_logging_403_is_a_fail_naming_the_role_and_the_grant(monkeypatch):
                                                      "logs.monitoring_access": Unavailable("not asked")})
     assert access.status is Status.FAIL
     assert "logging.logEntries.list" in access.message and "roles/logging.viewer" in access.message
+    # the fake is called anonymously, so the member is a placeholder; with ADC it is the caller (below)
+    assert access.remediation.commands == (
+        "gcloud projects add-iam-policy-binding p --member=serviceAccount:SERVICE_ACCOUNT_EMAIL "
+        "--role=roles/logging.viewer",)
+
+
+def test_the_grant_names_the_identity_the_client_called_as():
+    from tpudoctor.gcp.credentials import Identity
+    from tpudoctor.gcp.errors import ApiFailure
+    from tpudoctor.providers import read_access
+
+    caller = Identity("trainer@p.iam.gserviceaccount.com", "service_account", "the VM's service account")
+    failure = ApiFailure("permission_denied", "denied", http_status=403, permission="logging.logEntries.list")
+    value = read_access.denied("Cloud Logging", failure, project="p", identity=caller)
+    access = run_check(load_registry().checks["LOGS-005"], {"logs.cloud_access": value,
+                                                            "logs.monitoring_access": Unavailable("not asked")})
+    assert "trainer@p.iam.gserviceaccount.com lacks logging.logEntries.list" in access.message
     assert access.remediation.commands == (
         "gcloud projects add-iam-policy-binding p --member=serviceAccount:trainer@p.iam.gserviceaccount.com "
         "--role=roles/logging.viewer",)

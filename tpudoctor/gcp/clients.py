@@ -1,9 +1,10 @@
-"""Cloud Logging and Cloud Monitoring clients, with timeouts and test endpoints.
+"""Cloud Logging and Cloud Monitoring clients, with timeouts, test endpoints and the caller's identity.
 
 ``TPUDOCTOR_LOGGING_ENDPOINT`` (``http://host:port``) and ``TPUDOCTOR_MONITORING_ENDPOINT``
 (``host:port``, plain gRPC) point the real clients at another server, without credentials;
-tests point them at ``tpudoctor.testing`` fakes. Otherwise the clients use application
-default credentials, and a missing credential is reported as "not available", not a crash.
+tests point them at ``tpudoctor.testing`` fakes. Otherwise the clients use Application Default
+Credentials resolved as for the TPU API and storage (``tpudoctor.gcp.credentials``), so a refusal
+can name who was refused; missing credentials are reported as "not available", not a crash.
 """
 
 from __future__ import annotations
@@ -11,29 +12,33 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from tpudoctor.gcp.credentials import Identity
+
 LOGGING_ENDPOINT_ENV = "TPUDOCTOR_LOGGING_ENDPOINT"
 MONITORING_ENDPOINT_ENV = "TPUDOCTOR_MONITORING_ENDPOINT"
-READ_SCOPES = (
-    "https://www.googleapis.com/auth/logging.read",
-    "https://www.googleapis.com/auth/monitoring.read",
-)
 
 
 class NoCredentials(Exception):
     """No application default credentials on this machine."""
 
 
-def default_credentials() -> Any:
-    import google.auth
-    from google.auth.exceptions import DefaultCredentialsError
+def caller_credentials(metadata_email: str | None = None) -> tuple[Any, Identity]:
+    """(credentials, identity) for a Google endpoint; ``NoCredentials`` with the fix when there are none."""
+    from tpudoctor.gcp.credentials import on_google_cloud_vm, resolve_credentials
+    from tpudoctor.gcp.errors import ApiCallFailed
 
     try:
-        credentials, _project = google.auth.default(scopes=list(READ_SCOPES))
-    except DefaultCredentialsError as exc:
+        return resolve_credentials(None, on_gce=on_google_cloud_vm(), metadata_email=metadata_email)
+    except ApiCallFailed as exc:
         raise NoCredentials(
-            "no Google Cloud credentials (run 'gcloud auth application-default login', or run on a VM "
-            "with a service account)") from exc
-    return credentials
+            f"no Google Cloud credentials ({exc.failure.message}); run 'gcloud auth application-default login', "
+            "or run on a VM with a service account") from exc
+
+
+def _anonymous(endpoint: str) -> tuple[Any, Identity]:
+    from google.auth.credentials import AnonymousCredentials
+
+    return AnonymousCredentials(), Identity(None, "anonymous", f"anonymous (local endpoint {endpoint})")
 
 
 def _timed_session(credentials: Any, timeout_s: float) -> Any:
@@ -48,25 +53,23 @@ def _timed_session(credentials: Any, timeout_s: float) -> Any:
     return TimedSession(credentials)
 
 
-def logging_client(project: str, timeout_s: float) -> Any:
-    """A ``google.cloud.logging.Client`` over HTTP (so every call honours ``timeout_s``)."""
+def logging_client(project: str, timeout_s: float, *, metadata_email: str | None = None) -> tuple[Any, Identity]:
+    """A ``google.cloud.logging.Client`` over HTTP (so every call honours ``timeout_s``), and who it calls as."""
     from google.cloud import logging
 
     endpoint = os.environ.get(LOGGING_ENDPOINT_ENV)
     if endpoint:
-        from google.auth.credentials import AnonymousCredentials
-
-        credentials = AnonymousCredentials()
+        credentials, identity = _anonymous(endpoint)
         return logging.Client(project=project, credentials=credentials, _use_grpc=False,
                               _http=_timed_session(credentials, timeout_s),
-                              client_options={"api_endpoint": endpoint})
-    credentials = default_credentials()
+                              client_options={"api_endpoint": endpoint}), identity
+    credentials, identity = caller_credentials(metadata_email)
     return logging.Client(project=project, credentials=credentials, _use_grpc=False,
-                          _http=_timed_session(credentials, timeout_s))
+                          _http=_timed_session(credentials, timeout_s)), identity
 
 
-def monitoring_client() -> Any:
-    """A ``MetricServiceClient``; calls take ``timeout=`` themselves."""
+def monitoring_client(*, metadata_email: str | None = None) -> tuple[Any, Identity]:
+    """A ``MetricServiceClient`` (calls take ``timeout=`` themselves), and who it calls as."""
     from google.cloud import monitoring_v3
 
     endpoint = os.environ.get(MONITORING_ENDPOINT_ENV)
@@ -77,5 +80,7 @@ def monitoring_client() -> Any:
         )
 
         channel = grpc.insecure_channel(endpoint.removeprefix("http://"))
-        return monitoring_v3.MetricServiceClient(transport=MetricServiceGrpcTransport(channel=channel))
-    return monitoring_v3.MetricServiceClient(credentials=default_credentials())
+        _credentials, identity = _anonymous(endpoint)
+        return monitoring_v3.MetricServiceClient(transport=MetricServiceGrpcTransport(channel=channel)), identity
+    credentials, identity = caller_credentials(metadata_email)
+    return monitoring_v3.MetricServiceClient(credentials=credentials), identity

@@ -18,9 +18,11 @@ MONITORING_PERMISSION = "monitoring.timeSeries.list"
 
 
 class LoggingApi:
-    def __init__(self, project: str, *, timeout_s: float, attempts: int = 3, backoff_s: float = 0.25):
+    def __init__(self, project: str, *, timeout_s: float, attempts: int = 3, backoff_s: float = 0.25,
+                 metadata_email: str | None = None):
         self.project = project
-        self._client = logging_client(project, timeout_s)  # NoCredentials when there are none
+        # NoCredentials when there are none; identity says who a 403 refused
+        self._client, self.identity = logging_client(project, timeout_s, metadata_email=metadata_email)
         self.attempts = attempts
         self.backoff_s = backoff_s
 
@@ -37,10 +39,10 @@ class LoggingApi:
 
 
 class MonitoringApi:
-    def __init__(self, project: str, *, timeout_s: float):
+    def __init__(self, project: str, *, timeout_s: float, metadata_email: str | None = None):
         self.project = project
         self.timeout_s = timeout_s
-        self._client = monitoring_client()  # NoCredentials when there are none
+        self._client, self.identity = monitoring_client(metadata_email=metadata_email)  # NoCredentials if none
 
     def series_values(self, metric: str, identity: Mapping[str, Any], start: _dt.datetime,
                       end: _dt.datetime) -> dict[str, list[float]]:

@@ -70,7 +70,8 @@ class CloudLoggingProvider(FactProvider):
         if not identity["node_id"]:
             return self._both(Unavailable("no TPU node to read Cloud Logging for (give --tpu NAME)"))
         try:
-            api = LoggingApi(identity["project"], timeout_s=ctx.options.api_timeout_s)
+            api = LoggingApi(identity["project"], timeout_s=ctx.options.api_timeout_s,
+                             metadata_email=read_access.metadata_email(facts))
         except NoCredentials as exc:
             return self._both(Unavailable(str(exc)))
         query = build_filter(identity, ctx.options.since_s, _dt.datetime.now(_dt.timezone.utc))
@@ -81,7 +82,7 @@ class CloudLoggingProvider(FactProvider):
                 return {"logs.cloud": Unavailable(f"Cloud Logging refused to list entries: {exc.failure.message} "
                                                   "(see LOGS-005)"),
                         "logs.cloud_access": read_access.denied("Cloud Logging", exc.failure,
-                                                                project=identity["project"], facts=facts)}
+                                                                project=identity["project"], identity=api.identity)}
             return {"logs.cloud": GatherError(self.name, f"Cloud Logging did not answer: {api_cause(exc)}"),
                     "logs.cloud_access": Unavailable("Cloud Logging did not answer (see LOGS-003)")}
         diagnoser = Diagnoser()

@@ -36,7 +36,8 @@ class CloudMonitoringProvider(FactProvider):
         if not identity["project"] or not identity["node_id"]:
             return self._both(Unavailable("no TPU node to read Cloud Monitoring for (give --project and --tpu NAME)"))
         try:
-            api = MonitoringApi(identity["project"], timeout_s=ctx.options.api_timeout_s)
+            api = MonitoringApi(identity["project"], timeout_s=ctx.options.api_timeout_s,
+                                metadata_email=read_access.metadata_email(facts))
         except NoCredentials as exc:
             return self._both(Unavailable(str(exc)))
         end = _dt.datetime.now(_dt.timezone.utc)
@@ -51,7 +52,7 @@ class CloudMonitoringProvider(FactProvider):
                 return {"logs.monitoring": Unavailable(f"Cloud Monitoring refused to list time series: "
                                                        f"{exc.failure.message} (see LOGS-005)"),
                         "logs.monitoring_access": read_access.denied("Cloud Monitoring", exc.failure,
-                                                                     project=identity["project"], facts=facts)}
+                                                                     project=identity["project"], identity=api.identity)}
             return {"logs.monitoring": GatherError(self.name, f"Cloud Monitoring did not answer: {api_cause(exc)}"),
                     "logs.monitoring_access": Unavailable("Cloud Monitoring did not answer (see LOGS-004)")}
         access = read_access.readable("Cloud Monitoring")

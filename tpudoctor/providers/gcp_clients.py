@@ -3,9 +3,8 @@
 from tpudoctor.gcp.clients import (  # noqa: F401
     LOGGING_ENDPOINT_ENV,
     MONITORING_ENDPOINT_ENV,
-    READ_SCOPES,
     NoCredentials,
-    default_credentials,
+    caller_credentials,
     logging_client,
     monitoring_client,
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tpudoctor.facts import Facts
+from tpudoctor.gcp.credentials import Identity
 from tpudoctor.gcp.errors import ApiFailure
 
 
@@ -16,15 +17,12 @@ def readable(service: str) -> dict[str, Any]:
     return {"service": service, "readable": True}
 
 
-def denied(service: str, failure: ApiFailure, *, project: str, facts: Facts) -> dict[str, Any]:
-    return {"service": service, "readable": False, "project": project, "iam_member": iam_member(facts),
-            "failure": failure.to_dict()}
+def denied(service: str, failure: ApiFailure, *, project: str, identity: Identity) -> dict[str, Any]:
+    """``identity`` is who the client called as: the member the grant must name (None when unknown)."""
+    return {"service": service, "readable": False, "project": project, "iam_member": identity.iam_member,
+            "identity": identity.to_dict(), "failure": failure.to_dict()}
 
 
-def iam_member(facts: Facts) -> str | None:
-    """Who was refused, where known: the credentials tpudoctor used, else the VM's service account."""
-    identity = facts.value("gcp.identity") or {}
-    if identity.get("iam_member"):
-        return identity["iam_member"]
-    email = (facts.value("metadata.tpu_vm") or {}).get("service_account_email")
-    return f"serviceAccount:{email}" if email and email != "default" else None
+def metadata_email(facts: Facts) -> str | None:
+    """The VM's service account, which Application Default Credentials use on a TPU VM."""
+    return (facts.value("metadata.tpu_vm") or {}).get("service_account_email")
