@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from tpudoctor.findings import CheckResult, Report, Status, Step, root_cause
 from tpudoctor.reports import evidence_tables
-from tpudoctor.reports.markers import MARKERS, STYLES, WORDS
+from tpudoctor.reports.markers import MARKERS, STYLES, WORDS, scope_words
 
 
 def render(report: Report, *, verbose: bool = False, color: bool = False, width: int = 100) -> str:
@@ -84,8 +84,10 @@ def _result_line(console: Console, result: CheckResult, *, indent: str) -> None:
     message = result.message
     if result.status is Status.SKIP and "blocked_by" in result.evidence:
         message = f"blocked by {result.evidence['blocked_by']}"  # the blocker's own line says why
+    where = scope_words(result.scope)
+    where = f" ({escape(where)})" if where else ""
     console.print(
-        f"{indent}[{style}]{escape(marker)}[/{style}] {escape(result.id)} {escape(result.title)}: "
+        f"{indent}[{style}]{escape(marker)}[/{style}] {escape(result.id)} {escape(result.title)}{where}: "
         f"{escape(message)}"
     )
 

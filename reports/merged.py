@@ -164,9 +164,11 @@ def _junit(report: Report, document: dict[str, Any]) -> str:
     for suite in merged.iter("testsuite"):
         suite.set("name", "tpudoctor check (merged across workers)")
     for case in merged.iter("testcase"):
-        result = next((r for r in report.results if f"{r.id} {r.title}" == case.get("name")), None)
-        if result is not None and result.scope.workers:
-            props = ET.SubElement(case, "properties")
+        result = next((r for r in report.results if case.get("name", "").startswith(f"{r.id} {r.title}")), None)
+        if result is not None and result.scope.workers:  # the name ends "(on workers 3, 7)"; add to its properties
+            props = case.find("properties")
+            if props is None:
+                props = ET.SubElement(case, "properties")
             ET.SubElement(props, "property", name="workers", value=",".join(result.scope.workers))
     for worker, entry in (document.get("workers") or {}).items():
         own = entry.get("report")

@@ -124,15 +124,71 @@ def test_cloud_logging_through_the_real_client(monkeypatch):
     assert result.evidence["node_state"] == "PREEMPTED" and result.evidence["count"] == 3
 
 
-def test_cloud_logging_error_is_reported_not_hidden(monkeypatch):
+def test_cloud_logging_403_is_a_fail_naming_the_role_and_the_grant(monkeypatch):
+    """Was: a GatherError, so LOGS-003 was an ERROR that named no role and no fix."""
+    with FakeLoggingServer() as fake:
+        fake.fail_with = (403, "Permission 'logging.logEntries.list' denied on resource (or it may not exist).")
+        monkeypatch.setenv(LOGGING_ENDPOINT_ENV, fake.endpoint)
+        facts = CloudLoggingProvider().gather(ctx(target=Target(project="p", tpu="t")), Facts())
+        assert len(fake.requests) == 1  # a 403 is not retried
+    assert isinstance(facts["logs.cloud"], Unavailable) and "LOGS-005" in facts["logs.cloud"].reason
+    registry = load_registry()
+    logs = run_check(registry.checks["LOGS-003"], {"logs.cloud": facts["logs.cloud"], "tpu.node": {}})
+    assert logs.status is Status.SKIP
+    access = run_check(registry.checks["LOGS-005"], {"logs.cloud_access": facts["logs.cloud_access"],
+                                                     "logs.monitoring_access": Unavailable("not asked")})
+    assert access.status is Status.FAIL
+    assert "logging.logEntries.list" in access.message and "roles/logging.viewer" in access.message
+    # the fake is called anonymously, so the member is a placeholder; with ADC it is the caller (below)
+    assert access.remediation.commands == (
+        "gcloud projects add-iam-policy-binding p --member=serviceAccount:SERVICE_ACCOUNT_EMAIL "
+        "--role=roles/logging.viewer",)
+
+
+def test_the_grant_names_the_identity_the_client_called_as():
+    from tpudoctor.gcp.credentials import Identity
+    from tpudoctor.gcp.errors import ApiFailure
+    from tpudoctor.providers import read_access
+
+    caller = Identity("trainer@p.iam.gserviceaccount.com", "service_account", "the VM's service account")
+    failure = ApiFailure("permission_denied", "denied", http_status=403, permission="logging.logEntries.list")
+    value = read_access.denied("Cloud Logging", failure, project="p", identity=caller)
+    access = run_check(load_registry().checks["LOGS-005"], {"logs.cloud_access": value,
+                                                            "logs.monitoring_access": Unavailable("not asked")})
+    assert "trainer@p.iam.gserviceaccount.com lacks logging.logEntries.list" in access.message
+    assert access.remediation.commands == (
+        "gcloud projects add-iam-policy-binding p --member=serviceAccount:trainer@p.iam.gserviceaccount.com "
+        "--role=roles/logging.viewer",)
+
+
+def test_cloud_logging_server_errors_are_retried_a_bounded_number_of_times_then_an_error(monkeypatch):
     from tpudoctor.facts import GatherError
 
     with FakeLoggingServer() as fake:
-        fake.fail_with = (403, "Permission 'logging.logEntries.list' denied")
+        fake.fail_with = (503, "The service is currently unavailable.")
         monkeypatch.setenv(LOGGING_ENDPOINT_ENV, fake.endpoint)
-        value = CloudLoggingProvider().gather(ctx(target=Target(project="p", tpu="t")), Facts())["logs.cloud"]
-    assert isinstance(value, GatherError)
-    assert "permission denied (HTTP 403)" in value.error and "logging.logEntries.list" in value.error
+        value = CloudLoggingProvider().gather(ctx(target=Target(project="p", tpu="t")), Facts())
+        attempts = len(fake.requests)
+    assert attempts == 3
+    assert isinstance(value["logs.cloud"], GatherError) and "HTTP 503" in value["logs.cloud"].error
+    assert isinstance(value["logs.cloud_access"], Unavailable)
+
+
+def test_monitoring_403_is_a_fail_naming_the_role(monkeypatch):
+    from tpudoctor.facts import GatherError
+
+    with FakeMonitoringServer() as fake:
+        fake.fault = "403"
+        monkeypatch.setenv(MONITORING_ENDPOINT_ENV, fake.endpoint)
+        facts = CloudMonitoringProvider().gather(ctx(target=Target(project="p", tpu="t")), Facts())
+    assert not isinstance(facts["logs.monitoring"], GatherError)
+    assert run_check(load_registry().checks["LOGS-004"], {"logs.monitoring": facts["logs.monitoring"]}).status \
+        is Status.SKIP
+    access = run_check(load_registry().checks["LOGS-005"], {"logs.cloud_access": Unavailable("not asked"),
+                                                            "logs.monitoring_access": facts["logs.monitoring_access"]})
+    assert access.status is Status.FAIL and "roles/monitoring.viewer" in access.message
+    assert access.remediation.commands[0].startswith("gcloud projects add-iam-policy-binding p --member=")
+    assert access.remediation.commands[0].endswith("--role=roles/monitoring.viewer")
 
 
 def test_cloud_logging_skips_without_a_node():

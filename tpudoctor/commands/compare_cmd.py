@@ -125,11 +125,12 @@ def _load(paths: list[str]) -> list[dict]:
 
 
 def _write(args: argparse.Namespace, result: dict) -> None:
-    from tpudoctor.formats import default_format
+    from tpudoctor.commands.common import chosen_format
+    from tpudoctor.config import load_config_file
     from tpudoctor.output import write_text
     from tpudoctor.reports.profile_compare import render
 
-    fmt = args.format or default_format(COMPARE_FORMATS)
+    fmt = chosen_format(args, COMPARE_FORMATS, load_config_file()[0])
     text = render(result, fmt)
     if args.redact:
         from tpudoctor.redact import redact_rendered

@@ -62,6 +62,17 @@ class StorageApi:
 
         return self._call(fetch, "storage.objects.list")
 
+    def list_level(self, bucket: str, prefix: str) -> tuple[list[str], list[str]]:
+        """One folder level under ``prefix`` ("a/b/" or ""): (object names, sub-prefixes), both in full."""
+
+        def fetch() -> tuple[list[str], list[str]]:
+            blobs = self._client.list_blobs(bucket, prefix=prefix or None, delimiter="/",
+                                            timeout=self.timeout_s, retry=None)
+            names = [blob.name for blob in blobs]  # iterating fills .prefixes page by page
+            return names, sorted(blobs.prefixes)
+
+        return self._call(fetch, "storage.objects.list")
+
     def read_head(self, bucket: str, name: str, nbytes: int) -> bytes:
         blob = self._client.bucket(bucket).blob(name)
         return self._call(

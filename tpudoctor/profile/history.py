@@ -202,8 +202,9 @@ def read_history(location: str, *, last_n: int = DEFAULT_LAST_N, timeout_s: floa
     entries.sort(key=lambda item: (item[1], item[0]))
     chosen = entries[-last_n:]
     if location.startswith("gs://"):
-        reader = _gcs_reader(timeout_s)
-        return [HistoryEntry(name, updated, _parse(reader(name), name)) for name, updated in chosen]
+        blobs = _gcs_read_all(location, [name for name, _ in chosen], timeout_s)
+        return [HistoryEntry(name, updated, _parse(data, name)) for (name, updated), data in zip(chosen, blobs,
+                                                                                                strict=True)]
     return [HistoryEntry(name, updated, _read_local(name)) for name, updated in chosen]
 
 
@@ -227,20 +228,6 @@ def _read_local(path: str) -> dict[str, Any]:
                          hint="history reports are written by: tpudoctor profile analyze CAPTURE --format json")
 
 
-def _storage_api(timeout_s: float):
-    from tpudoctor.gcp.credentials import resolve_credentials, storage_endpoint
-    from tpudoctor.gcp.errors import ApiCallFailed
-    from tpudoctor.gcp.storage import StorageApi
-
-    endpoint = storage_endpoint()
-    try:
-        credentials, _ = resolve_credentials(endpoint, on_gce=False)
-    except ApiCallFailed as exc:
-        raise InputError(f"cannot read the history from Cloud Storage: {exc.failure.message}",
-                         hint="run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS") from None
-    return StorageApi(credentials, project=None, endpoint=endpoint, timeout_s=timeout_s)
-
-
 def _split(uri: str) -> tuple[str, str]:
     bucket, _, prefix = uri[len("gs://"):].partition("/")
     if not bucket:
@@ -248,17 +235,25 @@ def _split(uri: str) -> tuple[str, str]:
     return bucket, prefix
 
 
+def _gcs(fn, what: str, bucket: str, timeout_s: float):
+    """``fn(api)`` through profile's one Cloud Storage path (credentials, retries, the error mapping
+    that names a missing role and the grant command)."""
+    from tpudoctor.profile.sources import _gcs_call
+
+    def call(api):
+        api.timeout_s = timeout_s
+        return fn(api)
+
+    return _gcs_call(call, what, bucket)
+
+
 def _gcs_listing(location: str, timeout_s: float) -> list[tuple[str, float]]:
     from datetime import datetime
 
-    from tpudoctor.gcp.errors import ApiCallFailed
-
     bucket, prefix = _split(location)
     prefix = prefix.rstrip("/") + "/" if prefix else ""
-    try:
-        objects, truncated = _storage_api(timeout_s).list_objects(bucket, prefix, limit=MAX_LISTED)
-    except ApiCallFailed as exc:
-        raise InputError(f"cannot list {location}: {exc.failure.message}") from None
+    objects, truncated = _gcs(lambda api: api.list_objects(bucket, prefix, limit=MAX_LISTED),
+                              f"cannot list {location}", bucket, timeout_s)
     if truncated:
         raise InputError(f"{location} holds more than {MAX_LISTED} objects", hint="point at a narrower prefix")
     found = []
@@ -270,19 +265,11 @@ def _gcs_listing(location: str, timeout_s: float) -> list[tuple[str, float]]:
     return found
 
 
-def _gcs_reader(timeout_s: float):
-    from tpudoctor.gcp.errors import ApiCallFailed
-
-    api = _storage_api(timeout_s)
-
-    def read(uri: str) -> bytes:
-        bucket, name = _split(uri)
-        try:
-            return api.read_object(bucket, name)
-        except ApiCallFailed as exc:
-            raise InputError(f"cannot read {uri}: {exc.failure.message}") from None
-
-    return read
+def _gcs_read_all(location: str, names: list[str], timeout_s: float) -> list[bytes]:
+    """The objects' bytes, read with one client."""
+    bucket, _ = _split(location)
+    return _gcs(lambda api: [api.read_object(*_split(uri)) for uri in names],
+                f"cannot read the reports under {location}", bucket, timeout_s)
 
 
 def _parse(data: bytes, name: str) -> dict[str, Any]:
