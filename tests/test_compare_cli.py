@@ -300,3 +300,14 @@ def test_mfu_is_compared_where_both_have_it(tmp_path, capsys):
     code, out, _ = _compare(str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--format", "json", capsys=capsys)
     row = next(r for r in json.loads(out)["kpis"] if r["kpi"] == "mfu_percent")
     assert (row["delta"], row["direction"]) == (-10.0, "worse")
+
+
+def test_history_in_a_bucket_we_may_not_list_names_the_role(real_report, fake_gcs, tmp_path, capsys):
+    fake_gcs.create_bucket("locked")
+    fake_gcs.deny("locked", "storage.objects.list")
+    candidate = tmp_path / "candidate.json"
+    candidate.write_text(json.dumps(real_report))
+    code, _, err = _compare("--history", "gs://locked/ci", str(candidate), capsys=capsys)
+    assert code == ExitCode.USAGE_ERROR
+    assert "cannot list gs://locked/ci: permission denied" in err and "roles/storage.objectViewer" in err
+    assert "gcloud storage buckets add-iam-policy-binding gs://locked" in err
