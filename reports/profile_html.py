@@ -206,12 +206,20 @@ def render_document(doc: dict) -> str:
             doc["device_ops"]["top_ops"], [("name", "op"), ("category", "category"), ("count", "count"),
                                            ("self_ms", "self ms"), ("self_percent", "% of op time")]))
         if doc.get("roofline"):
-            from tpudoctor.reports.roofline_view import op_rows, program_line, roofline_chart
+            from tpudoctor.reports.roofline_view import (
+                UNMEASURABLE,
+                UNMEASURABLE_NOTE,
+                op_rows,
+                program_line,
+                roofline_chart,
+            )
 
             parts.append("<h2>Roofline and MFU</h2>" + f'<p>{_e(program_line(doc["roofline"]))}</p>'
                          + roofline_chart(doc["roofline"]))
             rows = op_rows(doc["roofline"], limit=50)
             parts.append(sortable_table(rows, [(c, c) for c in rows[0]]) if rows else "")
+            if any(row["roofline eff."] == UNMEASURABLE for row in rows):
+                parts.append(f'<p class="note">{_e(UNMEASURABLE_NOTE)}</p>')
         parts.append("<h2>Host-side ops</h2>" + sortable_table(
             doc["host_ops"]["table"], [("kind", "kind"), ("name", "name"), ("count", "count"),
                                        ("total_ms", "total ms"), ("share_percent", "%"), ("share_of", "of")]))

@@ -40,11 +40,28 @@ def program_line(r: dict) -> str:
             f"byte, bound by {p['bound_by']}, roofline efficiency {_pct(p['roofline_efficiency_percent'])}")
 
 
+UNMEASURABLE = "n/a*"
+UNMEASURABLE_NOTE = ("* above the roof: the op's recorded time is too short for a rate (an async start such as "
+                     "copy-start, or below the timer's resolution); JSON keeps xprof's figures")
+
+
+def _unmeasurable(op: dict) -> bool:
+    """A rate above the hardware's roof is not a measurement; xprof prints it anyway."""
+    eff = op.get("roofline_efficiency_percent")
+    return eff is not None and eff > 100.0
+
+
 def op_rows(r: dict, limit: int = MAX_OPS_SHOWN) -> list[dict]:
     """The heaviest ops with their figures formatted."""
     rows = []
     for op in r["ops"][:limit]:
         oi = op.get("hbm_operational_intensity_flops_per_byte")
+        if _unmeasurable(op):
+            rows.append({"op": op["op_name"], "category": op.get("category") or "", "bound": op["bound_by"],
+                         "time %": f"{op.get('total_time_percent') or 0:.1f}", "FLOP rate": UNMEASURABLE,
+                         "HBM bw": UNMEASURABLE, "FLOP/HBM byte": "n/a" if oi is None else f"{oi:.3g}",
+                         "roofline eff.": UNMEASURABLE})
+            continue
         rows.append({"op": op["op_name"], "category": op.get("category") or "", "bound": op["bound_by"],
                      "time %": f"{op.get('total_time_percent') or 0:.1f}",
                      "FLOP rate": si(op.get("flop_rate_flops_per_s"), "FLOP/s"),
@@ -59,11 +76,14 @@ def roofline_lines(doc: dict) -> list[str]:
     if not r:
         return []
     lines = ["Roofline and MFU:", f"  {peaks_line(r)}", f"  {program_line(r)}"]
-    for row in op_rows(r):
+    rows = op_rows(r)
+    for row in rows:
         lines.append(f"  {str(row['op'])[:36]:<36} {row['bound']:<9} {row['time %']:>6}% {row['FLOP rate']:>14} "
                      f"{row['HBM bw']:>11} OI {row['FLOP/HBM byte']:>7} eff {row['roofline eff.']:>7}")
     if r.get("ops_total", 0) > MAX_OPS_SHOWN:
         lines.append(f"  ... {r['ops_total'] - MAX_OPS_SHOWN} more ops (all in --format json)")
+    if any(row["roofline eff."] == UNMEASURABLE for row in rows):
+        lines.append(f"  {UNMEASURABLE_NOTE}")
     return lines
 
 

@@ -164,3 +164,28 @@ def test_kernel_benchmark_is_unknown_through_the_cli(tmp_path):
     assert all(f["severity"] not in ("high", "critical") and f["status"] != "FAIL" for f in doc["findings"])
     guard = next(f for f in doc["findings"] if f["id"] == "insufficient-evidence")
     assert guard["evidence"]["evidence"]["steps"] == 3 and "Capture longer" in guard["remediation"]["text"]
+
+
+def test_rates_above_the_roof_are_not_shown_as_measurements():
+    from tpudoctor.reports.roofline_view import UNMEASURABLE, op_rows, roofline_lines
+
+    roofline = {
+        "peaks": {"device_kind": "TPU v6 Lite", "flops_per_s": 9.18e14, "hbm_bytes_per_s": 1.64e12, "source": "capture"},
+        "program": {"flop_rate_flops_per_s": 4.5e9, "compute_efficiency_percent": 0.0005, "mfu_percent": 0.0005,
+                    "hbm_bw_bytes_per_s": 7.1e10, "hbm_bw_utilization_percent": 4.35,
+                    "hbm_operational_intensity_flops_per_byte": 0.06, "bound_by": "hbm",
+                    "roofline_efficiency_percent": 4.35},
+        "ops": [
+            {"op_name": "fusion", "bound_by": "hbm", "total_time_percent": 80.0, "flop_rate_flops_per_s": 1.6e11,
+             "hbm_bw_bytes_per_s": 1.3e12, "hbm_operational_intensity_flops_per_byte": 0.125,
+             "roofline_efficiency_percent": 80.4},
+            {"op_name": "copy-start.4", "bound_by": "hbm", "total_time_percent": 0.0, "flop_rate_flops_per_s": 0.0,
+             "hbm_bw_bytes_per_s": 8.95e17, "hbm_operational_intensity_flops_per_byte": 0.0,
+             "roofline_efficiency_percent": 5.46e7},
+        ],
+        "ops_total": 2,
+    }
+    fusion, copy_start = op_rows(roofline)
+    assert fusion["HBM bw"] == "1.3 TB/s" and fusion["roofline eff."] == "80.4%"
+    assert copy_start["HBM bw"] == UNMEASURABLE and copy_start["roofline eff."] == UNMEASURABLE
+    assert any("above the roof" in line for line in roofline_lines({"roofline": roofline}))
