@@ -18,14 +18,15 @@ table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid #d0d7de
 """
 
 
-def render(report: Report) -> str:
+def render(report: Report, *, scope_in_title: bool = True) -> str:
+    """``scope_in_title=False`` where the messages already say where (a merged pod report)."""
     e = html.escape
     cause = root_cause(report.results)
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>tpudoctor check</title>",
              f"<style>{_CSS}</style></head><body><h1>tpudoctor check</h1>",
              f"<p>tpudoctor {e(report.tool_version)} on <code>{e(report.host)}</code></p>"]
     if cause is not None:
-        where = scope_words(cause.scope)
+        where = scope_words(cause.scope) if scope_in_title else ""
         parts.append(f"<div class='cause'><h2>Root cause: {e(cause.id)} {e(cause.title)}"
                      f"{' (' + e(where) + ')' if where else ''}</h2>"
                      f"<p class='{cause.status.value}'><b>{e(MARKERS[cause.status])} {e(cause.message)}</b></p>")

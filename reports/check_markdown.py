@@ -13,7 +13,8 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render(report: Report, *, verbose: bool = False) -> str:
+def render(report: Report, *, verbose: bool = False, scope_in_title: bool = True) -> str:
+    """``scope_in_title=False`` where the messages already say where (a merged pod report)."""
     lines = ["# tpudoctor check", ""]
     t = report.target
     target = ", ".join(f"{k} `{v}`" for k, v in t.to_dict().items() if v)
@@ -21,7 +22,7 @@ def render(report: Report, *, verbose: bool = False) -> str:
     lines.append("")
     cause = root_cause(report.results)
     if cause is not None:
-        where = scope_words(cause.scope)
+        where = scope_words(cause.scope) if scope_in_title else ""
         lines += [f"## Root cause: {cause.id} {cause.title}" + (f" ({where})" if where else ""), "",
                   f"**{MARKERS[cause.status]} {cause.message}**", ""]
         lines += _fix(cause)
@@ -49,7 +50,7 @@ def render(report: Report, *, verbose: bool = False) -> str:
     if others:
         lines += ["## Other findings", ""]
         for r in others:
-            where = scope_words(r.scope)
+            where = scope_words(r.scope) if scope_in_title else ""
             lines += [f"### {MARKERS[r.status]} {r.id} {r.title}" + (f" ({where})" if where else ""), "", r.message, ""]
             lines += _fix(r)
     counts = report.summary.counts
