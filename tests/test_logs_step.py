@@ -48,7 +48,7 @@ def test_log_file_provider_streams_files_and_stdin(monkeypatch):
     facts = LogFilesProvider().gather(ctx(log_files=[str(OOM_LOG), "-"]), Facts())
     scan = facts["logs.user_files"]
     assert [s["source"] for s in scan["sources"]] == [str(OOM_LOG), "<stdin>"]
-    ids = [d["signature_id"] for d in scan["diagnoses"]]
+    ids = [d["id"] for d in scan["diagnoses"]]
     assert ids[0] == "hbm-oom-compile" and "tpu-quota" in ids
     assert scan["lines_scanned"] == sum(s["lines"] for s in scan["sources"]) > 30
 
@@ -69,9 +69,9 @@ def test_libtpu_logs_reads_tpu_log_dir_recent_files_only(tmp_path, monkeypatch):
     os.utime(old, (two_days_ago, two_days_ago))
     scan = LibtpuLogsProvider().gather(ctx(since_s=3600), Facts())["logs.libtpu"]
     assert [s["source"] for s in scan["sources"]] == [str(recent)]
-    assert [d["signature_id"] for d in scan["diagnoses"]] == ["tpu-in-use"]
+    assert [d["id"] for d in scan["diagnoses"]] == ["tpu-in-use"]
     longer = LibtpuLogsProvider().gather(ctx(since_s=3 * 86400), Facts())["logs.libtpu"]
-    assert {d["signature_id"] for d in longer["diagnoses"]} == {"tpu-in-use", "hbm-oom"}
+    assert {d["id"] for d in longer["diagnoses"]} == {"tpu-in-use", "hbm-oom"}
 
 
 def test_libtpu_logs_unavailable_without_directory(tmp_path, monkeypatch):
@@ -113,9 +113,10 @@ def test_cloud_logging_through_the_real_client(monkeypatch):
     assert 'resource.labels.node_id="my-tpu"' in body["filter"]
     assert scan["entries"] == 5
     diagnoses = scan["diagnoses"]
-    assert [d["signature_id"] for d in diagnoses] == ["socket-closed", "barrier-timeout", "hugepages-disabled"]
-    assert diagnoses[0]["count"] == 3 and diagnoses[0]["source"] == "cloud-logging:my-tpu/worker-1"
-    assert diagnoses[0]["first_line_no"] is None and diagnoses[0]["first_timestamp"]
+    assert [d["id"] for d in diagnoses] == ["socket-closed", "barrier-timeout", "hugepages-disabled"]
+    facts = diagnoses[0]["evidence"]
+    assert facts["count"] == 3 and facts["source"] == "cloud-logging:my-tpu/worker-1"
+    assert facts["first_line_no"] is None and facts["first_timestamp"]
     assert diagnoses[1]["evidence"]["tasks_at_barrier"] == 3
 
     node = {"state": "PREEMPTED", "health": None, "symptoms": []}
