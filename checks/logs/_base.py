@@ -49,6 +49,7 @@ class _LogDiagnosisCheck(Check):
                 for d in rest[:MAX_OTHER_FINDINGS]
             ]
         evidence.update(base)
-        if top.status is Status.FAIL:
-            return self.fail(message, evidence=evidence, remediation=top.remediation, severity=top.severity)
-        return self.warn(message, evidence=evidence, remediation=top.remediation, severity=top.severity)
+        judge = self.fail if top.status is Status.FAIL else self.warn
+        result = judge(message, evidence=evidence, remediation=top.remediation, severity=top.severity)
+        result.scope = top.scope  # the workers whose logs show the root cause, when the sources named them
+        return result
