@@ -15,7 +15,7 @@ import pytest
 from tpudoctor import cli
 from tpudoctor.context import CheckOptions, RunContext
 from tpudoctor.facts import Facts, Unavailable
-from tpudoctor.findings import Status, Target
+from tpudoctor.findings import Scope, Status, Target
 from tpudoctor.providers.cloud_logging import CloudLoggingProvider, build_filter
 from tpudoctor.providers.cloud_monitoring import CloudMonitoringProvider
 from tpudoctor.providers.gcp_clients import LOGGING_ENDPOINT_ENV, MONITORING_ENDPOINT_ENV
@@ -48,9 +48,18 @@ def test_log_file_provider_streams_files_and_stdin(monkeypatch):
     facts = LogFilesProvider().gather(ctx(log_files=[str(OOM_LOG), "-"]), Facts())
     scan = facts["logs.user_files"]
     assert [s["source"] for s in scan["sources"]] == [str(OOM_LOG), "<stdin>"]
-    ids = [d["signature_id"] for d in scan["diagnoses"]]
+    ids = [d["id"] for d in scan["diagnoses"]]
     assert ids[0] == "hbm-oom-compile" and "tpu-quota" in ids
     assert scan["lines_scanned"] == sum(s["lines"] for s in scan["sources"]) > 30
+    assert all(d["scope"]["workers"] == [] for d in scan["diagnoses"])  # which worker is not known
+
+
+def test_local_logs_are_scoped_to_the_worker_the_run_was_given():
+    scan = LogFilesProvider().gather(ctx(target=Target(worker="3"), log_files=[str(OOM_LOG)]),
+                                     Facts())["logs.user_files"]
+    assert scan["diagnoses"] and all(d["scope"]["workers"] == ["3"] for d in scan["diagnoses"])
+    result = run_check(load_registry().checks["LOGS-001"], {"logs.user_files": scan})
+    assert result.status is Status.FAIL and result.scope == Scope(workers=("3",))
 
 
 def test_log_file_provider_unavailable_without_files():
@@ -69,9 +78,11 @@ def test_libtpu_logs_reads_tpu_log_dir_recent_files_only(tmp_path, monkeypatch):
     os.utime(old, (two_days_ago, two_days_ago))
     scan = LibtpuLogsProvider().gather(ctx(since_s=3600), Facts())["logs.libtpu"]
     assert [s["source"] for s in scan["sources"]] == [str(recent)]
-    assert [d["signature_id"] for d in scan["diagnoses"]] == ["tpu-in-use"]
+    assert [d["id"] for d in scan["diagnoses"]] == ["tpu-in-use"]
     longer = LibtpuLogsProvider().gather(ctx(since_s=3 * 86400), Facts())["logs.libtpu"]
-    assert {d["signature_id"] for d in longer["diagnoses"]} == {"tpu-in-use", "hbm-oom"}
+    assert {d["id"] for d in longer["diagnoses"]} == {"tpu-in-use", "hbm-oom"}
+    on_worker = LibtpuLogsProvider().gather(ctx(target=Target(worker="0"), since_s=3600), Facts())["logs.libtpu"]
+    assert [d["scope"]["workers"] for d in on_worker["diagnoses"]] == [["0"]]
 
 
 def test_libtpu_logs_unavailable_without_directory(tmp_path, monkeypatch):
@@ -113,15 +124,19 @@ def test_cloud_logging_through_the_real_client(monkeypatch):
     assert 'resource.labels.node_id="my-tpu"' in body["filter"]
     assert scan["entries"] == 5
     diagnoses = scan["diagnoses"]
-    assert [d["signature_id"] for d in diagnoses] == ["socket-closed", "barrier-timeout", "hugepages-disabled"]
-    assert diagnoses[0]["count"] == 3 and diagnoses[0]["source"] == "cloud-logging:my-tpu/worker-1"
-    assert diagnoses[0]["first_line_no"] is None and diagnoses[0]["first_timestamp"]
+    assert [d["id"] for d in diagnoses] == ["socket-closed", "barrier-timeout", "hugepages-disabled"]
+    facts = diagnoses[0]["evidence"]
+    assert facts["count"] == 3 and facts["source"] == "cloud-logging:my-tpu/worker-1"
+    assert facts["first_line_no"] is None and facts["first_timestamp"]
     assert diagnoses[1]["evidence"]["tasks_at_barrier"] == 3
+    # each entry names its worker: the findings say where they hold
+    assert diagnoses[0]["scope"]["workers"] == ["1"] and diagnoses[1]["scope"]["workers"] == ["0"]
 
     node = {"state": "PREEMPTED", "health": None, "symptoms": []}
     result = run_check(load_registry().checks["LOGS-003"], {"logs.cloud": scan, "tpu.node": node})
     assert result.status is Status.FAIL and result.message.startswith("TPU node was preempted")
     assert result.evidence["node_state"] == "PREEMPTED" and result.evidence["count"] == 3
+    assert result.scope.workers == ("1",)  # the root cause was logged by worker 1
 
 
 def test_cloud_logging_403_is_a_fail_naming_the_role_and_the_grant(monkeypatch):

@@ -199,6 +199,7 @@ def _report_failed_run(outcome: Any, junit_path: str | None, model: str) -> None
     """The run produced no result: say why (classified through the log catalog) and exit 1."""
     from tpudoctor.bench.failure import diagnose_output
     from tpudoctor.errors import TpudoctorError
+    from tpudoctor.logdiag import cause_of
 
     if not outcome.started:
         why = f"could not start the reference run: {outcome.start_error}"
@@ -212,8 +213,8 @@ def _report_failed_run(outcome: Any, junit_path: str | None, model: str) -> None
     hint = None
     if diagnoses:
         first = diagnoses[0]
-        why += f" [{first.signature_id}: {first.title}]"
-        hint = first.remediation.text if first.remediation else first.cause
+        why += f" [{first.id}: {first.title}]"
+        hint = first.remediation.text if first.remediation else cause_of(first)
     else:
         tail = "\n".join(outcome.output_tail.splitlines()[-15:])
         sys.stderr.write(f"--- last lines of the run ---\n{tail}\n---\n")

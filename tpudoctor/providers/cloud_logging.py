@@ -9,6 +9,7 @@ from typing import Any
 
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, GatherError, Unavailable
+from tpudoctor.findings import Scope
 from tpudoctor.gcp.errors import PERMISSION_DENIED, ApiCallFailed, api_cause
 from tpudoctor.provider import FactProvider
 from tpudoctor.providers import read_access
@@ -91,7 +92,8 @@ class CloudLoggingProvider(FactProvider):
             worker = (entry.resource.labels or {}).get("worker_id", "?") if entry.resource else "?"
             source = f"cloud-logging:{identity['node_id']}/worker-{worker}"
             per_source[source] = per_source.get(source, 0) + 1
-            diagnoser.feed([entry_event(entry, index)], source)
+            scope = Scope.of(workers=[worker]) if worker != "?" else None  # the entry names its worker
+            diagnoser.feed([entry_event(entry, index)], source, scope=scope)
         summary = scan_summary(diagnoser, [{"source": s, "lines": n} for s, n in sorted(per_source.items())])
         summary.update({"filter": query, "entries": sum(per_source.values()),
                         "truncated": sum(per_source.values()) >= MAX_ENTRIES})
