@@ -122,19 +122,10 @@ def _evidence(console: Console, result: CheckResult, indent: str) -> None:
             continue
         shown = value if isinstance(value, str) else json.dumps(value, default=str)
         if str(key).endswith("_bytes") and isinstance(value, int) and not isinstance(value, bool):
-            shown = f"{value} ({_human_bytes(value)})"
+            shown = f"{value} ({evidence_tables.human_bytes(value)})"
         if len(shown) > 300:
             shown = shown[:297] + "..."
         console.print(f"{indent}[dim]{escape(str(key))}: {escape(shown)}[/dim]")
-
-
-def _human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(size) < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.2f} {unit}"
-        size /= 1024
-    return f"{n} B"  # unreachable
 
 
 def _summary_line(report: Report) -> str:
