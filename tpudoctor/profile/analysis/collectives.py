@@ -1,0 +1,197 @@
+"""Collective ops of one host's capture, and the small per-step table that the cross-host combine needs.
+
+A collective is an XLA op that exchanges data between devices or hosts: all-reduce, all-gather,
+reduce-scatter, all-to-all, collective-permute/broadcast, send/recv (device to device, not the
+host transfers of outside compilation), NCCL kernels on GPU, and Megascale (DCN) ops on TPU. On a
+CPU capture the XLA CPU thunks carry the HLO name (``all-reduce``) in their ``hlo_op`` stat; gloo
+runs inside that thunk, so its time is the collective's.
+
+``host_collectives(host)`` is the per-host *map* result: a few rows per step, no events; it pickles
+small and carries absolute times (nanoseconds since the Unix epoch), so the combine
+(``tpudoctor.profile.analysis.cross_host``) needs nothing else from the capture.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pandas as pd
+
+from tpudoctor.profile.analysis.events import column, device_ops, end_ps, name_matches, per_name
+
+COLLECTIVE_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
+                    "collective-broadcast", "send-recv", "megascale")
+_OP = re.compile(
+    r"^(?:nccl(?:devkernel|kernel)?[-_]?)?"
+    r"(?P<op>all-?reduce|all-?gather|reduce-?scatter|all-?to-?all|collective-?permute|collective-?broadcast"
+    r"|send|recv)(?:-start|-done|-update)?(?:[.\-_:(]|$)")
+_CANONICAL = {"allreduce": "all-reduce", "allgather": "all-gather", "reducescatter": "reduce-scatter",
+              "alltoall": "all-to-all", "collectivepermute": "collective-permute",
+              "collectivebroadcast": "collective-broadcast", "send": "send-recv", "recv": "send-recv"}
+MEGASCALE = re.compile(r"megascale", re.IGNORECASE)
+# Planes written by the Megascale (DCN) runtime next to the TPU planes.
+MEGASCALE_PLANE = r"^/device:CUSTOM:Megascale"
+HOST_TRANSFER_CATEGORY = re.compile(r"host (?:send|recv)", re.IGNORECASE)
+EPOCH_NS_FLOOR = 10**15  # line timestamps below this (1970-01-12) are relative to the profile's start
+
+STEP_COLUMNS = ["step_index", "step_num", "step_start_at_ns", "step_end_at_ns", "step_ns", "arrival_at_ns",
+                "first_collective_ns", "collective_ns", "collective_count"]
+
+
+def collective_kind(name: str) -> str | None:
+    """The collective family of an op or HLO name (``"all-reduce.3"`` -> ``"all-reduce"``), else None."""
+    text = name.strip().lstrip("%").split(" = ", 1)[0].lower().replace("_", "-")
+    if MEGASCALE.search(text):
+        return "megascale"
+    found = _OP.match(text)
+    if not found:
+        return None
+    op = found.group("op")
+    return _CANONICAL.get(op.replace("-", ""), op)
+
+
+def collective_ops(ops: pd.DataFrame) -> pd.DataFrame:
+    """The collectives among device op executions (``events.device_ops``): ``core``, ``name``, ``kind``,
+    ``start_ps``, ``end_ps``, ``duration_ps``. Host send/recv (outside compilation) are not collectives."""
+    if ops.empty:
+        return pd.DataFrame(columns=["core", "name", "kind", "start_ps", "end_ps", "duration_ps"])
+    by_hlo = per_name(column(ops, "hlo_op"), collective_kind)
+    by_name = per_name(ops["name"], collective_kind)
+    by_category = per_name(column(ops, "hlo_category"), collective_kind)
+    kind = np.where(pd.isna(by_hlo), np.where(pd.isna(by_name), by_category, by_name), by_hlo)
+    host_transfer = name_matches(ops, HOST_TRANSFER_CATEGORY.pattern, col="hlo_category") if "hlo_category" in ops else False
+    keep = ~pd.isna(kind) & ~np.asarray(host_transfer, dtype=bool)
+    chosen = ops[keep]
+    return pd.DataFrame({
+        "core": chosen["core"].astype(str).to_numpy(),
+        "name": chosen["name"].astype(str).to_numpy(),
+        "kind": kind[keep].astype(str),
+        "start_ps": chosen["start_ps"].to_numpy(np.int64),
+        "end_ps": end_ps(chosen),
+        "duration_ps": chosen["duration_ps"].to_numpy(np.int64),
+    })
+
+
+def megascale_events(host) -> pd.DataFrame:
+    """Events on a Megascale (DCN) plane, as collectives of kind ``megascale``."""
+    ev = host.events
+    sel = name_matches(ev, MEGASCALE_PLANE, col="plane_name") & (ev["duration_ps"].to_numpy() > 0)
+    chosen = ev[sel]
+    return pd.DataFrame({
+        "core": chosen["plane_name"].astype(str).to_numpy(), "name": chosen["name"].astype(str).to_numpy(),
+        "kind": "megascale", "start_ps": chosen["start_ps"].to_numpy(np.int64), "end_ps": end_ps(chosen),
+        "duration_ps": chosen["duration_ps"].to_numpy(np.int64),
+    })
+
+
+def clock_origin_ns(host) -> tuple[int, str]:
+    """Nanoseconds since the Unix epoch at ``start_ps == 0``, and where that came from.
+
+    Newer profilers write line timestamps relative to the profile's start and keep the start in the
+    ``profile_start_time`` plane stat; older ones write absolute line timestamps."""
+    origin = int(getattr(host, "time_origin_ns", 0) or 0)
+    if origin >= EPOCH_NS_FLOOR:
+        return origin, "line timestamps"
+    for stats in getattr(host, "plane_stats", {}).values():
+        start = stats.get("profile_start_time")
+        if isinstance(start, (int, np.integer)) and start >= EPOCH_NS_FLOOR:
+            return origin + int(start), "profile_start_time + line timestamps"
+    return origin, "relative (no profile_start_time: hosts cannot be aligned in time)"
+
+
+@dataclasses.dataclass
+class HostCollectives:
+    """One host's collectives: the small map result of the cross-host analysis (picklable, no events).
+
+    ``per_step`` (one row per step, ``STEP_COLUMNS``): times ``*_at_ns`` are nanoseconds since the
+    Unix epoch; ``arrival_at_ns`` is the start of the step's first collective (the latest over the
+    host's cores: the host joins when its last core does), ``first_collective_ns`` that op's
+    duration, ``collective_ns`` the time of all the step's collectives (mean over cores).
+    ``by_kind``: ``kind``, ``count``, ``total_ms``. ``collective_percent``: collective time over step time.
+    """
+
+    host: str
+    step_method: str
+    per_step: pd.DataFrame
+    by_kind: pd.DataFrame
+    clock: str
+    collective_percent: float = 0.0
+
+    @property
+    def has_collectives(self) -> bool:
+        return bool(self.per_step["arrival_at_ns"].notna().any()) if not self.per_step.empty else False
+
+
+def host_collectives(host, steps, name: str | None = None) -> HostCollectives:
+    """The map step: ``host`` a ``HostProfile``, ``steps`` its ``StepSet`` (``steps.find_steps``)."""
+    coll = collective_ops(device_ops(host))
+    mega = megascale_events(host)
+    if not mega.empty:
+        coll = pd.concat([coll, mega], ignore_index=True)
+    origin_ns, clock = clock_origin_ns(host)
+    table = collectives_per_step(steps.steps, coll, origin_ns)
+    by_kind = (coll.groupby("kind")["duration_ps"].agg(["count", "sum"]).reset_index()
+               .rename(columns={"sum": "total_ps"}) if not coll.empty else
+               pd.DataFrame(columns=["kind", "count", "total_ps"]))
+    by_kind = pd.DataFrame({"kind": by_kind["kind"].astype(str), "count": by_kind["count"].astype(int),
+                            "total_ms": by_kind["total_ps"].to_numpy(np.float64) / 1e9})
+    step_total = float(table["step_ns"].sum()) if not table.empty else 0.0
+    percent = 100 * float(table["collective_ns"].sum()) / step_total if step_total > 0 else 0.0
+    return HostCollectives(name or getattr(host, "hostname", "host"), steps.method, table,
+                           by_kind.sort_values("total_ms", ascending=False).reset_index(drop=True), clock, percent)
+
+
+def collectives_per_step(steps: pd.DataFrame, coll: pd.DataFrame, origin_ns: int = 0) -> pd.DataFrame:
+    """Per step: its span, the arrival at its first collective and the time inside collectives.
+
+    ``steps``: a ``StepSet.steps`` frame (one row per step and core); ``coll``: ``collective_ops``
+    output. Steps found on the host (core ``host``) take the collectives of every core; per-core
+    steps take their own core's. ``origin_ns`` turns capture picoseconds into epoch nanoseconds."""
+    if steps.empty:
+        return pd.DataFrame(columns=STEP_COLUMNS)
+    spans = steps.groupby("step_index", sort=True).agg(step_num=("step_num", "first"), start_ps=("start_ps", "min"),
+                                                       end_ps=("end_ps", "max"))
+    out = pd.DataFrame({
+        "step_index": spans.index.to_numpy(np.int64),
+        "step_num": spans["step_num"].astype("Int64").to_numpy(),
+        "step_start_at_ns": origin_ns + spans["start_ps"].to_numpy(np.int64) // 1000,
+        "step_end_at_ns": origin_ns + spans["end_ps"].to_numpy(np.int64) // 1000,
+    })
+    out["step_ns"] = out["step_end_at_ns"] - out["step_start_at_ns"]
+    arrival = np.full(len(out), -1, np.int64)  # -1: no collective in the step
+    first_ns = np.full(len(out), np.nan)
+    total_ns = np.zeros(len(out))
+    count = np.zeros(len(out), np.int64)
+    if not coll.empty:
+        per_core_steps = set(steps["core"].astype(str)) - {"host"}
+        for core, ops in coll.groupby("core", sort=False):
+            rows = steps if not per_core_steps else steps[steps["core"].astype(str) == core]
+            if rows.empty:
+                rows = steps  # a Megascale plane: it belongs to the host's steps, not to a core's
+            core_spans = rows.groupby("step_index", sort=True).agg(start_ps=("start_ps", "min"), end_ps=("end_ps", "max"))
+            starts, ends = core_spans["start_ps"].to_numpy(np.int64), core_spans["end_ps"].to_numpy(np.int64)
+            ops = ops.sort_values("start_ps", kind="stable")
+            op_start = ops["start_ps"].to_numpy(np.int64)
+            slot = np.searchsorted(starts, op_start, side="right") - 1
+            inside = (slot >= 0) & (op_start < ends[np.clip(slot, 0, None)])
+            if not inside.any():
+                continue
+            step_pos = np.searchsorted(out["step_index"].to_numpy(), core_spans.index.to_numpy()[slot[inside]])
+            op_start, op_dur = op_start[inside], ops["duration_ps"].to_numpy(np.int64)[inside]
+            first = np.r_[True, step_pos[1:] != step_pos[:-1]]  # ops are sorted: first of each step
+            core_arrival = origin_ns + op_start[first] // 1000
+            target = step_pos[first]
+            arrival[target] = np.maximum(arrival[target], core_arrival)
+            first_ns[target] = np.fmax(first_ns[target], op_dur[first] / 1000)
+            np.add.at(total_ns, step_pos, op_dur / 1000)
+            np.add.at(count, step_pos, 1)
+        n_cores = max(1, coll["core"].nunique())
+        total_ns /= n_cores
+        count = count // n_cores
+    out["arrival_at_ns"] = pd.arrays.IntegerArray(arrival, arrival < 0)
+    out["first_collective_ns"] = first_ns
+    out["collective_ns"] = total_ns
+    out["collective_count"] = count
+    return out[STEP_COLUMNS]
