@@ -52,7 +52,7 @@ def _register_analyze(commands: argparse._SubParsersAction) -> None:
         "analyze",
         help="why is my TPU job slow: verdict, step breakdown, input, host ops, recompilation",
         description="Load a capture (a .xplane.pb, a run directory or a logdir, local or gs://) and report on it: "
-                    "a one-line verdict (input-bound, host-bound, compile-bound, device-bound or unknown), "
+                    "a one-line verdict (input-bound, host-bound, compile-bound, communication-bound, device-bound or unknown), "
                     "findings with evidence and fixes, the step-time breakdown and top tables.",
     )
     parser.add_argument("path", metavar="PATH", help="a .xplane.pb file, a run directory, or a logdir (local or gs://)")

@@ -7,13 +7,15 @@
     report.to_dict()                        # the JSON report (schema ``profile_report``)
 
 One module per analysis: ``steps``, ``input_bound``, ``host_ops``, ``recompilation``,
-``device_ops``, ``hosts``, ``verdict``. All return data; ``tpudoctor.reports.profile_*`` render it.
+``device_ops``, ``collectives`` (per host) and ``cross_host`` (combined), ``hosts``, ``verdict``. All return data; ``tpudoctor.reports.profile_*`` render it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from tpudoctor.profile.analysis.collectives import HostCollectives, host_collectives
+from tpudoctor.profile.analysis.communication import apply_cross_host
 from tpudoctor.profile.analysis.device_ops import DeviceOps, analyze_device_ops
 from tpudoctor.profile.analysis.events import capture_window_ps, device_kind, name_matches
 from tpudoctor.profile.analysis.host_ops import HostOps, analyze_host_ops
@@ -49,6 +51,7 @@ class HostAnalysis:
     findings: list[Finding] = dataclasses.field(default_factory=list)
     verdict: str = "unknown"
     verdict_reason: str = ""
+    collectives: HostCollectives | None = None  # the per-host map result of the cross-host analysis
 
 
 def analyze_host(host, name: str | None = None) -> HostAnalysis:
@@ -60,6 +63,7 @@ def analyze_host(host, name: str | None = None) -> HostAnalysis:
     inp = analyze_input(host, steps, device=kind, compile_intervals=recompilation.intervals,
                         callback_intervals=host_ops.callback_intervals)
     result = _make(host, name, kind, window, steps, recompilation, host_ops, inp)
+    result.collectives = host_collectives(host, steps, result.host)
     result.verdict, result.verdict_reason = decide(result)
     result.findings = order_findings(build_findings(result), result.verdict)
     return result
@@ -110,7 +114,9 @@ class ProfileAnalysis:
 def analyze(capture) -> ProfileAnalysis:
     """Analyze every loaded host of a ``ProfileCapture`` (from ``tpudoctor.profile.load``)."""
     hosts = {name: analyze_host(h, name) for name, h in sorted(capture.hosts.items())}
+    summary = summarize_hosts(hosts)
+    apply_cross_host(hosts, summary.cross_host)  # combine step: straggler and wait/transfer findings
     return ProfileAnalysis(
         source=str(getattr(capture, "source", "")), run=getattr(capture, "run", None), hosts=hosts,
-        failed_hosts=dict(getattr(capture, "failed_hosts", {}) or {}), summary=summarize_hosts(hosts),
+        failed_hosts=dict(getattr(capture, "failed_hosts", {}) or {}), summary=summary,
     )

@@ -40,7 +40,9 @@ def report_document(analysis) -> dict:
             "model": p.input.model,
             "classification": p.input.classification,
             "percent": _clean({
-                "compute": p.input.compute_percent, "input": p.input.input_percent,
+                # collectives (wait + transfer) are their own part, carved out of compute
+                "compute": max(p.input.compute_percent - _collective_percent(p), 0.0),
+                "collective": _collective_percent(p), "input": p.input.input_percent,
                 "idle": p.input.idle_percent, "compile": p.input.compile_percent,
                 "host_callback": p.input.host_callback_percent, "other": p.input.other_percent,
             }),
@@ -83,12 +85,39 @@ def report_document(analysis) -> dict:
             {"host": h.host, "verdict": h.verdict, "verdict_reason": h.verdict_reason, "kpis": kpis(h)}
             for h in analysis.hosts.values()
         ],
-        "straggler": ({"host": analysis.summary.straggler,
-                       "slowdown_percent": _num(analysis.summary.straggler_slowdown_percent)}
-                      if analysis.summary.straggler else None),
+        "straggler": _straggler(analysis.summary),
+        "cross_host": _cross_host(analysis.summary),
         "failed_hosts": [{"host": k, "error": v} for k, v in analysis.failed_hosts.items()],
     }
     return doc
+
+
+def _collective_percent(h) -> float:
+    return h.collectives.collective_percent if getattr(h, "collectives", None) is not None else 0.0
+
+
+def _straggler(summary) -> dict | None:
+    if not summary.straggler:
+        return None
+    s = summary.cross_host.straggler
+    return _clean({"host": s.host, "slowdown_percent": summary.straggler_slowdown_percent,
+                   "delay_ms_median": s.delay_ms_median, "cost_ms_per_step": s.cost_ms_per_step,
+                   "others_wait_ms_per_step": s.others_wait_ms_per_step, "last_arrival_steps": s.last_arrival_steps,
+                   "steps_compared": s.steps_compared, "decided_by": s.decided_by})
+
+
+def _cross_host(summary) -> dict | None:
+    cross = getattr(summary, "cross_host", None)
+    if cross is None:
+        return None
+    s = cross.straggler
+    return _clean({"aligned_by": cross.aligned_by, "per_host": records(cross.per_host, 1024),
+                   "straggler_test": {"candidate": s.candidate, "steps_compared": s.steps_compared,
+                                      "last_arrival_steps": s.last_arrival_steps,
+                                      "last_arrival_p_value": s.last_arrival_p_value,
+                                      "lateness_p_value": s.lateness_p_value, "delay_ms_median": s.delay_ms_median,
+                                      "decided_by": s.decided_by},
+                   "notes": cross.notes})
 
 
 def kpis(h) -> dict:
@@ -106,6 +135,7 @@ def kpis(h) -> dict:
         "host_callback_ms": h.host_ops.callback_ms,
         "host_offload_share_of_device_percent": h.host_ops.host_offload_share_of_device_percent,
         "capture_window_ms": h.window_ms,
+        "collective_percent": _collective_percent(h),
     })
 
 

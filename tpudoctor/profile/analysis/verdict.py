@@ -14,7 +14,7 @@ from tpudoctor.profile.analysis.input_bound import (
     TC_IDLE_PERCENT,
 )
 
-VERDICTS = ("input-bound", "host-bound", "compile-bound", "device-bound", "unknown")
+VERDICTS = ("input-bound", "host-bound", "compile-bound", "communication-bound", "device-bound", "unknown")
 BOUND_PERCENT = 20.0           # a cause that takes this share of step time is "the" bottleneck
 COMPILE_FINDING_PERCENT = 5.0
 HOST_OFFLOAD_PERCENT = 20.0
@@ -200,6 +200,7 @@ VERDICT_FINDINGS = {
     "compile-bound": ("recompilation", "compilation-in-window"),
     "host-bound": ("host-offload", "host-callback", "eager-execution", "host-transfers", "host-overhead",
                    "device-idle"),
+    "communication-bound": ("straggler", "collectives"),
     "device-bound": (),
     "unknown": (),
 }
@@ -230,18 +231,21 @@ def decide(r) -> tuple[str, str]:
     offload_pct = r.host_ops.host_offload_share_of_device_percent * r.device.duty_cycle_percent / 100
     host_pct = max(callback_pct + (inp.idle_percent if inp.model == "host-loop-timeline" else 0.0),
                    offload_pct, inp.idle_percent if inp.model == "tpu-step-breakdown" else 0.0)
+    # Collective time (waiting for other hosts plus transfer) is not compute (collectives.py).
+    collective_pct = r.collectives.collective_percent if getattr(r, "collectives", None) is not None else 0.0
     # Device time spent on host-offload copies is waiting on the host link, not computing.
-    device_pct = max(inp.compute_percent - offload_pct, 0.0)
+    device_pct = max(inp.compute_percent - offload_pct - collective_pct, 0.0)
     scores = {"input-bound": inp.input_percent, "compile-bound": compile_pct, "host-bound": host_pct,
-              "device-bound": device_pct}
+              "communication-bound": collective_pct, "device-bound": device_pct}
     name, score = max(scores.items(), key=lambda kv: kv[1])
     if name == "device-bound" and score > 0:
         return name, (f"the device computes {device_pct:.1f}% of step time; input {inp.input_percent:.1f}%, "
-                      f"compile {compile_pct:.1f}%, host {host_pct:.1f}%")
+                      f"compile {compile_pct:.1f}%, host {host_pct:.1f}%, collectives {collective_pct:.1f}%")
     if score < BOUND_PERCENT:
         return "unknown", (f"no single cause reaches {BOUND_PERCENT:.0f}%: device {device_pct:.1f}%, input "
                            f"{inp.input_percent:.1f}%, compile {compile_pct:.1f}%, host {host_pct:.1f}%")
     reasons = {
+        "communication-bound": f"collectives take {collective_pct:.1f}% of step time",
         "input-bound": f"{inp.input_percent:.1f}% of step time waits for input (xprof: HIGHLY input-bound at >= 20%)",
         "compile-bound": f"compilation takes {compile_pct:.1f}% of the time "
                          f"({r.recompilation.total_compile_count} compiles in the window)",
