@@ -182,3 +182,22 @@ def test_noise_is_not_a_straggler_and_a_steady_lateness_is():
     # ...but a lateness far below the step time is a clock offset, not a straggler
     tiny = decide_straggler(arrivals, step_ms=pd.Series([10_000.0] * 20))
     assert tiny.host is None and "under" in tiny.decided_by
+
+
+def test_megascale_formulas_on_dcn_send_recv_ops():
+    # Two occurrences of one DCN collective: send, recv, then their dones (XLA op names, times in ps).
+    us = 1_000_000
+    ops = pd.DataFrame({
+        "name": ["send.7", "recv.7", "send-done.7", "recv-done.7"] * 2,
+        "start_ps": [0, 1 * us, 50 * us, 60 * us, 100 * us, 101 * us, 150 * us, 170 * us],
+        "duration_ps": [1 * us, 1 * us, 5 * us, 10 * us] * 2,
+        "bytes": [4e6, np.nan, np.nan, np.nan] * 2,
+    })
+    from tpudoctor.profile.analysis.collectives import megascale_stats
+
+    table = megascale_stats(ops)
+    assert table["observed_us"].tolist() == [70.0, 80.0]
+    assert table["stall_us"].tolist() == [17.0, 17.0]
+    assert table["slack_us"].tolist() == [53.0, 63.0]
+    assert table["required_bandwidth_gbps"].round(3).tolist() == [round(4e6 / 53 / 1e3, 3), round(4e6 / 63 / 1e3, 3)]
+    assert megascale_stats(ops[ops["name"] != "recv-done.7"]).empty  # incomplete: no figures

@@ -118,6 +118,7 @@ class HostCollectives:
     by_kind: pd.DataFrame
     clock: str
     collective_percent: float = 0.0
+    megascale: pd.DataFrame | None = None  # ``megascale_stats`` of the host's DCN send/recv, where there are any
 
     @property
     def has_collectives(self) -> bool:
@@ -139,8 +140,10 @@ def host_collectives(host, steps, name: str | None = None) -> HostCollectives:
                             "total_ms": by_kind["total_ps"].to_numpy(np.float64) / 1e9})
     step_total = float(table["step_ns"].sum()) if not table.empty else 0.0
     percent = 100 * float(table["collective_ns"].sum()) / step_total if step_total > 0 else 0.0
+    dcn = coll[coll["kind"] == "send-recv"] if not coll.empty else coll
     return HostCollectives(name or getattr(host, "hostname", "host"), steps.method, table,
-                           by_kind.sort_values("total_ms", ascending=False).reset_index(drop=True), clock, percent)
+                           by_kind.sort_values("total_ms", ascending=False).reset_index(drop=True), clock, percent,
+                           megascale_stats(dcn) if not dcn.empty else None)
 
 
 def collectives_per_step(steps: pd.DataFrame, coll: pd.DataFrame, origin_ns: int = 0) -> pd.DataFrame:
@@ -195,3 +198,49 @@ def collectives_per_step(steps: pd.DataFrame, coll: pd.DataFrame, origin_ns: int
     out["collective_ns"] = total_ns
     out["collective_count"] = count
     return out[STEP_COLUMNS]
+
+
+DCN_OP = re.compile(r"^%?(?P<op>send-done|recv-done|send|recv)(?P<key>[.\-_]\d+)?")
+MEGASCALE_COLUMNS = ["collective", "occurrence", "observed_us", "stall_us", "slack_us", "bytes",
+                     "required_bandwidth_gbps"]
+
+
+def megascale_stats(ops: pd.DataFrame) -> pd.DataFrame:
+    """xprof's megascale_stats figures for DCN collectives made of send, send-done, recv, recv-done.
+
+    ``ops``: ``name``, ``start_ps``, ``duration_ps`` and optionally ``bytes`` (bytes sent). The four
+    ops of one collective are paired by the trailing number of their names (``send.7`` and
+    ``send-done.7``), and the n-th run of each op forms the collective's n-th occurrence. Per
+    occurrence: observed = send start to recv-done end; stall = time inside the four ops (the device
+    waits there); slack = observed - stall (time the collective has to run behind other work);
+    required bandwidth = bytes / slack (what the link must sustain to hide the transfer).
+    Collectives without all four ops are left out."""
+    if ops.empty:
+        return pd.DataFrame(columns=MEGASCALE_COLUMNS)
+    parsed = ops["name"].astype(str).str.extract(DCN_OP)
+    frame = pd.DataFrame({"op": parsed["op"], "collective": parsed["key"].fillna("").str.lstrip(".-_"),
+                          "start_ps": ops["start_ps"].to_numpy(np.int64),
+                          "end_ps": ops["start_ps"].to_numpy(np.int64) + ops["duration_ps"].to_numpy(np.int64),
+                          "duration_ps": ops["duration_ps"].to_numpy(np.int64),
+                          "bytes": pd.to_numeric(column(ops, "bytes"), errors="coerce").to_numpy(np.float64)})
+    frame = frame[frame["op"].notna()].sort_values("start_ps", kind="stable")
+    if frame.empty:
+        return pd.DataFrame(columns=MEGASCALE_COLUMNS)
+    frame["occurrence"] = frame.groupby(["collective", "op"]).cumcount()
+    wide = frame.pivot_table(index=["collective", "occurrence"], columns="op",
+                             values=["start_ps", "end_ps", "duration_ps", "bytes"], aggfunc="first")
+    needed = ["send", "send-done", "recv", "recv-done"]
+    if not all(("start_ps", op) in wide.columns for op in needed):
+        return pd.DataFrame(columns=MEGASCALE_COLUMNS)
+    wide = wide.dropna(subset=[("start_ps", op) for op in needed])
+    observed = wide[("end_ps", "recv-done")] - wide[("start_ps", "send")]
+    stall = sum(wide[("duration_ps", op)] for op in needed)
+    slack = (observed - stall).clip(lower=0)
+    sent = wide[("bytes", "send")] if ("bytes", "send") in wide.columns else pd.Series(np.nan, index=wide.index)
+    out = pd.DataFrame({
+        "observed_us": observed.to_numpy(np.float64) / 1e6, "stall_us": stall.to_numpy(np.float64) / 1e6,
+        "slack_us": slack.to_numpy(np.float64) / 1e6, "bytes": sent.to_numpy(np.float64),
+    }, index=wide.index).reset_index()
+    # bytes per microsecond of slack = MB/s; / 1e3 = GB/s
+    out["required_bandwidth_gbps"] = np.where(out["slack_us"] > 0, out["bytes"] / out["slack_us"] / 1e3, np.nan)
+    return out[MEGASCALE_COLUMNS]
