@@ -90,8 +90,9 @@ def build_report(path: str, *, run: str | None = None):
     import tpudoctor.profile
     from tpudoctor.profile.report import ProfileReport
     from tpudoctor.profile.summary import summarize
+    from tpudoctor.profile.xspace import ANALYSIS_STAT_COLUMNS
 
-    capture = tpudoctor.profile.load(path, run=run)
+    capture = tpudoctor.profile.load(path, run=run, stats=ANALYSIS_STAT_COLUMNS)  # only the stats analyses read
     report = ProfileReport(summary=summarize(capture))
     for name, analysis in ANALYSES.items():
         report.analyses[name] = analysis(capture)
