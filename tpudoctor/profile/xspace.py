@@ -388,6 +388,9 @@ class _Decoder:
         for column, sink in sinks.items():
             if sink.values is not None or column in CORE_STAT_COLUMNS:
                 frame[column] = sink.array()
+        for column in CORE_STAT_COLUMNS:  # always there, all-missing views when not decoded (cost nothing)
+            if column not in frame:
+                frame[column] = _ColumnSink(EVENT_STAT_COLUMNS[column], n_events).array()
         events = pd.DataFrame(frame, copy=False)
         lines = pd.DataFrame(line_rows, columns=["plane_id", "line_id", "line_name", "display_name",
                                                  "timestamp_ns", "duration_ps", "n_events"])

@@ -276,7 +276,9 @@ def overlap_ps(starts: np.ndarray, ends: np.ndarray, win_start: np.ndarray, win_
 def capture_window_ps(host) -> tuple[int, int]:
     """First start and last end of any timed event (the profiled window as the file shows it)."""
     ev = host.events
-    timed = ev[ev["duration_ps"].to_numpy() > 0]
-    if timed.empty:
+    durations = ev["duration_ps"].to_numpy(np.int64)
+    timed = durations > 0  # two columns, not a copy of the whole frame
+    if not timed.any():
         return 0, 0
-    return int(timed["start_ps"].min()), int(end_ps(timed).max())
+    starts = ev["start_ps"].to_numpy(np.int64)[timed]
+    return int(starts.min()), int((starts + durations[timed]).max())
