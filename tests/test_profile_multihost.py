@@ -155,6 +155,10 @@ def test_a_host_without_collectives_gives_no_straggler():
     ("all-gather-done", "all-gather"), ("reduce-scatter.2", "reduce-scatter"), ("all-to-all", "all-to-all"),
     ("collective-permute-start.4", "collective-permute"), ("send-done.7", "send-recv"), ("recv.1", "send-recv"),
     ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "all-reduce"), ("MegaScale: AllReduce", "megascale"),
+    ("ncclKernel_AllGather_RING_LL_Sum_float", "all-gather"), ("ncclAllReduceRingLLKernel_sum_f32", "all-reduce"),
+    ("allreduce/CollectiveReduce:CollectiveReduce", "all-reduce"), ("grad/CollectiveGatherV2:CollectiveGatherV2",
+                                                                     "all-gather"),
+    ("allreduce_2/CollectiveReduce/_339:_Recv", None), ("ncclCommInitRank", None),
     ("end: all-reduce", None), ("fusion.12", None), ("sender_loop", None), ("reduce.3", None), ("recvfrom", None),
 ])
 def test_collective_kind(name, kind):

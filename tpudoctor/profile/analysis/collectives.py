@@ -30,6 +30,15 @@ _OP = re.compile(
 _CANONICAL = {"allreduce": "all-reduce", "allgather": "all-gather", "reducescatter": "reduce-scatter",
               "alltoall": "all-to-all", "collectivepermute": "collective-permute",
               "collectivebroadcast": "collective-broadcast", "send": "send-recv", "recv": "send-recv"}
+# TensorFlow collective op types ("allreduce/CollectiveReduce:CollectiveReduce") and NCCL kernels
+# of any NCCL version ("ncclKernel_AllReduce_RING_LL_Sum_float", "ncclAllReduceRingLLKernel_sum_f32").
+TF_COLLECTIVE_TYPES = {"collectivereduce": "all-reduce", "collectivereducev2": "all-reduce",
+                       "collectivereducev3": "all-reduce", "ncclallreduce": "all-reduce",
+                       "collectivegather": "all-gather", "collectivegatherv2": "all-gather",
+                       "collectivebcastsend": "collective-broadcast", "collectivebcastrecv": "collective-broadcast",
+                       "collectivebcastsendv2": "collective-broadcast", "collectivebcastrecvv2": "collective-broadcast",
+                       "collectivealltoallv2": "all-to-all", "collectivealltoallv3": "all-to-all"}
+NCCL_ANYWHERE = re.compile(r"^nccl.*?(?P<op>allreduce|allgather|reducescatter|alltoall|broadcast|sendrecv|send|recv)")
 MEGASCALE = re.compile(r"megascale", re.IGNORECASE)
 # Planes written by the Megascale (DCN) runtime next to the TPU planes.
 MEGASCALE_PLANE = r"^/device:CUSTOM:Megascale"
@@ -45,9 +54,15 @@ def collective_kind(name: str) -> str | None:
     text = name.strip().lstrip("%").split(" = ", 1)[0].lower().replace("_", "-")
     if MEGASCALE.search(text):
         return "megascale"
+    if ":" in text:  # a TensorFlow op "scope/name:Type": only its type says what it is
+        return TF_COLLECTIVE_TYPES.get(text.rsplit(":", 1)[-1].strip())
     found = _OP.match(text)
     if not found:
-        return None
+        nccl = NCCL_ANYWHERE.match(text.replace("-", ""))
+        if not nccl:
+            return None
+        op = nccl.group("op")
+        return {"broadcast": "collective-broadcast", "sendrecv": "send-recv"}.get(op, _CANONICAL.get(op, op))
     op = found.group("op")
     return _CANONICAL.get(op.replace("-", ""), op)
 
