@@ -112,12 +112,12 @@ def _select_device_ops(host) -> pd.DataFrame:
     kind = device_kind(host)
     if kind == "tpu":
         sel = mask(ev["line_name"] == "XLA Ops") & name_matches(ev, TPU_PLANE.pattern, col="plane_name")
-        ops = _device_timespans(host, ev[sel].copy())
+        ops = _device_timespans(host, ev[sel].copy(deep=False))  # ev[sel] is already a new frame
         ops["core"] = ops["plane_name"].astype(str)
     elif kind == "gpu":
         sel = name_matches(ev, "^" + re.escape(GPU_PLANE_PREFIX), col="plane_name")
         sel &= ~mask(ev["line_name"].isin(DERIVED_DEVICE_LINES))
-        ops = ev[sel].copy()
+        ops = ev[sel].copy(deep=False)
         ops["core"] = ops["plane_name"].astype(str)
     else:
         on_host = mask(ev["plane_name"] == HOST_PLANE)
@@ -126,7 +126,7 @@ def _select_device_ops(host) -> pd.DataFrame:
         # threads run input ops, which are not device work.
         tf_ops = name_matches(ev, TF_OP_NAME) & ~name_matches(ev, r"^tf_data", col="line_name")
         sel = on_host & (xla | tf_ops)
-        ops = ev[sel].copy()
+        ops = ev[sel].copy(deep=False)
         ops["core"] = "cpu"
     return ops
 
