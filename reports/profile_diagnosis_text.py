@@ -48,6 +48,8 @@ def diagnosis_lines(doc: dict) -> list[str]:
                          f"{row['total_ms']:>10.2f} ms {row['share_percent']:>6.1f}% of {row['share_of']}")
     if doc.get("straggler"):
         lines += ["", straggler_line(doc["straggler"])]
+    elif (doc.get("cross_host") or {}).get("straggler_test"):
+        lines += ["", "Straggler: none. " + doc["cross_host"]["straggler_test"]["decided_by"]]
     return lines
 
 

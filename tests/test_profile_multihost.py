@@ -93,6 +93,9 @@ def test_balanced_job_names_no_straggler_and_says_which_test_decided(analyses):
     assert a.summary.straggler is None and s.host is None
     assert s.decided_by.startswith("no straggler") and "Wilcoxon" in s.decided_by
     assert a.to_dict()["straggler"] is None
+    from tpudoctor.reports.profile_diagnosis_text import diagnosis_lines
+
+    assert any(line.startswith("Straggler: none. no straggler: ") for line in diagnosis_lines(a.to_dict()))
     # The balanced job's hosts wait little: most collective time is moving data.
     per_host = a.summary.cross_host.per_host
     assert (per_host["wait_ms"] < per_host["collective_ms"]).all()
