@@ -130,6 +130,17 @@ def test_steps_without_markers_are_aligned_by_order(analyses):
         maps[name] = type(c)(c.host, "pseudo-steps-host-program-runs", table, c.by_kind, c.clock, c.collective_percent)
     cross = combine_hosts(maps)
     assert cross.aligned_by == ALIGN_BY_ORDER and cross.straggler.host == "worker2"
+    delay_ms = cross.straggler.delay_ms_median
+    # One host's profile began a step later, another's ended two steps early: the order is shifted back.
+    late = maps["worker0"]
+    maps["worker0"] = type(late)(late.host, late.step_method, late.per_step.iloc[1:].reset_index(drop=True),
+                                 late.by_kind, late.clock, late.collective_percent)
+    short = maps["worker3"]
+    maps["worker3"] = type(short)(short.host, short.step_method, short.per_step.iloc[:-2], short.by_kind,
+                                  short.clock, short.collective_percent)
+    shifted = combine_hosts(maps)
+    assert shifted.straggler.host == "worker2" and shifted.straggler.steps_compared == 9
+    assert shifted.straggler.delay_ms_median == pytest.approx(delay_ms, rel=0.3)
 
 
 def test_cli_json_report_of_a_multi_host_run(tmp_path, capsys):

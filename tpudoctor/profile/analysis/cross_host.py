@@ -2,7 +2,7 @@
 
 The combine step of the cross-host analysis (the map is ``collectives.host_collectives``). Steps
 are aligned across hosts by step number (``StepTraceAnnotation``'s ``step_num``), else by their
-order (pseudo-steps from program runs). In every aligned step each host *arrives* at the step's
+order (pseudo-steps from program runs), shifted per host to match the collectives' end times. In every aligned step each host *arrives* at the step's
 first collective; the collective cannot finish before the last host arrives, so each host
 *waits* ``last arrival - own arrival`` inside it (at most the collective's duration) and the rest
 of its collective time is *transfer*. A host that is always last makes the others wait: it is
@@ -104,9 +104,10 @@ def combine_hosts(hosts: Mapping[str, object]) -> CrossHostAnalysis:
     by_num = all(h.per_step["step_num"].notna().all() for h in usable.values())
     aligned_by = ALIGN_BY_STEP_NUM if by_num else ALIGN_BY_ORDER
     frames = []
+    offsets = {} if by_num else order_offsets({name: h.per_step for name, h in usable.items()})
     for name, h in usable.items():
         t = h.per_step[h.per_step["arrival_at_ns"].notna()]
-        key = t["step_num"].astype("int64") if by_num else pd.Series(np.arange(len(t)), index=t.index)
+        key = t["step_num"].astype("int64") if by_num else pd.Series(np.arange(len(t)) + offsets[name], index=t.index)
         frames.append(pd.DataFrame({"step": key.to_numpy(np.int64), "host": name,
                                     "arrival_at_ns": t["arrival_at_ns"].astype("int64").to_numpy(),
                                     "first_collective_ns": t["first_collective_ns"].to_numpy(np.float64),
@@ -134,6 +135,36 @@ def combine_hosts(hosts: Mapping[str, object]) -> CrossHostAnalysis:
     straggler = decide_straggler(arrivals, step_ms=per_step.groupby("step")["step_us"].max() / 1e3,
                                  wait_ms=per_step.pivot(index="step", columns="host", values="wait_us") / 1e3)
     return CrossHostAnalysis(aligned_by, per_step, per_host, straggler, notes)
+
+
+MAX_ORDER_SHIFT = 3
+
+
+def order_offsets(tables: Mapping[str, pd.DataFrame]) -> dict[str, int]:
+    """Without step numbers, the n-th step of one host need not be the n-th of another: each host's
+    profile starts on its own. Every host leaves a step's collective at about the same time, so each
+    host's step order is shifted (by up to ``MAX_ORDER_SHIFT`` steps) to best match the reference
+    host's (the one with the most steps) collective end times."""
+    ends = {}
+    for name, t in tables.items():
+        t = t[t["arrival_at_ns"].notna()]
+        ends[name] = (t["arrival_at_ns"].astype("int64").to_numpy(np.float64)
+                      + np.nan_to_num(t["first_collective_ns"].to_numpy(np.float64)))
+    reference = max(ends, key=lambda name: len(ends[name]))
+    ref = ends[reference]
+    offsets = {}
+    for name, own in ends.items():
+        best, best_error = 0, np.inf
+        for shift in range(-MAX_ORDER_SHIFT, MAX_ORDER_SHIFT + 1):
+            # own step i is reference step i + shift
+            lo, hi = max(0, -shift), min(len(own), len(ref) - shift)
+            if hi - lo < 1:
+                continue
+            error = float(np.median(np.abs(own[lo:hi] - ref[lo + shift:hi + shift])))
+            if error < best_error:
+                best, best_error = shift, error
+        offsets[name] = best
+    return offsets
 
 
 def _per_host(per_step: pd.DataFrame) -> pd.DataFrame:
