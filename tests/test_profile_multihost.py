@@ -219,3 +219,18 @@ def test_megascale_formulas_on_dcn_send_recv_ops():
     assert table["slack_us"].tolist() == [53.0, 63.0]
     assert table["required_bandwidth_gbps"].round(3).tolist() == [round(4e6 / 53 / 1e3, 3), round(4e6 / 63 / 1e3, 3)]
     assert megascale_stats(ops[ops["name"] != "recv-done.7"]).empty  # incomplete: no figures
+
+
+def test_a_host_clock_off_by_50_ms_is_corrected_from_the_collective_ends(analyses):
+    maps = {name: h.collectives for name, h in analyses["multihost_slow_host"].hosts.items()}
+    skewed = maps["worker1"]
+    table = skewed.per_step.copy()
+    for column in ("step_start_at_ns", "step_end_at_ns", "arrival_at_ns"):
+        table[column] = table[column] + 50_000_000  # worker1's clock runs 50 ms ahead
+    maps["worker1"] = type(skewed)(skewed.host, skewed.step_method, table, skewed.by_kind, skewed.clock,
+                                   skewed.collective_percent)
+    assert combine_hosts(maps, align_clocks=False).straggler.host == "worker1"  # what a raw clock says
+    cross = combine_hosts(maps)
+    assert cross.straggler.host == "worker2"
+    offsets = cross.per_host.set_index("host")["clock_offset_us"]
+    assert 45_000 < offsets["worker1"] < 55_000 and abs(offsets["worker0"]) < 5_000

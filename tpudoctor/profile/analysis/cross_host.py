@@ -9,6 +9,10 @@ of its collective time is *transfer*. A host that is always last makes the other
 the straggler (HTA's late-start idea: the host whose collective starts late, not the one with
 the slowest mean step, which in synchronous training is everybody).
 
+Hosts' clocks differ by their synchronisation error; each host's offset is estimated from the
+collectives themselves (hosts leave a collective together) and taken out before arrivals are
+compared (``estimate_clock_offsets_ns``).
+
 No straggler is named when the skew is within noise. Two one-sided tests at ``ALPHA`` must both
 reject "no host is special":
 
@@ -75,7 +79,8 @@ class CrossHostAnalysis:
     (after the first host's arrival), ``is_last``, ``wait_us``, ``transfer_us``, ``collective_us``,
     ``step_us``. ``per_host``: ``host``, ``steps``, ``last_arrivals``, ``step_ms``, ``collective_ms``,
     ``wait_ms``, ``transfer_ms``, ``collective_percent``, ``wait_percent``, ``transfer_percent``
-    (of the host's step time in the aligned steps)."""
+    (of the host's step time in the aligned steps), ``clock_offset_us`` (the correction applied to
+    the host's clock, ``estimate_clock_offsets_ns``)."""
 
     aligned_by: str
     per_step: pd.DataFrame
@@ -86,11 +91,12 @@ class CrossHostAnalysis:
 
 PER_STEP_COLUMNS = ["step", "host", "arrival_offset_us", "is_last", "wait_us", "transfer_us", "collective_us", "step_us"]
 PER_HOST_COLUMNS = ["host", "steps", "last_arrivals", "step_ms", "collective_ms", "wait_ms", "transfer_ms",
-                    "collective_percent", "wait_percent", "transfer_percent"]
+                    "collective_percent", "wait_percent", "transfer_percent", "clock_offset_us"]
 
 
-def combine_hosts(hosts: Mapping[str, object]) -> CrossHostAnalysis:
-    """``hosts``: host name -> ``collectives.HostCollectives`` (the map results)."""
+def combine_hosts(hosts: Mapping[str, object], *, align_clocks: bool = True) -> CrossHostAnalysis:
+    """``hosts``: host name -> ``collectives.HostCollectives`` (the map results). ``align_clocks``:
+    correct each host's clock by ``estimate_clock_offsets_ns`` before comparing arrivals."""
     usable = {name: h for name, h in hosts.items() if h.has_collectives}
     notes = []
     relative = [name for name, h in usable.items() if h.clock.startswith("relative")]
@@ -119,6 +125,9 @@ def combine_hosts(hosts: Mapping[str, object]) -> CrossHostAnalysis:
     long = long[in_all.to_numpy()].sort_values(["step", "host"], kind="stable").reset_index(drop=True)
     if long.empty:
         return _empty(aligned_by, "no step has a collective on every host", notes)
+    clock_offsets = estimate_clock_offsets_ns(long) if align_clocks else {}
+    if clock_offsets:
+        long["arrival_at_ns"] -= long["host"].map(clock_offsets).to_numpy(np.int64)
     arrivals = long.pivot(index="step", columns="host", values="arrival_at_ns")
     first = arrivals.min(axis=1)
     last = arrivals.max(axis=1)
@@ -132,12 +141,25 @@ def combine_hosts(hosts: Mapping[str, object]) -> CrossHostAnalysis:
     long["step_us"] = long["step_ns"] / 1e3
     per_step = long[PER_STEP_COLUMNS]
     per_host = _per_host(per_step)
+    per_host["clock_offset_us"] = per_host["host"].map(clock_offsets).fillna(0).to_numpy(np.float64) / 1e3
     straggler = decide_straggler(arrivals, step_ms=per_step.groupby("step")["step_us"].max() / 1e3,
                                  wait_ms=per_step.pivot(index="step", columns="host", values="wait_us") / 1e3)
     return CrossHostAnalysis(aligned_by, per_step, per_host, straggler, notes)
 
 
 MAX_ORDER_SHIFT = 3
+
+
+def estimate_clock_offsets_ns(long: pd.DataFrame) -> dict[str, int]:
+    """Each host's clock offset from the others', from the collectives themselves: hosts leave a
+    step's first collective together (it completes for all once the last one arrives), so a host
+    whose collective end is always off the step's median end by the same amount has a clock off by
+    that much (hosts' clocks on a pod are synchronised only to within NTP/PTP error). Median over
+    steps; ``long``: one row per (step, host) with ``arrival_at_ns`` and ``first_collective_ns``."""
+    ends = long["arrival_at_ns"].to_numpy(np.float64) + np.nan_to_num(long["first_collective_ns"].to_numpy(np.float64))
+    frame = pd.DataFrame({"step": long["step"].to_numpy(), "host": long["host"].to_numpy(), "end": ends})
+    frame["off"] = frame["end"] - frame.groupby("step")["end"].transform("median")
+    return {str(host): int(round(value)) for host, value in frame.groupby("host")["off"].median().items()}
 
 
 def order_offsets(tables: Mapping[str, pd.DataFrame]) -> dict[str, int]:
@@ -177,6 +199,7 @@ def _per_host(per_step: pd.DataFrame) -> pd.DataFrame:
     total = frame["step_ms"].where(frame["step_ms"] > 0)
     for part in ("collective", "wait", "transfer"):
         frame[f"{part}_percent"] = (100 * frame[f"{part}_ms"] / total).fillna(0.0)
+    frame["clock_offset_us"] = 0.0
     return frame[PER_HOST_COLUMNS]
 
 
