@@ -8,8 +8,8 @@ x50 of the v6e capture is about 40 MB and 1.3 M events) under /tmp/tpudoctor-ben
 each contender in its own subprocess (so peak RSS is clean) on the same file and prints wall time
 of the call and the process's peak RSS side by side:
 
-* tpudoctor: ``tpudoctor.profile.load`` + the summary + every analysis registered with
-  ``tpudoctor profile analyze`` (what the command does, minus rendering);
+* tpudoctor: ``tpudoctor.profile.analyze`` (the per-host map and the combine: what
+  ``tpudoctor profile analyze`` does, minus rendering);
 * xprof ``overview_page`` and ``input_pipeline_analyzer`` through
   ``xprof.convert._pywrap_profiler_plugin.xspace_to_tools_data`` (the call behind
   ``xprof.convert.raw_to_tool_data.xspace_to_tool_data``), each on a fresh copy of the file in an
@@ -51,10 +51,10 @@ def peak_rss_mb():
 TPUDOCTOR_CHILD = PEAK_RSS + """
 import json, sys, time
 imported = time.perf_counter()
-from tpudoctor.commands.profile_cmd import build_report
-import tpudoctor.profile.capture, tpudoctor.profile.summary
+import tpudoctor.profile
+import tpudoctor.profile.analysis, tpudoctor.profile.pipeline, tpudoctor.profile.xspace
 started = time.perf_counter()
-report = build_report(sys.argv[1])
+report = tpudoctor.profile.analyze(sys.argv[1])
 elapsed = time.perf_counter() - started
 print(json.dumps({"wall_s": elapsed, "import_s": started - imported, "peak_rss_mb": peak_rss_mb(),
                   "events": report.summary.n_events}))
@@ -207,7 +207,7 @@ def print_table(rows: list[dict]) -> None:
         print(line)
     if xprof:
         print("speed-up = xprof overview_page time / tpudoctor time; memory = tpudoctor peak RSS / overview_page peak RSS")
-    print("tpudoctor = load + summary + registered analyses; times are of the call (imports excluded: "
+    print("tpudoctor = tpudoctor.profile.analyze (map + combine); times are of the call (imports excluded: "
           f"tpudoctor's took {rows[0]['tpudoctor'].get('import_s', float('nan')):.2f}s), RSS is the whole process")
 
 

@@ -48,9 +48,9 @@ def main() -> None:
                     started = time.monotonic()
                     cli(ARGS)
                     elapsed_s = time.monotonic() - started
-                result = {r["check_id"]: r for r in json.loads(out.getvalue())["results"]}[CHECK_FOR[fake]]
+                result = {r["id"]: r for r in json.loads(out.getvalue())["results"]}[CHECK_FOR[fake]]
                 worst = max(worst, (elapsed_s, f"{fake}/{fault}"))
-                print(f"{fake:<10} {fault:<9} {elapsed_s:5.2f}s  {result['check_id']} {result['status']:<5} "
+                print(f"{fake:<10} {fault:<9} {elapsed_s:5.2f}s  {result['id']} {result['status']:<5} "
                       f"{result['message'][:110]}", flush=True)
     print(f"{len(FAKES) * len(ALL_FAULTS)} faults injected; worst run {worst[0]:.2f}s ({worst[1]}) "
           f"with --timeout {RUN_TIMEOUT_S:g}s and --api-timeout 1s")

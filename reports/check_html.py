@@ -6,6 +6,7 @@ import html
 import json
 
 from tpudoctor.findings import Report, Status, root_cause
+from tpudoctor.reports import evidence_tables
 from tpudoctor.reports.markers import MARKERS
 
 _CSS = """
@@ -24,13 +25,17 @@ def render(report: Report) -> str:
              f"<style>{_CSS}</style></head><body><h1>tpudoctor check</h1>",
              f"<p>tpudoctor {e(report.tool_version)} on <code>{e(report.host)}</code></p>"]
     if cause is not None:
-        parts.append(f"<div class='cause'><h2>Root cause: {e(cause.check_id)} {e(cause.title)}</h2>"
+        parts.append(f"<div class='cause'><h2>Root cause: {e(cause.id)} {e(cause.title)}</h2>"
                      f"<p class='{cause.status.value}'><b>{e(MARKERS[cause.status])} {e(cause.message)}</b></p>")
         if cause.remediation:
             parts.append(f"<p>Fix: {e(cause.remediation.text)}</p>")
             if cause.remediation.commands:
                 parts.append("<pre>" + e("\n".join(cause.remediation.commands)) + "</pre>")
         ev = {k: v for k, v in cause.to_dict()["evidence"].items() if k != "traceback"}
+        for key, columns, rows in evidence_tables.tables(ev):
+            parts.append(f"<h3>{e(key)}</h3><table><tr>" + "".join(f"<th>{e(c)}</th>" for c in columns) + "</tr>")
+            parts += ["<tr>" + "".join(f"<td>{e(v)}</td>" for v in row) + "</tr>" for row in rows]
+            parts.append("</table>")
         if ev:
             parts.append("<details><summary>evidence</summary><pre>" + e(json.dumps(ev, indent=2)) + "</pre></details>")
         parts.append("</div>")
@@ -40,6 +45,6 @@ def render(report: Report) -> str:
         if r.remediation and r.status in (Status.FAIL, Status.WARN, Status.ERROR):
             fix = e(r.remediation.text) + ("<pre>" + e("\n".join(r.remediation.commands)) + "</pre>" if r.remediation.commands else "")
         parts.append(f"<tr><td class='{r.status.value}'>{e(MARKERS[r.status])}</td><td>{int(r.step)}</td>"
-                     f"<td>{e(r.check_id)} {e(r.title)}</td><td>{e(r.message)}</td><td>{fix}</td></tr>")
+                     f"<td>{e(r.id)} {e(r.title)}</td><td>{e(r.message)}</td><td>{fix}</td></tr>")
     parts.append("</table></body></html>")
     return "".join(parts) + "\n"

@@ -29,7 +29,7 @@ def render(report: Report) -> str:
         case = ET.SubElement(
             suite, "testcase",
             classname=f"tpudoctor.step{int(r.step)}_{r.step.name.lower()}",
-            name=f"{r.check_id} {r.title}",
+            name=f"{r.id} {r.title}",
             time=f"{r.duration_s:.3f}",
         )
         body = _body(r)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from tpudoctor.findings import CheckResult, Report, Status, root_cause
+from tpudoctor.reports import evidence_tables
 from tpudoctor.reports.markers import MARKERS, WORDS
 
 
@@ -20,24 +21,28 @@ def render(report: Report, *, verbose: bool = False) -> str:
     lines.append("")
     cause = root_cause(report.results)
     if cause is not None:
-        lines += [f"## Root cause: {cause.check_id} {cause.title}", "", f"**{MARKERS[cause.status]} {cause.message}**", ""]
+        lines += [f"## Root cause: {cause.id} {cause.title}", "", f"**{MARKERS[cause.status]} {cause.message}**", ""]
         lines += _fix(cause)
         if cause.evidence:
             lines += ["<details><summary>evidence</summary>", "", "```json",
                       json.dumps({k: v for k, v in cause.to_dict()["evidence"].items() if k != "traceback"}, indent=2),
                       "```", "", "</details>", ""]
+            for key, columns, rows in evidence_tables.tables(cause.evidence):
+                lines += [f"**{key}**", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+                lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+                lines.append("")
     else:
         lines += ["**No issues found.**", ""]
     lines += ["## Results", "", "| | step | check | result |", "|---|---|---|---|"]
     for r in report.ordered_results():
-        lines.append(f"| {MARKERS[r.status]} | {int(r.step)} | {r.check_id} {_cell(r.title)} | {_cell(r.message)} |")
+        lines.append(f"| {MARKERS[r.status]} | {int(r.step)} | {r.id} {_cell(r.title)} | {_cell(r.message)} |")
     lines.append("")
     others = [r for r in report.ordered_results()
               if r is not cause and r.status in (Status.FAIL, Status.WARN, Status.ERROR) and (r.remediation or verbose)]
     if others:
         lines += ["## Other findings", ""]
         for r in others:
-            lines += [f"### {MARKERS[r.status]} {r.check_id} {r.title}", "", r.message, ""]
+            lines += [f"### {MARKERS[r.status]} {r.id} {r.title}", "", r.message, ""]
             lines += _fix(r)
     counts = report.summary.counts
     lines.append(", ".join(f"{counts[s.value]} {WORDS[s]}" for s in Status if counts[s.value]))

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tpudoctor.findings import CheckResult, Report, Status, Step, root_cause
+from tpudoctor.reports import evidence_tables
 from tpudoctor.reports.markers import MARKERS, STYLES, WORDS
 
 
@@ -84,7 +85,7 @@ def _result_line(console: Console, result: CheckResult, *, indent: str) -> None:
     if result.status is Status.SKIP and "blocked_by" in result.evidence:
         message = f"blocked by {result.evidence['blocked_by']}"  # the blocker's own line says why
     console.print(
-        f"{indent}[{style}]{escape(marker)}[/{style}] {escape(result.check_id)} {escape(result.title)}: "
+        f"{indent}[{style}]{escape(marker)}[/{style}] {escape(result.id)} {escape(result.title)}: "
         f"{escape(message)}"
     )
 
@@ -104,8 +105,16 @@ def _details(console: Console, result: CheckResult, *, indent: str, evidence: bo
 
 
 def _evidence(console: Console, result: CheckResult, indent: str) -> None:
+    listed = {key: (columns, rows) for key, columns, rows in evidence_tables.tables(result.evidence)}
     for key, value in result.evidence.items():
         if key == "traceback":
+            continue
+        if key in listed:  # one line per record, its fields named
+            console.print(f"{indent}[dim]{escape(str(key))}:[/dim]")
+            columns, rows = listed[key]
+            for row in rows:
+                cells = ", ".join(f"{c} {v}" for c, v in zip(columns, row, strict=True) if v)
+                console.print(f"{indent}  [dim]- {escape(cells)}[/dim]")
             continue
         shown = value if isinstance(value, str) else json.dumps(value, default=str)
         if str(key).endswith("_bytes") and isinstance(value, int) and not isinstance(value, bool):

@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
-BREAKDOWN_PARTS = ("compute", "collective", "input", "idle", "compile", "host_callback", "other")
+BREAKDOWN_PARTS = ("compute", "collective", "input", "idle", "compile", "host_callback", "host_offload", "other")
+
+
+def fixes(finding: dict) -> list[str]:
+    """A finding's fixes (its remediation text, one per line) and then its commands."""
+    remediation = finding.get("remediation") or {}
+    lines = [line for line in (remediation.get("text") or "").splitlines() if line.strip()]
+    return lines + [f"$ {c}" for c in remediation.get("commands") or []]
+
+
+def where(finding: dict, doc: dict | None = None) -> str:
+    """'' for the whole job (or a one-host capture: ``doc``), else 'on hosts a, b' (hosts, then workers,
+    then chips)."""
+    if doc is not None and len(doc.get("hosts") or []) <= 1:
+        return ""
+    scope = finding.get("scope") or {}
+    for key in ("hosts", "workers", "chips"):
+        names = scope.get(key) or []
+        if names:
+            shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+            return f"on {key[:-1]}{'s' if len(names) > 1 else ''} {shown}"
+    return ""
 
 
 def diagnosis_lines(doc: dict) -> list[str]:
@@ -24,9 +45,9 @@ def diagnosis_lines(doc: dict) -> list[str]:
                  f"{k.get('compile_count', 0)} ({k.get('compile_ms') or 0:.1f} ms)")
     lines.append("")
     for f in doc.get("findings", []):
-        lines.append(f"[{f['severity'].upper()}] {f['id']}: {f['title']}")
-        lines.append(f"    {f['summary']}")
-        for fix in f.get("fixes", [])[:5]:
+        lines.append(f"[{f['severity'].upper()}] {f['id']}: {f['title']}" + (f" ({where(f, doc)})" if where(f, doc) else ""))
+        lines.append(f"    {f['message']}")
+        for fix in fixes(f)[:5]:
             lines.append(f"    fix: {fix}")
     funcs = doc.get("recompilation", {}).get("functions", [])
     if funcs:

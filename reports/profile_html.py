@@ -9,12 +9,13 @@ import html
 import json
 
 from tpudoctor.profile.report import ProfileReport
+from tpudoctor.reports.profile_diagnosis_text import fixes, where
 
 COLORS = {"compute": "#2e7d32", "collective": "#283593", "input": "#c62828", "idle": "#9e9e9e", "compile": "#6a1b9a",
-          "host_callback": "#ef6c00", "outfeed": "#00838f", "host_transfer": "#1565c0", "other": "#795548"}
+          "host_callback": "#ef6c00", "host_offload": "#ad1457", "outfeed": "#00838f", "host_transfer": "#1565c0", "other": "#795548"}
 VERDICT_COLORS = {"input-bound": "#c62828", "host-bound": "#ef6c00", "compile-bound": "#6a1b9a",
-                  "communication-bound": "#283593", "device-bound": "#2e7d32", "unknown": "#616161"}
-SEVERITY_COLORS = {"high": "#c62828", "medium": "#ef6c00", "low": "#1565c0", "info": "#616161"}
+                  "device-bound": "#2e7d32", "communication-bound": "#283593", "unknown": "#616161"}
+SEVERITY_COLORS = {"critical": "#b71c1c", "high": "#c62828", "medium": "#ef6c00", "low": "#1565c0", "info": "#616161"}
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px auto;max-width:1100px;color:#212121;
@@ -60,9 +61,7 @@ document.querySelectorAll('table.sortable th').forEach(function(th, i){
 
 
 def render(report: ProfileReport) -> str:
-    from tpudoctor.reports.profile_json import report_document
-
-    return render_document(report_document(report))
+    return render_document(report.to_dict())
 
 
 def _e(value) -> str:
@@ -185,10 +184,11 @@ def render_document(doc: dict) -> str:
         parts.append("<h2>Findings</h2>")
         for f in doc["findings"]:
             color = SEVERITY_COLORS.get(f["severity"], "#616161")
-            fixes = "".join(f"<li>{_e(x)}</li>" for x in f["fixes"])
+            items = "".join(f"<li>{_e(x)}</li>" for x in fixes(f))
+            scope = f' <span class="note">{_e(where(f, doc))}</span>' if where(f, doc) else ""
             parts.append(f'<div class="finding" style="border-color:{color}"><h3><span class="sev" style="background:{color}">'
                          f'{_e(f["severity"])}</span>{_e(f["title"])} <code>{_e(f["id"])}</code></h3>'
-                         f'<p>{_e(f["summary"])}</p><ul>{fixes}</ul></div>')
+                         f'{scope}<p>{_e(f["message"])}</p><ul>{items}</ul></div>')
         if not doc["findings"]:
             parts.append('<p class="note">No findings.</p>')
         per_step = doc["breakdown"]["per_step"]

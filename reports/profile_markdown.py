@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from tpudoctor.profile.report import ProfileReport
-from tpudoctor.reports.profile_diagnosis_text import BREAKDOWN_PARTS, straggler_line
+from tpudoctor.reports.profile_diagnosis_text import BREAKDOWN_PARTS, fixes, straggler_line, where
 
 
 def render(report: ProfileReport) -> str:
-    from tpudoctor.reports.profile_json import report_document
-
-    return render_document(report_document(report))
+    return render_document(report.to_dict())
 
 
 def _cell(value) -> str:
@@ -44,8 +42,8 @@ def render_document(doc: dict) -> str:
         lines += ["## Findings", ""]
         for f in doc["findings"]:
             lines.append(f"### `{f['id']}` ({f['severity']}): {f['title']}")
-            lines += ["", f["summary"], ""]
-            lines += [f"- {fix}" for fix in f["fixes"]] + [""]
+            lines += ["", f["message"] + (f" ({where(f, doc)})" if where(f, doc) else ""), ""]
+            lines += [f"- {fix}" for fix in fixes(f)] + [""]
         if not doc["findings"]:
             lines += ["_no findings_", ""]
         lines += ["## Compilations in the capture window", ""]

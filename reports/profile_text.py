@@ -28,12 +28,10 @@ def render(report: ProfileReport, *, color: bool = False, width: int = 110) -> s
         console.print(f"[dim]other runs: {escape(', '.join(r for r in summary.runs_available if r != summary.run))} "
                       "(choose with --run)[/dim]")
     from tpudoctor.reports.profile_diagnosis_text import diagnosis_lines
-    from tpudoctor.reports.profile_json import report_document
 
-    for line in diagnosis_lines(report_document(report)):
+    for line in diagnosis_lines(report.to_dict()):
         console.print(escape(line))
-    if report.analyses.get("diagnosis"):
-        console.print("")
+    console.print("")
     for note in summary.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
     for hostname, message in summary.failed_hosts.items():

@@ -13,7 +13,7 @@ def run_ids(ids, *, project="p", zone="us-central2-b", tpu="my-tpu", api_timeout
     ctx = RunContext(target=Target(project=project, zone=zone, tpu=tpu),
                      options=CheckOptions(api_timeout_s=api_timeout_s, **options), run_timeout_s=120)
     report = Runner(registry, ctx).run([registry.checks[i] for i in ids])
-    results: dict[str, CheckResult] = {r.check_id: r for r in report.results}
+    results: dict[str, CheckResult] = {r.id: r for r in report.results}
     return results, ctx
 
 

@@ -45,14 +45,14 @@ def test_format_never_changes_the_exit_code(engine_registry, capsys, fmt, tmp_pa
         doc = json.loads(out)
         validate(doc, "check_report")
         assert doc["summary"]["root_cause"] == "ENG-001"
-        statuses = {r["check_id"]: r["status"] for r in doc["results"]}
+        statuses = {r["id"]: r["status"] for r in doc["results"]}
         assert statuses == {"ENG-001": "FAIL", "ENG-002": "SKIP", "ENG-009": "WARN"}
 
 
 def test_selection_by_id_and_step(engine_registry, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["check", "ENG-009", "--format", "json"]) == ExitCode.OK
-    assert [r["check_id"] for r in json.loads(capsys.readouterr().out)["results"]] == ["ENG-009"]
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)["results"]] == ["ENG-009"]
     assert cli.main(["check", "--step", "3", "--fail-on", "warn", "--format", "json"]) == ExitCode.FINDINGS
     capsys.readouterr()
 

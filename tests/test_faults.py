@@ -108,7 +108,7 @@ def test_each_fault_is_its_own_error_and_the_run_completes_in_time(fake, fault, 
         rc, doc, stderr, elapsed_s = run_cli(capsys)
     assert elapsed_s < RUN_TIMEOUT_S + 2.0, f"{fake}/{fault}: the run took {elapsed_s:.1f}s past --timeout"
     assert "Traceback" not in stderr
-    results = {r["check_id"]: r for r in doc["results"]}
+    results = {r["id"]: r for r in doc["results"]}
     broken = results[CHECK_FOR[fake]]
     assert broken["status"] == "ERROR", (fake, fault, broken)
     message = broken["message"].lower()
@@ -132,7 +132,7 @@ def test_a_fake_that_never_answers_cannot_stretch_the_run_past_timeout(gcp_env, 
         elapsed_s = time.monotonic() - started
     doc = json.loads(capsys.readouterr().out)
     assert elapsed_s < 3.0 + 2.0
-    results = {r["check_id"]: r for r in doc["results"]}
+    results = {r["id"]: r for r in doc["results"]}
     assert {"NODE-001", "GCS-001", "GCS-002", "LOGS-003"} <= set(results)  # every check still has a result
     stopped = [r for r in results.values() if "time limit (3s)" in (r.get("message") or "")]
     assert stopped and all(r["status"] == "ERROR" for r in stopped)
@@ -143,6 +143,6 @@ def test_every_service_broken_at_once_still_finishes_inside_timeout(fault, gcp_e
     with world(FAKES, fault, monkeypatch):
         rc, doc, stderr, elapsed_s = run_cli(capsys)
     assert elapsed_s < RUN_TIMEOUT_S + 2.0
-    statuses = {r["check_id"]: r["status"] for r in doc["results"]}
+    statuses = {r["id"]: r["status"] for r in doc["results"]}
     assert {statuses[c] for c in CHECK_FOR.values()} == {"ERROR"}, statuses
     assert rc == 1 and "Traceback" not in stderr

@@ -59,3 +59,50 @@ def test_evidence_is_made_json_safe():
     ev = r.to_dict()["evidence"]
     assert ev["n"] == 3 and ev["t"] == [1, 2] and ev["s"] == "PASS" and isinstance(ev["o"], str)
     json.dumps(ev)
+
+
+def test_every_result_carries_a_scope_and_a_kind_in_json():
+    from tpudoctor.findings import FindingKind, Scope
+
+    scoped = CheckResult("NODE-004", Step.NODE, "chips", Status.FAIL, "m",
+                         scope=Scope.of(workers=[7, 3, 10]))
+    doc = scoped.to_dict()
+    assert doc["scope"] == {"workers": ["3", "7", "10"], "hosts": [], "chips": []}
+    assert doc["kind"] == "check" and doc["id"] == "NODE-004"
+    profile = CheckResult("PROFILE-001", None, "input", Status.WARN, "m", kind=FindingKind.PROFILE)
+    assert profile.to_dict()["step"] is None and profile.to_dict()["scope"]["hosts"] == []
+    assert CheckResult.from_dict(doc) == scoped
+
+
+def test_scope_union_is_sorted_naturally_and_empty_means_whole():
+    from tpudoctor.findings import Scope
+
+    assert Scope().is_whole
+    merged = Scope.of(workers=["9", "10"]).union(Scope.of(workers=["2"], hosts=["h1"]))
+    assert merged.workers == ("2", "9", "10") and merged.hosts == ("h1",) and not merged.is_whole
+
+
+def test_a_version_1_report_still_reads(tmp_path):
+    from tpudoctor.findings import SCHEMA_VERSION
+    from tpudoctor.report_file import load_check_report
+
+    doc = preempted_node_report().to_dict()
+    for result in doc["results"]:
+        result["check_id"] = result.pop("id")
+        del result["scope"], result["kind"]
+    doc["schema_version"] = "1.0"
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc))
+    report = load_check_report(path)
+    assert report.summary.root_cause == "NODE-001"
+    assert report.schema_version == SCHEMA_VERSION and all(r.scope.is_whole for r in report.results)
+    validate(report.to_dict(), "check_report")
+
+
+def test_profile_and_bench_findings_sort_after_the_triage_chain():
+    from tpudoctor.findings import FindingKind
+
+    bench = CheckResult("BENCH-001", None, "throughput", Status.FAIL, "m", kind=FindingKind.BENCH)
+    logs = CheckResult("LOGS-001", Step.LOGS, "t", Status.FAIL, "m")
+    assert root_cause([bench, logs]) is logs
+    assert [r.id for r in Report(results=[bench, logs]).ordered_results()] == ["LOGS-001", "BENCH-001"]

@@ -192,7 +192,7 @@ def test_cli_names_root_cause_first_in_every_format(capsys, tmp_path, monkeypatc
     doc = json.loads(out)
     validate(doc, "check_report")
     assert doc["summary"]["root_cause"] == "LOGS-001"
-    (result,) = [r for r in doc["results"] if r["check_id"] == "LOGS-001"]
+    (result,) = [r for r in doc["results"] if r["id"] == "LOGS-001"]
     assert result["status"] == "FAIL" and result["message"].startswith("HBM out of memory at compile time")
     assert result["evidence"]["hbm_used_bytes"] == 22054657065
     assert result["evidence"]["location"] == f"{log}:12"
@@ -223,6 +223,6 @@ def test_cli_healthy_log_passes_and_bad_path_is_exit_2(capsys, tmp_path, monkeyp
     code, out, _ = _check(capsys, "--log-file", str(LOGS / "healthy_jax_training.log"), "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["summary"]["counts"]["FAIL"] == 0
-    assert [r["status"] for r in doc["results"] if r["check_id"] == "LOGS-001"] == ["PASS"]
+    assert [r["status"] for r in doc["results"] if r["id"] == "LOGS-001"] == ["PASS"]
     code, _, err = _check(capsys, "--log-file", str(tmp_path / "nope.log"))
     assert code == 2 and "no such file" in err and "Traceback" not in err

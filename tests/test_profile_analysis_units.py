@@ -11,7 +11,6 @@ import pytest
 
 import tpudoctor.profile
 from tpudoctor.cli import main
-from tpudoctor.profile.analysis import analyze
 from tpudoctor.profile.analysis.events import merged, outermost, overlap_ps, self_time_ps, union_ps
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
@@ -47,11 +46,11 @@ def test_unrelated_captures_in_one_run_name_no_straggler(tmp_path):
     # Two "hosts" that never synchronise: a slower mean step is no straggler (nobody waits for it).
     shutil.copyfile(FIXTURES / "jax_compute_bound" / "localhost.xplane.pb", run / "worker-0.xplane.pb")
     shutil.copyfile(FIXTURES / "jax_recompiling" / "localhost.xplane.pb", run / "worker-1.xplane.pb")
-    analysis = analyze(tpudoctor.profile.load(str(tmp_path)))
-    doc = analysis.to_dict()
+    report = tpudoctor.profile.analyze(str(tmp_path))
+    doc = report.to_dict()
     assert {h["host"] for h in doc["hosts"]} == {"worker-0", "worker-1"}
     assert doc["straggler"] is None
-    assert "no host waits for another" in analysis.summary.cross_host.straggler.decided_by
+    assert "no host waits for another" in report.cross_host.straggler.decided_by
 
 
 def test_profile_analyze_bad_input_exits_2(tmp_path, capsys):
@@ -69,3 +68,39 @@ def test_compare_formats(tmp_path, capsys, fmt):
     assert main(["compare", str(a), str(FIXTURES / "tf_compute_bound"), "--format", fmt]) == 0  # no gate: exit 0
     out = capsys.readouterr().out
     assert "input_percent" in out and ("better" in out)
+
+
+@pytest.mark.parametrize("threshold", ["nan%", "nan", "NaN%", "inf%", "-inf%", "infinity", "-5%", "-0.1"])
+def test_compare_gate_threshold_that_would_turn_the_gate_off_is_a_usage_error(tmp_path, capsys, threshold):
+    a = tmp_path / "a.json"
+    assert main(["profile", "analyze", str(FIXTURES / "jax_steady"), "--format", "json", "-o", str(a)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(a), str(a), f"--fail-on-regression={threshold}"]) == 2
+    err = capsys.readouterr().err
+    assert "--fail-on-regression" in err and "Traceback" not in err
+
+
+V1_REPORT = Path(__file__).resolve().parent / "data" / "profile" / "report_v1_tf_input_bound.json"
+
+
+def test_compare_reads_a_schema_1_report_saved_by_the_previous_version(tmp_path, capsys):
+    """``report_v1_tf_input_bound.json`` was written by ``profile analyze --format json`` before 2.0."""
+    import json
+
+    from tpudoctor.profile.compare import load_document
+    from tpudoctor.schema import validate
+
+    assert json.loads(V1_REPORT.read_text())["schema_version"] == "1.0"
+    doc = load_document(str(V1_REPORT))
+    assert doc["schema_version"] == "2.0"
+    finding = doc["findings"][0]
+    assert finding["id"] == "input-bound" and finding["kind"] == "profile" and finding["status"] == "FAIL"
+    assert "prefetch" in finding["remediation"]["text"] and finding["scope"]["hosts"] == []
+    validate(doc, "profile_diagnosis")
+    new = tmp_path / "new.json"
+    assert main(["profile", "analyze", str(FIXTURES / "tf_input_bound"), "--format", "json", "-o", str(new)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(V1_REPORT), str(new), "--format", "json", "--fail-on-regression", "50%"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    same = {row["kpi"]: row["direction"] for row in result["kpis"]}
+    assert same["step_time_mean_ms"] == "same" and same["input_percent"] == "same"

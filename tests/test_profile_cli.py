@@ -64,7 +64,7 @@ def test_json_report_follows_its_schema(tmp_path, capsys):
     document = json.loads(out)
     validate(document, "profile_report")
     host = document["summary"]["hosts"][0]
-    assert document["schema_version"].startswith("1.")
+    assert document["schema_version"].startswith("2.")
     assert host["n_events"] == 100 and host["device_kind"] == "TPU v4"
     plane = host["planes"][0]
     assert plane["lines"][0] == {"line_id": 2, "line_name": "XLA Modules", "n_events": 50,

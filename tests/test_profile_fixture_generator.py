@@ -21,9 +21,8 @@ def test_generator_makes_a_recompiling_jax_capture(tmp_path):
     assert 10_000 < capture.stat().st_size < 1_000_000
 
     import tpudoctor.profile
-    from tpudoctor.profile.analysis import analyze
 
-    doc = analyze(tpudoctor.profile.load(str(capture))).to_dict()
+    doc = tpudoctor.profile.analyze(str(capture)).to_dict()
     assert doc["verdict"] == "compile-bound"
     functions = {f["function"]: f["compile_count"] for f in doc["recompilation"]["functions"]}
     assert functions == {"train_step": 8}

@@ -122,7 +122,7 @@ def test_the_run_is_not_started_when_step_5_is_blocked_or_not_selected(monkeypat
     reference = registry.checks["REFERENCE-001"]
     # Blocked: the interpreter check fails, so step 5 is skipped without starting the model.
     report = Runner(registry, RunContext()).run([runtime, reference])
-    by_id = {r.check_id: r for r in report.results}
+    by_id = {r.id: r for r in report.results}
     assert by_id["RUNTIME-001"].status is Status.FAIL
     assert by_id["REFERENCE-001"].status is Status.SKIP and "blocked by RUNTIME-001" in by_id["REFERENCE-001"].message
     # Not selected: a step 3 run never gathers reference.run.

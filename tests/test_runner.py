@@ -20,7 +20,7 @@ def make_registry(*checks):
 def run(*checks, run_timeout_s=30.0):
     registry = make_registry(*checks)
     report = Runner(registry, RunContext(run_timeout_s=run_timeout_s)).run(checks)
-    return {r.check_id: r for r in report.results}, report
+    return {r.id: r for r in report.results}, report
 
 
 def test_failed_requirement_blocks_dependants_as_one_root_cause():
@@ -84,7 +84,7 @@ def test_whole_run_deadline_turns_remaining_checks_into_errors():
 
 def test_results_come_back_in_step_order():
     _, report = run(ef.UsesBoth, ef.WarnsOnly, ef.NodeReady)
-    assert [r.check_id for r in report.ordered_results()] == ["ENG-001", "ENG-009", "ENG-008"]
+    assert [r.id for r in report.ordered_results()] == ["ENG-001", "ENG-009", "ENG-008"]
 
 
 @pytest.mark.parametrize("bad", [None, "text"])
@@ -116,6 +116,6 @@ def test_gathering_time_is_billed_once_to_the_first_check_that_read_it():
     registry = make_registry(ef.NodeReady, ef.WarnsOnly)
     registry.providers["engine.node_state"] = SlowFacts
     report = Runner(registry, RunContext()).run([ef.NodeReady, ef.WarnsOnly])
-    durations = {r.check_id: r.duration_s for r in report.results}
+    durations = {r.id: r.duration_s for r in report.results}
     assert durations["ENG-001"] >= 0.2
     assert durations["ENG-009"] < 0.2

@@ -157,7 +157,7 @@ def test_cli_step3_on_this_machine_passes_or_skips(capsys):
     code = cli.main(["check", "--step", "3", "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
     validate(doc, "check_report")
-    by_id = {r["check_id"]: r for r in doc["results"]}
+    by_id = {r["id"]: r for r in doc["results"]}
     assert code == 0 and doc["summary"]["counts"]["FAIL"] == 0 and doc["summary"]["counts"]["ERROR"] == 0
     assert by_id["RUNTIME-002"]["status"] == "PASS" and "jax" in by_id["RUNTIME-002"]["message"]
     assert by_id["RUNTIME-010"]["status"] == "PASS"

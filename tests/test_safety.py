@@ -50,7 +50,7 @@ def test_full_check_never_writes_to_the_bucket_without_write_probe(fake_tpu_api,
     assert fake_gcs.requests, "the run must have read the bucket (else this test proves nothing)"
     assert _writes(fake_gcs) == []
     assert sorted(fake_gcs.object_names(BUCKET)) == before
-    probe = {r["check_id"]: r for r in doc["results"]}["GCS-007"]
+    probe = {r["id"]: r for r in doc["results"]}["GCS-007"]
     assert probe["status"] == "SKIP" and "--write-probe" in probe["skip_reason"]
 
 
@@ -64,7 +64,7 @@ def test_write_probe_creates_and_deletes_exactly_one_object_per_bucket(fake_tpu_
     assert [w.split()[0] for w in writes] == ["POST", "DELETE"], writes
     assert f"/b/{BUCKET}/o" in writes[0] and f"/b/{BUCKET}/o/" in writes[1]
     assert sorted(fake_gcs.object_names(BUCKET)) == before  # the probe object is gone again
-    assert {r["check_id"]: r["status"] for r in doc["results"]}["GCS-007"] == "PASS"
+    assert {r["id"]: r["status"] for r in doc["results"]}["GCS-007"] == "PASS"
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -14,7 +14,8 @@ REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("tensorflow", "jax", "jaxlib", "torch", "google.cloud.tpu_v2", "google.cloud.storage", "pandas")
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["list-checks"], ["check", "--help"], ["--version"]])
+@pytest.mark.parametrize("argv", [["--help"], ["list-checks"], ["check", "--help"], ["--version"],
+                                  ["explain", "socket-closed"], ["list-signatures"]])
 def test_light_commands_import_no_framework(argv, tmp_path):
     probe = textwrap.dedent(f"""
         import sys

@@ -46,7 +46,7 @@ def test_preempted_spot_node_and_cross_region_bucket_without_list_json(fake_tpu_
     doc = json.loads(capsys.readouterr().out)
     validate(doc, "check_report")
     assert rc == 1
-    problems = {r["check_id"]: r for r in doc["results"] if r["status"] in ("FAIL", "WARN", "ERROR")}
+    problems = {r["id"]: r for r in doc["results"] if r["status"] in ("FAIL", "WARN", "ERROR")}
     assert {k: v["status"] for k, v in problems.items()} == {"NODE-001": "FAIL", "GCS-003": "WARN", "GCS-004": "FAIL"}
     assert doc["summary"]["root_cause"] == "NODE-001"
     node = problems["NODE-001"]
@@ -60,7 +60,7 @@ def test_preempted_spot_node_and_cross_region_bucket_without_list_json(fake_tpu_
     assert perms["remediation"]["commands"] == [
         "gcloud storage buckets add-iam-policy-binding gs://bucket "
         "--member=serviceAccount:tpu-sa@p.iam.gserviceaccount.com --role=roles/storage.objectViewer"]
-    blocked = {r["check_id"]: r["skip_reason"] for r in doc["results"] if r["status"] == "SKIP"}
+    blocked = {r["id"]: r["skip_reason"] for r in doc["results"] if r["status"] == "SKIP"}
     assert blocked["NODE-002"] == "blocked by NODE-001 (FAIL)"
     assert blocked["GCS-005"] == "blocked by GCS-004 (FAIL)"
 
@@ -78,9 +78,9 @@ def test_plain_machine_steps_1_and_2_skip_quickly(monkeypatch, capsys, tmp_path)
     doc = json.loads(capsys.readouterr().out)
     validate(doc, "check_report")
     assert rc == 0
-    statuses = {r["check_id"]: r["status"] for r in doc["results"]}
+    statuses = {r["id"]: r["status"] for r in doc["results"]}
     assert set(statuses.values()) == {"SKIP"}, statuses
-    reasons = {r["check_id"]: r["skip_reason"] for r in doc["results"]}
+    reasons = {r["id"]: r["skip_reason"] for r in doc["results"]}
     assert "pass --tpu NAME --zone ZONE --project PROJECT" in reasons["NODE-001"]
     assert "not running on a TPU VM" in reasons["NODE-004"]
     assert "no data, checkpoint or log paths were given" in reasons["GCS-001"]

@@ -25,7 +25,7 @@ def _run(fake_tpu_api, fake_metadata, monkeypatch, capsys, workers: FakeWorkers)
     started = time.monotonic()
     main(ARGS)
     elapsed_s = time.monotonic() - started
-    results = {r["check_id"]: r for r in json.loads(capsys.readouterr().out)["results"]}
+    results = {r["id"]: r for r in json.loads(capsys.readouterr().out)["results"]}
     return results["NODE-009"], elapsed_s
 
 
@@ -82,12 +82,12 @@ def test_off_the_node_the_check_skips(fake_tpu_api, gcp_env, monkeypatch, capsys
     node = make_node("p", "us-central2-b", "my-tpu", workers=4)
     fake_tpu_api.add_node(node)
     main(ARGS)
-    result = {r["check_id"]: r for r in json.loads(capsys.readouterr().out)["results"]}["NODE-009"]
+    result = {r["id"]: r for r in json.loads(capsys.readouterr().out)["results"]}["NODE-009"]
     assert result["status"] == "SKIP" and "run tpudoctor on a worker" in result["skip_reason"]
 
 
 def test_single_host_skips(fake_tpu_api, fake_metadata, capsys):
     fake_tpu_api.add_node(make_node("p", "us-central2-b", "my-tpu", workers=1))
     main(ARGS)
-    result = {r["check_id"]: r for r in json.loads(capsys.readouterr().out)["results"]}["NODE-009"]
+    result = {r["id"]: r for r in json.loads(capsys.readouterr().out)["results"]}["NODE-009"]
     assert result["status"] == "SKIP" and "single-host" in result["skip_reason"]

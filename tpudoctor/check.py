@@ -62,7 +62,7 @@ class Check:
         if remediation is not None and remediation.docs_url is None and self.docs:
             remediation = dataclasses.replace(remediation, docs_url=self.docs)
         return CheckResult(
-            check_id=self.id,
+            id=self.id,
             step=self.step,
             title=self.title,
             status=status,

@@ -1,5 +1,8 @@
-"""The finding model: what a check reports and what a ``check`` run produces.
+"""The finding model: one result type for every kind of finding, and what a ``check`` run produces.
 
+A ``Finding`` is what a check, a log signature, a profile rule or the bench gate reports: the same
+fields, the same status and severity vocabulary, and a ``Scope`` that says where it holds (which
+workers, hosts or chips; empty for the whole node or job), so that reports from many workers merge.
 Plain dataclasses with ``to_dict``/``from_dict`` so that every renderer, the JSON schema and
 ``tpudoctor compare`` read the same shape.
 """
@@ -12,7 +15,8 @@ import enum
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "2.1"
+READABLE_SCHEMA_MAJORS = ("1", "2")  # 1.x documents are upgraded on reading
 
 
 class Status(str, enum.Enum):
@@ -96,10 +100,59 @@ class Remediation:
         )
 
 
+class FindingKind(str, enum.Enum):
+    """What produced a finding; renderers and merges treat all kinds alike."""
+
+    CHECK = "check"
+    LOG = "log"
+    PROFILE = "profile"
+    BENCH = "bench"
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """Where a finding holds. Empty means the whole node or job (a single-worker run, say)."""
+
+    workers: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    chips: tuple[str, ...] = ()
+
+    @property
+    def is_whole(self) -> bool:
+        return not (self.workers or self.hosts or self.chips)
+
+    def union(self, other: Scope) -> Scope:
+        return Scope(
+            workers=_merged(self.workers, other.workers),
+            hosts=_merged(self.hosts, other.hosts),
+            chips=_merged(self.chips, other.chips),
+        )
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {"workers": list(self.workers), "hosts": list(self.hosts), "chips": list(self.chips)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Scope:
+        data = data or {}
+        return cls(**{k: tuple(str(v) for v in data.get(k) or ()) for k in ("workers", "hosts", "chips")})
+
+    @classmethod
+    def of(cls, *, workers: Iterable[Any] = (), hosts: Iterable[Any] = (), chips: Iterable[Any] = ()) -> Scope:
+        return cls(workers=_merged((), workers), hosts=_merged((), hosts), chips=_merged((), chips))
+
+
+def _merged(left: Iterable[Any], right: Iterable[Any]) -> tuple[str, ...]:
+    """Union in natural order: worker "10" after "9", names as strings."""
+    values = {str(v) for v in (*left, *right)}
+    return tuple(sorted(values, key=lambda v: (0, int(v), v) if v.isdigit() else (1, 0, v)))
+
+
 @dataclasses.dataclass
-class CheckResult:
-    check_id: str
-    step: Step
+class Finding:
+    """One result: a check's verdict, a log diagnosis, a profile rule's finding or the bench gate's."""
+
+    id: str
+    step: Step | None
     title: str
     status: Status
     message: str
@@ -108,26 +161,32 @@ class CheckResult:
     remediation: Remediation | None = None
     skip_reason: str | None = None
     duration_s: float = 0.0
+    scope: Scope = dataclasses.field(default_factory=Scope)
+    kind: FindingKind = FindingKind.CHECK
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "check_id": self.check_id,
-            "step": int(self.step),
+            "id": self.id,
+            "kind": self.kind.value,
+            "step": int(self.step) if self.step is not None else None,
             "title": self.title,
             "status": self.status.value,
             "severity": self.severity.value,
             "message": self.message,
             "evidence": _jsonable(self.evidence),
             "remediation": self.remediation.to_dict() if self.remediation else None,
+            "scope": self.scope.to_dict(),
             "skip_reason": self.skip_reason,
             "duration_s": round(self.duration_s, 6),
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
+    def from_dict(cls, data: Mapping[str, Any]) -> Finding:
+        """Reads schema 2.x results and 1.x ones (``check_id``, no scope, no kind)."""
+        step = data.get("step")
         return cls(
-            check_id=data["check_id"],
-            step=Step(data["step"]),
+            id=data["id"] if "id" in data else data["check_id"],
+            step=Step(step) if step is not None else None,
             title=data["title"],
             status=Status(data["status"]),
             message=data["message"],
@@ -136,7 +195,13 @@ class CheckResult:
             remediation=Remediation.from_dict(data.get("remediation")),
             skip_reason=data.get("skip_reason"),
             duration_s=float(data.get("duration_s", 0.0)),
+            scope=Scope.from_dict(data.get("scope")),
+            kind=FindingKind(data.get("kind", "check")),
         )
+
+
+CheckResult = Finding
+"""The name checks have always used for their result; the same type as every other finding."""
 
 
 @dataclasses.dataclass
@@ -171,8 +236,13 @@ def root_cause(results: Iterable[CheckResult]) -> CheckResult | None:
     for wanted in (Status.FAIL, Status.ERROR):
         hits = [(i, r) for i, r in enumerate(ordered) if r.status is wanted]
         if hits:
-            return min(hits, key=lambda ir: (int(ir[1].step), -ir[1].severity.rank, ir[0]))[1]
+            return min(hits, key=lambda ir: (_step_order(ir[1]), -ir[1].severity.rank, ir[0]))[1]
     return None
+
+
+def _step_order(result: Finding) -> int:
+    """Findings outside the triage chain (profile, bench) come after its five steps."""
+    return int(result.step) if result.step is not None else len(Step) + 1
 
 
 def summarize(results: Iterable[CheckResult]) -> Summary:
@@ -181,7 +251,7 @@ def summarize(results: Iterable[CheckResult]) -> Summary:
     for r in results:
         counts[r.status.value] += 1
     cause = root_cause(results)
-    return Summary(counts=counts, root_cause=cause.check_id if cause else None)
+    return Summary(counts=counts, root_cause=cause.id if cause else None)
 
 
 @dataclasses.dataclass
@@ -196,6 +266,8 @@ class Report:
     tool_version: str = ""
     schema_version: str = SCHEMA_VERSION
     redacted: bool = False
+    environment: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Where the run happened (worker, package versions), so reports from many workers can be merged."""
 
     @property
     def summary(self) -> Summary:
@@ -203,7 +275,7 @@ class Report:
 
     def ordered_results(self) -> list[CheckResult]:
         """Results in triage order (step, then as run)."""
-        return sorted(self.results, key=lambda r: int(r.step))
+        return sorted(self.results, key=_step_order)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -217,20 +289,37 @@ class Report:
             "redacted": self.redacted,
             "results": [r.to_dict() for r in self.ordered_results()],
             "summary": self.summary.to_dict(),
+            "environment": _jsonable(self.environment),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Report:
         return cls(
-            results=[CheckResult.from_dict(r) for r in data.get("results", [])],
+            results=[Finding.from_dict(r) for r in data.get("results", [])],
             target=Target(**(data.get("target") or {})),
             host=data.get("host", ""),
             started_at=_dt.datetime.fromisoformat(data["started_at"]),
             duration_s=float(data.get("duration_s", 0.0)),
             tool_version=(data.get("tool") or {}).get("version", ""),
-            schema_version=data.get("schema_version", SCHEMA_VERSION),
+            schema_version=SCHEMA_VERSION,  # read documents are upgraded to this shape
             redacted=bool(data.get("redacted", False)),
+            environment=dict(data.get("environment") or {}),
         )
+
+
+def upgrade_check_report_v1(document: dict[str, Any]) -> dict[str, Any]:
+    """A 1.x check report in the 2.0 shape: ``check_id`` becomes ``id``, each result gets a kind and an
+    empty scope (a 1.x report always came from one worker)."""
+    results = []
+    for result in document.get("results") or []:
+        if not isinstance(result, Mapping):
+            raise TypeError("a result is not an object")
+        upgraded = {k: v for k, v in result.items() if k != "check_id"}
+        upgraded.setdefault("id", result.get("check_id"))
+        upgraded.setdefault("kind", FindingKind.CHECK.value)
+        upgraded.setdefault("scope", Scope().to_dict())
+        results.append(upgraded)
+    return {**document, "schema_version": SCHEMA_VERSION, "results": results}
 
 
 def _jsonable(value: Any) -> Any:

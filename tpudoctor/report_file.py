@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,14 @@ HINT = "make one with: tpudoctor check --format json -o report.json"
 
 
 def read_document(path: str | os.PathLike[str], *, what: str, schema: str, schema_version: str,
-                  hint: str | None = None, max_bytes: int = MAX_DOCUMENT_BYTES) -> dict[str, Any]:
+                  hint: str | None = None, max_bytes: int = MAX_DOCUMENT_BYTES,
+                  upgrades: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+                  ) -> dict[str, Any]:
     """The JSON object at ``path``, validated against the packaged schema ``schema``.
 
-    ``what`` names the document in messages ("check report", "bench document").
+    ``what`` names the document in messages ("check report", "bench document"). ``upgrades`` maps an
+    older major version ("1") to a function that rewrites such a document into the current shape
+    before it is validated, so that reports saved by older versions still read.
     """
     import jsonschema
 
@@ -51,6 +56,12 @@ def read_document(path: str | os.PathLike[str], *, what: str, schema: str, schem
     if not isinstance(document, dict):
         raise InputError(f"{target} is not a {what}: the top level is a {type(document).__name__}", hint=hint)
     version = document.get("schema_version")
+    upgrade = (upgrades or {}).get(version.split(".")[0]) if isinstance(version, str) else None
+    if upgrade is not None:
+        try:
+            document, version = upgrade(document), schema_version
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InputError(f"{target} is not a tpudoctor {what}: {type(exc).__name__}: {exc}", hint=hint) from None
     if not isinstance(version, str) or version.split(".")[0] != schema_version.split(".")[0]:
         raise InputError(f"{what} {target} has schema_version {version!r}; this tpudoctor reads {schema_version}",
                          hint=f"make the {what} again with this version of tpudoctor")
@@ -66,10 +77,10 @@ def read_document(path: str | os.PathLike[str], *, what: str, schema: str, schem
 
 def load_check_report(path: str | os.PathLike[str]):
     """The ``Report`` saved at ``path``; ``InputError`` for anything that is not a valid check report."""
-    from tpudoctor.findings import SCHEMA_VERSION, Report
+    from tpudoctor.findings import SCHEMA_VERSION, Report, upgrade_check_report_v1
 
     document = read_document(path, what="check report", schema="check_report", schema_version=SCHEMA_VERSION,
-                             hint=HINT)
+                             hint=HINT, upgrades={"1": upgrade_check_report_v1})
     try:
         return Report.from_dict(document)
     except (KeyError, TypeError, ValueError) as exc:  # the schema is looser than the model in a few places

@@ -7,6 +7,7 @@ cause shows as one red line) and the whole-run deadline.
 
 from __future__ import annotations
 
+import datetime as _dt
 import socket
 import threading
 import time
@@ -25,6 +26,7 @@ from tpudoctor.facts import (
     Unavailable,
 )
 from tpudoctor.findings import CheckResult, Report, Severity, Status, Step
+from tpudoctor.pod.environment import worker_environment
 from tpudoctor.provider import FactProvider
 from tpudoctor.registry import Registry
 
@@ -148,8 +150,9 @@ class FactStore:
                     box["error"] = f"{type(exc).__name__}: {exc}"
 
             thread = threading.Thread(target=target, daemon=True, name=f"facts-{cls.name}")
+            started = time.monotonic()  # before start(): a busy machine may run the thread first
             thread.start()
-            threads.append((cls, thread, box, time.monotonic()))
+            threads.append((cls, thread, box, started))
         for cls, thread, box, started in threads:
             budget = min(cls.timeout_s, self._ctx.remaining_s())
             thread.join(max(0.0, budget - (time.monotonic() - started)))
@@ -192,6 +195,7 @@ class Runner:
 
     def run(self, check_classes: Iterable[type[Check]]) -> Report:
         started = time.monotonic()
+        started_at = _dt.datetime.now(_dt.timezone.utc)  # the wall clock when the run began: merges compare it
         classes = sorted(check_classes, key=lambda c: int(c.step))
         by_step: dict[Step, list[type[Check]]] = {}
         for cls in classes:
@@ -214,6 +218,8 @@ class Runner:
             target=self.ctx.target,
             host=socket.gethostname(),
             tool_version=__version__,
+            environment=worker_environment(self.store.facts, self.ctx.target),
+            started_at=started_at,
         )
         report.duration_s = time.monotonic() - started
         return report
@@ -234,8 +240,8 @@ class Runner:
         check = cls()
         blocker = self._blocker(cls, results, selected)
         if blocker is not None:
-            why = f"blocked by {blocker.check_id} ({blocker.status.value})"
-            evidence = {"blocked_by": blocker.check_id}
+            why = f"blocked by {blocker.id} ({blocker.status.value})"
+            evidence = {"blocked_by": blocker.id}
             if blocker.status is Status.SKIP:
                 # Name the first reason in the chain once, not "blocked by A: blocked by B: ...".
                 root_reason = blocker.evidence.get("root_skip_reason") or blocker.skip_reason
@@ -275,7 +281,7 @@ def evaluate_check(check: Check, facts: Facts) -> CheckResult:
     except FactGatherError as exc:
         ge = exc.gather_error
         return _error(check, str(exc), {"fact": exc.key, "provider": ge.provider, "timed_out": ge.timed_out})
-    if not isinstance(result, CheckResult) or result.check_id != check.id:
+    if not isinstance(result, CheckResult) or result.id != check.id:
         return _error(check, f"check returned {type(result).__name__}, not its own CheckResult", {})
     return result
 

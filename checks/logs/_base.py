@@ -33,7 +33,7 @@ class _LogDiagnosisCheck(Check):
             base["truncated_at_entries"] = scan.get("entries")  # only the oldest entries were read
         if not diagnoses:
             return self.passed(
-                f"no known failure signature in {base['lines_scanned']:,} {self.what} line(s) "
+                f"nothing fatal and no known failure in {base['lines_scanned']:,} {self.what} line(s) "
                 f"from {len(sources)} source(s)", evidence=base)
         top, rest = diagnoses[0], diagnoses[1:]
         repeat = f", {top.count} times" if top.count > 1 else ""

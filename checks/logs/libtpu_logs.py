@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from tpudoctor.check import Example
 from tpudoctor.checks.logs._base import _LogDiagnosisCheck
-from tpudoctor.checks.logs._examples import healthy_scan, scan_with
+from tpudoctor.checks.logs._examples import built_on_first_use, healthy_scan, scan_with
 from tpudoctor.findings import Severity, Status
 
 
@@ -18,9 +18,9 @@ class LibtpuLogsDiagnosis(_LogDiagnosisCheck):
     timeout_s = 30.0
     docs = "https://cloud.google.com/tpu/docs/troubleshooting/trouble-tf#debug_logs"
     what = "libtpu log"
-    examples = (
+    examples = built_on_first_use(lambda: (
         Example("healthy libtpu log", {"logs.libtpu": healthy_scan()}, Status.PASS),
         Example("TPU held by another process", {"logs.libtpu": scan_with(
             "E0501 10:00:01.000000 42 tpu_driver.cc:9] The TPU is already in use by process with pid 4242. "
             "Not attempting to load libtpu.so in this process.")}, Status.FAIL),
-    )
+    ))

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from tpudoctor.check import Example
 from tpudoctor.checks.logs._base import _LogDiagnosisCheck
-from tpudoctor.checks.logs._examples import healthy_scan, scan_with
+from tpudoctor.checks.logs._examples import built_on_first_use, healthy_scan, scan_with
 from tpudoctor.findings import Severity, Status
 
 _OOM_LINE = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. "
@@ -24,7 +24,7 @@ class UserLogFilesDiagnosis(_LogDiagnosisCheck):
     timeout_s = 30.0
     docs = "https://cloud.google.com/tpu/docs/troubleshooting/troubleshooting"
     what = "log"
-    examples = (
+    examples = built_on_first_use(lambda: (
         Example("healthy training log", {"logs.user_files": healthy_scan()}, Status.PASS),
         Example("compile-time HBM OOM", {"logs.user_files": scan_with(_OOM_LINE)}, Status.FAIL),
         Example("only a warning", {"logs.user_files": scan_with(
@@ -33,4 +33,7 @@ class UserLogFilesDiagnosis(_LogDiagnosisCheck):
             "logs.user_files": scan_with("E0501 10:00:01.000000 42 rpc.cc:9] Unavailable: Socket closed"),
             "tpu.node": {"state": "PREEMPTED", "health": None, "symptoms": []},
         }, Status.FAIL),
-    )
+        Example("a crash no signature knows", {"logs.user_files": scan_with(
+            "Traceback (most recent call last):", '  File "/home/me/data.py", line 91, in collate',
+            "KeyError: 'input_ids'")}, Status.WARN),
+    ))

@@ -11,7 +11,7 @@ from mutations import damaged, time_bound
 from tpudoctor.findings import Status
 from tpudoctor.logdiag import Diagnosis, diagnose_lines, diagnose_text
 
-LOGS = sorted((Path(__file__).resolve().parents[1] / "data" / "logs").glob("*.log"))
+LOGS = sorted((Path(__file__).resolve().parents[1] / "data" / "logs").rglob("*.log"))  # real/ included
 CORPUS = [p.read_bytes() for p in LOGS]
 TRACEBACK = "Traceback (most recent call last):\n" + "".join(
     f'  File "/usr/lib/python3/site-packages/jax/_src/f{i}.py", line {i}, in f{i}\n    f{i + 1}()\n' for i in range(3000)

@@ -63,9 +63,25 @@ def _load_baseline(path):
     return load_baseline(path)
 
 
-# Every saved-document reader goes through tpudoctor.report_file.read_document; each is fuzzed here.
+def _load_worker_report(path):
+    from tpudoctor.pod.documents import report_from_bytes
+
+    return report_from_bytes(path.read_bytes(), str(path))[0]
+
+
+def _load_worker_output(path):
+    """A worker's stdout during a fan-out: whatever it printed, the report is found or the worker named."""
+    from tpudoctor.pod.documents import report_from_output
+
+    return report_from_output(path.read_bytes().decode("utf-8", errors="replace"), str(path))[0]
+
+
+# Every saved-document reader goes through tpudoctor.report_file.read_document (the per-worker readers of
+# merge and fan-out validate against the same schema); each is fuzzed here.
 READERS = {
     "check report": (load_check_report, Report),
+    "worker report (merge)": (_load_worker_report, Report),
+    "worker output (fan-out)": (_load_worker_output, Report),
     "bench baseline": (_load_baseline, dict),
     "profile report": (_load_profile_report, dict),
 }

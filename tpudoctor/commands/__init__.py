@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
-from tpudoctor.commands import bench_cmd, check_cmd, compare_cmd, list_checks_cmd, profile_cmd
+from tpudoctor.commands import (
+    bench_cmd,
+    check_cmd,
+    compare_cmd,
+    explain_cmd,
+    list_checks_cmd,
+    merge_cmd,
+    profile_cmd,
+)
 
-COMMANDS = [check_cmd, list_checks_cmd, profile_cmd, compare_cmd, bench_cmd]
+COMMANDS = [check_cmd, list_checks_cmd, profile_cmd, compare_cmd, bench_cmd, merge_cmd, explain_cmd]

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from tpudoctor.commands.common import add_output_flags, add_target_flags, chosen_format
+from tpudoctor.commands.pod_check import add_pod_flags, wants_fanout
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.reference_models import (
     MODEL_NAMES as REFERENCE_MODEL_NAMES,  # names only; no framework import
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None, help="lowest status that exits 1 (default: fail)")
     gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks")
     add_output_flags(parser)
+    add_pod_flags(parser)
     parser.add_argument("--redact", action="store_true",
                         help="replace project ids, service-account e-mails, IPs, bucket and host names before sharing")
     parser.set_defaults(handler=run)
@@ -52,7 +54,6 @@ def run(args: argparse.Namespace) -> ExitCode:
     from tpudoctor.context import CheckOptions, RunContext
     from tpudoctor.errors import UsageError
     from tpudoctor.findings import Target
-    from tpudoctor.output import write_text
     from tpudoctor.progress import progress
     from tpudoctor.registry import load_registry
     from tpudoctor.reports import render_check_report
@@ -84,6 +85,11 @@ def run(args: argparse.Namespace) -> ExitCode:
     fmt = chosen_format(args) if args.format or not settings.get("format") else settings["format"]
     fail_on = args.fail_on or settings.get("fail_on") or "fail"
 
+    if wants_fanout(args):
+        from tpudoctor.commands.pod_check import run_fanout
+
+        return run_fanout(args, target, fmt=fmt, fail_on=fail_on)
+
     registry = load_registry()
     selected = registry.check_classes()
     if args.ids:
@@ -105,8 +111,22 @@ def run(args: argparse.Namespace) -> ExitCode:
     shown = Report.from_dict(sanitize_report_dict(report.to_dict(), redact=args.redact))
     shown.duration_s = report.duration_s
     text = render_check_report(shown, fmt, verbose=args.verbose, color=_color_wanted(args))
-    write_text(args.output, text)
+    _write_report(args, report, text, fmt, options.api_timeout_s)
     return exit_code_for(report, fail_on=fail_on, exit_zero=args.exit_zero)
+
+
+def _write_report(args: argparse.Namespace, report, text: str, fmt: str, api_timeout_s: float) -> None:
+    """``-o`` may name this worker's slot in a pod-wide place: ``gs://bucket/run/{worker}.json``."""
+    from tpudoctor.output import write_text
+    from tpudoctor.pod.report_store import fill_placeholders, has_placeholder, write_report
+
+    path = args.output
+    if has_placeholder(path):
+        path = fill_placeholders(path, report)
+    if path and path.startswith("gs://"):
+        write_report(path, text, fmt=fmt, api_timeout_s=api_timeout_s)
+    else:
+        write_text(path, text)
 
 
 def _check_log_files(paths: list[str]) -> None:

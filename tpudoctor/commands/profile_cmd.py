@@ -1,7 +1,7 @@
 """``tpudoctor profile``: take a profile from a running job (``capture``) and read one (``analyze``).
 
-Layers: ``tpudoctor.profile.load`` parses, ``tpudoctor.profile.summary`` (and the analyses
-registered in ``ANALYSES``) compute data, ``tpudoctor.reports.profile_<format>`` renders.
+Layers: ``tpudoctor.profile.analyze`` parses and analyses (the library pipeline, per-host map then
+combine) into a ``ProfileReport``; ``tpudoctor.reports.profile_<format>`` renders it.
 """
 
 from __future__ import annotations
@@ -9,25 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
 
 from tpudoctor.exitcodes import ExitCode
 
 PROFILE_FORMATS = ("text", "json", "markdown", "html")
-
-# name -> function(capture) returning a dataclass/dict with units in its keys; added by the
-# analyses (issue 7) and rendered by every format.
-ANALYSES: dict[str, Callable[[Any], Any]] = {}
-
-
-def _diagnosis(capture: Any) -> Any:
-    from tpudoctor.profile.analysis import analyze
-
-    return analyze(capture).to_dict()  # the JSON-ready document every format renders
-
-
-ANALYSES["diagnosis"] = _diagnosis  # steps, input/idle, host ops, recompilation, verdict (issue 7)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,7 +37,7 @@ def _register_analyze(commands: argparse._SubParsersAction) -> None:
         "analyze",
         help="why is my TPU job slow: verdict, step breakdown, input, host ops, recompilation",
         description="Load a capture (a .xplane.pb, a run directory or a logdir, local or gs://) and report on it: "
-                    "a one-line verdict (input-bound, host-bound, compile-bound, communication-bound, device-bound or unknown), "
+                    "a one-line verdict (input-bound, host-bound, compile-bound, device-bound or unknown), "
                     "findings with evidence and fixes, the step-time breakdown and top tables.",
     )
     parser.add_argument("path", metavar="PATH", help="a .xplane.pb file, a run directory, or a logdir (local or gs://)")
@@ -74,7 +59,7 @@ def run_analyze(args: argparse.Namespace) -> ExitCode:
     started = time.monotonic()
     with progress("Reading profile") as update:
         update(args.path)
-        report = build_report(args.path, run=args.run)
+        report = build_report(args.path, run=args.run, on_progress=update)
     report.duration_s = time.monotonic() - started
     text = render(report, fmt, color=args.output in (None, "-") and sys.stdout.isatty() and not args.redact)
     if args.redact:
@@ -85,18 +70,11 @@ def run_analyze(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
-def build_report(path: str, *, run: str | None = None):
-    """Load the capture and run the summary and every registered analysis (data only)."""
-    import tpudoctor.profile
-    from tpudoctor.profile.report import ProfileReport
-    from tpudoctor.profile.summary import summarize
-    from tpudoctor.profile.xspace import ANALYSIS_STAT_COLUMNS
+def build_report(path: str, *, run: str | None = None, on_progress=None):
+    """The library pipeline's ``ProfileReport`` (data only)."""
+    from tpudoctor.profile.pipeline import analyze
 
-    capture = tpudoctor.profile.load(path, run=run, stats=ANALYSIS_STAT_COLUMNS)  # only the stats analyses read
-    report = ProfileReport(summary=summarize(capture))
-    for name, analysis in ANALYSES.items():
-        report.analyses[name] = analysis(capture)
-    return report
+    return analyze(path, run=run, on_progress=on_progress)
 
 
 def render(report, fmt: str, *, color: bool = False) -> str:

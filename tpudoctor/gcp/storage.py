@@ -82,3 +82,27 @@ class StorageApi:
     def delete_object(self, bucket: str, name: str) -> None:
         blob = self._client.bucket(bucket).blob(name)
         self._call(lambda: blob.delete(timeout=self.timeout_s, retry=None), "storage.objects.delete")
+
+    def list_objects_with_times(self, bucket: str, prefix: str, *, limit: int) -> tuple[list[dict[str, Any]], bool]:
+        """Like ``list_objects``, with each object's creation time (the server's clock) as ``created``."""
+
+        def fetch() -> tuple[list[dict[str, Any]], bool]:
+            blobs = self._client.list_blobs(bucket, prefix=prefix or None, max_results=limit + 1,
+                                            timeout=self.timeout_s, retry=None)
+            found = [{"name": blob.name, "size_bytes": int(blob.size or 0), "created": blob.time_created}
+                     for blob in blobs]
+            return found[:limit], len(found) > limit
+
+        return self._call(fetch, "storage.objects.list")
+
+    def read_object(self, bucket: str, name: str) -> bytes:
+        blob = self._client.bucket(bucket).blob(name)
+        return self._call(lambda: blob.download_as_bytes(timeout=self.timeout_s, retry=None),
+                          "storage.objects.get")
+
+    def put_text(self, bucket: str, name: str, text: str, content_type: str) -> None:
+        """Write (or replace) one object: only for a destination the user named (``-o gs://...``)."""
+        blob = self._client.bucket(bucket).blob(name)
+        self._call(lambda: blob.upload_from_string(text.encode("utf-8"), content_type=content_type,
+                                                   timeout=self.timeout_s, retry=None),
+                   "storage.objects.create")

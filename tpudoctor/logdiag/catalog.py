@@ -20,6 +20,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from tpudoctor.findings import Remediation, Severity
+from tpudoctor.logdiag.parsers import PARSERS
 
 CATALOG_FILE = "catalog.toml"
 _VALUE_TYPES = ("bytes", "int", "float", "str")
@@ -35,6 +36,8 @@ class Extractor:
     name: str
     regex: re.Pattern[str]
     type: str
+    keyword: str | None = None
+    """A literal the text must hold for the regex to match (pre-filter); context values only."""
 
     def extract(self, text: str) -> Any:
         match = self.regex.search(text)
@@ -73,13 +76,30 @@ class Signature:
     wrapper: bool = False
     """A generic wrapper message: dropped when a specific signature matches the same event."""
     suppress_when_equal: tuple[str, ...] = ()
+    fallback: bool = False
+    """Matched only where no other signature matched (a crash nothing in the catalog explains)."""
+    parsers: tuple[str, ...] = ()
+    """Named evidence parsers (``parsers.PARSERS``) for what one regex cannot pull."""
+    folded: tuple[bool, ...] = ()
+    """Per ``any`` pattern: case-insensitive, so its keyword is looked up in the lower-cased text."""
+    context: tuple[str, ...] = ()
+    """Names of catalog ``context`` values (seen earlier in the log) that join this finding's evidence."""
 
-    def first_match(self, text: str) -> re.Match[str] | None:
-        """The earliest ``any`` match in ``text`` when every ``all`` pattern is present too."""
+    def first_match(self, text: str, folded: str | None = None) -> re.Match[str] | None:
+        """The earliest ``any`` match in ``text`` when every ``all`` pattern is present too.
+
+        ``folded`` is ``text.lower()`` when the caller has it (keywords of case-insensitive
+        patterns are lower case and are looked up there)."""
         best: re.Match[str] | None = None
-        for keyword, pattern in zip(self.keywords, self.any_patterns, strict=True):
-            if keyword is not None and keyword not in text:
-                continue
+        for keyword, pattern, fold in zip(self.keywords, self.any_patterns, self.folded, strict=True):
+            if keyword is not None:
+                if fold:
+                    if folded is None:
+                        folded = text.lower()
+                    if keyword not in folded:
+                        continue
+                elif keyword not in text:
+                    continue
             match = pattern.search(text)
             if match is not None and (best is None or match.start() < best.start()):
                 best = match
@@ -126,14 +146,29 @@ class Catalog:
     version: int
     signatures: tuple[Signature, ...]
     node_joins: tuple[NodeJoin, ...] = ()
+    contexts: tuple[Extractor, ...] = ()
+    """Values remembered from earlier lines (the coordinator address a worker connected to)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {s.id: s for s in self.signatures})
-        words = {k for s in self.signatures for k in s.keywords if k is not None}
-        object.__setattr__(self, "_keywords", tuple(sorted(words, key=len, reverse=True)))
-        object.__setattr__(
-            self, "_unfiltered", any(k is None for s in self.signatures for k in s.keywords)
-        )
+        exact: set[str] = {c.keyword for c in self.contexts if c.keyword}
+        folded: set[str] = set()
+        unfiltered: list[re.Pattern[str]] = []
+        for sig in self.signatures:
+            for keyword, pattern in zip(sig.keywords, sig.any_patterns, strict=True):
+                if keyword is None:
+                    unfiltered.append(pattern)  # no literal to look for: the regex itself is the filter
+                elif pattern.flags & re.IGNORECASE:  # once per catalog: the enum test is slow
+                    folded.add(keyword)
+                else:
+                    exact.add(keyword)
+        object.__setattr__(self, "_keywords", tuple(sorted(exact, key=len, reverse=True)))
+        object.__setattr__(self, "_folded_keywords", tuple(sorted(folded, key=len, reverse=True)))
+        object.__setattr__(self, "_unfiltered", tuple(unfiltered))
+
+    @property
+    def has_folded_keywords(self) -> bool:
+        return bool(self._folded_keywords)  # type: ignore[attr-defined]
 
     def get(self, signature_id: str) -> Signature:
         return self._by_id[signature_id]  # type: ignore[attr-defined]
@@ -143,9 +178,13 @@ class Catalog:
 
     def may_match(self, line: str) -> bool:
         """Cheap pre-filter: could any signature match a text containing this line?"""
-        if self._unfiltered:  # type: ignore[attr-defined]
+        if any(k in line for k in self._keywords):  # type: ignore[attr-defined]
             return True
-        return any(k in line for k in self._keywords)  # type: ignore[attr-defined]
+        if self._folded_keywords:  # type: ignore[attr-defined]
+            folded = line.lower()
+            if any(k in folded for k in self._folded_keywords):  # type: ignore[attr-defined]
+                return True
+        return any(p.search(line) for p in self._unfiltered)  # type: ignore[attr-defined]
 
 
 _BYTE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
@@ -240,22 +279,19 @@ def _signature(raw: dict[str, Any]) -> Signature:
     any_src = list(raw["any"])
     if not any_src:
         raise CatalogError(f"{where}: 'any' is empty")
-    extractors = []
-    for spec in raw.get("extract", []):
-        if spec.get("type") not in _VALUE_TYPES:
-            raise CatalogError(f"{where}: extract type must be one of {_VALUE_TYPES}")
-        regex = _compile(spec["regex"], where)
-        if regex.groups < 1:
-            raise CatalogError(f"{where}: extract regex for {spec['name']} needs a group")
-        extractors.append(Extractor(spec["name"], regex, spec["type"]))
+    extractors = [_extractor(spec, where) for spec in raw.get("extract", [])]
     fix = raw["fix"]
+    parsers = tuple(raw.get("parsers", ()))
+    unknown_parsers = [p for p in parsers if p not in PARSERS]
+    if unknown_parsers:
+        raise CatalogError(f"{where}: unknown parsers {unknown_parsers} (known: {sorted(PARSERS)})")
     return Signature(
         id=sid,
         title=raw["title"],
         layer=raw["layer"],
         any_patterns=tuple(_compile(p, where) for p in any_src),
         all_patterns=tuple(_compile(p, where) for p in raw.get("all", [])),
-        keywords=tuple(required_literal(p) for p in any_src),
+        keywords=tuple(_keyword(p) for p in any_src),
         priority=int(raw.get("priority", 50)),
         fatal=bool(raw["fatal"]),
         severity=Severity(raw["severity"]),
@@ -268,7 +304,31 @@ def _signature(raw: dict[str, Any]) -> Signature:
         supersedes=tuple(raw.get("supersedes", ())),
         wrapper=bool(raw.get("wrapper", False)),
         suppress_when_equal=tuple(raw.get("suppress_when_equal", ())),
+        fallback=bool(raw.get("fallback", False)),
+        parsers=parsers,
+        folded=tuple(p.startswith("(?i)") for p in any_src),
+        context=tuple(raw.get("context", ())),
     )
+
+
+def _extractor(spec: dict[str, Any], where: str, *, keyed: bool = False) -> Extractor:
+    if spec.get("type") not in _VALUE_TYPES:
+        raise CatalogError(f"{where}: extract type must be one of {_VALUE_TYPES}")
+    regex = _compile(spec["regex"], where)
+    if regex.groups < 1:
+        raise CatalogError(f"{where}: extract regex for {spec['name']} needs a group")
+    keyword = required_literal(spec["regex"]) if keyed else None
+    if keyed and keyword is None:
+        raise CatalogError(f"{where}: context regex for {spec['name']} needs a literal of 4+ characters")
+    return Extractor(spec["name"], regex, spec["type"], keyword)
+
+
+def _keyword(pattern: str) -> str | None:
+    """The pre-filter literal of one pattern; lower case for a case-insensitive ``(?i)`` one."""
+    literal = required_literal(pattern)
+    if literal is not None and pattern.startswith("(?i)"):
+        return literal.lower()
+    return literal
 
 
 def parse_catalog(text: str) -> Catalog:
@@ -303,7 +363,14 @@ def parse_catalog(text: str) -> Catalog:
             remediation=Remediation(fix.get("text", ""), tuple(fix.get("commands", ())), raw.get("docs"))
             if fix else None,
         ))
-    return Catalog(version=data["version"], signatures=signatures, node_joins=tuple(joins))
+    contexts = tuple(_extractor(spec, f"context {spec.get('name')!r}", keyed=True)
+                     for spec in data.get("context", []))
+    names = {c.name for c in contexts}
+    for sig in signatures:
+        unknown = [c for c in sig.context if c not in names]
+        if unknown:
+            raise CatalogError(f"signature {sig.id!r} names unknown context values {unknown}")
+    return Catalog(version=data["version"], signatures=signatures, node_joins=tuple(joins), contexts=contexts)
 
 
 @cache

@@ -18,6 +18,7 @@ from typing import Any
 from tpudoctor.findings import Remediation, Severity, Status
 from tpudoctor.logdiag.catalog import Catalog, Signature, load_catalog
 from tpudoctor.logdiag.events import LogEvent, bounded_lines, group_events
+from tpudoctor.logdiag.parsers import PARSERS
 
 EXCERPT_LINES = 8
 BATCH_LINES = 4096
@@ -105,6 +106,7 @@ class Diagnoser:
     def __init__(self, catalog: Catalog | None = None):
         self.catalog = catalog or load_catalog()
         self._found: dict[str, Diagnosis] = {}
+        self._context: dict[str, Any] = {}  # latest value of each catalog context (bounded: one per name)
         self._sequence = 0
         self.events_scanned = 0
         self.lines_scanned = 0
@@ -125,12 +127,12 @@ class Diagnoser:
             for line in lines:
                 batch.append(line)
                 if len(batch) == BATCH_LINES:
-                    if self.catalog.may_match("".join(batch)):
+                    if self.catalog.may_match("\n".join(batch)):
                         hot.append((first, first + len(batch) - 1))
                     yield from batch
                     first += len(batch)
                     batch = []
-            if batch and self.catalog.may_match("".join(batch)):
+            if batch and self.catalog.may_match("\n".join(batch)):
                 hot.append((first, first + len(batch) - 1))
             yield from batch
 
@@ -147,15 +149,26 @@ class Diagnoser:
         if not candidate:
             return
         text = event.text
+        for context in self.catalog.contexts:
+            if context.keyword in text and (value := context.extract(text)) is not None:
+                self._context[context.name] = value
         for signature, offset in self._matches(text):
             self._record(signature, event, text, offset, source)
 
     def _matches(self, text: str) -> list[tuple[Signature, int]]:
         hits: list[tuple[Signature, int]] = []
+        folded = text.lower() if self.catalog.has_folded_keywords else None
         for signature in self.catalog.signatures:
-            match = signature.first_match(text)
+            if signature.fallback:
+                continue
+            match = signature.first_match(text, folded)
             if match is not None:
                 hits.append((signature, match.start()))
+        if not hits:  # nothing known: is it a crash all the same?
+            for signature in self.catalog.signatures:
+                if signature.fallback and (match := signature.first_match(text, folded)) is not None:
+                    return [(signature, match.start())]
+            return hits
         if len(hits) > 1:
             superseded = {sid for sig, _ in hits for sid in sig.supersedes}
             specific = [h for h in hits if not h[0].wrapper]
@@ -167,6 +180,12 @@ class Diagnoser:
 
     def _record(self, signature: Signature, event: LogEvent, text: str, offset: int, source: str) -> None:
         evidence = signature.evidence(text)
+        for name in signature.parsers:
+            for key, value in PARSERS[name](text, offset).items():
+                evidence.setdefault(key, value)
+        for name in signature.context:
+            if name in self._context:
+                evidence.setdefault(name, self._context[name])
         pair = signature.suppress_when_equal
         if pair and all(k in evidence for k in pair) and len({evidence[k] for k in pair}) == 1:
             return
@@ -183,7 +202,7 @@ class Diagnoser:
         self._found[signature.id] = Diagnosis(
             signature_id=signature.id,
             title=signature.title,
-            cause=signature.cause,
+            cause=_filled_text(signature.cause, evidence),
             status=Status.FAIL if signature.fatal else Status.WARN,
             severity=signature.severity,
             evidence=evidence,
@@ -206,9 +225,13 @@ class Diagnoser:
         it is the timestamp when every finding has one, since the files were fed one by one.
         """
         found = list(self._found.values())
+        fallback = {s.id for s in self.catalog.signatures if s.fallback}
+        if any(d.fatal for d in found):  # a known root cause: an unrecognised crash is its consequence
+            found = [d for d in found if d.signature_id not in fallback]
         keys = {id(d): time_key(d.first_timestamp) for d in found}
         by_time = len({d.source for d in found}) > 1 and all(keys.values())
-        return sorted(found, key=lambda d: (not d.fatal, keys[id(d)] if by_time else "", d.order))
+        return sorted(found, key=lambda d: (not d.fatal, d.signature_id not in fallback,
+                                            keys[id(d)] if by_time else "", d.order))
 
 
 _ISO_TIME = re.compile(r"^\d{4}-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
@@ -229,6 +252,14 @@ def time_key(timestamp: str | None) -> str | None:
 class _Placeholders(dict):
     def __missing__(self, key: str) -> str:
         return f"<{key.upper()}>"
+
+
+def _filled_text(text: str, evidence: Mapping[str, Any]) -> str:
+    """A cause with the values from the log put in (``{failure}`` -> the failing line)."""
+    if "{" not in text:
+        return text
+    values = _Placeholders({k: v for k, v in evidence.items() if isinstance(v, (str, int, float))})
+    return text.format_map(values)
 
 
 def _filled(fix: Remediation, evidence: Mapping[str, Any]) -> Remediation:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 MAX_HEAD_LINES = 120
 MAX_TAIL_LINES = 40
 MAX_LINE_CHARS = 4000
-MAX_MESSAGE_LINES = 60
+MAX_MESSAGE_LINES = 150
 """Unprefixed lines after a traceback's exception line, or after a prefixed record, that still
 belong to its message."""
 
@@ -47,6 +47,8 @@ RECORD_START = re.compile(
       | \[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?[:\s]   # Python logging, absl
       | [A-Z][a-z]{2}\ +\d+\ \d\d:\d\d:\d\d           # syslog: Nov 29 20:15:01
       | Traceback\ \(most\ recent\ call\ last\)
+      | \*\*\*\ SIG[A-Z]+\b                           # absl failure signal handler: *** SIGSEGV ... stack trace: ***
+      | Fatal\ Python\ error:                         # faulthandler
     )""",
     re.VERBOSE,
 )
@@ -54,6 +56,9 @@ TIMESTAMP = re.compile(
     r"^\[?(?:[IWEF](\d{4}\s+\d\d:\d\d:\d\d\.\d+)|(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?))"
 )
 TRACEBACK_START = "Traceback (most recent call last):"
+# A bare exception line outside a traceback (``...errors_impl.UnavailableError: ...``): the unprefixed
+# lines after it (an XLA memory report, a gRPC error block) are its message, as after a prefixed record.
+EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b")
 _CHAIN_MARKERS = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -149,7 +154,8 @@ def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEv
             continue
         starts_record = line[:1].isspace() is False and RECORD_START.match(line) is not None
         if current is None:
-            current = _Builder(line, line_no, in_traceback=False, prefixed=starts_record)
+            current = _Builder(line, line_no, in_traceback=False,
+                               prefixed=starts_record or EXCEPTION_LINE.match(line) is not None)
             is_traceback = False
             continue
         if is_traceback:
@@ -173,7 +179,8 @@ def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEv
             current.add(line, line_no)
             continue
         yield current.finish()
-        current = _Builder(line, line_no, in_traceback=False, prefixed=starts_record)
+        current = _Builder(line, line_no, in_traceback=False,
+                           prefixed=starts_record or EXCEPTION_LINE.match(line) is not None)
         is_traceback = False
     if current is not None:
         yield current.finish()

@@ -1,6 +1,11 @@
-"""Profile captures (XSpace ``.xplane.pb``): take them, and load them as pandas DataFrames.
+"""Profile captures (XSpace ``.xplane.pb``): take them, analyse them, and load them as pandas DataFrames.
 
     import tpudoctor.profile
+    report = tpudoctor.profile.analyze("gs://bucket/logdir")        # ProfileReport: verdict, findings...
+    report.verdict, report.findings, report.to_dict()                # to_dict(): the JSON document
+    result = tpudoctor.profile.analyze_host("h0.xplane.pb")          # the per-host map: a small HostResult
+    report = tpudoctor.profile.combine([result, ...])                # ... and the combine step
+
     capture = tpudoctor.profile.load("gs://bucket/logdir")           # newest run, all hosts
     host = next(iter(capture.hosts.values()))
     host.planes; host.lines; host.event_metadata
@@ -52,12 +57,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tpudoctor.profile.capture import ProfileCapture, load
+    from tpudoctor.profile.host_result import HostResult
+    from tpudoctor.profile.pipeline import analyze, analyze_host, combine
+    from tpudoctor.profile.report import ProfileReport
     from tpudoctor.profile.tracing import trace
     from tpudoctor.profile.xspace import CORE_STAT_COLUMNS, EVENT_STAT_COLUMNS, HostProfile
 
-__all__ = ["CORE_STAT_COLUMNS", "EVENT_STAT_COLUMNS", "HostProfile", "ProfileCapture", "load", "trace"]
+__all__ = ["CORE_STAT_COLUMNS", "EVENT_STAT_COLUMNS", "HostProfile", "HostResult", "ProfileCapture", "ProfileReport",
+           "analyze", "analyze_host", "combine", "load", "trace"]
 
 _EXPORTS = {
+    "analyze": "tpudoctor.profile.pipeline",
+    "analyze_host": "tpudoctor.profile.pipeline",
+    "combine": "tpudoctor.profile.pipeline",
+    "ProfileReport": "tpudoctor.profile.report",
+    "HostResult": "tpudoctor.profile.host_result",
     "load": "tpudoctor.profile.capture",
     "ProfileCapture": "tpudoctor.profile.capture",
     "HostProfile": "tpudoctor.profile.xspace",

@@ -50,7 +50,7 @@ def load(path: str | os.PathLike[str], *, run: str | None = None, max_workers: i
     failed: dict[str, str] = {}
     if len(resolved.hosts) == 1:
         only = resolved.hosts[0]
-        hosts[only.hostname] = _load_host(only, extra_stats, stats)
+        hosts[only.hostname] = load_host(only, extra_stats, stats)
     else:
         for host_file, result in _load_parallel(resolved.hosts, max_workers, extra_stats, stats):
             if isinstance(result, HostProfile):
@@ -69,8 +69,10 @@ def load(path: str | os.PathLike[str], *, run: str | None = None, max_workers: i
     return capture
 
 
-def _load_host(host_file: HostFile, extra_stats: dict[str, str] | None,
-               stats: dict[str, str] | None = None) -> HostProfile:
+def load_host(host_file: HostFile, extra_stats: dict[str, str] | None = None,
+              stats: dict[str, str] | None = None) -> HostProfile:
+    """One host file, read and decoded (``InputError`` when it cannot be). A large local file is
+    read plane by plane (``xspace.decode_host_file``)."""
     if not host_file.location.startswith("gs://"):
         from tpudoctor.profile.memory import ensure_memory_for
 
@@ -91,7 +93,7 @@ def _load_host_or_message(host_file: HostFile, extra_stats: dict[str, str] | Non
     if environment:  # a forkserver child keeps the environment of its server's start, not ours
         os.environ.update(environment)
     try:
-        return _load_host(host_file, extra_stats, stats)
+        return load_host(host_file, extra_stats, stats)
     except InputError as exc:
         return exc.message + (f" ({exc.hint})" if exc.hint else "")
     except Exception as exc:  # noqa: BLE001 - one broken host must not take the others down

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from tpudoctor.errors import UsageError
@@ -28,27 +29,34 @@ def parse_percent(text: str) -> float:
         value = float(str(text).strip().rstrip("%"))
     except ValueError:
         raise UsageError(f"--fail-on-regression wants a percentage such as 5% (got {text!r})") from None
-    if value < 0:
-        raise UsageError("--fail-on-regression must not be negative")
+    if not math.isfinite(value) or value < 0:
+        # nan compares false with everything: a nan threshold would turn the gate silently off
+        raise UsageError(f"--fail-on-regression must be a finite, non-negative percentage such as 5% (got {text!r})")
     return value
 
 
 def load_document(path: str) -> dict:
-    """A report JSON as written by ``profile analyze --format json``, or a capture analysed now."""
+    """A report JSON as written by ``profile analyze --format json`` (2.x, or 1.x upgraded), or the
+    document of a capture analysed now by the library pipeline."""
     p = Path(path)
     if p.is_file() and p.suffix == ".json":
+        from tpudoctor.profile.document import upgrade_profile_report_v1
         from tpudoctor.profile.report import SCHEMA_VERSION
         from tpudoctor.report_file import read_document
 
         return read_document(p, what="profile report", schema="profile_diagnosis", schema_version=SCHEMA_VERSION,
-                             hint="make one with: tpudoctor profile analyze CAPTURE --format json -o report.json")
-    from tpudoctor.commands.profile_cmd import build_report
-    from tpudoctor.reports.profile_json import report_document
+                             hint="make one with: tpudoctor profile analyze CAPTURE --format json -o report.json",
+                             upgrades={"1": upgrade_profile_report_v1})
+    from tpudoctor.profile.pipeline import analyze
 
-    return report_document(build_report(path))
+    return analyze(path).to_dict()
 
 
-def compare(a: dict, b: dict, *, threshold_percent: float | None = None) -> dict:
+def compare(a, b, *, threshold_percent: float | None = None) -> dict:
+    """KPI and top-op deltas of candidate ``b`` against baseline ``a`` (each a ``ProfileReport`` or
+    its document)."""
+    a = a if isinstance(a, dict) else a.to_dict()
+    b = b if isinstance(b, dict) else b.to_dict()
     rows = []
     regressed_by = []
     for key, (lower_better, unit) in KPIS.items():

@@ -1,7 +1,7 @@
-"""The document ``tpudoctor profile analyze`` renders: the capture summary plus analysis results.
+"""``ProfileReport``: what ``tpudoctor.profile.analyze`` returns and every consumer reads.
 
-Analyses add themselves to ``ProfileReport.analyses`` (name -> a dataclass/dict with units in
-its keys); renderers in ``tpudoctor.reports.profile_*`` only format this document.
+The CLI, ``compare`` and every renderer take this object; its JSON document is built in one place,
+``tpudoctor.profile.document`` (``ProfileReport.to_dict``).
 """
 
 from __future__ import annotations
@@ -9,32 +9,87 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tpudoctor import __version__
+from tpudoctor.findings import Finding, Scope, Status
+from tpudoctor.profile.host_result import HostResult
 from tpudoctor.profile.summary import CaptureSummary
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "2.0"
+"""2.0: findings are ``tpudoctor.findings.Finding`` documents (id, kind, status, severity, scope...),
+the breakdown has a ``host_offload`` part; 1.x documents are upgraded on reading."""
 
 
 @dataclasses.dataclass
 class ProfileReport:
-    summary: CaptureSummary
+    """A capture's analysis, all hosts combined.
+
+    ``hosts``: host name -> ``HostResult`` (the map's output). ``results``: host -> every rule's
+    result on that host (PASS included). ``verdicts``: host -> (verdict, reason). ``rules``: rule id
+    -> rule class that ran. ``analyses``: extra named sections added after the combine (plain
+    JSON-ready data), rendered into the document's ``analyses``."""
+
+    source: str
+    run: str | None
+    hosts: dict[str, HostResult]
+    results: dict[str, list[Finding]]
+    verdicts: dict[str, tuple[str, str]]
+    rules: dict[str, type] = dataclasses.field(default_factory=dict)
+    runs_available: list[str] = dataclasses.field(default_factory=list)
+    time_origin_ns: int = 0
+    straggler: str | None = None
+    straggler_slowdown_percent: float | None = None
+    cross_host: Any = None  # ``analysis.cross_host.CrossHostAnalysis`` of a multi-host capture
+    failed_hosts: dict[str, str] = dataclasses.field(default_factory=dict)
+    notes: list[str] = dataclasses.field(default_factory=list)
     analyses: dict[str, Any] = dataclasses.field(default_factory=dict)
     duration_s: float = 0.0  # time to load and analyse
 
+    @property
+    def primary_host(self) -> str:
+        """The host the headline speaks for: the straggler when there is one, else the first host."""
+        return self.straggler if self.straggler in self.hosts else next(iter(self.hosts))
+
+    @property
+    def primary(self) -> HostResult:
+        return self.hosts[self.primary_host]
+
+    @property
+    def verdict(self) -> str:
+        return self.verdicts[self.primary_host][0]
+
+    @property
+    def verdict_reason(self) -> str:
+        return self.verdicts[self.primary_host][1]
+
+    @property
+    def findings(self) -> list[Finding]:
+        """The primary host's findings that fired, the ones explaining the verdict first; each one's
+        scope lists every host where that rule fired."""
+        from tpudoctor.profile.verdict import order_findings
+
+        where: dict[str, Scope] = {}
+        for host_results in self.results.values():
+            for r in host_results:
+                if r.status is not Status.PASS:
+                    where[r.id] = where.get(r.id, Scope()).union(r.scope)
+        mine = [dataclasses.replace(r, scope=where[r.id]) for r in self.results[self.primary_host]
+                if r.status is not Status.PASS]
+        return order_findings(mine, self.verdict, self.rules)
+
+    def fired_ids(self, host: str) -> list[str]:
+        return [r.id for r in self.results.get(host, []) if r.status is not Status.PASS]
+
+    @property
+    def summary(self) -> CaptureSummary:
+        """What the capture holds, host by host (the text report's plane tables)."""
+        summaries = [h.summary for h in self.hosts.values() if h.summary is not None]
+        return CaptureSummary(
+            source=self.source, run=self.run, runs_available=list(self.runs_available),
+            time_origin_ns=self.time_origin_ns, n_hosts=len(summaries), n_events=sum(s.n_events for s in summaries),
+            device_kinds=sorted({s.device_kind for s in summaries}), hosts=summaries,
+            failed_hosts=dict(self.failed_hosts), notes=list(self.notes))
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "kind": "profile",
-            "tool": {"name": "tpudoctor", "version": __version__},
-            "duration_s": round(self.duration_s, 3),
-            "summary": self.summary.to_dict(),
-            "analyses": {name: _plain(value) for name, value in self.analyses.items()},
-        }
+        """The JSON document (schema ``profile_report`` and ``profile_diagnosis``, version 2.x)."""
+        from tpudoctor.profile.document import profile_document
 
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    return value
+        return profile_document(self)

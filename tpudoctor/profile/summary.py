@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from tpudoctor.profile.capture import ProfileCapture
-from tpudoctor.profile.xspace import HostProfile
+if TYPE_CHECKING:  # the data classes here travel without the loader (renderers import them)
+    from tpudoctor.profile.capture import ProfileCapture
+    from tpudoctor.profile.xspace import HostProfile
 
 
 @dataclasses.dataclass
@@ -64,6 +64,16 @@ class CaptureSummary:
         return dataclasses.asdict(self)
 
 
+def shifted(host: HostSummary, offset_ps: int) -> HostSummary:
+    """The summary with its plane times moved by ``offset_ps`` (onto another time origin)."""
+    if not offset_ps:
+        return host
+    planes = [dataclasses.replace(
+        p, first_start_ps=None if p.first_start_ps is None else p.first_start_ps + offset_ps,
+        last_end_ps=None if p.last_end_ps is None else p.last_end_ps + offset_ps) for p in host.planes]
+    return dataclasses.replace(host, planes=planes)
+
+
 def summarize(capture: ProfileCapture) -> CaptureSummary:
     hosts = [summarize_host(host) for host in capture.hosts.values()]
     kinds = sorted({host.device_kind for host in hosts})
@@ -75,6 +85,8 @@ def summarize(capture: ProfileCapture) -> CaptureSummary:
 
 
 def summarize_host(host: HostProfile) -> HostSummary:
+    import pandas as pd
+
     events = host.events
     end_ps = events["start_ps"].to_numpy() + events["duration_ps"].to_numpy()
     spans = pd.DataFrame({"plane_id": events["plane_id"].to_numpy(), "line_id": events["line_id"].to_numpy(),

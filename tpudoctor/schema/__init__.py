@@ -1,4 +1,8 @@
-"""JSON Schemas shipped with the package, and a validator for them."""
+"""JSON Schemas shipped with the package, and a validator for them.
+
+A schema may ``$ref`` another packaged schema by its ``$id`` (the profile report's findings use the
+check report's ``result``): all of them are registered together.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +19,26 @@ def load_schema(name: str) -> dict[str, Any]:
     return json.loads(text)
 
 
+@cache
+def _registry():
+    from referencing import Registry, Resource
+
+    pairs = []
+    for entry in resources.files(__name__).iterdir():
+        if entry.name.endswith(".schema.json"):
+            schema = load_schema(entry.name[: -len(".schema.json")])
+            if "$id" in schema:
+                pairs.append((schema["$id"], Resource.from_contents(schema)))
+    return Registry().with_resources(pairs)
+
+
 def validate(document: Any, name: str) -> None:
     """Raise ``jsonschema.ValidationError`` when ``document`` does not match the named schema."""
     import jsonschema
 
-    jsonschema.validate(document, load_schema(name), format_checker=jsonschema.FormatChecker())
+    schema = load_schema(name)
+    validator = jsonschema.validators.validator_for(schema)(
+        schema, registry=_registry(), format_checker=jsonschema.FormatChecker())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    if error is not None:
+        raise error

@@ -6,6 +6,7 @@
 
 ``conformance_problems(cls)`` lists what a check class gets wrong (metadata, docs, examples);
 the built-in suite runs it over every registered check, plugins included.
+``profile_rule_conformance_problems(cls)`` does the same for a profile rule.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def assert_status(result: CheckResult, status: Status | str) -> None:
     wanted = Status(status)
     if result.status is not wanted:
         raise AssertionError(
-            f"{result.check_id}: expected {wanted.value}, got {result.status.value}: {result.message}"
+            f"{result.id}: expected {wanted.value}, got {result.status.value}: {result.message}"
             f" (evidence: {result.evidence})"
         )
 
@@ -70,4 +71,48 @@ def conformance_problems(cls: type[Check], known_facts: set[str] | None = None) 
             )
         elif result.status in (Status.FAIL, Status.WARN) and result.remediation is None:
             problems.append(f"{name}: example '{ex.name}' gives {result.status.value} without a remediation")
+    return problems
+
+
+def profile_rule_conformance_problems(cls) -> list[str]:
+    """Everything wrong with a profile rule class (``tpudoctor.profile.rule.ProfileRule``); empty
+    means it conforms. Runs its examples."""
+    from tpudoctor.findings import FindingKind
+    from tpudoctor.profile.rule import BOTTLENECKS, RULE_ID_PATTERN, SHARE_OF_STEP, evaluate_rule
+
+    problems: list[str] = []
+    name = cls.__qualname__
+    if not RULE_ID_PATTERN.match(cls.id or ""):
+        problems.append(f"{name}: id {cls.id!r} must be lowercase words joined by '-' (e.g. input-bound)")
+    if not cls.title:
+        problems.append(f"{name}: title is empty")
+    if not cls.description():
+        problems.append(f"{name}: needs a docstring saying what it finds")
+    if not cls.docs or not cls.docs.startswith("https://"):
+        problems.append(f"{name}: docs must be an https:// link")
+    if cls.bottleneck is not None and cls.bottleneck not in BOTTLENECKS:
+        problems.append(f"{name}: bottleneck {cls.bottleneck!r} is not one of {', '.join(BOTTLENECKS)}")
+    if cls.scores_verdict and cls.bottleneck is None:
+        problems.append(f"{name}: scores_verdict needs a bottleneck")
+    statuses = {ex.status for ex in cls.examples}
+    if Status.PASS not in statuses:
+        problems.append(f"{name}: needs at least one PASS example")
+    if not statuses & {Status.FAIL, Status.WARN}:
+        problems.append(f"{name}: needs at least one FAIL or WARN example (a rule that cannot fire is a defect)")
+    for ex in cls.examples:
+        result = evaluate_rule(cls, ex.host)
+        if result.status is not ex.status:
+            problems.append(f"{name}: example '{ex.name}' expected {ex.status.value}, got {result.status.value}: "
+                            f"{result.message}")
+            continue
+        if result.kind is not FindingKind.PROFILE or result.id != cls.id or result.step is not None:
+            problems.append(f"{name}: example '{ex.name}' gives a finding that is not this rule's profile finding")
+        if list(result.scope.hosts) != [ex.host.host]:
+            problems.append(f"{name}: example '{ex.name}' finding's scope is not its host")
+        if result.status in (Status.FAIL, Status.WARN) and (result.remediation is None or not result.remediation.text):
+            problems.append(f"{name}: example '{ex.name}' gives {result.status.value} without a remediation")
+        if result.status in (Status.FAIL, Status.WARN) and not result.evidence:
+            problems.append(f"{name}: example '{ex.name}' gives {result.status.value} without evidence")
+        if cls.scores_verdict and not isinstance(result.evidence.get(SHARE_OF_STEP), (int, float)):
+            problems.append(f"{name}: example '{ex.name}' scores the verdict but has no {SHARE_OF_STEP} evidence")
     return problems

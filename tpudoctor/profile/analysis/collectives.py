@@ -259,3 +259,42 @@ def megascale_stats(ops: pd.DataFrame) -> pd.DataFrame:
     # bytes per microsecond of slack = MB/s; / 1e3 = GB/s
     out["required_bandwidth_gbps"] = np.where(out["slack_us"] > 0, out["bytes"] / out["slack_us"] / 1e3, np.nan)
     return out[MEGASCALE_COLUMNS]
+
+
+# ``HostResult.tables`` names: the map result travels as plain records (JSON-ready, picklable).
+PER_STEP_TABLE = "collectives_per_step"
+BY_KIND_TABLE = "collectives_by_kind"
+MEGASCALE_TABLE = "megascale_stats"
+CLOCK_TABLE = "collectives_clock"
+
+
+def to_tables(result: HostCollectives) -> dict[str, list[dict]]:
+    """The map result as ``HostResult.tables`` records."""
+    def records(frame: pd.DataFrame | None) -> list[dict]:
+        if frame is None or frame.empty:
+            return []
+        return [{k: (None if v is pd.NA or (isinstance(v, float) and np.isnan(v)) else
+                     v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+                for row in frame.astype(object).to_dict(orient="records")]
+
+    return {PER_STEP_TABLE: records(result.per_step), BY_KIND_TABLE: records(result.by_kind),
+            MEGASCALE_TABLE: records(result.megascale),
+            CLOCK_TABLE: [{"clock": result.clock, "step_method": result.step_method,
+                           "collective_percent": float(result.collective_percent)}]}
+
+
+def from_tables(host: str, tables: dict[str, list[dict]]) -> HostCollectives | None:
+    """``to_tables``' inverse (None when the host result has no collective tables)."""
+    if CLOCK_TABLE not in tables:
+        return None
+    meta = tables[CLOCK_TABLE][0]
+    per_step = pd.DataFrame(tables.get(PER_STEP_TABLE) or [], columns=STEP_COLUMNS)
+    for name in ("step_index", "step_num", "step_start_at_ns", "step_end_at_ns", "arrival_at_ns"):
+        per_step[name] = pd.array(per_step[name].tolist(), dtype="Int64")
+    for name in ("step_ns", "first_collective_ns", "collective_ns"):
+        per_step[name] = pd.to_numeric(per_step[name], errors="coerce").astype(np.float64)
+    per_step["collective_count"] = pd.to_numeric(per_step["collective_count"]).fillna(0).astype(np.int64)
+    by_kind = pd.DataFrame(tables.get(BY_KIND_TABLE) or [], columns=["kind", "count", "total_ms"])
+    megascale = pd.DataFrame(tables[MEGASCALE_TABLE]) if tables.get(MEGASCALE_TABLE) else None
+    return HostCollectives(host, meta["step_method"], per_step, by_kind, meta["clock"],
+                           float(meta["collective_percent"]), megascale)

@@ -82,7 +82,7 @@ def analyze_host_ops(host, window_ps: tuple[int, int]) -> HostOps:
 
     cat = column(ops, "hlo_category").astype("string") if not ops.empty else pd.Series([], dtype="string")
     # Infeed copies are input, counted by the input analysis, not host offload.
-    offload = ops[name_matches(ops, HOST_OFFLOAD) & ~mask(cat.isin({"infeed", "sparsecorev0 infeed"}))] \
+    offload = ops[is_host_offload_copy(ops) & ~mask(cat.isin({"infeed", "sparsecorev0 infeed"}))] \
         if not ops.empty else ops
     tf_op = column(ops, "tf_op").astype("string") if not ops.empty else pd.Series([], dtype="string")
     outside = ops[mask(cat.isin(OUTSIDE_COMPILATION_CATEGORIES)) |
@@ -128,6 +128,11 @@ def analyze_host_ops(host, window_ps: tuple[int, int]) -> HostOps:
         callback_intervals=(cb_s, cb_e),
         transfer_intervals=(tr_s, tr_e),
     ) if n_cores else None
+
+
+def is_host_offload_copy(ops: pd.DataFrame) -> np.ndarray:
+    """Device ops that copy to or from host memory space S(5) (infeed excluded by the callers)."""
+    return name_matches(ops, HOST_OFFLOAD) if not ops.empty else np.zeros(0, bool)
 
 
 def _short(name: str) -> str:

@@ -7,7 +7,9 @@ Two models:
   ``infeed``/``sparsecorev0 infeed`` ops; per step the step time is the maximum over cores, infeed the
   maximum, compute the minimum of (step - infeed - outfeed - host transfer - idle), idle what is left
   of the shortest core. Without infeed ops (JAX), host input time inside the step moves that much of
-  the idle time to input (xprof's ``MayFixTpuStepAnalysis``).
+  the idle time to input (xprof's ``MayFixTpuStepAnalysis``). Copies to host memory space S(5)
+  (host offload) are their own part, not compute: the device moves data then, as the host-offload
+  rule counts them.
 * Host-driven loops (CPU/GPU, host step annotations, or TPU steps found only on the host): the
   step's wall time split on one timeline, in priority order: compilation, host callbacks, device work,
   input (``IteratorGetNext``/tf.data, ``device_put``/H2D transfers, Python data-loading frames), and the
@@ -33,6 +35,7 @@ from tpudoctor.profile.analysis.events import (
     outermost,
     overlap_ps,
 )
+from tpudoctor.profile.analysis.host_ops import is_host_offload_copy
 from tpudoctor.profile.analysis.steps import StepSet
 
 MODERATELY_INPUT_BOUND_PERCENT = 5.0
@@ -55,7 +58,8 @@ PYTHON_INPUT_FRAMES = (r"^\$\S+ (?:\w*_)?(?:load|loader|batch|batches|data|datas
                        r"preprocess|sample|fetch|collate)(?:_\w*)?$|^\$\S+ (?:__next__|next)$")
 
 BREAKDOWN_COLUMNS = ["step_index", "step_num", "step_ms", "compute_ms", "input_ms", "idle_ms",
-                     "compile_ms", "host_callback_ms", "outfeed_ms", "host_transfer_ms", "other_ms"]
+                     "compile_ms", "host_callback_ms", "host_offload_ms", "outfeed_ms", "host_transfer_ms",
+                     "other_ms"]
 
 
 @dataclasses.dataclass
@@ -75,13 +79,15 @@ class InputAnalysis:
     classification: str
     input_stages: pd.DataFrame
     gaps: pd.DataFrame
+    percent: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Every part of the breakdown (``compute``, ``input``, ..., ``host_offload``, ``other``) in % of step time."""
 
 
 def analyze_input(host, steps: StepSet, *, device: str, compile_intervals: pd.DataFrame,
                   callback_intervals: tuple[np.ndarray, np.ndarray]) -> InputAnalysis:
     if steps.steps.empty:
         return InputAnalysis("none", pd.DataFrame(columns=BREAKDOWN_COLUMNS), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-                             "unknown", _empty_stages(), _empty_gaps())
+                             "unknown", _empty_stages(), _empty_gaps(), {c[:-3]: 0.0 for c in BREAKDOWN_COLUMNS[3:]})
     inputs = _input_events(host)
     if device == "tpu" and steps.steps["core"].astype(str).str.startswith("/device:TPU:").any():
         per_step = _tpu_breakdown(host, steps, inputs)
@@ -103,6 +109,7 @@ def analyze_input(host, steps: StepSet, *, device: str, compile_intervals: pd.Da
         compute_percent=pct["compute_ms"], compile_percent=pct["compile_ms"],
         host_callback_percent=pct["host_callback_ms"], other_percent=pct["other_ms"],
         classification=cls, input_stages=_stages(inputs, steps), gaps=_gaps(host, steps, device),
+        percent={c[:-3]: v for c, v in pct.items()},
     )
 
 
@@ -116,10 +123,14 @@ def _input_events(host) -> pd.DataFrame:
 def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
     ops = device_ops(host)
     cat = column(ops, "hlo_category").astype("string").fillna("")
+    is_infeed = mask(cat.isin(INFEED_CATEGORIES))
     ops = ops.assign(
-        infeed_ps=np.where(mask(cat.isin(INFEED_CATEGORIES)), ops["self_ps"], 0),
+        infeed_ps=np.where(is_infeed, ops["self_ps"], 0),
         outfeed_ps=np.where(mask(cat.isin(OUTFEED_CATEGORIES)), ops["self_ps"], 0),
         xfer_ps=np.where(mask(cat.isin(HOST_TRANSFER_CATEGORIES)), ops["self_ps"], 0),
+        # Copies to host memory (S(5)) keep the device busy moving data, not computing: their own part,
+        # counted exactly as the host-offload finding counts them.
+        offload_ps=np.where(is_host_offload_copy(ops) & ~is_infeed, ops["self_ps"], 0),
     )
     has_infeed_ops = bool((ops["infeed_ps"] > 0).any())
     st = steps.steps
@@ -134,28 +145,33 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
         inside = (k >= 0) & (op_start < ends[np.clip(k, 0, None)])
         idx = k[inside]
         sums = {}
-        for col in ("self_ps", "infeed_ps", "outfeed_ps", "xfer_ps"):
+        for col in ("self_ps", "infeed_ps", "outfeed_ps", "xfer_ps", "offload_ps"):
             sums[col] = np.bincount(idx, weights=core_ops[col].to_numpy(np.float64)[inside], minlength=len(starts))
         step_ps = (ends - starts).astype(np.float64)
         per_core.append(pd.DataFrame({
             "step_index": core_steps["step_index"].to_numpy(), "core": core, "step_ps": step_ps,
             "infeed_ps": sums["infeed_ps"], "outfeed_ps": sums["outfeed_ps"], "xfer_ps": sums["xfer_ps"],
-            "op_ps": sums["self_ps"],
+            "offload_ps": sums["offload_ps"], "op_ps": sums["self_ps"],
         }))
     pc = pd.concat(per_core, ignore_index=True)
     # xprof combines a step across cores first: every core's step lasts the longest core's step,
     # so a core that finished early shows the difference as idle.
     pc["step_ps"] = pc.groupby("step_index")["step_ps"].transform("max")
     pc["idle_ps"] = np.maximum(pc["step_ps"] - pc["op_ps"], 0)
-    pc["optimal_ps"] = pc["step_ps"] - (pc["infeed_ps"] + pc["outfeed_ps"] + pc["xfer_ps"] + pc["idle_ps"])
+    pc["optimal_ps"] = pc["step_ps"] - (pc["infeed_ps"] + pc["outfeed_ps"] + pc["xfer_ps"] + pc["offload_ps"]
+                                        + pc["idle_ps"])
     g = pc.groupby("step_index")
     out = pd.DataFrame({
         "step_ps": g["step_ps"].max(),
         "compute_ps": g["optimal_ps"].min(), "infeed_ps": g["infeed_ps"].max(),
-        "outfeed_ps": g["outfeed_ps"].mean(), "xfer_ps": g["xfer_ps"].max(),
+        "outfeed_ps": g["outfeed_ps"].mean(), "xfer_ps": g["xfer_ps"].max(), "offload_ps": g["offload_ps"].max(),
     })
+    # A copy that starts in the step and runs past its end must not make the parts exceed the step.
+    out["compute_ps"] = np.maximum(out["compute_ps"], 0)
+    out["offload_ps"] = np.minimum(out["offload_ps"], np.maximum(
+        out["step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"] + out["xfer_ps"]), 0))
     out["idle_ps"] = np.maximum(out["step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"]
-                                                 + out["xfer_ps"]), 0)
+                                                 + out["xfer_ps"] + out["offload_ps"]), 0)
     if not has_infeed_ops and not inputs.empty:
         # JAX has no infeed op: host input time in the step turns that much idle into input.
         first = st.groupby("step_index")[["start_ps", "end_ps"]].agg({"start_ps": "min", "end_ps": "max"})
@@ -169,12 +185,13 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
     nums = st.groupby("step_index")["step_num"].first()
     # The max-core step can exceed the parts (which come from the shortest core): that is "other".
     other = np.maximum(out["step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"]
-                                         + out["xfer_ps"] + out["idle_ps"]), 0)
+                                         + out["xfer_ps"] + out["offload_ps"] + out["idle_ps"]), 0)
     return pd.DataFrame({
         "step_index": out.index.to_numpy(), "step_num": nums.reindex(out.index).to_numpy(),
         "step_ms": out["step_ps"].to_numpy() / 1e9, "compute_ms": np.maximum(out["compute_ps"].to_numpy(), 0) / 1e9,
         "input_ms": out["infeed_ps"].to_numpy() / 1e9, "idle_ms": out["idle_ps"].to_numpy() / 1e9,
-        "compile_ms": 0.0, "host_callback_ms": 0.0, "outfeed_ms": out["outfeed_ps"].to_numpy() / 1e9,
+        "compile_ms": 0.0, "host_callback_ms": 0.0, "host_offload_ms": out["offload_ps"].to_numpy() / 1e9,
+        "outfeed_ms": out["outfeed_ps"].to_numpy() / 1e9,
         "host_transfer_ms": out["xfer_ps"].to_numpy() / 1e9, "other_ms": other.to_numpy() / 1e9,
     })
 
@@ -208,7 +225,7 @@ def _host_breakdown(host, steps: StepSet, inputs: pd.DataFrame, compile_interval
         "step_index": st.index.to_numpy(), "step_num": st["step_num"].to_numpy(),
         "step_ms": step_ps / 1e9, "compute_ms": device_ps / 1e9, "input_ms": input_ps / 1e9,
         "idle_ms": rest / 1e9, "compile_ms": compile_ps / 1e9, "host_callback_ms": callback_ps / 1e9,
-        "outfeed_ms": 0.0, "host_transfer_ms": 0.0, "other_ms": 0.0,
+        "host_offload_ms": 0.0, "outfeed_ms": 0.0, "host_transfer_ms": 0.0, "other_ms": 0.0,
     })
 
 

@@ -1,0 +1,90 @@
+"""Parent-process peak RSS of ``tpudoctor.profile.analyze`` on a 1-host and an N-host logdir.
+
+    .venv/bin/python benchmarks/bench_profile_hosts_rss.py [--source X.xplane.pb] [--scale 10] [--hosts 4]
+
+Builds ``<work>/1-host`` and ``<work>/N-host`` logdirs (``plugins/profile/<run>/host-K.xplane.pb``)
+from a real capture (default: the v6e capture in ../shared/data, scaled xSCALE with
+``make_big_capture.py`` so that a host's events dominate the interpreter's own memory; a fixture
+from tests/fixtures/profiles where ../shared is absent). Each analysis runs in a fresh child
+process, which prints its own ``resource.getrusage(RUSAGE_SELF).ru_maxrss``: the parent of the
+per-host map. The map keeps each host's events in the worker that decoded it, so the parent's peak
+should stay near one host's (below it, in fact: with several hosts the parent decodes none). For
+contrast, ``load+analyze`` loads every host's events into the parent first (``tpudoctor.profile.load``,
+the notebook path) and analyses them there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_SOURCE = REPO.parent / "shared" / "data" / "xprof_tpu_inference_2.xplane.pb"
+FALLBACK_SOURCE = REPO / "tests" / "fixtures" / "profiles" / "tf_input_bound" / "localhost.xplane.pb"
+
+CHILD = """
+import json, resource, sys, time
+import tpudoctor.profile
+from tpudoctor.profile.pipeline import analyze_capture
+started = time.perf_counter()
+if sys.argv[2] == "map":
+    report = tpudoctor.profile.analyze(sys.argv[1])
+else:  # every host's events loaded into this process, then analysed here
+    report = analyze_capture(tpudoctor.profile.load(sys.argv[1]))
+elapsed = time.perf_counter() - started
+print(json.dumps({
+    "wall_s": elapsed, "hosts": len(report.hosts), "events": report.summary.n_events, "verdict": report.verdict,
+    "parent_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+}))
+"""
+
+
+def build_logdir(root: Path, host_file: Path, hosts: int) -> Path:
+    run = root / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True, exist_ok=True)
+    for k in range(hosts):
+        target = run / f"host-{k}.xplane.pb"
+        if not target.exists():
+            shutil.copyfile(host_file, target)
+    return root
+
+
+def measure(logdir: Path, how: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", CHILD, str(logdir), how], capture_output=True, text=True, check=True,
+                          timeout=1800)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE if DEFAULT_SOURCE.exists() else FALLBACK_SOURCE)
+    parser.add_argument("--scale", type=int, default=10, help="repeat every line's events this many times")
+    parser.add_argument("--hosts", type=int, default=4)
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "tpudoctor-bench-hosts")
+    args = parser.parse_args()
+
+    args.work.mkdir(parents=True, exist_ok=True)
+    host_file = args.work / f"{args.source.stem}-x{args.scale}.xplane.pb"
+    if not host_file.exists():
+        if args.scale == 1:
+            shutil.copyfile(args.source, host_file)
+        else:
+            subprocess.run([sys.executable, str(REPO / "benchmarks" / "make_big_capture.py"), str(args.source),
+                            str(args.scale), str(host_file)], check=True)
+    print(f"host file: {host_file.name}, {host_file.stat().st_size / 1e6:.1f} MB (x{args.scale} of {args.source.name})")
+    print(f"{'logdir':<10} {'path':<22} {'hosts':>5} {'events':>11} {'wall s':>8} {'parent peak RSS MB':>19}  verdict")
+    for hosts in (1, args.hosts):
+        logdir = build_logdir(args.work / f"{hosts}-host", host_file, hosts)
+        for how, label in (("map", "analyze (map+combine)"), ("load", "load+analyze")):
+            m = measure(logdir, how)
+            print(f"{f'{hosts}-host':<10} {label:<22} {m['hosts']:>5} {m['events']:>11,} {m['wall_s']:>8.2f} "
+                  f"{m['parent_peak_rss_mb']:>19.0f}  {m['verdict']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""A merged pod report in every format: the single-report renderers for the folded results, plus a
+worker x step matrix (text, markdown, HTML), every worker's own report (JSON) and one JUnit suite per
+worker that sent no report.
+
+The matrix is computed here from the merged document (which worker gave which status in which step); it
+is formatting of data already in the report, not analysis.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import xml.etree.ElementTree as ET
+from typing import TYPE_CHECKING, Any
+
+from tpudoctor.findings import Report, Status, Step
+
+if TYPE_CHECKING:
+    from tpudoctor.pod.merge import MergedReport
+
+MATRIX_MAX_WORKERS = 64
+CELL = {Status.PASS: "✓", Status.WARN: "!", Status.FAIL: "✗", Status.ERROR: "?", Status.SKIP: "-"}
+NO_REPORT = "✗"
+NOT_RUN = " "
+LEGEND = "✓ ok  ! warning  ✗ failed  ? could not run  - skipped"
+
+
+def render_merged_report(merged: MergedReport, fmt: str, *, verbose: bool = False, color: bool = False,
+                         redact: bool = False) -> str:
+    from tpudoctor.redact import sanitize_report_dict
+
+    document = merged.to_dict()
+    if redact:  # one consistent set of placeholders across every worker's report
+        document = sanitize_report_dict(document, redact=True)
+    else:  # each worker's own report was scrubbed of secrets by the tpudoctor that wrote it
+        workers = document.pop("workers")
+        document = {**sanitize_report_dict(document, redact=False), "workers": workers}
+    return render_merged_document(document, fmt, verbose=verbose, color=color)
+
+
+def render_merged_document(document: dict[str, Any], fmt: str, *, verbose: bool = False,
+                           color: bool = False) -> str:
+    if fmt == "json":
+        return json.dumps(document, indent=2) + "\n"
+    report = Report.from_dict(document)
+    report.duration_s = float(document.get("duration_s", 0.0))
+    matrix = worker_step_matrix(document)
+    if fmt == "markdown":
+        from tpudoctor.reports.check_markdown import render
+        body = render(report, verbose=verbose)
+        head, _, rest = body.partition("\n\n")
+        return f"{head}\n\n{_slice_line(document)}\n\n{_matrix_markdown(matrix)}\n{rest}"
+    if fmt == "junit":
+        return _junit(report, document)
+    if fmt == "html":
+        from tpudoctor.reports.check_html import render
+        body = render(report)
+        table = _matrix_html(matrix)
+        return body.replace("</h1>", f"</h1><p>{html.escape(_slice_line(document))}</p>{table}", 1)
+    from tpudoctor.reports.check_text import render
+    return f"{_slice_line(document)}\n{_matrix_text(matrix)}\n{render(report, verbose=verbose, color=color)}"
+
+
+def worker_step_matrix(document: dict[str, Any]) -> dict[str, dict[int, str]]:
+    """worker -> step -> cell: the worst status that worker gave in that step; NO_REPORT for a silent worker."""
+    from tpudoctor.pod.merge import folded_status
+
+    workers = document.get("workers") or {}
+    matrix: dict[str, dict[int, str]] = {}
+    for worker, entry in workers.items():
+        report = entry.get("report")
+        if not report:
+            matrix[worker] = {int(s): NO_REPORT for s in Step}
+            continue
+        by_step: dict[int, list[Status]] = {}
+        for result in report.get("results") or []:
+            if result.get("step"):
+                by_step.setdefault(int(result["step"]), []).append(Status(result["status"]))
+        matrix[worker] = {int(s): CELL[folded_status(by_step[int(s)])] if int(s) in by_step else NOT_RUN
+                          for s in Step}
+    return matrix
+
+
+def _steps_shown(matrix: dict[str, dict[int, str]]) -> list[Step]:
+    return [s for s in Step if any(row[int(s)] not in (NOT_RUN, NO_REPORT) for row in matrix.values())] or list(Step)
+
+
+def _slice_line(document: dict[str, Any]) -> str:
+    info = document.get("slice") or {}
+    expected, reported = info.get("workers_expected") or [], info.get("workers_reported") or []
+    target = document.get("target") or {}
+    name = f"{target.get('tpu')}: " if target.get("tpu") else ""
+    return (f"Pod slice {name}{len(reported)} of {len(expected) or len(document.get('workers') or {})} "
+            f"workers reported (from {info.get('source') or 'reports'})")
+
+
+def _matrix_text(matrix: dict[str, dict[int, str]]) -> str:
+    steps = _steps_shown(matrix)
+    workers = list(matrix)
+    if not workers:
+        return ""
+    if len(workers) > MATRIX_MAX_WORKERS:
+        return "\n".join(_summary_line(step, matrix) for step in steps) + "\n"
+    numeric = all(w.isdigit() for w in workers)
+    label_width = max(len(f"{int(s)} {s.name.lower()}") for s in steps) + 2
+    lines = []
+    if numeric and len(workers) > 10:
+        tens = "".join(w[-2] if len(w) > 1 else " " for w in workers)
+        lines.append(" " * label_width + tens)
+    header = "".join(w[-1] for w in workers) if numeric else " ".join(f"{i}" for i in range(len(workers)))
+    lines.append("worker".ljust(label_width) + header)
+    for step in steps:
+        cells = "".join(matrix[w][int(step)] for w in workers) if numeric else " ".join(
+            matrix[w][int(step)] for w in workers)
+        lines.append(f"{int(step)} {step.name.lower()}".ljust(label_width) + cells)
+    if not numeric:
+        lines.append("columns: " + ", ".join(f"{i}={w}" for i, w in enumerate(workers)))
+    lines.append(LEGEND)
+    return "\n".join(lines) + "\n"
+
+
+def _summary_line(step: Step, matrix: dict[str, dict[int, str]]) -> str:
+    from tpudoctor.pod.worker_ids import describe_workers
+
+    groups: dict[str, list[str]] = {}
+    for worker, row in matrix.items():
+        groups.setdefault(row[int(step)], []).append(worker)
+    parts = []
+    for cell in ("✗", "?", "!", "-", "✓", NOT_RUN):
+        if cell in groups:
+            ws = groups[cell]
+            who = f" ({describe_workers(ws, limit=8)})" if cell in ("✗", "?", "!") else ""
+            parts.append(f"{cell.strip() or 'not run'} {len(ws)}{who}")
+    return f"{int(step)} {step.name.lower()}: " + ", ".join(parts)
+
+
+def _matrix_markdown(matrix: dict[str, dict[int, str]]) -> str:
+    steps = _steps_shown(matrix)
+    if len(matrix) > MATRIX_MAX_WORKERS:
+        return "\n".join(f"- {_summary_line(step, matrix)}" for step in steps) + "\n"
+    lines = ["| worker | " + " | ".join(f"{int(s)} {s.name.lower()}" for s in steps) + " |",
+             "|---|" + "---|" * len(steps)]
+    for worker, row in matrix.items():
+        lines.append(f"| {worker} | " + " | ".join(row[int(s)].strip() or " " for s in steps) + " |")
+    return "\n".join(lines) + f"\n\n{LEGEND}\n"
+
+
+def _matrix_html(matrix: dict[str, dict[int, str]]) -> str:
+    steps = _steps_shown(matrix)
+    if len(matrix) > MATRIX_MAX_WORKERS:
+        return "<ul>" + "".join(f"<li>{html.escape(_summary_line(s, matrix))}</li>" for s in steps) + "</ul>"
+    rows = ["<table><tr><th>worker</th>" + "".join(f"<th>{int(s)} {s.name.lower()}</th>" for s in steps) + "</tr>"]
+    for worker, row in matrix.items():
+        rows.append(f"<tr><td>{html.escape(worker)}</td>" + "".join(f"<td>{row[int(s)]}</td>" for s in steps) + "</tr>")
+    return "".join(rows) + "</table>"
+
+
+def _junit(report: Report, document: dict[str, Any]) -> str:
+    """The merged suite (each testcase names the workers it fails on) and one suite per worker, so a CI
+    view lists worker 3's failures under worker 3."""
+    from tpudoctor.reports.check_junit import render
+
+    merged = ET.fromstring(render(report).split("\n", 1)[1])
+    for suite in merged.iter("testsuite"):
+        suite.set("name", "tpudoctor check (merged across workers)")
+    for case in merged.iter("testcase"):
+        result = next((r for r in report.results if f"{r.id} {r.title}" == case.get("name")), None)
+        if result is not None and result.scope.workers:
+            props = ET.SubElement(case, "properties")
+            ET.SubElement(props, "property", name="workers", value=",".join(result.scope.workers))
+    for worker, entry in (document.get("workers") or {}).items():
+        own = entry.get("report")
+        if not own:
+            continue
+        worker_report = Report.from_dict(own)
+        suite_root = ET.fromstring(render(worker_report).split("\n", 1)[1])
+        for suite in suite_root.iter("testsuite"):
+            suite.set("name", f"tpudoctor check worker {worker}")
+            merged.append(suite)
+    ET.indent(merged)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(merged, encoding="unicode") + "\n"

@@ -1,0 +1,63 @@
+"""The layering contracts of pyproject.toml ([tool.importlinter]) hold: import-linter's ``lint-imports``
+runs with the suite.
+
+import-linter reads packages from disk and cannot follow setuptools' ``package-dir`` (checks/,
+reports/ and reference_models/ install as tpudoctor.checks, tpudoctor.reports and
+tpudoctor.reference_models), so the tree is laid out as installed in a temporary folder first.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+REPO = Path(__file__).resolve().parents[1]
+PYPROJECT = REPO / "pyproject.toml"
+LINT_IMPORTS = Path(sys.executable).parent / ("lint-imports.exe" if os.name == "nt" else "lint-imports")
+
+
+def installed_layout(target: Path) -> Path:
+    """tpudoctor/ with the package-dir folders in place, Python files only."""
+    mapping = tomllib.loads(PYPROJECT.read_text())["tool"]["setuptools"]["package-dir"]
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO / "tpudoctor", target / "tpudoctor", ignore=ignore)
+    for package, folder in mapping.items():
+        shutil.copytree(REPO / folder, target / Path(*package.split(".")), ignore=ignore)
+    return target
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(root))
+    # run from the staged tree: lint-imports puts its working directory first on sys.path
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache", str(PYPROJECT)], capture_output=True, text=True,
+                          cwd=root, env=env, timeout=300)
+
+
+pytestmark = pytest.mark.skipif(not LINT_IMPORTS.exists(), reason=f"import-linter is not installed ({LINT_IMPORTS} "
+                                                                  "is missing; pip install -e '.[test]')")
+
+
+def test_layering_contracts_hold(tmp_path):
+    done = lint_imports(installed_layout(tmp_path))
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "4 kept, 0 broken" in output, output
+
+
+def test_a_profile_module_importing_a_renderer_breaks_a_contract(tmp_path):
+    root = installed_layout(tmp_path)
+    (root / "tpudoctor" / "profile" / "upward.py").write_text("from tpudoctor.reports import profile_json\n")
+    done = lint_imports(root)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "tpudoctor.profile.upward -> tpudoctor.reports.profile_json" in output, output

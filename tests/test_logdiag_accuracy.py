@@ -1,0 +1,89 @@
+"""The log diagnosis measured on real-world failure logs (tests/data/logs/real/corpus.toml)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tpudoctor.findings import Status
+from tpudoctor.logdiag import load_catalog
+from tpudoctor.logdiag.accuracy import NO_DIAGNOSIS, load_corpus, score_corpus
+
+REAL = Path(__file__).parent / "data" / "logs" / "real"
+CORPUS = load_corpus(REAL / "corpus.toml")
+REPORT = score_corpus(CORPUS)
+
+# The classes issue 12 names, as signature ids.
+ISSUE_CLASSES = {
+    "coordinator-unreachable", "xla-dynamic-shape", "gcs-not-found", "grpc-connect-failed", "input-exhausted",
+    "jax-libtpu-incompatible", "jaxlib-version", "tf-tpu-version-mismatch", "local-path-on-tpu",
+    "mesh-shape-mismatch", "nan-loss", "worker-preempted", "socket-closed", "libtpu-crash",
+    "torch-xla-not-configured", "tpu-unsupported-op",
+}
+# Catalog classes no public thread was found for; their synthetic sig_<id>.log covers them.
+NO_PUBLIC_THREAD = {"coordinator-address", "hugepages-disabled", "tpu-library-path", "pallas-libtpu-old"}
+
+
+def test_the_corpus_is_big_spread_and_documented():
+    assert len(CORPUS) >= 80
+    assert sum(not log.tuned for log in CORPUS) >= 20
+    assert sum(log.healthy for log in CORPUS) >= 10
+    listed = {log.file.name for log in CORPUS}
+    assert listed == {p.name for p in REAL.glob("*.log")}, "every log in the folder is in the manifest, once"
+    assert len(listed) == len(CORPUS)
+    for log in CORPUS:
+        assert re.match(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+$", log.url), log.url
+        assert log.cause.strip(), log.file.name
+        assert log.healthy == (log.expected == NO_DIAGNOSIS), log.file.name
+    classes = {log.expected for log in CORPUS}
+    assert ISSUE_CLASSES <= classes, ISSUE_CLASSES - classes
+    catalog_ids = set(load_catalog().ids())
+    assert classes - {NO_DIAGNOSIS} <= catalog_ids
+    assert catalog_ids - classes <= NO_PUBLIC_THREAD, catalog_ids - classes - NO_PUBLIC_THREAD
+
+
+def test_top1_accuracy_on_the_whole_corpus():
+    misses = [(m.log.file.name, m.log.expected, m.predicted) for m in REPORT.misses()]
+    assert REPORT.top1_accuracy >= 0.95, misses
+
+
+def test_top1_accuracy_on_the_held_out_part():
+    misses = [(m.log.file.name, m.log.expected, m.predicted) for m in REPORT.misses() if not m.log.tuned]
+    assert REPORT.top1_accuracy_untuned >= 0.90, misses
+
+
+def test_no_healthy_run_gets_a_fail():
+    alarms = [s.log.file.name for s in REPORT.healthy if s.predicted_status == Status.FAIL.value]
+    assert alarms == []
+    assert REPORT.healthy_fail_rate == 0.0
+
+
+def test_per_class_precision_and_recall_are_counted_from_the_corpus():
+    rows = {row.name: row for row in REPORT.per_class()}
+    assert sum(row.support for row in rows.values()) == len(CORPUS)
+    assert sum(row.predicted for row in rows.values()) == len(CORPUS)
+    socket = rows["socket-closed"]
+    assert socket.support >= 5 and socket.recall is not None and socket.precision is not None
+
+
+@pytest.mark.parametrize("log", [log for log in CORPUS if log.expected not in (NO_DIAGNOSIS, "unrecognised-failure")],
+                         ids=lambda log: log.file.stem)
+def test_failures_with_a_known_class_are_fail_or_warn_as_the_catalog_says(log):
+    scored = next(s for s in REPORT.scored if s.log is log)
+    if scored.correct:
+        assert scored.predicted_status == (Status.FAIL.value if load_catalog().get(log.expected).fatal
+                                           else Status.WARN.value)
+
+
+def test_benchmark_prints_the_table(capsys):
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "logdiag_accuracy.py"
+    spec = importlib.util.spec_from_file_location("logdiag_accuracy", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main([]) == 0
+    out = capsys.readouterr().out
+    assert "top-1 accuracy, held out (untuned)" in out and "socket-closed" in out and "precision" in out

@@ -1,0 +1,161 @@
+"""tpudoctor merge: per-worker reports the workers wrote themselves, from files, a folder or gs://."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from tpudoctor.cli import main
+from tpudoctor.findings import Report, Status
+from tpudoctor.pod.merge import WorkerOutcome, merge_outcomes
+from tpudoctor.testing.fake_host import build_fake_tpu_host
+from tpudoctor.testing.pod_reports import write_worker_reports
+
+pytest_plugins = ["tpudoctor.testing.gcp_fixtures"]
+
+
+@pytest.fixture
+def worker_report(gcp_env, monkeypatch, tmp_path):
+    """One real report, written by a worker itself through -o with the {worker} placeholder."""
+    for key, value in build_fake_tpu_host(tmp_path / "host", "v4", chips=4).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("TPU_WORKER_ID", "5")  # what GKE sets on each TPU pod
+    monkeypatch.setenv("TPU_WORKER_HOSTNAMES", ",".join(f"pod-{i}" for i in range(8)))
+    assert main(["check", "NODE-005", "NODE-004", "--format", "json", "-o", str(tmp_path / "out" / "{worker}.json")]) \
+        in (0, 1)
+    doc = json.loads((tmp_path / "out" / "5.json").read_text())
+    assert doc["environment"]["worker"] == "5" and doc["environment"]["slice_workers"] == 8
+    assert doc["schema_version"] == "2.1"
+    return doc
+
+
+def test_merge_a_folder_of_64_reports(worker_report, tmp_path, capsys):
+    write_worker_reports(worker_report, tmp_path / "run", 64, problems={3: "NODE-005", 7: "NODE-005"},
+                         slice_workers=64)
+    code = main(["merge", str(tmp_path / "run"), "--format", "json", "-o", str(tmp_path / "merged.json")])
+    doc = json.loads((tmp_path / "merged.json").read_text())
+    assert code == 1
+    held = next(r for r in doc["results"] if r["id"] == "NODE-005")
+    assert held["scope"]["workers"] == ["3", "7"] and held["message"].startswith("FAIL on 2 of 64 workers (3, 7)")
+    assert doc["summary"]["root_cause"] == "NODE-005"
+    assert len(doc["workers"]) == 64 and doc["workers"]["63"]["report"]["target"]["worker"] == "63"
+    assert next(r for r in doc["results"] if r["id"] == "POD-003")["status"] == "PASS"
+    # The merged document is itself a valid check report (additive schema).
+    from tpudoctor.schema import validate
+    validate(doc, "check_report")
+    # Text beyond 64 workers is a summary line per step; up to 64 a matrix.
+    assert main(["merge", str(tmp_path / "run")]) == 1
+    text = capsys.readouterr().out
+    assert "0123456789012345678901234567890123456789012345678901234567890123" in text
+
+
+def test_missing_and_unreadable_worker_reports(worker_report, tmp_path):
+    paths = write_worker_reports(worker_report, tmp_path / "run", 8, slice_workers=8)
+    paths[6].unlink()
+    paths[2].write_text('{"schema_version": "2.1", "kind": "check", "results": [')  # cut off mid-upload
+    assert main(["merge", str(tmp_path / "run"), "--format", "json", "-o", str(tmp_path / "m.json")]) == 1
+    results = {r["id"]: r for r in json.loads((tmp_path / "m.json").read_text())["results"]}
+    assert results["POD-003"]["status"] == "FAIL" and results["POD-003"]["scope"]["workers"] == ["6"]
+    assert results["POD-003"]["message"] == "1 of 8 workers have no report (6)"
+    assert results["POD-007"]["status"] == "ERROR" and results["POD-007"]["scope"]["workers"] == ["2"]
+
+
+def test_merge_reports_from_gcs(worker_report, fake_gcs, tmp_path, monkeypatch):
+    fake_gcs.create_bucket("pod-reports")
+    for path in write_worker_reports(worker_report, tmp_path / "run", 64, problems={9: "NODE-004"}):
+        fake_gcs.upload("pod-reports", f"run-1/{path.name}", path.read_bytes())
+    fake_gcs.upload("pod-reports", "run-1/notes.txt", b"not a report")
+    code = main(["merge", "gs://pod-reports/run-1/", "--format", "json", "-o", str(tmp_path / "merged.json")])
+    doc = json.loads((tmp_path / "merged.json").read_text())
+    assert code == 1 and len(doc["workers"]) == 64
+    assert doc["workers"]["9"]["source"] == "gs://pod-reports/run-1/9.json"
+    chips = next(r for r in doc["results"] if r["id"] == "NODE-004")
+    assert chips["scope"]["workers"] == ["9"]
+    assert fake_gcs.object_names("pod-reports").count("run-1/notes.txt") == 1  # merge only reads
+
+
+def test_worker_writes_its_report_to_gcs_only_when_asked(gcp_env, fake_gcs, monkeypatch, tmp_path):
+    fake_gcs.create_bucket("pod-reports")
+    monkeypatch.setenv("TPU_WORKER_ID", "3")
+    main(["check", "NODE-005", "--format", "json", "-o", "gs://pod-reports/run-2/{worker}.json"])
+    assert fake_gcs.object_names("pod-reports") == ["run-2/3.json"]
+    main(["check", "NODE-005", "--format", "json", "-o", "gs://pod-reports/run-2/{worker}.json"])  # a rerun replaces
+    assert main(["merge", "gs://pod-reports/run-2/", "--format", "json", "-o", str(tmp_path / "m.json")]) == 0
+
+
+def test_placeholder_without_a_worker_number_is_a_usage_error(gcp_env, capsys, tmp_path):
+    assert main(["check", "NODE-005", "-o", str(tmp_path / "{worker}.json")]) == 2
+    assert "worker number is unknown" in capsys.readouterr().err
+    assert main(["check", "NODE-005", "-o", str(tmp_path / "{host}.json")]) in (0, 1)
+
+
+def _outcome(worker, report, sent_offset_s, received_offset_s):
+    return WorkerOutcome(worker=worker, report=report,
+                         sent_at=report.started_at + dt.timedelta(seconds=sent_offset_s),
+                         received_at=report.started_at + dt.timedelta(seconds=received_offset_s))
+
+
+def test_clock_skew_is_certain_only_outside_the_round_trip(worker_report):
+    on_time = Report.from_dict(worker_report)
+    ahead = Report.from_dict(worker_report)  # started 30 s "later" than it can have on the collector's clock
+    ahead.started_at = on_time.started_at + dt.timedelta(seconds=30)
+    merged = merge_outcomes([_outcome("0", on_time, -0.5, on_time.duration_s + 1),
+                             _outcome("1", ahead, -30.5, ahead.duration_s - 29)])
+    skew = next(r for r in merged.report.results if r.id == "POD-005")
+    assert skew.status is Status.WARN and skew.scope.workers == ("1",)
+    assert "worker 1 ahead by at least 2" in skew.message
+
+
+def test_merge_of_nothing_is_an_input_error(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert main(["merge", str(tmp_path / "empty")]) == 2
+    assert "no reports found" in capsys.readouterr().err
+    assert main(["merge", str(tmp_path / "absent")]) == 2
+
+
+def test_more_than_64_workers_get_one_line_per_step(worker_report, tmp_path, capsys):
+    write_worker_reports(worker_report, tmp_path / "run", 70, problems={66: "NODE-005"}, slice_workers=70)
+    assert main(["merge", str(tmp_path / "run")]) == 1
+    text = capsys.readouterr().out
+    assert "1 node: ✗ 1 (66), ! 69 (0-65, 67-69)" in text or "1 node: ✗ 1 (66)" in text
+    assert "0123456789" not in text  # no matrix beyond 64 workers
+
+
+def _with_log_event(document, timestamp, signature, message):
+    document["results"].append({
+        "id": "LOGS-002", "kind": "check", "step": 4, "title": "libtpu logs show no known TPU failure",
+        "status": "FAIL", "severity": "high", "message": message, "remediation": None,
+        "evidence": {"signature": signature, "first_timestamp": timestamp},
+        "scope": {"workers": [], "hosts": [], "chips": []}, "skip_reason": None, "duration_s": 0.01})
+    return document
+
+
+def test_log_timeline_names_the_worker_that_failed_first(worker_report):
+    from tpudoctor.testing.pod_reports import worker_document
+
+    docs = {0: ("2026-11-30T10:00:02.100000Z", "socket-closed", "Lost the connection to a TPU worker"),
+            1: ("2026-11-30T10:00:01.900000Z", "socket-closed", "Lost the connection to a TPU worker"),
+            2: ("2026-11-30T10:00:01.250000Z", "hbm-oom-compile", "HBM out of memory at compile time")}
+    outcomes = [WorkerOutcome(worker=str(w), report=Report.from_dict(_with_log_event(
+        worker_document(worker_report, w), *event))) for w, event in docs.items()]
+    outcomes.append(WorkerOutcome(worker="3", report=Report.from_dict(worker_document(worker_report, 3))))
+    merged = merge_outcomes(outcomes, expected=["0", "1", "2", "3"])
+    timeline = next(r for r in merged.report.results if r.id == "POD-006")
+    assert timeline.status is Status.FAIL and timeline.scope.workers == ("2",)
+    assert [e["worker"] for e in timeline.evidence["timeline"]] == ["2", "1", "0"]
+    assert timeline.message.startswith("worker 2 logged the first fatal event at 2026-11-30T10:00:01.250000Z")
+    assert "2 other worker(s) failed after it (0, 1)" in timeline.message
+    logs = next(r for r in merged.report.results if r.id == "LOGS-002")
+    assert logs.scope.workers == ("0", "1", "2")
+    assert merged.report.summary.root_cause == "POD-006"  # ranked above the LOGS-002 results it explains
+
+
+def test_worker_number_for_the_file_name_comes_from_the_metadata_server(fake_metadata, tmp_path):
+    from tpudoctor.testing.fake_metadata import tpu_vm_metadata
+
+    fake_metadata.tree = tpu_vm_metadata("p", "us-central2-b", "my-pod", "v4-32", worker=2, workers=4)
+    # Step 3 alone never reads the metadata server; the file name still gets this VM's worker number.
+    main(["check", "RUNTIME-001", "--format", "json", "-o", str(tmp_path / "{worker}.json")])
+    assert json.loads((tmp_path / "2.json").read_text())["results"][0]["id"] == "RUNTIME-001"

@@ -1,0 +1,54 @@
+"""List evidence (an OOM report's largest allocations) is drawn as rows in text, markdown and HTML."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from sample_reports import preempted_node_report
+
+from tpudoctor.checks.logs.user_log_files import UserLogFilesDiagnosis
+from tpudoctor.facts import Facts
+from tpudoctor.logdiag import Diagnoser
+from tpudoctor.reports import render_check_report
+from tpudoctor.schema import validate
+
+LOG = Path(__file__).parent / "data" / "logs" / "real" / "t50_flowpm_compile_oom_padding.log"
+
+
+def _oom_report():
+    diagnoser = Diagnoser()
+    with open(LOG, encoding="utf-8") as handle:
+        diagnoser.feed_lines(handle, LOG.name)
+    scan = {"sources": [{"source": LOG.name}], "lines_scanned": diagnoser.lines_scanned,
+            "catalog_version": diagnoser.catalog.version,
+            "diagnoses": [d.to_dict() for d in diagnoser.diagnoses()]}
+    result = UserLogFilesDiagnosis().evaluate(Facts({"logs.user_files": scan}))
+    report = preempted_node_report()
+    report.results = [dataclasses.replace(result, duration_s=0.1)]
+    return report
+
+
+def test_text_lists_each_allocation_on_its_own_line():
+    text = render_check_report(_oom_report(), "text")
+    assert "largest_allocations:" in text
+    line = next(ln for ln in text.splitlines() if "- rank 1" in ln)
+    assert "size_bytes 32.00 GiB" in line and "s32[8388608,8,4]" in line
+    assert "padding_bytes 31.00 GiB" in line and "padding_expansion 32" in line and "FloorMod" in line
+    assert "hbm_excess_bytes: 27638114550 (25.74 GiB)" in text
+
+
+def test_markdown_and_html_draw_a_table():
+    md = render_check_report(_oom_report(), "markdown")
+    assert "**largest_allocations**" in md
+    assert "| rank | size_bytes | shape |" in md and "| 1 | 32.00 GiB | s32[8388608,8,4]" in md
+    html = render_check_report(_oom_report(), "html")
+    assert "<h3>largest_allocations</h3>" in html and "<td>32.00 GiB</td>" in html
+
+
+def test_json_keeps_the_numbers():
+    doc = json.loads(render_check_report(_oom_report(), "json"))
+    validate(doc, "check_report")
+    first = doc["results"][0]["evidence"]["largest_allocations"][0]
+    assert first["size_bytes"] == 32 * 2**30 and first["padding_bytes"] == 31 * 2**30

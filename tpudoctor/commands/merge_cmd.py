@@ -1,0 +1,57 @@
+"""``tpudoctor merge``: one report from the reports each worker of a slice wrote itself."""
+
+from __future__ import annotations
+
+import argparse
+
+from tpudoctor.commands.common import add_output_flags, chosen_format
+from tpudoctor.exitcodes import ExitCode
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "merge",
+        help="merge per-worker check reports (files, a folder or gs://bucket/prefix/) into one",
+        description="Merge the JSON check reports that the workers of a pod slice wrote (a startup script, "
+                    "a GKE JobSet or an xpk workload running 'tpudoctor check -o gs://.../{worker}.json') "
+                    "into one report: each result with the workers it holds on.",
+    )
+    parser.add_argument("sources", nargs="+", metavar="REPORT|DIR|gs://BUCKET/PREFIX/",
+                        help="report files, folders of them, or a Cloud Storage prefix")
+    parser.add_argument("--workers", metavar="LIST",
+                        help="the workers the slice has, e.g. 0-15 (default: from the reports' own metadata)")
+    parser.add_argument("--tpu", help="the node's name, for the fix commands (default: from the reports)")
+    parser.add_argument("--api-timeout", default="30s", metavar="DURATION",
+                        help="limit for each Cloud Storage call (default 30s)")
+    gate = parser.add_argument_group("exit status")
+    gate.add_argument("--fail-on", choices=("warn", "fail"), default="fail", help="lowest status that exits 1")
+    gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks")
+    add_output_flags(parser)
+    parser.add_argument("--redact", action="store_true", help="replace identifying names before sharing")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> ExitCode:
+    import sys
+
+    from tpudoctor import config
+    from tpudoctor.commands.check_cmd import exit_code_for
+    from tpudoctor.output import write_text
+    from tpudoctor.pod.merge import merge_outcomes
+    from tpudoctor.pod.report_store import read_reports
+    from tpudoctor.pod.worker_ids import parse_worker_spec
+    from tpudoctor.progress import progress
+    from tpudoctor.reports.merged import render_merged_report
+
+    expected = parse_worker_spec(args.workers) if args.workers else None
+    with progress("tpudoctor merge") as update:
+        update(f"reading {len(args.sources)} source(s)")
+        outcomes = read_reports(args.sources, api_timeout_s=config.parse_duration_s(args.api_timeout))
+        update(f"merging {len(outcomes)} report(s)")
+        merged = merge_outcomes(outcomes, expected=expected, source=", ".join(args.sources))
+    if args.tpu:
+        merged.report.target.tpu = args.tpu
+    fmt = chosen_format(args)
+    color = args.output in (None, "-") and sys.stdout.isatty()
+    write_text(args.output, render_merged_report(merged, fmt, verbose=args.verbose, color=color, redact=args.redact))
+    return exit_code_for(merged.report, fail_on=args.fail_on, exit_zero=args.exit_zero)

@@ -1,0 +1,139 @@
+"""Scores the log diagnosis against a labelled corpus of real failure logs.
+
+The manifest (TOML) lists ``[[log]]`` entries: ``file``, ``url`` (the thread it follows), ``class``
+(the signature id that must come first, or ``"none"`` when nothing fatal happened), ``cause``
+(what the thread settled on), ``tuned`` (false: held out from tuning) and ``healthy`` (a run that
+worked). Top-1 is the first diagnosis, or ``"none"`` when there is none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from tpudoctor.findings import Status
+from tpudoctor.logdiag.catalog import Catalog
+from tpudoctor.logdiag.diagnose import diagnose_file
+
+NO_DIAGNOSIS = "none"
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelledLog:
+    file: Path
+    url: str
+    expected: str
+    cause: str
+    tuned: bool
+    healthy: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoredLog:
+    log: LabelledLog
+    predicted: str
+    predicted_status: str | None
+    """FAIL or WARN of the top diagnosis; None when there is none."""
+
+    @property
+    def correct(self) -> bool:
+        return self.predicted == self.log.expected
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassScore:
+    name: str
+    support: int
+    """Logs whose expected class this is."""
+    predicted: int
+    """Logs given this class as top-1."""
+    correct: int
+
+    @property
+    def precision(self) -> float | None:
+        return self.correct / self.predicted if self.predicted else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.correct / self.support if self.support else None
+
+
+@dataclasses.dataclass(frozen=True)
+class AccuracyReport:
+    scored: tuple[ScoredLog, ...]
+
+    def _accuracy(self, logs: list[ScoredLog]) -> float:
+        return sum(s.correct for s in logs) / len(logs) if logs else float("nan")
+
+    @property
+    def top1_accuracy(self) -> float:
+        return self._accuracy(list(self.scored))
+
+    @property
+    def top1_accuracy_untuned(self) -> float:
+        return self._accuracy([s for s in self.scored if not s.log.tuned])
+
+    @property
+    def top1_accuracy_tuned(self) -> float:
+        return self._accuracy([s for s in self.scored if s.log.tuned])
+
+    @property
+    def healthy(self) -> list[ScoredLog]:
+        return [s for s in self.scored if s.log.healthy]
+
+    @property
+    def healthy_fail_rate(self) -> float:
+        """False alarms: healthy runs whose top diagnosis is a FAIL."""
+        healthy = self.healthy
+        return sum(s.predicted_status == Status.FAIL.value for s in healthy) / len(healthy) if healthy else 0.0
+
+    @property
+    def healthy_warn_rate(self) -> float:
+        healthy = self.healthy
+        return sum(s.predicted_status == Status.WARN.value for s in healthy) / len(healthy) if healthy else 0.0
+
+    def per_class(self) -> list[ClassScore]:
+        names = sorted({s.log.expected for s in self.scored} | {s.predicted for s in self.scored})
+        return [
+            ClassScore(
+                name=name,
+                support=sum(s.log.expected == name for s in self.scored),
+                predicted=sum(s.predicted == name for s in self.scored),
+                correct=sum(s.correct and s.predicted == name for s in self.scored),
+            )
+            for name in names
+        ]
+
+    def misses(self) -> list[ScoredLog]:
+        return [s for s in self.scored if not s.correct]
+
+
+def load_corpus(manifest: str | Path) -> list[LabelledLog]:
+    manifest = Path(manifest)
+    data = tomllib.loads(manifest.read_text(encoding="utf-8"))
+    return [
+        LabelledLog(
+            file=manifest.parent / entry["file"],
+            url=entry["url"],
+            expected=entry["class"],
+            cause=entry["cause"],
+            tuned=bool(entry["tuned"]),
+            healthy=bool(entry.get("healthy", False)),
+        )
+        for entry in data.get("log", [])
+    ]
+
+
+def score_corpus(logs: list[LabelledLog], *, catalog: Catalog | None = None) -> AccuracyReport:
+    scored = []
+    for log in logs:
+        found = diagnose_file(log.file, catalog=catalog)
+        top = found[0] if found else None
+        scored.append(ScoredLog(log, top.signature_id if top else NO_DIAGNOSIS, top.status.value if top else None))
+    return AccuracyReport(tuple(scored))

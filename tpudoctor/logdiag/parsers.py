@@ -1,0 +1,146 @@
+"""Evidence that one regex cannot pull from a log event: named parsers the catalog refers to.
+
+``hbm_allocations``: XLA's out-of-memory report (the largest allocations, each with its size,
+shape, padding, op and source line). ``grpc_status``: the gRPC status code in a ``grpc_status``
+JSON field, with its name. ``fatal_event``: what an unrecognised crash was (exception type and
+message, the failing line, the last Python frame).
+Each parser takes the event's text and the offset of the signature's match and returns evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+MAX_ALLOCATIONS = 10
+MAX_FIELD_CHARS = 300
+
+# https://grpc.github.io/grpc/core/md_doc_statuscodes.html
+GRPC_STATUS_NAMES = {
+    0: "OK", 1: "CANCELLED", 2: "UNKNOWN", 3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED", 5: "NOT_FOUND",
+    6: "ALREADY_EXISTS", 7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED", 9: "FAILED_PRECONDITION",
+    10: "ABORTED", 11: "OUT_OF_RANGE", 12: "UNIMPLEMENTED", 13: "INTERNAL", 14: "UNAVAILABLE",
+    15: "DATA_LOSS", 16: "UNAUTHENTICATED",
+}
+
+_SIZE = r"([0-9.]+\s*[KMGTP]?i?B?)"
+# "  1. Size: 32.00G" (TPU "Largest program allocations") or "Buffer 11:" with a "Size:" line after it.
+_ALLOCATION_START = re.compile(r"^\s*(?:(\d+)\.\s+Size:\s*" + _SIZE + r"|Buffer (\d+):)\s*$", re.MULTILINE)
+_FIELD_FLAGS = re.MULTILINE | re.IGNORECASE
+_ALLOCATION_FIELDS = {
+    "size": re.compile(r"^\s*Size:\s*" + _SIZE, _FIELD_FLAGS),
+    "shape": re.compile(r"^\s*Shape:\s*(\S[^\n]*)$", _FIELD_FLAGS),
+    "unpadded_size": re.compile(r"^\s*Unpadded size:\s*" + _SIZE, _FIELD_FLAGS),
+    "padding": re.compile(r"^\s*Extra memory due to padding:\s*" + _SIZE + r"(?:\s*\(([0-9.]+)x expansion\))?",
+                          _FIELD_FLAGS),
+    "operator": re.compile(r"^\s*Operator:\s*(\S[^\n]*)$", _FIELD_FLAGS),
+    "xla_label": re.compile(r"^\s*XLA label:\s*(\S[^\n]*)$", _FIELD_FLAGS),
+    "allocation_type": re.compile(r"^\s*Allocation type:\s*(\S[^\n]*)$", _FIELD_FLAGS),
+}
+_OPERATOR_ATTR = re.compile(r'(op_type|op_name|source_file|source_line)\s*=\s*"?([^"\s]*)"?')
+
+
+def _bytes(text: str) -> int | None:
+    from tpudoctor.logdiag.catalog import parse_bytes
+
+    try:
+        return parse_bytes(text)
+    except ValueError:
+        return None
+
+
+def hbm_allocations(text: str, offset: int) -> dict[str, Any]:
+    """The "Largest program allocations in hbm" list of an XLA out-of-memory report."""
+    starts = list(_ALLOCATION_START.finditer(text))[:MAX_ALLOCATIONS]
+    allocations = []
+    for i, start in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        block = text[start.end():end]
+        if start.group(1):
+            entry: dict[str, Any] = {"rank": int(start.group(1)), "size_bytes": _bytes(start.group(2))}
+        else:
+            size = _ALLOCATION_FIELDS["size"].search(block)
+            entry = {"rank": int(start.group(3)), "size_bytes": _bytes(size.group(1)) if size else None}
+        if m := _ALLOCATION_FIELDS["shape"].search(block):
+            entry["shape"] = m.group(1).strip()[:MAX_FIELD_CHARS]
+        if m := _ALLOCATION_FIELDS["unpadded_size"].search(block):
+            entry["unpadded_size_bytes"] = _bytes(m.group(1))
+        if m := _ALLOCATION_FIELDS["padding"].search(block):
+            entry["padding_bytes"] = _bytes(m.group(1))
+            if m.group(2):
+                entry["padding_expansion"] = float(m.group(2))
+        if m := _ALLOCATION_FIELDS["operator"].search(block):
+            attrs = dict(_OPERATOR_ATTR.findall(m.group(1)))
+            for key in ("op_type", "op_name"):
+                if attrs.get(key):
+                    entry[key] = attrs[key][:MAX_FIELD_CHARS]
+            if attrs.get("source_file"):
+                line = f":{attrs['source_line']}" if attrs.get("source_line") else ""
+                entry["source"] = f"{attrs['source_file']}{line}"[:MAX_FIELD_CHARS]
+        if m := _ALLOCATION_FIELDS["xla_label"].search(block):
+            entry["xla_label"] = m.group(1).strip()[:MAX_FIELD_CHARS]
+        if m := _ALLOCATION_FIELDS["allocation_type"].search(block):
+            entry["allocation_type"] = m.group(1).strip()
+        allocations.append(entry)
+    return {"largest_allocations": allocations} if allocations else {}
+
+
+_GRPC_STATUS = re.compile(r'"grpc_status"\s*:\s*(\d+)')
+
+
+def grpc_status(text: str, offset: int) -> dict[str, Any]:
+    """The gRPC status code of the first ``"grpc_status":N`` field, with its name (14: UNAVAILABLE)."""
+    match = _GRPC_STATUS.search(text)
+    if match is None:
+        return {}
+    code = int(match.group(1))
+    return {"grpc_status_code": code, "grpc_status_name": GRPC_STATUS_NAMES.get(code, "UNKNOWN")}
+
+
+_EXCEPTION = re.compile(
+    r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Failure)|(?:[a-z_][a-z0-9_]*\.){2,}[A-Z][a-z]\w*)"
+    r"(?: \(see above for traceback\))?(?::\s?(.*))?$"
+)
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)|^-+>\s*(\d+)\s', re.MULTILINE)
+_SIGNAL = re.compile(r"\b(SIG[A-Z]{2,6})\b")
+_ROOT_ERRORS = re.compile(r"^[0-9]+ root error\(s\) found\.$")
+
+
+def fatal_event(text: str, offset: int) -> dict[str, Any]:
+    """What the crash at ``offset`` was: the failing line, the exception type and message (or the
+    signal, or the failed check), and the last Python frame before it."""
+    end = text.find("\n", offset)
+    line = text[offset: end if end >= 0 else len(text)].strip()
+    found: dict[str, Any] = {"failure": line[:MAX_FIELD_CHARS]}
+    exception = _EXCEPTION.search(line)
+    signal = _SIGNAL.search(line)
+    if "Check failed" in line:
+        found["failure_type"] = "Check failed"
+        found["failure_message"] = line.split("Check failed", 1)[1].lstrip(": ")[:MAX_FIELD_CHARS]
+    elif exception is not None:
+        found["failure_type"] = exception.group(1)
+        found["failure_message"] = (exception.group(2) or "").strip()[:MAX_FIELD_CHARS]
+    elif signal is not None:
+        found["failure_type"] = signal.group(1)
+        found["failure_message"] = line[:MAX_FIELD_CHARS]
+    else:
+        found["failure_type"] = "fatal"
+        found["failure_message"] = line[:MAX_FIELD_CHARS]
+    if found["failure_message"].endswith(":"):  # "From /job:worker/replica:0/task:0:": the message follows
+        after = [ln.strip() for ln in text[end + 1:].split("\n")[:4]] if end >= 0 else []
+        after = [ln for ln in after if ln and not _ROOT_ERRORS.match(ln)][:1]
+        if after:
+            found["failure_message"] = f"{found['failure_message']} {after[0]}"[:MAX_FIELD_CHARS]
+    frames = list(_FRAME.finditer(text, 0, offset))
+    if frames:
+        last = frames[-1]
+        found["raised_at"] = f"{last.group(1)}:{last.group(2)}" if last.group(1) else f"cell line {last.group(3)}"
+    return found
+
+
+PARSERS: dict[str, Callable[[str, int], dict[str, Any]]] = {
+    "hbm_allocations": hbm_allocations,
+    "grpc_status": grpc_status,
+    "fatal_event": fatal_event,
+}

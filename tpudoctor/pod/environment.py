@@ -1,0 +1,43 @@
+"""What each worker records in its own report so that a merge can compare workers.
+
+The worker number comes from, in order: ``--worker``/``TPUDOCTOR_WORKER``, ``TPU_WORKER_ID`` (set by GKE on
+each TPU pod), the metadata server's ``agent-worker-number`` (a TPU VM). The slice size comes from
+``TPU_WORKER_HOSTNAMES`` (GKE) or the metadata server's ``worker-network-endpoints``. Package versions are read
+from package metadata (no framework import).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Mapping
+from typing import Any
+
+from tpudoctor.findings import Target
+
+
+def worker_environment(facts: Mapping[str, Any] | Any, target: Target,
+                       env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    from tpudoctor.providers.python_env import installed_versions
+
+    environ = os.environ if env is None else env
+    vm = _fact(facts, "metadata.tpu_vm")
+    packages = _fact(facts, "packages.installed") or installed_versions()
+    runtime = _fact(facts, "runtime.target") or {}
+    worker = target.worker or environ.get("TPU_WORKER_ID")
+    if worker in (None, "") and vm.get("agent_worker_number") is not None:
+        worker = vm.get("agent_worker_number")
+    hostnames = [h for h in environ.get("TPU_WORKER_HOSTNAMES", "").split(",") if h.strip()]
+    endpoints = vm.get("worker_network_endpoints") or []
+    return {
+        "worker": None if worker in (None, "") else str(worker),
+        "slice_workers": len(hostnames) or len(endpoints) or None,
+        "python": platform.python_version(),
+        "packages": dict(packages),
+        "runtime_version": runtime.get("runtime_version") or vm.get("runtime_version"),
+    }
+
+
+def _fact(facts: Any, key: str) -> Any:
+    value = facts.value(key) if hasattr(facts, "value") else facts.get(key)
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,185 @@
+"""One report for a whole slice: each worker's results folded by id, with the workers each one holds on.
+
+The fan-out (``check --all-workers``) and ``tpudoctor merge`` both end here: a list of ``WorkerOutcome``
+(a worker's own report, or the finding that says why there is none) becomes a ``MergedReport``. The
+checks that only a merged view can make (versions that differ, workers missing, clock skew, the
+cross-worker log timeline) live in ``tpudoctor.pod.slice_checks``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from collections.abc import Iterable
+from typing import Any
+
+from tpudoctor.findings import Finding, Remediation, Report, Scope, Status, Target
+from tpudoctor.pod.worker_ids import describe_workers, natural_key
+
+_PROBLEMS = (Status.FAIL, Status.ERROR, Status.WARN)
+MAX_WORKER_MESSAGES = 16
+
+
+@dataclasses.dataclass
+class WorkerOutcome:
+    """What one worker gave: its report, or ``problem`` (a finding scoped to it) saying why not."""
+
+    worker: str
+    report: Report | None = None
+    document: dict[str, Any] | None = None
+    """The report as read (kept so a merged JSON holds each worker's report as the worker wrote it)."""
+    source: str = ""
+    sent_at: _dt.datetime | None = None
+    """When the fan-out started the worker's command (None when the worker ran it by itself)."""
+    received_at: _dt.datetime | None = None
+    """When the report arrived (fan-out) or was stored (the object's creation time in GCS)."""
+    problem: Finding | None = None
+
+
+@dataclasses.dataclass
+class MergedReport:
+    report: Report
+    outcomes: dict[str, WorkerOutcome]
+    expected: list[str]
+    source: str
+
+    @property
+    def reported(self) -> list[str]:
+        return [w for w, o in self.outcomes.items() if o.report is not None]
+
+    def to_dict(self) -> dict[str, Any]:
+        document = self.report.to_dict()
+        document["slice"] = {"workers_expected": list(self.expected), "workers_reported": self.reported,
+                             "source": self.source}
+        document["workers"] = {
+            worker: {
+                "status": "reported" if o.report is not None else "no_report",
+                "source": o.source or None,
+                "received_at": o.received_at.isoformat() if o.received_at else None,
+                "report": (o.document if o.document is not None else o.report.to_dict()) if o.report else None,
+            }
+            for worker, o in self.outcomes.items()
+        }
+        return document
+
+
+def merge_outcomes(outcomes: Iterable[WorkerOutcome], *, expected: Iterable[str] | None = None,
+                   target: Target | None = None, source: str = "") -> MergedReport:
+    from tpudoctor import __version__
+    from tpudoctor.pod import slice_checks
+
+    by_worker: dict[str, WorkerOutcome] = {}
+    for outcome in outcomes:
+        if outcome.worker in by_worker:
+            from tpudoctor.errors import InputError
+
+            raise InputError(f"two reports for worker {outcome.worker}: {by_worker[outcome.worker].source} and "
+                             f"{outcome.source}", hint="merge the reports of one run at a time")
+        by_worker[outcome.worker] = outcome
+    by_worker = dict(sorted(by_worker.items(), key=lambda kv: natural_key(kv[0])))
+    reports = {w: o.report for w, o in by_worker.items() if o.report is not None}
+    expected_list = sorted(set(expected or ()), key=natural_key) or slice_checks.expected_workers(reports)
+    results = fold_results(reports, slice_size=len(set(expected_list) | set(by_worker)))
+    results += slice_checks.slice_findings(by_worker, expected_list, target or Target())
+    starts = [r.started_at for r in reports.values()]
+    started = min(starts) if starts else _dt.datetime.now(_dt.timezone.utc)
+    ends = [r.started_at + _dt.timedelta(seconds=r.duration_s) for r in reports.values()]
+    merged = Report(
+        results=results,
+        target=target or _common_target(reports.values()),
+        host=f"{len(reports)} of {len(set(expected_list) | set(by_worker))} workers",
+        started_at=started,
+        duration_s=max(0.0, (max(ends) - started).total_seconds()) if ends else 0.0,
+        tool_version=__version__,
+        redacted=any(r.redacted for r in reports.values()),
+        environment={"merged_workers": len(reports)},
+    )
+    return MergedReport(report=merged, outcomes=by_worker, expected=expected_list, source=source)
+
+
+def fold_results(reports: dict[str, Report], *, slice_size: int | None = None) -> list[Finding]:
+    """Each check id once: the worst status any worker gave, scoped to the workers that gave it."""
+    by_id: dict[str, list[tuple[str, Finding]]] = {}
+    for worker, report in reports.items():
+        for result in report.results:
+            by_id.setdefault(result.id, []).append((worker, result))
+    return [fold_one(pairs, total=len(reports), slice_size=slice_size) for pairs in by_id.values()]
+
+
+def folded_status(statuses: Iterable[Status]) -> Status:
+    """The worst problem if any worker has one; else PASS if any worker passed; else SKIP."""
+    seen = set(statuses)
+    problems = [s for s in seen if s in _PROBLEMS]
+    if problems:
+        return max(problems, key=lambda s: s.rank)
+    return Status.PASS if Status.PASS in seen else Status.SKIP
+
+
+def fold_one(pairs: list[tuple[str, Finding]], *, total: int, slice_size: int | None = None) -> Finding:
+    status = folded_status(f.status for _, f in pairs)
+    named = [(w, f) for w, f in pairs if f.status is status]
+    workers = [w for w, _ in named]
+    first_worker, first = named[0]
+    where = _where(workers, total, partial=bool(slice_size and slice_size > total))
+    if status in _PROBLEMS:
+        message = f"{status.value} on {where}: {first.message}"
+        if len(named) > 1 and len({f.message for _, f in named}) > 1:
+            message += f" (worker {first_worker}; the others in the evidence)"
+    else:
+        message = f"{first.message} ({where})"
+    by_status: dict[str, list[str]] = {}
+    for w, f in pairs:
+        by_status.setdefault(f.status.value, []).append(w)
+    evidence = dict(first.evidence)
+    evidence["workers_by_status"] = by_status
+    if status in _PROBLEMS and len(named) > 1:
+        evidence["worker_messages"] = {w: f.message for w, f in named[:MAX_WORKER_MESSAGES]}
+    scope = Scope.of(workers=workers)
+    for _w, f in named:
+        scope = scope.union(Scope(hosts=f.scope.hosts))
+    if len(named) == 1:
+        scope = scope.union(Scope(chips=first.scope.chips))
+    remediation = first.remediation
+    if remediation is not None and status in _PROBLEMS and workers:
+        label = "worker" if len(workers) == 1 else "workers"
+        remediation = dataclasses.replace(
+            remediation, text=f"On {label} {describe_workers(workers)}: {remediation.text}".rstrip(": "))
+    return Finding(
+        id=first.id, step=first.step, title=first.title, status=status, message=message,
+        severity=max((f.severity for _, f in named), key=lambda s: s.rank),
+        evidence=evidence, remediation=remediation,
+        skip_reason=first.skip_reason if status is Status.SKIP else None,
+        duration_s=max(f.duration_s for _, f in pairs), scope=scope, kind=first.kind,
+    )
+
+
+def _where(workers: list[str], total: int, *, partial: bool = False) -> str:
+    """"all 16 workers", "all 15 reporting workers" (one sent no report), "2 of 16 workers (3, 7)"."""
+    if len(workers) == total:
+        if total == 1:
+            return "the only reporting worker" if partial else "the only worker"
+        return f"all {total} reporting workers" if partial else f"all {total} workers"
+    label = "worker" if total == 1 else "workers"
+    if partial:
+        label = f"reporting {label}"
+    return f"{len(workers)} of {total} {label} ({describe_workers(workers)})"
+
+
+def _common_target(reports: Iterable[Report]) -> Target:
+    """The node the workers agree on; ``worker`` stays empty (the merged report covers them all)."""
+    reports = list(reports)
+    fields = {}
+    for name in ("project", "zone", "tpu"):
+        values = {getattr(r.target, name) for r in reports if getattr(r.target, name)}
+        fields[name] = values.pop() if len(values) == 1 else None
+    return Target(**fields)
+
+
+def worker_problem(finding_id: str, title: str, worker: str, status: Status, message: str, *,
+                   evidence: dict[str, Any] | None = None, remediation: Remediation | None = None) -> Finding:
+    """A finding about one worker that gave no report (it did not answer, or lacks tpudoctor)."""
+    from tpudoctor.findings import Severity, Step
+
+    return Finding(id=finding_id, step=Step.NODE, title=title, status=status, message=message,
+                   severity=Severity.HIGH, evidence=dict(evidence or {}), remediation=remediation,
+                   scope=Scope.of(workers=[worker]))

@@ -1,0 +1,261 @@
+"""The profile pipeline: a per-host MAP in the process that loads the host, then one COMBINE.
+
+    import tpudoctor.profile
+    report = tpudoctor.profile.analyze("gs://bucket/logdir")    # ProfileReport
+    report.verdict, report.findings, report.to_dict()
+
+``analyze_host(source)`` loads one host file, runs every analysis on its events and returns a small
+``HostResult`` (figures and short tables, no events): the events never leave the process that
+decoded them. ``combine(host_results)`` evaluates the profile rules on each host, merges their
+findings across hosts (a finding's scope is the hosts where it holds), names the straggler and the
+verdict, and returns the ``ProfileReport`` that the CLI, ``compare`` and every renderer consume.
+This is xprof's OpStats map/reduce; ``analyze_host`` is a plain module-level function so that any
+executor (a process pool here, a Dask cluster later) can run the map.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from tpudoctor.errors import InputError
+from tpudoctor.findings import Finding, Status
+from tpudoctor.profile.host_result import (
+    BreakdownFigures,
+    CompileFigures,
+    DeviceFigures,
+    HostOpsFigures,
+    HostResult,
+    StepFigures,
+)
+from tpudoctor.profile.report import ProfileReport
+from tpudoctor.profile.sources import HostFile, hostname_of, resolve
+
+MAX_STEP_RECORDS = 500
+
+
+def analyze_host(source: HostFile | str, *, extra_stats: dict[str, str] | None = None) -> HostResult:
+    """MAP: load one host file (a ``HostFile`` or a path/``gs://`` URI of one ``.xplane.pb``) and
+    analyse it here. Raises ``InputError`` when the file cannot be read or decoded."""
+    from tpudoctor.profile.capture import load_host
+
+    host_file = source if isinstance(source, HostFile) else HostFile(hostname_of(str(source)), str(source))
+    from tpudoctor.profile.xspace import ANALYSIS_STAT_COLUMNS
+
+    host = load_host(host_file, extra_stats, ANALYSIS_STAT_COLUMNS)  # only the stats the analyses read
+    return host_result(host)
+
+
+def host_result(host) -> HostResult:
+    """The ``HostResult`` of a loaded ``HostProfile`` (its events stay with the caller)."""
+    from tpudoctor.profile.analysis import analyze_loaded
+    from tpudoctor.profile.analysis.collectives import to_tables
+    from tpudoctor.profile.summary import summarize_host
+
+    a = analyze_loaded(host)
+    inp, rc, ho, dev = a.input, a.recompilation, a.host_ops, a.device
+    percent = _clean(inp.percent)
+    if a.collectives is not None and a.collectives.collective_percent > 0:
+        # collective time (waiting for other hosts and transfer) is not compute
+        collective = min(a.collectives.collective_percent, percent.get("compute") or 0.0)
+        percent = {**percent, "compute": _num((percent.get("compute") or 0.0) - collective), "collective": _num(collective)}
+    return HostResult(
+        host=host.hostname, framework=a.framework, device_kind=a.device_kind, window_ms=_num(a.window_ms) or 0.0,
+        time_origin_ns=int(host.time_origin_ns),
+        steps=StepFigures(method=a.steps.method, count=a.steps.count, program=a.steps.program,
+                          reason=a.steps.reason, stats=_clean(a.step_stats)),
+        breakdown=BreakdownFigures(
+            model=inp.model, classification=inp.classification, percent=percent,
+            per_step=records(inp.per_step, MAX_STEP_RECORDS), input_stages=records(inp.input_stages, 10),
+            idle_gaps=records(inp.gaps, 50), device_timeline_span_ms=_num(inp.gaps.attrs.get("timeline_span_ms"))),
+        compile=CompileFigures(
+            compile_count=int(rc.total_compile_count), compile_ms=_num(rc.total_compile_ms) or 0.0,
+            share_of_capture_percent=_num(rc.share_of_capture_percent) or 0.0,
+            program_cache_misses=int(rc.program_cache_misses), programs_in_metadata=int(rc.programs_in_metadata),
+            tf_tracing_count_max=rc.tf_tracing_count_max, functions=records(rc.functions, 50)),
+        host_ops=HostOpsFigures(
+            device_op_ms=_num(ho.device_busy_ms) or 0.0, host_offload_device_ms=_num(ho.host_offload_device_ms) or 0.0,
+            host_offload_share_of_device_percent=_num(ho.host_offload_share_of_device_percent) or 0.0,
+            outside_compilation_share_of_device_percent=_num(ho.outside_compilation_share_of_device_percent) or 0.0,
+            callback_ms=_num(ho.callback_ms) or 0.0, host_transfer_ms=_num(ho.host_transfer_ms) or 0.0,
+            eager_ms=_num(ho.eager_ms) or 0.0, table=records(ho.table, 40)),
+        device=DeviceFigures(
+            duty_cycle_percent=_num(dev.duty_cycle_percent) or 0.0, idle_percent=_num(dev.idle_percent) or 0.0,
+            mxu_utilization_percent=_num(dev.mxu_utilization_percent),
+            hbm_utilization_percent=_num(dev.hbm_utilization_percent),
+            flops_utilization_percent=_num(dev.flops_utilization_percent),
+            top_ops=records(dev.top_ops, 20), categories=records(dev.categories, 20), per_core=records(dev.per_core, 64)),
+        summary=summarize_host(host),
+        plane_names=[str(n) for n in host.planes["plane_name"]],
+        has_device_planes=bool(host.planes["is_device"].any()),
+        errors=list(host.errors), warnings=list(host.warnings),
+        tables=to_tables(a.collectives) if a.collectives is not None else {},
+    )
+
+
+def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | None = None,
+            runs_available: Iterable[str] = (), failed_hosts: Mapping[str, str] | None = None,
+            rules: Mapping[str, type] | None = None) -> ProfileReport:
+    """COMBINE: rules on every host, findings merged across hosts, straggler and verdict.
+
+    ``rules`` (rule id -> ``ProfileRule`` class) defaults to the registered ones, plugins included."""
+    from tpudoctor.profile.analysis.hosts import CROSS_HOST_TABLE, cross_host_rows, summarize_hosts
+    from tpudoctor.profile.rule import evaluate_rule
+    from tpudoctor.profile.summary import shifted
+    from tpudoctor.profile.verdict import decide
+
+    hosts = {h.host: h for h in sorted(host_results, key=lambda h: h.host)}
+    if not hosts:
+        raise InputError(f"no host of {source or 'the capture'} could be analysed"
+                         + (": " + "; ".join(f"{k}: {v}" for k, v in (failed_hosts or {}).items())
+                            if failed_hosts else ""))
+    if rules is None:
+        from tpudoctor.profile.rule_registry import load_rules
+
+        rules = load_rules()
+    origin_ns = min(h.time_origin_ns for h in hosts.values())
+    # one time origin for all hosts, as a loaded capture has (copies: the inputs stay as mapped)
+    hosts = {name: dataclasses.replace(h, summary=shifted(h.summary, (h.time_origin_ns - origin_ns) * 1000))
+             if h.summary is not None else h for name, h in hosts.items()}
+    # cross-host first: the collectives and straggler rules read each host's row of it
+    stragglers = summarize_hosts(hosts)
+    rows = cross_host_rows(stragglers)
+    hosts = {name: dataclasses.replace(h, tables={**h.tables, CROSS_HOST_TABLE: [rows[name]]}) if name in rows else h
+             for name, h in hosts.items()}
+    results = {name: [evaluate_rule(rule, h) for rule in rules.values()] for name, h in hosts.items()}
+    verdicts = {name: decide(results[name], rules) for name in hosts}
+    return ProfileReport(
+        source=source, run=run, runs_available=list(runs_available), time_origin_ns=origin_ns, hosts=hosts,
+        results=results, verdicts=verdicts, rules=dict(rules), straggler=stragglers.straggler,
+        straggler_slowdown_percent=stragglers.straggler_slowdown_percent, cross_host=stragglers.cross_host,
+        failed_hosts=dict(failed_hosts or {}), notes=_notes(hosts.values()),
+    )
+
+
+def analyze(path: str | os.PathLike[str], *, run: str | None = None, max_workers: int | None = None,
+            extra_stats: dict[str, str] | None = None, rules: Mapping[str, type] | None = None,
+            on_progress: Callable[[str], None] | None = None) -> ProfileReport:
+    """Analyse a capture (a ``.xplane.pb``, a run directory or a logdir; local or ``gs://``).
+
+    One host is analysed in this process; several run the map in worker processes (at most
+    ``max_workers``), so that only their small results come back. A host that cannot be read goes
+    to ``failed_hosts``; ``InputError`` when none can."""
+    resolved = resolve(path, run)
+    results: list[HostResult] = []
+    failed: dict[str, str] = {}
+    if len(resolved.hosts) == 1:
+        results.append(analyze_host(resolved.hosts[0], extra_stats=extra_stats))
+    else:
+        for host_file, outcome in map_hosts(resolved.hosts, max_workers=max_workers, extra_stats=extra_stats):
+            if on_progress is not None:
+                on_progress(f"analysed {host_file.hostname}")
+            if isinstance(outcome, HostResult):
+                results.append(outcome)
+            else:
+                failed[host_file.hostname] = outcome
+        if not results:
+            details = "; ".join(f"{name}: {message}" for name, message in failed.items())
+            raise InputError(f"no host of {resolved.source} could be loaded: {details}")
+    return combine(results, source=resolved.source, run=resolved.run, runs_available=resolved.runs_available,
+                   failed_hosts=failed, rules=rules)
+
+
+def analyze_capture(capture, *, rules: Mapping[str, type] | None = None) -> ProfileReport:
+    """The same report for a capture already loaded with ``tpudoctor.profile.load`` (its hosts' events
+    are in this process already, so the map runs here)."""
+    return combine([host_result(h) for h in capture.hosts.values()], source=str(capture.source), run=capture.run,
+                   runs_available=capture.runs_available, failed_hosts=capture.failed_hosts, rules=rules)
+
+
+def _analyze_host_or_message(host_file: HostFile, extra_stats: dict[str, str] | None,
+                             environment: dict[str, str] | None = None) -> HostResult | str:
+    if environment:  # a forkserver child keeps the environment of its server's start, not ours
+        os.environ.update(environment)
+    try:
+        return analyze_host(host_file, extra_stats=extra_stats)
+    except InputError as exc:
+        return exc.message + (f" ({exc.hint})" if exc.hint else "")
+    except Exception as exc:  # noqa: BLE001 - one broken host must not take the others down
+        return f"could not be analysed: {type(exc).__name__}: {exc}"
+
+
+_PASSED_ENVIRONMENT = ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT", "GOOGLE_APPLICATION_CREDENTIALS")
+
+
+def map_hosts(host_files, *, max_workers: int | None = None, extra_stats: dict[str, str] | None = None):
+    """(host file, ``HostResult`` or the reason it failed) per host, mapped over worker processes."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = max(1, min(len(host_files), max_workers or os.cpu_count() or 1))
+    if workers == 1:
+        for host_file in host_files:
+            yield host_file, _analyze_host_or_message(host_file, extra_stats)
+        return
+    # forkserver: a clean child even when this process has threads (cloud clients, rich)
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["tpudoctor.profile.pipeline", "tpudoctor.profile.analysis"])
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        environment = {name: os.environ[name] for name in _PASSED_ENVIRONMENT if name in os.environ}
+        futures = [pool.submit(_analyze_host_or_message, f, extra_stats, environment) for f in host_files]
+        for host_file, future in zip(host_files, futures, strict=False):
+            try:
+                yield host_file, future.result()
+            except Exception as exc:  # noqa: BLE001 - a worker killed (e.g. out of memory)
+                yield host_file, f"the analysis process failed: {type(exc).__name__}: {exc}"
+
+
+def _notes(hosts: Iterable[HostResult]) -> list[str]:
+    from tpudoctor.profile.xspace import DEVICE_PLANE_PREFIXES
+
+    hosts = list(hosts)
+    notes = []
+    if not any(h.has_device_planes for h in hosts):
+        names = sorted({name for h in hosts for name in h.plane_names})
+        notes.append(
+            "no device planes (" + ", ".join(prefix + "*" for prefix in DEVICE_PLANE_PREFIXES) + ") in this capture; "
+            f"it has only: {', '.join(names)}. Device-time analyses do not apply: the capture was taken "
+            "without device tracing, on a machine without accelerators, or the TPU runtime wrote no trace."
+        )
+    for h in hosts:
+        if h.summary is not None and h.summary.n_events == 0:
+            notes.append(f"host {h.host}: no events at all in any plane")
+        notes.extend(f"host {h.host}: profiler error: {m}" for m in h.errors)
+        notes.extend(f"host {h.host}: profiler warning: {m}" for m in h.warnings)
+    return notes
+
+
+def fired(findings: Iterable[Finding]) -> list[Finding]:
+    return [f for f in findings if f.status is not Status.PASS]
+
+
+def records(frame, limit: int) -> list[dict[str, Any]]:
+    return [_clean(r) for r in frame.head(limit).to_dict(orient="records")]
+
+
+def _num(v):
+    if v is None:
+        return None
+    v = float(v)
+    return None if math.isnan(v) or math.isinf(v) else round(v, 4)
+
+
+def _clean(obj):
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if hasattr(obj, "item"):
+        obj = obj.item()
+    if isinstance(obj, (bool, int)):
+        return obj
+    if isinstance(obj, float):
+        return _num(obj)
+    if str(obj) in ("<NA>", "nan", "NaT"):
+        return None
+    return str(obj)

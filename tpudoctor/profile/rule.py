@@ -1,0 +1,107 @@
+"""The profile rule contract: one declarative class per finding, one pure ``evaluate(host)`` method.
+
+A rule is to a profile what a check is to a node: it reads one host's ``HostResult`` (figures, no
+events), and returns a ``Finding`` of kind ``profile``: PASS when it does not fire, WARN or FAIL
+(FAIL for a high-severity cause, the one that makes a job slow) when it does, with evidence and a
+remediation. Thresholds are named class data. ``examples`` (small ``HostResult`` instances with the
+status each must give) double as the rule's tests and docs; the conformance test runs them.
+
+Ids are lowercase slugs (``input-bound``, ``host-offload``): the names profile findings have had
+since the first report, so saved reports and ``compare`` keep matching them; check ids look like
+``NODE-001``, so the two namespaces never clash. Third-party rules use their own prefix
+(``acme-...``).
+
+Rules that say how much of the step time their cause takes put it in ``evidence`` as
+``share_of_step_percent`` (also when they PASS) and name the ``bottleneck`` it points at; the
+verdict is derived from those (``tpudoctor.profile.verdict``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Severity, Status
+from tpudoctor.profile.host_result import HostResult
+
+RULE_ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+SHARE_OF_STEP = "share_of_step_percent"
+BOTTLENECKS = ("input-bound", "compile-bound", "host-bound", "communication-bound", "device-bound")
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleExample:
+    """A host result and the status the rule must give for it."""
+
+    name: str
+    host: HostResult
+    status: Status
+
+
+class ProfileRule:
+    """Base class for every profile rule. Subclasses set the metadata and implement ``evaluate``."""
+
+    id: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    bottleneck: ClassVar[str | None] = None
+    """The verdict this rule's finding explains (one of ``BOTTLENECKS``), or None."""
+    scores_verdict: ClassVar[bool] = False
+    """True when its ``share_of_step_percent`` counts toward its bottleneck's score."""
+    lead_rank: ClassVar[int] = 100
+    """Among the findings that explain the verdict, lower ranks are named first (specific causes
+    before generic ones)."""
+    docs: ClassVar[str] = ""
+    examples: ClassVar[tuple[RuleExample, ...]] = ()
+    source: ClassVar[str] = "builtin"
+
+    def evaluate(self, host: HostResult) -> Finding:
+        raise NotImplementedError
+
+    @classmethod
+    def description(cls) -> str:
+        return (cls.__doc__ or "").strip()
+
+    def passed(self, message: str, *, evidence: Mapping[str, Any] | None = None) -> Finding:
+        return self._finding(Status.PASS, Severity.INFO, self.title, message, evidence, None)
+
+    def fired(self, severity: Severity, title: str, message: str, *, evidence: Mapping[str, Any],
+              fixes: Iterable[str], commands: Iterable[str] = ()) -> Finding:
+        """The rule holds: FAIL for a high or critical cause, WARN otherwise. ``fixes`` are prose, one
+        per line of the remediation text; ``commands`` are what a person can copy and run."""
+        status = Status.FAIL if severity.rank >= Severity.HIGH.rank else Status.WARN
+        remediation = Remediation(text="\n".join(fixes), commands=tuple(commands), docs_url=self.docs or None)
+        return self._finding(status, severity, title, message, evidence, remediation)
+
+    def _finding(self, status: Status, severity: Severity, title: str, message: str,
+                 evidence: Mapping[str, Any] | None, remediation: Remediation | None) -> Finding:
+        return Finding(id=self.id, step=None, title=title, status=status, message=message, severity=severity,
+                       evidence=dict(evidence or {}), remediation=remediation, kind=FindingKind.PROFILE)
+
+
+def evaluate_rule(rule: type[ProfileRule] | ProfileRule, host: HostResult) -> Finding:
+    """One rule on one host, its scope set to that host; a crashing rule is an ERROR result."""
+    instance = rule() if isinstance(rule, type) else rule
+    try:
+        finding = instance.evaluate(host)
+        if not isinstance(finding, Finding):
+            raise TypeError(f"evaluate returned {type(finding).__name__}, not a Finding")
+    except Exception as exc:  # noqa: BLE001 - one broken rule must not take the report down
+        finding = Finding(id=instance.id, step=None, title=instance.title or instance.id, status=Status.ERROR,
+                          message=f"rule {instance.id} crashed: {type(exc).__name__}: {exc}",
+                          severity=Severity.MEDIUM, kind=FindingKind.PROFILE)
+    finding.scope = Scope.of(hosts=[host.host])
+    return finding
+
+
+def share_of_step(finding: Finding) -> float:
+    value = finding.evidence.get(SHARE_OF_STEP)
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def fixes_of(finding: Finding) -> list[str]:
+    """The remediation's fixes, one per line."""
+    if finding.remediation is None or not finding.remediation.text:
+        return []
+    return [line for line in finding.remediation.text.splitlines() if line.strip()]
