@@ -112,12 +112,12 @@ def _select_device_ops(host) -> pd.DataFrame:
     kind = device_kind(host)
     if kind == "tpu":
         sel = mask(ev["line_name"] == "XLA Ops") & name_matches(ev, TPU_PLANE.pattern, col="plane_name")
-        ops = _device_timespans(host, ev[sel].copy(deep=False))  # ev[sel] is already a new frame
+        ops = _device_timespans(host, _rows(ev, sel))
         ops["core"] = ops["plane_name"].astype(str)
     elif kind == "gpu":
         sel = name_matches(ev, "^" + re.escape(GPU_PLANE_PREFIX), col="plane_name")
         sel &= ~mask(ev["line_name"].isin(DERIVED_DEVICE_LINES))
-        ops = ev[sel].copy(deep=False)
+        ops = _rows(ev, sel)
         ops["core"] = ops["plane_name"].astype(str)
     else:
         on_host = mask(ev["plane_name"] == HOST_PLANE)
@@ -126,9 +126,19 @@ def _select_device_ops(host) -> pd.DataFrame:
         # threads run input ops, which are not device work.
         tf_ops = name_matches(ev, TF_OP_NAME) & ~name_matches(ev, r"^tf_data", col="line_name")
         sel = on_host & (xla | tf_ops)
-        ops = ev[sel].copy(deep=False)
+        ops = _rows(ev, sel)
         ops["core"] = "cpu"
     return ops
+
+
+# What the device-op analyses read (device_ops, host_ops, input_bound, collectives): the selected rows
+# carry only these columns, not every stat of the capture (the selection is a fifth of a TPU capture).
+DEVICE_OP_COLUMNS = ("plane_id", "line_id", "plane_name", "line_name", "name", "start_ps", "duration_ps",
+                     "hlo_category", "hlo_op", "tf_op", "flops", "device_offset_ps", "device_duration_ps")
+
+
+def _rows(ev: pd.DataFrame, sel: np.ndarray) -> pd.DataFrame:
+    return ev.loc[sel, [c for c in DEVICE_OP_COLUMNS if c in ev.columns]]
 
 
 def _device_timespans(host, ops: pd.DataFrame) -> pd.DataFrame:
