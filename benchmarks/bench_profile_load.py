@@ -1,6 +1,7 @@
 """Load speed and memory: tpudoctor against xprof's own converters, on captures of growing size.
 
     .venv/bin/python benchmarks/bench_profile_load.py [--source X.xplane.pb] [--scales 1,10,50] [--skip-xprof]
+    .venv/bin/python benchmarks/bench_profile_load.py --scales 50 --sizes-mb 1024 --skip-xprof-over-mb 100
 
 Builds larger captures from a real one (every line's events repeated N times, shifted in time;
 x50 of the v6e capture is about 40 MB and 1.3 M events) under /tmp/tpudoctor-bench, then runs
@@ -13,6 +14,11 @@ of the call and the process's peak RSS side by side:
   ``xprof.convert._pywrap_profiler_plugin.xspace_to_tools_data`` (the call behind
   ``xprof.convert.raw_to_tool_data.xspace_to_tool_data``), each on a fresh copy of the file in an
   empty folder, with ``use_saved_result=False``, so no cached result is reused.
+
+``--sizes-mb`` adds captures of a given file size: the x50 capture's XSpace repeated until that
+size (``benchmarks/capture_memory.py``; serialized XSpaces concatenate into one whose planes
+repeat, so the largest plane stays the x50 one's). ``--skip-xprof-over-mb`` leaves xprof out on
+files where it would need more memory than the machine has.
 
 ``--approaches`` also times the parse strategies considered for the loader on one size.
 """
@@ -112,6 +118,15 @@ def build_captures(source: Path, scales: list[int]) -> dict[int, Path]:
     return paths
 
 
+def build_sized_captures(sizes_mb: list[int]) -> dict[str, Path]:
+    sys.path.insert(0, str(REPO))
+    from benchmarks.capture_memory import build
+
+    folder = Path(tempfile.gettempdir()) / "tpudoctor-capture-memory"
+    folder.mkdir(exist_ok=True)
+    return {f"{size}MB": build(size << 20, folder) for size in sizes_mb}
+
+
 def run_child(code: str, *args: str, timeout_s: float = 900) -> dict:
     result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout_s,
                             cwd=REPO)
@@ -133,24 +148,31 @@ def main() -> int:
     parser.add_argument("--scales", default="1,10,50", help="comma-separated event multipliers (default 1,10,50)")
     parser.add_argument("--skip-xprof", action="store_true", help="time tpudoctor only")
     parser.add_argument("--approaches", action="store_true", help="also time the parse strategies on the largest size")
+    parser.add_argument("--sizes-mb", default="", help="also captures of these file sizes in MB, e.g. 1024")
+    parser.add_argument("--skip-xprof-over-mb", type=float, default=float("inf"),
+                        help="do not run xprof on files larger than this (it needs ~30x the file in memory)")
     args = parser.parse_args()
     if not args.source.exists():
         print(f"source capture {args.source} not found (it lives in ../shared/data)", file=sys.stderr)
         return 2
-    scales = [int(part) for part in args.scales.split(",")]
-    paths = build_captures(args.source, scales)
+    scales = [int(part) for part in args.scales.split(",") if part]
+    paths: dict = {f"x{scale}": path for scale, path in build_captures(args.source, scales).items()}
+    if args.sizes_mb:
+        paths.update(build_sized_captures([int(part) for part in args.sizes_mb.split(",")]))
     rows = []
-    for scale, path in paths.items():
-        row = {"scale": scale, "size_mb": path.stat().st_size / 1e6, "tpudoctor": run_child(TPUDOCTOR_CHILD, str(path))}
+    for name, path in paths.items():
+        size_mb = path.stat().st_size / 1e6
+        row = {"scale": name, "size_mb": size_mb, "tpudoctor": run_child(TPUDOCTOR_CHILD, str(path))}
         if not args.skip_xprof:
-            row["overview_page"] = run_xprof(path, "overview_page")
-            row["input_pipeline_analyzer"] = run_xprof(path, "input_pipeline_analyzer")
+            skipped = {"error": "skipped"} if size_mb > args.skip_xprof_over_mb else None
+            row["overview_page"] = skipped or run_xprof(path, "overview_page")
+            row["input_pipeline_analyzer"] = skipped or run_xprof(path, "input_pipeline_analyzer")
         rows.append(row)
-        print(f"x{scale} done", file=sys.stderr, flush=True)
+        print(f"{name} done", file=sys.stderr, flush=True)
     print_table(rows)
     if args.approaches:
-        largest = paths[max(paths)]
-        print(f"\nParse strategies on x{max(paths)} ({largest.stat().st_size / 1e6:.1f} MB), decode only:")
+        name, largest = max(paths.items(), key=lambda item: item[1].stat().st_size)
+        print(f"\nParse strategies on {name} ({largest.stat().st_size / 1e6:.1f} MB), decode only:")
         for approach in ("upb-messages", "upb-raw-events+numpy"):
             result = run_child(APPROACHES_CHILD, approach, str(largest))
             print(f"  {approach:24s} {result.get('wall_s', float('nan')):7.2f} s  "
@@ -160,7 +182,7 @@ def main() -> int:
 
 def _cell(result: dict) -> str:
     if "error" in result:
-        return f"{'error':>8s} {'':>8s}"
+        return f"{result['error'][:8]:>8s} {'':>8s}"
     return f"{result['wall_s']:7.2f}s {result['peak_rss_mb']:6.0f}MB"
 
 
@@ -175,7 +197,7 @@ def print_table(rows: list[dict]) -> None:
         ours = row["tpudoctor"]
         events = ours.get("events", 0)
         per_event = ours["wall_s"] / events * 1e6 if events and "wall_s" in ours else float("nan")
-        line = f"{'x' + str(row['scale']):>7s} {row['size_mb']:6.1f} {events:10,d} | {_cell(ours):>16s} {per_event:8.2f}"
+        line = f"{row['scale']:>7s} {row['size_mb']:6.1f} {events:10,d} | {_cell(ours):>16s} {per_event:8.2f}"
         if xprof:
             overview = row["overview_page"]
             line += f" | {_cell(overview):>19s} | {_cell(row['input_pipeline_analyzer']):>20s}"

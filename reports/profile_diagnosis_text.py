@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-BREAKDOWN_PARTS = ("compute", "input", "idle", "compile", "host_callback", "host_offload", "other")
+BREAKDOWN_PARTS = ("compute", "collective", "input", "idle", "compile", "host_callback", "host_offload", "other")
 
 
 def fixes(finding: dict) -> list[str]:
@@ -74,6 +74,16 @@ def diagnosis_lines(doc: dict) -> list[str]:
             lines.append(f"  {row['kind']:<20} {str(row['name'])[:40]:<40} x{row['count']:<5} "
                          f"{row['total_ms']:>10.2f} ms {row['share_percent']:>6.1f}% of {row['share_of']}")
     if doc.get("straggler"):
-        lines += ["", f"Straggler: {doc['straggler']['host']} ({doc['straggler']['slowdown_percent']:.1f}% slower "
-                  "than the median host)"]
+        lines += ["", straggler_line(doc["straggler"])]
+    elif (doc.get("cross_host") or {}).get("straggler_test"):
+        lines += ["", "Straggler: none. " + doc["cross_host"]["straggler_test"]["decided_by"]]
     return lines
+
+
+def straggler_line(s: dict) -> str:
+    """One line for the straggler; reports saved before the collective analysis have only the slowdown."""
+    if s.get("delay_ms_median") is None:
+        return f"Straggler: {s['host']} ({s['slowdown_percent']:.1f}% slower than the median host)"
+    return (f"Straggler: {s['host']} arrives {s['delay_ms_median']:.2f} ms late at the collective per step "
+            f"(last in {s['last_arrival_steps']} of {s['steps_compared']} steps); the other hosts wait "
+            f"{s.get('others_wait_ms_per_step') or 0:.2f} ms per step for it")

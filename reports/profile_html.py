@@ -11,7 +11,7 @@ import json
 from tpudoctor.profile.report import ProfileReport
 from tpudoctor.reports.profile_diagnosis_text import fixes, where
 
-COLORS = {"compute": "#2e7d32", "input": "#c62828", "idle": "#9e9e9e", "compile": "#6a1b9a",
+COLORS = {"compute": "#2e7d32", "collective": "#283593", "input": "#c62828", "idle": "#9e9e9e", "compile": "#6a1b9a",
           "host_callback": "#ef6c00", "host_offload": "#ad1457", "outfeed": "#00838f", "host_transfer": "#1565c0", "other": "#795548"}
 VERDICT_COLORS = {"input-bound": "#c62828", "host-bound": "#ef6c00", "compile-bound": "#6a1b9a",
                   "device-bound": "#2e7d32", "communication-bound": "#283593", "unknown": "#616161"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.profile.report import ProfileReport
-from tpudoctor.reports.profile_diagnosis_text import BREAKDOWN_PARTS, fixes, where
+from tpudoctor.reports.profile_diagnosis_text import BREAKDOWN_PARTS, fixes, straggler_line, where
 
 
 def render(report: ProfileReport) -> str:
@@ -73,5 +73,5 @@ def render_document(doc: dict) -> str:
             lines += table([{"host": h["host"], "verdict": h["verdict"], **h["kpis"]} for h in doc["hosts"]],
                            ["host", "verdict", "step_time_mean_ms", "input_percent", "idle_percent", "compile_ms"]) + [""]
             if doc.get("straggler"):
-                lines += [f"Straggler: **{doc['straggler']['host']}** ({doc['straggler']['slowdown_percent']:.1f}% slower)", ""]
+                lines += [straggler_line(doc["straggler"]).replace(doc["straggler"]["host"], f"**{doc['straggler']['host']}**", 1), ""]
     return "\n".join(lines) + "\n"

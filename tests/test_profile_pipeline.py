@@ -55,7 +55,9 @@ def test_combine_of_mapped_hosts_is_what_analyze_reports(tmp_path):
     first = combined.to_dict()
     again = tpudoctor.profile.combine(mapped, source=str(tmp_path), run=run.name, runs_available=[run.name])
     assert again.to_dict() == first  # combine leaves its inputs as they were
-    assert analysed.straggler == "w-1" and analysed.verdict == "compile-bound"
+    # two captures that never synchronise: nobody waits for anybody, so no straggler (a slower mean
+    # step is not one); each host keeps its own verdict
+    assert analysed.straggler is None and analysed.verdicts["w-1"][0] == "compile-bound"
     # summaries are put on one time origin, as a loaded capture's are
     loaded = tpudoctor.profile.load(str(tmp_path))
     from tpudoctor.profile.summary import summarize

@@ -25,7 +25,8 @@ from tpudoctor.testing import profile_rule_conformance_problems
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
 BUILTIN_IDS = {"no-step-markers", "input-bound", "device-idle", "host-overhead", "recompilation",
                "compilation-in-window", "host-offload", "host-callback", "outside-compilation", "host-transfers",
-               "eager-execution", "step-time-variance", "device-bound", "insufficient-evidence"}
+               "eager-execution", "step-time-variance", "device-bound", "insufficient-evidence", "collectives",
+               "straggler"}
 
 
 def check_result_validator():

@@ -7,6 +7,7 @@ report schema's ``result``). ``upgrade_profile_report_v1`` reads documents saved
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from tpudoctor import __version__
@@ -64,10 +65,48 @@ def profile_document(report: ProfileReport) -> dict[str, Any]:
         "op_table": report.op_table,
         "hosts": [{"host": name, "verdict": report.verdicts[name][0], "verdict_reason": report.verdicts[name][1],
                    "kpis": kpis(h), "findings": report.fired_ids(name)} for name, h in report.hosts.items()],
-        "straggler": ({"host": report.straggler, "slowdown_percent": report.straggler_slowdown_percent}
-                      if report.straggler else None),
+        "straggler": _straggler(report),
+        "cross_host": _cross_host(report),
         "failed_hosts": [{"host": k, "error": v} for k, v in report.failed_hosts.items()],
     }
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else round(value, 4)
+    return value
+
+
+def _straggler(report: ProfileReport) -> dict[str, Any] | None:
+    """The straggler with its per-step delay (cross-host analysis); None when no host is named."""
+    if not report.straggler:
+        return None
+    s = report.cross_host.straggler if report.cross_host is not None else None
+    details = {} if s is None else {
+        "delay_ms_median": s.delay_ms_median, "cost_ms_per_step": s.cost_ms_per_step,
+        "others_wait_ms_per_step": s.others_wait_ms_per_step, "last_arrival_steps": s.last_arrival_steps,
+        "steps_compared": s.steps_compared, "decided_by": s.decided_by}
+    return _plain({"host": report.straggler, "slowdown_percent": report.straggler_slowdown_percent, **details})
+
+
+def _cross_host(report: ProfileReport) -> dict[str, Any] | None:
+    cross = report.cross_host
+    if cross is None:
+        return None
+    s = cross.straggler
+    return _plain({"aligned_by": cross.aligned_by, "per_host": cross.per_host.to_dict(orient="records"),
+                   "straggler_test": {"candidate": s.candidate, "steps_compared": s.steps_compared,
+                                      "last_arrival_steps": s.last_arrival_steps,
+                                      "last_arrival_p_value": s.last_arrival_p_value,
+                                      "lateness_p_value": s.lateness_p_value, "delay_ms_median": s.delay_ms_median,
+                                      "decided_by": s.decided_by},
+                   "notes": list(cross.notes)})
 
 
 def _evidence_minimum() -> dict[str, Any]:

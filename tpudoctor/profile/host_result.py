@@ -13,9 +13,10 @@ from typing import Any
 
 from tpudoctor.profile.summary import HostSummary
 
-BREAKDOWN_PARTS = ("compute", "input", "idle", "compile", "host_callback", "host_offload", "outfeed",
+BREAKDOWN_PARTS = ("compute", "collective", "input", "idle", "compile", "host_callback", "host_offload", "outfeed",
                    "host_transfer", "other")
-"""The parts of the step-time breakdown, in % of step time; they add up to 100."""
+"""The parts of the step-time breakdown, in % of step time; they add up to 100. ``collective``
+(waiting for other hosts plus transfer, ``analysis.collectives``) is carved out of compute."""
 
 
 @dataclasses.dataclass

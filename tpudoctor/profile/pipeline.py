@@ -43,13 +43,16 @@ def analyze_host(source: HostFile | str, *, extra_stats: dict[str, str] | None =
     from tpudoctor.profile.capture import load_host
 
     host_file = source if isinstance(source, HostFile) else HostFile(hostname_of(str(source)), str(source))
-    host = load_host(host_file, extra_stats)
+    from tpudoctor.profile.xspace import ANALYSIS_STAT_COLUMNS
+
+    host = load_host(host_file, extra_stats, ANALYSIS_STAT_COLUMNS)  # only the stats the analyses read
     return host_result(host)
 
 
 def host_result(host) -> HostResult:
     """The ``HostResult`` of a loaded ``HostProfile`` (its events stay with the caller)."""
     from tpudoctor.profile.analysis import analyze_loaded
+    from tpudoctor.profile.analysis.collectives import to_tables
     from tpudoctor.profile.analysis.evidence import evidence_of
     from tpudoctor.profile.analysis.roofline import analyze_roofline
     from tpudoctor.profile.summary import summarize_host
@@ -62,13 +65,18 @@ def host_result(host) -> HostResult:
     roofline = _roofline_data(roofline_frame)
     ops = op_table(host, roofline_frame)
     inp, rc, ho, dev = a.input, a.recompilation, a.host_ops, a.device
+    percent = _clean(inp.percent)
+    if a.collectives is not None and a.collectives.collective_percent > 0:
+        # collective time (waiting for other hosts and transfer) is not compute
+        collective = min(a.collectives.collective_percent, percent.get("compute") or 0.0)
+        percent = {**percent, "compute": _num((percent.get("compute") or 0.0) - collective), "collective": _num(collective)}
     return HostResult(
         host=host.hostname, framework=a.framework, device_kind=a.device_kind, window_ms=_num(a.window_ms) or 0.0,
         time_origin_ns=int(host.time_origin_ns),
         steps=StepFigures(method=a.steps.method, count=a.steps.count, program=a.steps.program,
                           reason=a.steps.reason, stats=_clean(a.step_stats)),
         breakdown=BreakdownFigures(
-            model=inp.model, classification=inp.classification, percent=_clean(inp.percent),
+            model=inp.model, classification=inp.classification, percent=percent,
             per_step=records(inp.per_step, MAX_STEP_RECORDS), input_stages=records(inp.input_stages, 10),
             idle_gaps=records(inp.gaps, 50), device_timeline_span_ms=_num(inp.gaps.attrs.get("timeline_span_ms"))),
         compile=CompileFigures(
@@ -94,7 +102,8 @@ def host_result(host) -> HostResult:
         has_device_planes=bool(host.planes["is_device"].any()),
         errors=list(host.errors), warnings=list(host.warnings),
         evidence=evidence_of(a), versions=capture_versions(host),
-        tables={OP_TABLE: records(ops, MAX_OPS_PER_HOST)},
+        tables={OP_TABLE: records(ops, MAX_OPS_PER_HOST),
+                **(to_tables(a.collectives) if a.collectives is not None else {})},
         roofline=roofline,
     )
 
@@ -148,7 +157,7 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
     """COMBINE: rules on every host, findings merged across hosts, straggler and verdict.
 
     ``rules`` (rule id -> ``ProfileRule`` class) defaults to the registered ones, plugins included."""
-    from tpudoctor.profile.analysis.hosts import summarize_hosts
+    from tpudoctor.profile.analysis.hosts import CROSS_HOST_TABLE, cross_host_rows, summarize_hosts
     from tpudoctor.profile.rule import evaluate_rule
     from tpudoctor.profile.summary import shifted
     from tpudoctor.profile.verdict import cap_findings, judge
@@ -166,6 +175,11 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
     # one time origin for all hosts, as a loaded capture has (copies: the inputs stay as mapped)
     hosts = {name: dataclasses.replace(h, summary=shifted(h.summary, (h.time_origin_ns - origin_ns) * 1000))
              if h.summary is not None else h for name, h in hosts.items()}
+    # cross-host first: the collectives and straggler rules read each host's row of it
+    stragglers = summarize_hosts(hosts)
+    rows = cross_host_rows(stragglers)
+    hosts = {name: dataclasses.replace(h, tables={**h.tables, CROSS_HOST_TABLE: [rows[name]]}) if name in rows else h
+             for name, h in hosts.items()}
     results = {name: [evaluate_rule(rule, h) for rule in rules.values()] for name, h in hosts.items()}
     verdicts = {}
     for name in hosts:
@@ -173,12 +187,11 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
         verdicts[name] = (judgement.verdict, judgement.reason)
         if not judgement.enough_evidence:
             results[name] = cap_findings(results[name])
-    stragglers = summarize_hosts(hosts)
     roofline, roofline_notes = combined_roofline(hosts.values())
     return ProfileReport(
         source=source, run=run, runs_available=list(runs_available), time_origin_ns=origin_ns, hosts=hosts,
         results=results, verdicts=verdicts, rules=dict(rules), straggler=stragglers.straggler,
-        straggler_slowdown_percent=stragglers.straggler_slowdown_percent,
+        straggler_slowdown_percent=stragglers.straggler_slowdown_percent, cross_host=stragglers.cross_host,
         failed_hosts=dict(failed_hosts or {}), notes=_notes(hosts.values()) + roofline_notes,
         roofline=roofline, op_table=combined_op_table(hosts.values()),
     )

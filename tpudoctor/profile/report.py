@@ -39,6 +39,7 @@ class ProfileReport:
     time_origin_ns: int = 0
     straggler: str | None = None
     straggler_slowdown_percent: float | None = None
+    cross_host: Any = None  # ``analysis.cross_host.CrossHostAnalysis`` of a multi-host capture
     failed_hosts: dict[str, str] = dataclasses.field(default_factory=dict)
     notes: list[str] = dataclasses.field(default_factory=list)
     analyses: dict[str, Any] = dataclasses.field(default_factory=dict)

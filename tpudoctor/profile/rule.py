@@ -35,6 +35,7 @@ EVIDENCE_KINDS = {
     "host-ops": "host-side op events (callbacks, host transfers, eager ops)",
     "compile-events": "compilation events inside the capture window",
     "window": "the capture window: first to last timed event",
+    "other-hosts": "the other hosts of the run, with collectives in their steps (cross-host analysis)",
 }
 """What a rule can need from a capture (``ProfileRule.needs``); the minimum amounts the verdict needs
 are in ``tpudoctor.profile.analysis.evidence``."""

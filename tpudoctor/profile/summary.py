@@ -84,16 +84,36 @@ def summarize(capture: ProfileCapture) -> CaptureSummary:
     )
 
 
+def _line_spans(host: HostProfile):
+    """First start and last end of each line that has events (``plane_id``, ``line_id``, ``start``,
+    ``end``). Events are stored line after line, so each line is one reduction over its slice: no
+    per-event frame and no group-by over millions of rows."""
+    import numpy as np
+    import pandas as pd
+
+    lines = host.lines
+    counts = lines["n_events"].to_numpy(np.int64)
+    filled = counts > 0
+    starts = host.events["start_ps"].to_numpy(np.int64)
+    if not filled.any() or len(starts) != int(counts.sum()):
+        ends = starts + host.events["duration_ps"].to_numpy(np.int64)
+        frame = pd.DataFrame({"plane_id": host.events["plane_id"].to_numpy(), "line_id": host.events["line_id"].to_numpy(),
+                              "start": starts, "end": ends})
+        return frame.groupby(["plane_id", "line_id"], sort=False).agg(start=("start", "min"), end=("end", "max")).reset_index()
+    first_row = (np.cumsum(counts) - counts)[filled]
+    line_start = np.minimum.reduceat(starts, first_row)
+    line_end = np.maximum.reduceat(starts + host.events["duration_ps"].to_numpy(np.int64), first_row)
+    return pd.DataFrame({"plane_id": lines["plane_id"].to_numpy()[filled], "line_id": lines["line_id"].to_numpy()[filled],
+                         "start": line_start, "end": line_end})
+
+
 def summarize_host(host: HostProfile) -> HostSummary:
     import pandas as pd
 
-    events = host.events
-    end_ps = events["start_ps"].to_numpy() + events["duration_ps"].to_numpy()
-    spans = pd.DataFrame({"plane_id": events["plane_id"].to_numpy(), "line_id": events["line_id"].to_numpy(),
-                          "start_ps": events["start_ps"].to_numpy(), "end_ps": end_ps})
-    by_line = spans.groupby(["plane_id", "line_id"], sort=False).agg(start=("start_ps", "min"), end=("end_ps", "max"))
-    by_plane = spans.groupby("plane_id", sort=False).agg(start=("start_ps", "min"), end=("end_ps", "max"))
-    line_span = {key: int(row.end - row.start) for key, row in zip(by_line.index, by_line.itertuples(), strict=False)}
+    by_line = _line_spans(host)
+    by_plane = by_line.groupby("plane_id", sort=False).agg(start=("start", "min"), end=("end", "max"))
+    line_span = {(p, line): int(e - b) for p, line, b, e in zip(by_line["plane_id"], by_line["line_id"],
+                                                                 by_line["start"], by_line["end"], strict=True)}
     planes: list[PlaneSummary] = []
     lines_by_plane = {plane_id: frame for plane_id, frame in host.lines.groupby("plane_id", sort=False)}
     for row in host.planes.itertuples(index=False):
@@ -119,9 +139,10 @@ def summarize_host(host: HostProfile) -> HostSummary:
                 if host.planes.loc[host.planes["plane_id"] == plane_id, "plane_name"].eq("Task Environment").any()), {})
     start_ns, stop_ns = env.get("profile_start_time"), env.get("profile_stop_time")
     duration_ns = int(stop_ns) - int(start_ns) if isinstance(start_ns, int) and isinstance(stop_ns, int) else None
-    span = int(end_ps.max() - events["start_ps"].min()) if len(events) else 0
+    n_events = len(host.events)
+    span = int(by_line["end"].max() - by_line["start"].min()) if n_events and len(by_line) else 0
     return HostSummary(
         hostname=host.hostname, source=host.source, file_size_bytes=host.file_size_bytes, device_kind=device_kind,
         n_device_planes=int(len(device)), n_planes=int(len(host.planes)), n_lines=int(len(host.lines)),
-        n_events=int(len(events)), span_ps=span, profile_duration_ns=duration_ns, planes=planes,
+        n_events=int(n_events), span_ps=span, profile_duration_ns=duration_ns, planes=planes,
     )

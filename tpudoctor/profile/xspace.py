@@ -119,9 +119,22 @@ class HostProfile:
             self.time_origin_ns = origin_ns
 
 
-def decode_host(data: bytes, *, hostname: str, source: str,
-                extra_stats: dict[str, str] | None = None) -> HostProfile:
-    """Decode a serialized XSpace; raises ``InputError`` with the reason when it is not usable."""
+def _stat_columns(extra_stats: dict[str, str] | None, stats: dict[str, str] | None) -> dict[str, str]:
+    columns = dict(EVENT_STAT_COLUMNS if stats is None else stats)
+    for name, kind in (extra_stats or {}).items():
+        columns[name] = kind
+    for kind in columns.values():
+        if kind not in STAT_KINDS:
+            raise ValueError(f"stat column kind must be one of {STAT_KINDS}, not {kind!r}")
+    return columns
+
+
+def decode_host(data: bytes, *, hostname: str, source: str, extra_stats: dict[str, str] | None = None,
+                stats: dict[str, str] | None = None) -> HostProfile:
+    """Decode a serialized XSpace; raises ``InputError`` with the reason when it is not usable.
+
+    ``stats`` replaces ``EVENT_STAT_COLUMNS`` as the stats decoded into columns (e.g.
+    ``ANALYSIS_STAT_COLUMNS``: a narrower frame costs less memory); ``extra_stats`` adds to them."""
     from tpudoctor.profile.validate import check_bytes, explain_parse_failure
 
     check_bytes(data, source)
@@ -135,12 +148,10 @@ def decode_host(data: bytes, *, hostname: str, source: str,
             f"{source} is not an XSpace profile: it decodes to no named planes",
             hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler",
         )
-    columns = dict(EVENT_STAT_COLUMNS)
-    for name, kind in (extra_stats or {}).items():
-        if kind not in STAT_KINDS:
-            raise ValueError(f"stat column kind must be one of {STAT_KINDS}, not {kind!r}")
-        columns[name] = kind
-    decoder = _Decoder(space, columns)
+    columns = _stat_columns(extra_stats, stats)
+    box = {"space": space}  # the decoder drops it once the events are decoded
+    decoder = _Decoder(lambda: box["space"].planes, columns, list(space.errors), list(space.warnings),
+                       release=box.clear)
     del space
     try:
         return decoder.build(hostname=hostname, source=source, file_size_bytes=len(data))
@@ -149,21 +160,113 @@ def decode_host(data: bytes, *, hostname: str, source: str,
                          hint="the file was damaged after it was written; capture again") from exc
 
 
+# The stats the analyses read (tpudoctor.profile.analysis); ``profile analyze`` decodes only these,
+# since every dense stat column costs 9 bytes per event (flow ids, run/replica ids, model_flops... are not read).
+ANALYSIS_STAT_COLUMNS: dict[str, str] = {name: EVENT_STAT_COLUMNS[name] for name in (
+    "step_num", "group_id", "program_id", "device_offset_ps", "device_duration_ps", "hlo_category", "hlo_op",
+    "hlo_module", "tf_op", "source", "flops", "model_flops", "bytes_accessed", "tf_function_call", "tracing_count",
+)}
+STREAM_MIN_BYTES = 64 << 20  # smaller files are read whole (one parse; every error message has the whole file)
+
+
+def decode_host_file(path: str, *, hostname: str, source: str, extra_stats: dict[str, str] | None = None,
+                     stats: dict[str, str] | None = None) -> HostProfile:
+    """``decode_host`` for a local file, read plane by plane when it is large: the file's bytes and
+    protobuf's parse are held for one plane at a time, not for the whole file."""
+    import os
+
+    from tpudoctor.profile.validate import check_bytes
+
+    size = os.path.getsize(path)
+    with open(path, "rb") as handle:
+        if size < STREAM_MIN_BYTES:
+            return decode_host(handle.read(), hostname=hostname, source=source, extra_stats=extra_stats, stats=stats)
+        check_bytes(handle.read(1 << 20), source)  # format and text-copy checks on the head of the file
+        layout = _top_level_layout(handle, size)
+    if layout is None:  # not a clean XSpace layout: the whole-file path says exactly what is wrong
+        with open(path, "rb") as handle:
+            return decode_host(handle.read(), hostname=hostname, source=source, extra_stats=extra_stats, stats=stats)
+    planes, errors, warnings = layout
+    plane_class = message_class("XPlane", raw=True)
+
+    def parsed_planes():
+        with open(path, "rb") as handle:
+            for offset, length in planes:
+                handle.seek(offset)
+                try:
+                    yield plane_class.FromString(handle.read(length))
+                except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError
+                    raise InputError(f"{source} is a corrupt XSpace profile: the plane at byte {offset:,} "
+                                     "does not decode", hint="the file was damaged after it was written; copy it "
+                                     "again as binary or recapture") from exc
+
+    decoder = _Decoder(parsed_planes, _stat_columns(extra_stats, stats), errors, warnings)
+    try:
+        profile = decoder.build(hostname=hostname, source=source, file_size_bytes=size)
+    except wire.WireError as exc:
+        raise InputError(f"{source} is corrupt: {exc}",
+                         hint="the file was damaged after it was written; capture again") from exc
+    if not profile.planes["plane_name"].astype(bool).any():
+        raise InputError(f"{source} is not an XSpace profile: it decodes to no named planes",
+                         hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler")
+    return profile
+
+
+def _top_level_layout(handle, size: int):
+    """(plane byte ranges, errors, warnings) of an XSpace file, from its top-level fields (all
+    length-delimited: 1 planes, 2 errors, 3 warnings, 4 hostnames); None when the layout is not that."""
+    planes, errors, warnings = [], [], []
+    position = 0
+    handle.seek(0)
+    while position < size:
+        head = handle.read(20)
+        tag, used = _read_varint(head, 0)
+        length, used = _read_varint(head, used) if tag is not None else (None, used)
+        if tag is None or length is None or tag & 7 != 2 or tag >> 3 not in (1, 2, 3, 4):
+            return None
+        start = position + used
+        if start + length > size:
+            return None
+        if tag >> 3 == 1:
+            planes.append((start, length))
+        elif tag >> 3 in (2, 3):
+            handle.seek(start)
+            (errors if tag >> 3 == 2 else warnings).append(handle.read(length).decode("utf-8", errors="replace"))
+        position = start + length
+        handle.seek(position)
+    return (planes, errors, warnings) if planes else None
+
+
+def _read_varint(data: bytes, position: int) -> tuple[int | None, int]:
+    value = shift = 0
+    while position < len(data) and shift < 70:
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, position
+    return None, position
+
+
 class _Decoder:
-    def __init__(self, space: Any, columns: dict[str, str]):
-        self.space = space
+    """``planes()`` gives the XPlane messages; it is called twice (headers, then events), so a
+    file read plane by plane needs only one parsed plane in memory at a time."""
+
+    def __init__(self, planes, columns: dict[str, str], errors: list[str], warnings: list[str], release=None):
+        self.planes = planes
+        self.release = release
         self.columns = columns
+        self.errors, self.warnings = errors, warnings
 
     def build(self, *, hostname: str, source: str, file_size_bytes: int) -> HostProfile:
-        space = self.space
         plane_rows, line_rows, meta_rows = [], [], []
-        line_events: list[Any] = []  # each line's repeated-bytes container, read batch by batch
         plane_stats: dict[int, dict[str, object]] = {}
         stat_names: list[list[str]] = []  # per plane: stat metadata names, aligned with stat_ids
         stat_ids: list[np.ndarray] = []
         meta_ids: list[np.ndarray] = []
         meta_offset: list[int] = []
-        for plane_index, plane in enumerate(space.planes):
+        for plane_index, plane in enumerate(self.planes()):
             names_by_id = {key: value.name for key, value in plane.stat_metadata.items()}
             ids = np.asarray(sorted(names_by_id), dtype=np.int64)
             stat_ids.append(ids)
@@ -186,7 +289,6 @@ class _Decoder:
                 n_plane_events += len(events)
                 line_rows.append((plane_index, line.id, line.name, line.display_name, line.timestamp_ns,
                                   line.duration_ps, len(events)))
-                line_events.append(events)
             name = plane.name
             plane_rows.append({
                 "plane_id": plane_index,
@@ -199,6 +301,7 @@ class _Decoder:
                 "n_event_metadata": len(plane.event_metadata),
             })
 
+        plane = line = events = None  # the last plane's parse is not kept while the events are decoded
         line_counts = np.asarray([row[6] for row in line_rows], dtype=np.int64)
         line_ts = np.asarray([row[4] for row in line_rows], dtype=np.int64)
         line_plane = np.asarray([row[0] for row in line_rows], dtype=np.int32)
@@ -218,6 +321,7 @@ class _Decoder:
                                        dtype=np.int64)
         stat_offsets = list(np.cumsum([0] + [len(ids) for ids in stat_ids])[:-1])
 
+        line_events = (line.events for plane in self.planes() for line in plane.lines)  # lazily, plane by plane
         for first_event, holder in _batches(line_events, line_counts):
             chunks = holder.pop()  # the generator keeps only the emptied holder: the bytes go with `del`
             lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
@@ -254,9 +358,11 @@ class _Decoder:
                         sink.put(targets, *_stat_numbers(stats, rows))
             del buffer, stats, strings
 
-        errors, warnings = list(space.errors), list(space.warnings)
-        del line_events, space
-        self.space = None  # the parsed message is no longer needed: free it before the tables are built
+        errors, warnings = self.errors, self.warnings
+        del line_events
+        if self.release is not None:
+            self.release()
+        self.planes = None  # the parsed message is no longer needed: free it before the tables are built
 
         # metadata row of every event (-1: id not in its plane's table)
         meta_row = _lookup_rows(event_plane, metadata_id, meta_ids, meta_offset)
@@ -282,6 +388,9 @@ class _Decoder:
         for column, sink in sinks.items():
             if sink.values is not None or column in CORE_STAT_COLUMNS:
                 frame[column] = sink.array()
+        for column in CORE_STAT_COLUMNS:  # always there, all-missing views when not decoded (cost nothing)
+            if column not in frame:
+                frame[column] = _ColumnSink(EVENT_STAT_COLUMNS[column], n_events).array()
         events = pd.DataFrame(frame, copy=False)
         lines = pd.DataFrame(line_rows, columns=["plane_id", "line_id", "line_name", "display_name",
                                                  "timestamp_ns", "duration_ps", "n_events"])

@@ -5,7 +5,7 @@
     a.input.per_step, a.recompilation.functions
 
 One module per analysis: ``steps``, ``input_bound``, ``host_ops``, ``recompilation``,
-``device_ops``, ``hosts``. All return data. ``tpudoctor.profile.pipeline`` turns a host's analysis
+``device_ops``, ``collectives`` (per host) and ``cross_host`` (the combine step's), ``hosts``. All return data. ``tpudoctor.profile.pipeline`` turns a host's analysis
 into the small ``HostResult`` of the per-host map; rules (``tpudoctor.profile.rules``) judge it.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from tpudoctor.profile.analysis.collectives import HostCollectives, host_collectives
 from tpudoctor.profile.analysis.device_ops import DeviceOps, analyze_device_ops
 from tpudoctor.profile.analysis.events import capture_window_ps, device_kind, name_matches
 from tpudoctor.profile.analysis.host_ops import HostOps, analyze_host_ops
@@ -35,6 +36,7 @@ class HostAnalysis:
     host_ops: HostOps
     device: DeviceOps
     device_kind: str = "cpu"
+    collectives: HostCollectives | None = None  # the cross-host analysis' per-host part
 
 
 def analyze_loaded(host, name: str | None = None) -> HostAnalysis:
@@ -46,10 +48,12 @@ def analyze_loaded(host, name: str | None = None) -> HostAnalysis:
     host_ops = analyze_host_ops(host, window)
     inp = analyze_input(host, steps, device=kind, compile_intervals=recompilation.intervals,
                         callback_intervals=host_ops.callback_intervals)
+    host_name = name or getattr(host, "hostname", "host")
     return HostAnalysis(
-        host=name or getattr(host, "hostname", "host"), framework=_framework(host),
+        host=host_name, framework=_framework(host),
         window_ms=(window[1] - window[0]) / 1e9, steps=steps, step_stats=step_time_stats(steps), input=inp,
         recompilation=recompilation, host_ops=host_ops, device=analyze_device_ops(host), device_kind=kind,
+        collectives=host_collectives(host, steps, host_name),
     )
 
 

@@ -112,12 +112,12 @@ def _select_device_ops(host) -> pd.DataFrame:
     kind = device_kind(host)
     if kind == "tpu":
         sel = mask(ev["line_name"] == "XLA Ops") & name_matches(ev, TPU_PLANE.pattern, col="plane_name")
-        ops = _device_timespans(host, ev[sel].copy())
+        ops = _device_timespans(host, _rows(ev, sel))
         ops["core"] = ops["plane_name"].astype(str)
     elif kind == "gpu":
         sel = name_matches(ev, "^" + re.escape(GPU_PLANE_PREFIX), col="plane_name")
         sel &= ~mask(ev["line_name"].isin(DERIVED_DEVICE_LINES))
-        ops = ev[sel].copy()
+        ops = _rows(ev, sel)
         ops["core"] = ops["plane_name"].astype(str)
     else:
         on_host = mask(ev["plane_name"] == HOST_PLANE)
@@ -126,9 +126,20 @@ def _select_device_ops(host) -> pd.DataFrame:
         # threads run input ops, which are not device work.
         tf_ops = name_matches(ev, TF_OP_NAME) & ~name_matches(ev, r"^tf_data", col="line_name")
         sel = on_host & (xla | tf_ops)
-        ops = ev[sel].copy()
+        ops = _rows(ev, sel)
         ops["core"] = "cpu"
     return ops
+
+
+# What the device-op analyses read (device_ops, host_ops, input_bound, collectives, roofline, op table): the rows
+# carry only these columns, not every stat of the capture (the selection is a fifth of a TPU capture).
+DEVICE_OP_COLUMNS = ("plane_id", "line_id", "plane_name", "line_name", "metadata_id", "name", "start_ps",
+                     "duration_ps", "hlo_category", "hlo_op", "tf_op", "program_id", "flops", "model_flops",
+                     "bytes_accessed", "device_offset_ps", "device_duration_ps")
+
+
+def _rows(ev: pd.DataFrame, sel: np.ndarray) -> pd.DataFrame:
+    return ev.loc[sel, [c for c in DEVICE_OP_COLUMNS if c in ev.columns]]
 
 
 def _device_timespans(host, ops: pd.DataFrame) -> pd.DataFrame:
@@ -276,7 +287,9 @@ def overlap_ps(starts: np.ndarray, ends: np.ndarray, win_start: np.ndarray, win_
 def capture_window_ps(host) -> tuple[int, int]:
     """First start and last end of any timed event (the profiled window as the file shows it)."""
     ev = host.events
-    timed = ev[ev["duration_ps"].to_numpy() > 0]
-    if timed.empty:
+    durations = ev["duration_ps"].to_numpy(np.int64)
+    timed = durations > 0  # two columns, not a copy of the whole frame
+    if not timed.any():
         return 0, 0
-    return int(timed["start_ps"].min()), int(end_ps(timed).max())
+    starts = ev["start_ps"].to_numpy(np.int64)[timed]
+    return int(starts.min()), int((starts + durations[timed]).max())

@@ -1,22 +1,31 @@
-"""Per-host figures of a multi-host capture, and the straggler: the host whose steps take longest."""
+"""Per-host figures of a multi-host capture, and the straggler from the cross-host collective analysis.
+
+The straggler is the host that arrives last at the step's collective (``cross_host``), not the host
+with the highest mean step time: in synchronous training every host's step takes the same time.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import statistics
 
-STRAGGLER_PERCENT = 5.0  # a host this much slower than the median host is named
+from tpudoctor.profile.analysis.collectives import from_tables
+from tpudoctor.profile.analysis.cross_host import CrossHostAnalysis, combine_hosts
+
+CROSS_HOST_TABLE = "cross_host"
+"""``HostResult.tables`` name of a host's row of the combined analysis (what rules read)."""
 
 
 @dataclasses.dataclass
 class HostsSummary:
     """``per_host``: one record per host: ``host``, ``step_method``, ``steps``, ``step_time_mean_ms``,
-    ``input_percent``, ``idle_percent``, ``compile_ms``, ``duty_cycle_percent``. ``straggler`` is the
-    slowest host when it is at least ``STRAGGLER_PERCENT`` slower than the median host."""
+    ``input_percent``, ``idle_percent``, ``compile_ms``, ``duty_cycle_percent``, ``collective_percent``.
+    ``straggler``: the host named by ``cross_host.decide_straggler`` (None within noise), its cost per
+    step as a share of the median step in ``straggler_slowdown_percent``; ``cross_host`` the details."""
 
     per_host: list[dict]
     straggler: str | None
     straggler_slowdown_percent: float | None
+    cross_host: CrossHostAnalysis | None = None
 
 
 def summarize_hosts(results: dict) -> HostsSummary:
@@ -24,15 +33,29 @@ def summarize_hosts(results: dict) -> HostsSummary:
     rows = [{"host": name, "step_method": r.steps.method, "steps": r.steps.count,
              "step_time_mean_ms": r.steps.stats.get("mean_ms"), "input_percent": r.breakdown.part("input"),
              "idle_percent": r.breakdown.part("idle"), "compile_ms": r.compile.compile_ms,
-             "duty_cycle_percent": r.device.duty_cycle_percent} for name, r in results.items()]
-    timed = [r for r in rows if r["step_time_mean_ms"] is not None]
-    straggler = slowdown = None
-    if len(timed) >= 2:
-        median = statistics.median(r["step_time_mean_ms"] for r in timed)
-        worst = max(timed, key=lambda r: r["step_time_mean_ms"])
-        slowdown = 100 * (worst["step_time_mean_ms"] - median) / median if median > 0 else 0.0
-        if slowdown >= STRAGGLER_PERCENT:
-            straggler = str(worst["host"])
-        else:
-            slowdown = None
-    return HostsSummary(rows, straggler, slowdown)
+             "duty_cycle_percent": r.device.duty_cycle_percent,
+             "collective_percent": r.breakdown.part("collective")} for name, r in results.items()]
+    maps = {name: from_tables(name, r.tables) for name, r in results.items()}
+    maps = {name: m for name, m in maps.items() if m is not None}
+    cross = combine_hosts(maps) if len(results) >= 2 else None
+    if cross is None or cross.straggler.host is None:
+        return HostsSummary(rows, None, None, cross)
+    return HostsSummary(rows, cross.straggler.host, cross.straggler.slowdown_percent, cross)
+
+
+def cross_host_rows(summary: HostsSummary) -> dict[str, dict]:
+    """Per host, what its rules need of the combined analysis: its collective/wait/transfer shares,
+    the straggler and, on the straggler itself, the test's figures. Plain JSON-ready values."""
+    cross = summary.cross_host
+    if cross is None:
+        return {}
+    s = cross.straggler
+    straggler = {"straggler": s.host, "delay_ms_median": s.delay_ms_median, "cost_ms_per_step": s.cost_ms_per_step,
+                 "others_wait_ms_per_step": s.others_wait_ms_per_step, "last_arrival_steps": s.last_arrival_steps,
+                 "steps_compared": s.steps_compared, "last_arrival_p_value": s.last_arrival_p_value,
+                 "lateness_p_value": s.lateness_p_value, "decided_by": s.decided_by,
+                 "hosts": int(len(cross.per_host))}
+    out = {}
+    for row in cross.per_host.to_dict(orient="records"):
+        out[str(row["host"])] = {**{k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}, **straggler}
+    return out

@@ -124,29 +124,36 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
     ops = device_ops(host)
     cat = column(ops, "hlo_category").astype("string").fillna("")
     is_infeed = mask(cat.isin(INFEED_CATEGORIES))
-    ops = ops.assign(
-        infeed_ps=np.where(is_infeed, ops["self_ps"], 0),
-        outfeed_ps=np.where(mask(cat.isin(OUTFEED_CATEGORIES)), ops["self_ps"], 0),
-        xfer_ps=np.where(mask(cat.isin(HOST_TRANSFER_CATEGORIES)), ops["self_ps"], 0),
+    self_ps = ops["self_ps"].to_numpy(np.float64)
+    # Plain arrays, not columns added to a copy of the op table (millions of rows on a big capture).
+    parts = {
+        "self_ps": self_ps,
+        "infeed_ps": np.where(is_infeed, self_ps, 0.0),
+        "outfeed_ps": np.where(mask(cat.isin(OUTFEED_CATEGORIES)), self_ps, 0.0),
+        "xfer_ps": np.where(mask(cat.isin(HOST_TRANSFER_CATEGORIES)), self_ps, 0.0),
         # Copies to host memory (S(5)) keep the device busy moving data, not computing: their own part,
         # counted exactly as the host-offload finding counts them.
-        offload_ps=np.where(is_host_offload_copy(ops) & ~is_infeed, ops["self_ps"], 0),
-    )
-    has_infeed_ops = bool((ops["infeed_ps"] > 0).any())
+        "offload_ps": np.where(is_host_offload_copy(ops) & ~is_infeed, self_ps, 0.0),
+    }
+    del cat
+    has_infeed_ops = bool((parts["infeed_ps"] > 0).any())
+    all_op_start = ops["start_ps"].to_numpy(np.int64)
+    op_core = ops["core"].to_numpy()
     st = steps.steps
     per_core = []
     for core, core_steps in st.groupby("core", sort=False):
-        core_ops = ops[mask(ops["core"] == core)]
+        rows = np.flatnonzero(op_core == core)
         core_steps = core_steps.sort_values("start_ps")
         starts = core_steps["start_ps"].to_numpy(np.int64)
         ends = core_steps["end_ps"].to_numpy(np.int64)
-        op_start = core_ops["start_ps"].to_numpy(np.int64)
+        op_start = all_op_start[rows]
         k = np.searchsorted(starts, op_start, side="right") - 1
         inside = (k >= 0) & (op_start < ends[np.clip(k, 0, None)])
         idx = k[inside]
+        rows = rows[inside]
         sums = {}
         for col in ("self_ps", "infeed_ps", "outfeed_ps", "xfer_ps", "offload_ps"):
-            sums[col] = np.bincount(idx, weights=core_ops[col].to_numpy(np.float64)[inside], minlength=len(starts))
+            sums[col] = np.bincount(idx, weights=parts[col][rows], minlength=len(starts))
         step_ps = (ends - starts).astype(np.float64)
         per_core.append(pd.DataFrame({
             "step_index": core_steps["step_index"].to_numpy(), "core": core, "step_ps": step_ps,

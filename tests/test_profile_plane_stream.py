@@ -1,0 +1,59 @@
+"""Reading a capture plane by plane (large files) gives the same tables as reading it whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from profile_oracle import TPU_CAPTURE, shared_file
+
+from tpudoctor.errors import InputError
+from tpudoctor.profile import xspace
+from tpudoctor.profile.xspace import (
+    ANALYSIS_STAT_COLUMNS,
+    CORE_STAT_COLUMNS,
+    decode_host,
+    decode_host_file,
+)
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+
+
+def _captures():
+    yield FIXTURES / "multihost_recompiling" / "plugins" / "profile" / "2026_11_30_12_00_00" / "worker2.xplane.pb"
+    yield FIXTURES / "tf_input_bound" / "localhost.xplane.pb"
+
+
+@pytest.mark.parametrize("stats", [None, ANALYSIS_STAT_COLUMNS], ids=["all-stats", "analysis-stats"])
+@pytest.mark.parametrize("path", list(_captures()), ids=lambda p: p.parent.name if p.parent.name != "2026_11_30_12_00_00" else "multihost")
+def test_plane_by_plane_equals_whole_file(monkeypatch, path, stats):
+    whole = decode_host(path.read_bytes(), hostname="h", source=str(path), stats=stats)
+    monkeypatch.setattr(xspace, "STREAM_MIN_BYTES", 0)
+    streamed = decode_host_file(str(path), hostname="h", source=str(path), stats=stats)
+    pd.testing.assert_frame_equal(streamed.events, whole.events)
+    pd.testing.assert_frame_equal(streamed.lines, whole.lines)
+    pd.testing.assert_frame_equal(streamed.planes, whole.planes)
+    assert streamed.plane_stats == whole.plane_stats and streamed.time_origin_ns == whole.time_origin_ns
+    if stats is not None:  # the narrow read decodes only what the analyses use
+        decoded = set(streamed.events.columns) - {"plane_id", "line_id", "plane_name", "line_name", "metadata_id",
+                                                   "name", "start_ps", "duration_ps"}
+        assert decoded <= set(ANALYSIS_STAT_COLUMNS) | set(CORE_STAT_COLUMNS)
+        assert set(CORE_STAT_COLUMNS) <= decoded
+
+
+def test_real_tpu_capture_plane_by_plane(monkeypatch):
+    path = shared_file(TPU_CAPTURE)
+    whole = decode_host(path.read_bytes(), hostname="h", source=str(path))
+    monkeypatch.setattr(xspace, "STREAM_MIN_BYTES", 0)
+    streamed = decode_host_file(str(path), hostname="h", source=str(path))
+    pd.testing.assert_frame_equal(streamed.events, whole.events)
+
+
+def test_a_truncated_large_file_still_says_it_is_truncated(monkeypatch, tmp_path):
+    data = (FIXTURES / "tf_input_bound" / "localhost.xplane.pb").read_bytes()
+    cut = tmp_path / "cut.xplane.pb"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    monkeypatch.setattr(xspace, "STREAM_MIN_BYTES", 0)
+    with pytest.raises(InputError, match="truncated"):
+        decode_host_file(str(cut), hostname="h", source=str(cut))
