@@ -371,7 +371,10 @@ class _Decoder:
             if column in event_metadata.columns:
                 sink.fill_from_metadata(event_metadata[column], meta_row)
         start_ps = offset_ps
-        start_ps += (line_ts[event_line] - origin_ns) * 1000
+        first_row = 0
+        for count, timestamp_ns in zip(line_counts.tolist(), line_ts.tolist(), strict=True):
+            start_ps[first_row:first_row + count] += (timestamp_ns - origin_ns) * 1000  # in place, line by line
+            first_row += count
         name_codes, name_categories = _codes_of(event_metadata["name"].tolist())
         line_codes, line_categories = _codes_of([row[2] for row in line_rows])
         plane_codes, plane_categories = _codes_of([row["plane_name"] for row in plane_rows])
@@ -493,23 +496,29 @@ class _ColumnSink:
                 numbers[valid] = [v for v in converted if v is not None]
         if not valid.any():
             return
-        candidates = np.flatnonzero(meta_row >= 0)
-        candidates = candidates[valid[meta_row[candidates]]]
-        if not len(candidates):
-            return
-        self._allocate()
-        rows = meta_row[candidates]
-        if self.kind == "str":
-            meta_codes = self._codes(meta_values)
-            free = self.values[candidates] < 0
-            self.values[candidates[free]] = meta_codes[rows[free]]
-        elif self.kind == "float":
-            free = np.isnan(self.values[candidates])
-            self.values[candidates[free]] = numbers[rows[free]]
-        else:
-            free = ~self.present[candidates]
-            self.values[candidates[free]] = numbers[rows[free]]
-            self.present[candidates[free]] = True
+        # metadata rows with a value, as a lookup that row -1 (no metadata) also indexes
+        valid_row = np.append(valid, False)
+        meta_codes = None
+        for low in range(0, len(meta_row), BATCH_EVENTS * 8):  # bounded temporaries on big captures
+            chunk_rows = meta_row[low:low + BATCH_EVENTS * 8]
+            candidates = np.flatnonzero(valid_row[chunk_rows])
+            if not len(candidates):
+                continue
+            self._allocate()
+            rows = chunk_rows[candidates]
+            candidates += low
+            if self.kind == "str":
+                if meta_codes is None:  # categories in the same order as before: only once an event takes one
+                    meta_codes = self._codes(meta_values)
+                free = self.values[candidates] < 0
+                self.values[candidates[free]] = meta_codes[rows[free]]
+            elif self.kind == "float":
+                free = np.isnan(self.values[candidates])
+                self.values[candidates[free]] = numbers[rows[free]]
+            else:
+                free = ~self.present[candidates]
+                self.values[candidates[free]] = numbers[rows[free]]
+                self.present[candidates[free]] = True
 
     def array(self):
         n = self.n_events
@@ -530,9 +539,10 @@ def _concat(parts: list[np.ndarray]) -> np.ndarray:
 
 
 def _gather(table: np.ndarray, rows: np.ndarray, missing: int = -1) -> np.ndarray:
-    if not len(table):
-        return np.full(len(rows), missing, dtype=np.int32)
-    return np.where(rows >= 0, table[np.maximum(rows, 0)], missing).astype(np.int32)
+    """``table[rows]`` as int32, ``missing`` where a row is -1 (the only negative row): the table
+    gets ``missing`` as its last entry, which row -1 indexes, so no temporary as long as ``rows``."""
+    extended = np.append(np.asarray(table, dtype=np.int32), np.int32(missing))
+    return extended[rows]
 
 
 def _codes_of(values: list[object]) -> tuple[np.ndarray, pd.Index]:
@@ -545,18 +555,29 @@ def _codes_of(values: list[object]) -> tuple[np.ndarray, pd.Index]:
 
 def _lookup_rows(plane_of_item: np.ndarray, ids_of_item: np.ndarray, ids_per_plane: list[np.ndarray],
                  offsets: list[int]) -> np.ndarray:
-    """Row of each (plane, id) in per-plane sorted id tables laid end to end; -1 when absent."""
-    rows = np.full(len(ids_of_item), -1, dtype=np.int64)
+    """Row (int32) of each (plane, id) in per-plane sorted id tables laid end to end; -1 when absent.
+
+    Items are grouped by plane once (events already are: a plane's lines are adjacent), so each
+    plane's ids are looked up in one slice instead of a scan of all items per plane."""
+    rows = np.full(len(ids_of_item), -1, dtype=np.int32)
+    if not len(ids_of_item):
+        return rows
+    order = None
+    if np.any(plane_of_item[1:] < plane_of_item[:-1]):
+        order = np.argsort(plane_of_item, kind="stable")
+        plane_of_item = plane_of_item[order]
+    bounds = np.searchsorted(plane_of_item, np.arange(len(ids_per_plane) + 1))
     for plane_index, ids in enumerate(ids_per_plane):
-        if not len(ids):
+        low, high = int(bounds[plane_index]), int(bounds[plane_index + 1])
+        if not len(ids) or low == high:
             continue
-        selected = np.flatnonzero(plane_of_item == plane_index)
-        if not len(selected):
-            continue
+        selected = slice(low, high) if order is None else order[low:high]
         wanted = ids_of_item[selected]
         position = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
         found = ids[position] == wanted
-        rows[selected[found]] = offsets[plane_index] + position[found]
+        position += offsets[plane_index]
+        position[~found] = -1
+        rows[selected] = position
     return rows
 
 
