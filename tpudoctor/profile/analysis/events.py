@@ -51,6 +51,23 @@ def name_matches(frame: pd.DataFrame, pattern: str, col: str = "name") -> np.nda
         return mask(values.astype("string").str.contains(pattern, regex=True))
 
 
+def text_equals(series: pd.Series, value: str) -> np.ndarray:
+    """``series.astype(str) == value`` as a bool array, comparing each distinct category once
+    instead of turning millions of rows into Python strings."""
+    if not isinstance(series.dtype, pd.CategoricalDtype):
+        return mask(series.astype(str) == value)
+    hit = np.append(np.asarray(series.cat.categories.astype(str) == value, dtype=bool), value == "nan")
+    return hit[series.cat.codes.to_numpy()]  # code -1 (missing, "nan" as text) takes the appended entry
+
+
+def text_in(series: pd.Series, values) -> np.ndarray:
+    """Rows whose (non-missing) value is one of ``values``, decided once per distinct category."""
+    if not isinstance(series.dtype, pd.CategoricalDtype):
+        return mask(series.astype("string").isin(values))
+    hit = np.append(np.asarray(series.cat.categories.astype(str).isin(list(values)), dtype=bool), False)
+    return hit[series.cat.codes.to_numpy()]
+
+
 def per_name(series: pd.Series, fn) -> np.ndarray:
     """``fn`` applied to each distinct value of a (categorical) column, spread back to all rows
     as an object array. Names repeat thousands of times; each string is worked on once."""

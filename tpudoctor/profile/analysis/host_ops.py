@@ -21,6 +21,7 @@ from tpudoctor.profile.analysis.events import (
     name_matches,
     outermost,
     per_name,
+    text_in,
     union_ps,
 )
 
@@ -80,13 +81,12 @@ def analyze_host_ops(host, window_ps: tuple[int, int]) -> HostOps:
             rows.append({"kind": kind, "name": name, "where": where, "count": int(count),
                          "total_ms": float(total) / 1e9})
 
-    cat = column(ops, "hlo_category").astype("string") if not ops.empty else pd.Series([], dtype="string")
+    cat = column(ops, "hlo_category")
     # Infeed copies are input, counted by the input analysis, not host offload.
-    offload = ops[is_host_offload_copy(ops) & ~mask(cat.isin({"infeed", "sparsecorev0 infeed"}))] \
+    offload = ops[is_host_offload_copy(ops) & ~text_in(cat, {"infeed", "sparsecorev0 infeed"})] \
         if not ops.empty else ops
-    tf_op = column(ops, "tf_op").astype("string") if not ops.empty else pd.Series([], dtype="string")
-    outside = ops[mask(cat.isin(OUTSIDE_COMPILATION_CATEGORIES)) |
-                  mask(tf_op.str.contains(r":Xla(?:SendToHost|RecvFromHost)$", regex=True))] if not ops.empty else ops
+    outside = ops[text_in(cat, OUTSIDE_COMPILATION_CATEGORIES) |
+                  name_matches(ops, r":Xla(?:SendToHost|RecvFromHost)$", col="tf_op")] if not ops.empty else ops
     dev_callbacks = ops[name_matches(ops, CALLBACK)] if not ops.empty else ops
     add(offload, KIND_OFFLOAD, "device", "self_ps")
     add(outside, KIND_OUTSIDE, "device", "self_ps")

@@ -34,6 +34,7 @@ from tpudoctor.profile.analysis.events import (
     name_matches,
     outermost,
     overlap_ps,
+    text_in,
 )
 from tpudoctor.profile.analysis.host_ops import is_host_offload_copy
 from tpudoctor.profile.analysis.steps import StepSet
@@ -89,7 +90,7 @@ def analyze_input(host, steps: StepSet, *, device: str, compile_intervals: pd.Da
         return InputAnalysis("none", pd.DataFrame(columns=BREAKDOWN_COLUMNS), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
                              "unknown", _empty_stages(), _empty_gaps(), {c[:-3]: 0.0 for c in BREAKDOWN_COLUMNS[3:]})
     inputs = _input_events(host)
-    if device == "tpu" and steps.steps["core"].astype(str).str.startswith("/device:TPU:").any():
+    if device == "tpu" and steps.steps["core"].drop_duplicates().astype(str).str.startswith("/device:TPU:").any():
         per_step = _tpu_breakdown(host, steps, inputs)
         model = "tpu-step-breakdown"
     else:
@@ -122,15 +123,15 @@ def _input_events(host) -> pd.DataFrame:
 
 def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
     ops = device_ops(host)
-    cat = column(ops, "hlo_category").astype("string").fillna("")
-    is_infeed = mask(cat.isin(INFEED_CATEGORIES))
+    cat = column(ops, "hlo_category")
+    is_infeed = text_in(cat, INFEED_CATEGORIES)
     self_ps = ops["self_ps"].to_numpy(np.float64)
     # Plain arrays, not columns added to a copy of the op table (millions of rows on a big capture).
     parts = {
         "self_ps": self_ps,
         "infeed_ps": np.where(is_infeed, self_ps, 0.0),
-        "outfeed_ps": np.where(mask(cat.isin(OUTFEED_CATEGORIES)), self_ps, 0.0),
-        "xfer_ps": np.where(mask(cat.isin(HOST_TRANSFER_CATEGORIES)), self_ps, 0.0),
+        "outfeed_ps": np.where(text_in(cat, OUTFEED_CATEGORIES), self_ps, 0.0),
+        "xfer_ps": np.where(text_in(cat, HOST_TRANSFER_CATEGORIES), self_ps, 0.0),
         # Copies to host memory (S(5)) keep the device busy moving data, not computing: their own part,
         # counted exactly as the host-offload finding counts them.
         "offload_ps": np.where(is_host_offload_copy(ops) & ~is_infeed, self_ps, 0.0),

@@ -25,6 +25,7 @@ from tpudoctor.profile.analysis.events import (
     mask,
     name_matches,
     outermost,
+    text_equals,
 )
 
 METHOD_DEVICE_STEPS = "device-steps-line"
@@ -134,7 +135,7 @@ def _pseudo_from_modules(host) -> StepSet | None:
         return None
     frames = []
     for core in cores:
-        runs = mods[mask(mods["plane_name"] == core) & mask(mods["name"].astype(str) == program)].sort_values("start_ps")
+        runs = mods[mask(mods["plane_name"] == core) & text_equals(mods["name"], program)].sort_values("start_ps")
         if runs.empty:
             continue
         f = _chain(runs["start_ps"].to_numpy(np.int64), end_ps(runs), np.arange(len(runs)), core)
@@ -156,7 +157,7 @@ def _pseudo_from_host_runs(host) -> StepSet | None:
         program = dominant_program(runs)
         if program is None:
             continue
-        runs = runs[runs["name"].astype(str) == program].sort_values("start_ps")
+        runs = runs[text_equals(runs["name"], program)].sort_values("start_ps")
         runs = runs[_not_nested_in_other_runs(runs)]
         return StepSet(METHOD_PSEUDO_HOST, _chain(runs["start_ps"].to_numpy(np.int64), end_ps(runs),
                                                   np.arange(len(runs)), "host"),
@@ -174,7 +175,14 @@ def _not_nested_in_other_runs(runs: pd.DataFrame) -> np.ndarray:
 
 def dominant_program(runs: pd.DataFrame) -> str | None:
     """The program that ran at least twice with the largest total time."""
-    stats = runs.groupby(runs["name"].astype(str), observed=True)["duration_ps"].agg(["count", "sum"])
+    names = runs["name"]
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        # grouped by category code, then labelled by text (as grouping the names as text would)
+        stats = runs["duration_ps"].groupby(names.cat.codes.to_numpy()).agg(["count", "sum"])
+        labels = np.append(names.cat.categories.astype(str).to_numpy(dtype=object), "nan")
+        stats = stats.groupby(labels[stats.index.to_numpy()]).sum()
+    else:
+        stats = runs.groupby(names.astype(str), observed=True)["duration_ps"].agg(["count", "sum"])
     stats = stats[stats["count"] >= 2]
     if stats.empty:
         return None
