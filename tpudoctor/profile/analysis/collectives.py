@@ -183,9 +183,10 @@ def collectives_per_step(steps: pd.DataFrame, coll: pd.DataFrame, origin_ns: int
     total_ns = np.zeros(len(out))
     count = np.zeros(len(out), np.int64)
     if not coll.empty:
-        per_core_steps = set(steps["core"].astype(str)) - {"host"}
+        step_core = steps["core"].astype(str).to_numpy()
+        per_core_steps = set(step_core) - {"host"}
         for core, ops in coll.groupby("core", sort=False):
-            rows = steps if not per_core_steps else steps[steps["core"].astype(str) == core]
+            rows = steps if not per_core_steps else steps[step_core == core]
             if rows.empty:
                 rows = steps  # a Megascale plane: it belongs to the host's steps, not to a core's
             core_spans = rows.groupby("step_index", sort=True).agg(start_ps=("start_ps", "min"), end_ps=("end_ps", "max"))

@@ -127,19 +127,22 @@ def _pseudo_from_modules(host) -> StepSet | None:
     ev = host.events
     cores = device_cores(host)
     sel = mask(ev["line_name"] == "XLA Modules") & mask(ev["plane_name"].isin(cores))
-    mods = ev[sel]
+    mods = ev.loc[sel, ["plane_name", "name", "start_ps", "duration_ps"]]  # the columns read here, not every stat
     if mods.empty:
         return None
     program = dominant_program(mods)
     if program is None:
         return None
+    is_program = text_equals(mods["name"], program)
     frames = []
+    chains: dict[str, pd.DataFrame | None] = {}  # a file of joined XSpaces lists a core once per copy
     for core in cores:
-        runs = mods[mask(mods["plane_name"] == core) & text_equals(mods["name"], program)].sort_values("start_ps")
-        if runs.empty:
-            continue
-        f = _chain(runs["start_ps"].to_numpy(np.int64), end_ps(runs), np.arange(len(runs)), core)
-        frames.append(f)
+        if core not in chains:
+            runs = mods[mask(mods["plane_name"] == core) & is_program].sort_values("start_ps")
+            chains[core] = None if runs.empty else _chain(runs["start_ps"].to_numpy(np.int64), end_ps(runs),
+                                                          np.arange(len(runs)), core)
+        if chains[core] is not None:
+            frames.append(chains[core])
     if not frames:
         return None
     return StepSet(METHOD_PSEUDO_MODULES, pd.concat(frames, ignore_index=True), program=program,
