@@ -156,12 +156,15 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
         for col in ("self_ps", "infeed_ps", "outfeed_ps", "xfer_ps", "offload_ps"):
             sums[col] = np.bincount(idx, weights=parts[col][rows], minlength=len(starts))
         step_ps = (ends - starts).astype(np.float64)
-        per_core.append(pd.DataFrame({
-            "step_index": core_steps["step_index"].to_numpy(), "core": core, "step_ps": step_ps,
+        per_core.append({
+            "step_index": core_steps["step_index"].to_numpy(), "step_ps": step_ps,
             "infeed_ps": sums["infeed_ps"], "outfeed_ps": sums["outfeed_ps"], "xfer_ps": sums["xfer_ps"],
             "offload_ps": sums["offload_ps"], "op_ps": sums["self_ps"],
-        }))
-    pc = pd.concat(per_core, ignore_index=True)
+        })
+        del sums, core_steps
+    # one column at a time, each core's part freed as it is joined (a step table can have millions of rows)
+    pc = pd.DataFrame({name: np.concatenate([part.pop(name) for part in per_core]) for name in list(per_core[0])})
+    del per_core
     # xprof combines a step across cores first: every core's step lasts the longest core's step,
     # so a core that finished early shows the difference as idle.
     pc["step_ps"] = pc.groupby("step_index")["step_ps"].transform("max")
