@@ -169,10 +169,8 @@ def _device_timespans(host, ops: pd.DataFrame) -> pd.DataFrame:
     known = (ops["device_offset_ps"].notna() & ops["device_duration_ps"].notna()).to_numpy()
     if not known.any():
         return ops
-    lines = host.lines[["plane_id", "line_id", "timestamp_ns"]]
     origin_ns = int(getattr(host, "time_origin_ns", 0) or 0)
-    line_ps = ops[["plane_id", "line_id"]].merge(lines, on=["plane_id", "line_id"], how="left")["timestamp_ns"]
-    line_ps = (line_ps.fillna(origin_ns).to_numpy(np.int64) - origin_ns) * 1000
+    line_ps = (_line_timestamps_ns(host.lines, ops, origin_ns) - origin_ns) * 1000
     ops["synced_start_ps"] = ops["start_ps"]
     ops["synced_duration_ps"] = ops["duration_ps"]
     device_start = line_ps + ops["device_offset_ps"].fillna(0).to_numpy(np.int64)
@@ -180,6 +178,32 @@ def _device_timespans(host, ops: pd.DataFrame) -> pd.DataFrame:
     ops["duration_ps"] = np.where(known, ops["device_duration_ps"].fillna(0).to_numpy(np.int64),
                                   ops["duration_ps"].to_numpy(np.int64))
     return ops
+
+
+def _line_timestamps_ns(lines: pd.DataFrame, ops: pd.DataFrame, missing_ns: int) -> np.ndarray:
+    """Each op's line ``timestamp_ns`` (``missing_ns`` where its line is not in ``lines``): looked up
+    plane by plane in the few lines of each plane, not by joining millions of rows."""
+    plane_of_op = ops["plane_id"].to_numpy(np.int64)
+    line_of_op = ops["line_id"].to_numpy(np.int64)
+    out = np.full(len(ops), missing_ns, dtype=np.int64)
+    line_plane = lines["plane_id"].to_numpy(np.int64)
+    line_id = lines["line_id"].to_numpy(np.int64)
+    line_ts = lines["timestamp_ns"].to_numpy(np.int64)
+    in_order = not len(plane_of_op) or bool(np.all(plane_of_op[1:] >= plane_of_op[:-1]))
+    order = None if in_order else np.argsort(plane_of_op, kind="stable")
+    sorted_planes = plane_of_op if order is None else plane_of_op[order]
+    for plane in np.unique(sorted_planes):
+        low, high = np.searchsorted(sorted_planes, [plane, plane + 1])
+        rows = slice(low, high) if order is None else order[low:high]
+        own = line_plane == plane
+        ids, stamps = line_id[own], line_ts[own]
+        by_id = np.argsort(ids, kind="stable")  # two lines with one id: the first one's timestamp
+        ids, stamps = ids[by_id], stamps[by_id]
+        wanted = line_of_op[rows]
+        position = np.minimum(np.searchsorted(ids, wanted), max(len(ids) - 1, 0))
+        found = ids[position] == wanted if len(ids) else np.zeros(len(wanted), bool)
+        out[rows] = np.where(found, stamps[position] if len(ids) else missing_ns, missing_ns)
+    return out
 
 
 def self_time_ps(frame: pd.DataFrame) -> np.ndarray:
