@@ -104,3 +104,59 @@ def test_compare_reads_a_schema_1_report_saved_by_the_previous_version(tmp_path,
     result = json.loads(capsys.readouterr().out)
     same = {row["kpi"]: row["direction"] for row in result["kpis"]}
     assert same["step_time_mean_ms"] == "same" and same["input_percent"] == "same"
+
+
+def test_text_matching_decides_per_category_as_the_row_by_row_text_would():
+    from tpudoctor.profile.analysis.events import mask, text_equals, text_in
+
+    values = ["infeed", None, "copy-start", "nan", "infeed", None, "outfeed"]
+    series = pd.Series(pd.Categorical(values, categories=["outfeed", "nan", "copy-start", "infeed", "unused"]))
+    for wanted in ("infeed", "nan", "unused", "absent"):
+        assert text_equals(series, wanted).tolist() == mask(series.astype(str) == wanted).tolist(), wanted
+    for wanted in ({"infeed", "outfeed"}, {"nan"}, set()):
+        assert text_in(series, wanted).tolist() == mask(series.astype("string").isin(wanted)).tolist(), wanted
+    plain = pd.Series(values, dtype=object)  # a column the capture lacks is all-missing objects
+    assert text_in(plain, {"infeed"}).tolist() == [True, False, False, False, True, False, False]
+
+
+def test_line_timestamps_per_plane_equal_a_join_on_plane_and_line():
+    from tpudoctor.profile.analysis.events import _line_timestamps_ns
+
+    lines = pd.DataFrame({"plane_id": [0, 0, 1, 1, 2], "line_id": [7, 3, 3, 1 << 40, 5],
+                          "timestamp_ns": [100, 200, 300, 400, 500]})
+    # ops out of plane order, one on a line that is not in the table
+    ops = pd.DataFrame({"plane_id": [1, 0, 2, 0, 1, 2, 1], "line_id": [1 << 40, 3, 5, 7, 3, 9, 3]})
+    joined = ops.merge(lines, on=["plane_id", "line_id"], how="left")["timestamp_ns"].fillna(-1).astype(np.int64)
+    assert _line_timestamps_ns(lines, ops, -1).tolist() == joined.tolist() == [400, 200, 500, 100, 300, -1, 300]
+    ordered = ops.sort_values("plane_id", kind="stable")
+    assert _line_timestamps_ns(lines, ordered, -1).tolist() == joined[ordered.index].tolist()
+
+
+def test_decoder_row_lookup_matches_a_dictionary_whatever_the_item_order():
+    from tpudoctor.profile.xspace import _gather, _lookup_rows
+
+    ids_per_plane = [np.array([2, 5, 9]), np.array([], np.int64), np.array([1, 5])]
+    offsets = [0, 3, 3]
+    table = {(0, 2): 0, (0, 5): 1, (0, 9): 2, (2, 1): 3, (2, 5): 4}
+    planes = np.array([2, 0, 0, 1, 2, 0, 2], dtype=np.int32)
+    ids = np.array([5, 9, 4, 5, 1, 2, 7], dtype=np.int64)
+    expected = [table.get((int(p), int(i)), -1) for p, i in zip(planes, ids, strict=True)]
+    assert _lookup_rows(planes, ids, ids_per_plane, offsets).tolist() == expected
+    order = np.argsort(planes, kind="stable")
+    assert _lookup_rows(planes[order], ids[order], ids_per_plane, offsets).tolist() == [expected[i] for i in order]
+    codes = np.array([10, 11, 12, 13, 14])
+    rows = np.array(expected, dtype=np.int32)
+    assert _gather(codes, rows).tolist() == [codes[r] if r >= 0 else -1 for r in expected]
+
+
+def test_dominant_program_by_category_equals_grouping_the_names_as_text():
+    from tpudoctor.profile.analysis.steps import dominant_program
+
+    names = ["b(1)", None, "a(2)", None, None, "b(1)", "a(2)", "c(3)"]
+    durations = [5, 100, 4, 100, 100, 5, 6, 50]
+    runs = pd.DataFrame({"name": pd.Categorical(names, categories=["c(3)", "b(1)", "a(2)", "z(9)"]),
+                         "duration_ps": durations})
+    as_text = pd.DataFrame({"name": pd.Series(names, dtype=object), "duration_ps": durations})
+    assert dominant_program(runs) == dominant_program(as_text) == "a(2)"  # missing names are no program
+    tie = runs.assign(duration_ps=[5, 0, 5, 0, 0, 5, 5, 0])
+    assert dominant_program(tie) == dominant_program(tie.assign(name=tie["name"].astype(object))) == "a(2)"

@@ -56,8 +56,8 @@ def text_equals(series: pd.Series, value: str) -> np.ndarray:
     instead of turning millions of rows into Python strings."""
     if not isinstance(series.dtype, pd.CategoricalDtype):
         return mask(series.astype(str) == value)
-    hit = np.append(np.asarray(series.cat.categories.astype(str) == value, dtype=bool), value == "nan")
-    return hit[series.cat.codes.to_numpy()]  # code -1 (missing, "nan" as text) takes the appended entry
+    hit = np.append(np.asarray(series.cat.categories.astype(str) == value, dtype=bool), False)
+    return hit[series.cat.codes.to_numpy()]  # code -1 (missing: stays missing as text) takes the appended False
 
 
 def text_in(series: pd.Series, values) -> np.ndarray:

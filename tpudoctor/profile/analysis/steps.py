@@ -180,9 +180,12 @@ def dominant_program(runs: pd.DataFrame) -> str | None:
     """The program that ran at least twice with the largest total time."""
     names = runs["name"]
     if isinstance(names.dtype, pd.CategoricalDtype):
-        # grouped by category code, then labelled by text (as grouping the names as text would)
-        stats = runs["duration_ps"].groupby(names.cat.codes.to_numpy()).agg(["count", "sum"])
-        labels = np.append(names.cat.categories.astype(str).to_numpy(dtype=object), "nan")
+        # grouped by category code, then labelled by text, as grouping the names as text would (which
+        # leaves missing names out)
+        codes = names.cat.codes.to_numpy()
+        named = codes >= 0
+        stats = runs["duration_ps"][named].groupby(codes[named]).agg(["count", "sum"])
+        labels = names.cat.categories.astype(str).to_numpy(dtype=object)
         stats = stats.groupby(labels[stats.index.to_numpy()]).sum()
     else:
         stats = runs.groupby(names.astype(str), observed=True)["duration_ps"].agg(["count", "sum"])
