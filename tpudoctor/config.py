@@ -26,11 +26,12 @@ ENV_FOR_TARGET = {
     "zone": ("CLOUDSDK_COMPUTE_ZONE",),
     "tpu": ("TPU_NAME",),
     "worker": ("TPUDOCTOR_WORKER",),
+    "cluster": ("TPUDOCTOR_CLUSTER",),
 }
 
 KNOWN_KEYS = {
     "project", "zone", "tpu", "worker", "data", "checkpoint_dir", "log_dir", "log_file",
-    "since", "timeout", "format", "fail_on",
+    "since", "timeout", "format", "fail_on", "cluster",
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from tpudoctor.commands.common import add_cluster_flag, resolve_cluster
 from tpudoctor.exitcodes import ExitCode
 
 COMPARE_FORMATS = ("text", "json", "markdown")
@@ -24,6 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="exit 1 when the mean step time (or compile time) got worse by more than PERCENT, e.g. 5%%")
     parser.add_argument("--redact", action="store_true",
                         help="replace IPs, bucket names, projects and e-mails before sharing the comparison")
+    add_cluster_flag(parser)
     parser.set_defaults(handler=run)
 
 
@@ -36,11 +38,12 @@ def run(args: argparse.Namespace) -> ExitCode:
     threshold = parse_percent(args.fail_on_regression) if args.fail_on_regression is not None else None
     from tpudoctor.progress import progress
 
+    cluster = resolve_cluster(args.cluster)
     with progress("tpudoctor compare") as update:  # captures (not report JSONs) are analysed first
         update(f"reading {args.baseline}")
-        baseline = load_document(args.baseline)
+        baseline = load_document(args.baseline, cluster=cluster, on_progress=update)
         update(f"reading {args.candidate}")
-        candidate = load_document(args.candidate)
+        candidate = load_document(args.candidate, cluster=cluster, on_progress=update)
     result = compare(baseline, candidate, threshold_percent=threshold)
     fmt = args.format or default_format(COMPARE_FORMATS)
     text = render(result, fmt)
