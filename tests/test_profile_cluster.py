@@ -23,7 +23,7 @@ distributed = pytest.importorskip("distributed", reason="Dask distributed is not
 import tpudoctor.profile  # noqa: E402
 from tpudoctor.cli import main  # noqa: E402
 from tpudoctor.errors import UsageError  # noqa: E402
-from tpudoctor.profile.cluster import check_worker_versions  # noqa: E402
+from tpudoctor.profile.cluster import check_worker_versions, probe_workers  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
 SLOW_HOST = FIXTURES / "multihost_slow_host"
@@ -182,25 +182,72 @@ def test_a_malformed_scheduler_address_is_a_usage_error(address, capsys, tmp_pat
     assert "not a Dask scheduler address" in err and "tcp://10.0.0.2:8786" in err
 
 
-def test_worker_without_tpudoctor_or_with_another_version_is_refused():
-    client = {"packages": {"tpudoctor": "0.9.0"}}
-    check_worker_versions({"client": client, "workers": {"tcp://a:1": {"packages": {"tpudoctor": "0.9.0"}}}})
-    with pytest.raises(UsageError, match=r"not installed on Dask worker\(s\) tcp://b:1") as missing:
-        check_worker_versions({"client": client, "workers": {"tcp://a:1": client,
-                                                             "tcp://b:1": {"packages": {"tpudoctor": None}}}})
-    assert "tpudoctor==0.9.0" in missing.value.hint
-    with pytest.raises(UsageError, match=r"another tpudoctor than this one \(0.9.0\): tcp://b:1 has 0.8.1"):
-        check_worker_versions({"client": client, "workers": {"tcp://b:1": {"packages": {"tpudoctor": "0.8.1"}}}})
+def test_worker_versions_are_compared_with_this_client():
+    check_worker_versions({"tcp://a:1": "0.9.0", "tcp://b:1": "0.9.0"}, "0.9.0")
+    with pytest.raises(UsageError, match=r"another tpudoctor than this one \(0.9.0\): tcp://b:1 has 0.8.1") as other:
+        check_worker_versions({"tcp://a:1": "0.9.0", "tcp://b:1": "0.8.1"}, "0.9.0")
+    assert "tpudoctor==0.9.0" in other.value.hint
 
 
-def test_the_live_cluster_reports_this_tpudoctor_on_its_workers(cluster):
+def test_the_probe_runs_on_every_live_worker(cluster):
     client = distributed.Client(cluster.scheduler_address, set_as_default=False)
     try:
-        versions = client.get_versions(packages=["tpudoctor"])
+        found = probe_workers(client)
     finally:
         client.close()
-    check_worker_versions(versions)  # the probe the connection runs: same install in this process
-    assert versions["client"]["packages"]["tpudoctor"] == tpudoctor.__version__
+    assert found == {address: tpudoctor.__version__ for address in cluster.scheduler_info["workers"]}
+
+
+def _start_worker(scheduler: str, tmp_path: Path, pythonpath: list[str]) -> subprocess.Popen:
+    """A real ``dask worker`` process whose Python sees only ``pythonpath`` (-S: no site-packages,
+    so not this checkout's editable tpudoctor either)."""
+    return subprocess.Popen([sys.executable, "-S", "-m", "distributed.cli.dask_worker", scheduler, "--nthreads", "1",
+                             "--no-nanny", "--host", "127.0.0.1", "--dashboard-address", ":0"],
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=20)
+
+
+@pytest.mark.timeout(240)
+def test_workers_without_tpudoctor_or_with_another_version_are_refused(capsys, tmp_path, monkeypatch):
+    import shutil
+    import sysconfig
+
+    monkeypatch.chdir(tmp_path)
+    site_packages = sysconfig.get_paths()["purelib"]
+    older = tmp_path / "older"  # another checkout of tpudoctor, one version behind
+    shutil.copytree(REPO / "tpudoctor", older / "tpudoctor", ignore=shutil.ignore_patterns("__pycache__"))
+    init = older / "tpudoctor" / "__init__.py"
+    init.write_text(init.read_text().replace(f'__version__ = "{tpudoctor.__version__}"', '__version__ = "0.0.1"'))
+    with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1",
+                                  dashboard_address=None) as scheduler_only:
+        address = scheduler_only.scheduler_address
+        argv = ["profile", "analyze", str(SLOW_HOST), "--cluster", address]
+        for pythonpath, expected in (([site_packages], "cannot import tpudoctor"),
+                                     ([str(older), site_packages], f"another tpudoctor than this one "
+                                                                    f"({tpudoctor.__version__})")):
+            worker = _start_worker(address, tmp_path, pythonpath)
+            try:
+                deadline = time.monotonic() + 90  # a worker process starting on a busy machine
+                while not scheduler_only.scheduler.workers and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                assert main(argv) == 2
+                err = capsys.readouterr().err
+                assert expected in err and "Traceback" not in err, err
+                assert f"install tpudoctor=={tpudoctor.__version__}" in err
+            finally:
+                _stop(worker)
+            deadline = time.monotonic() + 30  # the scheduler forgets the stopped worker
+            while scheduler_only.scheduler.workers and time.monotonic() < deadline:
+                time.sleep(0.2)
 
 
 def test_without_dask_the_flag_says_what_to_install(capsys, tmp_path):

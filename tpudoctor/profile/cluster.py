@@ -68,7 +68,7 @@ def connect(address: str, *, timeout_s: float = CONNECT_TIMEOUT_S):
                          hint=hint) from None
     try:
         _wait_for_workers(client, address, timeout_s)
-        check_worker_versions(client.get_versions(packages=["tpudoctor"]))
+        check_worker_versions(probe_workers(client))
     except BaseException:
         _close(client)
         raise
@@ -100,26 +100,32 @@ def _wait_for_workers(client, address: str, timeout_s: float) -> None:
                          hint=f"start workers with `dask worker {address}` where tpudoctor is installed") from None
 
 
-def check_worker_versions(versions: dict) -> None:
+# What each worker imports when it runs the map, and the version it then reports. A fixed expression
+# run by the builtin ``eval``: the one callable every worker can unpickle, with or without tpudoctor
+# (package metadata alone would miss a worker whose tpudoctor is installed but cannot be imported).
+_PROBE = "__import__('tpudoctor.profile.pipeline').__version__"
+
+
+def probe_workers(client) -> dict[str, str | BaseException]:
+    """Per worker address: the tpudoctor version its map would run, or why it cannot import it."""
+    return client.run(eval, _PROBE, {}, on_error="return")
+
+
+def check_worker_versions(found: dict[str, str | BaseException], mine: str | None = None) -> None:
     """``UsageError`` when a worker cannot import tpudoctor or runs another version than this client."""
-    mine = _tpudoctor_version(versions.get("client", {}))
-    missing, other = [], []
-    for worker, info in sorted((versions.get("workers") or {}).items()):
-        theirs = _tpudoctor_version(info)
-        if theirs is None:
-            missing.append(worker)
+    if mine is None:
+        from tpudoctor import __version__ as mine
+    broken, other = [], []
+    for worker, theirs in sorted(found.items()):
+        if isinstance(theirs, BaseException):
+            broken.append(f"{worker} ({type(theirs).__name__}: {theirs})")
         elif theirs != mine:
             other.append(f"{worker} has {theirs}")
-    if missing:
-        raise UsageError(f"tpudoctor is not installed on Dask worker(s) {', '.join(missing)}",
-                         hint=f"install tpudoctor=={mine} in the workers' environment and restart them")
+    hint = f"install tpudoctor=={mine} (pip install 'tpudoctor[dask]=={mine}') in the workers' environment and restart them"
+    if broken:
+        raise UsageError(f"Dask worker(s) cannot import tpudoctor: {'; '.join(broken)}", hint=hint)
     if other:
-        raise UsageError(f"Dask workers run another tpudoctor than this one ({mine}): {'; '.join(other)}",
-                         hint=f"install tpudoctor=={mine} in the workers' environment and restart them")
-
-
-def _tpudoctor_version(info: dict) -> str | None:
-    return (info.get("packages") or {}).get("tpudoctor")
+        raise UsageError(f"Dask workers run another tpudoctor than this one ({mine}): {'; '.join(other)}", hint=hint)
 
 
 def _close(client) -> None:
