@@ -65,7 +65,7 @@ print(json.dumps({
     "wall_s": time.perf_counter() - t0,
     "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     "lines": d.lines_scanned, "events": d.events_scanned,
-    "diagnoses": [(x.signature_id, x.count, x.first_line_no) for x in found],
+    "diagnoses": [(x.id, x.evidence["count"], x.evidence["first_line_no"]) for x in found],
 }))
 """
 

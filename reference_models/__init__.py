@@ -3,7 +3,7 @@
 Each model module (``dense``, ``mlp``, ``resnet_tiny``, ``bert_tiny``) generates its own synthetic
 data and builds a small Keras model; ``train`` runs any of them the way TPU code must run
 (TPUStrategy on a TPU, XLA-compiled step, global batch = per-replica batch x replicas),
-``jax_train`` runs ``dense`` and ``mlp`` in JAX, and ``run`` is the subprocess entry point. Nothing here imports TensorFlow at import time.
+``jax_train`` runs every model in JAX, and ``run`` is the subprocess entry point. Nothing here imports TensorFlow at import time.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="Train a tpudoctor reference model on synthetic data.")
     parser.add_argument("--model", choices=MODEL_NAMES, default="dense")
     parser.add_argument("--framework", choices=FRAMEWORKS, default="tensorflow",
-                        help="tensorflow (every model) or jax (dense, mlp)")
+                        help="tensorflow or jax (every model in both)")
     parser.add_argument("--steps", type=_positive, default=20, help="steps per timed window")
     parser.add_argument("--repeats", type=_positive, default=8, help="number of timed windows")
     parser.add_argument("--batch-size", type=_positive, default=None, help="per-replica batch size")

@@ -7,7 +7,7 @@ import json
 
 from tpudoctor.findings import Report, Status, root_cause
 from tpudoctor.reports import evidence_tables
-from tpudoctor.reports.markers import MARKERS
+from tpudoctor.reports.markers import MARKERS, scope_words
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1f2328;max-width:1100px}
@@ -18,14 +18,17 @@ table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid #d0d7de
 """
 
 
-def render(report: Report) -> str:
+def render(report: Report, *, scope_in_title: bool = True) -> str:
+    """``scope_in_title=False`` where the messages already say where (a merged pod report)."""
     e = html.escape
     cause = root_cause(report.results)
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>tpudoctor check</title>",
              f"<style>{_CSS}</style></head><body><h1>tpudoctor check</h1>",
              f"<p>tpudoctor {e(report.tool_version)} on <code>{e(report.host)}</code></p>"]
     if cause is not None:
-        parts.append(f"<div class='cause'><h2>Root cause: {e(cause.id)} {e(cause.title)}</h2>"
+        where = scope_words(cause.scope) if scope_in_title else ""
+        parts.append(f"<div class='cause'><h2>Root cause: {e(cause.id)} {e(cause.title)}"
+                     f"{' (' + e(where) + ')' if where else ''}</h2>"
                      f"<p class='{cause.status.value}'><b>{e(MARKERS[cause.status])} {e(cause.message)}</b></p>")
         if cause.remediation:
             parts.append(f"<p>Fix: {e(cause.remediation.text)}</p>")
@@ -39,12 +42,16 @@ def render(report: Report) -> str:
         if ev:
             parts.append("<details><summary>evidence</summary><pre>" + e(json.dumps(ev, indent=2)) + "</pre></details>")
         parts.append("</div>")
-    parts.append("<table><tr><th></th><th>step</th><th>check</th><th>result</th><th>fix</th></tr>")
+    scoped = any(not r.scope.is_whole for r in report.results)  # a Scope column only where it says something
+    parts.append("<table><tr><th></th><th>step</th><th>check</th>" + ("<th>scope</th>" if scoped else "")
+                 + "<th>result</th><th>fix</th></tr>")
     for r in report.ordered_results():
         fix = ""
         if r.remediation and r.status in (Status.FAIL, Status.WARN, Status.ERROR):
             fix = e(r.remediation.text) + ("<pre>" + e("\n".join(r.remediation.commands)) + "</pre>" if r.remediation.commands else "")
         parts.append(f"<tr><td class='{r.status.value}'>{e(MARKERS[r.status])}</td><td>{int(r.step)}</td>"
-                     f"<td>{e(r.id)} {e(r.title)}</td><td>{e(r.message)}</td><td>{fix}</td></tr>")
+                     f"<td>{e(r.id)} {e(r.title)}</td>"
+                     + (f"<td>{e(scope_words(r.scope).removeprefix('on ') or 'all')}</td>" if scoped else "")
+                     + f"<td>{e(r.message)}</td><td>{fix}</td></tr>")
     parts.append("</table></body></html>")
     return "".join(parts) + "\n"

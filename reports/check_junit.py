@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from tpudoctor.findings import Report, Status
+from tpudoctor.findings import Finding, Report, Status
+from tpudoctor.reports.markers import scope_words
 
 
 def render(report: Report) -> str:
@@ -26,26 +27,34 @@ def render(report: Report) -> str:
         if value:
             ET.SubElement(props, "property", name=key, value=str(value))
     for r in report.ordered_results():
-        case = ET.SubElement(
-            suite, "testcase",
-            classname=f"tpudoctor.step{int(r.step)}_{r.step.name.lower()}",
-            name=f"{r.id} {r.title}",
-            time=f"{r.duration_s:.3f}",
-        )
-        body = _body(r)
-        if r.status is Status.FAIL:
-            ET.SubElement(case, "failure", message=r.message, type=r.severity.value).text = body
-        elif r.status is Status.ERROR:
-            ET.SubElement(case, "error", message=r.message, type="check-error").text = body
-        elif r.status is Status.SKIP:
-            ET.SubElement(case, "skipped", message=r.skip_reason or r.message)
-        elif r.status is Status.WARN:
-            ET.SubElement(case, "system-out").text = f"WARNING: {r.message}\n{body}"
+        add_testcase(suite, r, classname=f"tpudoctor.step{int(r.step)}_{r.step.name.lower()}")
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 
-def _body(r) -> str:
+def add_testcase(suite: ET.Element, r: Finding, *, classname: str) -> ET.Element:
+    """One finding as a testcase: FAIL a failure, ERROR an error, SKIP skipped, WARN printed."""
+    where = scope_words(r.scope)
+    case = ET.SubElement(suite, "testcase", classname=classname,
+                         name=f"{r.id} {r.title}" + (f" ({where})" if where else ""), time=f"{r.duration_s:.3f}")
+    if where:  # also machine-readable, as testcase properties (what pytest's record_property writes)
+        props = ET.SubElement(case, "properties")
+        for field, values in r.scope.to_dict().items():
+            if values:
+                ET.SubElement(props, "property", name=f"scope.{field}", value=",".join(values))
+    body = _body(r)
+    if r.status is Status.FAIL:
+        ET.SubElement(case, "failure", message=r.message, type=r.severity.value).text = body
+    elif r.status is Status.ERROR:
+        ET.SubElement(case, "error", message=r.message, type="check-error").text = body
+    elif r.status is Status.SKIP:
+        ET.SubElement(case, "skipped", message=r.skip_reason or r.message)
+    elif r.status is Status.WARN:
+        ET.SubElement(case, "system-out").text = f"WARNING: {r.message}\n{body}"
+    return case
+
+
+def _body(r: Finding) -> str:
     lines = [r.message]
     for key, value in r.evidence.items():
         if key != "traceback":

@@ -13,10 +13,12 @@ from rich.markup import escape
 
 from tpudoctor.findings import CheckResult, Report, Status, Step, root_cause
 from tpudoctor.reports import evidence_tables
-from tpudoctor.reports.markers import MARKERS, STYLES, WORDS
+from tpudoctor.reports.markers import MARKERS, STYLES, WORDS, scope_words
 
 
-def render(report: Report, *, verbose: bool = False, color: bool = False, width: int = 100) -> str:
+def render(report: Report, *, verbose: bool = False, color: bool = False, width: int = 100,
+           scope_in_title: bool = True) -> str:
+    """``scope_in_title=False`` where the messages already say where (a merged pod report)."""
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width,
                       highlight=False, soft_wrap=True)  # never break a command someone will copy
@@ -25,7 +27,7 @@ def render(report: Report, *, verbose: bool = False, color: bool = False, width:
     if cause is not None:
         console.print()
         console.print(f"[bold]Root cause[/bold] (step {int(cause.step)}, {escape(cause.step.label)}):")
-        _result_line(console, cause, indent="  ")
+        _result_line(console, cause, indent="  ", scope_in_title=scope_in_title)
         _details(console, cause, indent="      ", evidence=True)
 
     current: Step | None = None
@@ -40,7 +42,7 @@ def render(report: Report, *, verbose: bool = False, color: bool = False, width:
                 _skipped_step_line(console, in_step)
         if not verbose and all(r.status is Status.SKIP for r in ordered if r.step == current):
             continue
-        _result_line(console, result, indent="  ")
+        _result_line(console, result, indent="  ", scope_in_title=scope_in_title)
         if result is cause:
             console.print("      [dim](root cause, see above)[/dim]")
             continue
@@ -78,14 +80,16 @@ def _skipped_step_line(console: Console, results: list[CheckResult]) -> None:
         console.print(f"      [{style}]also: {escape(reason)}[/{style}]")
 
 
-def _result_line(console: Console, result: CheckResult, *, indent: str) -> None:
+def _result_line(console: Console, result: CheckResult, *, indent: str, scope_in_title: bool = True) -> None:
     marker = MARKERS[result.status]
     style = STYLES[result.status]
     message = result.message
     if result.status is Status.SKIP and "blocked_by" in result.evidence:
         message = f"blocked by {result.evidence['blocked_by']}"  # the blocker's own line says why
+    where = scope_words(result.scope) if scope_in_title else ""
+    where = f" ({escape(where)})" if where else ""
     console.print(
-        f"{indent}[{style}]{escape(marker)}[/{style}] {escape(result.id)} {escape(result.title)}: "
+        f"{indent}[{style}]{escape(marker)}[/{style}] {escape(result.id)} {escape(result.title)}{where}: "
         f"{escape(message)}"
     )
 

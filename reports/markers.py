@@ -1,8 +1,8 @@
-"""Status markers shared by the text, markdown and HTML renderers (flutter doctor's boxes)."""
+"""Status markers shared by the text, markdown and HTML renderers (flutter doctor's boxes), and scope in words."""
 
 from __future__ import annotations
 
-from tpudoctor.findings import Status
+from tpudoctor.findings import Scope, Status
 
 MARKERS = {
     Status.PASS: "[✓]",
@@ -27,3 +27,13 @@ WORDS = {
     Status.SKIP: "skipped",
     Status.ERROR: "could not run",
 }
+
+
+def scope_words(scope: Scope) -> str:
+    """``on workers 3, 7`` / ``on worker 0; hosts t1v-n-0`` ; empty for the whole node or job."""
+    parts = []
+    for singular, plural, values in (("worker", "workers", scope.workers), ("host", "hosts", scope.hosts),
+                                     ("chip", "chips", scope.chips)):
+        if values:
+            parts.append(f"{singular if len(values) == 1 else plural} {', '.join(values)}")
+    return f"on {'; '.join(parts)}" if parts else ""

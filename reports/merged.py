@@ -47,18 +47,18 @@ def render_merged_document(document: dict[str, Any], fmt: str, *, verbose: bool 
     matrix = worker_step_matrix(document)
     if fmt == "markdown":
         from tpudoctor.reports.check_markdown import render
-        body = render(report, verbose=verbose)
+        body = render(report, verbose=verbose, scope_in_title=False)
         head, _, rest = body.partition("\n\n")
         return f"{head}\n\n{_slice_line(document)}\n\n{_matrix_markdown(matrix)}\n{rest}"
     if fmt == "junit":
         return _junit(report, document)
     if fmt == "html":
         from tpudoctor.reports.check_html import render
-        body = render(report)
+        body = render(report, scope_in_title=False)
         table = _matrix_html(matrix)
         return body.replace("</h1>", f"</h1><p>{html.escape(_slice_line(document))}</p>{table}", 1)
     from tpudoctor.reports.check_text import render
-    return f"{_slice_line(document)}\n{_matrix_text(matrix)}\n{render(report, verbose=verbose, color=color)}"
+    return f"{_slice_line(document)}\n{_matrix_text(matrix)}\n{render(report, verbose=verbose, color=color, scope_in_title=False)}"
 
 
 def worker_step_matrix(document: dict[str, Any]) -> dict[str, dict[int, str]]:
@@ -164,9 +164,11 @@ def _junit(report: Report, document: dict[str, Any]) -> str:
     for suite in merged.iter("testsuite"):
         suite.set("name", "tpudoctor check (merged across workers)")
     for case in merged.iter("testcase"):
-        result = next((r for r in report.results if f"{r.id} {r.title}" == case.get("name")), None)
-        if result is not None and result.scope.workers:
-            props = ET.SubElement(case, "properties")
+        result = next((r for r in report.results if case.get("name", "").startswith(f"{r.id} {r.title}")), None)
+        if result is not None and result.scope.workers:  # the name ends "(on workers 3, 7)"; add to its properties
+            props = case.find("properties")
+            if props is None:
+                props = ET.SubElement(case, "properties")
             ET.SubElement(props, "property", name="workers", value=",".join(result.scope.workers))
     for worker, entry in (document.get("workers") or {}).items():
         own = entry.get("report")

@@ -42,7 +42,8 @@ def diagnosis_lines(doc: dict) -> list[str]:
     if pct:
         lines.append("  breakdown: " + ", ".join(f"{p} {pct.get(p, 0) or 0:.1f}%" for p in BREAKDOWN_PARTS))
     lines.append(f"  device duty cycle {k.get('duty_cycle_percent') or 0:.1f}%, compiles in window "
-                 f"{k.get('compile_count', 0)} ({k.get('compile_ms') or 0:.1f} ms)")
+                 f"{k.get('compile_count', 0)} ({k.get('compile_ms') or 0:.1f} ms)"
+                 + (f", MFU {k['mfu_percent']:.3g}%" if k.get("mfu_percent") is not None else ""))
     lines.append("")
     for f in doc.get("findings", []):
         lines.append(f"[{f['severity'].upper()}] {f['id']}: {f['title']}" + (f" ({where(f, doc)})" if where(f, doc) else ""))
@@ -61,6 +62,11 @@ def diagnosis_lines(doc: dict) -> list[str]:
         for op in ops[:10]:
             lines.append(f"  {str(op['name'])[:48]:<48} {op['category'] or '':<16} x{op['count']:<5} "
                          f"{op['self_ms']:>10.2f} ms {op['self_percent']:>6.1f}%")
+    from tpudoctor.reports.roofline_view import roofline_lines
+
+    roofline = roofline_lines(doc)
+    if roofline:
+        lines += ["", *roofline]
     host = doc.get("host_ops", {}).get("table", [])
     if host:
         lines += ["", "Host-side ops:"]

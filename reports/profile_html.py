@@ -176,6 +176,8 @@ def render_document(doc: dict) -> str:
             ("device duty cycle", f"{k.get('duty_cycle_percent') or 0:.1f}%"),
             ("compiles in window", f"{k.get('compile_count', 0)} / {k.get('compile_ms') or 0:.0f} ms"),
         ]
+        if k.get("mfu_percent") is not None:
+            kpi_items.append(("MFU (model FLOP utilisation)", f"{k['mfu_percent']:.3g}%"))
         parts.append('<div class="kpis">' + "".join(f'<div class="kpi"><b>{_e(val)}</b><span>{_e(label)}</span></div>'
                                                     for label, val in kpi_items) + "</div>")
         parts.append(f'<p class="note">Steps found by <b>{_e(st["method"])}</b>'
@@ -203,6 +205,21 @@ def render_document(doc: dict) -> str:
         parts.append("<h2>Top device ops by self time</h2>" + sortable_table(
             doc["device_ops"]["top_ops"], [("name", "op"), ("category", "category"), ("count", "count"),
                                            ("self_ms", "self ms"), ("self_percent", "% of op time")]))
+        if doc.get("roofline"):
+            from tpudoctor.reports.roofline_view import (
+                UNMEASURABLE,
+                UNMEASURABLE_NOTE,
+                op_rows,
+                program_line,
+                roofline_chart,
+            )
+
+            parts.append("<h2>Roofline and MFU</h2>" + f'<p>{_e(program_line(doc["roofline"]))}</p>'
+                         + roofline_chart(doc["roofline"]))
+            rows = op_rows(doc["roofline"], limit=50)
+            parts.append(sortable_table(rows, [(c, c) for c in rows[0]]) if rows else "")
+            if any(row["roofline eff."] == UNMEASURABLE for row in rows):
+                parts.append(f'<p class="note">{_e(UNMEASURABLE_NOTE)}</p>')
         parts.append("<h2>Host-side ops</h2>" + sortable_table(
             doc["host_ops"]["table"], [("kind", "kind"), ("name", "name"), ("count", "count"),
                                        ("total_ms", "total ms"), ("share_percent", "%"), ("share_of", "of")]))

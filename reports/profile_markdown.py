@@ -51,6 +51,21 @@ def render_document(doc: dict) -> str:
                                                            "share_of_capture_percent", "program_variants"]) + [""]
         lines += ["## Top device ops by self time", ""]
         lines += table(doc["device_ops"]["top_ops"][:15], ["name", "category", "count", "self_ms", "self_percent"]) + [""]
+        if doc.get("roofline"):
+            from tpudoctor.reports.roofline_view import (
+                UNMEASURABLE,
+                UNMEASURABLE_NOTE,
+                op_rows,
+                peaks_line,
+                program_line,
+            )
+
+            r = doc["roofline"]
+            lines += ["## Roofline and MFU", "", f"- {peaks_line(r)}", f"- {program_line(r)}", ""]
+            rows = op_rows(r)
+            lines += table(rows, list(rows[0]) if rows else []) + [""]
+            if any(row["roofline eff."] == UNMEASURABLE for row in rows):
+                lines += [f"\\{UNMEASURABLE_NOTE}", ""]
         lines += ["## Host-side ops", ""]
         lines += table(doc["host_ops"]["table"][:15], ["kind", "name", "count", "total_ms", "share_percent", "share_of"]) + [""]
         if len(doc.get("hosts", [])) > 1:

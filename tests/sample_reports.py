@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 
-from tpudoctor.findings import CheckResult, Remediation, Report, Severity, Status, Step, Target
+from tpudoctor.findings import (
+    CheckResult,
+    Remediation,
+    Report,
+    Scope,
+    Severity,
+    Status,
+    Step,
+    Target,
+)
 
 
 def preempted_node_report() -> Report:
@@ -52,3 +61,28 @@ def healthy_report() -> Report:
     report = preempted_node_report()
     report.results = [r for r in report.results if r.status is Status.PASS]
     return report
+
+
+def scoped_report() -> Report:
+    """An 8-worker node where findings hold on some workers or hosts only."""
+    results = [
+        CheckResult("NODE-009", Step.NODE, "Every worker of a multi-host node is reachable", Status.FAIL,
+                    "2 of 8 workers do not answer on port 22 (10.130.0.5, 10.130.0.9)", Severity.HIGH,
+                    evidence={"unreachable": ["3", "7"]},
+                    remediation=Remediation("Restart the unreachable workers' VMs.",
+                                            ("gcloud compute tpus tpu-vm ssh my-tpu --zone us-central2-b --worker=3",)),
+                    scope=Scope.of(workers=[7, 3])),
+        CheckResult("RUNTIME-001", Step.RUNTIME, "Python version is supported by TPU frameworks", Status.PASS,
+                    "Python 3.11.7", Severity.INFO, evidence={"python_version": "3.11.7"}),
+        CheckResult("LOGS-003", Step.LOGS, "Cloud Logging shows no known TPU failure", Status.WARN,
+                    "Transparent hugepages are not enabled", Severity.LOW,
+                    scope=Scope.of(workers=[0], hosts=["t1v-n-0"])),
+    ]
+    return Report(
+        results=results,
+        target=Target(project="p", zone="us-central2-b", tpu="my-tpu", worker=None),
+        host="builder",
+        started_at=dt.datetime(2026, 11, 29, 12, 0, 0, tzinfo=dt.timezone.utc),
+        duration_s=2.0,
+        tool_version="0.1.0",
+    )

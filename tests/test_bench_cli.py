@@ -178,3 +178,19 @@ def test_bench_saves_a_baseline_and_a_second_run_passes_against_it(tmp_path):
     assert doc["comparison"]["gate"]["n_baseline"] == 6 and doc["comparison"]["gate"]["n_current"] == 6
     assert ET.parse(out_dir / "bench-junit.xml").getroot().find("testsuite").get("failures") == "0"
     assert "# tpudoctor bench" in summary.read_text()  # published to the job summary
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["resnet_tiny", "bert_tiny"])
+def test_jax_bench_of_the_conv_and_attention_models_saves_a_baseline(model, tmp_path):
+    pytest.importorskip("jax", reason="JAX is not installed (test extra)")
+    baseline = tmp_path / f"{model}-jax.json"
+    run = subprocess.run([sys.executable, "-m", "tpudoctor", "bench", "--framework", "jax", "--model", model,
+                          "--steps", "2", "--repeats", "6", "--accelerator", "cpu",
+                          "--save-baseline", str(baseline), "--format", "json"],
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    saved = document.load_baseline(baseline)
+    assert saved["key"]["model"] == model and saved["key"]["framework"] == "jax"
+    assert len(saved["measurement"]["samples"]) == 6
+    assert saved["measurement"]["loss_end"] < saved["measurement"]["loss_start"]

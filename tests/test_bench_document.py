@@ -73,6 +73,7 @@ def _compared(current_samples):
     verdict = gate.compare(base["measurement"]["samples"], doc["measurement"]["samples"])
     doc["comparison"] = {"baseline_file": "b.json", "baseline_key": base["key"], "key_mismatches": [],
                          "allowed_mismatch": False, "gate": verdict.to_dict()}
+    document.with_findings(doc)
     document.validate_document(doc)
     return doc
 
@@ -84,8 +85,9 @@ def test_renderers_show_a_regression():
     junit = ET.fromstring(render(doc, "junit"))
     suite = junit.find("testsuite")
     assert suite.get("failures") == "1"
-    failure = suite.find("testcase[@name='throughput vs baseline']/failure")
-    assert failure is not None and failure.get("type") == "regression"
+    failure = suite.find("testcase[@name='BENCH-001 throughput vs baseline']/failure")
+    assert failure is not None and failure.get("type") == "high"
+    assert "-20.0%" in failure.get("message") and "$ tpudoctor profile analyze" in failure.text
     markdown = render(doc, "markdown")
     assert "REGRESSION" in markdown and "| examples/s (median) | 1,001.0 | 800.5 |" in markdown
     assert "REGRESSION: -20.0% vs baseline" in render(doc, "text")
@@ -97,6 +99,76 @@ def test_renderers_without_a_baseline_skip_the_gate_testcase():
 
     doc = document.build_document(run_result(), tool_version="0.1.0")
     suite = ET.fromstring(render(doc, "junit")).find("testsuite")
-    assert suite.find("testcase[@name='throughput vs baseline']/skipped") is not None
+    assert suite.find("testcase[@name='BENCH-001 throughput vs baseline']/skipped") is not None
+    assert suite.find("testcase[@name='BENCH-002 loss drops']") is not None
     assert suite.get("failures") == "0"
     assert "loss 26 -> 0.3 (dropped)" in render(doc, "text")
+
+
+def _findings(doc):
+    return {f["id"]: f for f in doc["findings"]}
+
+
+def test_a_significant_regression_is_a_bench_finding_shaped_like_a_check_result():
+    from tpudoctor.schema import load_schema
+
+    doc = _compared([800.0, 805.0, 795.0, 802.0, 798.0, 801.0])
+    gate_finding = _findings(doc)["BENCH-001"]
+    assert set(gate_finding) == set(load_schema("check_report")["$defs"]["result"]["required"])
+    assert (gate_finding["kind"], gate_finding["status"], gate_finding["severity"]) == ("bench", "FAIL", "high")
+    assert gate_finding["step"] is None
+    assert gate_finding["scope"] == {"workers": [], "hosts": [], "chips": []}
+    assert gate_finding["evidence"]["baseline_median_examples_per_s"] == pytest.approx(1001.0)
+    assert gate_finding["evidence"]["current_median_examples_per_s"] == pytest.approx(800.5)
+    assert gate_finding["evidence"]["p_value"] < gate_finding["evidence"]["alpha"]
+    assert any("--profile" in c for c in gate_finding["remediation"]["commands"])
+    assert _findings(doc)["BENCH-002"]["status"] == "PASS"
+
+
+def test_a_drop_beyond_tolerance_within_noise_is_a_warning_asking_for_more_windows():
+    # medians 1001 -> ~900, but the current windows straddle the baseline: not significant
+    doc = _compared([600.0, 1200.0, 700.0, 1100.0, 900.0, 880.0])
+    gate_finding = _findings(doc)["BENCH-001"]
+    assert doc["comparison"]["gate"]["verdict"] == "no_change"
+    assert gate_finding["status"] == "WARN", gate_finding["message"]
+    assert "--repeats 12" in gate_finding["remediation"]["commands"][0]
+
+
+def test_no_change_passes_and_no_baseline_skips():
+    doc = _compared([1001.0, 1003.0, 998.0, 1000.0, 1004.0, 999.0])
+    assert _findings(doc)["BENCH-001"]["status"] == "PASS"
+    alone = document.build_document(run_result(), tool_version="0.1.0")
+    skipped = _findings(alone)["BENCH-001"]
+    assert skipped["status"] == "SKIP" and skipped["skip_reason"] == "no --baseline given"
+
+
+def test_a_model_that_does_not_learn_is_a_failing_bench_finding():
+    doc = document.build_document(run_result(loss_end=26.5, loss_dropped=False), tool_version="0.1.0")
+    document.validate_document(doc)
+    training = _findings(doc)["BENCH-002"]
+    assert training["status"] == "FAIL" and "did not drop" in training["message"]
+
+
+def test_a_comparison_under_a_different_key_is_a_warning():
+    doc = _compared([1001.0, 1003.0, 998.0, 1000.0, 1004.0, 999.0])
+    doc["comparison"]["key_mismatches"] = [{"field": "framework_version", "baseline": "2.20.0", "current": "2.21.0"}]
+    doc["comparison"]["allowed_mismatch"] = True
+    document.with_findings(doc)
+    gate_finding = _findings(doc)["BENCH-001"]
+    assert gate_finding["status"] == "WARN" and "framework_version" in gate_finding["message"]
+
+
+def test_a_bench_finding_that_breaks_the_result_shape_is_rejected_by_the_schema():
+    doc = document.build_document(run_result(), tool_version="0.1.0")
+    del doc["findings"][0]["scope"]
+    with pytest.raises(jsonschema.ValidationError):
+        document.validate_document(doc)
+
+
+def test_a_1_0_baseline_without_findings_still_reads(tmp_path):
+    doc = document.as_baseline(document.build_document(run_result(), tool_version="0.1.0"))
+    doc["schema_version"] = "1.0"
+    del doc["findings"]
+    path = tmp_path / "old-baseline.json"
+    path.write_text(json.dumps(doc))
+    assert document.load_baseline(path)["measurement"]["samples"] == doc["measurement"]["samples"]

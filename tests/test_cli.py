@@ -122,3 +122,103 @@ def test_output_never_follows_a_symlink(engine_registry, capsys, tmp_path, monke
     assert victim.read_text() == "keep me"
     assert "symbolic link" in capsys.readouterr().err
 
+
+
+@pytest.fixture
+def run_context_spy(engine_registry, monkeypatch):
+    """The RunContext ``check`` builds from flags, environment and config file."""
+    import tpudoctor.runner as runner_module
+
+    seen = {}
+    real = runner_module.Runner
+
+    class Spy(real):
+        def __init__(self, registry, ctx, **kwargs):
+            seen["ctx"] = ctx
+            super().__init__(registry, ctx, **kwargs)
+
+    monkeypatch.setattr(runner_module, "Runner", Spy)
+    return seen
+
+
+def test_an_explicit_flag_equal_to_the_default_still_beats_the_config_file(run_context_spy, capsys, tmp_path,
+                                                                            monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tpudoctor.toml").write_text(
+        'timeout = "30s"\napi_timeout = "3s"\nreference_timeout = "20s"\nsince = "2h"\n')
+    cli.main(["check", "ENG-009", "--timeout", "600s", "--api-timeout", "10s", "--reference-timeout", "300s",
+              "--since", "1h"])
+    ctx = run_context_spy["ctx"]
+    assert ctx.run_timeout_s == 600
+    assert (ctx.options.api_timeout_s, ctx.options.reference_timeout_s, ctx.options.since_s) == (10, 300, 3600)
+    capsys.readouterr()
+
+
+def test_config_file_sets_timeouts_when_no_flag_is_given(run_context_spy, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tpudoctor.toml").write_text('timeout = "30s"\napi_timeout = "3s"\nreference_timeout = "20s"\n')
+    cli.main(["check", "ENG-009"])
+    ctx = run_context_spy["ctx"]
+    assert (ctx.run_timeout_s, ctx.options.api_timeout_s, ctx.options.reference_timeout_s) == (30, 3, 20)
+    capsys.readouterr()
+    (tmp_path / "tpudoctor.toml").unlink()
+    cli.main(["check", "ENG-009"])
+    ctx = run_context_spy["ctx"]
+    assert (ctx.run_timeout_s, ctx.options.api_timeout_s, ctx.options.reference_timeout_s) == (600, 10, 300)
+    capsys.readouterr()
+
+
+def test_environment_format_beats_the_config_file_and_the_flag_beats_both(engine_registry, capsys, tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tpudoctor.toml").write_text('format = "markdown"\n')
+    cli.main(["check", "ENG-009"])
+    assert capsys.readouterr().out.lstrip().startswith("#")  # the config file alone decides
+    monkeypatch.setenv("TPUDOCTOR_FORMAT", "json")
+    cli.main(["check", "ENG-009"])
+    assert json.loads(capsys.readouterr().out)["results"][0]["id"] == "ENG-009"
+    cli.main(["check", "ENG-009", "--format", "junit"])
+    assert capsys.readouterr().out.startswith("<?xml")
+
+
+def test_an_unknown_format_in_the_config_file_is_a_usage_error(engine_registry, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tpudoctor.toml").write_text('format = "yaml"\n')
+    assert cli.main(["check"]) == ExitCode.USAGE_ERROR
+    assert "format 'yaml'" in capsys.readouterr().err
+
+
+def test_profile_capture_reads_the_target_from_the_config_file(capsys, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import tpudoctor.profile.remote as remote
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tpudoctor.toml").write_text('project = "from-file"\nzone = "us-east5-a"\n')
+    monkeypatch.setenv("CLOUDSDK_COMPUTE_ZONE", "europe-west4-a")
+    asked = {}
+
+    def addresses(name, **kwargs):
+        asked.update(kwargs, name=name)
+        return ["10.0.0.2:8466"]
+
+    monkeypatch.setattr(remote, "service_addresses_for_tpu", addresses)
+    monkeypatch.setattr(remote, "capture", lambda request, **_: SimpleNamespace(
+        files=[], run="r1", elapsed_s=0.1, attempt=1))
+    assert cli.main(["profile", "capture", "--tpu", "n1", "--logdir", str(tmp_path / "logs")]) == ExitCode.OK
+    assert (asked["name"], asked["project"], asked["zone"]) == ("n1", "from-file", "europe-west4-a")
+    monkeypatch.setenv("TPU_NAME", "from-env")
+    assert cli.main(["profile", "capture", "--logdir", str(tmp_path / "logs")]) == ExitCode.OK
+    assert asked["name"] == "from-env"
+    monkeypatch.delenv("TPU_NAME")
+    assert cli.main(["profile", "capture", "--logdir", str(tmp_path / "logs")]) == ExitCode.USAGE_ERROR
+    assert "--service-addr HOST:PORT or --tpu NAME" in capsys.readouterr().err
+
+
+def test_list_checks_follows_the_same_format_precedence(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tpudoctor.toml").write_text('format = "json"\n')
+    assert cli.main(["list-checks"]) == ExitCode.OK
+    assert json.loads(capsys.readouterr().out)["checks"]
+    assert cli.main(["list-checks", "--format", "text"]) == ExitCode.OK
+    assert not capsys.readouterr().out.lstrip().startswith("{")

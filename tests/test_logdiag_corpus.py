@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tpudoctor.findings import Status
+from tpudoctor.findings import Finding, Status
 from tpudoctor.logdiag import (
     CatalogError,
-    Diagnosis,
+    cause_of,
     diagnose_file,
     diagnose_text,
     explain_with_node,
@@ -46,40 +46,40 @@ def test_every_signature_is_the_top_diagnosis_of_its_corpus_log(signature_id):
     found = diagnose_file(path)
     assert found, f"{path.name}: nothing recognised"
     top = found[0]
-    assert top.signature_id == signature_id, [d.signature_id for d in found]
+    assert top.id == signature_id, [d.id for d in found]
     sig = CATALOG.get(signature_id)
     assert top.status is (Status.FAIL if sig.fatal else Status.WARN)
     assert top.remediation.text == sig.remediation.text
     assert top.remediation.docs_url == sig.remediation.docs_url
     assert len(top.remediation.commands) == len(sig.remediation.commands)
-    assert top.first_line_no is not None and top.first_line_no > 6  # after the noise preamble
-    assert len(found) == 1, [d.signature_id for d in found]  # the noise around it matches nothing
+    assert top.evidence["first_line_no"] is not None and top.evidence["first_line_no"] > 6  # after the noise preamble
+    assert len(found) == 1, [d.id for d in found]  # the noise around it matches nothing
 
 
 @pytest.mark.parametrize("name", sorted(k for k, v in EXPECTED.items() if not v.get("healthy")))
 def test_multi_error_logs_rank_root_cause_first(name):
     want = EXPECTED[name]
     found = diagnose_file(LOGS / f"{name}.log")
-    ids = [d.signature_id for d in found]
+    ids = [d.id for d in found]
     assert ids[0] == want["top"], ids
     for other in want.get("others", []):
         assert other in ids[1:], ids
     for absent in want.get("absent", []):
         assert absent not in ids, ids
     if "count" in want:
-        assert found[0].count == want["count"]
+        assert found[0].evidence["count"] == want["count"]
     for key, value in want.get("evidence", {}).items():
         assert found[0].evidence[key] == value, key
     # fatal findings first, then warnings, each in order of first appearance
-    fatal = [d for d in found if d.fatal]
+    fatal = [d for d in found if d.status is Status.FAIL]
     assert found[: len(fatal)] == fatal
-    assert [d.order for d in fatal] == sorted(d.order for d in fatal)
+    assert [d.evidence["first_line_no"] for d in fatal] == sorted(d.evidence["first_line_no"] for d in fatal)
 
 
 @pytest.mark.parametrize("name", sorted(k for k, v in EXPECTED.items() if v.get("healthy")))
 def test_healthy_logs_give_no_fail(name):
     found = diagnose_file(LOGS / f"{name}.log")
-    assert not [d for d in found if d.status is Status.FAIL], [d.signature_id for d in found]
+    assert not [d for d in found if d.status is Status.FAIL], [d.id for d in found]
 
 
 def test_a_traceback_is_one_event_and_chained_tracebacks_stay_together():
@@ -100,14 +100,14 @@ def test_long_events_keep_head_and_tail_only():
     assert len(event.lines) == MAX_HEAD_LINES + MAX_TAIL_LINES
     assert event.dropped_lines > 9000
     found = diagnose_text(text)
-    assert found[0].signature_id == "tpu-in-use" and found[0].evidence["pid"] == 77
-    assert found[0].first_line_no == 10002  # the exception line, counted through the dropped middle
+    assert found[0].id == "tpu-in-use" and found[0].evidence["pid"] == 77
+    assert found[0].evidence["first_line_no"] == 10002  # the exception line, counted through the dropped middle
 
 
 def test_unprefixed_noise_does_not_hide_a_later_error():
     noise = "\n".join(f"tqdm {i}/100" for i in range(200))
     text = f"I0501 10:00:00.000 1 x.cc:1] start\n{noise}\nThere is no more capacity in the zone \"us-east5-a\"\n"
-    assert [d.signature_id for d in diagnose_text(text)] == ["zone-stockout"]
+    assert [d.id for d in diagnose_text(text)] == ["zone-stockout"]
 
 
 def test_equal_pjrt_versions_are_not_a_warning():
@@ -121,7 +121,7 @@ def test_node_facts_explain_socket_closed_as_preemption():
     found = diagnose_file(LOGS / "multi_socket_closed_preempted.log")
     explained = explain_with_node(found, {"state": "PREEMPTED", "health": None, "symptoms": []})
     assert explained[0].title == "TPU node was preempted"
-    assert "PREEMPTED" in explained[0].cause
+    assert "PREEMPTED" in cause_of(explained[0])
     assert explained[0].evidence["node_state"] == "PREEMPTED"
     assert explained[0].evidence["log_signature"] == "socket-closed"
     assert explained[0].remediation.docs_url == "https://cloud.google.com/tpu/docs/preemptible"
@@ -132,7 +132,7 @@ def test_node_facts_explain_socket_closed_as_preemption():
 def test_node_symptom_confirms_hbm_oom():
     found = diagnose_file(LOGS / "sig_hbm-oom-compile.log")
     explained = explain_with_node(found, {"state": "READY", "symptoms": [{"type": "HBM_OUT_OF_MEMORY"}]})
-    assert "HBM_OUT_OF_MEMORY" in explained[0].cause
+    assert "HBM_OUT_OF_MEMORY" in cause_of(explained[0])
 
 
 def test_fix_commands_carry_the_values_from_the_log():
@@ -154,12 +154,12 @@ def test_across_worker_logs_the_earliest_fatal_error_wins():
     diagnoser = Diagnoser()
     diagnoser.feed_lines(worker0, "worker0.log")  # fed first, but its error came four minutes later
     diagnoser.feed_lines(worker1, "worker1.log")
-    assert [d.signature_id for d in diagnoser.diagnoses()] == ["tpu-in-use", "barrier-timeout"]
+    assert [d.id for d in diagnoser.diagnoses()] == ["tpu-in-use", "barrier-timeout"]
 
 
-def test_diagnosis_round_trips_through_dict():
+def test_log_findings_round_trip_through_dict():
     found = diagnose_file(LOGS / "multi_gcs_then_notfound.log")
-    again = [Diagnosis.from_dict(d.to_dict()) for d in found]
+    again = [Finding.from_dict(d.to_dict()) for d in found]
     assert [d.to_dict() for d in again] == [d.to_dict() for d in found]
 
 
@@ -203,3 +203,5 @@ fatal = true
         parse_catalog(good + good.split("\n", 1)[1])
     with pytest.raises(CatalogError, match="https"):
         parse_catalog(good.replace("https://example.com", "example.com"))
+    with pytest.raises(CatalogError, match="'count' is reserved"):  # it would hide where the finding was seen
+        parse_catalog(good + 'extract = [{ name = "count", regex = "([0-9]+) chips", type = "int" }]\n')

@@ -12,7 +12,7 @@ from tpudoctor.checks.logs._examples import scan_with
 from tpudoctor.checks.logs.user_log_files import UserLogFilesDiagnosis
 from tpudoctor.facts import Facts
 from tpudoctor.findings import Status
-from tpudoctor.logdiag import diagnose_text, explain_with_node, load_catalog
+from tpudoctor.logdiag import cause_of, diagnose_text, explain_with_node, load_catalog
 from tpudoctor.logdiag.parsers import GRPC_STATUS_NAMES, grpc_status, hbm_allocations
 
 NOISE = "2024-05-01 10:00:00,001 INFO trainer.py:40] step 100 loss=2.3012\n"
@@ -32,7 +32,7 @@ SOCKET_CLOSED_FORMS = {
 @pytest.mark.parametrize("form", sorted(SOCKET_CLOSED_FORMS))
 def test_every_form_of_socket_closed_is_the_lost_connection(form):
     found = diagnose_text(NOISE + SOCKET_CLOSED_FORMS[form] + NOISE)
-    assert [d.signature_id for d in found] == ["socket-closed"]
+    assert [d.id for d in found] == ["socket-closed"]
     assert found[0].status is Status.FAIL
     explained = explain_with_node(found, {"state": "PREEMPTED", "health": None, "symptoms": []})
     assert explained[0].title == "TPU node was preempted"
@@ -84,13 +84,13 @@ UNKNOWN_CRASHES = {
 def test_an_unknown_crash_is_a_warning_that_quotes_it(kind):
     text, failure_type, message = UNKNOWN_CRASHES[kind]
     found = diagnose_text(NOISE * 3 + text + NOISE, source="train.log")
-    assert [d.signature_id for d in found] == ["unrecognised-failure"]
+    assert [d.id for d in found] == ["unrecognised-failure"]
     top = found[0]
     assert top.status is Status.WARN
     assert top.evidence["failure_type"] == failure_type
     assert message in top.evidence["failure_message"]
-    assert message in top.cause  # the exception is quoted in what the user reads
-    assert top.location.startswith("train.log:") and top.first_line_no >= 4
+    assert message in cause_of(top)  # the exception is quoted in what the user reads
+    assert top.evidence["location"].startswith("train.log:") and top.evidence["first_line_no"] >= 4
 
 
 @pytest.mark.parametrize("kind", sorted(UNKNOWN_CRASHES))
@@ -118,13 +118,13 @@ def test_the_last_python_frame_is_where_it_was_raised():
 def test_an_unknown_crash_after_a_known_root_cause_is_not_listed():
     text = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. "
             "Used 9.08G of 7.48G hbm. Exceeded hbm capacity by 1.60G.\n" + NOISE + "KeyError: 'x'\n")
-    assert [d.signature_id for d in diagnose_text(text)] == ["hbm-oom"]
+    assert [d.id for d in diagnose_text(text)] == ["hbm-oom"]
 
 
 def test_an_unknown_crash_comes_before_plain_warnings():
     text = ("W0501 10:00:01.000000 42 cloud_tpu_init.py:80] Transparent hugepages are not enabled.\n"
             + NOISE + "ZeroDivisionError: division by zero\n")
-    assert [d.signature_id for d in diagnose_text(text)] == ["unrecognised-failure", "hugepages-disabled"]
+    assert [d.id for d in diagnose_text(text)] == ["unrecognised-failure", "hugepages-disabled"]
 
 
 @pytest.mark.parametrize("line", [
@@ -143,7 +143,7 @@ def test_healthy_noise_is_no_finding(line):
 
 def test_case_insensitive_patterns_pass_the_prefilter_in_a_big_batch():
     lines = [NOISE] * 5000 + ["E0501 10:00:01.000000 42 rpc.cc:9] unavailable: socket CLOSED\n"] + [NOISE] * 10
-    assert [d.signature_id for d in diagnose_text("".join(lines))] == ["socket-closed"]
+    assert [d.id for d in diagnose_text("".join(lines))] == ["socket-closed"]
 
 
 OOM_REPORT = textwrap.dedent("""\
@@ -175,7 +175,7 @@ OOM_REPORT = textwrap.dedent("""\
 
 def test_the_oom_diagnosis_lists_the_largest_allocations_and_the_excess():
     (top,) = diagnose_text(OOM_REPORT)
-    assert top.signature_id == "hbm-oom-compile"
+    assert top.id == "hbm-oom-compile"
     ev = top.evidence
     assert ev["hbm_used_bytes"] == round(41.74 * 2**30) and ev["hbm_capacity_bytes"] == 16 * 2**30
     assert ev["hbm_excess_bytes"] == round(25.74 * 2**30) and ev["hbm_program_bytes"] == round(41.22 * 2**30)
@@ -231,7 +231,7 @@ def test_the_coordinator_port_from_an_earlier_line_joins_the_firewall_diagnosis(
             "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Deadline Exceeded\n"
             "RPC: /tensorflow.CoordinationService/RegisterTask\n")
     (top,) = diagnose_text(text)
-    assert top.signature_id == "coordinator-unreachable"
+    assert top.id == "coordinator-unreachable"
     assert top.evidence["coordinator_port"] == 8482 and top.evidence["coordinator_address"] == "10.164.0.21:8482"
     assert any("--allow tcp:8482" in c for c in top.remediation.commands)
     # without the earlier line the finding stands, the command shows what to fill in

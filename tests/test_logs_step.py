@@ -15,7 +15,7 @@ import pytest
 from tpudoctor import cli
 from tpudoctor.context import CheckOptions, RunContext
 from tpudoctor.facts import Facts, Unavailable
-from tpudoctor.findings import Status, Target
+from tpudoctor.findings import Scope, Status, Target
 from tpudoctor.providers.cloud_logging import CloudLoggingProvider, build_filter
 from tpudoctor.providers.cloud_monitoring import CloudMonitoringProvider
 from tpudoctor.providers.gcp_clients import LOGGING_ENDPOINT_ENV, MONITORING_ENDPOINT_ENV
@@ -48,9 +48,18 @@ def test_log_file_provider_streams_files_and_stdin(monkeypatch):
     facts = LogFilesProvider().gather(ctx(log_files=[str(OOM_LOG), "-"]), Facts())
     scan = facts["logs.user_files"]
     assert [s["source"] for s in scan["sources"]] == [str(OOM_LOG), "<stdin>"]
-    ids = [d["signature_id"] for d in scan["diagnoses"]]
+    ids = [d["id"] for d in scan["diagnoses"]]
     assert ids[0] == "hbm-oom-compile" and "tpu-quota" in ids
     assert scan["lines_scanned"] == sum(s["lines"] for s in scan["sources"]) > 30
+    assert all(d["scope"]["workers"] == [] for d in scan["diagnoses"])  # which worker is not known
+
+
+def test_local_logs_are_scoped_to_the_worker_the_run_was_given():
+    scan = LogFilesProvider().gather(ctx(target=Target(worker="3"), log_files=[str(OOM_LOG)]),
+                                     Facts())["logs.user_files"]
+    assert scan["diagnoses"] and all(d["scope"]["workers"] == ["3"] for d in scan["diagnoses"])
+    result = run_check(load_registry().checks["LOGS-001"], {"logs.user_files": scan})
+    assert result.status is Status.FAIL and result.scope == Scope(workers=("3",))
 
 
 def test_log_file_provider_unavailable_without_files():
@@ -69,9 +78,11 @@ def test_libtpu_logs_reads_tpu_log_dir_recent_files_only(tmp_path, monkeypatch):
     os.utime(old, (two_days_ago, two_days_ago))
     scan = LibtpuLogsProvider().gather(ctx(since_s=3600), Facts())["logs.libtpu"]
     assert [s["source"] for s in scan["sources"]] == [str(recent)]
-    assert [d["signature_id"] for d in scan["diagnoses"]] == ["tpu-in-use"]
+    assert [d["id"] for d in scan["diagnoses"]] == ["tpu-in-use"]
     longer = LibtpuLogsProvider().gather(ctx(since_s=3 * 86400), Facts())["logs.libtpu"]
-    assert {d["signature_id"] for d in longer["diagnoses"]} == {"tpu-in-use", "hbm-oom"}
+    assert {d["id"] for d in longer["diagnoses"]} == {"tpu-in-use", "hbm-oom"}
+    on_worker = LibtpuLogsProvider().gather(ctx(target=Target(worker="0"), since_s=3600), Facts())["logs.libtpu"]
+    assert [d["scope"]["workers"] for d in on_worker["diagnoses"]] == [["0"]]
 
 
 def test_libtpu_logs_unavailable_without_directory(tmp_path, monkeypatch):
@@ -113,26 +124,86 @@ def test_cloud_logging_through_the_real_client(monkeypatch):
     assert 'resource.labels.node_id="my-tpu"' in body["filter"]
     assert scan["entries"] == 5
     diagnoses = scan["diagnoses"]
-    assert [d["signature_id"] for d in diagnoses] == ["socket-closed", "barrier-timeout", "hugepages-disabled"]
-    assert diagnoses[0]["count"] == 3 and diagnoses[0]["source"] == "cloud-logging:my-tpu/worker-1"
-    assert diagnoses[0]["first_line_no"] is None and diagnoses[0]["first_timestamp"]
+    assert [d["id"] for d in diagnoses] == ["socket-closed", "barrier-timeout", "hugepages-disabled"]
+    facts = diagnoses[0]["evidence"]
+    assert facts["count"] == 3 and facts["source"] == "cloud-logging:my-tpu/worker-1"
+    assert facts["first_line_no"] is None and facts["first_timestamp"]
     assert diagnoses[1]["evidence"]["tasks_at_barrier"] == 3
+    # each entry names its worker: the findings say where they hold
+    assert diagnoses[0]["scope"]["workers"] == ["1"] and diagnoses[1]["scope"]["workers"] == ["0"]
 
     node = {"state": "PREEMPTED", "health": None, "symptoms": []}
     result = run_check(load_registry().checks["LOGS-003"], {"logs.cloud": scan, "tpu.node": node})
     assert result.status is Status.FAIL and result.message.startswith("TPU node was preempted")
     assert result.evidence["node_state"] == "PREEMPTED" and result.evidence["count"] == 3
+    assert result.scope.workers == ("1",)  # the root cause was logged by worker 1
 
 
-def test_cloud_logging_error_is_reported_not_hidden(monkeypatch):
+def test_cloud_logging_403_is_a_fail_naming_the_role_and_the_grant(monkeypatch):
+    """Was: a GatherError, so LOGS-003 was an ERROR that named no role and no fix."""
+    with FakeLoggingServer() as fake:
+        fake.fail_with = (403, "Permission 'logging.logEntries.list' denied on resource (or it may not exist).")
+        monkeypatch.setenv(LOGGING_ENDPOINT_ENV, fake.endpoint)
+        facts = CloudLoggingProvider().gather(ctx(target=Target(project="p", tpu="t")), Facts())
+        assert len(fake.requests) == 1  # a 403 is not retried
+    assert isinstance(facts["logs.cloud"], Unavailable) and "LOGS-005" in facts["logs.cloud"].reason
+    registry = load_registry()
+    logs = run_check(registry.checks["LOGS-003"], {"logs.cloud": facts["logs.cloud"], "tpu.node": {}})
+    assert logs.status is Status.SKIP
+    access = run_check(registry.checks["LOGS-005"], {"logs.cloud_access": facts["logs.cloud_access"],
+                                                     "logs.monitoring_access": Unavailable("not asked")})
+    assert access.status is Status.FAIL
+    assert "logging.logEntries.list" in access.message and "roles/logging.viewer" in access.message
+    # the fake is called anonymously, so the member is a placeholder; with ADC it is the caller (below)
+    assert access.remediation.commands == (
+        "gcloud projects add-iam-policy-binding p --member=serviceAccount:SERVICE_ACCOUNT_EMAIL "
+        "--role=roles/logging.viewer",)
+
+
+def test_the_grant_names_the_identity_the_client_called_as():
+    from tpudoctor.gcp.credentials import Identity
+    from tpudoctor.gcp.errors import ApiFailure
+    from tpudoctor.providers import read_access
+
+    caller = Identity("trainer@p.iam.gserviceaccount.com", "service_account", "the VM's service account")
+    failure = ApiFailure("permission_denied", "denied", http_status=403, permission="logging.logEntries.list")
+    value = read_access.denied("Cloud Logging", failure, project="p", identity=caller)
+    access = run_check(load_registry().checks["LOGS-005"], {"logs.cloud_access": value,
+                                                            "logs.monitoring_access": Unavailable("not asked")})
+    assert "trainer@p.iam.gserviceaccount.com lacks logging.logEntries.list" in access.message
+    assert access.remediation.commands == (
+        "gcloud projects add-iam-policy-binding p --member=serviceAccount:trainer@p.iam.gserviceaccount.com "
+        "--role=roles/logging.viewer",)
+
+
+def test_cloud_logging_server_errors_are_retried_a_bounded_number_of_times_then_an_error(monkeypatch):
     from tpudoctor.facts import GatherError
 
     with FakeLoggingServer() as fake:
-        fake.fail_with = (403, "Permission 'logging.logEntries.list' denied")
+        fake.fail_with = (503, "The service is currently unavailable.")
         monkeypatch.setenv(LOGGING_ENDPOINT_ENV, fake.endpoint)
-        value = CloudLoggingProvider().gather(ctx(target=Target(project="p", tpu="t")), Facts())["logs.cloud"]
-    assert isinstance(value, GatherError)
-    assert "permission denied (HTTP 403)" in value.error and "logging.logEntries.list" in value.error
+        value = CloudLoggingProvider().gather(ctx(target=Target(project="p", tpu="t")), Facts())
+        attempts = len(fake.requests)
+    assert attempts == 3
+    assert isinstance(value["logs.cloud"], GatherError) and "HTTP 503" in value["logs.cloud"].error
+    assert isinstance(value["logs.cloud_access"], Unavailable)
+
+
+def test_monitoring_403_is_a_fail_naming_the_role(monkeypatch):
+    from tpudoctor.facts import GatherError
+
+    with FakeMonitoringServer() as fake:
+        fake.fault = "403"
+        monkeypatch.setenv(MONITORING_ENDPOINT_ENV, fake.endpoint)
+        facts = CloudMonitoringProvider().gather(ctx(target=Target(project="p", tpu="t")), Facts())
+    assert not isinstance(facts["logs.monitoring"], GatherError)
+    assert run_check(load_registry().checks["LOGS-004"], {"logs.monitoring": facts["logs.monitoring"]}).status \
+        is Status.SKIP
+    access = run_check(load_registry().checks["LOGS-005"], {"logs.cloud_access": Unavailable("not asked"),
+                                                            "logs.monitoring_access": facts["logs.monitoring_access"]})
+    assert access.status is Status.FAIL and "roles/monitoring.viewer" in access.message
+    assert access.remediation.commands[0].startswith("gcloud projects add-iam-policy-binding p --member=")
+    assert access.remediation.commands[0].endswith("--role=roles/monitoring.viewer")
 
 
 def test_cloud_logging_skips_without_a_node():

@@ -49,6 +49,11 @@ def test_merge_a_folder_of_64_reports(worker_report, tmp_path, capsys):
     assert main(["merge", str(tmp_path / "run")]) == 1
     text = capsys.readouterr().out
     assert "0123456789012345678901234567890123456789012345678901234567890123" in text
+    # Where a merged finding holds is said once, by its message, not again in its title.
+    assert "FAIL on 2 of 64 workers (3, 7)" in text and "(on workers 3, 7)" not in text
+    assert main(["merge", str(tmp_path / "run"), "--format", "markdown"]) == 1
+    markdown = capsys.readouterr().out
+    assert "FAIL on 2 of 64 workers (3, 7)" in markdown and "(on workers 3, 7)" not in markdown
 
 
 def test_missing_and_unreadable_worker_reports(worker_report, tmp_path):

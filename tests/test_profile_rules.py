@@ -25,7 +25,8 @@ from tpudoctor.testing import profile_rule_conformance_problems
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
 BUILTIN_IDS = {"no-step-markers", "input-bound", "device-idle", "host-overhead", "recompilation",
                "compilation-in-window", "host-offload", "host-callback", "outside-compilation", "host-transfers",
-               "eager-execution", "step-time-variance", "device-bound", "collectives", "straggler"}
+               "eager-execution", "step-time-variance", "device-bound", "insufficient-evidence", "collectives",
+               "straggler"}
 
 
 def check_result_validator():
@@ -40,6 +41,28 @@ def test_builtin_rules_are_registered_through_the_entry_point():
     groups = {ep.value for ep in metadata.entry_points(group="tpudoctor.profile_rules")}
     assert "tpudoctor.profile.rules" in groups
     assert set(load_rules(plugins=False)) == BUILTIN_IDS
+
+
+def test_every_builtin_rule_states_the_evidence_it_needs():
+    from tpudoctor.profile.rule import EVIDENCE_KINDS
+
+    for rule in load_rules(plugins=False).values():
+        assert rule.needs and set(rule.needs) <= set(EVIDENCE_KINDS), rule.id
+    doc = tpudoctor.profile.analyze(FIXTURES / "jax_compute_bound").to_dict()
+    assert all(entry["needs"] for entry in doc["rules"])
+    assert doc["evidence_minimum"]["steps"] == 5
+
+
+def test_conformance_catches_unknown_evidence_names():
+    class NeedsMagic(ProfileRule):
+        """Needs something no capture has."""
+
+        id = "needs-magic"
+        title = "magic"
+        needs = ("steps", "crystal-ball")
+        docs = "https://example.invalid"
+
+    assert any("unknown evidence ['crystal-ball']" in p for p in profile_rule_conformance_problems(NeedsMagic))
 
 
 def test_every_registered_rule_conforms():
@@ -216,7 +239,7 @@ def test_third_party_rule_from_dist_info_runs_and_appears_in_the_report(tmp_path
     assert finding["status"] == "WARN" and finding["evidence"] == {"steps": 8, "min_steps": 20}
     assert finding["remediation"]["commands"] == ["tpudoctor profile capture --duration 10s ..."]
     assert finding["scope"]["hosts"] == ["localhost"]
-    assert {"id": "acme-few-steps", "source": "acme-profile-rules:acme"} in doc["rules"]
+    assert {"id": "acme-few-steps", "source": "acme-profile-rules:acme", "needs": []} in doc["rules"]
     assert check_result_validator().is_valid(finding)
     text = subprocess.run([sys.executable, "-m", "tpudoctor", "profile", "analyze", str(FIXTURES / "jax_compute_bound")],
                           capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from sample_reports import healthy_report, preempted_node_report
+from sample_reports import healthy_report, preempted_node_report, scoped_report
 
 from tpudoctor.reports import render_check_report
 from tpudoctor.schema import validate
@@ -75,3 +75,30 @@ def test_byte_counts_in_evidence_are_also_shown_for_people():
     text = render_check_report(report, "text")
     assert "hbm_used_bytes: 22054657065 (20.54 GiB)" in text
     assert json.loads(render_check_report(report, "json"))["results"][0]["evidence"]["hbm_used_bytes"] == 22054657065
+
+
+@pytest.mark.parametrize("fmt,ext", [("text", "txt"), ("markdown", "md"), ("junit", "xml"), ("html", "html")])
+def test_scoped_check_report_matches_golden(fmt, ext):
+    _golden(f"check_scoped.{ext}", render_check_report(scoped_report(), fmt))
+
+
+def test_every_single_report_format_shows_where_a_finding_holds():
+    report = scoped_report()
+    text = render_check_report(report, "text")
+    assert "NODE-009 Every worker of a multi-host node is reachable (on workers 3, 7):" in text
+    assert "(on worker 0; host t1v-n-0)" in text
+    assert "RUNTIME-001 Python version is supported by TPU frameworks: Python" in text  # whole node: no scope
+    markdown = render_check_report(report, "markdown")
+    assert "| | step | check | scope | result |" in markdown
+    assert "| NODE-009 Every worker of a multi-host node is reachable | workers 3, 7 |" in markdown
+    assert "| RUNTIME-001 Python version is supported by TPU frameworks | all |" in markdown
+    assert "<th>scope</th>" in render_check_report(report, "html")
+    root = ET.fromstring(render_check_report(report, "junit").split("\n", 1)[1])
+    case = next(c for c in root.iter("testcase") if c.get("name").startswith("NODE-009"))
+    assert case.get("name").endswith("(on workers 3, 7)")
+    assert {p.get("name"): p.get("value") for p in case.iter("property")} == {"scope.workers": "3,7"}
+
+
+def test_reports_without_scopes_have_no_scope_column():
+    assert "scope" not in render_check_report(preempted_node_report(), "markdown")
+    assert "<th>scope</th>" not in render_check_report(preempted_node_report(), "html")

@@ -119,3 +119,20 @@ def test_gathering_time_is_billed_once_to_the_first_check_that_read_it():
     durations = {r.id: r.duration_s for r in report.results}
     assert durations["ENG-001"] >= 0.2
     assert durations["ENG-009"] < 0.2
+
+
+def test_a_provider_returning_undeclared_facts_is_an_error_naming_them():
+    class LeakyFacts(ef.NodeFacts):
+        name = "engine.leaky_node"
+
+        def gather(self, ctx, facts):
+            return {"engine.node_state": "READY", "engine.typo_state": "READY", "engine.other": 1}
+
+    registry = make_registry(ef.NodeReady)
+    registry.providers["engine.node_state"] = LeakyFacts
+    report = Runner(registry, RunContext()).run([ef.NodeReady])
+    result = report.results[0]
+    assert result.status is Status.ERROR
+    assert "engine.other, engine.typo_state" in result.message
+    assert "does not declare" in result.message
+    assert result.evidence["provider"] == "engine.leaky_node"

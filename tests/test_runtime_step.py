@@ -196,7 +196,7 @@ def test_probe_subprocess_timeout_and_stderr_diagnosis():
         "already in use by process with pid 4242. Not attempting to load libtpu.so in this process.\\n\"); sys.exit(1)"),
         timeout_s=30.0)
     assert busy["returncode"] == 1 and not busy["ok"]
-    assert busy["diagnosis"]["signature_id"] == "tpu-in-use" and busy["diagnosis"]["evidence"]["pid"] == 4242
+    assert busy["diagnosis"]["id"] == "tpu-in-use" and busy["diagnosis"]["evidence"]["pid"] == 4242
     v4 = {"runtime_version": "tpu-ubuntu2204-base", "accelerator_type": "v4-8", "generation": "v4", "on_tpu_vm": True}
     result = run_check(load_registry().checks["RUNTIME-009"], {"runtime.probe": {"jax": busy}, "runtime.target": v4})
     assert result.status is Status.WARN and "pid 4242" in result.message

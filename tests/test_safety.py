@@ -135,3 +135,49 @@ def test_report_files_are_never_group_or_world_writable(fake_tpu_api, fake_gcs, 
     assert not stat.S_IMODE(path.parent.stat().st_mode) & stat.S_IWOTH
     assert json.loads(path.read_text())["schema_version"]
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".report.json.")]  # no temp file left
+
+
+def test_output_to_dev_null_is_written_not_refused(fake_tpu_api, fake_gcs, capsys):
+    _seed(fake_tpu_api, fake_gcs)
+    assert main(_args("--format", "json", "-o", os.devnull)) == 0
+    captured = capsys.readouterr()
+    assert "refusing" not in captured.err and captured.out == ""
+
+
+def test_output_to_dev_stdout_reaches_standard_output(tmp_path):
+    import subprocess
+    import sys
+
+    script = "from tpudoctor.output import write_text; write_text('/dev/stdout', '{\"ok\": 1}')"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"ok": 1}
+
+
+def test_output_to_a_named_pipe_is_written_in_place(tmp_path):
+    import threading
+
+    from tpudoctor.output import write_text
+
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    try:
+        write_text(fifo, "report")
+    finally:
+        reader.join(5)
+        if reader.is_alive():  # write_text refused: the reader waits for a writer, so open one to release it
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert got == ["report\n"] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_a_symlink_to_a_device_is_still_refused(tmp_path):
+    from tpudoctor.errors import UsageError
+    from tpudoctor.output import write_text
+
+    link = tmp_path / "report.json"
+    link.symlink_to(os.devnull)
+    with pytest.raises(UsageError, match="symbolic link"):
+        write_text(link, "x")

@@ -79,12 +79,3 @@ class Facts(Mapping[str, Any]):
         if isinstance(value, (Unavailable, GatherError)):
             return default
         return value
-
-    def is_available(self, key: str) -> bool:
-        value = self._data.get(key, Unavailable("missing"))
-        return not isinstance(value, (Unavailable, GatherError))
-
-    def with_updates(self, updates: Mapping[str, Any]) -> Facts:
-        merged = dict(self._data)
-        merged.update(updates)
-        return Facts(merged)

@@ -54,7 +54,7 @@ def _classes_in(module: ModuleType, base: type) -> list[type]:
         obj
         for _, obj in inspect.getmembers(module, inspect.isclass)
         if issubclass(obj, base) and obj is not base and obj.__module__ == module.__name__
-        and not inspect.isabstract(obj) and not obj.__name__.startswith("_")
+        and not obj.__name__.startswith("_")
     ]
 
 

@@ -77,10 +77,6 @@ class FactStore:
     def facts(self) -> Facts:
         return Facts(self._facts)
 
-    def preset(self, facts: dict[str, Any]) -> None:
-        """Facts known before gathering (a test, or a caller that already has them)."""
-        self._facts.update(facts)
-
     def _providers_for(self, keys: Iterable[str]) -> list[type[FactProvider]]:
         ordered: list[type[FactProvider]] = []
         seen: set[type[FactProvider]] = set()
@@ -167,10 +163,14 @@ class FactStore:
                 self._fill(cls, lambda _k, err=err: err)
             else:
                 value = box.get("value") or {}
+                undeclared = sorted(set(value) - set(cls.provides))
+                if undeclared:  # a bug in the provider: its facts cannot be trusted, and no check may read them
+                    err = GatherError(cls.name, f"provider returned fact(s) it does not declare in 'provides': "
+                                                f"{', '.join(map(str, undeclared))}")
+                    self._fill(cls, lambda _k, err=err: err)
+                    continue
                 missing = GatherError(cls.name, "provider returned no value for this fact")
                 self._fill(cls, lambda k, value=value, missing=missing: value.get(k, missing))
-                for extra_key, extra_value in value.items():
-                    self._facts.setdefault(extra_key, extra_value)
 
     def _fill(self, cls: type[FactProvider], value_for: Callable[[str], Any]) -> None:
         for key in cls.provides:
@@ -184,14 +184,11 @@ class Runner:
         ctx: RunContext,
         *,
         progress: ProgressCallback | None = None,
-        preset_facts: dict[str, Any] | None = None,
     ):
         self.registry = registry
         self.ctx = ctx
         self.progress = progress
         self.store = FactStore(registry, ctx, progress)
-        if preset_facts:
-            self.store.preset(preset_facts)
 
     def run(self, check_classes: Iterable[type[Check]]) -> Report:
         started = time.monotonic()

@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 from tpudoctor.check import Check
 from tpudoctor.facts import Facts
-from tpudoctor.findings import CheckResult, Step
-from tpudoctor.logdiag import Diagnosis, explain_with_node
+from tpudoctor.findings import CheckResult, Finding, Status, Step
+from tpudoctor.logdiag import cause_of, explain_with_node, pulled_evidence, where_found
 
 MAX_OTHER_FINDINGS = 12
 
@@ -24,7 +24,7 @@ class _LogDiagnosisCheck(Check):
 
     def evaluate(self, facts: Facts) -> CheckResult:
         scan = facts.require(self.fact_key)
-        diagnoses = [Diagnosis.from_dict(d) for d in scan.get("diagnoses", [])]
+        diagnoses = [Finding.from_dict(d) for d in scan.get("diagnoses", [])]
         diagnoses = explain_with_node(diagnoses, facts.value("tpu.node"))
         sources = [s.get("source") for s in scan.get("sources", [])]
         base = {"lines_scanned": scan.get("lines_scanned", 0), "sources": sources,
@@ -36,19 +36,20 @@ class _LogDiagnosisCheck(Check):
                 f"nothing fatal and no known failure in {base['lines_scanned']:,} {self.what} line(s) "
                 f"from {len(sources)} source(s)", evidence=base)
         top, rest = diagnoses[0], diagnoses[1:]
-        repeat = f", {top.count} times" if top.count > 1 else ""
-        message = f"{top.title} ({top.location}{repeat}): {top.cause}"
-        evidence: dict[str, Any] = {"signature": top.signature_id, **top.evidence,
-                                    "location": top.location, "count": top.count}
-        if top.first_timestamp:
-            evidence["first_timestamp"] = top.first_timestamp
-        evidence["log_excerpt"] = top.excerpt
+        found = top.evidence
+        message = f"{top.title} ({where_found(top)}): {cause_of(top)}"
+        evidence: dict[str, Any] = {"signature": top.id, **pulled_evidence(top),
+                                    "location": found.get("location"), "count": found.get("count", 1)}
+        if found.get("first_timestamp"):
+            evidence["first_timestamp"] = found["first_timestamp"]
+        evidence["log_excerpt"] = found.get("log_excerpt", [])
         if rest:
             evidence["other_findings"] = [
-                f"{d.status.value} {d.signature_id}: {d.title} ({d.location}, {d.count}x)"
+                f"{d.status.value} {d.id}: {d.title} ({d.evidence.get('location')}, {d.evidence.get('count', 1)}x)"
                 for d in rest[:MAX_OTHER_FINDINGS]
             ]
         evidence.update(base)
-        if top.fatal:
-            return self.fail(message, evidence=evidence, remediation=top.remediation, severity=top.severity)
-        return self.warn(message, evidence=evidence, remediation=top.remediation, severity=top.severity)
+        judge = self.fail if top.status is Status.FAIL else self.warn
+        result = judge(message, evidence=evidence, remediation=top.remediation, severity=top.severity)
+        result.scope = top.scope  # the workers whose logs show the root cause, when the sources named them
+        return result

@@ -69,6 +69,7 @@ class ReferenceModelTrains(Check):
             return self.passed(self._success_message(result), evidence={**evidence, **self._figures(result)})
 
         from tpudoctor.bench.failure import diagnose_output, diagnosis_to_dict
+        from tpudoctor.logdiag import cause_of
 
         diagnoses = diagnose_output(run.get("output_tail") or "", source=f"reference model {model}")
         evidence["diagnoses"] = [diagnosis_to_dict(d) for d in diagnoses]
@@ -91,11 +92,11 @@ class ReferenceModelTrains(Check):
             message = f"{model} exited with status {run.get('returncode')} without a result"
         if diagnoses:
             top = diagnoses[0]
-            message += f" (log catalog: {top.signature_id} {top.title})"
+            message += f" (log catalog: {top.id} {top.title})"
             fix = top.remediation
             if fix is not None and (fix.text or fix.commands):
                 return self.fail(message, evidence=evidence,
-                                 remediation=remediation(fix.text or top.cause, *fix.commands, by_hand,
+                                 remediation=remediation(fix.text or cause_of(top), *fix.commands, by_hand,
                                                          docs_url=fix.docs_url))
         return self.fail(message, evidence=evidence, remediation=remediation(
             "Run the reference model by hand and read its full output; if the smoke model fails, the fault is "

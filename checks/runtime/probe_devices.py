@@ -4,7 +4,7 @@ from typing import Any
 
 from tpudoctor.check import Check, Example, remediation
 from tpudoctor.facts import Facts, Unavailable
-from tpudoctor.findings import CheckResult, Remediation, Severity, Status, Step
+from tpudoctor.findings import CheckResult, Finding, Remediation, Severity, Status, Step
 from tpudoctor.runtime_compat import load_compat
 
 _BUSY = ("tpu-in-use", "libtpu-in-use")
@@ -35,7 +35,9 @@ class FrameworksSeeTpuDevices(Check):
         Example("two devices missing", {"runtime.probe": {"jax": _jax("tpu", 2)}, "runtime.target": _V4}, Status.FAIL),
         Example("TPU held by the running job", {"runtime.probe": {"jax": {
             "framework": "jax", "ok": False, "error": "RuntimeError: Unable to initialize backend 'tpu'",
-            "diagnosis": {"signature_id": "tpu-in-use", "title": "TPU already in use", "evidence": {"pid": 4242},
+            "diagnosis": {"id": "tpu-in-use", "kind": "log", "step": 4, "title": "TPU already in use",
+                          "status": "FAIL", "message": "jax probe stderr:3: another process holds the TPU",
+                          "evidence": {"pid": 4242},
                           "remediation": {"text": "stop it", "commands": [], "docs_url": None}}}},
             "runtime.target": _V4}, Status.WARN),
         Example("plain machine", {"runtime.probe": {"jax": _jax("cpu", 1)},
@@ -56,18 +58,16 @@ class FrameworksSeeTpuDevices(Check):
         busy: list[str] = []
         seen: list[str] = []
         for name, probe in probes.items():
-            diagnosis = probe.get("diagnosis")
-            fix = None
-            if diagnosis:
-                fix = Remediation.from_dict(diagnosis.get("remediation"))
-            if diagnosis and diagnosis.get("signature_id") in _BUSY:
-                pid = diagnosis.get("evidence", {}).get("pid")
+            diagnosis = Finding.from_dict(probe["diagnosis"]) if probe.get("diagnosis") else None
+            fix = diagnosis.remediation if diagnosis else None
+            if diagnosis and diagnosis.id in _BUSY:
+                pid = diagnosis.evidence.get("pid")
                 busy.append(f"{name} could not open the TPU: it is in use" + (f" by pid {pid}" if pid else ""))
                 continue
             if not probe.get("ok"):
                 why = probe.get("error", "failed")
                 if diagnosis:
-                    why += f" ({diagnosis['title']})"
+                    why += f" ({diagnosis.title})"
                 if probe.get("timed_out") and accelerator is not None and accelerator.hosts > 1:
                     why += f"; {accelerator.accelerator_type} has {accelerator.hosts} hosts and the framework waits for all of them"
                 problems.append((f"{name} {why}", fix))

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mutations import damaged, time_bound
 
-from tpudoctor.findings import Status
-from tpudoctor.logdiag import Diagnosis, diagnose_lines, diagnose_text
+from tpudoctor.findings import Finding, FindingKind, Status
+from tpudoctor.logdiag import cause_of, diagnose_lines, diagnose_text
 
 LOGS = sorted((Path(__file__).resolve().parents[1] / "data" / "logs").rglob("*.log"))  # real/ included
 CORPUS = [p.read_bytes() for p in LOGS]
@@ -21,8 +21,8 @@ TRACEBACK = "Traceback (most recent call last):\n" + "".join(
 def _check(diagnoses: list) -> None:
     assert isinstance(diagnoses, list)
     for d in diagnoses:
-        assert isinstance(d, Diagnosis) and d.status in (Status.FAIL, Status.WARN) and d.count >= 1
-        assert d.title and d.cause and d.remediation is not None
+        assert isinstance(d, Finding) and d.kind is FindingKind.LOG and d.status in (Status.FAIL, Status.WARN)
+        assert d.evidence["count"] >= 1 and d.title and cause_of(d) and d.remediation is not None
 
 
 @given(damaged(CORPUS))
@@ -74,7 +74,7 @@ def test_a_huge_line_without_newline_needs_no_more_memory_than_a_short_one(tmp_p
         handle.write("\nRESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 20.54G of 15.48G hbm.\n")
     code = ("import resource, sys\nfrom tpudoctor.logdiag.diagnose import diagnose_file\n"
             "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-            "found = [d.signature_id for d in diagnose_file(sys.argv[1])]\n"
+            "found = [d.id for d in diagnose_file(sys.argv[1])]\n"
             "print(found, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)")
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True).stdout
     found, grown_kb = out.rsplit(" ", 1)

@@ -2,7 +2,9 @@
 
 One shape for both so a saved run can serve as the next run's baseline. The ``key`` says what
 the numbers are comparable with; ``measurement.samples`` holds every timed window (compile
-excluded) because the gate needs the samples, not one summary number.
+excluded) because the gate needs the samples, not one summary number. ``findings`` holds
+the outcome in the shape of check results (``tpudoctor.bench.findings``); it is optional, so
+documents written before it still read.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.0"  # findings were added as an optional field: no required field changed
 SCHEMA_NAME = "bench_result"
 METRIC = {"name": "examples_per_s", "unit": "examples/s", "direction": "higher_is_better"}
 
@@ -27,7 +29,7 @@ def build_document(run_result: Mapping[str, Any], *, tool_version: str) -> dict[
     framework = run_result.get("framework", "tensorflow")
     samples = [float(s) for s in run_result["examples_per_s"]]
     q1, q3 = (float(v) for v in np.percentile(samples, [25, 75]))
-    return {
+    return with_findings({
         "schema_version": SCHEMA_VERSION,
         "kind": "bench",
         "tool": {"name": "tpudoctor", "version": tool_version},
@@ -61,14 +63,22 @@ def build_document(run_result: Mapping[str, Any], *, tool_version: str) -> dict[
         },
         "profile_dir": run_result.get("profile_dir"),
         "comparison": None,
-    }
+    })
+
+
+def with_findings(document: dict[str, Any]) -> dict[str, Any]:
+    """Set ``findings`` from the measurement and the comparison (call again after setting ``comparison``)."""
+    from tpudoctor.bench.findings import bench_findings
+
+    document["findings"] = [finding.to_dict() for finding in bench_findings(document)]
+    return document
 
 
 def as_baseline(document: Mapping[str, Any]) -> dict[str, Any]:
     """The document to commit as a baseline: the same run, without this run's comparison."""
     baseline = dict(document)
     baseline["comparison"] = None
-    return baseline
+    return with_findings(baseline)
 
 
 def validate_document(document: Any) -> None:

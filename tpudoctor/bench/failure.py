@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from tpudoctor.findings import Finding
 
-def diagnose_output(text: str, source: str = "reference run") -> list[Any]:
-    """``tpudoctor.logdiag`` diagnoses of the run's output, root cause first; [] when nothing matches."""
+
+def diagnose_output(text: str, source: str = "reference run") -> list[Finding]:
+    """``tpudoctor.logdiag`` findings of the run's output, root cause first; [] when nothing matches."""
     if not text:
         return []
     try:
@@ -16,15 +18,17 @@ def diagnose_output(text: str, source: str = "reference run") -> list[Any]:
     return list(diagnose_text(text, source=source))
 
 
-def diagnosis_to_dict(diagnosis: Any) -> dict[str, Any]:
-    remediation = getattr(diagnosis, "remediation", None)
+def diagnosis_to_dict(finding: Finding) -> dict[str, Any]:
+    """A log finding in brief, for a reference result's evidence (the log excerpt stays out)."""
+    from tpudoctor.logdiag import cause_of, pulled_evidence
+
     return {
-        "signature_id": diagnosis.signature_id,
-        "title": diagnosis.title,
-        "cause": diagnosis.cause,
-        "status": getattr(diagnosis.status, "value", str(diagnosis.status)),
-        "evidence": dict(getattr(diagnosis, "evidence", {}) or {}),
-        "count": getattr(diagnosis, "count", 1),
-        "first_line_no": getattr(diagnosis, "first_line_no", None),
-        "remediation": remediation.to_dict() if remediation is not None else None,
+        "signature_id": finding.id,
+        "title": finding.title,
+        "cause": cause_of(finding),
+        "status": finding.status.value,
+        "evidence": pulled_evidence(finding),
+        "count": finding.evidence.get("count", 1),
+        "first_line_no": finding.evidence.get("first_line_no"),
+        "remediation": finding.remediation.to_dict() if finding.remediation is not None else None,
     }

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run_group = parser.add_argument_group("run")
     run_group.add_argument("--model", required=True, choices=MODEL_NAMES)
     run_group.add_argument("--framework", choices=("tensorflow", "jax"), default="tensorflow",
-                           help="tensorflow (default; every model) or jax (dense and mlp)")
+                           help="tensorflow (default) or jax; every model runs in both")
     run_group.add_argument("--steps", type=int, default=20, metavar="N", help="steps per timed window (default 20)")
     run_group.add_argument("--repeats", type=int, default=8, metavar="K",
                            help="timed windows (default 8; at least 6 to save or compare a baseline)")
@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--allow-mismatch", action="store_true",
                       help="compare even when the baseline's key (model version, accelerator, versions, batch) differs")
     out = parser.add_argument_group("output")
-    out.add_argument("--format", choices=BENCH_FORMATS, default=None, help="report format (default: text)")
+    out.add_argument("--format", choices=BENCH_FORMATS, default=None, help="report format (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
     out.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     out.add_argument("--junit", metavar="FILE", help="also write a JUnit XML file")
     out.add_argument("--markdown-summary", metavar="FILE",
@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> ExitCode:
     from tpudoctor.bench import document as bench_document
     from tpudoctor.bench import gate
     from tpudoctor.bench.launch import RunRequest, framework_installed
+    from tpudoctor.commands.common import chosen_format
     from tpudoctor.errors import InputError, UsageError
-    from tpudoctor.formats import default_format
     from tpudoctor.output import write_text
 
     for name, value in (("--steps", args.steps), ("--repeats", args.repeats), ("--batch-size", args.batch_size)):
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     timeout_s = config.parse_duration_s(args.timeout)
     if timeout_s <= 0:
         raise UsageError("--timeout must be positive")
-    fmt = args.format or default_format(BENCH_FORMATS)
+    fmt = chosen_format(args, BENCH_FORMATS, config.load_config_file()[0])
 
     baseline = bench_document.load_baseline(args.baseline) if args.baseline else None
     if baseline is not None and baseline["key"]["model"] != args.model and not args.allow_mismatch:
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         _report_failed_run(outcome, args.junit, args.model)
     doc = bench_document.build_document(result, tool_version=__version__)
 
-    exit_code = ExitCode.OK if result["loss_dropped"] else ExitCode.FINDINGS
+    exit_code = ExitCode.OK
     if baseline is not None:
         mismatches = gate.key_mismatches(baseline["key"], doc["key"])
         if mismatches and not args.allow_mismatch:
@@ -143,8 +143,9 @@ def run(args: argparse.Namespace) -> ExitCode:
             "allowed_mismatch": bool(mismatches),
             "gate": verdict.to_dict(),
         }
-        if verdict.regressed:
-            exit_code = ExitCode.FINDINGS
+    bench_document.with_findings(doc)
+    if any(finding["status"] == "FAIL" for finding in doc["findings"]):  # BENCH-001 regression, BENCH-002 loss
+        exit_code = ExitCode.FINDINGS
     bench_document.validate_document(doc)
 
     if args.save_baseline and result["loss_dropped"]:  # a model that does not learn is no reference
@@ -198,6 +199,7 @@ def _report_failed_run(outcome: Any, junit_path: str | None, model: str) -> None
     """The run produced no result: say why (classified through the log catalog) and exit 1."""
     from tpudoctor.bench.failure import diagnose_output
     from tpudoctor.errors import TpudoctorError
+    from tpudoctor.logdiag import cause_of
 
     if not outcome.started:
         why = f"could not start the reference run: {outcome.start_error}"
@@ -211,8 +213,8 @@ def _report_failed_run(outcome: Any, junit_path: str | None, model: str) -> None
     hint = None
     if diagnoses:
         first = diagnoses[0]
-        why += f" [{first.signature_id}: {first.title}]"
-        hint = first.remediation.text if first.remediation else first.cause
+        why += f" [{first.id}: {first.title}]"
+        hint = first.remediation.text if first.remediation else cause_of(first)
     else:
         tail = "\n".join(outcome.output_tail.splitlines()[-15:])
         sys.stderr.write(f"--- last lines of the run ---\n{tail}\n---\n")

@@ -24,21 +24,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="run only step N (1 node, 2 GCS, 3 runtime, 4 logs, 5 reference model); repeatable")
     add_target_flags(parser)
     inputs = parser.add_argument_group("inputs")
-    inputs.add_argument("--data", action="append", default=[], metavar="URI", help="training data path (gs://...); repeatable")
-    inputs.add_argument("--checkpoint-dir", action="append", default=[], metavar="URI", help="checkpoint directory; repeatable")
-    inputs.add_argument("--log-dir", action="append", default=[], metavar="URI", help="TensorBoard/profile log directory; repeatable")
-    inputs.add_argument("--log-file", action="append", default=[], metavar="FILE", help="your job's log file ('-' for stdin); repeatable")
+    inputs.add_argument("--data", action="append", default=None, metavar="URI", help="training data path (gs://...); repeatable")
+    inputs.add_argument("--checkpoint-dir", action="append", default=None, metavar="URI", help="checkpoint directory; repeatable")
+    inputs.add_argument("--log-dir", action="append", default=None, metavar="URI", help="TensorBoard/profile log directory; repeatable")
+    inputs.add_argument("--log-file", action="append", default=None, metavar="FILE", help="your job's log file ('-' for stdin); repeatable")
     inputs.add_argument("--since", default=None, metavar="DURATION", help="how far back to read Cloud Logging (default 1h)")
     inputs.add_argument("--probe", action="store_true", help="start the framework in a subprocess and list its devices")
     inputs.add_argument("--write-probe", action="store_true",
                         help="write and delete one probe object in each writable GCS path (off by default: never writes otherwise)")
     inputs.add_argument("--reference-model", default="dense", choices=REFERENCE_MODEL_NAMES, metavar="NAME",
                         help=f"model for step 5: {', '.join(REFERENCE_MODEL_NAMES)} (default: dense)")
-    inputs.add_argument("--reference-timeout", default="300s", metavar="DURATION",
+    inputs.add_argument("--reference-timeout", default=None, metavar="DURATION",
                         help="limit for the step 5 reference run (default 300s)")
     limits = parser.add_argument_group("limits")
-    limits.add_argument("--timeout", default="600s", metavar="DURATION", help="limit for the whole run (default 600s)")
-    limits.add_argument("--api-timeout", default="10s", metavar="DURATION", help="limit for each cloud API call (default 10s)")
+    limits.add_argument("--timeout", default=None, metavar="DURATION", help="limit for the whole run (default 600s)")
+    limits.add_argument("--api-timeout", default=None, metavar="DURATION", help="limit for each cloud API call (default 10s)")
     gate = parser.add_argument_group("exit status")
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None, help="lowest status that exits 1 (default: fail)")
     gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks")
@@ -67,28 +67,36 @@ def run(args: argparse.Namespace) -> ExitCode:
         worker=config.resolve(args.worker, "worker", settings),
     )
     options = CheckOptions(
-        data_paths=config.as_list(args.data or settings.get("data")),
-        checkpoint_dirs=config.as_list(args.checkpoint_dir or settings.get("checkpoint_dir")),
-        log_dirs=config.as_list(args.log_dir or settings.get("log_dir")),
-        log_files=config.as_list(args.log_file or settings.get("log_file")),
-        since_s=config.parse_duration_s(args.since or settings.get("since") or "1h"),
+        data_paths=config.as_list(config.resolve(args.data, "data", settings)),
+        checkpoint_dirs=config.as_list(config.resolve(args.checkpoint_dir, "checkpoint_dir", settings)),
+        log_dirs=config.as_list(config.resolve(args.log_dir, "log_dir", settings)),
+        log_files=config.as_list(config.resolve(args.log_file, "log_file", settings)),
+        since_s=config.parse_duration_s(config.resolve(args.since, "since", settings, default="1h")),
         probe=args.probe,
         write_probe=args.write_probe,
         reference_model=args.reference_model,
-        reference_timeout_s=config.parse_duration_s(args.reference_timeout),
-        api_timeout_s=config.parse_duration_s(args.api_timeout),
+        reference_timeout_s=config.parse_duration_s(
+            config.resolve(args.reference_timeout, "reference_timeout", settings, default="300s")),
+        api_timeout_s=config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="10s")),
     )
     _check_log_files(options.log_files)
-    run_timeout_s = config.parse_duration_s(args.timeout if args.timeout != "600s" else settings.get("timeout", "600s"))
+    run_timeout_s = config.parse_duration_s(config.resolve(args.timeout, "timeout", settings, default="600s"))
     if run_timeout_s <= 0:
         raise UsageError("--timeout must be positive")
-    fmt = chosen_format(args) if args.format or not settings.get("format") else settings["format"]
-    fail_on = args.fail_on or settings.get("fail_on") or "fail"
+    fmt = chosen_format(args, settings=settings)
+    fail_on = config.resolve(args.fail_on, "fail_on", settings, default="fail")
+    if fail_on not in ("warn", "fail"):
+        raise UsageError(f"fail_on = {fail_on!r} in the config file: use \"warn\" or \"fail\"")
 
     if wants_fanout(args):
         from tpudoctor.commands.pod_check import run_fanout
 
-        return run_fanout(args, target, fmt=fmt, fail_on=fail_on)
+        # Each worker runs in its own folder without our config file: it gets the settings as resolved here.
+        resolved = argparse.Namespace(**{
+            **vars(args), "data": options.data_paths, "checkpoint_dir": options.checkpoint_dirs,
+            "log_dir": options.log_dirs, "log_file": options.log_files, "since": f"{options.since_s:g}s",
+            "api_timeout": f"{options.api_timeout_s:g}s", "reference_timeout": f"{options.reference_timeout_s:g}s"})
+        return run_fanout(resolved, target, fmt=fmt, fail_on=fail_on)
 
     registry = load_registry()
     selected = registry.check_classes()

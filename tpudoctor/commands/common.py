@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tpudoctor.formats import CHECK_FORMATS, default_format
+from tpudoctor.formats import CHECK_FORMATS
 
 
 def add_target_flags(parser: argparse.ArgumentParser) -> None:
@@ -19,14 +19,22 @@ def add_output_flags(parser: argparse.ArgumentParser, formats: tuple[str, ...] =
     group = parser.add_argument_group("output")
     group.add_argument(
         "--format", choices=formats, default=None,
-        help=f"report format (default: $TPUDOCTOR_FORMAT or text); one of {', '.join(formats)}",
+        help=f"report format (default: $TPUDOCTOR_FORMAT, the config file's format, or text); one of {', '.join(formats)}",
     )
     group.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     group.add_argument("-v", "--verbose", action="store_true", help="show evidence for every result")
 
 
-def chosen_format(args: argparse.Namespace, formats: tuple[str, ...] = CHECK_FORMATS) -> str:
-    return args.format or default_format(formats)
+def chosen_format(args: argparse.Namespace, formats: tuple[str, ...] = CHECK_FORMATS,
+                  settings: dict | None = None) -> str:
+    """--format, then $TPUDOCTOR_FORMAT, then the config file's ``format``, then text.
+
+    A format this command does not have (``html`` from the config file for ``bench``) means text.
+    """
+    from tpudoctor import config
+
+    wanted = str(config.resolve(args.format, "format", settings or {}, default="text")).strip().lower()
+    return wanted if wanted in formats else "text"
 
 
 def add_cluster_flag(parser: argparse.ArgumentParser) -> None:

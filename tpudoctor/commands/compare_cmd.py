@@ -1,28 +1,43 @@
-"""``tpudoctor compare A B``: what changed between two profiles (report JSONs or captures)."""
+"""``tpudoctor compare A B``: what changed between two profiles (report JSONs or captures);
+``tpudoctor compare --history DIR|gs://bucket/prefix B``: B judged against the last N reports."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from tpudoctor.commands.common import add_cluster_flag, resolve_cluster
+from tpudoctor.errors import UsageError
 from tpudoctor.exitcodes import ExitCode
 
-COMPARE_FORMATS = ("text", "json", "markdown")
+COMPARE_FORMATS = ("text", "json", "markdown", "html", "junit")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "compare",
-        help="KPI deltas between two profiles (baseline A, candidate B): step time, input, idle, compiles, top ops",
+        usage="tpudoctor compare [options] A B\n       tpudoctor compare [options] --history DIR|gs://BUCKET/PREFIX B",
+        help="what changed between two profiles (comparability, KPIs, op-level diff), or a profile against its history",
         description="Compare two profiles. Each of A and B is a JSON report from `tpudoctor profile analyze "
-                    "--format json` or a capture (.xplane.pb, run directory, logdir).",
+                    "--format json` or a capture (.xplane.pb, run directory, logdir). Comparability (device kind, "
+                    "chips, topology, versions, step method, programs) is checked first. With --history, the one "
+                    "profile given is judged against the last N reports in a folder or gs://bucket/prefix.",
     )
-    parser.add_argument("baseline", metavar="A", help="baseline: report JSON or capture")
-    parser.add_argument("candidate", metavar="B", help="candidate: report JSON or capture")
+    parser.add_argument("profiles", metavar="PROFILE", nargs="+",
+                        help="baseline A and candidate B (report JSON or capture); only the candidate with --history")
     parser.add_argument("--format", choices=COMPARE_FORMATS, default=None, help="output format (default: text)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the comparison to FILE instead of stdout")
     parser.add_argument("--fail-on-regression", metavar="PERCENT", default=None,
-                        help="exit 1 when the mean step time (or compile time) got worse by more than PERCENT, e.g. 5%%")
+                        help="exit 1 when the mean step time (or compile time) got worse by more than PERCENT, e.g. "
+                             "5%%; exit 2 when the two captures are not comparable (different device kind or "
+                             "topology) unless --force")
+    parser.add_argument("--force", action="store_true",
+                        help="judge (--fail-on-regression, --history) even when the captures are not comparable")
+    parser.add_argument("--history", metavar="DIR|gs://BUCKET/PREFIX", default=None,
+                        help="judge the candidate against the profile reports (*.json) saved there: exit 1 on a "
+                             "significant regression (median and MAD of the history), 0 otherwise")
+    parser.add_argument("--last", metavar="N", type=int, default=None,
+                        help="with --history: how many of the most recent reports count (default: 20)")
     parser.add_argument("--redact", action="store_true",
                         help="replace IPs, bucket names, projects and e-mails before sharing the comparison")
     add_cluster_flag(parser)
@@ -30,26 +45,97 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> ExitCode:
-    from tpudoctor.formats import default_format
-    from tpudoctor.output import write_text
-    from tpudoctor.profile.compare import compare, load_document, parse_percent
-    from tpudoctor.reports.profile_compare import render
+    if args.history is not None:
+        return run_history(args)
+    if args.last is not None:
+        raise UsageError("--last counts history reports: give it with --history")
+    if len(args.profiles) != 2:
+        raise UsageError(f"compare wants two profiles, baseline A and candidate B (got {len(args.profiles)})",
+                         hint="or judge one profile against saved reports: tpudoctor compare --history DIR B")
+    from tpudoctor.profile.compare import compare, parse_percent
 
     threshold = parse_percent(args.fail_on_regression) if args.fail_on_regression is not None else None
+    baseline, candidate = _load(args.profiles, resolve_cluster(args.cluster))
+    result = compare(baseline, candidate, threshold_percent=threshold)
+    result["forced"] = bool(args.force)
+    gate_refused = threshold is not None and not result["comparable"] and not args.force
+    if gate_refused:
+        result["regressed"], result["regressed_by"] = False, []
+    _write(args, result)
+    if gate_refused:
+        reasons = "; ".join(result["comparability"]["reasons"])
+        print(f"tpudoctor compare: not comparable: {reasons}. --fail-on-regression cannot judge a regression "
+              "between different hardware (--force judges anyway)", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
+    return ExitCode.FINDINGS if result["regressed"] else ExitCode.OK
+
+
+def run_history(args: argparse.Namespace) -> ExitCode:
+    from tpudoctor.errors import InputError
+    from tpudoctor.profile.comparability import compare_documents
+    from tpudoctor.profile.history import DEFAULT_LAST_N, MIN_HISTORY, judge_history, read_history
+
+    if len(args.profiles) != 1:
+        raise UsageError(f"with --history, give only the candidate profile (got {len(args.profiles)})",
+                         hint="tpudoctor compare --history DIR|gs://bucket/prefix CANDIDATE")
+    if args.fail_on_regression is not None:
+        raise UsageError("--fail-on-regression compares two profiles; the history gate decides by median and MAD",
+                         hint="drop --fail-on-regression: with --history a significant regression exits 1")
+    last_n = DEFAULT_LAST_N if args.last is None else args.last
+    if last_n < 1:
+        raise UsageError(f"--last must be at least 1 (got {last_n})")
+    (candidate,) = _load(args.profiles, resolve_cluster(args.cluster))
     from tpudoctor.progress import progress
 
-    cluster = resolve_cluster(args.cluster)
+    with progress("tpudoctor compare --history") as update:
+        update(f"reading the history in {args.history}")
+        entries = read_history(args.history, last_n=last_n, exclude=args.profiles)
+    if len(entries) < MIN_HISTORY:
+        raise InputError(f"too little history in {args.history}: {len(entries)} report(s), at least {MIN_HISTORY} "
+                         "are needed to tell a regression from run-to-run noise",
+                         hint="save a report of every run: tpudoctor profile analyze CAPTURE --format json -o "
+                              f"{args.history.rstrip('/')}/<run>.json")
+    comparability = compare_documents(entries[-1].document, candidate)
+    gate = judge_history([e.document for e in entries], candidate, last_n=last_n,
+                         history_names=[e.name for e in entries])
+    result = {"kind": "tpudoctor.profile_history", "history": args.history,
+              "candidate": {"source": candidate.get("source"), "verdict": candidate.get("verdict")},
+              "comparable": comparability.comparable, "comparability": comparability.to_dict(),
+              "forced": bool(args.force), "gate": gate.to_dict()}
+    _write(args, result)
+    if not comparability.comparable and not args.force:
+        print("tpudoctor compare: the candidate is not comparable with the latest history report: "
+              + "; ".join(comparability.reasons) + " (--force judges anyway)", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
+    if gate.verdict == "not_judged":
+        print("tpudoctor compare: no gated KPI could be judged: "
+              + "; ".join(f"{j.kpi}: {j.reason}" for j in gate.kpis if j.gated), file=sys.stderr)
+        return ExitCode.USAGE_ERROR
+    return ExitCode.FINDINGS if gate.regressed else ExitCode.OK
+
+
+def _load(paths: list[str], cluster: str | None = None) -> list[dict]:
+    from tpudoctor.profile.compare import load_document
+    from tpudoctor.progress import progress
+
+    documents = []
     with progress("tpudoctor compare") as update:  # captures (not report JSONs) are analysed first
-        update(f"reading {args.baseline}")
-        baseline = load_document(args.baseline, cluster=cluster, on_progress=update)
-        update(f"reading {args.candidate}")
-        candidate = load_document(args.candidate, cluster=cluster, on_progress=update)
-    result = compare(baseline, candidate, threshold_percent=threshold)
-    fmt = args.format or default_format(COMPARE_FORMATS)
+        for path in paths:
+            update(f"reading {path}")
+            documents.append(load_document(path, cluster=cluster, on_progress=update))
+    return documents
+
+
+def _write(args: argparse.Namespace, result: dict) -> None:
+    from tpudoctor.commands.common import chosen_format
+    from tpudoctor.config import load_config_file
+    from tpudoctor.output import write_text
+    from tpudoctor.reports.profile_compare import render
+
+    fmt = chosen_format(args, COMPARE_FORMATS, load_config_file()[0])
     text = render(result, fmt)
     if args.redact:
         from tpudoctor.redact import redact_rendered
 
         text = redact_rendered(text, fmt)
     write_text(args.output, text)
-    return ExitCode.FINDINGS if result["regressed"] else ExitCode.OK

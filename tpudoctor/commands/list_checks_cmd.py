@@ -7,16 +7,22 @@ import json
 
 from tpudoctor.exitcodes import ExitCode
 
+LIST_FORMATS = ("text", "json")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("list-checks", help="list the registered checks by triage step")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=LIST_FORMATS, default=None,
+                        help="text or json (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> ExitCode:
+    from tpudoctor.commands.common import chosen_format
+    from tpudoctor.config import load_config_file
     from tpudoctor.registry import load_registry
 
+    fmt = chosen_format(args, LIST_FORMATS, load_config_file()[0])
     registry = load_registry()
     rows = [
         {
@@ -26,7 +32,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         }
         for c in registry.check_classes()
     ]
-    if args.format == "json":
+    if fmt == "json":
         print(json.dumps({"checks": rows}, indent=2))
         return ExitCode.OK
     from rich.console import Console

@@ -21,10 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", metavar="LIST",
                         help="the workers the slice has, e.g. 0-15 (default: from the reports' own metadata)")
     parser.add_argument("--tpu", help="the node's name, for the fix commands (default: from the reports)")
-    parser.add_argument("--api-timeout", default="30s", metavar="DURATION",
+    parser.add_argument("--api-timeout", default=None, metavar="DURATION",
                         help="limit for each Cloud Storage call (default 30s)")
     gate = parser.add_argument_group("exit status")
-    gate.add_argument("--fail-on", choices=("warn", "fail"), default="fail", help="lowest status that exits 1")
+    gate.add_argument("--fail-on", choices=("warn", "fail"), default=None, help="lowest status that exits 1 (default: fail)")
     gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks")
     add_output_flags(parser)
     parser.add_argument("--redact", action="store_true", help="replace identifying names before sharing")
@@ -43,15 +43,18 @@ def run(args: argparse.Namespace) -> ExitCode:
     from tpudoctor.progress import progress
     from tpudoctor.reports.merged import render_merged_report
 
+    settings, _path = config.load_config_file()  # flag > environment > config file > default, as for check
+    api_timeout_s = config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="30s"))
+    fail_on = config.resolve(args.fail_on, "fail_on", settings, default="fail")
     expected = parse_worker_spec(args.workers) if args.workers else None
     with progress("tpudoctor merge") as update:
         update(f"reading {len(args.sources)} source(s)")
-        outcomes = read_reports(args.sources, api_timeout_s=config.parse_duration_s(args.api_timeout))
+        outcomes = read_reports(args.sources, api_timeout_s=api_timeout_s)
         update(f"merging {len(outcomes)} report(s)")
         merged = merge_outcomes(outcomes, expected=expected, source=", ".join(args.sources))
     if args.tpu:
         merged.report.target.tpu = args.tpu
-    fmt = chosen_format(args)
+    fmt = chosen_format(args, settings=settings)
     color = args.output in (None, "-") and sys.stdout.isatty()
     write_text(args.output, render_merged_report(merged, fmt, verbose=args.verbose, color=color, redact=args.redact))
-    return exit_code_for(merged.report, fail_on=args.fail_on, exit_zero=args.exit_zero)
+    return exit_code_for(merged.report, fail_on=fail_on, exit_zero=args.exit_zero)

@@ -53,11 +53,12 @@ def _register_analyze(commands: argparse._SubParsersAction) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> ExitCode:
-    from tpudoctor.formats import default_format
+    from tpudoctor.commands.common import chosen_format
+    from tpudoctor.config import load_config_file
     from tpudoctor.output import write_text
     from tpudoctor.progress import progress
 
-    fmt = args.format or default_format(PROFILE_FORMATS)
+    fmt = chosen_format(args, PROFILE_FORMATS, load_config_file()[0])
     started = time.monotonic()
     cluster = resolve_cluster(args.cluster)
     with progress("Reading profile") as update:
@@ -104,7 +105,7 @@ def _register_capture(commands: argparse._SubParsersAction) -> None:
             "like capture_tpu_profile does. Needs TensorFlow installed (pip install 'tpudoctor[tf]')."
         ),
     )
-    target = parser.add_mutually_exclusive_group(required=True)
+    target = parser.add_mutually_exclusive_group()  # or --tpu from TPU_NAME / the config file
     target.add_argument("--service-addr", metavar="HOST:PORT[,HOST:PORT...]",
                         help="profiler server(s) to capture from, e.g. localhost:9012")
     target.add_argument("--tpu", metavar="NAME", help="Cloud TPU name: capture from its workers' port (default 8466)")
@@ -136,14 +137,19 @@ def run_capture(args: argparse.Namespace) -> ExitCode:
         raise UsageError("--duration must be positive, e.g. 3s")
     if args.retries < 1:
         raise UsageError("--retries must be at least 1")
+    settings, _path = config.load_config_file()
+    tpu = None if args.service_addr else config.resolve(args.tpu, "tpu", settings)
     if args.service_addr:
         if args.all_workers:
             raise UsageError("--all-workers goes with --tpu; list several --service-addr HOST:PORT,HOST:PORT instead")
         addresses = [part.strip() for part in args.service_addr.split(",") if part.strip()]
+    elif not tpu:
+        raise UsageError("say where to capture from: --service-addr HOST:PORT or --tpu NAME",
+                         hint="--tpu may also come from TPU_NAME or 'tpu' in tpudoctor.toml")
     else:
         addresses = service_addresses_for_tpu(
-            args.tpu, project=config.resolve(args.project, "project", {}),
-            zone=config.resolve(args.zone, "zone", {}), port=args.port, all_workers=args.all_workers,
+            tpu, project=config.resolve(args.project, "project", settings),
+            zone=config.resolve(args.zone, "zone", settings), port=args.port, all_workers=args.all_workers,
         )
     request = CaptureRequest(
         addresses=addresses, logdir=args.logdir, duration_ms=int(duration_s * 1000), attempts=args.retries,

@@ -31,6 +31,15 @@ def storage_endpoint() -> str | None:
     return os.environ.get(STORAGE_ENDPOINT_ENV, "").strip() or None
 
 
+def on_google_cloud_vm() -> bool:
+    """A Google Cloud VM (TPU VMs included) says so in its DMI product name; no network probe."""
+    try:
+        with open("/sys/class/dmi/id/product_name", encoding="utf-8") as handle:
+            return handle.read().strip().startswith("Google")
+    except OSError:
+        return False
+
+
 def is_local_endpoint(endpoint: str | None) -> bool:
     return bool(endpoint) and endpoint.lower().startswith("http://")
 

@@ -40,10 +40,12 @@ ROLE_FOR_PERMISSION = {
     "storage.objects.list": "roles/storage.objectViewer",
     "storage.objects.create": "roles/storage.objectUser",
     "storage.objects.delete": "roles/storage.objectUser",
+    "logging.logEntries.list": "roles/logging.viewer",
+    "monitoring.timeSeries.list": "roles/monitoring.viewer",
 }
 
 _QUOTED_PERMISSION = re.compile(r"[Pp]ermission '([a-z]+\.[A-Za-z]+\.[A-Za-z]+)'")
-_PERMISSION_IN_TEXT = re.compile(r"\b((?:tpu|storage|compute)\.[A-Za-z]+\.[A-Za-z]+)\b")
+_PERMISSION_IN_TEXT = re.compile(r"\b((?:tpu|storage|compute|logging|monitoring)\.[A-Za-z]+\.[A-Za-z]+)\b")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -51,13 +51,25 @@ class StorageApi:
         ))
 
     def list_objects(self, bucket: str, prefix: str, *, limit: int) -> tuple[list[dict[str, Any]], bool]:
-        """Up to ``limit`` objects under ``prefix``: ([{name, size_bytes}], truncated)."""
+        """Up to ``limit`` objects under ``prefix``: ([{name, size_bytes, updated}], truncated)."""
 
         def fetch() -> tuple[list[dict[str, Any]], bool]:
             blobs = self._client.list_blobs(bucket, prefix=prefix or None, max_results=limit + 1,
                                             timeout=self.timeout_s, retry=None)
-            found = [{"name": blob.name, "size_bytes": int(blob.size or 0)} for blob in blobs]
+            found = [{"name": blob.name, "size_bytes": int(blob.size or 0),
+                      "updated": blob.updated.isoformat() if blob.updated else None} for blob in blobs]
             return found[:limit], len(found) > limit
+
+        return self._call(fetch, "storage.objects.list")
+
+    def list_level(self, bucket: str, prefix: str) -> tuple[list[str], list[str]]:
+        """One folder level under ``prefix`` ("a/b/" or ""): (object names, sub-prefixes), both in full."""
+
+        def fetch() -> tuple[list[str], list[str]]:
+            blobs = self._client.list_blobs(bucket, prefix=prefix or None, delimiter="/",
+                                            timeout=self.timeout_s, retry=None)
+            names = [blob.name for blob in blobs]  # iterating fills .prefixes page by page
+            return names, sorted(blobs.prefixes)
 
         return self._call(fetch, "storage.objects.list")
 

@@ -1,31 +1,38 @@
 """Log diagnosis: recognise TPU failure signatures in logs and rank the root cause first.
 
 >>> from tpudoctor.logdiag import diagnose_text
->>> [d.signature_id for d in diagnose_text(open("train.log").read(), "train.log")]
+>>> [f.id for f in diagnose_text(open("train.log").read(), "train.log")]
 ['hbm-oom-compile', 'hugepages-disabled']
 
-The catalog of signatures is data (``catalog.toml``); ``Diagnoser`` streams events from any
-number of sources (files, stdin, Cloud Logging entries) in bounded memory.
+Every recognised failure is a ``tpudoctor.findings.Finding`` of kind LOG: its id is the signature
+id, its message the cause and where it was seen, and its evidence holds the values pulled from the
+log beside ``DIAGNOSIS_FACTS`` (location, count, first timestamp, excerpt, ...). The catalog of
+signatures is data (``catalog.toml``); ``Diagnoser`` streams events from any number of sources
+(files, stdin, Cloud Logging entries) in bounded memory.
 """
 
 from tpudoctor.logdiag.catalog import Catalog, CatalogError, Signature, load_catalog, parse_bytes
 from tpudoctor.logdiag.diagnose import (
+    DIAGNOSIS_FACTS,
     Diagnoser,
-    Diagnosis,
+    cause_of,
     diagnose_file,
     diagnose_lines,
     diagnose_text,
     explain_with_node,
+    pulled_evidence,
+    where_found,
 )
 from tpudoctor.logdiag.events import LogEvent, group_events
 
 __all__ = [
+    "DIAGNOSIS_FACTS",
     "Catalog",
     "CatalogError",
     "Diagnoser",
-    "Diagnosis",
     "LogEvent",
     "Signature",
+    "cause_of",
     "diagnose_file",
     "diagnose_lines",
     "diagnose_text",
@@ -33,4 +40,6 @@ __all__ = [
     "group_events",
     "load_catalog",
     "parse_bytes",
+    "pulled_evidence",
+    "where_found",
 ]

@@ -135,5 +135,5 @@ def score_corpus(logs: list[LabelledLog], *, catalog: Catalog | None = None) -> 
     for log in logs:
         found = diagnose_file(log.file, catalog=catalog)
         top = found[0] if found else None
-        scored.append(ScoredLog(log, top.signature_id if top else NO_DIAGNOSIS, top.status.value if top else None))
+        scored.append(ScoredLog(log, top.id if top else NO_DIAGNOSIS, top.status.value if top else None))
     return AccuracyReport(tuple(scored))

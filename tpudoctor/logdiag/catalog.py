@@ -25,6 +25,10 @@ from tpudoctor.logdiag.parsers import PARSERS
 CATALOG_FILE = "catalog.toml"
 _VALUE_TYPES = ("bytes", "int", "float", "str")
 _LAYERS = ("runtime", "multihost", "cloud", "storage", "info")
+DIAGNOSIS_FACTS = ("location", "source", "first_line_no", "last_line_no", "first_timestamp", "count",
+                   "log_excerpt", "layer", "sources")
+"""Evidence keys every log finding carries beside the values its signature pulled from the log;
+reserved, so that no pulled value is hidden by them."""
 
 
 class CatalogError(ValueError):
@@ -317,6 +321,8 @@ def _extractor(spec: dict[str, Any], where: str, *, keyed: bool = False) -> Extr
     regex = _compile(spec["regex"], where)
     if regex.groups < 1:
         raise CatalogError(f"{where}: extract regex for {spec['name']} needs a group")
+    if spec["name"] in DIAGNOSIS_FACTS:
+        raise CatalogError(f"{where}: {spec['name']!r} is reserved for where the finding was seen; name it otherwise")
     keyword = required_literal(spec["regex"]) if keyed else None
     if keyed and keyword is None:
         raise CatalogError(f"{where}: context regex for {spec['name']} needs a literal of 4+ characters")

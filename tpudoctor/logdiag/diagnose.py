@@ -1,4 +1,7 @@
-"""From log events to diagnoses: match signatures, pull numbers, count repeats, rank root cause first.
+"""From log events to findings: match signatures, pull numbers, count repeats, rank root cause first.
+
+Each recognised failure is one ``Finding`` (kind LOG, id = the signature id) aggregated over all its
+occurrences; where it was seen and how often are in its evidence (``DIAGNOSIS_FACTS``).
 
 Ranking: the first fatal error in time is the root cause; fatal errors that follow are
 listed after it in the order they first appeared (they are usually consequences), and
@@ -15,8 +18,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from tpudoctor.findings import Remediation, Severity, Status
-from tpudoctor.logdiag.catalog import Catalog, Signature, load_catalog
+from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Status, Step
+from tpudoctor.logdiag.catalog import DIAGNOSIS_FACTS, Catalog, Signature, load_catalog
 from tpudoctor.logdiag.events import LogEvent, bounded_lines, group_events
 from tpudoctor.logdiag.parsers import PARSERS
 
@@ -26,30 +29,23 @@ MAX_SOURCES_LISTED = 10
 
 
 @dataclasses.dataclass
-class Diagnosis:
-    """One recognised failure, aggregated over all its occurrences."""
+class _Accumulated:
+    """All occurrences of one signature so far; private to the aggregator, one per signature."""
 
-    signature_id: str
-    title: str
+    signature: Signature
     cause: str
-    status: Status
-    severity: Severity
-    evidence: dict[str, Any]
+    pulled: dict[str, Any]
     remediation: Remediation
-    count: int = 1
-    first_line_no: int | None = None
-    last_line_no: int | None = None
-    source: str = "<text>"
-    first_timestamp: str | None = None
-    excerpt: list[str] = dataclasses.field(default_factory=list)
-    layer: str = "runtime"
-    sources: list[str] = dataclasses.field(default_factory=list)
-    order: tuple[int, int] = (0, 0)
+    source: str
+    first_line_no: int | None
+    last_line_no: int | None
+    first_timestamp: str | None
+    excerpt: list[str]
+    order: tuple[int, int]
     """(event sequence, line) of the first occurrence, for ranking across sources."""
-
-    @property
-    def fatal(self) -> bool:
-        return self.status is Status.FAIL
+    count: int = 1
+    sources: list[str] = dataclasses.field(default_factory=list)
+    scope: Scope = dataclasses.field(default_factory=Scope)
 
     @property
     def location(self) -> str:
@@ -57,66 +53,64 @@ class Diagnosis:
             return f"{self.source}:{self.first_line_no}"
         return f"{self.source} at {self.first_timestamp}" if self.first_timestamp else self.source
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "signature_id": self.signature_id,
-            "title": self.title,
-            "cause": self.cause,
-            "status": self.status.value,
-            "severity": self.severity.value,
-            "evidence": dict(self.evidence),
-            "remediation": self.remediation.to_dict(),
-            "count": self.count,
-            "first_line_no": self.first_line_no,
-            "last_line_no": self.last_line_no,
-            "source": self.source,
-            "first_timestamp": self.first_timestamp,
-            "excerpt": list(self.excerpt),
-            "layer": self.layer,
-            "sources": list(self.sources),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Diagnosis:
-        return cls(
-            signature_id=data["signature_id"],
-            title=data["title"],
-            cause=data.get("cause", ""),
-            status=Status(data["status"]),
-            severity=Severity(data.get("severity", "high")),
-            evidence=dict(data.get("evidence") or {}),
-            remediation=Remediation.from_dict(data.get("remediation")) or Remediation(),
-            count=int(data.get("count", 1)),
-            first_line_no=data.get("first_line_no"),
-            last_line_no=data.get("last_line_no"),
-            source=data.get("source", "<text>"),
-            first_timestamp=data.get("first_timestamp"),
-            excerpt=list(data.get("excerpt") or []),
-            layer=data.get("layer", "runtime"),
-            sources=list(data.get("sources") or []),
+    def finding(self) -> Finding:
+        sig = self.signature
+        facts = {"location": self.location, "source": self.source, "first_line_no": self.first_line_no,
+                 "last_line_no": self.last_line_no, "first_timestamp": self.first_timestamp, "count": self.count,
+                 "log_excerpt": list(self.excerpt), "layer": sig.layer, "sources": list(self.sources)}
+        return Finding(
+            id=sig.id, kind=FindingKind.LOG, step=Step.LOGS, title=sig.title,
+            status=Status.FAIL if sig.fatal else Status.WARN, severity=sig.severity,
+            message=_message(self.cause, self.location, self.count),
+            evidence={**self.pulled, **facts}, remediation=self.remediation, scope=self.scope,
         )
 
 
-class Diagnoser:
-    """Feed it events from one or more sources, then ask for the ranked diagnoses.
+def where_found(finding: Finding) -> str:
+    """Where a log finding was seen: ``train.log:12``, with the repeats (``train.log:12, 3 times``)."""
+    count = int(finding.evidence.get("count") or 1)
+    return str(finding.evidence.get("location", "")) + (f", {count} times" if count > 1 else "")
 
-    Memory stays bounded: one aggregate per signature, whatever the log's length.
+
+def cause_of(finding: Finding) -> str:
+    """The cause a log finding's message tells, without the place it was seen."""
+    prefix = f"{where_found(finding)}: "
+    return finding.message[len(prefix):] if finding.message.startswith(prefix) else finding.message
+
+
+def pulled_evidence(finding: Finding) -> dict[str, Any]:
+    """The values the signature pulled from the log (and the node facts that explain it), without
+    the facts every log finding carries (``DIAGNOSIS_FACTS``)."""
+    return {k: v for k, v in finding.evidence.items() if k not in DIAGNOSIS_FACTS}
+
+
+def _message(cause: str, location: str, count: int) -> str:
+    """``train.log:12, 3 times: <cause>``: where first, as compilers print a diagnostic."""
+    return f"{location}{f', {count} times' if count > 1 else ''}: {cause}"
+
+
+class Diagnoser:
+    """Feed it events from one or more sources, then ask for the ranked findings.
+
+    Memory stays bounded: one aggregate per signature, whatever the log's length. A source that
+    belongs to a known worker or host is fed with its ``scope``; a finding's scope is the union of
+    the scopes of the sources it was seen in (empty: the caller did not say where).
     """
 
     def __init__(self, catalog: Catalog | None = None):
         self.catalog = catalog or load_catalog()
-        self._found: dict[str, Diagnosis] = {}
+        self._found: dict[str, _Accumulated] = {}
         self._context: dict[str, Any] = {}  # latest value of each catalog context (bounded: one per name)
         self._sequence = 0
         self.events_scanned = 0
         self.lines_scanned = 0
 
-    def feed(self, events: Iterable[LogEvent], source: str) -> None:
+    def feed(self, events: Iterable[LogEvent], source: str, *, scope: Scope | None = None) -> None:
         """Pre-grouped events (Cloud Logging entries, say)."""
         for event in events:
-            self._scan(event, source, self.catalog.may_match(event.text))
+            self._scan(event, source, self.catalog.may_match(event.text), scope)
 
-    def feed_lines(self, lines: Iterable[str], source: str) -> None:
+    def feed_lines(self, lines: Iterable[str], source: str, *, scope: Scope | None = None) -> None:
         """Raw lines, streamed. Lines are pre-filtered in batches: one substring pass over a
         batch decides whether any event touching it can match, which keeps a 1 GB log fast."""
         hot: collections.deque[tuple[int, int]] = collections.deque()
@@ -140,9 +134,9 @@ class Diagnoser:
             while hot and hot[0][1] < event.first_line_no:
                 hot.popleft()
             is_hot = bool(hot) and hot[0][0] <= event.last_line_no
-            self._scan(event, source, is_hot and self.catalog.may_match(event.text))
+            self._scan(event, source, is_hot and self.catalog.may_match(event.text), scope)
 
-    def _scan(self, event: LogEvent, source: str, candidate: bool) -> None:
+    def _scan(self, event: LogEvent, source: str, candidate: bool, scope: Scope | None = None) -> None:
         self.events_scanned += 1
         self.lines_scanned += event.last_line_no - event.first_line_no + 1
         self._sequence += 1
@@ -153,7 +147,7 @@ class Diagnoser:
             if context.keyword in text and (value := context.extract(text)) is not None:
                 self._context[context.name] = value
         for signature, offset in self._matches(text):
-            self._record(signature, event, text, offset, source)
+            self._record(signature, event, text, offset, source, scope)
 
     def _matches(self, text: str) -> list[tuple[Signature, int]]:
         hits: list[tuple[Signature, int]] = []
@@ -178,7 +172,8 @@ class Diagnoser:
                 hits = [max(hits, key=lambda h: h[0].priority)]
         return hits
 
-    def _record(self, signature: Signature, event: LogEvent, text: str, offset: int, source: str) -> None:
+    def _record(self, signature: Signature, event: LogEvent, text: str, offset: int, source: str,
+                scope: Scope | None) -> None:
         evidence = signature.evidence(text)
         for name in signature.parsers:
             for key, value in PARSERS[name](text, offset).items():
@@ -197,41 +192,39 @@ class Diagnoser:
             if source not in known.sources and len(known.sources) < MAX_SOURCES_LISTED:
                 known.sources.append(source)
             for key, value in evidence.items():
-                known.evidence.setdefault(key, value)
+                known.pulled.setdefault(key, value)
+            if scope is not None:
+                known.scope = known.scope.union(scope)
             return
-        self._found[signature.id] = Diagnosis(
-            signature_id=signature.id,
-            title=signature.title,
+        self._found[signature.id] = _Accumulated(
+            signature=signature,
             cause=_filled_text(signature.cause, evidence),
-            status=Status.FAIL if signature.fatal else Status.WARN,
-            severity=signature.severity,
-            evidence=evidence,
+            pulled=evidence,
             remediation=_filled(signature.remediation, evidence),
-            count=1,
+            source=source,
             first_line_no=line_no,
             last_line_no=line_no,
-            source=source,
             first_timestamp=event.timestamp,
             excerpt=_excerpt(text, offset),
-            layer=signature.layer,
-            sources=[source],
             order=(self._sequence, line_no or 0),
+            sources=[source],
+            scope=scope or Scope(),
         )
 
-    def diagnoses(self) -> list[Diagnosis]:
+    def diagnoses(self) -> list[Finding]:
         """Root cause first: fatal before non-fatal, then by first appearance.
 
         Within one source, appearance is line order. Across sources (one log per worker, say),
         it is the timestamp when every finding has one, since the files were fed one by one.
         """
         found = list(self._found.values())
-        fallback = {s.id for s in self.catalog.signatures if s.fallback}
-        if any(d.fatal for d in found):  # a known root cause: an unrecognised crash is its consequence
-            found = [d for d in found if d.signature_id not in fallback]
-        keys = {id(d): time_key(d.first_timestamp) for d in found}
-        by_time = len({d.source for d in found}) > 1 and all(keys.values())
-        return sorted(found, key=lambda d: (not d.fatal, d.signature_id not in fallback,
-                                            keys[id(d)] if by_time else "", d.order))
+        if any(a.signature.fatal for a in found):  # a known root cause: an unrecognised crash is its consequence
+            found = [a for a in found if not a.signature.fallback]
+        keys = {id(a): time_key(a.first_timestamp) for a in found}
+        by_time = len({a.source for a in found}) > 1 and all(keys.values())
+        ranked = sorted(found, key=lambda a: (not a.signature.fatal, not a.signature.fallback,
+                                              keys[id(a)] if by_time else "", a.order))
+        return [a.finding() for a in ranked]
 
 
 _ISO_TIME = re.compile(r"^\d{4}-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
@@ -278,26 +271,29 @@ def _excerpt(text: str, offset: int) -> list[str]:
     return [line[:300] for line in lines[start : start + EXCERPT_LINES]]
 
 
-def diagnose_lines(lines: Iterable[str], source: str = "<text>", *, catalog: Catalog | None = None) -> list[Diagnosis]:
+def diagnose_lines(lines: Iterable[str], source: str = "<text>", *, catalog: Catalog | None = None,
+                   scope: Scope | None = None) -> list[Finding]:
+    """Log findings of streamed lines, root cause first."""
     diagnoser = Diagnoser(catalog)
-    diagnoser.feed_lines(lines, source)
+    diagnoser.feed_lines(lines, source, scope=scope)
     return diagnoser.diagnoses()
 
 
-def diagnose_text(text: str, source: str = "<text>", *, catalog: Catalog | None = None) -> list[Diagnosis]:
+def diagnose_text(text: str, source: str = "<text>", *, catalog: Catalog | None = None,
+                  scope: Scope | None = None) -> list[Finding]:
     """Diagnose a whole log held in memory; ordered root cause first."""
-    return diagnose_lines(io.StringIO(text), source, catalog=catalog)
+    return diagnose_lines(io.StringIO(text), source, catalog=catalog, scope=scope)
 
 
-def diagnose_file(path: str | Path, *, catalog: Catalog | None = None) -> list[Diagnosis]:
+def diagnose_file(path: str | Path, *, catalog: Catalog | None = None, scope: Scope | None = None) -> list[Finding]:
     """Stream a log file from disk line by line (bounded memory, any size)."""
     with open(path, encoding="utf-8", errors="replace") as handle:
-        return diagnose_lines(bounded_lines(handle), str(path), catalog=catalog)
+        return diagnose_lines(bounded_lines(handle), str(path), catalog=catalog, scope=scope)
 
 
 def explain_with_node(
-    diagnoses: list[Diagnosis], node: Mapping[str, Any] | None, *, catalog: Catalog | None = None
-) -> list[Diagnosis]:
+    diagnoses: list[Finding], node: Mapping[str, Any] | None, *, catalog: Catalog | None = None
+) -> list[Finding]:
     """Retell findings that the node's own state explains (step 1's ``tpu.node`` fact).
 
     Returns new objects; a finding the node explains keeps its place (time order) and gains
@@ -311,19 +307,19 @@ def explain_with_node(
     fields = {"state": node.get("state") or "", "health": node.get("health") or "",
               "symptoms": ", ".join(symptoms) or "none"}
     out = []
-    for diagnosis in diagnoses:
-        join = next((j for j in catalog.node_joins if j.applies(diagnosis.signature_id, node)), None)
+    for finding in diagnoses:
+        join = next((j for j in catalog.node_joins if j.applies(finding.id, node)), None)
         if join is None:
-            out.append(diagnosis)
+            out.append(finding)
             continue
-        evidence = dict(diagnosis.evidence)
+        evidence = dict(finding.evidence)
         evidence.update({"node_state": fields["state"], "node_health": fields["health"] or None,
-                         "node_symptoms": symptoms, "log_signature": diagnosis.signature_id})
+                         "node_symptoms": symptoms, "log_signature": finding.id})
         out.append(dataclasses.replace(
-            diagnosis,
+            finding,
             title=join.title,
-            cause=join.cause.format(**fields),
+            message=f"{where_found(finding)}: {join.cause.format(**fields)}",
             evidence=evidence,
-            remediation=join.remediation if join.remediation and join.remediation.text else diagnosis.remediation,
+            remediation=join.remediation if join.remediation and join.remediation.text else finding.remediation,
         ))
     return out

@@ -18,6 +18,7 @@ KPIS = {
     "compile_count": (True, ""),
     "compile_ms": (True, "ms"),
     "host_callback_ms": (True, "ms"),
+    "mfu_percent": (False, "%"),
 }
 # KPIs whose relative worsening trips --fail-on-regression (percent points for *_percent).
 GATED = ("step_time_mean_ms", "compile_ms")
@@ -52,11 +53,19 @@ def load_document(path: str, *, cluster: str | None = None, on_progress=None) ->
     return analyze(path, cluster=cluster, on_progress=on_progress).to_dict()
 
 
+MAX_DIFF_ROWS = 20
+"""Ops listed per class (movers, added, removed, slower, faster) in the comparison."""
+
+
 def compare(a, b, *, threshold_percent: float | None = None) -> dict:
-    """KPI and top-op deltas of candidate ``b`` against baseline ``a`` (each a ``ProfileReport`` or
-    its document)."""
+    """Comparability first, then KPI, op-level and top-op deltas of candidate ``b`` against baseline
+    ``a`` (each a ``ProfileReport`` or its document)."""
+    from tpudoctor.profile.comparability import compare_documents
+
     a = a if isinstance(a, dict) else a.to_dict()
     b = b if isinstance(b, dict) else b.to_dict()
+    comparability = compare_documents(a, b)
+    op_diff, op_diff_note = _op_diff(a, b)
     rows = []
     regressed_by = []
     for key, (lower_better, unit) in KPIS.items():
@@ -65,7 +74,7 @@ def compare(a, b, *, threshold_percent: float | None = None) -> dict:
                "direction": "n/a"}
         if va is not None and vb is not None:
             delta = vb - va
-            row["delta"] = round(delta, 4)
+            row["delta"] = float(f"{delta:.6g}")  # significant figures: a small KPI (MFU) keeps its change
             row["delta_percent"] = round(100 * delta / va, 2) if va else None
             if abs(delta) < 1e-9:
                 row["direction"] = "same"
@@ -86,11 +95,41 @@ def compare(a, b, *, threshold_percent: float | None = None) -> dict:
                     "delta_ms": round(sb - sa, 4) if sa is not None and sb is not None else None})
     return {
         "kind": "tpudoctor.profile_compare",
+        "comparable": comparability.comparable,
+        "comparability": comparability.to_dict(),
         "baseline": {"source": a.get("source"), "verdict": a.get("verdict")},
         "candidate": {"source": b.get("source"), "verdict": b.get("verdict")},
+        "op_diff": op_diff,
+        "op_diff_note": op_diff_note,
         "kpis": rows,
         "top_ops": ops,
         "threshold_percent": threshold_percent,
         "regressed": bool(regressed_by),
         "regressed_by": regressed_by,
     }
+
+
+def _op_diff(a: dict, b: dict) -> tuple[dict | None, str | None]:
+    """The op-level diff of two documents' per-op tables (time per step where both have steps), or
+    None and why (a report saved before the per-op table existed)."""
+    missing = [side for side, doc in (("baseline", a), ("candidate", b)) if not (doc.get("op_table") or {}).get("ops")]
+    if missing:
+        return None, (f"no per-op table in the {' and '.join(missing)} (a report saved by an older tpudoctor, "
+                      "or a capture without device ops): KPIs compared only; analyse the capture again "
+                      "to compare ops")
+    import pandas as pd
+
+    from tpudoctor.profile.op_diff import diff_ops
+
+    def table(doc: dict) -> pd.DataFrame:
+        return pd.DataFrame.from_records(doc["op_table"]["ops"])
+
+    steps_a, steps_b = (a.get("steps") or {}).get("count") or None, (b.get("steps") or {}).get("count") or None
+    diff = diff_ops(table(a), table(b), baseline_steps=steps_a, candidate_steps=steps_b)
+    out = diff.to_dict(max_rows=MAX_DIFF_ROWS)
+    truncated = [side for side, doc in (("baseline", a), ("candidate", b))
+                 if doc["op_table"].get("ops_total", 0) > len(doc["op_table"]["ops"])]
+    out["rates"] = [c.removeprefix("delta_") for c in diff.ops.columns if c.startswith("delta_") and c.endswith("_per_s")]
+    note = (f"the {' and '.join(truncated)} report lists only its top {a['op_table'].get('max_ops')} ops by time: "
+            "ops below them count as added or removed") if truncated else None
+    return out, note

@@ -42,7 +42,9 @@ def profile_document(report: ProfileReport) -> dict[str, Any]:
                       "per_step": b.per_step, "input_stages": b.input_stages, "idle_gaps": b.idle_gaps,
                       "device_timeline_span_ms": b.device_timeline_span_ms},
         "findings": [f.to_dict() for f in report.findings],
-        "rules": [{"id": rule_id, "source": getattr(rule, "source", "builtin")} for rule_id, rule in report.rules.items()],
+        "rules": [{"id": rule_id, "source": getattr(rule, "source", "builtin"), "needs": list(getattr(rule, "needs", ()))}
+                  for rule_id, rule in report.rules.items()],
+        "evidence_minimum": _evidence_minimum(),
         "recompilation": {"compile_count": c.compile_count, "compile_ms": c.compile_ms,
                           "share_of_capture_percent": c.share_of_capture_percent,
                           "program_cache_misses": c.program_cache_misses,
@@ -58,6 +60,9 @@ def profile_document(report: ProfileReport) -> dict[str, Any]:
                        "hbm_utilization_percent": dev.hbm_utilization_percent,
                        "flops_utilization_percent": dev.flops_utilization_percent,
                        "top_ops": dev.top_ops, "categories": dev.categories, "per_core": dev.per_core},
+        "versions": dict(p.versions),
+        "roofline": report.roofline,
+        "op_table": report.op_table,
         "hosts": [{"host": name, "verdict": report.verdicts[name][0], "verdict_reason": report.verdicts[name][1],
                    "kpis": kpis(h), "findings": report.fired_ids(name)} for name, h in report.hosts.items()],
         "straggler": _straggler(report),
@@ -102,6 +107,16 @@ def _cross_host(report: ProfileReport) -> dict[str, Any] | None:
                                       "lateness_p_value": s.lateness_p_value, "delay_ms_median": s.delay_ms_median,
                                       "decided_by": s.decided_by},
                    "notes": list(cross.notes)})
+
+
+def _evidence_minimum() -> dict[str, Any]:
+    """The named minimum evidence a verdict needs (below it the verdict is unknown)."""
+    import dataclasses
+
+    from tpudoctor.profile.analysis.evidence import MinimumEvidence
+
+    return {**dataclasses.asdict(MinimumEvidence()),
+            "applies": "steps for every verdict; step coverage for all but compile-bound; device time for device-bound"}
 
 
 _V1_SEVERITY = {"high": "high", "medium": "medium", "low": "low", "info": "info"}

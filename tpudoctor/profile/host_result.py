@@ -106,6 +106,25 @@ class DeviceFigures:
     per_core: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """What one host's capture holds to judge it by (``tpudoctor.profile.analysis.evidence`` names
+    the minimum)."""
+
+    steps: int
+    step_span_ms: float
+    """First step start to last step end."""
+    window_ms: float
+    """The captured window: first to last timed event."""
+    device_time_ms: float
+    """Device op busy time, all cores together."""
+    has_step_markers: bool
+
+    @property
+    def step_coverage_percent(self) -> float:
+        return 100.0 * self.step_span_ms / self.window_ms if self.window_ms > 0 else 0.0
+
+
 @dataclasses.dataclass
 class HostResult:
     """One host's analysis: the output of ``tpudoctor.profile.analyze_host``.
@@ -131,6 +150,13 @@ class HostResult:
     errors: list[str] = dataclasses.field(default_factory=list)
     warnings: list[str] = dataclasses.field(default_factory=list)
     tables: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    evidence: Evidence | None = None
+    """None where not measured (a hand-built result): the evidence guard then does not apply."""
+    versions: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Framework and libtpu versions the capture states (``{"framework": ..., "libtpu": ...}``)."""
+    roofline: dict[str, Any] | None = None
+    """The host's roofline as plain data (``Roofline.to_dict``: peaks, program, ops), None without
+    TPU ops or known roofs."""
 
 
 def kpis(h: HostResult) -> dict[str, float | int | None]:
@@ -149,4 +175,5 @@ def kpis(h: HostResult) -> dict[str, float | int | None]:
         "host_callback_ms": h.host_ops.callback_ms,
         "host_offload_share_of_device_percent": h.host_ops.host_offload_share_of_device_percent,
         "capture_window_ms": h.window_ms,
+        "mfu_percent": (h.roofline or {}).get("program", {}).get("mfu_percent"),
     }

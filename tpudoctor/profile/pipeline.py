@@ -53,9 +53,17 @@ def host_result(host) -> HostResult:
     """The ``HostResult`` of a loaded ``HostProfile`` (its events stay with the caller)."""
     from tpudoctor.profile.analysis import analyze_loaded
     from tpudoctor.profile.analysis.collectives import to_tables
+    from tpudoctor.profile.analysis.evidence import evidence_of
+    from tpudoctor.profile.analysis.roofline import analyze_roofline
     from tpudoctor.profile.summary import summarize_host
 
     a = analyze_loaded(host)
+    from tpudoctor.profile.comparability import capture_versions
+    from tpudoctor.profile.op_diff import op_table
+
+    roofline_frame = analyze_roofline(host)
+    roofline = _roofline_data(roofline_frame)
+    ops = op_table(host, roofline_frame)
     inp, rc, ho, dev = a.input, a.recompilation, a.host_ops, a.device
     percent = _clean(inp.percent)
     if a.collectives is not None and a.collectives.collective_percent > 0:
@@ -84,16 +92,63 @@ def host_result(host) -> HostResult:
             eager_ms=_num(ho.eager_ms) or 0.0, table=records(ho.table, 40)),
         device=DeviceFigures(
             duty_cycle_percent=_num(dev.duty_cycle_percent) or 0.0, idle_percent=_num(dev.idle_percent) or 0.0,
-            mxu_utilization_percent=_num(dev.mxu_utilization_percent),
+            mxu_utilization_percent=_mxu(dev.mxu_utilization_percent, roofline),
             hbm_utilization_percent=_num(dev.hbm_utilization_percent),
-            flops_utilization_percent=_num(dev.flops_utilization_percent),
+            flops_utilization_percent=(_significant(roofline["program"]["compute_efficiency_percent"])
+                                       if roofline else _num(dev.flops_utilization_percent)),
             top_ops=records(dev.top_ops, 20), categories=records(dev.categories, 20), per_core=records(dev.per_core, 64)),
         summary=summarize_host(host),
         plane_names=[str(n) for n in host.planes["plane_name"]],
         has_device_planes=bool(host.planes["is_device"].any()),
         errors=list(host.errors), warnings=list(host.warnings),
-        tables=to_tables(a.collectives) if a.collectives is not None else {},
+        evidence=evidence_of(a), versions=capture_versions(host),
+        tables={OP_TABLE: records(ops, MAX_OPS_PER_HOST),
+                **(to_tables(a.collectives) if a.collectives is not None else {})},
+        roofline=roofline,
     )
+
+
+MAX_OPS_IN_REPORT = 200
+"""Rows of the report's per-op table (heaviest first): what compare's op diff of a saved report reads."""
+
+
+def combined_op_table(hosts: Iterable[HostResult]) -> dict[str, Any] | None:
+    """All hosts' per-op tables as one (``combine_op_tables``), top ``MAX_OPS_IN_REPORT`` by time."""
+    import pandas as pd
+
+    from tpudoctor.profile.op_diff import combine_op_tables
+
+    tables = [pd.DataFrame.from_records(h.tables[OP_TABLE]) for h in hosts if h.tables.get(OP_TABLE)]
+    if not tables:
+        return None
+    table = combine_op_tables(tables)
+    return {"ops": records(table, MAX_OPS_IN_REPORT), "ops_total": len(table), "max_ops": MAX_OPS_IN_REPORT}
+
+
+OP_TABLE = "ops"
+MAX_OPS_PER_HOST = 2000
+"""Rows of a host's per-op table (heaviest first) carried to the combine, for compare's op diff."""
+MAX_ROOFLINE_OPS_PER_HOST = 2000
+"""Ops of one host's roofline carried to the combine (heaviest first): the combine sums these."""
+
+
+def _mxu(stat: float | None, roofline: dict[str, Any] | None) -> float | None:
+    """The device plane's MXU utilisation; a 0 there while the roofline counts FLOPs is a figure the
+    runtime did not fill in (the v6e capture): unknown, not 0 %."""
+    if stat is not None and stat == 0 and roofline and (roofline["program"].get("flops") or 0) > 0:
+        return None
+    return _num(stat)
+
+
+def _significant(value: float | None, digits: int = 4) -> float | None:
+    """Rounded to ``digits`` significant figures (an MFU of 0.00049 % is not 0)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(f"{value:.{digits}g}")
+
+
+def _roofline_data(roofline) -> dict[str, Any] | None:
+    return None if roofline is None else roofline.to_dict(max_ops=MAX_ROOFLINE_OPS_PER_HOST)
 
 
 def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | None = None,
@@ -105,7 +160,7 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
     from tpudoctor.profile.analysis.hosts import CROSS_HOST_TABLE, cross_host_rows, summarize_hosts
     from tpudoctor.profile.rule import evaluate_rule
     from tpudoctor.profile.summary import shifted
-    from tpudoctor.profile.verdict import decide
+    from tpudoctor.profile.verdict import cap_findings, judge
 
     hosts = {h.host: h for h in sorted(host_results, key=lambda h: h.host)}
     if not hosts:
@@ -126,13 +181,42 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
     hosts = {name: dataclasses.replace(h, tables={**h.tables, CROSS_HOST_TABLE: [rows[name]]}) if name in rows else h
              for name, h in hosts.items()}
     results = {name: [evaluate_rule(rule, h) for rule in rules.values()] for name, h in hosts.items()}
-    verdicts = {name: decide(results[name], rules) for name in hosts}
+    verdicts = {}
+    for name in hosts:
+        judgement = judge(results[name], rules)
+        verdicts[name] = (judgement.verdict, judgement.reason)
+        if not judgement.enough_evidence:
+            results[name] = cap_findings(results[name])
+    roofline, roofline_notes = combined_roofline(hosts.values())
     return ProfileReport(
         source=source, run=run, runs_available=list(runs_available), time_origin_ns=origin_ns, hosts=hosts,
         results=results, verdicts=verdicts, rules=dict(rules), straggler=stragglers.straggler,
         straggler_slowdown_percent=stragglers.straggler_slowdown_percent, cross_host=stragglers.cross_host,
-        failed_hosts=dict(failed_hosts or {}), notes=_notes(hosts.values()),
+        failed_hosts=dict(failed_hosts or {}), notes=_notes(hosts.values()) + roofline_notes,
+        roofline=roofline, op_table=combined_op_table(hosts.values()),
     )
+
+
+MAX_ROOFLINE_OPS_IN_REPORT = 200
+"""Ops in the report's roofline (heaviest first); ``ops_total`` says how many there were."""
+
+
+def combined_roofline(hosts: Iterable[HostResult]) -> tuple[dict[str, Any] | None, list[str]]:
+    """The hosts' rooflines summed (``combine_rooflines``), as plain data, and notes on what could
+    not be combined."""
+    parts = [h.roofline for h in hosts if h.roofline]
+    if not parts:
+        return None, []
+    if len(parts) == 1:
+        one = parts[0]
+        return {**one, "ops": one["ops"][:MAX_ROOFLINE_OPS_IN_REPORT]}, []
+    from tpudoctor.profile.analysis.roofline import Roofline, combine_rooflines
+
+    try:
+        combined = combine_rooflines([Roofline.from_dict(p) for p in parts])
+    except ValueError as exc:  # hosts of different device kinds
+        return None, [f"roofline not combined: {exc}"]
+    return combined.to_dict(max_ops=MAX_ROOFLINE_OPS_IN_REPORT), []
 
 
 def analyze(path: str | os.PathLike[str], *, run: str | None = None, max_workers: int | None = None,

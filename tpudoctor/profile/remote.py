@@ -153,9 +153,6 @@ def service_addresses_for_tpu(name: str, *, project: str | None, zone: str | Non
 
 
 def _on_google_cloud_vm() -> bool:
-    """A Google Cloud VM (TPU VMs included) says so in its DMI product name; no network probe."""
-    try:
-        with open("/sys/class/dmi/id/product_name", encoding="utf-8") as handle:
-            return handle.read().strip().startswith("Google")
-    except OSError:
-        return False
+    from tpudoctor.gcp.credentials import on_google_cloud_vm
+
+    return on_google_cloud_vm()

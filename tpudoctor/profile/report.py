@@ -13,9 +13,11 @@ from tpudoctor.findings import Finding, Scope, Status
 from tpudoctor.profile.host_result import HostResult
 from tpudoctor.profile.summary import CaptureSummary
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "2.1"
 """2.0: findings are ``tpudoctor.findings.Finding`` documents (id, kind, status, severity, scope...),
-the breakdown has a ``host_offload`` part; 1.x documents are upgraded on reading."""
+the breakdown has a ``host_offload`` part; 1.x documents are upgraded on reading.
+2.1 (additive): ``roofline`` (program and per-op roofline and MFU, TPU only), ``op_table`` (the
+per-op table compare's op diff reads), ``versions``, the ``mfu_percent`` KPI."""
 
 
 @dataclasses.dataclass
@@ -42,6 +44,10 @@ class ProfileReport:
     notes: list[str] = dataclasses.field(default_factory=list)
     analyses: dict[str, Any] = dataclasses.field(default_factory=dict)
     duration_s: float = 0.0  # time to load and analyse
+    roofline: dict[str, Any] | None = None
+    """All hosts' rooflines combined (``Roofline.to_dict``), None without TPU ops or known roofs."""
+    op_table: dict[str, Any] | None = None
+    """All hosts' per-op table: ``ops`` (top ``MAX_OPS_IN_REPORT`` by time), ``ops_total``, ``max_ops``."""
 
     @property
     def primary_host(self) -> str:

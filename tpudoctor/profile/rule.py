@@ -28,6 +28,17 @@ from tpudoctor.profile.host_result import HostResult
 
 RULE_ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 SHARE_OF_STEP = "share_of_step_percent"
+EVIDENCE_KINDS = {
+    "steps": "training steps (from step markers or repeated program runs)",
+    "step-breakdown": "each step's time split into compute, input, idle, compile and host parts (needs steps)",
+    "device-ops": "device op events (TPU/GPU device planes, or XLA ops on the host for CPU)",
+    "host-ops": "host-side op events (callbacks, host transfers, eager ops)",
+    "compile-events": "compilation events inside the capture window",
+    "window": "the capture window: first to last timed event",
+    "other-hosts": "the other hosts of the run, with collectives in their steps (cross-host analysis)",
+}
+"""What a rule can need from a capture (``ProfileRule.needs``); the minimum amounts the verdict needs
+are in ``tpudoctor.profile.analysis.evidence``."""
 BOTTLENECKS = ("input-bound", "compile-bound", "host-bound", "communication-bound", "device-bound")
 
 
@@ -49,6 +60,8 @@ class ProfileRule:
     """The verdict this rule's finding explains (one of ``BOTTLENECKS``), or None."""
     scores_verdict: ClassVar[bool] = False
     """True when its ``share_of_step_percent`` counts toward its bottleneck's score."""
+    needs: ClassVar[tuple[str, ...]] = ()
+    """The evidence the rule reads (``EVIDENCE_KINDS``); stated in every report's ``rules`` list."""
     lead_rank: ClassVar[int] = 100
     """Among the findings that explain the verdict, lower ranks are named first (specific causes
     before generic ones)."""

@@ -73,7 +73,7 @@ class _LocalLister:
 
 
 class _GcsLister:
-    """Lists ``gs://`` prefixes with google-cloud-storage (honours ``STORAGE_EMULATOR_HOST``)."""
+    """Lists ``gs://`` prefixes through ``tpudoctor.gcp.storage`` (honours ``STORAGE_EMULATOR_HOST``)."""
 
     def __init__(self, uri: str):
         bucket, _, prefix = uri[len("gs://"):].partition("/")
@@ -81,7 +81,6 @@ class _GcsLister:
             raise UsageError(f"{uri} names no bucket")
         self.bucket_name = bucket
         self.prefix = prefix.rstrip("/")
-        self.client = gcs_client()
         self._cache: dict[str, tuple[list[str], list[str]]] = {}
 
     def _list(self, relative: str) -> tuple[list[str], list[str]]:
@@ -89,13 +88,10 @@ class _GcsLister:
             return self._cache[relative]
         prefix = "/".join(part for part in (self.prefix, relative) if part)
         prefix = f"{prefix}/" if prefix else ""
-        try:
-            blobs = self.client.list_blobs(self.bucket_name, prefix=prefix, delimiter="/", timeout=GCS_TIMEOUT_S)
-            files = sorted(blob.name[len(prefix):] for blob in blobs if not blob.name.endswith("/"))
-            dirs = sorted(p[len(prefix):].rstrip("/") for p in blobs.prefixes)
-        except Exception as exc:  # noqa: BLE001 - every GCS failure is an input problem for the user
-            raise InputError(f"cannot list gs://{self.bucket_name}/{prefix}: {_short(exc)}",
-                             hint="check the path and that your credentials can read the bucket") from exc
+        names, prefixes = _gcs_call(lambda api: api.list_level(self.bucket_name, prefix),
+                                    f"cannot list gs://{self.bucket_name}/{prefix}", self.bucket_name)
+        files = sorted(name[len(prefix):] for name in names if not name.endswith("/"))
+        dirs = sorted(p[len(prefix):].rstrip("/") for p in prefixes)
         self._cache[relative] = (files, dirs)
         return files, dirs
 
@@ -160,13 +156,8 @@ def _join(*parts: str) -> str:
     return "/".join(part for part in parts if part)
 
 
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text[:300]
-
-
 def gcs_client():
-    """A storage client; anonymous when ``STORAGE_EMULATOR_HOST`` points at an emulator."""
+    """A plain storage client for seeding test buckets; reads go through ``storage_api``."""
     from google.cloud import storage
 
     if os.environ.get("STORAGE_EMULATOR_HOST"):
@@ -174,23 +165,55 @@ def gcs_client():
 
         return storage.Client(project=os.environ.get("GOOGLE_CLOUD_PROJECT", "tpudoctor-emulator"),
                               credentials=AnonymousCredentials())
+    return storage.Client()
+
+
+def storage_api():
+    """Cloud Storage with a timeout per call, bounded retries and the shared error mapping, plus who asked."""
+    from tpudoctor.gcp.credentials import on_google_cloud_vm, resolve_credentials, storage_endpoint
+    from tpudoctor.gcp.storage import StorageApi
+
+    endpoint = storage_endpoint()
+    credentials, identity = resolve_credentials(endpoint, on_gce=on_google_cloud_vm())
+    api = StorageApi(credentials, project=os.environ.get("GOOGLE_CLOUD_PROJECT"), endpoint=endpoint,
+                     timeout_s=GCS_TIMEOUT_S)
+    return api, identity
+
+
+def _gcs_call(fn, what: str, bucket: str):
+    """``fn(api)``; any failure becomes an ``InputError`` that says why and how to fix it."""
+    from tpudoctor.gcp import gcloud
+    from tpudoctor.gcp.credentials import ADC_SETUP_COMMANDS
+    from tpudoctor.gcp.errors import NO_CREDENTIALS, NOT_FOUND, PERMISSION_DENIED, ApiCallFailed
+
+    identity = None
     try:
-        return storage.Client()
-    except Exception as exc:  # noqa: BLE001 - missing credentials or project
-        raise InputError(f"cannot reach Cloud Storage: {_short(exc)}",
-                         hint="run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS") from exc
+        api, identity = storage_api()
+        return fn(api)
+    except ApiCallFailed as exc:
+        failure = exc.failure
+        if failure.kind == PERMISSION_DENIED:
+            member = identity.iam_member if identity else None
+            role = failure.role or "roles/storage.objectViewer"
+            raise InputError(f"{what}: permission denied: {(identity and identity.principal) or 'the caller'} "
+                             f"lacks {failure.permission or 'storage.objects.list'} (granted by {role})",
+                             hint=f"grant it: {gcloud.bucket_role_binding(bucket, member, role)}") from None
+        if failure.kind == NO_CREDENTIALS:
+            raise InputError(f"{what}: no Google Cloud credentials: {failure.message}",
+                             hint=" or ".join(ADC_SETUP_COMMANDS)) from None
+        if failure.kind == NOT_FOUND:
+            raise InputError(f"{what}: not found ({failure.message})",
+                             hint="check the bucket and path (gcloud storage ls gs://BUCKET/PATH)") from None
+        tries = f" after {failure.attempts} attempts" if failure.attempts > 1 else ""
+        raise InputError(f"{what}: {failure.kind.replace('_', ' ')}{tries}: {failure.message}",
+                         hint="check the path, your network and that your credentials can read the bucket") from None
 
 
 def read_bytes(location: str) -> bytes:
     """The bytes of a host file; a clear ``InputError`` when it cannot be read."""
     if location.startswith("gs://"):
         bucket, _, name = location[len("gs://"):].partition("/")
-        try:
-            return gcs_client().bucket(bucket).blob(name).download_as_bytes(timeout=GCS_TIMEOUT_S)
-        except InputError:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise InputError(f"cannot read {location}: {_short(exc)}") from exc
+        return _gcs_call(lambda api: api.read_object(bucket, name), f"cannot read {location}", bucket)
     from tpudoctor.profile.memory import ensure_memory_for
 
     try:

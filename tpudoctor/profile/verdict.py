@@ -8,6 +8,11 @@ Precedence (short on purpose):
    included: a share below a rule's own threshold still counts).
 3. The highest score wins (ties in the order above). ``device-bound`` wins with any share above 0;
    any other bottleneck only from ``BOUND_PERCENT`` of step time, else ``unknown``.
+4. Evidence guard: the ``insufficient-evidence`` rule's figures are checked for the winner (steps and
+   step coverage for every verdict but compile-bound, device time for device-bound; the named
+   minimum is ``tpudoctor.profile.analysis.evidence.MinimumEvidence``). Below it the verdict is
+   ``unknown`` with the reason (after 1, the no-steps reason stays), and ``cap_findings`` lowers
+   every HIGH/CRITICAL result to MEDIUM: too little evidence never yields a HIGH finding.
 
 A new bottleneck (communication-bound from cross-host analysis, say) plugs in by adding a rule with
 that ``bottleneck`` and ``scores_verdict = True``.
@@ -15,9 +20,10 @@ that ``bottleneck`` and ``scores_verdict = True``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
-from tpudoctor.findings import Finding, Status
+from tpudoctor.findings import Finding, Severity, Status
 from tpudoctor.profile.rule import BOTTLENECKS, ProfileRule, share_of_step
 
 VERDICTS = (*BOTTLENECKS, "unknown")
@@ -25,12 +31,67 @@ BOUND_PERCENT = 20.0  # a cause that takes this share of step time is "the" bott
 NO_STEPS_RULE = "no-step-markers"
 
 
+EVIDENCE_RULE = "insufficient-evidence"
+NOT_ENOUGH = "Not enough evidence to judge: "
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    verdict: str
+    reason: str
+    enough_evidence: bool = True
+
+
 def decide(results: list[Finding], rules: Mapping[str, type[ProfileRule]]) -> tuple[str, str]:
     """(verdict, reason) for one host from its rule results (``rules``: rule id -> class)."""
-    by_id = {r.id: r for r in results}
-    steps = by_id.get(NO_STEPS_RULE)
-    if steps is not None and steps.evidence.get("steps") == 0:
-        return "unknown", steps.message
+    j = judge(results, rules)
+    return j.verdict, j.reason
+
+
+def judge(results: list[Finding], rules: Mapping[str, type[ProfileRule]]) -> Judgement:
+    """The verdict, its reason and whether the capture holds enough evidence for it."""
+    verdict, reason = _bottleneck(results, rules)
+    check = evidence_check(results, verdict)
+    enough = check is None or check.enough
+    if _no_steps(results):  # rule 1 keeps its own reason ("cannot tell"); findings are capped all the same
+        return Judgement(verdict, reason, enough_evidence=enough)
+    if not enough:
+        return Judgement("unknown", NOT_ENOUGH + check.reason, enough_evidence=False)
+    return Judgement(verdict, reason)
+
+
+def _no_steps(results: list[Finding]) -> bool:
+    steps = next((r for r in results if r.id == NO_STEPS_RULE), None)
+    return steps is not None and steps.evidence.get("steps") == 0
+
+
+def evidence_check(results: list[Finding], verdict: str | None):
+    """The evidence check of the ``insufficient-evidence`` rule's figures for ``verdict``; None
+    where the rule did not measure any (a hand-built result, or the rule is not installed)."""
+    from tpudoctor.profile.analysis.evidence import check_evidence, evidence_from_dict
+
+    result = next((r for r in results if r.id == EVIDENCE_RULE), None)
+    figures = result.evidence.get("evidence") if result is not None else None
+    if not isinstance(figures, dict):
+        return None
+    return check_evidence(evidence_from_dict(figures), verdict=verdict if verdict in BOTTLENECKS else None)
+
+
+def cap_findings(results: list[Finding]) -> list[Finding]:
+    """Below the minimum evidence no result claims high confidence: HIGH/CRITICAL become MEDIUM
+    (FAIL becomes WARN), the original severity kept in the evidence."""
+    out = []
+    for r in results:
+        if r.severity.rank >= Severity.HIGH.rank and r.status in (Status.FAIL, Status.WARN):
+            r = dataclasses.replace(r, severity=Severity.MEDIUM, status=Status.WARN,
+                                    evidence={**r.evidence, "severity_before_evidence_cap": r.severity.value})
+        out.append(r)
+    return out
+
+
+def _bottleneck(results: list[Finding], rules: Mapping[str, type[ProfileRule]]) -> tuple[str, str]:
+    if _no_steps(results):
+        return "unknown", next(r for r in results if r.id == NO_STEPS_RULE).message
     scores: dict[str, tuple[float, Finding | None]] = {b: (0.0, None) for b in BOTTLENECKS}
     for result in results:
         rule = rules.get(result.id)
@@ -63,6 +124,8 @@ def order_findings(findings: list[Finding], verdict: str, rules: Mapping[str, ty
     severe first."""
 
     def key(f: Finding) -> tuple[int, int, int]:
+        if f.id == EVIDENCE_RULE and verdict == "unknown":  # why there is no verdict comes first
+            return (-1, 0, 0)
         rule = rules.get(f.id)
         if rule is not None and rule.bottleneck == verdict:
             return (0, rule.lead_rank, 0)

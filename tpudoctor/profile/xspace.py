@@ -164,7 +164,7 @@ def decode_host(data: bytes, *, hostname: str, source: str, extra_stats: dict[st
 # since every dense stat column costs 9 bytes per event (flow ids, run/replica ids, model_flops... are not read).
 ANALYSIS_STAT_COLUMNS: dict[str, str] = {name: EVENT_STAT_COLUMNS[name] for name in (
     "step_num", "group_id", "program_id", "device_offset_ps", "device_duration_ps", "hlo_category", "hlo_op",
-    "hlo_module", "tf_op", "source", "flops", "tf_function_call", "tracing_count",
+    "hlo_module", "tf_op", "source", "flops", "model_flops", "bytes_accessed", "tf_function_call", "tracing_count",
 )}
 STREAM_MIN_BYTES = 64 << 20  # smaller files are read whole (one parse; every error message has the whole file)
 

@@ -9,8 +9,10 @@ from typing import Any
 
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, GatherError, Unavailable
-from tpudoctor.gcp.errors import api_cause
+from tpudoctor.findings import Scope
+from tpudoctor.gcp.errors import PERMISSION_DENIED, ApiCallFailed, api_cause
 from tpudoctor.provider import FactProvider
+from tpudoctor.providers import read_access
 from tpudoctor.providers.log_files import scan_summary
 from tpudoctor.providers.node_identity import NODE_FACTS, resolve_node_identity
 
@@ -54,39 +56,48 @@ def entry_event(entry: Any, index: int) -> Any:
 
 class CloudLoggingProvider(FactProvider):
     name = "cloud_logging"
-    provides = ("logs.cloud",)
+    provides = ("logs.cloud", "logs.cloud_access")
     needs = NODE_FACTS
     timeout_s = 60.0
 
     def gather(self, ctx: RunContext, facts: Facts) -> Mapping[str, Any]:
+        from tpudoctor.gcp.clients import NoCredentials
+        from tpudoctor.gcp.observability import LoggingApi
         from tpudoctor.logdiag import Diagnoser
-        from tpudoctor.providers.gcp_clients import NoCredentials, logging_client
 
         identity = resolve_node_identity(ctx, facts)
         if not identity["project"]:
-            return {"logs.cloud": Unavailable("no project to read Cloud Logging from (give --project, or run on a TPU VM)")}
+            return self._both(Unavailable("no project to read Cloud Logging from (give --project, or run on a TPU VM)"))
         if not identity["node_id"]:
-            return {"logs.cloud": Unavailable("no TPU node to read Cloud Logging for (give --tpu NAME)")}
+            return self._both(Unavailable("no TPU node to read Cloud Logging for (give --tpu NAME)"))
         try:
-            client = logging_client(identity["project"], ctx.options.api_timeout_s)
+            api = LoggingApi(identity["project"], timeout_s=ctx.options.api_timeout_s,
+                             metadata_email=read_access.metadata_email(facts))
         except NoCredentials as exc:
-            return {"logs.cloud": Unavailable(str(exc))}
-        from google.cloud.logging import ASCENDING
-
+            return self._both(Unavailable(str(exc)))
         query = build_filter(identity, ctx.options.since_s, _dt.datetime.now(_dt.timezone.utc))
-        entries = client.list_entries(resource_names=[f"projects/{identity['project']}"], filter_=query,
-                                      order_by=ASCENDING, page_size=PAGE_SIZE, max_results=MAX_ENTRIES)
+        try:
+            entries = api.entries(query, page_size=PAGE_SIZE, max_entries=MAX_ENTRIES)
+        except ApiCallFailed as exc:
+            if exc.failure.kind == PERMISSION_DENIED:
+                return {"logs.cloud": Unavailable(f"Cloud Logging refused to list entries: {exc.failure.message} "
+                                                  "(see LOGS-005)"),
+                        "logs.cloud_access": read_access.denied("Cloud Logging", exc.failure,
+                                                                project=identity["project"], identity=api.identity)}
+            return {"logs.cloud": GatherError(self.name, f"Cloud Logging did not answer: {api_cause(exc)}"),
+                    "logs.cloud_access": Unavailable("Cloud Logging did not answer (see LOGS-003)")}
         diagnoser = Diagnoser()
         per_source: dict[str, int] = {}
-        try:
-            for index, entry in enumerate(entries, start=1):
-                worker = (entry.resource.labels or {}).get("worker_id", "?") if entry.resource else "?"
-                source = f"cloud-logging:{identity['node_id']}/worker-{worker}"
-                per_source[source] = per_source.get(source, 0) + 1
-                diagnoser.feed([entry_event(entry, index)], source)
-        except Exception as exc:  # noqa: BLE001 - any client failure is this fact's error, with its cause
-            return {"logs.cloud": GatherError(self.name, f"Cloud Logging did not answer: {api_cause(exc)}")}
+        for index, entry in enumerate(entries, start=1):
+            worker = (entry.resource.labels or {}).get("worker_id", "?") if entry.resource else "?"
+            source = f"cloud-logging:{identity['node_id']}/worker-{worker}"
+            per_source[source] = per_source.get(source, 0) + 1
+            scope = Scope.of(workers=[worker]) if worker != "?" else None  # the entry names its worker
+            diagnoser.feed([entry_event(entry, index)], source, scope=scope)
         summary = scan_summary(diagnoser, [{"source": s, "lines": n} for s, n in sorted(per_source.items())])
         summary.update({"filter": query, "entries": sum(per_source.values()),
                         "truncated": sum(per_source.values()) >= MAX_ENTRIES})
-        return {"logs.cloud": summary}
+        return {"logs.cloud": summary, "logs.cloud_access": read_access.readable("Cloud Logging")}
+
+    def _both(self, value: Any) -> dict[str, Any]:
+        return {key: value for key in self.provides}

@@ -8,50 +8,14 @@ from typing import Any
 
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, GatherError, Unavailable
-from tpudoctor.gcp.errors import api_cause
+from tpudoctor.gcp.errors import PERMISSION_DENIED, ApiCallFailed, api_cause
 from tpudoctor.provider import FactProvider
+from tpudoctor.providers import read_access
 from tpudoctor.providers.node_identity import NODE_FACTS, resolve_node_identity
 
 DUTY_CYCLE = "tpu.googleapis.com/accelerator/duty_cycle"
 MEMORY_USED = "tpu.googleapis.com/accelerator/memory_used"
 MEMORY_TOTAL = "tpu.googleapis.com/accelerator/memory_total"
-
-
-def _value(point: Any) -> float:
-    kind = point.value._pb.WhichOneof("value")
-    return float(getattr(point.value, kind)) if kind else float("nan")
-
-
-def series_values(client: Any, project: str, metric: str, identity: Mapping[str, Any],
-                  start: _dt.datetime, end: _dt.datetime, timeout_s: float) -> dict[str, list[float]]:
-    """worker_id -> point values (any order) for one metric on the node."""
-    from google.cloud import monitoring_v3
-
-    query = f'metric.type="{metric}" AND resource.type="tpu_worker" AND resource.labels.node_id="{identity["node_id"]}"'
-    if identity.get("zone"):
-        query += f' AND resource.labels.zone="{identity["zone"]}"'
-    pages = client.list_time_series(
-        request={"name": f"projects/{project}", "filter": query,
-                 "interval": {"start_time": start, "end_time": end},
-                 "view": monitoring_v3.ListTimeSeriesRequest.TimeSeriesView.FULL},
-        timeout=timeout_s,
-        # The default policy retries UNAVAILABLE for up to a minute; a reset or unresolvable endpoint
-        # must cost no more than the user's --api-timeout.
-        retry=_bounded_retry(timeout_s),
-    )
-    out: dict[str, list[float]] = {}
-    for series in pages:
-        worker = series.resource.labels.get("worker_id", "?")
-        out.setdefault(worker, []).extend(_value(p) for p in series.points)
-    return out
-
-
-def _bounded_retry(timeout_s: float) -> Any:
-    from google.api_core import exceptions, retry
-
-    return retry.Retry(predicate=retry.if_exception_type(exceptions.ServiceUnavailable, exceptions.TooManyRequests,
-                                                         exceptions.ResourceExhausted),
-                       initial=0.1, maximum=max(0.1, timeout_s / 4), multiplier=2.0, timeout=timeout_s)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -60,41 +24,45 @@ def _mean(values: list[float]) -> float | None:
 
 class CloudMonitoringProvider(FactProvider):
     name = "cloud_monitoring"
-    provides = ("logs.monitoring",)
+    provides = ("logs.monitoring", "logs.monitoring_access")
     needs = NODE_FACTS
     timeout_s = 60.0
 
     def gather(self, ctx: RunContext, facts: Facts) -> Mapping[str, Any]:
-        from tpudoctor.providers.gcp_clients import NoCredentials, monitoring_client
+        from tpudoctor.gcp.clients import NoCredentials
+        from tpudoctor.gcp.observability import MonitoringApi
 
         identity = resolve_node_identity(ctx, facts)
         if not identity["project"] or not identity["node_id"]:
-            return {"logs.monitoring": Unavailable(
-                "no TPU node to read Cloud Monitoring for (give --project and --tpu NAME)")}
+            return self._both(Unavailable("no TPU node to read Cloud Monitoring for (give --project and --tpu NAME)"))
         try:
-            client = monitoring_client()
+            api = MonitoringApi(identity["project"], timeout_s=ctx.options.api_timeout_s,
+                                metadata_email=read_access.metadata_email(facts))
         except NoCredentials as exc:
-            return {"logs.monitoring": Unavailable(str(exc))}
+            return self._both(Unavailable(str(exc)))
         end = _dt.datetime.now(_dt.timezone.utc)
         start = end - _dt.timedelta(seconds=ctx.options.since_s)
-        timeout = ctx.options.api_timeout_s
         try:
-            duty = series_values(client, identity["project"], DUTY_CYCLE, identity, start, end, timeout)
-        except Exception as exc:  # noqa: BLE001 - any client failure is this fact's error, with its cause
-            return {"logs.monitoring": GatherError(self.name, f"Cloud Monitoring did not answer: {api_cause(exc)}")}
-        points = [v for values in duty.values() for v in values]
+            duty = api.series_values(DUTY_CYCLE, identity, start, end)
+            points = [v for values in duty.values() for v in values]
+            used = api.series_values(MEMORY_USED, identity, start, end) if points else {}
+            total = api.series_values(MEMORY_TOTAL, identity, start, end) if points else {}
+        except ApiCallFailed as exc:
+            if exc.failure.kind == PERMISSION_DENIED:
+                return {"logs.monitoring": Unavailable(f"Cloud Monitoring refused to list time series: "
+                                                       f"{exc.failure.message} (see LOGS-005)"),
+                        "logs.monitoring_access": read_access.denied("Cloud Monitoring", exc.failure,
+                                                                     project=identity["project"], identity=api.identity)}
+            return {"logs.monitoring": GatherError(self.name, f"Cloud Monitoring did not answer: {api_cause(exc)}"),
+                    "logs.monitoring_access": Unavailable("Cloud Monitoring did not answer (see LOGS-004)")}
+        access = read_access.readable("Cloud Monitoring")
         if not points:
-            return {"logs.monitoring": Unavailable(
+            return {"logs.monitoring_access": access, "logs.monitoring": Unavailable(
                 f"Cloud Monitoring has no TPU duty-cycle data for node {identity['node_id']} "
                 f"in the last {ctx.options.since_s:g}s (nothing ran, or the node is not reporting)")}
-        try:
-            used = series_values(client, identity["project"], MEMORY_USED, identity, start, end, timeout)
-            total = series_values(client, identity["project"], MEMORY_TOTAL, identity, start, end, timeout)
-        except Exception as exc:  # noqa: BLE001
-            return {"logs.monitoring": GatherError(self.name, f"Cloud Monitoring did not answer: {api_cause(exc)}")}
         used_points = [v for values in used.values() for v in values]
         total_points = [v for values in total.values() for v in values]
-        return {"logs.monitoring": {
+        return {"logs.monitoring_access": access, "logs.monitoring": {
             "node_id": identity["node_id"],
             "window_s": ctx.options.since_s,
             "duty_cycle_points": len(points),
@@ -105,3 +73,6 @@ class CloudMonitoringProvider(FactProvider):
             "hbm_used_mean_bytes": int(_mean(used_points)) if used_points else None,
             "hbm_total_bytes": int(max(total_points)) if total_points else None,
         }}
+
+    def _both(self, value: Any) -> dict[str, Any]:
+        return {key: value for key in self.provides}

@@ -12,7 +12,7 @@ from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, Unavailable
 from tpudoctor.logdiag.events import bounded_lines
 from tpudoctor.provider import FactProvider
-from tpudoctor.providers.log_files import scan_summary
+from tpudoctor.providers.log_files import local_scope, scan_summary
 
 DEFAULT_TPU_LOG_DIR = "/tmp/tpu_logs"
 MAX_FILES = 6
@@ -81,7 +81,7 @@ class LibtpuLogsProvider(FactProvider):
             before = diagnoser.lines_scanned
             try:
                 with open(path, encoding="utf-8", errors="replace") as handle:
-                    diagnoser.feed_lines(bounded_lines(handle), str(path))
+                    diagnoser.feed_lines(bounded_lines(handle), str(path), scope=local_scope(ctx))
             except OSError as exc:
                 sources.append({"source": str(path), "lines": 0, "error": str(exc)})
                 continue

@@ -8,6 +8,7 @@ from typing import Any
 
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, Unavailable
+from tpudoctor.findings import Scope
 from tpudoctor.logdiag.events import bounded_lines
 from tpudoctor.provider import FactProvider
 
@@ -23,6 +24,11 @@ def scan_summary(diagnoser: Any, sources: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
+def local_scope(ctx: RunContext) -> Scope | None:
+    """Logs read on this machine belong to the worker the run was told it is (``--worker``), if any."""
+    return Scope.of(workers=[ctx.target.worker]) if ctx.target.worker not in (None, "") else None
+
+
 class LogFilesProvider(FactProvider):
     name = "log_files"
     provides = ("logs.user_files",)
@@ -35,15 +41,16 @@ class LogFilesProvider(FactProvider):
         if not paths:
             return {"logs.user_files": Unavailable("no log file given (use --log-file FILE, or '-' for stdin)")}
         diagnoser = Diagnoser()
+        scope = local_scope(ctx)
         sources = []
         for path in paths:
             before = diagnoser.lines_scanned
             if path == "-":
-                diagnoser.feed_lines(bounded_lines(sys.stdin), "<stdin>")
+                diagnoser.feed_lines(bounded_lines(sys.stdin), "<stdin>", scope=scope)
                 name = "<stdin>"
             else:
                 with open(path, encoding="utf-8", errors="replace") as handle:
-                    diagnoser.feed_lines(bounded_lines(handle), path)
+                    diagnoser.feed_lines(bounded_lines(handle), path, scope=scope)
                 name = path
             sources.append({"source": name, "lines": diagnoser.lines_scanned - before})
         return {"logs.user_files": scan_summary(diagnoser, sources)}

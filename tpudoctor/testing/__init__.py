@@ -78,7 +78,13 @@ def profile_rule_conformance_problems(cls) -> list[str]:
     """Everything wrong with a profile rule class (``tpudoctor.profile.rule.ProfileRule``); empty
     means it conforms. Runs its examples."""
     from tpudoctor.findings import FindingKind
-    from tpudoctor.profile.rule import BOTTLENECKS, RULE_ID_PATTERN, SHARE_OF_STEP, evaluate_rule
+    from tpudoctor.profile.rule import (
+        BOTTLENECKS,
+        EVIDENCE_KINDS,
+        RULE_ID_PATTERN,
+        SHARE_OF_STEP,
+        evaluate_rule,
+    )
 
     problems: list[str] = []
     name = cls.__qualname__
@@ -94,6 +100,9 @@ def profile_rule_conformance_problems(cls) -> list[str]:
         problems.append(f"{name}: bottleneck {cls.bottleneck!r} is not one of {', '.join(BOTTLENECKS)}")
     if cls.scores_verdict and cls.bottleneck is None:
         problems.append(f"{name}: scores_verdict needs a bottleneck")
+    unknown = [n for n in getattr(cls, "needs", ()) if n not in EVIDENCE_KINDS]
+    if unknown:
+        problems.append(f"{name}: needs names unknown evidence {unknown}; known: {', '.join(EVIDENCE_KINDS)}")
     statuses = {ex.status for ex in cls.examples}
     if Status.PASS not in statuses:
         problems.append(f"{name}: needs at least one PASS example")

@@ -25,7 +25,7 @@ class FakeMonitoringServer:
         self.series: list[dict[str, Any]] = []
         self.requests: list[Any] = []
         self.fault: str | None = None
-        """Set to "slow", "429", "500" or "malformed" to break every call (``tpudoctor.testing.faults``)."""
+        """Set to "slow", "403", "429", "500" or "malformed" to break every call (``tpudoctor.testing.faults``)."""
         self.delay_s = 30.0
         self._stopping = threading.Event()
         self._server: Any = None
@@ -72,6 +72,11 @@ class FakeMonitoringServer:
         self.requests.append(request)
         if self.fault == "slow":
             self._stopping.wait(self.delay_s)  # woken by stop(), so no thread outlives the server
+        elif self.fault == "403":
+            import grpc
+
+            context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                          "Permission monitoring.timeSeries.list denied (or the resource may not exist).")
         elif self.fault in ("429", "500"):
             import grpc
 

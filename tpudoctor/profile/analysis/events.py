@@ -131,10 +131,11 @@ def _select_device_ops(host) -> pd.DataFrame:
     return ops
 
 
-# What the device-op analyses read (device_ops, host_ops, input_bound, collectives): the selected rows
+# What the device-op analyses read (device_ops, host_ops, input_bound, collectives, roofline, op table): the rows
 # carry only these columns, not every stat of the capture (the selection is a fifth of a TPU capture).
-DEVICE_OP_COLUMNS = ("plane_id", "line_id", "plane_name", "line_name", "name", "start_ps", "duration_ps",
-                     "hlo_category", "hlo_op", "tf_op", "flops", "device_offset_ps", "device_duration_ps")
+DEVICE_OP_COLUMNS = ("plane_id", "line_id", "plane_name", "line_name", "metadata_id", "name", "start_ps",
+                     "duration_ps", "hlo_category", "hlo_op", "tf_op", "program_id", "flops", "model_flops",
+                     "bytes_accessed", "device_offset_ps", "device_duration_ps")
 
 
 def _rows(ev: pd.DataFrame, sel: np.ndarray) -> pd.DataFrame:

@@ -45,6 +45,7 @@ class Collectives(ProfileRule):
     bottleneck = "communication-bound"
     scores_verdict = True
     lead_rank = 20
+    needs = ("steps", "step-breakdown", "device-ops")
     COLLECTIVE_FINDING_PERCENT = 3.0
     COLLECTIVE_BOUND_PERCENT = 30.0
     docs = "https://openxla.org/xprof/megascale_stats"

@@ -24,6 +24,7 @@ class CompilationInWindow(ProfileRule):
     ended, so it does not show steady state (recompilation is its own rule)."""
 
     id = "compilation-in-window"
+    needs = ('compile-events', 'window')
     title = "No compilation inside the capture window"
     bottleneck = "compile-bound"
     scores_verdict = True

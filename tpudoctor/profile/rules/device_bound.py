@@ -26,6 +26,7 @@ class DeviceBound(ProfileRule):
     problem, the model's own ops are."""
 
     id = "device-bound"
+    needs = ('steps', 'step-breakdown', 'device-ops')
     title = "Device compute does not dominate the step"
     bottleneck = "device-bound"
     scores_verdict = True

@@ -17,6 +17,7 @@ class DeviceIdle(ProfileRule):
     that is not input (xprof flags it from 3 %; a bottleneck from 20 %)."""
 
     id = "device-idle"
+    needs = ('steps', 'step-breakdown')
     title = "TensorCores are not idle between programs"
     bottleneck = "host-bound"
     scores_verdict = True

@@ -16,6 +16,7 @@ class EagerExecution(ProfileRule):
     high from 20 %)."""
 
     id = "eager-execution"
+    needs = ('host-ops', 'window')
     title = "TensorFlow ops run inside tf.function"
     bottleneck = "host-bound"
     lead_rank = 30

@@ -20,6 +20,7 @@ class HostCallback(ProfileRule):
     time, a bottleneck from 20 %)."""
 
     id = "host-callback"
+    needs = ('steps', 'step-breakdown', 'host-ops')
     title = "No host callbacks in the step"
     bottleneck = "host-bound"
     scores_verdict = True

@@ -34,6 +34,7 @@ class HostOffload(ProfileRule):
     data over PCIe (flagged from 20 % of device op time)."""
 
     id = "host-offload"
+    needs = ('steps', 'step-breakdown', 'device-ops')
     title = "Host-offload copies do not dominate device time"
     bottleneck = "host-bound"
     scores_verdict = True

@@ -20,6 +20,7 @@ class HostOverhead(ProfileRule):
     other host time plus host callbacks (the two never overlap there)."""
 
     id = "host-overhead"
+    needs = ('steps', 'step-breakdown')
     title = "Steps are not dominated by host overhead"
     bottleneck = "host-bound"
     scores_verdict = True

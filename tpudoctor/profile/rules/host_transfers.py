@@ -17,6 +17,7 @@ class HostTransfers(ProfileRule):
     from 10 %)."""
 
     id = "host-transfers"
+    needs = ('host-ops', 'window')
     title = "Host/device transfers are a small part of the capture"
     bottleneck = "host-bound"
     lead_rank = 40

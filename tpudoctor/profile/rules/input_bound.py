@@ -33,6 +33,7 @@ class InputBound(ProfileRule):
     thresholds (MODERATELY from 5 %, HIGHLY from 20 %)."""
 
     id = "input-bound"
+    needs = ('steps', 'step-breakdown')
     title = "Steps do not wait for input"
     bottleneck = "input-bound"
     scores_verdict = True

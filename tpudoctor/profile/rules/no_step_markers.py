@@ -16,6 +16,7 @@ class NoStepMarkers(ProfileRule):
     runs (a guess), and without any step the bottleneck cannot be told."""
 
     id = "no-step-markers"
+    needs = ('steps',)
     title = "Steps are marked in the capture"
     docs = "https://www.tensorflow.org/guide/profiler#profiling_custom_training_loops"
     examples = (

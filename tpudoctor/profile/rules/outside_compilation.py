@@ -11,6 +11,7 @@ class OutsideCompilation(ProfileRule):
     """Op time on the device spent on outside compilation (xprof flags it from 5 %)."""
 
     id = "outside-compilation"
+    needs = ('device-ops',)
     title = "No outside compilation on the device"
     bottleneck = "host-bound"
     lead_rank = 45

@@ -63,6 +63,7 @@ class Recompilation(ProfileRule):
     changes that miss the compilation cache); a bottleneck from 20 % of the time."""
 
     id = "recompilation"
+    needs = ('compile-events', 'window', 'steps')
     title = "No function recompiles inside the capture"
     bottleneck = "compile-bound"
     scores_verdict = True

@@ -16,6 +16,7 @@ class StepTimeVariance(ProfileRule):
     """Steps take very different times (coefficient of variation from 20 %, over at least 3 steps)."""
 
     id = "step-time-variance"
+    needs = ('steps',)
     title = "Step time is steady"
     STEP_CV_PERCENT = 20.0
     MIN_STEPS = 3

@@ -24,6 +24,7 @@ class Straggler(ProfileRule):
     id = "straggler"
     title = "This host is not a straggler"
     lead_rank = 5
+    needs = ("steps", "device-ops", "other-hosts")
     docs = "https://hta.readthedocs.io/en/latest/source/features/lightweight_critical_path_analysis.html"
     examples = (
         RuleExample("another host is late", _host("worker0", "worker2"), Status.PASS),

@@ -1,0 +1,120 @@
+"""The bench outcome as findings, in the same shape as check results.
+
+``BENCH-001`` is the throughput gate against the baseline and ``BENCH-002`` says whether the
+model learned (a model whose loss does not drop gives no meaningful throughput). Both hold for
+the whole run, so their scope is empty; ``step`` is None because they are outside the triage chain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tpudoctor.findings import Finding, FindingKind, Remediation, Severity, Status
+
+GATE_ID = "BENCH-001"
+GATE_TITLE = "throughput vs baseline"
+TRAINING_ID = "BENCH-002"
+TRAINING_TITLE = "loss drops"
+
+
+def bench_findings(document: Mapping[str, Any]) -> list[Finding]:
+    return [gate_finding(document), training_finding(document)]
+
+
+def gate_finding(document: Mapping[str, Any]) -> Finding:
+    """FAIL on a regression; WARN when a drop beyond tolerance is within noise or the keys differ; else PASS."""
+    comparison = document.get("comparison")
+    model = document["key"]["model"]
+    if not comparison:
+        return _finding(GATE_ID, GATE_TITLE, Status.SKIP, Severity.INFO, "no baseline to compare with",
+                        skip_reason="no --baseline given")
+    g = comparison["gate"]
+    mismatches = comparison.get("key_mismatches") or []
+    p_value = g["p_value_slower"] if g["ratio"] < 1 else g["p_value_faster"]
+    evidence: dict[str, Any] = {
+        "baseline_file": comparison["baseline_file"],
+        "baseline_median_examples_per_s": g["baseline_median"],
+        "current_median_examples_per_s": g["current_median"],
+        "change_pct": round(g["change_pct"], 3),
+        "ratio_ci_99": [g["ratio_ci_low"], g["ratio_ci_high"]],
+        "tolerance_pct": g["tolerance"] * 100,
+        "p_value": p_value,
+        "alpha": g["alpha"],
+        "windows": {"baseline": g["n_baseline"], "current": g["n_current"]},
+        "verdict": g["verdict"],
+    }
+    if mismatches:
+        evidence["key_mismatches"] = {m["field"]: {"baseline": m["baseline"], "current": m["current"]}
+                                      for m in mismatches}
+    figures = (f"median {g['current_median']:,.1f} vs {g['baseline_median']:,.1f} examples/s "
+               f"({g['change_pct']:+.1f}%)")
+    repeats = max(2 * int(g["n_current"]), 12)
+    if g["verdict"] == "regression":
+        return _finding(
+            GATE_ID, GATE_TITLE, Status.FAIL, Severity.HIGH,
+            f"throughput regressed: {figures}, beyond the {g['tolerance'] * 100:g}% tolerance and significant "
+            f"(one-sided Mann-Whitney p={p_value:.2g} < alpha {g['alpha']:g})",
+            evidence=evidence,
+            remediation=Remediation(
+                text="Profile a window of this run and compare it with a profile of the baseline's version to see "
+                     "which part of the step got slower.",
+                commands=(f"tpudoctor bench --model {model} --repeats {g['n_current']} --profile ./bench-profile",
+                          "tpudoctor profile analyze ./bench-profile",
+                          "tpudoctor compare BASELINE_PROFILE ./bench-profile"),
+            ),
+        )
+    if g["ratio"] < 1 - g["tolerance"]:  # dropped beyond tolerance, but the windows are too noisy to say so
+        return _finding(
+            GATE_ID, GATE_TITLE, Status.WARN, Severity.MEDIUM,
+            f"throughput may have dropped: {figures}, beyond the {g['tolerance'] * 100:g}% tolerance but not "
+            f"significant (p={p_value:.2g} >= alpha {g['alpha']:g}); the windows vary too much to tell",
+            evidence=evidence,
+            remediation=Remediation(
+                text="Time more windows so that a real drop can reach significance.",
+                commands=(f"tpudoctor bench --model {model} --repeats {repeats} --baseline {comparison['baseline_file']}",),
+            ),
+        )
+    if mismatches:
+        fields = ", ".join(m["field"] for m in mismatches)
+        return _finding(
+            GATE_ID, GATE_TITLE, Status.WARN, Severity.LOW,
+            f"no regression ({figures}), but the baseline was recorded under a different key ({fields}), so the "
+            f"numbers are only roughly comparable",
+            evidence=evidence,
+            remediation=Remediation(
+                text="Record a baseline for this configuration and gate against it.",
+                commands=(f"tpudoctor bench --model {model} --repeats {repeats} --save-baseline baseline.json",),
+            ),
+        )
+    words = "improved" if g["verdict"] == "improvement" else "no significant drop"
+    return _finding(GATE_ID, GATE_TITLE, Status.PASS, Severity.INFO, f"throughput {words}: {figures}",
+                    evidence=evidence)
+
+
+def training_finding(document: Mapping[str, Any]) -> Finding:
+    m = document["measurement"]
+    evidence = {"loss_start": m["loss_start"], "loss_end": m["loss_end"]}
+    if m["loss_dropped"]:
+        return _finding(TRAINING_ID, TRAINING_TITLE, Status.PASS, Severity.INFO,
+                        f"loss {m['loss_start']:.4g} -> {m['loss_end']:.4g}", evidence=evidence)
+    model = document["key"]["model"]
+    return _finding(
+        TRAINING_ID, TRAINING_TITLE, Status.FAIL, Severity.HIGH,
+        f"the loss of {model} did not drop ({m['loss_start']:.4g} -> {m['loss_end']:.4g}): the model is not "
+        f"learning, so its throughput means nothing",
+        evidence=evidence,
+        remediation=Remediation(
+            text="A reference model that does not learn points at the runtime, not at the model: check the "
+                 "framework/runtime compatibility and run the reference model check.",
+            commands=("tpudoctor check --step 3 --step 5",),
+        ),
+    )
+
+
+def _finding(id_: str, title: str, status: Status, severity: Severity, message: str, *,
+             evidence: dict[str, Any] | None = None, remediation: Remediation | None = None,
+             skip_reason: str | None = None) -> Finding:
+    return Finding(id=id_, step=None, title=title, status=status, message=message, severity=severity,
+                   evidence=evidence or {}, remediation=remediation, skip_reason=skip_reason,
+                   kind=FindingKind.BENCH)
