@@ -1,6 +1,8 @@
 """Parent-process peak RSS of ``tpudoctor.profile.analyze`` on a 1-host and an N-host logdir.
 
     .venv/bin/python benchmarks/bench_profile_hosts_rss.py [--source X.xplane.pb] [--scale 10] [--hosts 4]
+    .venv/bin/python benchmarks/bench_profile_hosts_rss.py --hosts 64          # the pod case: target < 1 GB
+    .venv/bin/python benchmarks/bench_profile_hosts_rss.py --hosts 64 --cluster tcp://SCHEDULER:8786
 
 Builds ``<work>/1-host`` and ``<work>/N-host`` logdirs (``plugins/profile/<run>/host-K.xplane.pb``)
 from a real capture (default: the v6e capture in ../shared/data, scaled xSCALE with
@@ -10,13 +12,16 @@ process, which prints its own peak RSS (VmHWM): the parent of the
 per-host map. The map keeps each host's events in the worker that decoded it, so the parent's peak
 should stay near one host's (below it, in fact: with several hosts the parent decodes none). For
 contrast, ``load+analyze`` loads every host's events into the parent first (``tpudoctor.profile.load``,
-the notebook path) and analyses them there.
+the notebook path) and analyses them there; it runs only up to ``--load-max-hosts`` hosts (64 hosts'
+events in one process is what the map avoids). With ``--cluster`` the map also runs on that Dask
+cluster (the client's RSS: it decodes no host either). The hosts of a logdir are hard links of one file.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -34,6 +39,8 @@ from tpudoctor.profile.pipeline import analyze_capture
 started = time.perf_counter()
 if sys.argv[2] == "map":
     report = tpudoctor.profile.analyze(sys.argv[1])
+elif sys.argv[2] == "cluster":
+    report = tpudoctor.profile.analyze(sys.argv[1], cluster=sys.argv[3])
 else:  # every host's events loaded into this process, then analysed here
     report = analyze_capture(tpudoctor.profile.load(sys.argv[1]))
 elapsed = time.perf_counter() - started
@@ -47,7 +54,7 @@ def peak_rss_mb():  # VmHWM: ru_maxrss would carry the peak of the process that 
 
 
 print(json.dumps({
-    "wall_s": elapsed, "hosts": len(report.hosts), "events": report.summary.n_events, "verdict": report.verdict,
+    "wall_s": elapsed, "hosts": len(report.hosts), "failed": len(report.failed_hosts), "events": report.summary.n_events, "verdict": report.verdict,
     "parent_peak_rss_mb": peak_rss_mb(),
 }))
 """
@@ -59,13 +66,16 @@ def build_logdir(root: Path, host_file: Path, hosts: int) -> Path:
     for k in range(hosts):
         target = run / f"host-{k}.xplane.pb"
         if not target.exists():
-            shutil.copyfile(host_file, target)
+            try:
+                os.link(host_file, target)  # 64 copies of one file need not take 64 times the disk
+            except OSError:
+                shutil.copyfile(host_file, target)
     return root
 
 
-def measure(logdir: Path, how: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(logdir), how], capture_output=True, text=True, check=True,
-                          timeout=1800)
+def measure(logdir: Path, how: str, cluster: str | None = None) -> dict:
+    done = subprocess.run([sys.executable, "-c", CHILD, str(logdir), how, *([cluster] if cluster else [])],
+                          capture_output=True, text=True, check=True, timeout=3600)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -74,6 +84,10 @@ def main() -> None:
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE if DEFAULT_SOURCE.exists() else FALLBACK_SOURCE)
     parser.add_argument("--scale", type=int, default=10, help="repeat every line's events this many times")
     parser.add_argument("--hosts", type=int, default=4)
+    parser.add_argument("--load-max-hosts", type=int, default=4,
+                        help="run load+analyze (every host in the parent) only on logdirs of at most this many hosts")
+    parser.add_argument("--cluster", metavar="tcp://SCHEDULER:8786",
+                        help="also run the map on this Dask cluster (its workers must see --work)")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "tpudoctor-bench-hosts")
     args = parser.parse_args()
 
@@ -89,10 +103,16 @@ def main() -> None:
     print(f"{'logdir':<10} {'path':<22} {'hosts':>5} {'events':>11} {'wall s':>8} {'parent peak RSS MB':>19}  verdict")
     for hosts in (1, args.hosts):
         logdir = build_logdir(args.work / f"{hosts}-host", host_file, hosts)
-        for how, label in (("map", "analyze (map+combine)"), ("load", "load+analyze")):
-            m = measure(logdir, how)
+        modes = [("map", "analyze (map+combine)")]
+        if hosts <= args.load_max_hosts:
+            modes.append(("load", "load+analyze"))
+        if args.cluster:
+            modes.append(("cluster", "analyze --cluster"))
+        for how, label in modes:
+            m = measure(logdir, how, args.cluster)
+            failed = f"  ({m['failed']} host(s) failed)" if m["failed"] else ""
             print(f"{f'{hosts}-host':<10} {label:<22} {m['hosts']:>5} {m['events']:>11,} {m['wall_s']:>8.2f} "
-                  f"{m['parent_peak_rss_mb']:>19.0f}  {m['verdict']}")
+                  f"{m['parent_peak_rss_mb']:>19.0f}  {m['verdict']}{failed}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-HEAVY = ("tensorflow", "jax", "jaxlib", "torch", "google.cloud.tpu_v2", "google.cloud.storage", "pandas")
+HEAVY = ("tensorflow", "jax", "jaxlib", "torch", "google.cloud.tpu_v2", "google.cloud.storage", "pandas", "dask",
+         "distributed")
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["list-checks"], ["check", "--help"], ["--version"],

@@ -33,12 +33,13 @@ ENV_FOR_SETTING = {
     "tpu": ("TPU_NAME",),
     "worker": ("TPUDOCTOR_WORKER",),
     "format": (FORMAT_ENV,),
+    "cluster": ("TPUDOCTOR_CLUSTER",),
 }
 ENV_FOR_TARGET = ENV_FOR_SETTING  # older name
 
 KNOWN_KEYS = {
     "project", "zone", "tpu", "worker", "data", "checkpoint_dir", "log_dir", "log_file",
-    "since", "timeout", "api_timeout", "reference_timeout", "format", "fail_on",
+    "since", "timeout", "api_timeout", "reference_timeout", "format", "fail_on", "cluster",
 }
 ALL_FORMATS = ("text", "json", "markdown", "html", "junit")
 

@@ -35,3 +35,24 @@ def chosen_format(args: argparse.Namespace, formats: tuple[str, ...] = CHECK_FOR
 
     wanted = str(config.resolve(args.format, "format", settings or {}, default="text")).strip().lower()
     return wanted if wanted in formats else "text"
+
+
+def add_cluster_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cluster", metavar="tcp://SCHEDULER:8786", default=None,
+                        help="analyse the hosts on this Dask distributed cluster, whose workers read the captures "
+                             "themselves (default: $TPUDOCTOR_CLUSTER, then `cluster` in tpudoctor.toml, else "
+                             "local processes); needs pip install 'tpudoctor[dask]'")
+
+
+def resolve_cluster(flag: str | None) -> str | None:
+    """--cluster, then TPUDOCTOR_CLUSTER, then ``cluster`` in the config file; None runs locally."""
+    from tpudoctor import config
+
+    settings, _path = config.load_config_file()
+    value = config.resolve(flag, "cluster", settings)
+    if value is not None and not isinstance(value, str):
+        from tpudoctor.errors import UsageError
+
+        raise UsageError(f"config setting cluster must be a scheduler address string, got {value!r}",
+                         hint='write it like cluster = "tcp://10.0.0.2:8786"')
+    return value or None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tpudoctor.commands.common import add_cluster_flag, resolve_cluster
 from tpudoctor.errors import UsageError
 from tpudoctor.exitcodes import ExitCode
 
@@ -39,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="with --history: how many of the most recent reports count (default: 20)")
     parser.add_argument("--redact", action="store_true",
                         help="replace IPs, bucket names, projects and e-mails before sharing the comparison")
+    add_cluster_flag(parser)
     parser.set_defaults(handler=run)
 
 
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     from tpudoctor.profile.compare import compare, parse_percent
 
     threshold = parse_percent(args.fail_on_regression) if args.fail_on_regression is not None else None
-    baseline, candidate = _load(args.profiles)
+    baseline, candidate = _load(args.profiles, resolve_cluster(args.cluster))
     result = compare(baseline, candidate, threshold_percent=threshold)
     result["forced"] = bool(args.force)
     gate_refused = threshold is not None and not result["comparable"] and not args.force
@@ -82,7 +84,7 @@ def run_history(args: argparse.Namespace) -> ExitCode:
     last_n = DEFAULT_LAST_N if args.last is None else args.last
     if last_n < 1:
         raise UsageError(f"--last must be at least 1 (got {last_n})")
-    (candidate,) = _load(args.profiles)
+    (candidate,) = _load(args.profiles, resolve_cluster(args.cluster))
     from tpudoctor.progress import progress
 
     with progress("tpudoctor compare --history") as update:
@@ -112,7 +114,7 @@ def run_history(args: argparse.Namespace) -> ExitCode:
     return ExitCode.FINDINGS if gate.regressed else ExitCode.OK
 
 
-def _load(paths: list[str]) -> list[dict]:
+def _load(paths: list[str], cluster: str | None = None) -> list[dict]:
     from tpudoctor.profile.compare import load_document
     from tpudoctor.progress import progress
 
@@ -120,7 +122,7 @@ def _load(paths: list[str]) -> list[dict]:
     with progress("tpudoctor compare") as update:  # captures (not report JSONs) are analysed first
         for path in paths:
             update(f"reading {path}")
-            documents.append(load_document(path))
+            documents.append(load_document(path, cluster=cluster, on_progress=update))
     return documents
 
 

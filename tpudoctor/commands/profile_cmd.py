@@ -10,6 +10,7 @@ import argparse
 import sys
 import time
 
+from tpudoctor.commands.common import add_cluster_flag, resolve_cluster
 from tpudoctor.exitcodes import ExitCode
 
 PROFILE_FORMATS = ("text", "json", "markdown", "html")
@@ -47,6 +48,7 @@ def _register_analyze(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--redact", action="store_true",
                         help="replace host names, IPs, bucket names, projects and e-mails before sharing the report")
+    add_cluster_flag(parser)
     parser.set_defaults(handler=run_analyze)
 
 
@@ -58,9 +60,10 @@ def run_analyze(args: argparse.Namespace) -> ExitCode:
 
     fmt = chosen_format(args, PROFILE_FORMATS, load_config_file()[0])
     started = time.monotonic()
+    cluster = resolve_cluster(args.cluster)
     with progress("Reading profile") as update:
         update(args.path)
-        report = build_report(args.path, run=args.run, on_progress=update)
+        report = build_report(args.path, run=args.run, on_progress=update, cluster=cluster)
     report.duration_s = time.monotonic() - started
     text = render(report, fmt, color=args.output in (None, "-") and sys.stdout.isatty() and not args.redact)
     if args.redact:
@@ -71,11 +74,11 @@ def run_analyze(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
-def build_report(path: str, *, run: str | None = None, on_progress=None):
+def build_report(path: str, *, run: str | None = None, on_progress=None, cluster: str | None = None):
     """The library pipeline's ``ProfileReport`` (data only)."""
     from tpudoctor.profile.pipeline import analyze
 
-    return analyze(path, run=run, on_progress=on_progress)
+    return analyze(path, run=run, on_progress=on_progress, cluster=cluster)
 
 
 def render(report, fmt: str, *, color: bool = False) -> str:

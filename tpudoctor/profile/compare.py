@@ -36,9 +36,9 @@ def parse_percent(text: str) -> float:
     return value
 
 
-def load_document(path: str) -> dict:
+def load_document(path: str, *, cluster: str | None = None, on_progress=None) -> dict:
     """A report JSON as written by ``profile analyze --format json`` (2.x, or 1.x upgraded), or the
-    document of a capture analysed now by the library pipeline."""
+    document of a capture analysed now by the library pipeline (on the Dask ``cluster`` if given)."""
     p = Path(path)
     if p.is_file() and p.suffix == ".json":
         from tpudoctor.profile.document import upgrade_profile_report_v1
@@ -50,7 +50,7 @@ def load_document(path: str) -> dict:
                              upgrades={"1": upgrade_profile_report_v1})
     from tpudoctor.profile.pipeline import analyze
 
-    return analyze(path).to_dict()
+    return analyze(path, cluster=cluster, on_progress=on_progress).to_dict()
 
 
 MAX_DIFF_ROWS = 20

@@ -10,7 +10,7 @@ decoded them. ``combine(host_results)`` evaluates the profile rules on each host
 findings across hosts (a finding's scope is the hosts where it holds), names the straggler and the
 verdict, and returns the ``ProfileReport`` that the CLI, ``compare`` and every renderer consume.
 This is xprof's OpStats map/reduce; ``analyze_host`` is a plain module-level function so that any
-executor (a process pool here, a Dask cluster later) can run the map.
+executor (a local process pool, or a Dask cluster: ``tpudoctor.profile.cluster``) can run the map.
 """
 
 from __future__ import annotations
@@ -221,28 +221,40 @@ def combined_roofline(hosts: Iterable[HostResult]) -> tuple[dict[str, Any] | Non
 
 def analyze(path: str | os.PathLike[str], *, run: str | None = None, max_workers: int | None = None,
             extra_stats: dict[str, str] | None = None, rules: Mapping[str, type] | None = None,
-            on_progress: Callable[[str], None] | None = None) -> ProfileReport:
+            on_progress: Callable[[str], None] | None = None, cluster: str | None = None,
+            cluster_timeout_s: float | None = None) -> ProfileReport:
     """Analyse a capture (a ``.xplane.pb``, a run directory or a logdir; local or ``gs://``).
 
     One host is analysed in this process; several run the map in worker processes (at most
-    ``max_workers``), so that only their small results come back. A host that cannot be read goes
-    to ``failed_hosts``; ``InputError`` when none can."""
+    ``max_workers``), so that only their small results come back. With ``cluster`` (a Dask
+    scheduler address such as ``tcp://10.0.0.2:8786``) the map runs on that cluster's workers,
+    which read the host files themselves; ``cluster_timeout_s`` bounds the connection. A host that
+    cannot be read goes to ``failed_hosts``; ``InputError`` when none can."""
     resolved = resolve(path, run)
     results: list[HostResult] = []
     failed: dict[str, str] = {}
-    if len(resolved.hosts) == 1:
-        results.append(analyze_host(resolved.hosts[0], extra_stats=extra_stats))
+    if cluster:
+        from tpudoctor.profile.cluster import CONNECT_TIMEOUT_S, map_hosts_on_cluster
+
+        if on_progress is not None:
+            on_progress(f"connecting to the Dask scheduler at {cluster}")
+        mapped = map_hosts_on_cluster(cluster, resolved.hosts, extra_stats=extra_stats,
+                                      connect_timeout_s=cluster_timeout_s or CONNECT_TIMEOUT_S)
+    elif len(resolved.hosts) == 1:
+        mapped = iter([(resolved.hosts[0], analyze_host(resolved.hosts[0], extra_stats=extra_stats))])
     else:
-        for host_file, outcome in map_hosts(resolved.hosts, max_workers=max_workers, extra_stats=extra_stats):
-            if on_progress is not None:
-                on_progress(f"analysed {host_file.hostname}")
-            if isinstance(outcome, HostResult):
-                results.append(outcome)
-            else:
-                failed[host_file.hostname] = outcome
-        if not results:
-            details = "; ".join(f"{name}: {message}" for name, message in failed.items())
-            raise InputError(f"no host of {resolved.source} could be loaded: {details}")
+        mapped = map_hosts(resolved.hosts, max_workers=max_workers, extra_stats=extra_stats)
+    total = len(resolved.hosts)
+    for done, (host_file, outcome) in enumerate(mapped, start=1):
+        if on_progress is not None:
+            on_progress(f"analysed {host_file.hostname} ({done}/{total} hosts)")
+        if isinstance(outcome, HostResult):
+            results.append(outcome)
+        else:
+            failed[host_file.hostname] = outcome
+    if not results:
+        details = "; ".join(f"{name}: {message}" for name, message in failed.items())
+        raise InputError(f"no host of {resolved.source} could be loaded: {details}")
     return combine(results, source=resolved.source, run=resolved.run, runs_available=resolved.runs_available,
                    failed_hosts=failed, rules=rules)
 
