@@ -129,7 +129,7 @@ def _select_device_ops(host) -> pd.DataFrame:
     kind = device_kind(host)
     if kind == "tpu":
         sel = mask(ev["line_name"] == "XLA Ops") & name_matches(ev, TPU_PLANE.pattern, col="plane_name")
-        ops = _device_timespans(host, _rows(ev, sel))
+        ops = _device_timespans(host, _rows(ev, sel), ev, sel)
         ops["core"] = ops["plane_name"].astype(str)
     elif kind == "gpu":
         sel = name_matches(ev, "^" + re.escape(GPU_PLANE_PREFIX), col="plane_name")
@@ -152,30 +152,30 @@ def _select_device_ops(host) -> pd.DataFrame:
 # carry only these columns, not every stat of the capture (the selection is a fifth of a TPU capture).
 DEVICE_OP_COLUMNS = ("plane_id", "line_id", "plane_name", "line_name", "metadata_id", "name", "start_ps",
                      "duration_ps", "hlo_category", "hlo_op", "tf_op", "program_id", "flops", "model_flops",
-                     "bytes_accessed", "device_offset_ps", "device_duration_ps")
+                     "bytes_accessed")
 
 
 def _rows(ev: pd.DataFrame, sel: np.ndarray) -> pd.DataFrame:
     return ev.loc[sel, [c for c in DEVICE_OP_COLUMNS if c in ev.columns]]
 
 
-def _device_timespans(host, ops: pd.DataFrame) -> pd.DataFrame:
+def _device_timespans(host, ops: pd.DataFrame, ev: pd.DataFrame, sel: np.ndarray) -> pd.DataFrame:
     """Use the TPU's own clock for op times where the capture has it (``device_offset_ps`` and
-    ``device_duration_ps``, relative to the line's timestamp like ``offset_ps``), as xprof does:
-    the host-synchronised offsets stretch and shrink identical program runs when clocks drift.
-    The synchronised times stay in ``synced_start_ps``/``synced_duration_ps``."""
-    if "device_offset_ps" not in ops.columns or "device_duration_ps" not in ops.columns or ops.empty:
+    ``device_duration_ps`` of the selected events ``ev[sel]``, relative to the line's timestamp like
+    ``offset_ps``), as xprof does: the host-synchronised offsets stretch and shrink identical program
+    runs when clocks drift. The device-clock columns are read here and not kept on the op rows."""
+    if "device_offset_ps" not in ev.columns or "device_duration_ps" not in ev.columns or ops.empty:
         return ops
-    known = (ops["device_offset_ps"].notna() & ops["device_duration_ps"].notna()).to_numpy()
+    offset = ev["device_offset_ps"].array[sel]
+    duration = ev["device_duration_ps"].array[sel]
+    known = ~(pd.isna(offset) | pd.isna(duration))
     if not known.any():
         return ops
     origin_ns = int(getattr(host, "time_origin_ns", 0) or 0)
     line_ps = (_line_timestamps_ns(host.lines, ops, origin_ns) - origin_ns) * 1000
-    ops["synced_start_ps"] = ops["start_ps"]
-    ops["synced_duration_ps"] = ops["duration_ps"]
-    device_start = line_ps + ops["device_offset_ps"].fillna(0).to_numpy(np.int64)
+    device_start = line_ps + offset.to_numpy(dtype=np.int64, na_value=0)
     ops["start_ps"] = np.where(known, device_start, ops["start_ps"].to_numpy(np.int64))
-    ops["duration_ps"] = np.where(known, ops["device_duration_ps"].fillna(0).to_numpy(np.int64),
+    ops["duration_ps"] = np.where(known, duration.to_numpy(dtype=np.int64, na_value=0),
                                   ops["duration_ps"].to_numpy(np.int64))
     return ops
 
