@@ -126,18 +126,18 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
     cat = column(ops, "hlo_category")
     is_infeed = text_in(cat, INFEED_CATEGORIES)
     self_ps = ops["self_ps"].to_numpy(np.float64)
-    # Plain arrays, not columns added to a copy of the op table (millions of rows on a big capture).
-    parts = {
-        "self_ps": self_ps,
-        "infeed_ps": np.where(is_infeed, self_ps, 0.0),
-        "outfeed_ps": np.where(text_in(cat, OUTFEED_CATEGORIES), self_ps, 0.0),
-        "xfer_ps": np.where(text_in(cat, HOST_TRANSFER_CATEGORIES), self_ps, 0.0),
+    # Which ops count as which part, as masks; the time columns are made per core for that core's ops
+    # only (never five float columns over all the ops of a big capture at once).
+    is_part = {
+        "infeed_ps": is_infeed,
+        "outfeed_ps": text_in(cat, OUTFEED_CATEGORIES),
+        "xfer_ps": text_in(cat, HOST_TRANSFER_CATEGORIES),
         # Copies to host memory (S(5)) keep the device busy moving data, not computing: their own part,
         # counted exactly as the host-offload finding counts them.
-        "offload_ps": np.where(is_host_offload_copy(ops) & ~is_infeed, self_ps, 0.0),
+        "offload_ps": is_host_offload_copy(ops) & ~is_infeed,
     }
     del cat
-    has_infeed_ops = bool((parts["infeed_ps"] > 0).any())
+    has_infeed_ops = bool((is_infeed & (self_ps > 0)).any())
     all_op_start = ops["start_ps"].to_numpy(np.int64)
     op_core = ops["core"].to_numpy()
     st = steps.steps
@@ -152,9 +152,11 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
         inside = (k >= 0) & (op_start < ends[np.clip(k, 0, None)])
         idx = k[inside]
         rows = rows[inside]
-        sums = {}
-        for col in ("self_ps", "infeed_ps", "outfeed_ps", "xfer_ps", "offload_ps"):
-            sums[col] = np.bincount(idx, weights=parts[col][rows], minlength=len(starts))
+        own_ps = self_ps[rows]
+        sums = {"self_ps": np.bincount(idx, weights=own_ps, minlength=len(starts))}
+        for col, is_col in is_part.items():
+            sums[col] = np.bincount(idx, weights=np.where(is_col[rows], own_ps, 0.0), minlength=len(starts))
+        del own_ps
         step_ps = (ends - starts).astype(np.float64)
         per_core.append({
             "step_index": core_steps["step_index"].to_numpy(), "step_ps": step_ps,

@@ -289,11 +289,15 @@ def _op_frame(host, ops: pd.DataFrame) -> pd.DataFrame:
     name = per_name(ops["name"], lambda n: n.split(" = ", 1)[0].lstrip("%"))
     category = per_name(column(ops, "hlo_category"), str)
     breakdown = _breakdown_per_metadata(host)
-    keys = pd.DataFrame({"plane_id": ops["plane_id"].to_numpy(np.int64),
-                         "metadata_id": ops["metadata_id"].to_numpy(np.int64)})
-    bytes_per_op = keys.merge(breakdown, on=["plane_id", "metadata_id"], how="left")
+    # each op's breakdown row (-1: none), gathered column by column instead of a merge over all ops
+    row = _metadata_rows(breakdown, ops["plane_id"].to_numpy(np.int64), ops["metadata_id"].to_numpy(np.int64))
+    found = row >= 0
+
+    def per_op(col: str) -> np.ndarray:
+        return np.where(found, breakdown[col].to_numpy(np.float64)[row], 0.0)
+
     accessed = _numbers(column(ops, "bytes_accessed"))
-    has_breakdown = bytes_per_op["has_breakdown"].fillna(False).to_numpy(bool)
+    has_breakdown = found & breakdown["has_breakdown"].to_numpy(bool)[row]
     frame = pd.DataFrame({
         "program_id": pd.array(column(ops, "program_id"), dtype="UInt64").fillna(0),
         "op_name": name,
@@ -303,10 +307,10 @@ def _op_frame(host, ops: pd.DataFrame) -> pd.DataFrame:
         "flops": _numbers(column(ops, "flops")),
         "model_flops": _numbers(column(ops, "model_flops")),
         "bytes_accessed": accessed,
-        "program_hbm_bytes": bytes_per_op["hbm_bytes"].fillna(0).to_numpy(np.float64),
+        "program_hbm_bytes": per_op("hbm_bytes"),
     })
     for col in BYTE_COLUMNS:
-        frame[col] = bytes_per_op[col].fillna(0).to_numpy(np.float64)
+        frame[col] = per_op(col)
     # An op without a breakdown: all its bytes are HBM bytes for the op's own figures.
     frame["hbm_bytes"] = np.where(has_breakdown, frame["hbm_bytes"], accessed)
     return frame
@@ -322,6 +326,32 @@ def _breakdown_per_metadata(host) -> pd.DataFrame:
     rows["has_breakdown"] = np.fromiter((isinstance(v, (bytes, bytearray)) and len(v) > 0 for v in raw),
                                         dtype=bool, count=len(raw))
     return pd.DataFrame(rows)
+
+
+def _metadata_rows(meta: pd.DataFrame, plane_of_op: np.ndarray, id_of_op: np.ndarray) -> np.ndarray:
+    """Row of ``meta`` (one row per plane and metadata id) of each op's (plane_id, metadata_id); -1 where
+    absent. Looked up plane by plane in that plane's sorted ids (ops come grouped by plane)."""
+    out = np.full(len(id_of_op), -1, dtype=np.int64)
+    meta_plane = meta["plane_id"].to_numpy(np.int64)
+    meta_id = meta["metadata_id"].to_numpy(np.int64)
+    meta_order = np.lexsort((meta_id, meta_plane))  # by plane, then id
+    sorted_meta_plane = meta_plane[meta_order]
+    in_order = not len(plane_of_op) or bool(np.all(plane_of_op[1:] >= plane_of_op[:-1]))
+    op_order = None if in_order else np.argsort(plane_of_op, kind="stable")
+    sorted_op_plane = plane_of_op if op_order is None else plane_of_op[op_order]
+    for plane in np.unique(sorted_op_plane):
+        low, high = np.searchsorted(sorted_op_plane, [plane, plane + 1])
+        meta_low, meta_high = np.searchsorted(sorted_meta_plane, [plane, plane + 1])
+        if meta_low == meta_high:
+            continue
+        by_id = meta_order[meta_low:meta_high]
+        ids = meta_id[by_id]
+        ops_here = np.arange(low, high) if op_order is None else op_order[low:high]
+        wanted = id_of_op[ops_here]
+        position = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+        hit = ids[position] == wanted
+        out[ops_here[hit]] = by_id[position[hit]]
+    return out
 
 
 def _program_time_ps(ops: pd.DataFrame) -> tuple[int, int]:
