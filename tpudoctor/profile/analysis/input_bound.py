@@ -262,15 +262,19 @@ def _gaps(host, steps: StepSet, device: str) -> pd.DataFrame:
     if ops.empty:
         return _empty_gaps()
     core = ops["core"].iloc[0]
-    ops = ops[mask(ops["core"] == core)]
+    spans = None
     if device == "tpu":
         ev = host.events
-        mods = ev[mask(ev["plane_name"] == core) & mask(ev["line_name"] == "XLA Modules")]
+        # only the two time columns of the rows, not a copy of every column
+        mods = ev.loc[mask(ev["plane_name"] == core) & mask(ev["line_name"] == "XLA Modules"),
+                      ["start_ps", "duration_ps"]]
         if not mods.empty:
-            ops = mods
+            spans = mods
+    if spans is None:
+        spans = ops.loc[mask(ops["core"] == core), ["start_ps", "duration_ps"]]
     from tpudoctor.profile.analysis.events import merged
 
-    s, e = merged(ops["start_ps"].to_numpy(np.int64), end_ps(ops))
+    s, e = merged(spans["start_ps"].to_numpy(np.int64), end_ps(spans))
     if len(s) < 2:
         return _empty_gaps()
     origin = int(s[0])  # the device timeline: first to last device activity of this core
