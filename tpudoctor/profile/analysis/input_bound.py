@@ -141,7 +141,17 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
     all_op_start = ops["start_ps"].to_numpy(np.int64)
     op_core = ops["core"].to_numpy()
     st = steps.steps
-    per_core = []
+    # Reduced core by core into one row per step (a step table can have millions of rows: no table of
+    # every core's step). xprof combines a step across cores first: every core's step lasts the longest
+    # core's step, so a core that finished early shows the difference as idle.
+    keys = np.unique(st["step_index"].to_numpy(np.int64))
+    step_max = np.full(len(keys), -np.inf)
+    np.maximum.at(step_max, np.searchsorted(keys, st["step_index"].to_numpy(np.int64)),
+                  (st["end_ps"].to_numpy(np.int64) - st["start_ps"].to_numpy(np.int64)).astype(np.float64))
+    compute = np.full(len(keys), np.inf)
+    most = {col: np.full(len(keys), -np.inf) for col in ("infeed_ps", "xfer_ps", "offload_ps")}
+    outfeed_sum = np.zeros(len(keys))
+    count = np.zeros(len(keys), dtype=np.int64)
     for core, core_steps in st.groupby("core", sort=False):
         rows = np.flatnonzero(op_core == core)
         core_steps = core_steps.sort_values("start_ps")
@@ -156,29 +166,22 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
         sums = {"self_ps": np.bincount(idx, weights=own_ps, minlength=len(starts))}
         for col, is_col in is_part.items():
             sums[col] = np.bincount(idx, weights=np.where(is_col[rows], own_ps, 0.0), minlength=len(starts))
-        del own_ps
-        step_ps = (ends - starts).astype(np.float64)
-        per_core.append({
-            "step_index": core_steps["step_index"].to_numpy(), "step_ps": step_ps,
-            "infeed_ps": sums["infeed_ps"], "outfeed_ps": sums["outfeed_ps"], "xfer_ps": sums["xfer_ps"],
-            "offload_ps": sums["offload_ps"], "op_ps": sums["self_ps"],
-        })
-        del sums, core_steps
-    # one column at a time, each core's part freed as it is joined (a step table can have millions of rows)
-    pc = pd.DataFrame({name: np.concatenate([part.pop(name) for part in per_core]) for name in list(per_core[0])})
-    del per_core
-    # xprof combines a step across cores first: every core's step lasts the longest core's step,
-    # so a core that finished early shows the difference as idle.
-    pc["step_ps"] = pc.groupby("step_index")["step_ps"].transform("max")
-    pc["idle_ps"] = np.maximum(pc["step_ps"] - pc["op_ps"], 0)
-    pc["optimal_ps"] = pc["step_ps"] - (pc["infeed_ps"] + pc["outfeed_ps"] + pc["xfer_ps"] + pc["offload_ps"]
-                                        + pc["idle_ps"])
-    g = pc.groupby("step_index")
+        del own_ps, rows, idx, k, inside, op_start
+        at = np.searchsorted(keys, core_steps["step_index"].to_numpy(np.int64))
+        step_ps = step_max[at]
+        idle_ps = np.maximum(step_ps - sums["self_ps"], 0)
+        optimal_ps = step_ps - (sums["infeed_ps"] + sums["outfeed_ps"] + sums["xfer_ps"] + sums["offload_ps"]
+                                + idle_ps)
+        np.minimum.at(compute, at, optimal_ps)
+        for col, values in most.items():
+            np.maximum.at(values, at, sums[col])
+        np.add.at(outfeed_sum, at, sums["outfeed_ps"])
+        np.add.at(count, at, 1)
+        del sums, core_steps, step_ps, idle_ps, optimal_ps, at
     out = pd.DataFrame({
-        "step_ps": g["step_ps"].max(),
-        "compute_ps": g["optimal_ps"].min(), "infeed_ps": g["infeed_ps"].max(),
-        "outfeed_ps": g["outfeed_ps"].mean(), "xfer_ps": g["xfer_ps"].max(), "offload_ps": g["offload_ps"].max(),
-    })
+        "step_ps": step_max, "compute_ps": compute, "infeed_ps": most["infeed_ps"],
+        "outfeed_ps": outfeed_sum / count, "xfer_ps": most["xfer_ps"], "offload_ps": most["offload_ps"],
+    }, index=pd.Index(keys, name="step_index"))
     # A copy that starts in the step and runs past its end must not make the parts exceed the step.
     out["compute_ps"] = np.maximum(out["compute_ps"], 0)
     out["offload_ps"] = np.minimum(out["offload_ps"], np.maximum(
