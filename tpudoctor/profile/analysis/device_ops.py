@@ -60,8 +60,11 @@ def analyze_device_ops(host, *, top_n: int = 15) -> DeviceOps:
                                "self_percent": 100 * cats.to_numpy() / total})
 
     rows = []
-    for core, core_ops in ops.groupby("core", sort=False):
-        starts, ends = core_ops["start_ps"].to_numpy(np.int64), end_ps(core_ops)
+    op_core = ops["core"].to_numpy()
+    all_starts, all_ends = ops["start_ps"].to_numpy(np.int64), end_ps(ops)
+    for core in pd.unique(op_core):  # each core's two time arrays, not a copy of its rows' every column
+        on_core = op_core == core
+        starts, ends = all_starts[on_core], all_ends[on_core]
         busy = union_ps(starts, ends)
         window = _core_window(host, core, starts, ends)
         rows.append({"core": core, "busy_ms": busy / 1e9, "window_ms": window / 1e9,
@@ -76,7 +79,7 @@ def _core_window(host, core: str, starts: np.ndarray, ends: np.ndarray) -> int:
     OpMetricsDb total), widened to the core's module events on TPU."""
     ev = host.events
     if core.startswith("/device:"):
-        mods = ev[mask(ev["plane_name"] == core) & mask(ev["line_name"] == "XLA Modules")]
+        mods = ev.loc[mask(ev["plane_name"] == core) & mask(ev["line_name"] == "XLA Modules"), ["start_ps", "duration_ps"]]
         if not mods.empty:
             starts = np.r_[starts, mods["start_ps"].to_numpy(np.int64)]
             ends = np.r_[ends, end_ps(mods)]
