@@ -150,8 +150,11 @@ class FactStore:
             thread.start()
             threads.append((cls, thread, box, started))
         for cls, thread, box, started in threads:
-            budget = min(cls.timeout_s, self._ctx.remaining_s())
-            thread.join(max(0.0, budget - (time.monotonic() - started)))
+            # both limits are absolute: the provider's own from its start, the run's from now
+            now = time.monotonic()
+            deadline = min(started + cls.timeout_s, now + self._ctx.remaining_s())
+            budget = deadline - started
+            thread.join(max(0.0, deadline - now))
             self._done.add(cls)
             self.provider_durations_s[cls.name] = time.monotonic() - started
             self._unbilled.add(cls.name)
