@@ -17,6 +17,25 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture
+def gcs_emulator(monkeypatch):
+    """A bare gcp-storage-emulator on loopback (no fault proxy: ``fake_gcs`` is that), for reads that a
+    process other than the test's own makes, such as a Dask worker or a CLI subprocess."""
+    from gcp_storage_emulator.server import create_server
+
+    from tpudoctor.testing.loopback import free_port
+
+    port = free_port()
+    server = create_server("127.0.0.1", port, in_memory=True)
+    server.start()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "test-project")
+    try:
+        yield
+    finally:
+        server.stop()
+
+
 @pytest.fixture(autouse=True)
 def _no_ambient_cloud(monkeypatch, tmp_path):
     """Tests never see the developer's gcloud config, credentials or project."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from pathlib import Path
 
 import pytest
@@ -181,26 +180,6 @@ def test_real_tpu_capture_summary(capsys):
     assert host["n_device_planes"] == 4 and host["n_events"] == 26_723
     assert 90e12 < host["span_ps"] < 100e12 and host["profile_duration_ns"] > 90e9
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def gcs_emulator(monkeypatch):
-    from gcp_storage_emulator.server import create_server
-
-    port = _free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
-    server.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "test-project")
-    try:
-        yield
-    finally:
-        server.stop()
 
 
 def test_gcs_logdir_through_the_storage_emulator(gcs_emulator, capsys):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -24,6 +23,7 @@ import tpudoctor.profile  # noqa: E402
 from tpudoctor.cli import main  # noqa: E402
 from tpudoctor.errors import UsageError  # noqa: E402
 from tpudoctor.profile.cluster import check_worker_versions, probe_workers  # noqa: E402
+from tpudoctor.testing.loopback import free_port  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
 SLOW_HOST = FIXTURES / "multihost_slow_host"
@@ -114,26 +114,6 @@ def test_a_bad_host_fails_on_its_worker_and_the_others_are_reported(cluster, tmp
     assert remote.failed_hosts == local.failed_hosts
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def gcs_emulator(monkeypatch):
-    from gcp_storage_emulator.server import create_server
-
-    port = _free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
-    server.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "test-project")
-    try:
-        yield
-    finally:
-        server.stop()
-
 
 def test_workers_read_a_gcs_logdir_themselves(cluster, gcs_emulator, capsys, tmp_path, monkeypatch):
     from tpudoctor.profile.sources import gcs_client
@@ -164,7 +144,7 @@ def test_workers_read_a_gcs_logdir_themselves(cluster, gcs_emulator, capsys, tmp
 
 def test_unreachable_scheduler_is_a_usage_error_in_bounded_time(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     started = time.monotonic()
     code = main(["profile", "analyze", str(SLOW_HOST), "--cluster", f"tcp://127.0.0.1:{port}"])
     elapsed = time.monotonic() - started
