@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.errors import InputError
+from tpudoctor.profile.wire import read_varint
 
 REPLACEMENT_CHAR = b"\xef\xbf\xbd"  # U+FFFD in UTF-8: what a text-mode copy writes for every non-UTF-8 byte
 # Share of the file made of U+FFFD above which the file was surely mangled by a text-mode copy
@@ -64,13 +65,13 @@ def _walk_top_level(data: bytes) -> tuple[int, str | None]:
     position = 0
     size = len(data)
     while position < size:
-        tag, position = _varint(data, position)
+        tag, position = read_varint(data, position)
         if tag is None:
             return position, "truncated" if position >= size else "not-xspace"
         field, wire_type = tag >> 3, tag & 7
         if field not in (1, 2, 3, 4) or wire_type != 2:
             return position, "not-xspace"
-        length, position = _varint(data, position)
+        length, position = read_varint(data, position)
         if length is None:
             return position, "truncated"
         if position + length > size:
@@ -78,16 +79,3 @@ def _walk_top_level(data: bytes) -> tuple[int, str | None]:
         position += length
     return position, None
 
-
-def _varint(data: bytes, position: int) -> tuple[int | None, int]:
-    value = shift = 0
-    for _ in range(10):
-        if position >= len(data):
-            return None, position
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, position
-    return None, position

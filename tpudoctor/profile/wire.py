@@ -12,6 +12,22 @@ import numpy as np
 
 PAD_BYTES = 24  # reads past a message end (a 10-byte varint, a fixed64) stay inside the buffer
 WIRE_VARINT, WIRE_FIXED64, WIRE_LEN, WIRE_FIXED32 = 0, 1, 2, 5
+
+
+def read_varint(data: bytes, position: int) -> tuple[int | None, int]:
+    """One varint at ``position`` of plain bytes (file heads, not event arrays): (value, next position),
+    value None where the bytes end first or run past 10 bytes."""
+    value = shift = 0
+    for _ in range(10):
+        if position >= len(data):
+            return None, position
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, position
+    return None, position
 _HIGH_BITS = np.uint64(0x8080808080808080)
 _LOW7 = np.uint64(0x7F)
 

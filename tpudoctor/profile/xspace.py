@@ -220,8 +220,8 @@ def _top_level_layout(handle, size: int):
     handle.seek(0)
     while position < size:
         head = handle.read(20)
-        tag, used = _read_varint(head, 0)
-        length, used = _read_varint(head, used) if tag is not None else (None, used)
+        tag, used = wire.read_varint(head, 0)
+        length, used = wire.read_varint(head, used) if tag is not None else (None, used)
         if tag is None or length is None or tag & 7 != 2 or tag >> 3 not in (1, 2, 3, 4):
             return None
         start = position + used
@@ -236,17 +236,6 @@ def _top_level_layout(handle, size: int):
         handle.seek(position)
     return (planes, errors, warnings) if planes else None
 
-
-def _read_varint(data: bytes, position: int) -> tuple[int | None, int]:
-    value = shift = 0
-    while position < len(data) and shift < 70:
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, position
-    return None, position
 
 
 class _Decoder:
