@@ -190,8 +190,7 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
     roofline, roofline_notes = combined_roofline(hosts.values())
     return ProfileReport(
         source=source, run=run, runs_available=list(runs_available), time_origin_ns=origin_ns, hosts=hosts,
-        results=results, verdicts=verdicts, rules=dict(rules), straggler=stragglers.straggler,
-        straggler_slowdown_percent=stragglers.straggler_slowdown_percent, cross_host=stragglers.cross_host,
+        results=results, verdicts=verdicts, rules=dict(rules), cross_host=stragglers.cross_host,
         failed_hosts=dict(failed_hosts or {}), notes=_notes(hosts.values()) + roofline_notes,
         roofline=roofline, op_table=combined_op_table(hosts.values()),
     )

@@ -37,8 +37,6 @@ class ProfileReport:
     rules: dict[str, type] = dataclasses.field(default_factory=dict)
     runs_available: list[str] = dataclasses.field(default_factory=list)
     time_origin_ns: int = 0
-    straggler: str | None = None
-    straggler_slowdown_percent: float | None = None
     cross_host: Any = None  # ``analysis.cross_host.CrossHostAnalysis`` of a multi-host capture
     failed_hosts: dict[str, str] = dataclasses.field(default_factory=dict)
     notes: list[str] = dataclasses.field(default_factory=list)
@@ -48,6 +46,15 @@ class ProfileReport:
     """All hosts' rooflines combined (``Roofline.to_dict``), None without TPU ops or known roofs."""
     op_table: dict[str, Any] | None = None
     """All hosts' per-op table: ``ops`` (top ``MAX_OPS_IN_REPORT`` by time), ``ops_total``, ``max_ops``."""
+
+    @property
+    def straggler(self) -> str | None:
+        """The host that arrives last at the collectives beyond noise; None otherwise or for one host."""
+        return self.cross_host.straggler.host if self.cross_host is not None else None
+
+    @property
+    def straggler_slowdown_percent(self) -> float | None:
+        return self.cross_host.straggler.slowdown_percent if self.straggler is not None else None
 
     @property
     def primary_host(self) -> str:

@@ -19,13 +19,20 @@ CROSS_HOST_TABLE = "cross_host"
 class HostsSummary:
     """``per_host``: one record per host: ``host``, ``step_method``, ``steps``, ``step_time_mean_ms``,
     ``input_percent``, ``idle_percent``, ``compile_ms``, ``duty_cycle_percent``, ``collective_percent``.
-    ``straggler``: the host named by ``cross_host.decide_straggler`` (None within noise), its cost per
-    step as a share of the median step in ``straggler_slowdown_percent``; ``cross_host`` the details."""
+    ``cross_host``: the combined analysis of two or more hosts (None for one host)."""
 
     per_host: list[dict]
-    straggler: str | None
-    straggler_slowdown_percent: float | None
     cross_host: CrossHostAnalysis | None = None
+
+    @property
+    def straggler(self) -> str | None:
+        """The host named by ``cross_host.decide_straggler``; None within noise or for one host."""
+        return self.cross_host.straggler.host if self.cross_host is not None else None
+
+    @property
+    def straggler_slowdown_percent(self) -> float | None:
+        """The straggler's cost per step as a share of the median step."""
+        return self.cross_host.straggler.slowdown_percent if self.straggler is not None else None
 
 
 def summarize_hosts(results: dict) -> HostsSummary:
@@ -37,10 +44,7 @@ def summarize_hosts(results: dict) -> HostsSummary:
              "collective_percent": r.breakdown.part("collective")} for name, r in results.items()]
     maps = {name: from_tables(name, r.tables) for name, r in results.items()}
     maps = {name: m for name, m in maps.items() if m is not None}
-    cross = combine_hosts(maps) if len(results) >= 2 else None
-    if cross is None or cross.straggler.host is None:
-        return HostsSummary(rows, None, None, cross)
-    return HostsSummary(rows, cross.straggler.host, cross.straggler.slowdown_percent, cross)
+    return HostsSummary(rows, combine_hosts(maps) if len(results) >= 2 else None)
 
 
 def cross_host_rows(summary: HostsSummary) -> dict[str, dict]:
