@@ -51,13 +51,15 @@ class StorageApi:
         ))
 
     def list_objects(self, bucket: str, prefix: str, *, limit: int) -> tuple[list[dict[str, Any]], bool]:
-        """Up to ``limit`` objects under ``prefix``: ([{name, size_bytes, updated}], truncated)."""
+        """Up to ``limit`` objects under ``prefix``: ([{name, size_bytes, updated, created}], truncated).
+        ``updated`` and ``created`` are ISO 8601 text from the server's clock, None where it gave none."""
 
         def fetch() -> tuple[list[dict[str, Any]], bool]:
             blobs = self._client.list_blobs(bucket, prefix=prefix or None, max_results=limit + 1,
                                             timeout=self.timeout_s, retry=None)
             found = [{"name": blob.name, "size_bytes": int(blob.size or 0),
-                      "updated": blob.updated.isoformat() if blob.updated else None} for blob in blobs]
+                      "updated": blob.updated.isoformat() if blob.updated else None,
+                      "created": blob.time_created.isoformat() if blob.time_created else None} for blob in blobs]
             return found[:limit], len(found) > limit
 
         return self._call(fetch, "storage.objects.list")
@@ -94,18 +96,6 @@ class StorageApi:
     def delete_object(self, bucket: str, name: str) -> None:
         blob = self._client.bucket(bucket).blob(name)
         self._call(lambda: blob.delete(timeout=self.timeout_s, retry=None), "storage.objects.delete")
-
-    def list_objects_with_times(self, bucket: str, prefix: str, *, limit: int) -> tuple[list[dict[str, Any]], bool]:
-        """Like ``list_objects``, with each object's creation time (the server's clock) as ``created``."""
-
-        def fetch() -> tuple[list[dict[str, Any]], bool]:
-            blobs = self._client.list_blobs(bucket, prefix=prefix or None, max_results=limit + 1,
-                                            timeout=self.timeout_s, retry=None)
-            found = [{"name": blob.name, "size_bytes": int(blob.size or 0), "created": blob.time_created}
-                     for blob in blobs]
-            return found[:limit], len(found) > limit
-
-        return self._call(fetch, "storage.objects.list")
 
     def read_object(self, bucket: str, name: str) -> bytes:
         blob = self._client.bucket(bucket).blob(name)

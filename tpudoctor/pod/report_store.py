@@ -8,6 +8,7 @@ each one a worker's report (the worker comes from the report, else from the file
 from __future__ import annotations
 
 import concurrent.futures
+import datetime as _dt
 import re
 import socket
 from pathlib import Path
@@ -175,10 +176,10 @@ def _gcs_items(uri: str, api_timeout_s: float) -> list[tuple[str, Any]]:
     api = _storage(api_timeout_s, on_gce=True)
     try:
         if name.endswith(".json"):
-            objects = [o for o in api.list_objects_with_times(bucket, name, limit=2)[0] if o["name"] == name]
+            objects = [o for o in api.list_objects(bucket, name, limit=2)[0] if o["name"] == name]
         else:
             prefix = name if not name or name.endswith("/") else name + "/"
-            objects, truncated = api.list_objects_with_times(bucket, prefix, limit=MAX_REPORTS)
+            objects, truncated = api.list_objects(bucket, prefix, limit=MAX_REPORTS)
             if truncated:
                 raise InputError(f"{uri}: more than {MAX_REPORTS} objects; merge a narrower prefix")
             objects = [o for o in objects if o["name"].endswith(".json") and "/" not in o["name"][len(prefix):]]
@@ -188,7 +189,8 @@ def _gcs_items(uri: str, api_timeout_s: float) -> list[tuple[str, Any]]:
     def reader(obj: dict[str, Any]):
         def read() -> tuple[bytes, Any]:
             try:
-                return api.read_object(bucket, obj["name"]), obj.get("created")
+                created = obj.get("created")
+                return api.read_object(bucket, obj["name"]), _dt.datetime.fromisoformat(created) if created else None
             except ApiCallFailed as exc:
                 raise InputError(f"cannot read gs://{bucket}/{obj['name']}: {exc.failure.message}") from None
         return read
