@@ -21,9 +21,11 @@ MAX_DOCUMENT_BYTES = 64 * 1024 * 1024  # these documents are kilobytes; refuse t
 HINT = "make one with: tpudoctor check --format json -o report.json"
 
 
+Upgrades = Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]]
+
+
 def read_document(path: str | os.PathLike[str], *, what: str, schema: str, schema_version: str,
-                  hint: str | None = None, max_bytes: int = MAX_DOCUMENT_BYTES,
-                  upgrades: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+                  hint: str | None = None, max_bytes: int = MAX_DOCUMENT_BYTES, upgrades: Upgrades | None = None,
                   ) -> dict[str, Any]:
     """The JSON object at ``path``, validated against the packaged schema ``schema``.
 
@@ -31,47 +33,65 @@ def read_document(path: str | os.PathLike[str], *, what: str, schema: str, schem
     older major version ("1") to a function that rewrites such a document into the current shape
     before it is validated, so that reports saved by older versions still read.
     """
-    import jsonschema
-
-    from tpudoctor.schema import validate
-
     target = Path(path)
     try:
         size = target.stat().st_size
         if size > max_bytes:
             raise InputError(f"{what} {target} is {size} bytes: too big for a {what}", hint=hint)
-        text = target.read_bytes().decode("utf-8")
+        data = target.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{what} {target} does not exist", hint=hint) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{what} {target} is not UTF-8 text (byte {exc.start})", hint=hint) from None
     except OSError as exc:
         raise InputError(f"cannot read {what} {target}: {exc.strerror or exc}", hint=hint) from None
+    return parse_document(data, str(target), what=what, schema=schema, schema_version=schema_version, hint=hint,
+                          max_bytes=max_bytes, upgrades=upgrades)
+
+
+def parse_document(data: bytes, name: str, *, what: str, schema: str, schema_version: str, hint: str | None = None,
+                   max_bytes: int = MAX_DOCUMENT_BYTES, upgrades: Upgrades | None = None) -> dict[str, Any]:
+    """``read_document`` for bytes that came from elsewhere (a Cloud Storage object); ``name`` is
+    where they came from, for messages."""
+    if len(data) > max_bytes:
+        raise InputError(f"{what} {name} is {len(data)} bytes: too big for a {what}", hint=hint)
     try:
-        document = json.loads(text)
+        document = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} {name} is not UTF-8 text (byte {exc.start})", hint=hint) from None
     except RecursionError:
-        raise InputError(f"{what} {target} nests too deeply to be a {what}", hint=hint) from None
+        raise InputError(f"{what} {name} nests too deeply to be a {what}", hint=hint) from None
     except ValueError as exc:
-        raise InputError(f"{what} {target} is not valid JSON: {exc}", hint=hint) from None
+        raise InputError(f"{what} {name} is not valid JSON: {exc}", hint=hint) from None
+    return check_document(document, name, what=what, schema=schema, schema_version=schema_version, hint=hint,
+                          upgrades=upgrades)
+
+
+def check_document(document: Any, name: str, *, what: str, schema: str, schema_version: str,
+                   hint: str | None = None, upgrades: Upgrades | None = None) -> dict[str, Any]:
+    """A parsed JSON value as a current ``schema`` document: upgraded where ``upgrades`` knows its
+    major version, then validated; ``InputError`` otherwise."""
+    import jsonschema
+
+    from tpudoctor.schema import validate
+
     if not isinstance(document, dict):
-        raise InputError(f"{target} is not a {what}: the top level is a {type(document).__name__}", hint=hint)
+        raise InputError(f"{name} is not a {what}: the top level is a {type(document).__name__}", hint=hint)
     version = document.get("schema_version")
     upgrade = (upgrades or {}).get(version.split(".")[0]) if isinstance(version, str) else None
     if upgrade is not None:
         try:
             document, version = upgrade(document), schema_version
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise InputError(f"{target} is not a tpudoctor {what}: {type(exc).__name__}: {exc}", hint=hint) from None
+            raise InputError(f"{name} is not a tpudoctor {what}: {type(exc).__name__}: {exc}", hint=hint) from None
     if not isinstance(version, str) or version.split(".")[0] != schema_version.split(".")[0]:
-        raise InputError(f"{what} {target} has schema_version {version!r}; this tpudoctor reads {schema_version}",
+        raise InputError(f"{what} {name} has schema_version {version!r}; this tpudoctor reads {schema_version}",
                          hint=f"make the {what} again with this version of tpudoctor")
     try:
         validate(document, schema)
     except RecursionError:
-        raise InputError(f"{what} {target} nests too deeply to be a {what}", hint=hint) from None
+        raise InputError(f"{what} {name} nests too deeply to be a {what}", hint=hint) from None
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise InputError(f"{target} is not a tpudoctor {what}: {where}: {exc.message[:300]}", hint=hint) from None
+        raise InputError(f"{name} is not a tpudoctor {what}: {where}: {exc.message[:300]}", hint=hint) from None
     return document
 
 

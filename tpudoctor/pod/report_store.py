@@ -159,10 +159,10 @@ def _local_items(source: str) -> list[tuple[str, Any]]:
 
 
 def _read_local(path: Path) -> bytes:
-    from tpudoctor.pod.documents import MAX_REPORT_BYTES
+    from tpudoctor.report_file import MAX_DOCUMENT_BYTES
 
     try:
-        if path.stat().st_size > MAX_REPORT_BYTES:
+        if path.stat().st_size > MAX_DOCUMENT_BYTES:
             raise InputError(f"{path} is too big for a check report")
         return path.read_bytes()
     except OSError as exc:

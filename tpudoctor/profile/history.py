@@ -19,7 +19,6 @@ read from a folder or a ``gs://bucket/prefix`` by ``read_history``.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,6 +39,7 @@ DEFAULT_LAST_N = 20
 NOISE_FLOOR_PERCENT = 0.5
 NOISE_FLOOR_POINTS = 0.1
 MAX_REPORT_BYTES = 64 * 1024 * 1024
+HISTORY_HINT = "history reports are written by: tpudoctor profile analyze CAPTURE --format json"
 MAX_LISTED = 10_000
 
 # kpi -> (lower is better, measured in percentage points)
@@ -225,7 +225,7 @@ def _read_local(path: str) -> dict[str, Any]:
     from tpudoctor.report_file import read_document
 
     return read_document(path, what="profile report", schema="profile_diagnosis", schema_version=SCHEMA_VERSION,
-                         hint="history reports are written by: tpudoctor profile analyze CAPTURE --format json")
+                         max_bytes=MAX_REPORT_BYTES, hint=HISTORY_HINT)
 
 
 def _split(uri: str) -> tuple[str, str]:
@@ -273,23 +273,8 @@ def _gcs_read_all(location: str, names: list[str], timeout_s: float) -> list[byt
 
 
 def _parse(data: bytes, name: str) -> dict[str, Any]:
-    import jsonschema
-
     from tpudoctor.profile.report import SCHEMA_VERSION
-    from tpudoctor.schema import validate
+    from tpudoctor.report_file import parse_document
 
-    if len(data) > MAX_REPORT_BYTES:
-        raise InputError(f"profile report {name} is {len(data)} bytes: too big for a profile report")
-    try:
-        document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise InputError(f"profile report {name} is not valid JSON: {str(exc)[:200]}") from None
-    version = document.get("schema_version") if isinstance(document, dict) else None
-    if not isinstance(version, str) or version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-        raise InputError(f"{name} is not a profile report this tpudoctor reads (schema_version {version!r})",
-                         hint="history reports are written by: tpudoctor profile analyze CAPTURE --format json")
-    try:
-        validate(document, "profile_diagnosis")
-    except jsonschema.ValidationError as exc:
-        raise InputError(f"{name} is not a tpudoctor profile report: {exc.message[:300]}") from None
-    return document
+    return parse_document(data, name, what="profile report", schema="profile_diagnosis",
+                          schema_version=SCHEMA_VERSION, max_bytes=MAX_REPORT_BYTES, hint=HISTORY_HINT)

@@ -32,13 +32,21 @@ def _registry():
     return Registry().with_resources(pairs)
 
 
+@cache
+def _validator(name: str):
+    """One validator per schema: building one checks the schema itself, which a merge of 64 reports
+    would otherwise pay 64 times."""
+    import jsonschema
+
+    schema = load_schema(name)
+    return jsonschema.validators.validator_for(schema)(
+        schema, registry=_registry(), format_checker=jsonschema.FormatChecker())
+
+
 def validate(document: Any, name: str) -> None:
     """Raise ``jsonschema.ValidationError`` when ``document`` does not match the named schema."""
     import jsonschema
 
-    schema = load_schema(name)
-    validator = jsonschema.validators.validator_for(schema)(
-        schema, registry=_registry(), format_checker=jsonschema.FormatChecker())
-    error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    error = jsonschema.exceptions.best_match(_validator(name).iter_errors(document))
     if error is not None:
         raise error
