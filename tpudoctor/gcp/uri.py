@@ -15,6 +15,16 @@ _HTTP_FORMS = (
 )
 
 
+def split_gs_uri(uri: str) -> tuple[str, str]:
+    """``gs://bucket/a/b`` -> ("bucket", "a/b"); ``UsageError`` where no bucket is named."""
+    from tpudoctor.errors import UsageError
+
+    bucket, _, name = uri.removeprefix("gs://").partition("/")
+    if not bucket:
+        raise UsageError(f"{uri} names no bucket", hint="use gs://BUCKET/PREFIX")
+    return bucket, name
+
+
 def parse_path(raw: str, role: str) -> dict[str, Any]:
     """{raw, role, kind: gs|local|other, bucket, prefix, problems: [{code, level, message, suggestion}]}.
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from tpudoctor.errors import InputError, UsageError
 from tpudoctor.findings import Report
+from tpudoctor.gcp.uri import split_gs_uri
 from tpudoctor.pod.merge import WorkerOutcome
 
 PLACEHOLDERS = ("{worker}", "{host}")
@@ -63,7 +64,7 @@ def write_report(path: str, text: str, *, fmt: str, api_timeout_s: float) -> Non
     if not path.startswith("gs://"):
         write_text(path, text)
         return
-    bucket, name = _split_gs(path)
+    bucket, name = split_gs_uri(path)
     if not name or name.endswith("/"):
         raise UsageError(f"-o {path}: give an object name, e.g. gs://{bucket}/reports/{{worker}}.json")
     api = _storage(api_timeout_s, on_gce=True)
@@ -74,14 +75,6 @@ def write_report(path: str, text: str, *, fmt: str, api_timeout_s: float) -> Non
     except ApiCallFailed as exc:
         raise InputError(f"cannot write {path}: {exc.failure.message}",
                          hint="the report was not saved; check the bucket and that this identity may create objects") from None
-
-
-def _split_gs(uri: str) -> tuple[str, str]:
-    rest = uri[len("gs://"):]
-    bucket, _, name = rest.partition("/")
-    if not bucket:
-        raise UsageError(f"{uri}: no bucket name")
-    return bucket, name
 
 
 def _storage(api_timeout_s: float, *, on_gce: bool):
@@ -172,7 +165,7 @@ def _read_local(path: Path) -> bytes:
 def _gcs_items(uri: str, api_timeout_s: float) -> list[tuple[str, Any]]:
     from tpudoctor.gcp.errors import ApiCallFailed
 
-    bucket, name = _split_gs(uri)
+    bucket, name = split_gs_uri(uri)
     api = _storage(api_timeout_s, on_gce=True)
     try:
         if name.endswith(".json"):

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from tpudoctor.errors import InputError
+from tpudoctor.gcp.uri import split_gs_uri
 
 MAD_TO_SIGMA = 1.4826
 Z_THRESHOLD = 3.5
@@ -228,13 +229,6 @@ def _read_local(path: str) -> dict[str, Any]:
                          max_bytes=MAX_REPORT_BYTES, hint=HISTORY_HINT)
 
 
-def _split(uri: str) -> tuple[str, str]:
-    bucket, _, prefix = uri[len("gs://"):].partition("/")
-    if not bucket:
-        raise InputError(f"{uri} names no bucket", hint="use gs://BUCKET/PREFIX")
-    return bucket, prefix
-
-
 def _gcs(fn, what: str, bucket: str, timeout_s: float):
     """``fn(api)`` through profile's one Cloud Storage path (credentials, retries, the error mapping
     that names a missing role and the grant command)."""
@@ -250,7 +244,7 @@ def _gcs(fn, what: str, bucket: str, timeout_s: float):
 def _gcs_listing(location: str, timeout_s: float) -> list[tuple[str, float]]:
     from datetime import datetime
 
-    bucket, prefix = _split(location)
+    bucket, prefix = split_gs_uri(location)
     prefix = prefix.rstrip("/") + "/" if prefix else ""
     objects, truncated = _gcs(lambda api: api.list_objects(bucket, prefix, limit=MAX_LISTED),
                               f"cannot list {location}", bucket, timeout_s)
@@ -267,8 +261,8 @@ def _gcs_listing(location: str, timeout_s: float) -> list[tuple[str, float]]:
 
 def _gcs_read_all(location: str, names: list[str], timeout_s: float) -> list[bytes]:
     """The objects' bytes, read with one client."""
-    bucket, _ = _split(location)
-    return _gcs(lambda api: [api.read_object(*_split(uri)) for uri in names],
+    bucket, _ = split_gs_uri(location)
+    return _gcs(lambda api: [api.read_object(*split_gs_uri(uri)) for uri in names],
                 f"cannot read the reports under {location}", bucket, timeout_s)
 
 

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from tpudoctor.errors import InputError, UsageError
+from tpudoctor.gcp.uri import split_gs_uri
 
 XPLANE_SUFFIX = ".xplane.pb"
 PROFILE_SUBDIR = ("plugins", "profile")
@@ -76,9 +77,7 @@ class _GcsLister:
     """Lists ``gs://`` prefixes through ``tpudoctor.gcp.storage`` (honours ``STORAGE_EMULATOR_HOST``)."""
 
     def __init__(self, uri: str):
-        bucket, _, prefix = uri[len("gs://"):].partition("/")
-        if not bucket:
-            raise UsageError(f"{uri} names no bucket")
+        bucket, prefix = split_gs_uri(uri)
         self.bucket_name = bucket
         self.prefix = prefix.rstrip("/")
         self._cache: dict[str, tuple[list[str], list[str]]] = {}
@@ -212,7 +211,7 @@ def _gcs_call(fn, what: str, bucket: str):
 def read_bytes(location: str) -> bytes:
     """The bytes of a host file; a clear ``InputError`` when it cannot be read."""
     if location.startswith("gs://"):
-        bucket, _, name = location[len("gs://"):].partition("/")
+        bucket, name = split_gs_uri(location)
         return _gcs_call(lambda api: api.read_object(bucket, name), f"cannot read {location}", bucket)
     from tpudoctor.profile.memory import ensure_memory_for
 
