@@ -94,7 +94,8 @@ def device_kind(host) -> str:
 
 
 def device_cores(host) -> list[str]:
-    names = [str(n) for n in host.planes["plane_name"]]
+    """Device plane names, each once (a file of joined XSpaces repeats a device's plane per copy)."""
+    names = list(dict.fromkeys(str(n) for n in host.planes["plane_name"]))
     kind = device_kind(host)
     if kind == "tpu":
         return sorted((n for n in names if TPU_PLANE.match(n)), key=lambda n: int(TPU_PLANE.match(n).group(1)))

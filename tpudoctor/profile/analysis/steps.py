@@ -135,14 +135,10 @@ def _pseudo_from_modules(host) -> StepSet | None:
         return None
     is_program = text_equals(mods["name"], program)
     frames = []
-    chains: dict[str, pd.DataFrame | None] = {}  # a file of joined XSpaces lists a core once per copy
     for core in cores:
-        if core not in chains:
-            runs = mods[mask(mods["plane_name"] == core) & is_program].sort_values("start_ps")
-            chains[core] = None if runs.empty else _chain(runs["start_ps"].to_numpy(np.int64), end_ps(runs),
-                                                          np.arange(len(runs)), core)
-        if chains[core] is not None:
-            frames.append(chains[core])
+        runs = mods[mask(mods["plane_name"] == core) & is_program].sort_values("start_ps")
+        if not runs.empty:
+            frames.append(_chain(runs["start_ps"].to_numpy(np.int64), end_ps(runs), np.arange(len(runs)), core))
     if not frames:
         return None
     return StepSet(METHOD_PSEUDO_MODULES, pd.concat(frames, ignore_index=True), program=program,
