@@ -211,8 +211,59 @@ def test_random_captures_match_plain_protobuf(planes, batch):
     xspace.BATCH_EVENTS = batch
     try:
         assert_matches_oracle(space.SerializeToString())
+        # the same messages with every event's and stat's fields in reverse order (valid protobuf,
+        # not how the profiler writes them): the decoder's field-by-field fallback
+        assert_matches_oracle(_fields_reversed(space.SerializeToString()))
     finally:
         xspace.BATCH_EVENTS = original
+
+
+def _fields(data: bytes) -> list[bytes]:
+    """The wire-format fields of one message, each as its bytes (tag, length and payload)."""
+    from tpudoctor.profile.wire import read_varint
+
+    fields, position = [], 0
+    while position < len(data):
+        tag, after = read_varint(data, position)
+        wire_type = tag & 7
+        if wire_type == 0:
+            _, end = read_varint(data, after)
+        elif wire_type == 2:
+            length, payload = read_varint(data, after)
+            end = payload + length
+        else:
+            end = after + (8 if wire_type == 1 else 4)
+        fields.append(data[position:end])
+        position = end
+    return fields
+
+
+def _fields_reversed(data: bytes) -> bytes:
+    """A serialized XSpace whose events (and their stats) list their fields last to first."""
+    from tpudoctor.profile.wire import read_varint
+
+    def reversed_stat(field: bytes) -> bytes:  # an event's field 4 (a stat): reverse the stat's own fields
+        _, payload = read_varint(field, 1)
+        body = b"".join(reversed(_fields(field[payload:])))
+        return field[:1] + _varint(len(body)) + body
+
+    space = message_class("XSpace", raw=True).FromString(data)
+    for plane in space.planes:
+        for line in plane.lines:
+            events = [b"".join(reversed([reversed_stat(f) if f[0] == 0x22 else f for f in _fields(event)]))
+                      for event in line.events]
+            del line.events[:]
+            line.events.extend(events)
+    return space.SerializeToString()
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append(value & 0x7F | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
 
 
 def test_load_of_gpu_capture_reports_device_kind_and_hostname():

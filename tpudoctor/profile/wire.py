@@ -52,6 +52,9 @@ class Buffer:
 
 def read_varints(buf: Buffer, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Decode the varint at each position -> (values as uint64, byte length of each varint)."""
+    first = buf.bytes[pos]
+    if not (first >= 0x80).any():  # all one byte (tags, small ids and lengths): the common case
+        return first.astype(np.uint64), np.ones(len(pos), dtype=np.int64)
     window = buf.windows[pos]
     stops = ~window & _HIGH_BITS  # high bit clear = last byte of the varint
     values = np.zeros(len(pos), dtype=np.uint64)

@@ -291,6 +291,7 @@ class _Decoder:
             })
 
         plane = line = events = None  # the last plane's parse is not kept while the events are decoded
+        release_freed_heap()
         line_counts = np.asarray([row[6] for row in line_rows], dtype=np.int64)
         line_ts = np.asarray([row[4] for row in line_rows], dtype=np.int64)
         line_plane = np.asarray([row[0] for row in line_rows], dtype=np.int32)
@@ -318,19 +319,12 @@ class _Decoder:
             del chunks
             ends = np.cumsum(lengths)
             starts = ends - lengths
-            stat_event, stat_start, stat_end = [], [], []
-            for alive, field, wire_type, value_pos, value, length in wire.scan_fields(buffer, starts, ends):
-                is_varint = wire_type == wire.WIRE_VARINT
-                as_int = value.view(np.int64)
-                for number, target in ((1, metadata_id), (2, offset_ps), (3, duration_ps)):
-                    hit = (field == number) & is_varint
-                    target[first_event + alive[hit]] = as_int[hit]
-                hit = np.flatnonzero((field == 4) & (wire_type == wire.WIRE_LEN))
-                stat_event.append(alive[hit] + first_event)
-                stat_start.append(value_pos[hit])
-                stat_end.append(value_pos[hit] + length[hit])
-            stats = _decode_stats(buffer, _concat(stat_event), _concat(stat_start), _concat(stat_end))
-            del stat_event, stat_start, stat_end
+            fields = _event_fields(buffer, starts, ends)
+            for target, values in zip((metadata_id, offset_ps, duration_ps), fields[:3], strict=True):
+                target[first_event:first_event + len(starts)] = values
+            stat_event, stat_start, stat_end = fields[3]
+            stats = _decode_stats(buffer, stat_event + first_event, stat_start, stat_end)
+            del fields, stat_event, stat_start, stat_end
             stat_plane = event_plane[stats["event"]]
             stat_row = _lookup_rows(stat_plane, stats["metadata_id"], stat_ids, stat_offsets)
             stat_column = _gather(stat_column_table, stat_row)
@@ -352,9 +346,11 @@ class _Decoder:
         if self.release is not None:
             self.release()
         self.planes = None  # the parsed message is no longer needed: free it before the tables are built
+        release_freed_heap()
 
         # metadata row of every event (-1: id not in its plane's table)
         meta_row = _lookup_rows(event_plane, metadata_id, meta_ids, meta_offset)
+        metadata_id = _narrowed(metadata_id)
         event_metadata = _metadata_frame(meta_rows, self.columns)
         for column, sink in sinks.items():
             if column in event_metadata.columns:
@@ -364,22 +360,23 @@ class _Decoder:
         for count, timestamp_ns in zip(line_counts.tolist(), line_ts.tolist(), strict=True):
             start_ps[first_row:first_row + count] += (timestamp_ns - origin_ns) * 1000  # in place, line by line
             first_row += count
-        name_codes, name_categories = _codes_of(event_metadata["name"].tolist())
-        line_codes, line_categories = _codes_of([row[2] for row in line_rows])
-        plane_codes, plane_categories = _codes_of([row["plane_name"] for row in plane_rows])
+        # each per-event temporary is dropped as soon as its last column is built: the peak is the frame
         frame: dict[str, Any] = {
             "plane_id": event_plane,
-            "line_id": np.asarray([row[1] for row in line_rows], dtype=np.int64)[event_line],
-            "plane_name": pd.Categorical.from_codes(_gather(plane_codes, event_plane), categories=plane_categories),
-            "line_name": pd.Categorical.from_codes(_gather(line_codes, event_line), categories=line_categories),
+            "line_id": _narrowed(np.asarray([row[1] for row in line_rows], dtype=np.int64))[event_line],
+            "plane_name": _categorical([row["plane_name"] for row in plane_rows], event_plane),
+            "line_name": _categorical([row[2] for row in line_rows], event_line),
             "metadata_id": metadata_id,
-            "name": pd.Categorical.from_codes(_gather(name_codes, meta_row), categories=name_categories),
-            "start_ps": start_ps,
-            "duration_ps": duration_ps,
         }
+        del event_line
+        frame["name"] = _categorical(event_metadata["name"].tolist(), meta_row)
+        del meta_row
+        frame["start_ps"] = start_ps
+        frame["duration_ps"] = duration_ps
         for column, sink in sinks.items():
             if sink.values is not None or column in CORE_STAT_COLUMNS:
                 frame[column] = sink.array()
+                sink.release()
         for column in CORE_STAT_COLUMNS:  # always there, all-missing views when not decoded (cost nothing)
             if column not in frame:
                 frame[column] = _ColumnSink(EVENT_STAT_COLUMNS[column], n_events).array()
@@ -430,8 +427,8 @@ class _ColumnSink:
     def _allocate(self) -> None:
         if self.values is not None:
             return
-        if self.kind == "str":
-            self.values = np.full(self.n_events, -1, dtype=np.int32)
+        if self.kind == "str":  # category code + 1, so that 0 (calloc'd, never touched) is "no value"
+            self.values = np.zeros(self.n_events, dtype=np.int32)
         elif self.kind == "float":
             self.values = np.full(self.n_events, np.nan)
         else:
@@ -447,7 +444,9 @@ class _ColumnSink:
         """Store values: a list of texts (str columns) or raw 64-bit values with their XStat kinds."""
         self._allocate()
         if self.kind == "str":
-            self.values[targets] = self._codes(values)
+            codes = self._codes(values)
+            codes += 1
+            self.values[targets] = codes
             return
         doubles = kinds == _DOUBLE
         signed = kinds == _INT64
@@ -498,8 +497,8 @@ class _ColumnSink:
             candidates += low
             if self.kind == "str":
                 if meta_codes is None:  # categories in the same order as before: only once an event takes one
-                    meta_codes = self._codes(meta_values)
-                free = self.values[candidates] < 0
+                    meta_codes = self._codes(meta_values) + 1
+                free = self.values[candidates] == 0
                 self.values[candidates[free]] = meta_codes[rows[free]]
             elif self.kind == "float":
                 free = np.isnan(self.values[candidates])
@@ -509,18 +508,64 @@ class _ColumnSink:
                 self.values[candidates[free]] = numbers[rows[free]]
                 self.present[candidates[free]] = True
 
+    def release(self) -> None:
+        self.values = self.present = None
+
     def array(self):
         n = self.n_events
         if self.kind == "str":
             categories = pd.Index(list(self.categories), dtype=object)
-            codes = self.values if self.values is not None else np.broadcast_to(np.int8(-1), (n,))
-            return pd.Categorical.from_codes(codes, categories=categories)
+            if self.values is None:
+                return pd.Categorical.from_codes(np.broadcast_to(np.int8(-1), (n,)), categories=categories)
+            codes = np.subtract(self.values, 1, dtype=_code_dtype(len(categories)), casting="unsafe")
+            return pd.Categorical.from_codes(codes, categories=categories, validate=False)
         if self.kind == "float":
             return self.values if self.values is not None else np.broadcast_to(np.float64(np.nan), (n,))
         if self.values is None:
             dtype = np.uint64 if self.kind == "uint" else np.int64
             return pd.arrays.IntegerArray(np.broadcast_to(dtype(0), (n,)), np.broadcast_to(np.True_, (n,)))
         return pd.arrays.IntegerArray(self.values, ~self.present)
+
+
+def release_freed_heap() -> None:
+    """Hand the C heap's free pages back to the system (glibc ``malloc_trim``): protobuf's parse
+    frees many small blocks that would otherwise stay in this process while the tables are built."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to trim
+        pass
+
+
+def _code_dtype(n_categories: int) -> type:
+    """The code dtype pandas itself picks for this many categories (so from_codes keeps the array)."""
+    if n_categories < 1 << 7:
+        return np.int8
+    if n_categories < 1 << 15:
+        return np.int16
+    return np.int32 if n_categories < 1 << 31 else np.int64
+
+
+def _narrowed(values: np.ndarray) -> np.ndarray:
+    """int64 ids as int32 where every one fits (ids are small counters), else as uint32 where
+    they fit that (the device planes' derived lines are numbered from 0xdeadbeef)."""
+    if not len(values):
+        return values.astype(np.int32)
+    low, high = int(values.min()), int(values.max())
+    for dtype in (np.int32, np.uint32):
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return values.astype(dtype)
+    return values
+
+
+def _categorical(labels: list[object], rows: np.ndarray) -> pd.Categorical:
+    """A categorical of ``labels[rows]`` (row -1: missing) built from codes of the distinct labels."""
+    codes, categories = _codes_of(labels)
+    table = np.append(codes, -1).astype(_code_dtype(len(categories)))  # row -1 reads the appended -1
+    return pd.Categorical.from_codes(table[rows], categories=categories, validate=False)
 
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:
@@ -629,30 +674,131 @@ def _to_number(value: object, dtype: type) -> int | float | None:
     return number - (1 << 64) if number >= 1 << 63 else number
 
 
+# Tag bytes of fields as protobuf writes them (field number << 3 | wire type)
+_TAG_METADATA_ID, _TAG_OFFSET_PS, _TAG_DURATION_PS, _TAG_STAT = 0x08, 0x10, 0x18, 0x22
+_VALUE_TAGS = {0x11: _DOUBLE, 0x18: _UINT64, 0x20: _INT64, 0x2A: _STR, 0x32: _BYTES, 0x38: _REF}
+
+
+def _event_fields(buffer: wire.Buffer, starts: np.ndarray, ends: np.ndarray):
+    """(metadata_id, offset_ps, duration_ps, (stat's event, start, end)) of the XEvents at the spans.
+
+    Writers emit fields in field-number order (metadata_id 1, offset_ps 2, duration_ps 3, stats 4),
+    so each field is read at its expected place for all events at once, a round per field instead
+    of a generic walk that decodes every tag; events laid out otherwise (num_occurrences, unknown
+    fields, another order) are decoded field by field by ``_event_fields_any_order``."""
+    n = len(starts)
+    columns = [np.zeros(n, dtype=np.int64) for _ in range(3)]
+    pos = starts.astype(np.int64, copy=True)
+    data = buffer.bytes
+    for tag, target in zip((_TAG_METADATA_ID, _TAG_OFFSET_PS, _TAG_DURATION_PS), columns, strict=True):
+        hit = np.flatnonzero((data[pos] == tag) & (pos < ends))
+        if len(hit):
+            values, lengths = wire.read_varints(buffer, pos[hit] + 1)
+            target[hit] = values.view(np.int64)
+            pos[hit] += lengths + 1
+    stat_event, stat_start, stat_end = [], [], []
+    irregular = pos > ends  # a varint ran past its event: the field walk says what is wrong
+    alive = np.flatnonzero(pos < ends)
+    while len(alive):
+        at = pos[alive]
+        is_stat = data[at] == _TAG_STAT
+        if not is_stat.all():
+            irregular[alive[~is_stat]] = True
+            alive, at = alive[is_stat], at[is_stat]
+        lengths, length_bytes = wire.read_varints(buffer, at + 1)
+        start = at + 1 + length_bytes
+        end = start + lengths.astype(np.int64)
+        if (end > ends[alive]).any():
+            raise wire.WireError("a field runs past the end of its message")
+        stat_event.append(alive)
+        stat_start.append(start)
+        stat_end.append(end)
+        pos[alive] = end
+        alive = alive[end < ends[alive]]
+    spans = (_concat(stat_event), _concat(stat_start), _concat(stat_end))
+    if irregular.any():
+        columns, spans = _event_fields_any_order(buffer, starts, ends, np.flatnonzero(irregular), columns, spans)
+    return (*columns, spans)
+
+
+def _event_fields_any_order(buffer, starts, ends, irregular, columns, spans):
+    """Decode the ``irregular`` events again with the generic field walk (later fields win, as in
+    protobuf) and put their fields and stat spans in place of the ordered pass's."""
+    for target in columns:
+        target[irregular] = 0
+    keep = ~np.isin(spans[0], irregular)
+    stat_event, stat_start, stat_end = [spans[0][keep]], [spans[1][keep]], [spans[2][keep]]
+    for alive, field, wire_type, value_pos, value, length in wire.scan_fields(buffer, starts[irregular], ends[irregular]):
+        events = irregular[alive]
+        is_varint = wire_type == wire.WIRE_VARINT
+        as_int = value.view(np.int64)
+        for number, target in zip((1, 2, 3), columns, strict=True):
+            hit = (field == number) & is_varint
+            target[events[hit]] = as_int[hit]
+        hit = np.flatnonzero((field == 4) & (wire_type == wire.WIRE_LEN))
+        stat_event.append(events[hit])
+        stat_start.append(value_pos[hit])
+        stat_end.append(value_pos[hit] + length[hit])
+    event = np.concatenate(stat_event)
+    order = np.argsort(event, kind="stable")  # stats in event order, each event's in file order
+    return columns, (event[order], np.concatenate(stat_start)[order], np.concatenate(stat_end)[order])
+
+
 def _decode_stats(buffer: wire.Buffer, event: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> dict[str, np.ndarray]:
-    """Decode XStat messages at the given spans into parallel arrays."""
+    """Decode XStat messages at the given spans into parallel arrays: metadata_id (field 1), then
+    the one value field; stats laid out otherwise go through the generic field walk."""
     n = len(event)
     metadata_id = np.zeros(n, dtype=np.int64)
     kind = np.zeros(n, dtype=np.int8)
     raw = np.zeros(n, dtype=np.uint64)  # varint value or the fixed64 bits of a double
     text_start = np.zeros(n, dtype=np.int64)
     text_length = np.zeros(n, dtype=np.int64)
-    for alive, field, wire_type, value_pos, value, length in wire.scan_fields(buffer, starts, ends):
-        hit = (field == 1) & (wire_type == wire.WIRE_VARINT)
-        metadata_id[alive[hit]] = value[hit].view(np.int64)
-        for number in (_UINT64, _INT64, _REF):
-            hit = (field == number) & (wire_type == wire.WIRE_VARINT)
-            kind[alive[hit]] = number
-            raw[alive[hit]] = value[hit]
-        hit = (field == _DOUBLE) & (wire_type == wire.WIRE_FIXED64)
-        if hit.any():
-            kind[alive[hit]] = _DOUBLE
-            raw[alive[hit]] = wire.read_fixed64(buffer, value_pos[hit])
-        for number in (_STR, _BYTES):
-            hit = (field == number) & (wire_type == wire.WIRE_LEN)
-            kind[alive[hit]] = number
-            text_start[alive[hit]] = value_pos[hit]
-            text_length[alive[hit]] = length[hit]
+    data = buffer.bytes
+    pos = starts.astype(np.int64, copy=True)
+    hit = np.flatnonzero((data[pos] == _TAG_METADATA_ID) & (pos < ends))
+    if len(hit):
+        values, lengths = wire.read_varints(buffer, pos[hit] + 1)
+        metadata_id[hit] = values.view(np.int64)
+        pos[hit] += lengths + 1
+    tag = np.where(pos < ends, data[pos], 0)
+    value_pos = pos + 1
+    varint = np.flatnonzero((tag == 0x18) | (tag == 0x20) | (tag == 0x38))
+    values, lengths = wire.read_varints(buffer, value_pos[varint])
+    kind[varint] = tag[varint] >> 3
+    raw[varint] = values
+    pos[varint] = value_pos[varint] + lengths
+    double = np.flatnonzero(tag == 0x11)
+    if len(double):
+        kind[double] = _DOUBLE
+        raw[double] = wire.read_fixed64(buffer, value_pos[double])
+        pos[double] = value_pos[double] + 8
+    text = np.flatnonzero((tag == 0x2A) | (tag == 0x32))
+    if len(text):
+        lengths, length_bytes = wire.read_varints(buffer, value_pos[text])
+        kind[text] = tag[text] >> 3
+        text_start[text] = value_pos[text] + length_bytes
+        text_length[text] = lengths.astype(np.int64)
+        pos[text] = text_start[text] + text_length[text]
+    irregular = np.flatnonzero(pos != ends)  # another field order, unknown fields, or a value that overruns
+    if len(irregular):
+        metadata_id[irregular] = kind[irregular] = raw[irregular] = text_start[irregular] = text_length[irregular] = 0
+        for alive, field, wire_type, value_pos, value, length in wire.scan_fields(buffer, starts[irregular], ends[irregular]):
+            rows = irregular[alive]
+            hit = (field == 1) & (wire_type == wire.WIRE_VARINT)
+            metadata_id[rows[hit]] = value[hit].view(np.int64)
+            for number in (_UINT64, _INT64, _REF):
+                hit = (field == number) & (wire_type == wire.WIRE_VARINT)
+                kind[rows[hit]] = number
+                raw[rows[hit]] = value[hit]
+            hit = (field == _DOUBLE) & (wire_type == wire.WIRE_FIXED64)
+            if hit.any():
+                kind[rows[hit]] = _DOUBLE
+                raw[rows[hit]] = wire.read_fixed64(buffer, value_pos[hit])
+            for number in (_STR, _BYTES):
+                hit = (field == number) & (wire_type == wire.WIRE_LEN)
+                kind[rows[hit]] = number
+                text_start[rows[hit]] = value_pos[hit]
+                text_length[rows[hit]] = length[hit]
     return {"event": event, "metadata_id": metadata_id, "kind": kind, "raw": raw,
             "text_start": text_start, "text_length": text_length}
 
