@@ -247,13 +247,18 @@ def _fields_reversed(data: bytes) -> bytes:
         body = b"".join(reversed(_fields(field[payload:])))
         return field[:1] + _varint(len(body)) + body
 
-    space = message_class("XSpace", raw=True).FromString(data)
+    space, line_class = message_class("XSpace", raw=True).FromString(data), message_class("XLine", raw=True)
     for plane in space.planes:
-        for line in plane.lines:
+        lines = []
+        for line_bytes in plane.lines:
+            line = line_class.FromString(line_bytes)
             events = [b"".join(reversed([reversed_stat(f) if f[0] == 0x22 else f for f in _fields(event)]))
                       for event in line.events]
             del line.events[:]
             line.events.extend(events)
+            lines.append(line.SerializeToString())
+        del plane.lines[:]
+        plane.lines.extend(lines)
     return space.SerializeToString()
 
 

@@ -82,9 +82,9 @@ def load_host(host_file: HostFile, extra_stats: dict[str, str] | None = None,
                                     extra_stats=extra_stats, stats=stats)
         except OSError as exc:
             raise InputError(f"cannot read {host_file.location}: {exc.strerror or exc}") from exc
-    data = read_bytes(host_file.location)
-    return decode_host(data, hostname=host_file.hostname, source=host_file.location, extra_stats=extra_stats,
-                       stats=stats)
+    # the bytes are passed, not kept here: the decoder drops them once they are parsed
+    return decode_host(read_bytes(host_file.location), hostname=host_file.hostname, source=host_file.location,
+                       extra_stats=extra_stats, stats=stats)
 
 
 def _load_host_or_message(host_file: HostFile, extra_stats: dict[str, str] | None,

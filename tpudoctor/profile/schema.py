@@ -9,8 +9,9 @@ Two files are built in a private descriptor pool (so they never clash with Tenso
 ``tensorflow.profiler`` classes in the default pool):
 
 * ``tensorflow.profiler`` - the published schema, used by tests as a plain-protobuf oracle.
-* ``tpudoctor.xplane_raw`` - the same wire format, except that ``XLine.events`` is declared
-  ``repeated bytes``: protobuf's C parser then finds every event's bytes for us, and
+* ``tpudoctor.xplane_raw`` - the same wire format, except that ``XPlane.lines`` and ``XLine.events``
+  are declared ``repeated bytes``: protobuf's C parser then finds every line's and event's bytes
+  for us (a plane's parse holds its bytes once, not a view per event), and
   ``tpudoctor.profile.decode`` decodes the fields of all events of a line at once with numpy
   instead of building one Python message per event.
 """
@@ -100,7 +101,9 @@ def _set_type(field: descriptor_pb2.FieldDescriptorProto, type_name: str, packag
 
 
 def file_descriptor(package: str, *, raw_events: bool = False) -> descriptor_pb2.FileDescriptorProto:
-    """The XSpace schema as a FileDescriptorProto; ``raw_events`` makes ``XLine.events`` bytes."""
+    """The XSpace schema as a FileDescriptorProto; ``raw_events`` makes ``XPlane.lines`` and
+    ``XLine.events`` bytes (a plane's parse keeps one copy of its lines' bytes; each line is parsed
+    when its events are decoded)."""
     proto = descriptor_pb2.FileDescriptorProto(name=f"{package.replace('.', '/')}/xplane.proto",
                                                package=package, syntax="proto3")
     for message_name, fields in _MESSAGES:
@@ -109,7 +112,7 @@ def file_descriptor(package: str, *, raw_events: bool = False) -> descriptor_pb2
         for name, number, type_name, repeated, oneof in fields:
             field = message.field.add(name=name, number=number, json_name=_json_name(name))
             field.label = _F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL
-            if raw_events and message_name == "XLine" and name == "events":
+            if raw_events and (message_name, name) in (("XLine", "events"), ("XPlane", "lines")):
                 type_name = "bytes"
             if type_name.startswith("map:"):
                 key_type, value_type = type_name[4:].split(",")

@@ -39,10 +39,15 @@ class WireError(ValueError):
 class Buffer:
     """A byte buffer padded with zeros, with an overlapping little-endian 8-byte window view."""
 
-    def __init__(self, data: bytes):
-        self.size = len(data)
-        self.bytes = np.zeros(len(data) + PAD_BYTES, dtype=np.uint8)
-        self.bytes[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+    def __init__(self, data: bytes, *, padded: bool = False):
+        """``padded``: ``data`` already ends with ``PAD_BYTES`` zeros, so it is viewed, not copied."""
+        if padded:
+            self.size = len(data) - PAD_BYTES
+            self.bytes = np.frombuffer(data, dtype=np.uint8)
+        else:
+            self.size = len(data)
+            self.bytes = np.zeros(len(data) + PAD_BYTES, dtype=np.uint8)
+            self.bytes[: len(data)] = np.frombuffer(data, dtype=np.uint8)
         # windows[i] = the 8 bytes starting at byte i, as one little-endian uint64
         self.windows = np.ndarray(shape=(len(self.bytes) - 7,), dtype="<u8", buffer=self.bytes.data, strides=(1,))
 

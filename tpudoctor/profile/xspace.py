@@ -149,12 +149,14 @@ def decode_host(data: bytes, *, hostname: str, source: str, extra_stats: dict[st
             hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler",
         )
     columns = _stat_columns(extra_stats, stats)
+    file_size_bytes = len(data)
+    del data  # parsed: the caller's read of the file need not stay while the events are decoded
     box = {"space": space}  # the decoder drops it once the events are decoded
     decoder = _Decoder(lambda: box["space"].planes, columns, list(space.errors), list(space.warnings),
                        release=box.clear)
     del space
     try:
-        return decoder.build(hostname=hostname, source=source, file_size_bytes=len(data))
+        return decoder.build(hostname=hostname, source=source, file_size_bytes=file_size_bytes)
     except wire.WireError as exc:
         raise InputError(f"{source} is corrupt: {exc}",
                          hint="the file was damaged after it was written; capture again") from exc
@@ -273,7 +275,8 @@ class _Decoder:
                          for stat in metadata.stats}
                 meta_rows.append((plane_index, int(key), metadata.name, metadata.display_name, stats))
             n_plane_events = 0
-            for line in plane.lines:
+            for line_bytes in plane.lines:
+                line = _parse_line(line_bytes, plane_index)
                 events = line.events
                 n_plane_events += len(events)
                 line_rows.append((plane_index, line.id, line.name, line.display_name, line.timestamp_ns,
@@ -311,11 +314,14 @@ class _Decoder:
                                        dtype=np.int64)
         stat_offsets = list(np.cumsum([0] + [len(ids) for ids in stat_ids])[:-1])
 
-        line_events = (line.events for plane in self.planes() for line in plane.lines)  # lazily, plane by plane
+        # lazily, line by line: one line's parse at a time
+        line_events = (_parse_line(line_bytes, plane_index).events
+                       for plane_index, plane in enumerate(self.planes()) for line_bytes in plane.lines)
         for first_event, holder in _batches(line_events, line_counts):
             chunks = holder.pop()  # the generator keeps only the emptied holder: the bytes go with `del`
             lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
-            buffer = wire.Buffer(b"".join(chunks))
+            chunks.append(_PADDING)
+            buffer = wire.Buffer(b"".join(chunks), padded=True)
             del chunks
             ends = np.cumsum(lengths)
             starts = ends - lengths
@@ -392,6 +398,7 @@ class _Decoder:
         )
 
 
+_PADDING = bytes(wire.PAD_BYTES)
 BATCH_EVENTS = 1 << 17  # events decoded together: bounds the temporary arrays, keeps numpy calls large
 
 
@@ -525,6 +532,14 @@ class _ColumnSink:
             dtype = np.uint64 if self.kind == "uint" else np.int64
             return pd.arrays.IntegerArray(np.broadcast_to(dtype(0), (n,)), np.broadcast_to(np.True_, (n,)))
         return pd.arrays.IntegerArray(self.values, ~self.present)
+
+
+def _parse_line(data: bytes, plane_index: int):
+    """An XLine (events as bytes) from its bytes; ``WireError`` when they do not decode."""
+    try:
+        return message_class("XLine", raw=True).FromString(data)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and RuntimeError on some builds)
+        raise wire.WireError(f"a line of plane {plane_index} does not decode") from exc
 
 
 def release_freed_heap() -> None:
