@@ -358,31 +358,37 @@ class _Decoder:
         meta_row = _lookup_rows(event_plane, metadata_id, meta_ids, meta_offset)
         metadata_id = _narrowed(metadata_id)
         event_metadata = _metadata_frame(meta_rows, self.columns)
+        # each per-event temporary is dropped as soon as its last column is built, and each stat
+        # column takes its final form before the next is filled: the peak is the frame itself
+        stat_arrays: dict[str, Any] = {}
         for column, sink in sinks.items():
             if column in event_metadata.columns:
                 sink.fill_from_metadata(event_metadata[column], meta_row)
+            if sink.values is not None or column in CORE_STAT_COLUMNS:
+                stat_arrays[column] = sink.array()
+            sink.release()
+        name = _categorical(event_metadata["name"].tolist(), meta_row)
+        del meta_row
         start_ps = offset_ps
         first_row = 0
         for count, timestamp_ns in zip(line_counts.tolist(), line_ts.tolist(), strict=True):
             start_ps[first_row:first_row + count] += (timestamp_ns - origin_ns) * 1000  # in place, line by line
             first_row += count
-        # each per-event temporary is dropped as soon as its last column is built: the peak is the frame
+        line_id = _narrowed(np.asarray([row[1] for row in line_rows], dtype=np.int64))[event_line]
+        line_name = _categorical([row[2] for row in line_rows], event_line)
+        del event_line
         frame: dict[str, Any] = {
             "plane_id": event_plane,
-            "line_id": _narrowed(np.asarray([row[1] for row in line_rows], dtype=np.int64))[event_line],
+            "line_id": line_id,
             "plane_name": _categorical([row["plane_name"] for row in plane_rows], event_plane),
-            "line_name": _categorical([row[2] for row in line_rows], event_line),
+            "line_name": line_name,
             "metadata_id": metadata_id,
+            "name": name,
+            "start_ps": start_ps,
+            "duration_ps": duration_ps,
+            **stat_arrays,
         }
-        del event_line
-        frame["name"] = _categorical(event_metadata["name"].tolist(), meta_row)
-        del meta_row
-        frame["start_ps"] = start_ps
-        frame["duration_ps"] = duration_ps
-        for column, sink in sinks.items():
-            if sink.values is not None or column in CORE_STAT_COLUMNS:
-                frame[column] = sink.array()
-                sink.release()
+        del stat_arrays
         for column in CORE_STAT_COLUMNS:  # always there, all-missing views when not decoded (cost nothing)
             if column not in frame:
                 frame[column] = _ColumnSink(EVENT_STAT_COLUMNS[column], n_events).array()
