@@ -361,12 +361,14 @@ class _Decoder:
         # each per-event temporary is dropped as soon as its last column is built, and each stat
         # column takes its final form before the next is filled: the peak is the frame itself
         stat_arrays: dict[str, Any] = {}
+        masks = _SharedMasks()
         for column, sink in sinks.items():
             if column in event_metadata.columns:
                 sink.fill_from_metadata(event_metadata[column], meta_row)
             if sink.values is not None or column in CORE_STAT_COLUMNS:
-                stat_arrays[column] = sink.array()
+                stat_arrays[column] = sink.array(masks)
             sink.release()
+        del masks
         name = _categorical(event_metadata["name"].tolist(), meta_row)
         del meta_row
         start_ps = offset_ps
@@ -524,7 +526,7 @@ class _ColumnSink:
     def release(self) -> None:
         self.values = self.present = None
 
-    def array(self):
+    def array(self, masks: _SharedMasks | None = None):
         n = self.n_events
         if self.kind == "str":
             categories = pd.Index(list(self.categories), dtype=object)
@@ -537,7 +539,24 @@ class _ColumnSink:
         if self.values is None:
             dtype = np.uint64 if self.kind == "uint" else np.int64
             return pd.arrays.IntegerArray(np.broadcast_to(dtype(0), (n,)), np.broadcast_to(np.True_, (n,)))
-        return pd.arrays.IntegerArray(self.values, ~self.present)
+        missing = ~self.present
+        return pd.arrays.IntegerArray(self.values, masks.shared(missing) if masks is not None else missing)
+
+
+class _SharedMasks:
+    """Integer stat columns whose missing-value masks are equal share one (read-only) mask: the
+    stats of an op's metadata (program_id, flops, bytes_accessed...) are present on the same events."""
+
+    def __init__(self):
+        self.masks: list[np.ndarray] = []
+
+    def shared(self, mask: np.ndarray) -> np.ndarray:
+        for known in self.masks:
+            if np.array_equal(known, mask):
+                return known
+        mask.flags.writeable = False
+        self.masks.append(mask)
+        return mask
 
 
 def _parse_line(data: bytes, plane_index: int):
