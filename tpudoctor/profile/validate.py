@@ -14,8 +14,17 @@ GZIP_MAGIC = b"\x1f\x8b"
 CAPTURE_HINT = "pass a <host>.xplane.pb written by the TensorFlow/JAX profiler"
 
 
+SAMPLE_BYTES = 1 << 20  # a text-mode copy mangles the whole file alike: its head tells
+
+
 def replacement_share(data: bytes) -> float:
-    return data.count(REPLACEMENT_CHAR) * len(REPLACEMENT_CHAR) / max(len(data), 1)
+    """Share of U+FFFD in the file's first ``SAMPLE_BYTES``."""
+    head = data[:SAMPLE_BYTES]
+    return head.count(REPLACEMENT_CHAR) * len(REPLACEMENT_CHAR) / max(len(head), 1)
+
+
+def _sampled(data: bytes) -> str:
+    return "it" if len(data) <= SAMPLE_BYTES else "its first megabyte"
 
 
 def check_bytes(data: bytes, source: str) -> None:
@@ -29,7 +38,7 @@ def check_bytes(data: bytes, source: str) -> None:
     share = replacement_share(data)
     if share >= REPLACEMENT_SHARE:
         raise InputError(
-            f"{source} was corrupted by a text-mode copy: {share:.0%} of it is the replacement character "
+            f"{source} was corrupted by a text-mode copy: {share:.0%} of {_sampled(data)} is the replacement character "
             f"U+FFFD (bytes EF BF BD), written where each non-UTF-8 byte used to be",
             hint="copy the file as binary (gsutil cp / git with the file marked binary, not a text editor "
                  "or a text-mode download) and capture again if no intact copy exists",
@@ -55,7 +64,7 @@ def explain_parse_failure(data: bytes, source: str) -> InputError:
             hint=CAPTURE_HINT,
         )
     share = replacement_share(data)
-    detail = f"; {share:.1%} of it is U+FFFD, a sign of a text-mode copy" if share > 0.001 else ""
+    detail = f"; {share:.1%} of {_sampled(data)} is U+FFFD, a sign of a text-mode copy" if share > 0.001 else ""
     return InputError(f"{source} is a corrupt XSpace profile: a plane inside it does not decode{detail}",
                       hint="the file was damaged after it was written; copy it again as binary or recapture")
 
