@@ -311,10 +311,11 @@ class _Decoder:
         column_number = {name: index for index, name in enumerate(self.columns)}
         # per plane: stat metadata row -> event column number (-1: not a column)
         stat_column_table = np.asarray([column_number.get(name, -1) for names in stat_names for name in names],
-                                       dtype=np.int64)
+                                       dtype=np.int16)  # int16: a radix sort below
         stat_offsets = list(np.cumsum([0] + [len(ids) for ids in stat_ids])[:-1])
 
         # lazily, line by line: one line's parse at a time
+        stat_rows = _RowLookup(stat_ids, stat_offsets)
         line_events = (_parse_line(line_bytes, plane_index).events
                        for plane_index, plane in enumerate(self.planes()) for line_bytes in plane.lines)
         for first_event, holder in _batches(line_events, line_counts):
@@ -332,7 +333,7 @@ class _Decoder:
             stats = _decode_stats(buffer, stat_event + first_event, stat_start, stat_end)
             del fields, stat_event, stat_start, stat_end
             stat_plane = event_plane[stats["event"]]
-            stat_row = _lookup_rows(stat_plane, stats["metadata_id"], stat_ids, stat_offsets)
+            stat_row = stat_rows.lookup(stat_plane, stats["metadata_id"])
             stat_column = _gather(stat_column_table, stat_row)
             order = np.argsort(stat_column, kind="stable")
             bounds = np.searchsorted(stat_column[order], np.arange(len(sinks) + 1))
@@ -355,7 +356,7 @@ class _Decoder:
         release_freed_heap()
 
         # metadata row of every event (-1: id not in its plane's table)
-        meta_row = _lookup_rows(event_plane, metadata_id, meta_ids, meta_offset)
+        meta_row = _RowLookup(meta_ids, meta_offset).lookup(event_plane, metadata_id)
         metadata_id = _narrowed(metadata_id)
         event_metadata = _metadata_frame(meta_rows, self.columns)
         # each per-event temporary is dropped as soon as its last column is built, and each stat
@@ -613,9 +614,9 @@ def _concat(parts: list[np.ndarray]) -> np.ndarray:
 
 
 def _gather(table: np.ndarray, rows: np.ndarray, missing: int = -1) -> np.ndarray:
-    """``table[rows]`` as int32, ``missing`` where a row is -1 (the only negative row): the table
-    gets ``missing`` as its last entry, which row -1 indexes, so no temporary as long as ``rows``."""
-    extended = np.append(np.asarray(table, dtype=np.int32), np.int32(missing))
+    """``table[rows]`` in the table's dtype, ``missing`` where a row is -1 (the only negative row): the
+    table gets ``missing`` as its last entry, which row -1 indexes, so no temporary as long as ``rows``."""
+    extended = np.append(table, np.asarray(missing, dtype=table.dtype))
     return extended[rows]
 
 
@@ -625,6 +626,42 @@ def _codes_of(values: list[object]) -> tuple[np.ndarray, pd.Index]:
     codes = np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in values),
                         dtype=np.int32, count=len(values))
     return codes, pd.Index(list(index), dtype=object)
+
+
+class _RowLookup:
+    """Row of each (plane, id) in per-plane sorted id tables laid end to end (-1 when absent).
+
+    Metadata ids are small counters, so the rows usually fit a dense (plane x id) table read with
+    one gather; otherwise (``_lookup_rows``) each plane's ids are binary-searched."""
+
+    DENSE_MAX_CELLS = 1 << 24  # 64 MB of int32 at most
+    CHUNK = 1 << 20  # items per gather: bounds the int64 index temporaries on big captures
+
+    def __init__(self, ids_per_plane: list[np.ndarray], offsets: list[int]):
+        self.ids_per_plane, self.offsets = ids_per_plane, offsets
+        self.table = None
+        ids = [plane_ids for plane_ids in ids_per_plane if len(plane_ids)]
+        low = min((int(plane_ids[0]) for plane_ids in ids), default=0)
+        self.width = max((int(plane_ids[-1]) for plane_ids in ids), default=-1) + 1
+        if low >= 0 and len(ids_per_plane) * self.width <= self.DENSE_MAX_CELLS:
+            table = np.full((len(ids_per_plane), max(self.width, 1)), -1, dtype=np.int32)
+            for plane_index, (plane_ids, offset) in enumerate(zip(ids_per_plane, offsets, strict=True)):
+                table[plane_index, plane_ids] = np.arange(offset, offset + len(plane_ids), dtype=np.int32)
+            self.table = np.append(table.ravel(), np.int32(-1))  # the last cell answers ids out of range
+
+    def lookup(self, plane_of_item: np.ndarray, ids_of_item: np.ndarray) -> np.ndarray:
+        if self.table is None:
+            return _lookup_rows(plane_of_item, ids_of_item, self.ids_per_plane, self.offsets)
+        rows = np.empty(len(ids_of_item), dtype=np.int32)
+        missing = len(self.table) - 1
+        for low in range(0, len(ids_of_item), self.CHUNK):
+            ids = ids_of_item[low:low + self.CHUNK]
+            cell = plane_of_item[low:low + self.CHUNK].astype(np.int64)
+            cell *= self.width
+            cell += ids
+            cell[(ids < 0) | (ids >= self.width)] = missing
+            rows[low:low + self.CHUNK] = self.table[cell]
+        return rows
 
 
 def _lookup_rows(plane_of_item: np.ndarray, ids_of_item: np.ndarray, ids_per_plane: list[np.ndarray],
