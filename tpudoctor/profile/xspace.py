@@ -631,27 +631,27 @@ def _codes_of(values: list[object]) -> tuple[np.ndarray, pd.Index]:
 class _RowLookup:
     """Row of each (plane, id) in per-plane sorted id tables laid end to end (-1 when absent).
 
-    Metadata ids are small counters, so the rows usually fit a dense (plane x id) table read with
-    one gather; otherwise (``_lookup_rows``) each plane's ids are binary-searched."""
+    Metadata ids are mostly small counters, so the rows of those planes fit a dense (plane x id)
+    table read with one gather; planes with other ids (``/host:metadata`` has hashes) are
+    binary-searched (``_lookup_rows``)."""
 
     DENSE_MAX_CELLS = 1 << 24  # 64 MB of int32 at most
     CHUNK = 1 << 20  # items per gather: bounds the int64 index temporaries on big captures
 
     def __init__(self, ids_per_plane: list[np.ndarray], offsets: list[int]):
         self.ids_per_plane, self.offsets = ids_per_plane, offsets
-        self.table = None
-        ids = [plane_ids for plane_ids in ids_per_plane if len(plane_ids)]
-        low = min((int(plane_ids[0]) for plane_ids in ids), default=0)
-        self.width = max((int(plane_ids[-1]) for plane_ids in ids), default=-1) + 1
-        if low >= 0 and len(ids_per_plane) * self.width <= self.DENSE_MAX_CELLS:
-            table = np.full((len(ids_per_plane), max(self.width, 1)), -1, dtype=np.int32)
-            for plane_index, (plane_ids, offset) in enumerate(zip(ids_per_plane, offsets, strict=True)):
-                table[plane_index, plane_ids] = np.arange(offset, offset + len(plane_ids), dtype=np.int32)
-            self.table = np.append(table.ravel(), np.int32(-1))  # the last cell answers ids out of range
+        n_planes = len(ids_per_plane)
+        self.dense = np.asarray([not len(ids) or (ids[0] >= 0 and ids[-1] < self.DENSE_MAX_CELLS // max(n_planes, 1))
+                                 for ids in ids_per_plane], dtype=bool)
+        self.width = max([int(ids[-1]) + 1 for ids, dense in zip(ids_per_plane, self.dense, strict=True)
+                          if dense and len(ids)], default=1)
+        table = np.full((n_planes, self.width), -1, dtype=np.int32)
+        for plane_index in np.flatnonzero(self.dense):
+            ids, offset = ids_per_plane[plane_index], offsets[plane_index]
+            table[plane_index, ids] = np.arange(offset, offset + len(ids), dtype=np.int32)
+        self.table = np.append(table.ravel(), np.int32(-1))  # the last cell answers ids out of range
 
     def lookup(self, plane_of_item: np.ndarray, ids_of_item: np.ndarray) -> np.ndarray:
-        if self.table is None:
-            return _lookup_rows(plane_of_item, ids_of_item, self.ids_per_plane, self.offsets)
         rows = np.empty(len(ids_of_item), dtype=np.int32)
         missing = len(self.table) - 1
         for low in range(0, len(ids_of_item), self.CHUNK):
@@ -661,6 +661,11 @@ class _RowLookup:
             cell += ids
             cell[(ids < 0) | (ids >= self.width)] = missing
             rows[low:low + self.CHUNK] = self.table[cell]
+        if not self.dense.all():
+            searched = np.flatnonzero(~self.dense[plane_of_item])
+            if len(searched):
+                rows[searched] = _lookup_rows(plane_of_item[searched], ids_of_item[searched], self.ids_per_plane,
+                                              self.offsets)
         return rows
 
 
