@@ -38,8 +38,8 @@ Tables of a ``HostProfile`` (``capture.hosts[hostname]``):
 * ``events`` (one row per event, in file order: plane by plane, line by line): plane_id, line_id,
   plane_name, line_name, metadata_id, name (categorical), start_ps, duration_ps, then the stats:
   always ``CORE_STAT_COLUMNS`` (step_num, group_id, program_id, hlo_category, tf_op, long_name,
-  flops, bytes_accessed; all-missing read-only views that cost no memory when the capture lacks
-  them), and each other stat of ``EVENT_STAT_COLUMNS`` (run_id, replica_id, hlo_op, hlo_module,
+  flops, bytes_accessed; all-missing when the capture lacks them; with ``stats=`` only those asked
+  for), and each other stat of ``EVENT_STAT_COLUMNS`` (run_id, replica_id, hlo_op, hlo_module,
   source, device_offset_ps, device_duration_ps, correlation_id, _pt/_p/_ct/_c flow ids, ...) only
   where the capture has it. Integers are nullable ``Int64``/``UInt64`` (64-bit ids stay exact),
   text is categorical; a value is missing where neither the event nor its metadata has the stat.

@@ -380,10 +380,13 @@ class _Decoder:
         line_id = _narrowed(np.asarray([row[1] for row in line_rows], dtype=np.int64))[event_line]
         line_name = _categorical([row[2] for row in line_rows], event_line)
         del event_line
+        plane_name = _categorical([row["plane_name"] for row in plane_rows], event_plane)
+        if len(plane_rows) <= np.iinfo(np.int16).max:
+            event_plane = event_plane.astype(np.int16)
         frame: dict[str, Any] = {
             "plane_id": event_plane,
             "line_id": line_id,
-            "plane_name": _categorical([row["plane_name"] for row in plane_rows], event_plane),
+            "plane_name": plane_name,
             "line_name": line_name,
             "metadata_id": metadata_id,
             "name": name,
@@ -392,8 +395,8 @@ class _Decoder:
             **stat_arrays,
         }
         del stat_arrays
-        for column in CORE_STAT_COLUMNS:  # always there, all-missing views when not decoded (cost nothing)
-            if column not in frame:
+        for column in CORE_STAT_COLUMNS:  # there, all-missing, when asked for and the capture has none
+            if column not in frame and column in self.columns:
                 frame[column] = _ColumnSink(EVENT_STAT_COLUMNS[column], n_events).array()
         events = pd.DataFrame(frame, copy=False)
         lines = pd.DataFrame(line_rows, columns=["plane_id", "line_id", "line_name", "display_name",
