@@ -20,7 +20,8 @@ def shared_data() -> Path:
 @pytest.fixture
 def gcs_emulator(monkeypatch):
     """A bare gcp-storage-emulator on loopback (no fault proxy: ``fake_gcs`` is that), for reads that a
-    process other than the test's own makes, such as a Dask worker or a CLI subprocess."""
+    process other than the test's own makes, such as a Dask worker or a CLI subprocess; yields a
+    storage client to seed it with."""
     from gcp_storage_emulator.server import create_server
 
     from tpudoctor.testing.loopback import free_port
@@ -30,8 +31,12 @@ def gcs_emulator(monkeypatch):
     server.start()
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "test-project")
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+
     try:
-        yield
+        yield storage.Client(project="test-project", credentials=AnonymousCredentials(),
+                             client_options={"api_endpoint": f"http://127.0.0.1:{port}"})  # for seeding
     finally:
         server.stop()
 

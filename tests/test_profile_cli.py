@@ -183,9 +183,7 @@ def test_real_tpu_capture_summary(capsys):
 
 
 def test_gcs_logdir_through_the_storage_emulator(gcs_emulator, capsys):
-    from tpudoctor.profile.sources import gcs_client
-
-    bucket = gcs_client().create_bucket("profiles")
+    bucket = gcs_emulator.create_bucket("profiles")
     run = "job/plugins/profile/2024_05_05_05_05_05"
     bucket.blob(f"{run}/w-0.xplane.pb").upload_from_string(small_capture())
     bucket.blob(f"{run}/w-1.xplane.pb").upload_from_string(small_capture(events=9))

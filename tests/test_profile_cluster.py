@@ -116,10 +116,8 @@ def test_a_bad_host_fails_on_its_worker_and_the_others_are_reported(cluster, tmp
 
 
 def test_workers_read_a_gcs_logdir_themselves(cluster, gcs_emulator, capsys, tmp_path, monkeypatch):
-    from tpudoctor.profile.sources import gcs_client
-
     monkeypatch.chdir(tmp_path)
-    bucket = gcs_client().create_bucket("profiles")
+    bucket = gcs_emulator.create_bucket("profiles")
     run_dir = next(SLOW_HOST.glob("plugins/profile/*"))
     for f in sorted(run_dir.glob("*.xplane.pb")):
         bucket.blob(f"job/plugins/profile/{run_dir.name}/{f.name}").upload_from_string(f.read_bytes())

@@ -17,6 +17,19 @@ WRITE_PERMISSIONS = ("storage.objects.create", "storage.objects.delete")
 PROBE_PREFIX = ".tpudoctor-probe-"
 
 
+def storage_for_caller(*, timeout_s: float, project: str | None = None, on_gce: bool | None = None,
+                       metadata_email: str | None = None):
+    """``(StorageApi, Identity)``: Cloud Storage as this process's identity (Application Default
+    Credentials; the emulator where ``STORAGE_EMULATOR_HOST`` says) and who that is. ``on_gce``
+    None: detected. Raises ``ApiCallFailed`` (no credentials) like every call of the API."""
+    from tpudoctor.gcp.credentials import on_google_cloud_vm, resolve_credentials, storage_endpoint
+
+    endpoint = storage_endpoint()
+    credentials, identity = resolve_credentials(endpoint, on_gce=on_google_cloud_vm() if on_gce is None else on_gce,
+                                                metadata_email=metadata_email)
+    return StorageApi(credentials, project=project, endpoint=endpoint, timeout_s=timeout_s), identity
+
+
 class StorageApi:
     def __init__(self, credentials: Any, *, project: str | None, endpoint: str | None, timeout_s: float,
                  attempts: int = 3, backoff_s: float = 0.25):

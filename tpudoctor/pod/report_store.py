@@ -78,17 +78,14 @@ def write_report(path: str, text: str, *, fmt: str, api_timeout_s: float) -> Non
 
 
 def _storage(api_timeout_s: float, *, on_gce: bool):
-    from tpudoctor.gcp.credentials import resolve_credentials, storage_endpoint
     from tpudoctor.gcp.errors import ApiCallFailed
-    from tpudoctor.gcp.storage import StorageApi
+    from tpudoctor.gcp.storage import storage_for_caller
 
-    endpoint = storage_endpoint()
     try:
-        credentials, _identity = resolve_credentials(endpoint, on_gce=on_gce)
+        return storage_for_caller(timeout_s=api_timeout_s, on_gce=on_gce)[0]
     except ApiCallFailed as exc:
         raise InputError(f"no access to Cloud Storage: {exc.failure.message}",
                          hint="run 'gcloud auth application-default login'") from None
-    return StorageApi(credentials, project=None, endpoint=endpoint, timeout_s=api_timeout_s)
 
 
 def read_reports(sources: list[str], *, api_timeout_s: float = 30.0) -> list[WorkerOutcome]:

@@ -155,28 +155,11 @@ def _join(*parts: str) -> str:
     return "/".join(part for part in parts if part)
 
 
-def gcs_client():
-    """A plain storage client for seeding test buckets; reads go through ``storage_api``."""
-    from google.cloud import storage
-
-    if os.environ.get("STORAGE_EMULATOR_HOST"):
-        from google.auth.credentials import AnonymousCredentials
-
-        return storage.Client(project=os.environ.get("GOOGLE_CLOUD_PROJECT", "tpudoctor-emulator"),
-                              credentials=AnonymousCredentials())
-    return storage.Client()
-
-
 def storage_api():
     """Cloud Storage with a timeout per call, bounded retries and the shared error mapping, plus who asked."""
-    from tpudoctor.gcp.credentials import on_google_cloud_vm, resolve_credentials, storage_endpoint
-    from tpudoctor.gcp.storage import StorageApi
+    from tpudoctor.gcp.storage import storage_for_caller
 
-    endpoint = storage_endpoint()
-    credentials, identity = resolve_credentials(endpoint, on_gce=on_google_cloud_vm())
-    api = StorageApi(credentials, project=os.environ.get("GOOGLE_CLOUD_PROJECT"), endpoint=endpoint,
-                     timeout_s=GCS_TIMEOUT_S)
-    return api, identity
+    return storage_for_caller(timeout_s=GCS_TIMEOUT_S, project=os.environ.get("GOOGLE_CLOUD_PROJECT"))
 
 
 def _gcs_call(fn, what: str, bucket: str):

@@ -13,9 +13,8 @@ from typing import Any
 
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, Unavailable
-from tpudoctor.gcp.credentials import resolve_credentials, storage_endpoint
 from tpudoctor.gcp.errors import ApiCallFailed
-from tpudoctor.gcp.storage import READ_PERMISSIONS, WRITE_PERMISSIONS, StorageApi
+from tpudoctor.gcp.storage import READ_PERMISSIONS, WRITE_PERMISSIONS, StorageApi, storage_for_caller
 from tpudoctor.gcp.uri import WRITABLE_ROLES, has_glob, listing_prefix, parse_path
 from tpudoctor.provider import FactProvider
 
@@ -65,10 +64,9 @@ class GcsRemoteProvider(FactProvider):
 
         vm = facts.value("metadata.tpu_vm") or {}
         target = facts.value("tpu.target") or {}
-        endpoint = storage_endpoint()
         try:
-            credentials, identity = resolve_credentials(
-                endpoint, on_gce=bool(vm), metadata_email=vm.get("service_account_email"))
+            api, identity = storage_for_caller(timeout_s=ctx.options.api_timeout_s, project=target.get("project"),
+                                               on_gce=bool(vm), metadata_email=vm.get("service_account_email"))
         except ApiCallFailed as exc:
             failure = exc.failure.to_dict()
             buckets = {p["bucket"]: {"bucket": p["bucket"], "failure": failure} for p in usable}
@@ -76,8 +74,6 @@ class GcsRemoteProvider(FactProvider):
             return {"gcp.identity": {"principal": None, "kind": "none", "source": exc.failure.message},
                     "gcs.buckets": buckets, "gcs.objects": why, "gcs.record_heads": why,
                     "gcs.write_probe": probe_off if not ctx.options.write_probe else why}
-        api = StorageApi(credentials, project=target.get("project"), endpoint=endpoint,
-                         timeout_s=ctx.options.api_timeout_s)
 
         buckets = {name: self._bucket(api, name, [p for p in usable if p["bucket"] == name])
                    for name in dict.fromkeys(p["bucket"] for p in usable)}
