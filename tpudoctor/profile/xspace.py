@@ -326,12 +326,11 @@ class _Decoder:
             del chunks
             ends = np.cumsum(lengths)
             starts = ends - lengths
-            fields = _event_fields(buffer, starts, ends)
-            for target, values in zip((metadata_id, offset_ps, duration_ps), fields[:3], strict=True):
-                target[first_event:first_event + len(starts)] = values
-            stat_event, stat_start, stat_end = fields[3]
+            batch = slice(first_event, first_event + len(starts))
+            stat_event, stat_start, stat_end = _event_fields(
+                buffer, starts, ends, (metadata_id[batch], offset_ps[batch], duration_ps[batch]))
             stats = _decode_stats(buffer, stat_event + first_event, stat_start, stat_end)
-            del fields, stat_event, stat_start, stat_end
+            del stat_event, stat_start, stat_end
             stat_plane = event_plane[stats["event"]]
             stat_row = stat_rows.lookup(stat_plane, stats["metadata_id"])
             stat_column = _gather(stat_column_table, stat_row)
@@ -764,15 +763,15 @@ _TAG_METADATA_ID, _TAG_OFFSET_PS, _TAG_DURATION_PS, _TAG_STAT = 0x08, 0x10, 0x18
 _VALUE_TAGS = {0x11: _DOUBLE, 0x18: _UINT64, 0x20: _INT64, 0x2A: _STR, 0x32: _BYTES, 0x38: _REF}
 
 
-def _event_fields(buffer: wire.Buffer, starts: np.ndarray, ends: np.ndarray):
-    """(metadata_id, offset_ps, duration_ps, (stat's event, start, end)) of the XEvents at the spans.
+def _event_fields(buffer: wire.Buffer, starts: np.ndarray, ends: np.ndarray, columns: tuple[np.ndarray, ...]):
+    """Fill ``columns`` (metadata_id, offset_ps, duration_ps: zeroed int64, one entry per event) from
+    the XEvents at the spans; returns their stats' spans (event, start, end).
 
     Writers emit fields in field-number order (metadata_id 1, offset_ps 2, duration_ps 3, stats 4),
     so each field is read at its expected place for all events at once, a round per field instead
     of a generic walk that decodes every tag; events laid out otherwise (num_occurrences, unknown
     fields, another order) are decoded field by field by ``_event_fields_any_order``."""
     n = len(starts)
-    columns = [np.zeros(n, dtype=np.int64) for _ in range(3)]
     pos = starts.astype(np.int64, copy=True)
     data = buffer.bytes
     for tag, target in zip((_TAG_METADATA_ID, _TAG_OFFSET_PS, _TAG_DURATION_PS), columns, strict=True):
@@ -802,13 +801,13 @@ def _event_fields(buffer: wire.Buffer, starts: np.ndarray, ends: np.ndarray):
         alive = alive[end < ends[alive]]
     spans = (_concat(stat_event), _concat(stat_start), _concat(stat_end))
     if irregular.any():
-        columns, spans = _event_fields_any_order(buffer, starts, ends, np.flatnonzero(irregular), columns, spans)
-    return (*columns, spans)
+        spans = _event_fields_any_order(buffer, starts, ends, np.flatnonzero(irregular), columns, spans)
+    return spans
 
 
 def _event_fields_any_order(buffer, starts, ends, irregular, columns, spans):
     """Decode the ``irregular`` events again with the generic field walk (later fields win, as in
-    protobuf) and put their fields and stat spans in place of the ordered pass's."""
+    protobuf): their fields into ``columns``, their stat spans in place of the ordered pass's."""
     for target in columns:
         target[irregular] = 0
     keep = ~np.isin(spans[0], irregular)
@@ -826,7 +825,7 @@ def _event_fields_any_order(buffer, starts, ends, irregular, columns, spans):
         stat_end.append(value_pos[hit] + length[hit])
     event = np.concatenate(stat_event)
     order = np.argsort(event, kind="stable")  # stats in event order, each event's in file order
-    return columns, (event[order], np.concatenate(stat_start)[order], np.concatenate(stat_end)[order])
+    return event[order], np.concatenate(stat_start)[order], np.concatenate(stat_end)[order]
 
 
 def _decode_stats(buffer: wire.Buffer, event: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> dict[str, np.ndarray]:
