@@ -127,9 +127,10 @@ def test_line_timestamps_per_plane_equal_a_join_on_plane_and_line():
     # ops out of plane order, one on a line that is not in the table
     ops = pd.DataFrame({"plane_id": [1, 0, 2, 0, 1, 2, 1], "line_id": [1 << 40, 3, 5, 7, 3, 9, 3]})
     joined = ops.merge(lines, on=["plane_id", "line_id"], how="left")["timestamp_ns"].fillna(-1).astype(np.int64)
-    assert _line_timestamps_ns(lines, ops, -1).tolist() == joined.tolist() == [400, 200, 500, 100, 300, -1, 300]
+    assert _line_timestamps_ns(lines, ops["plane_id"], ops["line_id"], -1).tolist() == joined.tolist() == [
+        400, 200, 500, 100, 300, -1, 300]
     ordered = ops.sort_values("plane_id", kind="stable")
-    assert _line_timestamps_ns(lines, ordered, -1).tolist() == joined[ordered.index].tolist()
+    assert _line_timestamps_ns(lines, ordered["plane_id"], ordered["line_id"], -1).tolist() == joined[ordered.index].tolist()
 
 
 def test_decoder_row_lookup_matches_a_dictionary_whatever_the_item_order():
