@@ -15,13 +15,7 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.profile.analysis.device_ops import op_name_ids
-from tpudoctor.profile.analysis.events import (
-    device_kind,
-    device_ops,
-    first_rows,
-    group_ids,
-    group_sums,
-)
+from tpudoctor.profile.analysis.events import Groups, device_kind, device_ops
 
 KEY = ["program_id", "op_name"]
 RATE_COLUMNS = ("flop_rate_flops_per_s", "hbm_bw_bytes_per_s", "memory_bw_bytes_per_s")
@@ -84,14 +78,12 @@ def op_table(host, roofline=None) -> pd.DataFrame:
     name_ids, name_labels = op_name_ids(ops)  # ops without a name are left out (-1)
     program_ids, programs = ops.coded("program_id").mapped(str, missing="")
     category_ids, categories = ops.coded("hlo_category").mapped(str, missing="")
-    ids, n_groups = group_ids(program_ids, name_ids)
-    first = first_rows(ids, n_groups)
+    groups = Groups(program_ids, name_ids)
+    first = groups.first_row
     table = pd.DataFrame({
         "program_id": programs[program_ids[first]], "op_name": name_labels[name_ids[first]],
-        "category": categories[category_ids[first]],
-        "occurrences": np.bincount(ids, minlength=n_groups).astype(np.int64),
-        "total_time_ps": group_sums(ids, n_groups, ops.duration_ps.astype(np.float64)),
-        "self_time_ps": group_sums(ids, n_groups, ops.self_ps.astype(np.float64)),
+        "category": categories[category_ids[first]], "occurrences": groups.counts(),
+        "total_time_ps": groups.sums(ops.duration_ps), "self_time_ps": groups.sums(ops.self_ps),
     })
     return table.sort_values("total_time_ps", ascending=False, kind="stable").reset_index(drop=True)
 

@@ -9,10 +9,8 @@ import pandas as pd
 
 from tpudoctor.profile.analysis.events import (
     Coded,
+    Groups,
     device_ops,
-    first_rows,
-    group_ids,
-    group_sums,
     module_rows,
     take,
     union_ps,
@@ -46,24 +44,21 @@ def analyze_device_ops(host, *, top_n: int = 15) -> DeviceOps:
     name_ids, name_labels = op_name_ids(ops)
     category = ops.coded("hlo_category")
     category_ids, category_labels = category.mapped(str, missing="")
-    self_ps = ops.self_ps.astype(np.float64)
+    self_ps = ops.self_ps
     flops = ops.numbers("flops")
-    total = max(pd.Series(self_ps).sum(), 1.0)
-    ids, n_groups = group_ids(name_ids, category_ids)
-    first = first_rows(ids, n_groups)
-    g = pd.DataFrame({
-        "count": np.bincount(ids[ids >= 0], minlength=n_groups).astype(np.int64),
-        "self_ps": group_sums(ids, n_groups, self_ps), "flops": group_sums(ids, n_groups, flops),
-    }, index=pd.MultiIndex.from_arrays([pd.Index(name_labels[name_ids[first]], dtype=object),
-                                        pd.Index(category_labels[category_ids[first]], dtype=object)],
-                                       names=["name", "category"]))
+    total = max(pd.Series(self_ps.astype(np.float64)).sum(), 1.0)
+    groups = Groups(name_ids, category_ids)
+    first = groups.first_row
+    g = pd.DataFrame({"count": groups.counts(), "self_ps": groups.sums(self_ps), "flops": groups.sums(flops)},
+                     index=pd.MultiIndex.from_arrays([pd.Index(name_labels[name_ids[first]]),
+                                                      pd.Index(category_labels[category_ids[first]])],
+                                                     names=["name", "category"]))
     g = g.sort_values("self_ps", ascending=False).head(top_n).reset_index()
     top = pd.DataFrame({"name": g["name"], "category": g["category"], "count": g["count"].astype(int),
                         "self_ms": g["self_ps"] / 1e9, "self_percent": 100 * g["self_ps"] / total,
                         "flops_per_s": np.where(g["self_ps"] > 0, g["flops"] / (g["self_ps"] / 1e12), np.nan)})
-    by_category = group_sums(category_ids, len(category_labels), self_ps)
-    present = np.bincount(category_ids, minlength=len(category_labels)) > 0
-    cats = pd.Series(by_category[present], index=pd.Index(category_labels[present], dtype=object))
+    by_category = Groups(category_ids)
+    cats = pd.Series(by_category.sums(self_ps), index=pd.Index(category_labels[by_category.order]))
     cats = cats.sort_index().sort_values(ascending=False)  # as a (sorted) group-by of the texts
     categories = pd.DataFrame({"category": cats.index.astype(str), "self_ms": cats.to_numpy() / 1e9,
                                "self_percent": 100 * cats.to_numpy() / total})
@@ -125,7 +120,7 @@ def _utilization(host, self_ps: np.ndarray, flops: np.ndarray, ops) -> tuple[flo
     flops_util = None
     peaks = [float(s["peak_teraflops_per_second"]) for s in host.plane_stats.values()
              if s.get("peak_teraflops_per_second")]
-    busy_ps = pd.Series(self_ps).sum()
+    busy_ps = pd.Series(self_ps.astype(np.float64)).sum()
     if peaks and busy_ps > 0 and np.isfinite(flops).any():
         n_cores = max(len(ops.cores_in_order()), 1)
         rate = np.nansum(flops) / (busy_ps / 1e12 / n_cores) / n_cores

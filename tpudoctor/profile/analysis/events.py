@@ -142,43 +142,63 @@ class Coded:
         return table[self.codes], np.array(list(new_labels), dtype=object)
 
 
-def group_ids(*keys: np.ndarray) -> tuple[np.ndarray, int]:
-    """Dense group ids (0..n-1) of rows by integer keys, in order of first appearance (as a pandas
-    group-by with ``sort=False``); any key -1 (missing) gives -1."""
-    n = len(keys[0])
-    if n == 0:
-        return np.zeros(0, np.int64), 0
-    combined = np.zeros(n, np.int64)
-    missing = np.zeros(n, bool)
-    for key in keys:
-        key = np.asarray(key, np.int64)
-        missing |= key < 0
-        width = int(key.max()) + 2
-        combined = combined * width + (key + 1)
-    ids, uniques = pd.factorize(combined)
-    if missing.any():
-        # renumber without the groups of missing keys, keeping first-appearance order
-        dropped = np.zeros(len(uniques), bool)
-        dropped[ids[missing]] = True
-        new = np.cumsum(~dropped) - 1
-        new[dropped] = -1
-        return new[ids], int((~dropped).sum())
-    return ids.astype(np.int64, copy=False), len(uniques)
+class Groups:
+    """Rows grouped by small integer keys (codes; a row with any key -1 is in no group), the groups in
+    order of their first row, as a pandas group-by with ``sort=False`` orders them. Keys are combined
+    into one dense number per row, so counting and summing are ``bincount``s, not hashing."""
 
+    DENSE_LIMIT = 1 << 26
 
-def group_sums(ids: np.ndarray, n_groups: int, values: np.ndarray) -> np.ndarray:
-    """Sum of ``values`` (float, NaN skipped) per group id, exactly as pandas' group-by sum: rows
-    of ids -1 left out. Whole numbers whose sum stays below 2**53 add up exactly in any order, so
-    those take one ``bincount``; other values go through pandas' own (compensated) sum."""
-    values = np.asarray(values, np.float64)
-    keep = ids >= 0
-    finite = ~np.isnan(values)
-    weights = np.where(finite, values, 0.0)
-    if np.all(weights == np.round(weights)) and float(np.abs(weights).sum()) < 2.0 ** 53:
-        return np.bincount(ids[keep], weights=weights[keep], minlength=n_groups)
-    key = pd.Categorical.from_codes(ids[keep], categories=pd.RangeIndex(n_groups))
-    sums = pd.Series(values[keep]).groupby(key, observed=False, sort=True).sum()
-    return sums.to_numpy(np.float64)
+    def __init__(self, *keys: np.ndarray):
+        n = len(keys[0])
+        valid = np.ones(n, bool)
+        dense = np.zeros(n, np.int64)
+        size = 1
+        for key in keys:
+            key = np.asarray(key)
+            valid &= key >= 0
+            width = int(key.max()) + 1 if n else 1
+            if size * width > self.DENSE_LIMIT:  # too many combinations for a table: renumber first
+                dense, uniques = pd.factorize(np.where(valid, dense, -1))
+                size = len(uniques)
+            dense = dense * width + np.maximum(key, 0)
+            size *= max(width, 1)
+        self.all_valid = bool(valid.all())
+        self.valid = None if self.all_valid else valid
+        self.key = dense if self.all_valid else dense[valid]
+        self.size = size
+        positions = np.arange(n, dtype=np.int64) if self.all_valid else np.flatnonzero(valid)
+        first = np.full(size, n, np.int64)
+        np.minimum.at(first, self.key, positions)
+        present = np.flatnonzero(first < n)
+        self.order = present[np.argsort(first[present], kind="stable")]  # dense key of each group
+        self.first_row = first[self.order]
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def counts(self) -> np.ndarray:
+        return np.bincount(self.key, minlength=self.size)[self.order].astype(np.int64)
+
+    def sums(self, values: np.ndarray) -> np.ndarray:
+        """Float sum of ``values`` per group (NaN skipped), as pandas' group-by sum gives it. Whole
+        numbers whose sum stays below 2**53 add up exactly in any order: one ``bincount``. Other
+        values go through pandas' own (compensated) sum in row order."""
+        values = np.asarray(values)
+        if self.valid is not None:
+            values = values[self.valid]
+        if values.dtype.kind in "iu":
+            if float(np.abs(values).sum(dtype=np.float64)) < 2.0 ** 52:
+                return np.bincount(self.key, weights=values, minlength=self.size)[self.order]
+            values = values.astype(np.float64)
+        values = np.asarray(values, np.float64)
+        weights = np.where(np.isnan(values), 0.0, values)
+        if float(np.abs(weights).sum()) < 2.0 ** 52 and np.array_equal(weights, np.round(weights)):
+            return np.bincount(self.key, weights=weights, minlength=self.size)[self.order]
+        rank = np.full(self.size, -1, np.int64)
+        rank[self.order] = np.arange(len(self.order))
+        key = pd.Categorical.from_codes(rank[self.key], categories=pd.RangeIndex(len(self.order)))
+        return pd.Series(values).groupby(key, observed=False, sort=True).sum().to_numpy(np.float64)
 
 
 def first_rows(ids: np.ndarray, n_groups: int) -> np.ndarray:
@@ -209,7 +229,10 @@ def module_rows(host, core: str | None = None) -> np.ndarray:
 
 def take(frame: pd.DataFrame, name: str, rows: np.ndarray, dtype=np.int64) -> np.ndarray:
     """``frame[name]`` at ``rows`` as a numpy array of ``dtype`` (whatever the column's own dtype)."""
-    return np.asarray(frame[name].array.take(rows).to_numpy(dtype), dtype=dtype)
+    series = frame[name]
+    if isinstance(series.dtype, np.dtype):  # a numpy column: one gather, no intermediate array
+        return series.to_numpy()[rows].astype(dtype, copy=False)
+    return np.asarray(series.array.take(rows).to_numpy(dtype), dtype=dtype)
 
 
 def rows_frame(frame: pd.DataFrame, rows: np.ndarray, columns) -> pd.DataFrame:
@@ -281,6 +304,8 @@ class DeviceOps:
     def numbers(self, name: str) -> np.ndarray:
         """A numeric stat at the op rows as float64, NaN where missing or not a number."""
         values = self.values(name)
+        if isinstance(values, pd.arrays.IntegerArray | pd.arrays.FloatingArray):
+            return values.to_numpy(np.float64, na_value=np.nan)
         return pd.to_numeric(pd.Series(values, copy=False), errors="coerce").to_numpy(np.float64)
 
     def cores_in_order(self) -> list[int]:
@@ -350,19 +375,75 @@ def _select_device_ops(host) -> DeviceOps:
     del sel
     if len(ev) < 2**31:
         rows = rows.astype(np.int32)
-    start = take(ev, "start_ps", rows)
-    duration = take(ev, "duration_ps", rows)
-    plane = take(ev, "plane_id", rows)
-    line = take(ev, "line_id", rows)
-    if kind == "tpu":
-        start, duration = _device_timespans(host, rows, plane, line, start, duration)
     if kind == "cpu":
         core, core_names = np.zeros(len(rows), np.int8), np.array(["cpu"], dtype=object)
     else:
         planes = Coded.of(ev, "plane_name", rows)
         core, core_names = planes.codes, planes.labels
-    self_ps = _self_time(plane, line, start, duration)
+    start, duration, self_ps = _op_times(host, rows, device_clock=kind == "tpu")
     return DeviceOps(ev, rows, start, duration, self_ps, core, core_names)
+
+
+OP_CHUNK = 1 << 20  # ops whose times are worked out together (whole lines): bounds the temporaries
+
+
+def _op_times(host, rows: np.ndarray, *, device_clock: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start, duration and self time of the ops at ``rows``, worked out a piece of whole lines at a
+    time (a line's ops are adjacent, as the events are stored), so that no temporary is as long as
+    all the ops of a big capture. Self time is the duration array itself where nothing nests."""
+    ev = host.events
+    n = len(rows)
+    start = np.empty(n, np.int64)
+    duration = np.empty(n, np.int64)
+    pieces = []
+    for low, high in _line_pieces(ev, rows):
+        chunk = rows[low:high]
+        plane, line = take(ev, "plane_id", chunk), take(ev, "line_id", chunk)
+        chunk_start, chunk_duration = take(ev, "start_ps", chunk), take(ev, "duration_ps", chunk)
+        if device_clock:
+            chunk_start, chunk_duration = _device_timespans(host, chunk, plane, line, chunk_start, chunk_duration)
+        start[low:high] = chunk_start
+        duration[low:high] = chunk_duration
+        own = _self_time(plane, line, chunk_start, chunk_duration)
+        pieces.append((low, high, None if own is chunk_duration else own))
+        del plane, line, chunk_start, chunk_duration, own
+    if all(own is None for _, _, own in pieces):
+        return start, duration, duration
+    self_ps = duration.copy()
+    for low, high, own in pieces:
+        if own is not None:
+            self_ps[low:high] = own
+    return start, duration, self_ps
+
+
+def _line_pieces(ev: pd.DataFrame, rows: np.ndarray) -> list[tuple[int, int]]:
+    """Ranges of ``rows`` of about ``OP_CHUNK`` that cut only between lines; one range when a line's
+    rows are not all adjacent (then no cut is safe)."""
+    n = len(rows)
+    if n <= OP_CHUNK:
+        return [(0, n)]
+    changes = []
+    last = None
+    for low in range(0, n, OP_CHUNK):
+        chunk = rows[low:low + OP_CHUNK]
+        plane, line = take(ev, "plane_id", chunk), take(ev, "line_id", chunk)
+        if last is not None:
+            plane, line = np.r_[last[0], plane], np.r_[last[1], line]
+        later_plane = plane[1:] > plane[:-1]
+        same_plane = plane[1:] == plane[:-1]
+        if np.any(~later_plane & ~same_plane) or np.any(same_plane & (line[1:] < line[:-1])):
+            return [(0, n)]  # lines not in (plane, line) order: a line's rows may be apart
+        offset = low if last is None else low - 1
+        changes.append(np.flatnonzero(later_plane | (line[1:] != line[:-1])) + 1 + offset)
+        last = (plane[-1], line[-1])
+    cuts = np.concatenate(changes)
+    pieces, low = [], 0
+    while low < n:
+        at = np.searchsorted(cuts, low + OP_CHUNK)
+        high = int(cuts[at]) if at < len(cuts) else n
+        pieces.append((low, high))
+        low = high
+    return pieces
 
 
 def _device_timespans(host, rows: np.ndarray, plane: np.ndarray, line: np.ndarray, start: np.ndarray,

@@ -19,7 +19,6 @@ import pandas as pd
 from tpudoctor.profile.analysis.events import (
     HOST_PLANE,
     Coded,
-    column,
     host_rows,
     mask,
     name_matches,
@@ -69,7 +68,8 @@ def analyze_recompilation(host, window_ps: tuple[int, int]) -> Recompilation:
 
     graphs = outermost_rows(ev, host_rows(host, TF_GRAPH_BUILDING))
     if len(graphs):
-        calls = np.flatnonzero(text_equals(ev["plane_name"], HOST_PLANE) & column(ev, "tf_function_call").notna().to_numpy())
+        calls = np.flatnonzero(text_equals(ev["plane_name"], HOST_PLANE) & ev["tf_function_call"].notna().to_numpy()) \
+            if "tf_function_call" in ev.columns else np.zeros(0, np.int64)
         fn = _enclosing_names(ev, graphs, calls)
         rows.append(_frame(ev, graphs, [p or "(tf.function)" for p in fn], "tensorflow"))
     tf_ops = host_rows(host, TF_COMPILE_OPS)
@@ -98,7 +98,7 @@ def analyze_recompilation(host, window_ps: tuple[int, int]) -> Recompilation:
 
     total_ps = union_ps(intervals["start_ps"].to_numpy(np.int64), intervals["end_ps"].to_numpy(np.int64)) \
         if not intervals.empty else 0
-    tracing = column(ev, "tracing_count")
+    tracing = ev["tracing_count"] if "tracing_count" in ev.columns else pd.Series([], dtype="Int64")
     return Recompilation(
         functions=functions,
         intervals=intervals,

@@ -35,11 +35,9 @@ import pandas as pd
 
 from tpudoctor.profile.analysis.events import (
     TPU_PLANE,
+    Groups,
     device_kind,
     device_ops,
-    first_rows,
-    group_ids,
-    group_sums,
     take,
 )
 
@@ -296,14 +294,14 @@ def _op_table(host, ops, chosen: np.ndarray | None, category_ids: np.ndarray,
     program = pd.array(ops.values("program_id"), dtype="UInt64").fillna(0)
     program_ids, programs = pd.factorize(program)
     del program
-    ids, n_groups = group_ids(at(program_ids), at(name_ids))
-    first = first_rows(ids, n_groups)
+    groups = Groups(at(program_ids), at(name_ids))
+    first = groups.first_row
     categories = at(category_ids)
     table = pd.DataFrame({
         "program_id": pd.array(programs.take(at(program_ids)[first]), dtype="UInt64"),
         "op_name": name_labels[at(name_ids)[first]],
         "category": category_labels[categories[first]],
-        "occurrences": np.bincount(ids, minlength=n_groups).astype(np.int64),
+        "occurrences": groups.counts(),
     })
     del program_ids, name_ids, categories
 
@@ -317,8 +315,7 @@ def _op_table(host, ops, chosen: np.ndarray | None, category_ids: np.ndarray,
         return np.where(found, breakdown[col].to_numpy(np.float64)[row], 0.0)
 
     totals: dict[str, float] = {}
-    columns = {"total_time_ps": lambda: at(ops.duration_ps).astype(np.float64),
-               "self_time_ps": lambda: at(ops.self_ps).astype(np.float64),
+    columns = {"total_time_ps": lambda: at(ops.duration_ps), "self_time_ps": lambda: at(ops.self_ps),
                **{c: (lambda c=c: _zero_missing(at(ops.numbers(c))))
                   for c in ("flops", "model_flops", "bytes_accessed")},
                **{c: (lambda c=c: per_op(c)) for c in BYTE_COLUMNS}}
@@ -331,7 +328,7 @@ def _op_table(host, ops, chosen: np.ndarray | None, category_ids: np.ndarray,
             values = np.where(has_breakdown, values, columns["bytes_accessed"]())
         elif col not in ("total_time_ps", "self_time_ps"):
             totals[col] = float(pd.Series(values).sum())
-        table[col] = group_sums(ids, n_groups, values)
+        table[col] = groups.sums(values)
         del values
     return table, totals
 
