@@ -294,11 +294,18 @@ def to_tables(result: HostCollectives) -> dict[str, list[dict]]:
             v = v.item()
         return None if isinstance(v, float) and np.isnan(v) else v
 
+    def column_values(series: pd.Series) -> list:
+        if isinstance(series.dtype, np.dtype) and series.dtype.kind in "iub":
+            return series.to_numpy().tolist()  # Python ints and bools, never missing
+        if isinstance(series.dtype, np.dtype) and series.dtype.kind == "f":
+            return [None if v != v else v for v in series.to_numpy().tolist()]  # NaN: None
+        return [plain(v) for v in series.astype(object).tolist()]
+
     def records(frame: pd.DataFrame | None) -> list[dict]:
         if frame is None or frame.empty:
             return []
         # column by column (a per-step table has a row per step: no frame of Python objects first)
-        columns = {name: [plain(v) for v in frame[name].astype(object).tolist()] for name in frame.columns}
+        columns = {name: column_values(frame[name]) for name in frame.columns}
         return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
     return {PER_STEP_TABLE: records(result.per_step), BY_KIND_TABLE: records(result.by_kind),

@@ -11,6 +11,7 @@ from tpudoctor.profile.analysis.events import (
     Coded,
     Groups,
     device_ops,
+    float_total,
     module_rows,
     take,
     union_ps,
@@ -46,7 +47,7 @@ def analyze_device_ops(host, *, top_n: int = 15) -> DeviceOps:
     category_ids, category_labels = category.mapped(str, missing="")
     self_ps = ops.self_ps
     flops = ops.numbers("flops")
-    total = max(pd.Series(self_ps.astype(np.float64)).sum(), 1.0)
+    total = max(float_total(self_ps), 1.0)
     groups = Groups(name_ids, category_ids)
     first = groups.first_row
     g = pd.DataFrame({"count": groups.counts(), "self_ps": groups.sums(self_ps), "flops": groups.sums(flops)},
@@ -85,15 +86,18 @@ def op_name_ids(ops) -> tuple[np.ndarray, np.ndarray]:
     labels: dict[str, int] = {}
 
     def ids_of(coded) -> np.ndarray:
-        table = np.full(len(coded.labels) + 1, -1, np.int64)
+        table = np.full(len(coded.labels) + 1, -1, np.int32)
         for code, label in enumerate(coded.labels):
             table[code] = labels.setdefault(label, len(labels))
         return table[coded.codes]
 
     short, short_labels = ops.coded("name").mapped(lambda n: n.split(" = ", 1)[0].lstrip("%"))
-    short_ids = ids_of(type(ops.coded("name"))(short, short_labels))
+    ids = ids_of(Coded(short, short_labels))
+    del short
     hlo_op = ops.coded("hlo_op")
-    ids = np.where(hlo_op.codes >= 0, ids_of(hlo_op), short_ids)
+    with_hlo_op = hlo_op.codes >= 0
+    if with_hlo_op.any():
+        ids = np.where(with_hlo_op, ids_of(hlo_op), ids)
     return ids, np.array(list(labels), dtype=object)
 
 
@@ -120,7 +124,7 @@ def _utilization(host, self_ps: np.ndarray, flops: np.ndarray, ops) -> tuple[flo
     flops_util = None
     peaks = [float(s["peak_teraflops_per_second"]) for s in host.plane_stats.values()
              if s.get("peak_teraflops_per_second")]
-    busy_ps = pd.Series(self_ps.astype(np.float64)).sum()
+    busy_ps = float_total(self_ps)
     if peaks and busy_ps > 0 and np.isfinite(flops).any():
         n_cores = max(len(ops.cores_in_order()), 1)
         rate = np.nansum(flops) / (busy_ps / 1e12 / n_cores) / n_cores

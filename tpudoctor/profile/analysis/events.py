@@ -52,9 +52,7 @@ def name_matches(frame: pd.DataFrame, pattern: str, col: str = "name") -> np.nda
     if isinstance(values.dtype, pd.CategoricalDtype):
         # Match each distinct name once, then map back (names repeat thousands of times).
         hits = _category_hits(values.cat.categories, pattern)
-        if not hits.any():
-            return np.zeros(len(values), bool)
-        return hits[values.cat.codes.to_numpy()]
+        return _rows_with_codes(values.array.codes, hits)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return mask(values.astype("string").str.contains(pattern, regex=True))
@@ -66,7 +64,7 @@ def text_equals(series: pd.Series, value: str) -> np.ndarray:
     if not isinstance(series.dtype, pd.CategoricalDtype):
         return mask(series.astype(str) == value)
     hit = np.append(np.asarray(series.cat.categories.astype(str) == value, dtype=bool), False)
-    return hit[series.cat.codes.to_numpy()]  # code -1 (missing: stays missing as text) takes the appended False
+    return _rows_with_codes(series.array.codes, hit)  # code -1 (missing: stays missing as text) takes the appended False
 
 
 def text_in(series: pd.Series, values) -> np.ndarray:
@@ -74,7 +72,18 @@ def text_in(series: pd.Series, values) -> np.ndarray:
     if not isinstance(series.dtype, pd.CategoricalDtype):
         return mask(series.astype("string").isin(values))
     hit = np.append(np.asarray(series.cat.categories.astype(str).isin(list(values)), dtype=bool), False)
-    return hit[series.cat.codes.to_numpy()]
+    return _rows_with_codes(series.array.codes, hit)
+
+
+def _rows_with_codes(codes: np.ndarray, hit: np.ndarray) -> np.ndarray:
+    """``hit[codes]`` (``hit`` has a last entry for code -1): one comparison per row where a single
+    category hits, nothing where none does."""
+    which = np.flatnonzero(hit)
+    if not len(which):
+        return np.zeros(len(codes), bool)
+    if len(which) == 1 and which[0] < len(hit) - 1:
+        return codes == which[0]
+    return hit[codes]
 
 
 def per_name(series: pd.Series, fn) -> np.ndarray:
@@ -104,7 +113,7 @@ class Coded:
             return cls(np.full(n, -1, np.int32), np.zeros(0, object))
         values = frame[name]
         if isinstance(values.dtype, pd.CategoricalDtype):
-            codes = values.cat.codes.to_numpy()
+            codes = values.array.codes
             labels = np.array([str(c) for c in values.cat.categories], dtype=object)
             return cls(codes if rows is None else codes[rows], labels)
         values = values.array if rows is None else values.array.take(rows)
@@ -142,6 +151,9 @@ class Coded:
         return table[self.codes], np.array(list(new_labels), dtype=object)
 
 
+CHUNK_ROWS = 1 << 20  # rows per pass where a whole-column temporary would cost hundreds of MB
+
+
 class Groups:
     """Rows grouped by small integer keys (codes; a row with any key -1 is in no group), the groups in
     order of their first row, as a pandas group-by with ``sort=False`` orders them. Keys are combined
@@ -152,24 +164,29 @@ class Groups:
     def __init__(self, *keys: np.ndarray):
         n = len(keys[0])
         valid = np.ones(n, bool)
-        dense = np.zeros(n, np.int64)
+        dense = np.zeros(n, np.int32)
         size = 1
         for key in keys:
             key = np.asarray(key)
             valid &= key >= 0
-            width = int(key.max()) + 1 if n else 1
+            width = max(int(key.max()) + 1 if n else 1, 1)
             if size * width > self.DENSE_LIMIT:  # too many combinations for a table: renumber first
-                dense, uniques = pd.factorize(np.where(valid, dense, -1))
-                size = len(uniques)
-            dense = dense * width + np.maximum(key, 0)
-            size *= max(width, 1)
-        self.all_valid = bool(valid.all())
-        self.valid = None if self.all_valid else valid
-        self.key = dense if self.all_valid else dense[valid]
+                dense[~valid] = -1
+                codes, uniques = pd.factorize(dense)
+                dense, size = codes.astype(np.int32), len(uniques)
+            dense *= width
+            dense += key  # rows with a key -1 are left out below
+            size *= width
+        self.valid = None if valid.all() else valid
+        self.key = dense if self.valid is None else dense[valid]
+        del dense
         self.size = size
-        positions = np.arange(n, dtype=np.int64) if self.all_valid else np.flatnonzero(valid)
         first = np.full(size, n, np.int64)
-        np.minimum.at(first, self.key, positions)
+        valid_rows = None if self.valid is None else np.flatnonzero(valid)
+        for low in range(0, len(self.key), CHUNK_ROWS):  # first row of each key, a chunk at a time
+            chunk = self.key[low:low + CHUNK_ROWS]
+            positions = np.arange(low, low + len(chunk)) if valid_rows is None else valid_rows[low:low + len(chunk)]
+            np.minimum.at(first, chunk, positions)
         present = np.flatnonzero(first < n)
         self.order = present[np.argsort(first[present], kind="stable")]  # dense key of each group
         self.first_row = first[self.order]
@@ -182,23 +199,48 @@ class Groups:
 
     def sums(self, values: np.ndarray) -> np.ndarray:
         """Float sum of ``values`` per group (NaN skipped), as pandas' group-by sum gives it. Whole
-        numbers whose sum stays below 2**53 add up exactly in any order: one ``bincount``. Other
+        numbers whose sum stays below 2**52 add up exactly in any order: one ``bincount``. Other
         values go through pandas' own (compensated) sum in row order."""
         values = np.asarray(values)
         if self.valid is not None:
             values = values[self.valid]
         if values.dtype.kind in "iu":
-            if float(np.abs(values).sum(dtype=np.float64)) < 2.0 ** 52:
+            if exact_sum(values) is not None:
                 return np.bincount(self.key, weights=values, minlength=self.size)[self.order]
             values = values.astype(np.float64)
         values = np.asarray(values, np.float64)
-        weights = np.where(np.isnan(values), 0.0, values)
-        if float(np.abs(weights).sum()) < 2.0 ** 52 and np.array_equal(weights, np.round(weights)):
+        missing = np.isnan(values)
+        weights = np.where(missing, 0.0, values) if missing.any() else values
+        del missing
+        if exact_sum(weights) is not None:
             return np.bincount(self.key, weights=weights, minlength=self.size)[self.order]
         rank = np.full(self.size, -1, np.int64)
         rank[self.order] = np.arange(len(self.order))
         key = pd.Categorical.from_codes(rank[self.key], categories=pd.RangeIndex(len(self.order)))
-        return pd.Series(values).groupby(key, observed=False, sort=True).sum().to_numpy(np.float64)
+        return pd.Series(values, copy=False).groupby(key, observed=False, sort=True).sum().to_numpy(np.float64)
+
+
+def exact_sum(values: np.ndarray) -> float | None:
+    """The sum of whole numbers (ints, or floats without fraction or NaN) when every partial sum stays
+    below 2**52, so that any summation order gives it exactly; None otherwise."""
+    total_abs = 0.0
+    is_int = values.dtype.kind in "iu"
+    for low in range(0, len(values), CHUNK_ROWS):
+        chunk = values[low:low + CHUNK_ROWS]
+        if not is_int and not np.array_equal(chunk, np.floor(chunk)):
+            return None
+        total_abs += float(np.abs(chunk).sum(dtype=np.float64))
+        if total_abs >= 2.0 ** 52:
+            return None
+    return float(values.sum(dtype=np.int64 if is_int else np.float64))
+
+
+def float_total(values: np.ndarray) -> float:
+    """``pd.Series(values.astype(float)).sum()``, without the float copy where the sum is exact anyway."""
+    exact = exact_sum(values) if values.dtype.kind in "iuf" else None
+    if exact is not None:
+        return exact
+    return float(pd.Series(np.asarray(values, np.float64), copy=False).sum())
 
 
 def first_rows(ids: np.ndarray, n_groups: int) -> np.ndarray:
@@ -308,9 +350,20 @@ class DeviceOps:
             return values.to_numpy(np.float64, na_value=np.nan)
         return pd.to_numeric(pd.Series(values, copy=False), errors="coerce").to_numpy(np.float64)
 
+    def whole_numbers(self, name: str) -> np.ndarray:
+        """A numeric stat at the op rows with 0 where missing: int64 for a signed integer stat (exact,
+        half the work of floats), else float64 (NaN and non-numbers as 0)."""
+        values = self.values(name)
+        if isinstance(values, pd.arrays.IntegerArray) and values.dtype.kind == "i":
+            return values.to_numpy(np.int64, na_value=0)
+        numbers = self.numbers(name)
+        return np.where(np.isnan(numbers), 0.0, numbers)
+
     def cores_in_order(self) -> list[int]:
         """Core codes in order of each core's first op."""
-        return [int(c) for c in pd.unique(self.core)]
+        if not hasattr(self, "_cores_in_order"):
+            self._cores_in_order = [int(c) for c in pd.unique(self.core)]
+        return self._cores_in_order
 
     def code_of_core(self, core: str) -> int:
         """The code of a core name (-1 when no op runs on it)."""
@@ -631,7 +684,7 @@ def _outermost_positions(frame: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     end = start + take(frame, "duration_ps", rows)
     names = frame["name"]
     if isinstance(names.dtype, pd.CategoricalDtype):  # sorted as pandas sorts a categorical: by code
-        name = names.cat.codes.to_numpy()[rows].astype(np.int64)
+        name = names.array.codes[rows].astype(np.int64)
     else:
         name = pd.factorize(names.array.take(rows), sort=True, use_na_sentinel=True)[0].astype(np.int64)
     unnamed = np.iinfo(np.int64).max
@@ -685,9 +738,6 @@ def overlap_ps(starts: np.ndarray, ends: np.ndarray, win_start: np.ndarray, win_
 
     ws, we = np.asarray(win_start, np.int64), np.asarray(win_end, np.int64)
     return np.maximum(covered_until(we) - covered_until(ws), 0)
-
-
-CHUNK_ROWS = 1 << 22  # rows per pass where a whole-column temporary would cost hundreds of MB
 
 
 def capture_window_ps(host) -> tuple[int, int]:

@@ -143,7 +143,11 @@ def _by_label(ids: np.ndarray, n: int, times: np.ndarray) -> tuple[np.ndarray, n
     keep = ids >= 0
     counts = np.bincount(ids[keep], minlength=n)
     totals = np.zeros(n, np.int64)
-    np.add.at(totals, ids[keep], np.asarray(times, np.int64)[keep])
+    times = np.asarray(times, np.int64)[keep]
+    if float(np.abs(times).sum(dtype=np.float64)) < 2.0 ** 52:  # exact as a float sum: one bincount
+        totals[:] = np.bincount(ids[keep], weights=times, minlength=n)
+    else:
+        np.add.at(totals, ids[keep], times)
     order = np.argsort(first_rows(ids, n), kind="stable")
     return order, counts[order], totals[order]
 

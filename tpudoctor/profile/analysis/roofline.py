@@ -38,6 +38,7 @@ from tpudoctor.profile.analysis.events import (
     Groups,
     device_kind,
     device_ops,
+    float_total,
     take,
 )
 
@@ -244,7 +245,7 @@ def analyze_roofline(host, *, include_infeed_outfeed: bool = True,
     chosen = None
     if not include_infeed_outfeed:  # as xprof: their time leaves the program's time too
         feeds = np.isin(category_labels, INFEED_OUTFEED_CATEGORIES)[category_ids]
-        program_time_ps -= int(pd.Series(ops.duration_ps[feeds].astype(np.float64)).sum())
+        program_time_ps -= int(float_total(ops.duration_ps[feeds]))
         chosen = np.flatnonzero(~feeds)
     table, totals = _op_table(host, ops, chosen, category_ids, category_labels)
     return Roofline(peaks=peaks, program=_program(totals, program_time_ps, n_cores, peaks),
@@ -291,9 +292,7 @@ def _op_table(host, ops, chosen: np.ndarray | None, category_ids: np.ndarray,
     name_ids, name_labels = names.mapped(lambda n: n.split(" = ", 1)[0].lstrip("%"))
     name_ids = np.where(name_ids >= 0, name_ids, len(name_labels))  # no name: a group of its own
     name_labels = np.append(name_labels, None)
-    program = pd.array(ops.values("program_id"), dtype="UInt64").fillna(0)
-    program_ids, programs = pd.factorize(program)
-    del program
+    program_ids, programs = _program_codes(ops)
     groups = Groups(at(program_ids), at(name_ids))
     first = groups.first_row
     categories = at(category_ids)
@@ -316,21 +315,35 @@ def _op_table(host, ops, chosen: np.ndarray | None, category_ids: np.ndarray,
 
     totals: dict[str, float] = {}
     columns = {"total_time_ps": lambda: at(ops.duration_ps), "self_time_ps": lambda: at(ops.self_ps),
-               **{c: (lambda c=c: _zero_missing(at(ops.numbers(c))))
+               **{c: (lambda c=c: at(ops.whole_numbers(c)))
                   for c in ("flops", "model_flops", "bytes_accessed")},
                **{c: (lambda c=c: per_op(c)) for c in BYTE_COLUMNS}}
     for col in SUMMED_COLUMNS:
         values = columns[col]()
         if col == "hbm_bytes":
-            totals["hbm_bytes"] = float(pd.Series(values).sum())  # the program sums breakdowns only
+            totals["hbm_bytes"] = float_total(values)  # the program sums breakdowns only
             # An op without a breakdown: all its bytes are HBM bytes for the op's own figures.
             has_breakdown = found & breakdown["has_breakdown"].to_numpy(bool)[row]
             values = np.where(has_breakdown, values, columns["bytes_accessed"]())
         elif col not in ("total_time_ps", "self_time_ps"):
-            totals[col] = float(pd.Series(values).sum())
+            totals[col] = float_total(values)
         table[col] = groups.sums(values)
         del values
     return table, totals
+
+
+def _program_codes(ops) -> tuple[np.ndarray, pd.api.extensions.ExtensionArray]:
+    """Each op's program id as a code into the distinct ids (UInt64; a missing id is 0)."""
+    codes, programs = pd.factorize(pd.array(ops.values("program_id"), dtype="UInt64"), use_na_sentinel=True)
+    programs = pd.array(programs, dtype="UInt64")
+    if (codes < 0).any():
+        zero = np.flatnonzero(programs.to_numpy(np.uint64, na_value=0) == 0) if len(programs) else np.zeros(0, int)
+        if len(zero):
+            codes[codes < 0] = zero[0]
+        else:
+            codes[codes < 0] = len(programs)
+            programs = pd.array(np.r_[programs.to_numpy(np.uint64), np.uint64(0)], dtype="UInt64")
+    return codes, programs
 
 
 def _breakdown_per_metadata(host) -> pd.DataFrame:
@@ -444,10 +457,6 @@ def _plain(record: dict) -> dict:
             value = None
         out[key] = value
     return out
-
-
-def _zero_missing(values: np.ndarray) -> np.ndarray:
-    return np.where(np.isnan(values), 0.0, values)
 
 
 def _positive(value) -> float:
