@@ -99,7 +99,7 @@ def collective_ops(ops: DeviceOps) -> pd.DataFrame:
         "name": pd.Series(names).astype(str).to_numpy(),
         "kind": np.array(list(kinds), dtype=object)[kind[keep]].astype(str),
         "start_ps": ops.start_ps[keep],
-        "end_ps": ops.end_ps()[keep],
+        "end_ps": ops.end_ps(keep),
         "duration_ps": ops.duration_ps[keep],
     })
 

@@ -65,12 +65,11 @@ def analyze_device_ops(host, *, top_n: int = 15) -> DeviceOps:
                                "self_percent": 100 * cats.to_numpy() / total})
 
     rows = []
-    all_ends = ops.end_ps()
     modules = module_rows(host) if any(str(n).startswith("/device:") for n in ops.core_names) else None
     for code in ops.cores_in_order():  # each core's two time arrays, not a copy of its rows' every column
         core = str(ops.core_names[code])
         on_core = ops.core == code
-        starts, ends = ops.start_ps[on_core], all_ends[on_core]
+        starts, ends = ops.start_ps[on_core], ops.end_ps(on_core)
         busy = union_ps(starts, ends)
         window = _core_window(host, core, starts, ends, modules)
         rows.append({"core": core, "busy_ms": busy / 1e9, "window_ms": window / 1e9,

@@ -331,8 +331,11 @@ class DeviceOps:
     def empty(self) -> bool:
         return len(self.rows) == 0
 
-    def end_ps(self) -> np.ndarray:
-        return self.start_ps + self.duration_ps
+    def end_ps(self, at: np.ndarray | None = None) -> np.ndarray:
+        """End of every op (or of the ops at positions/mask ``at``)."""
+        if at is None:
+            return self.start_ps + self.duration_ps
+        return self.start_ps[at] + self.duration_ps[at]
 
     def coded(self, name: str) -> Coded:
         return Coded.of(self.events, name, self.rows)
@@ -345,19 +348,27 @@ class DeviceOps:
 
     def numbers(self, name: str) -> np.ndarray:
         """A numeric stat at the op rows as float64, NaN where missing or not a number."""
+        column = self.events[name].array if name in self.events.columns else None
+        if isinstance(column, pd.arrays.IntegerArray | pd.arrays.FloatingArray):
+            return self._gathered(column, np.float64, np.nan)
         values = self.values(name)
-        if isinstance(values, pd.arrays.IntegerArray | pd.arrays.FloatingArray):
-            return values.to_numpy(np.float64, na_value=np.nan)
         return pd.to_numeric(pd.Series(values, copy=False), errors="coerce").to_numpy(np.float64)
 
     def whole_numbers(self, name: str) -> np.ndarray:
         """A numeric stat at the op rows with 0 where missing: int64 for a signed integer stat (exact,
         half the work of floats), else float64 (NaN and non-numbers as 0)."""
-        values = self.values(name)
-        if isinstance(values, pd.arrays.IntegerArray) and values.dtype.kind == "i":
-            return values.to_numpy(np.int64, na_value=0)
+        column = self.events[name].array if name in self.events.columns else None
+        if isinstance(column, pd.arrays.IntegerArray) and column.dtype.kind == "i":
+            return self._gathered(column, np.int64, 0)
         numbers = self.numbers(name)
         return np.where(np.isnan(numbers), 0.0, numbers)
+
+    def _gathered(self, column, dtype, missing) -> np.ndarray:
+        """A nullable column at the op rows as numpy, a chunk of rows at a time (no second copy)."""
+        out = np.empty(len(self.rows), dtype)
+        for low in range(0, len(self.rows), CHUNK_ROWS):
+            out[low:low + CHUNK_ROWS] = column.take(self.rows[low:low + CHUNK_ROWS]).to_numpy(dtype, na_value=missing)
+        return out
 
     def cores_in_order(self) -> list[int]:
         """Core codes in order of each core's first op."""

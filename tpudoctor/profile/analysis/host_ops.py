@@ -106,7 +106,7 @@ def analyze_host_ops(host, window_ps: tuple[int, int]) -> HostOps:
     table = table.sort_values("total_ms", ascending=False, kind="stable").reset_index(drop=True)
 
     cb_s = np.concatenate([ops.start_ps[dev_callbacks], take(ev, "start_ps", host_cb)])
-    cb_e = np.concatenate([ops.end_ps()[dev_callbacks] if len(dev_callbacks) else np.array([], np.int64),
+    cb_e = np.concatenate([ops.end_ps(dev_callbacks),
                            take(ev, "start_ps", host_cb) + take(ev, "duration_ps", host_cb)])
     tr_s = take(ev, "start_ps", transfers)
     tr_e = tr_s + take(ev, "duration_ps", transfers)

@@ -283,7 +283,7 @@ def _gaps(host, steps: StepSet, device: str) -> pd.DataFrame:
             s, e = merged(start, start + take(host.events, "duration_ps", mods))
     if s is None:
         on_core = ops.core == ops.core[0]
-        s, e = merged(ops.start_ps[on_core], ops.end_ps()[on_core])
+        s, e = merged(ops.start_ps[on_core], ops.end_ps(on_core))
     if len(s) < 2:
         return _empty_gaps()
     origin = int(s[0])  # the device timeline: first to last device activity of this core

@@ -386,11 +386,10 @@ def _metadata_rows(meta: pd.DataFrame, plane_of_op: np.ndarray, id_of_op: np.nda
 
 def _program_time_ps(ops) -> tuple[int, int]:
     """Sum over cores of each core's first-op-start to last-op-end, and the number of cores."""
-    ends = ops.end_ps()
     spans = []
     for core in ops.cores_in_order():
         on_core = ops.core == core
-        spans.append(int(ends[on_core].max()) - int(ops.start_ps[on_core].min()))
+        spans.append(int(ops.end_ps(on_core).max()) - int(ops.start_ps[on_core].min()))
     return int(sum(spans)), len(spans)
 
 
