@@ -108,7 +108,7 @@ def _line_spans(host: HostProfile):
     line_end = np.empty(len(first_row), np.int64)
     low = 0
     while low < len(first_row):
-        high = max(int(np.searchsorted(first_row, first_row[low] + (1 << 22), side="right")), low + 1)
+        high = max(int(np.searchsorted(first_row, first_row[low] + (1 << 20), side="right")), low + 1)
         rows = slice(int(first_row[low]), int(last_row[high - 1]))
         ends = starts[rows] + np.asarray(durations[rows], np.int64)
         line_end[low:high] = np.maximum.reduceat(ends, first_row[low:high] - first_row[low])

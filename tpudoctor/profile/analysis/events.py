@@ -448,7 +448,7 @@ def _select_device_ops(host) -> DeviceOps:
     return DeviceOps(ev, rows, start, duration, self_ps, core, core_names)
 
 
-OP_CHUNK = 1 << 20  # ops whose times are worked out together (whole lines): bounds the temporaries
+OP_CHUNK = 1 << 18  # ops whose times are worked out together (whole lines): bounds the temporaries
 
 
 def _op_times(host, rows: np.ndarray, *, device_clock: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
