@@ -546,7 +546,8 @@ def _line_timestamps_ns(lines: pd.DataFrame, plane_of_op: np.ndarray, line_of_op
     in_order = not len(plane_of_op) or bool(np.all(plane_of_op[1:] >= plane_of_op[:-1]))
     order = None if in_order else np.argsort(plane_of_op, kind="stable")
     sorted_planes = plane_of_op if order is None else plane_of_op[order]
-    for plane in np.unique(sorted_planes):
+    starts_of_planes = np.r_[True, sorted_planes[1:] != sorted_planes[:-1]] if len(sorted_planes) else np.zeros(0, bool)
+    for plane in sorted_planes[starts_of_planes]:  # each plane once (sorted: no hashing)
         low, high = np.searchsorted(sorted_planes, [plane, plane + 1])
         rows = slice(low, high) if order is None else order[low:high]
         own = line_plane == plane
