@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.profile.analysis.events import (
-    DeviceOps,
+    DeviceOpRows,
     column,
     device_ops,
     end_ps,
@@ -75,7 +75,7 @@ def collective_kind(name: str) -> str | None:
     return _CANONICAL.get(op.replace("-", ""), op)
 
 
-def collective_ops(ops: DeviceOps) -> pd.DataFrame:
+def collective_ops(ops: DeviceOpRows) -> pd.DataFrame:
     """The collectives among device op executions (``events.device_ops``): ``core``, ``name``, ``kind``,
     ``start_ps``, ``end_ps``, ``duration_ps``. Host send/recv (outside compilation) are not collectives."""
     if ops.empty:

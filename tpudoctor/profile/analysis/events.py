@@ -86,17 +86,6 @@ def _rows_with_codes(codes: np.ndarray, hit: np.ndarray) -> np.ndarray:
     return hit[codes]
 
 
-def per_name(series: pd.Series, fn) -> np.ndarray:
-    """``fn`` applied to each distinct value of a (categorical) column, spread back to all rows
-    as an object array. Names repeat thousands of times; each string is worked on once."""
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        cats = series.cat.categories
-        mapped = np.array([fn(str(c)) for c in cats] + [None], dtype=object)
-        codes = series.cat.codes.to_numpy()
-        return mapped[np.where(codes >= 0, codes, len(cats))]
-    return np.array([None if v is None or v is pd.NA else fn(str(v)) for v in series], dtype=object)
-
-
 class Coded:
     """A text column at some rows as integer codes (-1: missing) into ``labels`` (str): the rows are
     worked on as numbers and each distinct text once, never one Python string per row."""
@@ -308,7 +297,7 @@ def device_cores(host) -> list[str]:
 
 
 @dataclasses.dataclass
-class DeviceOps:
+class DeviceOpRows:
     """The device op executions of a host: their rows in ``host.events`` and their own times.
 
     ``start_ps``/``duration_ps`` are the device clock's where the capture has it (TPU), else the
@@ -377,13 +366,9 @@ class DeviceOps:
         return self._cores_in_order
 
     def code_of_core(self, core: str) -> int:
-        """The code of a core name (-1 when no op runs on it)."""
+        """The code of a core name (-1 when no device plane has that name)."""
         hit = np.flatnonzero(self.core_names == core)
         return int(hit[0]) if len(hit) else -1
-
-    def subset(self, keep: np.ndarray) -> DeviceOps:
-        return DeviceOps(self.events, self.rows[keep], self.start_ps[keep], self.duration_ps[keep],
-                         self.self_ps[keep], self.core[keep], self.core_names)
 
 
 _SHARED = "_shared_device_ops"
@@ -403,7 +388,7 @@ def sharing_device_ops(host):
         host.__dict__.pop(_SHARED, None)
 
 
-def device_ops(host) -> DeviceOps:
+def device_ops(host) -> DeviceOpRows:
     """The host's device ops (selected once per ``sharing_device_ops`` block, else on each call)."""
     shared = host.__dict__.get(_SHARED, False)
     if shared is not False and shared is not None:
@@ -414,7 +399,7 @@ def device_ops(host) -> DeviceOps:
     return ops
 
 
-def _select_device_ops(host) -> DeviceOps:
+def _select_device_ops(host) -> DeviceOpRows:
     """Device op executions with their core and self time.
 
     TPU: the ``XLA Ops`` line of each ``/device:TPU:N`` plane. GPU: the non-derived stream lines.
@@ -445,7 +430,7 @@ def _select_device_ops(host) -> DeviceOps:
         planes = Coded.of(ev, "plane_name", rows)
         core, core_names = planes.codes, planes.labels
     start, duration, self_ps = _op_times(host, rows, device_clock=kind == "tpu")
-    return DeviceOps(ev, rows, start, duration, self_ps, core, core_names)
+    return DeviceOpRows(ev, rows, start, duration, self_ps, core, core_names)
 
 
 OP_CHUNK = 1 << 18  # ops whose times are worked out together (whole lines): bounds the temporaries
