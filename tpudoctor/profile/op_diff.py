@@ -14,7 +14,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.analysis.events import column, device_kind, device_ops, per_name
+from tpudoctor.profile.analysis.device_ops import op_name_ids
+from tpudoctor.profile.analysis.events import Groups, device_kind, device_ops
 
 KEY = ["program_id", "op_name"]
 RATE_COLUMNS = ("flop_rate_flops_per_s", "hbm_bw_bytes_per_s", "memory_bw_bytes_per_s")
@@ -74,20 +75,16 @@ def op_table(host, roofline=None) -> pd.DataFrame:
             return table[["program_id", "op_name", "category", "occurrences", "total_time_ps", "self_time_ps",
                           *RATE_COLUMNS]]
     ops = device_ops(host)
-    short = per_name(ops["name"], lambda n: n.split(" = ", 1)[0].lstrip("%"))
-    hlo_op = per_name(column(ops, "hlo_op"), str)
-    category = per_name(column(ops, "hlo_category"), str)
-    program = per_name(column(ops, "program_id"), str)
-    frame = pd.DataFrame({
-        "program_id": np.where(pd.isna(program), "", program),
-        "op_name": np.where(pd.isna(hlo_op), short, hlo_op),
-        "category": np.where(pd.isna(category), "", category),
-        "total_time_ps": ops["duration_ps"].to_numpy(np.float64),
-        "self_time_ps": ops["self_ps"].to_numpy(np.float64),
+    name_ids, name_labels = op_name_ids(ops)  # ops without a name are left out (-1)
+    program_ids, programs = ops.coded("program_id").mapped(str, missing="")
+    category_ids, categories = ops.coded("hlo_category").mapped(str, missing="")
+    groups = Groups(program_ids, name_ids)
+    first = groups.first_row
+    table = pd.DataFrame({
+        "program_id": programs[program_ids[first]], "op_name": name_labels[name_ids[first]],
+        "category": categories[category_ids[first]], "occurrences": groups.counts(),
+        "total_time_ps": groups.sums(ops.duration_ps), "self_time_ps": groups.sums(ops.self_ps),
     })
-    table = frame.groupby(KEY, sort=False).agg(category=("category", "first"), occurrences=("total_time_ps", "size"),
-                                                total_time_ps=("total_time_ps", "sum"),
-                                                self_time_ps=("self_time_ps", "sum")).reset_index()
     return table.sort_values("total_time_ps", ascending=False, kind="stable").reset_index(drop=True)
 
 

@@ -51,6 +51,13 @@ def analyze_host(source: HostFile | str, *, extra_stats: dict[str, str] | None =
 
 def host_result(host) -> HostResult:
     """The ``HostResult`` of a loaded ``HostProfile`` (its events stay with the caller)."""
+    from tpudoctor.profile.analysis.events import sharing_device_ops
+
+    with sharing_device_ops(host):  # the device ops are selected once for all the analyses below
+        return _host_result(host)
+
+
+def _host_result(host) -> HostResult:
     from tpudoctor.profile.analysis import analyze_loaded
     from tpudoctor.profile.analysis.collectives import to_tables
     from tpudoctor.profile.analysis.evidence import evidence_of

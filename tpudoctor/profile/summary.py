@@ -102,7 +102,17 @@ def _line_spans(host: HostProfile):
         return frame.groupby(["plane_id", "line_id"], sort=False).agg(start=("start", "min"), end=("end", "max")).reset_index()
     first_row = (np.cumsum(counts) - counts)[filled]
     line_start = np.minimum.reduceat(starts, first_row)
-    line_end = np.maximum.reduceat(starts + host.events["duration_ps"].to_numpy(np.int64), first_row)
+    # the last end of each line, a few lines at a time (no end column as long as the capture)
+    durations = host.events["duration_ps"].to_numpy()
+    last_row = first_row + counts[filled]
+    line_end = np.empty(len(first_row), np.int64)
+    low = 0
+    while low < len(first_row):
+        high = max(int(np.searchsorted(first_row, first_row[low] + (1 << 20), side="right")), low + 1)
+        rows = slice(int(first_row[low]), int(last_row[high - 1]))
+        ends = starts[rows] + np.asarray(durations[rows], np.int64)
+        line_end[low:high] = np.maximum.reduceat(ends, first_row[low:high] - first_row[low])
+        low = high
     return pd.DataFrame({"plane_id": lines["plane_id"].to_numpy()[filled], "line_id": lines["line_id"].to_numpy()[filled],
                          "start": line_start, "end": line_end})
 

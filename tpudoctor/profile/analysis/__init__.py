@@ -15,7 +15,12 @@ import dataclasses
 
 from tpudoctor.profile.analysis.collectives import HostCollectives, host_collectives
 from tpudoctor.profile.analysis.device_ops import DeviceOps, analyze_device_ops
-from tpudoctor.profile.analysis.events import capture_window_ps, device_kind, name_matches
+from tpudoctor.profile.analysis.events import (
+    capture_window_ps,
+    device_kind,
+    name_matches,
+    sharing_device_ops,
+)
 from tpudoctor.profile.analysis.host_ops import HostOps, analyze_host_ops
 from tpudoctor.profile.analysis.input_bound import InputAnalysis, analyze_input
 from tpudoctor.profile.analysis.recompilation import Recompilation, analyze_recompilation
@@ -41,6 +46,11 @@ class HostAnalysis:
 
 def analyze_loaded(host, name: str | None = None) -> HostAnalysis:
     """Every analysis over one loaded ``HostProfile`` (its events in this process)."""
+    with sharing_device_ops(host):
+        return _analyze(host, name)
+
+
+def _analyze(host, name: str | None) -> HostAnalysis:
     window = capture_window_ps(host)
     kind = device_kind(host)
     steps = find_steps(host)

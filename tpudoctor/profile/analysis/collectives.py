@@ -19,7 +19,15 @@ import re
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.analysis.events import column, device_ops, end_ps, name_matches, per_name
+from tpudoctor.profile.analysis.events import (
+    DeviceOpRows,
+    column,
+    device_ops,
+    end_ps,
+    name_matches,
+    rows_frame,
+    take,
+)
 
 COLLECTIVE_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
                     "collective-broadcast", "send-recv", "megascale")
@@ -67,33 +75,41 @@ def collective_kind(name: str) -> str | None:
     return _CANONICAL.get(op.replace("-", ""), op)
 
 
-def collective_ops(ops: pd.DataFrame) -> pd.DataFrame:
+def collective_ops(ops: DeviceOpRows) -> pd.DataFrame:
     """The collectives among device op executions (``events.device_ops``): ``core``, ``name``, ``kind``,
     ``start_ps``, ``end_ps``, ``duration_ps``. Host send/recv (outside compilation) are not collectives."""
     if ops.empty:
         return pd.DataFrame(columns=["core", "name", "kind", "start_ps", "end_ps", "duration_ps"])
-    by_hlo = per_name(column(ops, "hlo_op"), collective_kind)
-    by_name = per_name(ops["name"], collective_kind)
-    by_category = per_name(column(ops, "hlo_category"), collective_kind)
-    kind = np.where(pd.isna(by_hlo), np.where(pd.isna(by_name), by_category, by_name), by_hlo)
-    host_transfer = name_matches(ops, HOST_TRANSFER_CATEGORY.pattern, col="hlo_category") if "hlo_category" in ops else False
-    keep = ~pd.isna(kind) & ~np.asarray(host_transfer, dtype=bool)
-    chosen = ops[keep]
+    # The kind of each distinct hlo_op, name and category, taken at the ops: from the hlo_op where it
+    # names a collective, else the name, else the category.
+    kinds: dict[str, int] = {}
+    kind = np.full(len(ops), -1, np.int64)
+    category = ops.coded("hlo_category")
+    for coded in (ops.coded("hlo_op"), ops.coded("name"), category):
+        table = np.full(len(coded.labels) + 1, -1, np.int64)
+        for code, label in enumerate(coded.labels):
+            found = collective_kind(label)
+            if found is not None:
+                table[code] = kinds.setdefault(found, len(kinds))
+        kind = np.where(kind >= 0, kind, table[coded.codes])
+    keep = np.flatnonzero((kind >= 0) & ~category.matches(HOST_TRANSFER_CATEGORY.pattern))
+    names = ops.events["name"].array.take(ops.rows[keep])
     return pd.DataFrame({
-        "core": chosen["core"].astype(str).to_numpy(),
-        "name": chosen["name"].astype(str).to_numpy(),
-        "kind": kind[keep].astype(str),
-        "start_ps": chosen["start_ps"].to_numpy(np.int64),
-        "end_ps": end_ps(chosen),
-        "duration_ps": chosen["duration_ps"].to_numpy(np.int64),
+        "core": ops.core_names[ops.core[keep]],
+        "name": pd.Series(names).astype(str).to_numpy(),
+        "kind": np.array(list(kinds), dtype=object)[kind[keep]].astype(str),
+        "start_ps": ops.start_ps[keep],
+        "end_ps": ops.end_ps(keep),
+        "duration_ps": ops.duration_ps[keep],
     })
 
 
 def megascale_events(host) -> pd.DataFrame:
     """Events on a Megascale (DCN) plane, as collectives of kind ``megascale``."""
     ev = host.events
-    sel = name_matches(ev, MEGASCALE_PLANE, col="plane_name") & (ev["duration_ps"].to_numpy() > 0)
-    chosen = ev[sel]
+    rows = np.flatnonzero(name_matches(ev, MEGASCALE_PLANE, col="plane_name"))
+    rows = rows[take(ev, "duration_ps", rows) > 0]
+    chosen = rows_frame(ev, rows, ["plane_name", "name", "start_ps", "duration_ps"])
     return pd.DataFrame({
         "core": chosen["plane_name"].astype(str).to_numpy(), "name": chosen["name"].astype(str).to_numpy(),
         "kind": "megascale", "start_ps": chosen["start_ps"].to_numpy(np.int64), "end_ps": end_ps(chosen),
@@ -271,12 +287,26 @@ CLOCK_TABLE = "collectives_clock"
 
 def to_tables(result: HostCollectives) -> dict[str, list[dict]]:
     """The map result as ``HostResult.tables`` records."""
+    def plain(v):
+        if v is None or v is pd.NA:
+            return None
+        if hasattr(v, "item"):
+            v = v.item()
+        return None if isinstance(v, float) and np.isnan(v) else v
+
+    def column_values(series: pd.Series) -> list:
+        if isinstance(series.dtype, np.dtype) and series.dtype.kind in "iub":
+            return series.to_numpy().tolist()  # Python ints and bools, never missing
+        if isinstance(series.dtype, np.dtype) and series.dtype.kind == "f":
+            return [None if v != v else v for v in series.to_numpy().tolist()]  # NaN: None
+        return [plain(v) for v in series.astype(object).tolist()]
+
     def records(frame: pd.DataFrame | None) -> list[dict]:
         if frame is None or frame.empty:
             return []
-        return [{k: (None if v is pd.NA or (isinstance(v, float) and np.isnan(v)) else
-                     v.item() if hasattr(v, "item") else v) for k, v in row.items()}
-                for row in frame.astype(object).to_dict(orient="records")]
+        # column by column (a per-step table has a row per step: no frame of Python objects first)
+        columns = {name: column_values(frame[name]) for name in frame.columns}
+        return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
     return {PER_STEP_TABLE: records(result.per_step), BY_KIND_TABLE: records(result.by_kind),
             MEGASCALE_TABLE: records(result.megascale),

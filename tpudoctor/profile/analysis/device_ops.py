@@ -8,11 +8,12 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.profile.analysis.events import (
-    column,
+    Coded,
+    Groups,
     device_ops,
-    end_ps,
-    mask,
-    per_name,
+    float_total,
+    module_rows,
+    take,
     union_ps,
 )
 
@@ -40,53 +41,79 @@ def analyze_device_ops(host, *, top_n: int = 15) -> DeviceOps:
         return DeviceOps(empty, pd.DataFrame(columns=["category", "self_ms", "self_percent"]),
                          pd.DataFrame(columns=["core", "busy_ms", "window_ms", "duty_cycle_percent"]),
                          0.0, 0.0, None, None, None)
-    short = per_name(ops["name"], lambda n: n.split(" = ", 1)[0].lstrip("%"))
-    hlo_op = per_name(column(ops, "hlo_op"), str)
-    short = np.where(pd.isna(hlo_op), short, hlo_op)
-    category = per_name(column(ops, "hlo_category"), str)
-    category = np.where(pd.isna(category), "", category)
-    frame = pd.DataFrame({"name": short, "category": category,
-                          "self_ps": ops["self_ps"].to_numpy(np.float64),
-                          "flops": pd.to_numeric(column(ops, "flops"), errors="coerce").to_numpy(np.float64)})
-    total = max(frame["self_ps"].sum(), 1.0)
-    g = frame.groupby(["name", "category"], sort=False).agg(count=("self_ps", "size"), self_ps=("self_ps", "sum"),
-                                                            flops=("flops", "sum"))
+    # Ops are grouped by integer ids of their (name, category) texts, each text made once per distinct value.
+    name_ids, name_labels = op_name_ids(ops)
+    category = ops.coded("hlo_category")
+    category_ids, category_labels = category.mapped(str, missing="")
+    self_ps = ops.self_ps
+    flops = ops.numbers("flops")
+    total = max(float_total(self_ps), 1.0)
+    groups = Groups(name_ids, category_ids)
+    first = groups.first_row
+    g = pd.DataFrame({"count": groups.counts(), "self_ps": groups.sums(self_ps), "flops": groups.sums(flops)},
+                     index=pd.MultiIndex.from_arrays([pd.Index(name_labels[name_ids[first]]),
+                                                      pd.Index(category_labels[category_ids[first]])],
+                                                     names=["name", "category"]))
     g = g.sort_values("self_ps", ascending=False).head(top_n).reset_index()
     top = pd.DataFrame({"name": g["name"], "category": g["category"], "count": g["count"].astype(int),
                         "self_ms": g["self_ps"] / 1e9, "self_percent": 100 * g["self_ps"] / total,
                         "flops_per_s": np.where(g["self_ps"] > 0, g["flops"] / (g["self_ps"] / 1e12), np.nan)})
-    cats = frame.groupby("category")["self_ps"].sum().sort_values(ascending=False)
+    by_category = Groups(category_ids)
+    cats = pd.Series(by_category.sums(self_ps), index=pd.Index(category_labels[by_category.order]))
+    cats = cats.sort_index().sort_values(ascending=False)  # as a (sorted) group-by of the texts
     categories = pd.DataFrame({"category": cats.index.astype(str), "self_ms": cats.to_numpy() / 1e9,
                                "self_percent": 100 * cats.to_numpy() / total})
 
     rows = []
-    op_core = ops["core"].to_numpy()
-    all_starts, all_ends = ops["start_ps"].to_numpy(np.int64), end_ps(ops)
-    for core in pd.unique(op_core):  # each core's two time arrays, not a copy of its rows' every column
-        on_core = op_core == core
-        starts, ends = all_starts[on_core], all_ends[on_core]
+    modules = module_rows(host) if any(str(n).startswith("/device:") for n in ops.core_names) else None
+    for code in ops.cores_in_order():  # each core's two time arrays, not a copy of its rows' every column
+        core = str(ops.core_names[code])
+        on_core = ops.core == code
+        starts, ends = ops.start_ps[on_core], ops.end_ps(on_core)
         busy = union_ps(starts, ends)
-        window = _core_window(host, core, starts, ends)
+        window = _core_window(host, core, starts, ends, modules)
         rows.append({"core": core, "busy_ms": busy / 1e9, "window_ms": window / 1e9,
                      "duty_cycle_percent": 100 * busy / max(window, 1)})
     per_core = pd.DataFrame(rows)
     duty = float((per_core["busy_ms"].sum() / max(per_core["window_ms"].sum(), 1e-12)) * 100)
-    return DeviceOps(top, categories, per_core, duty, 100 - duty, *_utilization(host, frame, ops))
+    return DeviceOps(top, categories, per_core, duty, 100 - duty, *_utilization(host, self_ps, flops, ops))
 
 
-def _core_window(host, core: str, starts: np.ndarray, ends: np.ndarray) -> int:
+def op_name_ids(ops) -> tuple[np.ndarray, np.ndarray]:
+    """Each op's name id and the names (object array): its ``hlo_op`` stat where it has one, else the
+    short form of its event name (``%fusion.3 = ...`` -> ``fusion.3``); -1 where neither is known."""
+    labels: dict[str, int] = {}
+
+    def ids_of(coded) -> np.ndarray:
+        table = np.full(len(coded.labels) + 1, -1, np.int32)
+        for code, label in enumerate(coded.labels):
+            table[code] = labels.setdefault(label, len(labels))
+        return table[coded.codes]
+
+    short, short_labels = ops.coded("name").mapped(lambda n: n.split(" = ", 1)[0].lstrip("%"))
+    ids = ids_of(Coded(short, short_labels))
+    del short
+    hlo_op = ops.coded("hlo_op")
+    with_hlo_op = hlo_op.codes >= 0
+    if with_hlo_op.any():
+        ids = np.where(with_hlo_op, ids_of(hlo_op), ids)
+    return ids, np.array(list(labels), dtype=object)
+
+
+def _core_window(host, core: str, starts: np.ndarray, ends: np.ndarray, modules: np.ndarray | None) -> int:
     """The span the core was observed: its own first op start to last op end (xprof's per-core
     OpMetricsDb total), widened to the core's module events on TPU."""
     ev = host.events
-    if core.startswith("/device:"):
-        mods = ev.loc[mask(ev["plane_name"] == core) & mask(ev["line_name"] == "XLA Modules"), ["start_ps", "duration_ps"]]
-        if not mods.empty:
-            starts = np.r_[starts, mods["start_ps"].to_numpy(np.int64)]
-            ends = np.r_[ends, end_ps(mods)]
+    if core.startswith("/device:") and modules is not None and len(modules):
+        mods = modules[Coded.of(ev, "plane_name", modules).isin({core})]
+        if len(mods):
+            mod_start = take(ev, "start_ps", mods)
+            starts = np.r_[starts, mod_start]
+            ends = np.r_[ends, mod_start + take(ev, "duration_ps", mods)]
     return int(ends.max() - starts.min()) if len(starts) else 0
 
 
-def _utilization(host, frame: pd.DataFrame, ops: pd.DataFrame) -> tuple[float | None, float | None, float | None]:
+def _utilization(host, self_ps: np.ndarray, flops: np.ndarray, ops) -> tuple[float | None, float | None, float | None]:
     mxu = hbm = None
     for stats in host.plane_stats.values():
         if "matrix_unit_utilization_percent" in stats:
@@ -96,9 +123,9 @@ def _utilization(host, frame: pd.DataFrame, ops: pd.DataFrame) -> tuple[float | 
     flops_util = None
     peaks = [float(s["peak_teraflops_per_second"]) for s in host.plane_stats.values()
              if s.get("peak_teraflops_per_second")]
-    busy_ps = frame["self_ps"].sum()
-    if peaks and busy_ps > 0 and np.isfinite(frame["flops"]).any():
-        n_cores = max(ops["core"].nunique(), 1)
-        rate = np.nansum(frame["flops"]) / (busy_ps / 1e12 / n_cores) / n_cores
+    busy_ps = float_total(self_ps)
+    if peaks and busy_ps > 0 and np.isfinite(flops).any():
+        n_cores = max(len(ops.cores_in_order()), 1)
+        rate = np.nansum(flops) / (busy_ps / 1e12 / n_cores) / n_cores
         flops_util = float(100 * rate / (peaks[0] * 1e12))
     return mxu, hbm, flops_util

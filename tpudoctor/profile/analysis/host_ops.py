@@ -14,14 +14,12 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.profile.analysis.events import (
-    HOST_PLANE,
-    column,
+    Coded,
     device_ops,
-    mask,
-    name_matches,
-    outermost,
-    per_name,
-    text_in,
+    first_rows,
+    host_rows,
+    outermost_rows,
+    take,
     union_ps,
 )
 
@@ -66,38 +64,38 @@ class HostOps:
 def analyze_host_ops(host, window_ps: tuple[int, int]) -> HostOps:
     ev = host.events
     window = max(window_ps[1] - window_ps[0], 1)
-    on_host = mask(ev["plane_name"] == HOST_PLANE)
     ops = device_ops(host)
-    device_total_ps = int(ops["self_ps"].sum()) if not ops.empty else 0
-    n_cores = max(ops["core"].nunique(), 1) if not ops.empty else 1
+    device_total_ps = int(ops.self_ps.sum()) if not ops.empty else 0
 
     rows = []
 
-    def add(frame: pd.DataFrame, kind: str, where: str, time_col: str = "duration_ps") -> None:
-        if frame.empty:
+    def add(names: Coded, times: np.ndarray, kind: str, where: str) -> None:
+        if not len(times):
             return
-        g = frame.groupby(per_name(frame["name"], _short), sort=False)[time_col].agg(["size", "sum"])
-        for name, (count, total) in g.iterrows():
-            rows.append({"kind": kind, "name": name, "where": where, "count": int(count),
-                         "total_ms": float(total) / 1e9})
+        ids, labels = names.mapped(_short)
+        order, counts, totals = _by_label(ids, len(labels), times)
+        for label, count, total in zip(labels[order], counts, totals, strict=True):
+            if count:
+                rows.append({"kind": kind, "name": label, "where": where, "count": int(count),
+                             "total_ms": float(total) / 1e9})
 
-    cat = column(ops, "hlo_category")
+    # Which device ops are which kind: decided per distinct name/category, then taken at those ops only.
+    names = ops.coded("name")
+    category = ops.coded("hlo_category")
     # Infeed copies are input, counted by the input analysis, not host offload.
-    offload = ops[is_host_offload_copy(ops) & ~text_in(cat, {"infeed", "sparsecorev0 infeed"})] \
-        if not ops.empty else ops
-    outside = ops[text_in(cat, OUTSIDE_COMPILATION_CATEGORIES) |
-                  name_matches(ops, r":Xla(?:SendToHost|RecvFromHost)$", col="tf_op")] if not ops.empty else ops
-    dev_callbacks = ops[name_matches(ops, CALLBACK)] if not ops.empty else ops
-    add(offload, KIND_OFFLOAD, "device", "self_ps")
-    add(outside, KIND_OUTSIDE, "device", "self_ps")
-    add(dev_callbacks, KIND_CALLBACK, "device", "duration_ps")
+    offload = np.flatnonzero(is_host_offload_copy(names) & ~category.isin({"infeed", "sparsecorev0 infeed"}))
+    outside = np.flatnonzero(category.isin(OUTSIDE_COMPILATION_CATEGORIES) |
+                             ops.coded("tf_op").matches(r":Xla(?:SendToHost|RecvFromHost)$"))
+    dev_callbacks = np.flatnonzero(names.matches(CALLBACK))
+    for chosen, kind, times in ((offload, KIND_OFFLOAD, ops.self_ps), (outside, KIND_OUTSIDE, ops.self_ps),
+                                (dev_callbacks, KIND_CALLBACK, ops.duration_ps)):
+        add(_at(names, chosen), times[chosen], kind, "device")
 
-    host_cb = outermost(ev[on_host & name_matches(ev, r"^HostCallbackRequest$")])
-    add(host_cb, KIND_CALLBACK, "host")
-    transfers = outermost(ev[on_host & name_matches(ev, HOST_TRANSFER)])
-    add(transfers, KIND_TRANSFER, "host")
-    eager = outermost(ev[on_host & name_matches(ev, EAGER_OP)])
-    add(eager, KIND_EAGER, "host")
+    host_cb = outermost_rows(ev, host_rows(host, r"^HostCallbackRequest$"))
+    transfers = outermost_rows(ev, host_rows(host, HOST_TRANSFER))
+    eager = outermost_rows(ev, host_rows(host, EAGER_OP))
+    for chosen, kind in ((host_cb, KIND_CALLBACK), (transfers, KIND_TRANSFER), (eager, KIND_EAGER)):
+        add(Coded.of(ev, "name", chosen), take(ev, "duration_ps", chosen), kind, "host")
 
     table = pd.DataFrame(rows, columns=["kind", "name", "where", "count", "total_ms"])
     device_rows = table["where"] == "device"
@@ -107,14 +105,13 @@ def analyze_host_ops(host, window_ps: tuple[int, int]) -> HostOps:
     table["share_of"] = np.where(device_rows, "device time", "capture window")
     table = table.sort_values("total_ms", ascending=False, kind="stable").reset_index(drop=True)
 
-    cb_frames = [f for f in (dev_callbacks, host_cb) if not f.empty]
-    cb_s = np.concatenate([f["start_ps"].to_numpy(np.int64) for f in cb_frames]) if cb_frames else np.array([], np.int64)
-    cb_e = np.concatenate([(f["start_ps"] + f["duration_ps"]).to_numpy(np.int64) for f in cb_frames]) \
-        if cb_frames else np.array([], np.int64)
-    tr_s = transfers["start_ps"].to_numpy(np.int64)
-    tr_e = tr_s + transfers["duration_ps"].to_numpy(np.int64)
-    offload_ps = int(offload["self_ps"].sum()) if not offload.empty else 0
-    outside_ps = int(outside["self_ps"].sum()) if not outside.empty else 0
+    cb_s = np.concatenate([ops.start_ps[dev_callbacks], take(ev, "start_ps", host_cb)])
+    cb_e = np.concatenate([ops.end_ps(dev_callbacks),
+                           take(ev, "start_ps", host_cb) + take(ev, "duration_ps", host_cb)])
+    tr_s = take(ev, "start_ps", transfers)
+    tr_e = tr_s + take(ev, "duration_ps", transfers)
+    offload_ps = int(ops.self_ps[offload].sum())
+    outside_ps = int(ops.self_ps[outside].sum())
     return HostOps(
         table=table,
         device_busy_ms=device_total_ps / 1e9,
@@ -124,15 +121,35 @@ def analyze_host_ops(host, window_ps: tuple[int, int]) -> HostOps:
         outside_compilation_share_of_device_percent=100 * outside_ps / max(device_total_ps, 1),
         callback_ms=union_ps(cb_s, cb_e) / 1e9,
         host_transfer_ms=union_ps(tr_s, tr_e) / 1e9,
-        eager_ms=float(eager["duration_ps"].sum()) / 1e9 if not eager.empty else 0.0,
+        eager_ms=float(take(ev, "duration_ps", eager).sum()) / 1e9,
         callback_intervals=(cb_s, cb_e),
         transfer_intervals=(tr_s, tr_e),
-    ) if n_cores else None
+    )
 
 
-def is_host_offload_copy(ops: pd.DataFrame) -> np.ndarray:
-    """Device ops that copy to or from host memory space S(5) (infeed excluded by the callers)."""
-    return name_matches(ops, HOST_OFFLOAD) if not ops.empty else np.zeros(0, bool)
+def is_host_offload_copy(names: Coded) -> np.ndarray:
+    """Device ops (their coded names) that copy to or from host memory space S(5) (infeed excluded
+    by the callers)."""
+    return names.matches(HOST_OFFLOAD)
+
+
+def _at(coded: Coded, chosen: np.ndarray) -> Coded:
+    return Coded(coded.codes[chosen], coded.labels)
+
+
+def _by_label(ids: np.ndarray, n: int, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Label ids in order of their first row (as a group-by of the label texts with ``sort=False``),
+    with the count and integer sum of ``times`` of each (ids -1 left out)."""
+    keep = ids >= 0
+    counts = np.bincount(ids[keep], minlength=n)
+    totals = np.zeros(n, np.int64)
+    times = np.asarray(times, np.int64)[keep]
+    if float(np.abs(times).sum(dtype=np.float64)) < 2.0 ** 52:  # exact as a float sum: one bincount
+        totals[:] = np.bincount(ids[keep], weights=times, minlength=n)
+    else:
+        np.add.at(totals, ids[keep], times)
+    order = np.argsort(first_rows(ids, n), kind="stable")
+    return order, counts[order], totals[order]
 
 
 def _short(name: str) -> str:

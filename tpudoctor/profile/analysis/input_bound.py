@@ -26,15 +26,14 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.profile.analysis.events import (
-    HOST_PLANE,
-    column,
+    Coded,
     device_ops,
-    end_ps,
-    mask,
-    name_matches,
-    outermost,
+    host_rows,
+    merged,
+    module_rows,
+    outermost_rows,
     overlap_ps,
-    text_in,
+    take,
 )
 from tpudoctor.profile.analysis.host_ops import is_host_offload_copy
 from tpudoctor.profile.analysis.steps import StepSet
@@ -89,7 +88,7 @@ def analyze_input(host, steps: StepSet, *, device: str, compile_intervals: pd.Da
     if steps.steps.empty:
         return InputAnalysis("none", pd.DataFrame(columns=BREAKDOWN_COLUMNS), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
                              "unknown", _empty_stages(), _empty_gaps(), {c[:-3]: 0.0 for c in BREAKDOWN_COLUMNS[3:]})
-    inputs = _input_events(host)
+    inputs = _input_events(host)  # rows of host.events
     if device == "tpu" and steps.steps["core"].drop_duplicates().astype(str).str.startswith("/device:TPU:").any():
         per_step = _tpu_breakdown(host, steps, inputs)
         model = "tpu-step-breakdown"
@@ -109,37 +108,34 @@ def analyze_input(host, steps: StepSet, *, device: str, compile_intervals: pd.Da
         model=model, per_step=per_step, input_percent=input_pct, idle_percent=pct["idle_ms"],
         compute_percent=pct["compute_ms"], compile_percent=pct["compile_ms"],
         host_callback_percent=pct["host_callback_ms"], other_percent=pct["other_ms"],
-        classification=cls, input_stages=_stages(inputs, steps), gaps=_gaps(host, steps, device),
+        classification=cls, input_stages=_stages(host, inputs, steps), gaps=_gaps(host, steps, device),
         percent={c[:-3]: v for c, v in pct.items()},
     )
 
 
-def _input_events(host) -> pd.DataFrame:
+def _input_events(host) -> np.ndarray:
+    """Rows (in ``host.events``, by start) of the outermost host input events."""
     ev = host.events
-    on_host = mask(ev["plane_name"] == HOST_PLANE)
-    sel = on_host & (name_matches(ev, INPUT_EVENTS) | name_matches(ev, PYTHON_INPUT_FRAMES))
-    return outermost(ev[sel])
+    return outermost_rows(ev, host_rows(host, f"(?:{INPUT_EVENTS})|(?:{PYTHON_INPUT_FRAMES})"))
 
 
-def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
+def _tpu_breakdown(host, steps: StepSet, inputs: np.ndarray) -> pd.DataFrame:
     ops = device_ops(host)
-    cat = column(ops, "hlo_category")
-    is_infeed = text_in(cat, INFEED_CATEGORIES)
-    self_ps = ops["self_ps"].to_numpy(np.float64)
+    cat = ops.coded("hlo_category")
+    is_infeed = cat.isin(INFEED_CATEGORIES)
     # Which ops count as which part, as masks; the time columns are made per core for that core's ops
     # only (never five float columns over all the ops of a big capture at once).
     is_part = {
         "infeed_ps": is_infeed,
-        "outfeed_ps": text_in(cat, OUTFEED_CATEGORIES),
-        "xfer_ps": text_in(cat, HOST_TRANSFER_CATEGORIES),
+        "outfeed_ps": cat.isin(OUTFEED_CATEGORIES),
+        "xfer_ps": cat.isin(HOST_TRANSFER_CATEGORIES),
         # Copies to host memory (S(5)) keep the device busy moving data, not computing: their own part,
         # counted exactly as the host-offload finding counts them.
-        "offload_ps": is_host_offload_copy(ops) & ~is_infeed,
+        "offload_ps": is_host_offload_copy(ops.coded("name")) & ~is_infeed,
     }
     del cat
-    has_infeed_ops = bool((is_infeed & (self_ps > 0)).any())
-    all_op_start = ops["start_ps"].to_numpy(np.int64)
-    op_core = ops["core"].to_numpy()
+    has_infeed_ops = bool((is_infeed & (ops.self_ps > 0)).any())
+    all_op_start = ops.start_ps
     st = steps.steps
     # Reduced core by core into one row per step (a step table can have millions of rows: no table of
     # every core's step). xprof combines a step across cores first: every core's step lasts the longest
@@ -153,7 +149,7 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
     outfeed_sum = np.zeros(len(keys))
     count = np.zeros(len(keys), dtype=np.int64)
     for core, core_steps in st.groupby("core", sort=False):
-        rows = np.flatnonzero(op_core == core)
+        rows = np.flatnonzero(ops.core == ops.code_of_core(str(core)))
         core_steps = core_steps.sort_values("start_ps")
         starts = core_steps["start_ps"].to_numpy(np.int64)
         ends = core_steps["end_ps"].to_numpy(np.int64)
@@ -162,7 +158,7 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
         inside = (k >= 0) & (op_start < ends[np.clip(k, 0, None)])
         idx = k[inside]
         rows = rows[inside]
-        own_ps = self_ps[rows]
+        own_ps = ops.self_ps[rows].astype(np.float64)
         sums = {"self_ps": np.bincount(idx, weights=own_ps, minlength=len(starts))}
         for col, is_col in is_part.items():
             sums[col] = np.bincount(idx, weights=np.where(is_col[rows], own_ps, 0.0), minlength=len(starts))
@@ -188,10 +184,11 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
         out["step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"] + out["xfer_ps"]), 0))
     out["idle_ps"] = np.maximum(out["step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"]
                                                  + out["xfer_ps"] + out["offload_ps"]), 0)
-    if not has_infeed_ops and not inputs.empty:
+    if not has_infeed_ops and len(inputs):
         # JAX has no infeed op: host input time in the step turns that much idle into input.
         first = st.groupby("step_index")[["start_ps", "end_ps"]].agg({"start_ps": "min", "end_ps": "max"})
-        host_input = overlap_ps(inputs["start_ps"].to_numpy(np.int64), end_ps(inputs),
+        input_start = take(host.events, "start_ps", inputs)
+        host_input = overlap_ps(input_start, input_start + take(host.events, "duration_ps", inputs),
                                 first["start_ps"].to_numpy(np.int64), first["end_ps"].to_numpy(np.int64))
         ratio = np.minimum(np.divide(host_input, out["idle_ps"].to_numpy(), out=np.zeros(len(out)),
                                      where=out["idle_ps"].to_numpy() > 0), 1.0)
@@ -212,7 +209,7 @@ def _tpu_breakdown(host, steps: StepSet, inputs: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def _host_breakdown(host, steps: StepSet, inputs: pd.DataFrame, compile_intervals: pd.DataFrame,
+def _host_breakdown(host, steps: StepSet, inputs: np.ndarray, compile_intervals: pd.DataFrame,
                     callback_intervals, device: str) -> pd.DataFrame:
     # One window per step: the core whose step took longest (cores of different workers need not
     # run a step at the same moment, so their union would be meaningless).
@@ -220,11 +217,12 @@ def _host_breakdown(host, steps: StepSet, inputs: pd.DataFrame, compile_interval
     st = longest.drop_duplicates("step_index").set_index("step_index").sort_index()
     ws, we = st["start_ps"].to_numpy(np.int64), st["end_ps"].to_numpy(np.int64)
     ops = device_ops(host)
+    input_start = take(host.events, "start_ps", inputs)
     layers = [
         (compile_intervals["start_ps"].to_numpy(np.int64), compile_intervals["end_ps"].to_numpy(np.int64)),
         (np.asarray(callback_intervals[0], np.int64), np.asarray(callback_intervals[1], np.int64)),
-        (ops["start_ps"].to_numpy(np.int64), end_ps(ops)),
-        (inputs["start_ps"].to_numpy(np.int64), end_ps(inputs)),
+        (ops.start_ps, ops.end_ps()),
+        (input_start, input_start + take(host.events, "duration_ps", inputs)),
     ]
     covered = []
     acc_s, acc_e = np.array([], np.int64), np.array([], np.int64)
@@ -245,14 +243,26 @@ def _host_breakdown(host, steps: StepSet, inputs: pd.DataFrame, compile_interval
     })
 
 
-def _stages(inputs: pd.DataFrame, steps: StepSet) -> pd.DataFrame:
+def _stages(host, inputs: np.ndarray, steps: StepSet) -> pd.DataFrame:
     """Input stages by total time inside the stepped part of the capture (largest first)."""
-    if inputs.empty:
+    if not len(inputs):
         return _empty_stages()
+    ev = host.events
     lo, hi = steps.steps["start_ps"].min(), steps.steps["end_ps"].max()
-    inside = inputs[(inputs["start_ps"] >= lo) & (inputs["start_ps"] < hi)]
-    names = inside["name"].astype(str).str.replace(r"^\$", "", regex=True)
-    g = inside.groupby(names.to_numpy())["duration_ps"].agg(["size", "sum"]).sort_values("sum", ascending=False)
+    start = take(ev, "start_ps", inputs)
+    inside = inputs[(start >= lo) & (start < hi)]
+    ids, labels = Coded.of(ev, "name", inside).mapped(lambda name: name[1:] if name.startswith("$") else name)
+    keep = ids >= 0
+    durations = take(ev, "duration_ps", inside)[keep]
+    ids = ids[keep]
+    by_label = np.argsort(labels, kind="stable")  # a group-by of the texts sorts them
+    counts = np.bincount(ids, minlength=len(labels))[by_label]
+    sums = np.zeros(len(labels), np.int64)
+    np.add.at(sums, ids, durations)
+    present = counts > 0
+    g = pd.DataFrame({"size": counts[present], "sum": sums[by_label][present]},
+                     index=pd.Index(labels[by_label][present], dtype=object))
+    g = g.sort_values("sum", ascending=False)
     return pd.DataFrame({"stage": g.index.astype(str), "count": g["size"].astype(int).to_numpy(),
                          "total_ms": g["sum"].to_numpy() / 1e9}).head(10)
 
@@ -264,20 +274,16 @@ def _gaps(host, steps: StepSet, device: str) -> pd.DataFrame:
     ops = device_ops(host)
     if ops.empty:
         return _empty_gaps()
-    core = ops["core"].iloc[0]
-    spans = None
+    core = str(ops.core_names[ops.core[0]])
+    s = e = None
     if device == "tpu":
-        ev = host.events
-        # only the two time columns of the rows, not a copy of every column
-        mods = ev.loc[mask(ev["plane_name"] == core) & mask(ev["line_name"] == "XLA Modules"),
-                      ["start_ps", "duration_ps"]]
-        if not mods.empty:
-            spans = mods
-    if spans is None:
-        spans = ops.loc[mask(ops["core"] == core), ["start_ps", "duration_ps"]]
-    from tpudoctor.profile.analysis.events import merged
-
-    s, e = merged(spans["start_ps"].to_numpy(np.int64), end_ps(spans))
+        mods = module_rows(host, core)
+        if len(mods):
+            start = take(host.events, "start_ps", mods)
+            s, e = merged(start, start + take(host.events, "duration_ps", mods))
+    if s is None:
+        on_core = ops.core == ops.core[0]
+        s, e = merged(ops.start_ps[on_core], ops.end_ps(on_core))
     if len(s) < 2:
         return _empty_gaps()
     origin = int(s[0])  # the device timeline: first to last device activity of this core

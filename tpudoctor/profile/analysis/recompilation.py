@@ -18,11 +18,13 @@ import pandas as pd
 
 from tpudoctor.profile.analysis.events import (
     HOST_PLANE,
-    column,
-    end_ps,
+    Coded,
+    host_rows,
     mask,
     name_matches,
-    outermost,
+    outermost_rows,
+    take,
+    text_equals,
 )
 
 JAX_COMPILE = r"^backend_compile(?:_and_load)?$"
@@ -52,29 +54,28 @@ class Recompilation:
 
 def analyze_recompilation(host, window_ps: tuple[int, int]) -> Recompilation:
     ev = host.events
-    on_host = mask(ev["plane_name"] == HOST_PLANE)
     rows: list[pd.DataFrame] = []
 
-    jax_compiles = outermost(ev[on_host & name_matches(ev, JAX_COMPILE)])
-    if not jax_compiles.empty:
-        parents = ev[on_host & name_matches(ev, PJIT.pattern)]
-        fn = _enclosing_names(jax_compiles, parents)
+    jax_compiles = outermost_rows(ev, host_rows(host, JAX_COMPILE))
+    if len(jax_compiles):
+        fn = _enclosing_names(ev, jax_compiles, host_rows(host, PJIT.pattern))
         fn = [PJIT.match(p).group("fn") if p else "(outside jit)" for p in fn]
-        rows.append(_frame(jax_compiles, fn, "jax"))
+        rows.append(_frame(ev, jax_compiles, fn, "jax"))
     else:
-        runtime = outermost(ev[on_host & name_matches(ev, RUNTIME_COMPILE)])
-        if not runtime.empty:
-            rows.append(_frame(runtime, ["(runtime compile)"] * len(runtime), "xla"))
+        runtime = outermost_rows(ev, host_rows(host, RUNTIME_COMPILE))
+        if len(runtime):
+            rows.append(_frame(ev, runtime, ["(runtime compile)"] * len(runtime), "xla"))
 
-    graphs = outermost(ev[on_host & name_matches(ev, TF_GRAPH_BUILDING)])
-    if not graphs.empty:
-        calls = ev[on_host & column(ev, "tf_function_call").notna().to_numpy()]
-        fn = _enclosing_names(graphs, calls)
-        rows.append(_frame(graphs, [p or "(tf.function)" for p in fn], "tensorflow"))
-    tf_ops = ev[on_host & name_matches(ev, TF_COMPILE_OPS)]
-    if not tf_ops.empty:
-        names = tf_ops["name"].astype(str).str.split(":").str[0].tolist()
-        rows.append(_frame(tf_ops, names, "tensorflow-xla"))
+    graphs = outermost_rows(ev, host_rows(host, TF_GRAPH_BUILDING))
+    if len(graphs):
+        calls = np.flatnonzero(text_equals(ev["plane_name"], HOST_PLANE) & ev["tf_function_call"].notna().to_numpy()) \
+            if "tf_function_call" in ev.columns else np.zeros(0, np.int64)
+        fn = _enclosing_names(ev, graphs, calls)
+        rows.append(_frame(ev, graphs, [p or "(tf.function)" for p in fn], "tensorflow"))
+    tf_ops = host_rows(host, TF_COMPILE_OPS)
+    if len(tf_ops):
+        names = pd.Series(ev["name"].array.take(tf_ops)).astype(str).str.split(":").str[0].tolist()
+        rows.append(_frame(ev, tf_ops, names, "tensorflow-xla"))
 
     intervals = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
         columns=["function", "framework", "start_ps", "end_ps", "duration_ps"])
@@ -97,7 +98,7 @@ def analyze_recompilation(host, window_ps: tuple[int, int]) -> Recompilation:
 
     total_ps = union_ps(intervals["start_ps"].to_numpy(np.int64), intervals["end_ps"].to_numpy(np.int64)) \
         if not intervals.empty else 0
-    tracing = column(ev, "tracing_count")
+    tracing = ev["tracing_count"] if "tracing_count" in ev.columns else pd.Series([], dtype="Int64")
     return Recompilation(
         functions=functions,
         intervals=intervals,
@@ -110,53 +111,80 @@ def analyze_recompilation(host, window_ps: tuple[int, int]) -> Recompilation:
     )
 
 
-def _frame(events: pd.DataFrame, functions: list[str], framework: str) -> pd.DataFrame:
-    starts = events["start_ps"].to_numpy(np.int64)
+def _frame(ev: pd.DataFrame, rows: np.ndarray, functions: list[str], framework: str) -> pd.DataFrame:
+    starts = take(ev, "start_ps", rows)
+    durations = take(ev, "duration_ps", rows)
     return pd.DataFrame({"function": functions, "framework": framework, "start_ps": starts,
-                         "end_ps": end_ps(events), "duration_ps": events["duration_ps"].to_numpy(np.int64)})
+                         "end_ps": starts + durations, "duration_ps": durations})
 
 
-def _enclosing_names(children: pd.DataFrame, parents: pd.DataFrame) -> list[str | None]:
-    """For each child, the name of the innermost parent on the same thread that contains it.
+def _enclosing_names(ev: pd.DataFrame, children: np.ndarray, parents: np.ndarray) -> list[str | None]:
+    """For each child row, the name of the innermost parent row on the same thread that contains it.
 
-    Compile events are few (one per compilation), so a short search per child is cheap.
-    """
+    Compile events are few (one per compilation): each looks in its own line's parents only, found
+    by a binary search in the parents sorted by (plane, line, start)."""
+    plane = take(ev, "plane_id", parents)
+    line = take(ev, "line_id", parents)
+    start = take(ev, "start_ps", parents)
+    order = np.lexsort((start, line, plane))
+    plane, line, start, parents = plane[order], line[order], start[order], parents[order]
+    end = start + take(ev, "duration_ps", parents)
+    names = Coded.of(ev, "name", parents)
     out: list[str | None] = []
-    by_line = {key: grp.sort_values("start_ps") for key, grp in parents.groupby(["plane_id", "line_id"])}
-    for plane_id, line_id, start, end in zip(children["plane_id"], children["line_id"],
-                                             children["start_ps"].to_numpy(np.int64), end_ps(children), strict=True):
-        grp = by_line.get((plane_id, line_id))
+    child_start = take(ev, "start_ps", children)
+    child_end = child_start + take(ev, "duration_ps", children)
+    for child_plane, child_line, begin, finish in zip(take(ev, "plane_id", children), take(ev, "line_id", children),
+                                                      child_start, child_end, strict=True):
+        low = np.searchsorted(plane, child_plane, side="left")
+        high = np.searchsorted(plane, child_plane, side="right")
+        low += np.searchsorted(line[low:high], child_line, side="left")
+        high = low + np.searchsorted(line[low:high], child_line, side="right")
         name = None
-        if grp is not None:
-            s = grp["start_ps"].to_numpy(np.int64)
-            e = end_ps(grp)
-            inside = np.flatnonzero((s <= start) & (e >= end))
-            if len(inside):
-                best = inside[np.argmax(s[inside])]  # latest start = innermost
-                name = str(grp["name"].iloc[best])
+        inside = np.flatnonzero((start[low:high] <= begin) & (end[low:high] >= finish))
+        if len(inside):
+            best = low + inside[np.argmax(start[low:high][inside])]  # latest start = innermost
+            code = names.codes[best]
+            name = str(names.labels[code]) if code >= 0 else "nan"
         out.append(name)
     return out
 
 
 def _program_variants(host) -> dict[str, int]:
-    """Distinct program ids per module name among executed programs (device modules or CPU thunks)."""
+    """Distinct program ids per module name among executed programs (device modules or CPU thunks).
+    Each distinct event name is parsed once; which names ran is read from the rows' name codes."""
     ev = host.events
     out: dict[str, int] = {}
-    modules = ev[mask(ev["line_name"] == "XLA Modules")]
-    if not modules.empty:
-        parsed = modules["name"].astype(str).str.extract(r"^(?P<module>.*)\((?P<pid>\d+)\)$").dropna()
+    modules = _names_that_ran(ev, np.flatnonzero(text_equals(ev["line_name"], "XLA Modules")))
+    if modules:
+        parsed = pd.Series(modules, dtype=object).str.extract(r"^(?P<module>.*)\((?P<pid>\d+)\)$").dropna()
         out.update(parsed.groupby("module")["pid"].nunique().to_dict())
     # TensorFlow: each traced concrete function runs as __inference_<fn>_<unique id>.
-    tf_runs = ev[name_matches(ev, r"^EagerLocalExecute: __inference_")]
-    if not tf_runs.empty:
-        parsed = tf_runs["name"].astype(str).str.extract(r"^EagerLocalExecute: __inference_(?P<fn>.+)_(?P<uid>\d+)$")
+    tf_runs = _names_that_ran(ev, np.flatnonzero(name_matches(ev, r"^EagerLocalExecute: __inference_")))
+    if tf_runs:
+        parsed = pd.Series(tf_runs, dtype=object).str.extract(
+            r"^EagerLocalExecute: __inference_(?P<fn>.+)_(?P<uid>\d+)$")
         for fn, n in parsed.dropna().groupby("fn")["uid"].nunique().items():
             out.setdefault(str(fn), int(n))
-    cpu = ev[column(ev, "hlo_module").notna().to_numpy() & column(ev, "program_id").notna().to_numpy()]
-    if not cpu.empty:
-        for module, n in cpu.groupby(cpu["hlo_module"].astype(str))["program_id"].nunique().items():
-            out.setdefault(module, int(n))
+    if "hlo_module" in ev.columns and "program_id" in ev.columns:
+        cpu = np.flatnonzero(ev["hlo_module"].notna().to_numpy() & ev["program_id"].notna().to_numpy())
+        if len(cpu):
+            module = Coded.of(ev, "hlo_module", cpu)
+            program = Coded.of(ev, "program_id", cpu)
+            pairs = np.unique(np.stack([module.codes.astype(np.int64), program.codes.astype(np.int64)]), axis=1)
+            counts: dict[str, int] = {}
+            for code in pairs[0]:
+                label = str(module.labels[code])
+                counts[label] = counts.get(label, 0) + 1
+            for name in sorted(counts):
+                out.setdefault(name, counts[name])
     return {k: int(v) for k, v in out.items()}
+
+
+def _names_that_ran(ev: pd.DataFrame, rows: np.ndarray) -> list[str]:
+    """The distinct names of the events at ``rows`` (each once)."""
+    names = Coded.of(ev, "name", rows)
+    present = np.unique(names.codes)
+    return [str(names.labels[c]) for c in present if c >= 0]
 
 
 def _metadata_programs(host) -> int:

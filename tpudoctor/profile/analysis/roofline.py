@@ -35,11 +35,11 @@ import pandas as pd
 
 from tpudoctor.profile.analysis.events import (
     TPU_PLANE,
-    column,
+    Groups,
     device_kind,
     device_ops,
-    end_ps,
-    per_name,
+    float_total,
+    take,
 )
 
 GB = 1e9
@@ -241,17 +241,13 @@ def analyze_roofline(host, *, include_infeed_outfeed: bool = True,
     if peaks is None or ops.empty:
         return None
     program_time_ps, n_cores = _program_time_ps(ops)
-    frame = _op_frame(host, ops)
+    category_ids, category_labels = ops.coded("hlo_category").mapped(str, missing="")
+    chosen = None
     if not include_infeed_outfeed:  # as xprof: their time leaves the program's time too
-        feeds = frame["category"].isin(INFEED_OUTFEED_CATEGORIES).to_numpy()
-        program_time_ps -= int(frame.loc[feeds, "total_time_ps"].sum())
-        frame = frame[~feeds]
-    sums = {c: (c, "sum") for c in SUMMED_COLUMNS}
-    table = (frame.groupby(["program_id", "op_name"], sort=False, dropna=False)
-             .agg(category=("category", "first"), occurrences=("total_time_ps", "size"), **sums)
-             .reset_index())
-    totals = {c: float(frame[c].sum()) for c in ("flops", "model_flops", "bytes_accessed", *BYTE_COLUMNS)}
-    totals["hbm_bytes"] = float(frame["program_hbm_bytes"].sum())  # the program sums breakdowns only
+        feeds = np.isin(category_labels, INFEED_OUTFEED_CATEGORIES)[category_ids]
+        program_time_ps -= int(float_total(ops.duration_ps[feeds]))
+        chosen = np.flatnonzero(~feeds)
+    table, totals = _op_table(host, ops, chosen, category_ids, category_labels)
     return Roofline(peaks=peaks, program=_program(totals, program_time_ps, n_cores, peaks),
                     ops=_op_rates(table, program_time_ps, peaks))
 
@@ -284,36 +280,70 @@ def _op_rates(table: pd.DataFrame, program_time_ps: int, peaks: DevicePeaks) -> 
     return table.reset_index(drop=True)
 
 
-def _op_frame(host, ops: pd.DataFrame) -> pd.DataFrame:
-    """One row per op occurrence with the cost columns the roofline needs."""
-    name = per_name(ops["name"], lambda n: n.split(" = ", 1)[0].lstrip("%"))
-    category = per_name(column(ops, "hlo_category"), str)
+def _op_table(host, ops, chosen: np.ndarray | None, category_ids: np.ndarray,
+              category_labels: np.ndarray) -> tuple[pd.DataFrame, dict[str, float]]:
+    """One row per (program id, op name) of the ops (at positions ``chosen``, or all) with their summed
+    cost columns, and the program's totals. Made column by column over integer group ids: no frame
+    with a row per op execution."""
+    def at(values: np.ndarray) -> np.ndarray:
+        return values if chosen is None else values[chosen]
+
+    names = ops.coded("name")
+    name_ids, name_labels = names.mapped(lambda n: n.split(" = ", 1)[0].lstrip("%"))
+    name_ids = np.where(name_ids >= 0, name_ids, len(name_labels))  # no name: a group of its own
+    name_labels = np.append(name_labels, None)
+    program_ids, programs = _program_codes(ops)
+    groups = Groups(at(program_ids), at(name_ids))
+    first = groups.first_row
+    categories = at(category_ids)
+    table = pd.DataFrame({
+        "program_id": pd.array(programs.take(at(program_ids)[first]), dtype="UInt64"),
+        "op_name": name_labels[at(name_ids)[first]],
+        "category": category_labels[categories[first]],
+        "occurrences": groups.counts(),
+    })
+    del program_ids, name_ids, categories
+
     breakdown = _breakdown_per_metadata(host)
     # each op's breakdown row (-1: none), gathered column by column instead of a merge over all ops
-    row = _metadata_rows(breakdown, ops["plane_id"].to_numpy(np.int64), ops["metadata_id"].to_numpy(np.int64))
+    row = at(_metadata_rows(breakdown, take(ops.events, "plane_id", ops.rows),
+                            take(ops.events, "metadata_id", ops.rows)))
     found = row >= 0
 
     def per_op(col: str) -> np.ndarray:
         return np.where(found, breakdown[col].to_numpy(np.float64)[row], 0.0)
 
-    accessed = _numbers(column(ops, "bytes_accessed"))
-    has_breakdown = found & breakdown["has_breakdown"].to_numpy(bool)[row]
-    frame = pd.DataFrame({
-        "program_id": pd.array(column(ops, "program_id"), dtype="UInt64").fillna(0),
-        "op_name": name,
-        "category": np.where(pd.isna(category), "", category),
-        "total_time_ps": ops["duration_ps"].to_numpy(np.float64),
-        "self_time_ps": ops["self_ps"].to_numpy(np.float64),
-        "flops": _numbers(column(ops, "flops")),
-        "model_flops": _numbers(column(ops, "model_flops")),
-        "bytes_accessed": accessed,
-        "program_hbm_bytes": per_op("hbm_bytes"),
-    })
-    for col in BYTE_COLUMNS:
-        frame[col] = per_op(col)
-    # An op without a breakdown: all its bytes are HBM bytes for the op's own figures.
-    frame["hbm_bytes"] = np.where(has_breakdown, frame["hbm_bytes"], accessed)
-    return frame
+    totals: dict[str, float] = {}
+    columns = {"total_time_ps": lambda: at(ops.duration_ps), "self_time_ps": lambda: at(ops.self_ps),
+               **{c: (lambda c=c: at(ops.whole_numbers(c)))
+                  for c in ("flops", "model_flops", "bytes_accessed")},
+               **{c: (lambda c=c: per_op(c)) for c in BYTE_COLUMNS}}
+    for col in SUMMED_COLUMNS:
+        values = columns[col]()
+        if col == "hbm_bytes":
+            totals["hbm_bytes"] = float_total(values)  # the program sums breakdowns only
+            # An op without a breakdown: all its bytes are HBM bytes for the op's own figures.
+            has_breakdown = found & breakdown["has_breakdown"].to_numpy(bool)[row]
+            values = np.where(has_breakdown, values, columns["bytes_accessed"]())
+        elif col not in ("total_time_ps", "self_time_ps"):
+            totals[col] = float_total(values)
+        table[col] = groups.sums(values)
+        del values
+    return table, totals
+
+
+def _program_codes(ops) -> tuple[np.ndarray, pd.api.extensions.ExtensionArray]:
+    """Each op's program id as a code into the distinct ids (UInt64; a missing id is 0)."""
+    codes, programs = pd.factorize(pd.array(ops.values("program_id"), dtype="UInt64"), use_na_sentinel=True)
+    programs = pd.array(programs, dtype="UInt64")
+    if (codes < 0).any():
+        zero = np.flatnonzero(programs.to_numpy(np.uint64, na_value=0) == 0) if len(programs) else np.zeros(0, int)
+        if len(zero):
+            codes[codes < 0] = zero[0]
+        else:
+            codes[codes < 0] = len(programs)
+            programs = pd.array(np.r_[programs.to_numpy(np.uint64), np.uint64(0)], dtype="UInt64")
+    return codes, programs
 
 
 def _breakdown_per_metadata(host) -> pd.DataFrame:
@@ -354,11 +384,13 @@ def _metadata_rows(meta: pd.DataFrame, plane_of_op: np.ndarray, id_of_op: np.nda
     return out
 
 
-def _program_time_ps(ops: pd.DataFrame) -> tuple[int, int]:
+def _program_time_ps(ops) -> tuple[int, int]:
     """Sum over cores of each core's first-op-start to last-op-end, and the number of cores."""
-    spans = pd.DataFrame({"core": ops["core"].to_numpy(), "start": ops["start_ps"].to_numpy(np.int64),
-                          "end": end_ps(ops)}).groupby("core").agg(start=("start", "min"), end=("end", "max"))
-    return int((spans["end"] - spans["start"]).sum()), len(spans)
+    spans = []
+    for core in ops.cores_in_order():
+        on_core = ops.core == core
+        spans.append(int(ops.end_ps(on_core).max()) - int(ops.start_ps[on_core].min()))
+    return int(sum(spans)), len(spans)
 
 
 def _rates(table: pd.DataFrame, time_ps: np.ndarray, peaks: DevicePeaks) -> pd.DataFrame:
@@ -424,10 +456,6 @@ def _plain(record: dict) -> dict:
             value = None
         out[key] = value
     return out
-
-
-def _numbers(series: pd.Series) -> np.ndarray:
-    return pd.to_numeric(pd.Series(series, copy=False), errors="coerce").fillna(0).to_numpy(np.float64)
 
 
 def _positive(value) -> float:
