@@ -6,7 +6,9 @@
 Runs the real per-host map (``tpudoctor.profile.pipeline.analyze_host``) with each of its phases
 (loading, then every analysis it calls) wrapped: the wrapper resets the process's peak RSS
 (``/proc/self/clear_refs``), runs the phase and prints its wall time, its own peak RSS (VmHWM) and
-the RSS it leaves behind. Linux only. The 1 GB capture is built by ``bench_profile_load.py --sizes-mb 1024``
+the RSS it leaves behind (a phase called inside another counts in that one; the device-op
+selection, shared by the analyses of one host, counts in the first analysis that asks for it).
+Linux only. The 1 GB capture is built by ``bench_profile_load.py --sizes-mb 1024``
 (or ``capture_memory.py``).
 """
 
