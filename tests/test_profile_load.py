@@ -177,6 +177,26 @@ def test_metadata_rows_found_alike_by_dense_table_and_binary_search(monkeypatch)
     assert dense["name"].notna().any() and dense["hlo_category"].notna().any()
 
 
+def test_metadata_stats_read_from_the_metadata_equal_the_column_they_replace():
+    data = shared_file(TPU_CAPTURE).read_bytes()  # XLA's op facts are on the TPU ops' metadata
+    full = decode_host(data, hostname="h", source="t")
+    narrow = decode_host(data, hostname="h", source="t", metadata_stats=xspace.METADATA_STATS)
+    assert narrow.metadata_stats == set(xspace.METADATA_STATS)
+    rows = np.arange(0, len(full.events), 3)
+    for name in xspace.METADATA_STATS:
+        assert name not in narrow.events.columns and full.events[name].notna().any()
+        pd.testing.assert_extension_array_equal(narrow.stat_at(name, rows), full.events[name].array.take(rows))
+    assert narrow.stat_at("no_such_stat", rows) is None
+
+
+def test_a_stat_an_event_carries_itself_stays_a_column():
+    events_own_flops = decode_host(_space_with_every_stat_kind(), hostname="h", source="t",
+                                   metadata_stats=xspace.METADATA_STATS)
+    assert "flops" not in events_own_flops.metadata_stats
+    assert events_own_flops.events["flops"].tolist()[:2] == [123456789, 2]  # the event's own 2.5 wins
+    assert events_own_flops.stat_at("flops", np.array([1])).tolist() == [2]
+
+
 def test_core_columns_without_values_are_missing_everywhere_other_stats_are_left_out():
     events = decode_host(_space_with_every_stat_kind(), hostname="h", source="t").events
     assert events["group_id"].isna().all() and events["group_id"].dtype == "Int64"

@@ -70,21 +70,21 @@ def load(path: str | os.PathLike[str], *, run: str | None = None, max_workers: i
 
 
 def load_host(host_file: HostFile, extra_stats: dict[str, str] | None = None,
-              stats: dict[str, str] | None = None) -> HostProfile:
+              stats: dict[str, str] | None = None, metadata_stats: tuple[str, ...] = ()) -> HostProfile:
     """One host file, read and decoded (``InputError`` when it cannot be). A large local file is
-    read plane by plane (``xspace.decode_host_file``)."""
+    read plane by plane (``xspace.decode_host_file``); ``metadata_stats`` as in ``xspace.decode_host``."""
     if not host_file.location.startswith("gs://"):
         from tpudoctor.profile.memory import ensure_memory_for
 
         try:
             ensure_memory_for(os.path.getsize(host_file.location), host_file.location)
             return decode_host_file(host_file.location, hostname=host_file.hostname, source=host_file.location,
-                                    extra_stats=extra_stats, stats=stats)
+                                    extra_stats=extra_stats, stats=stats, metadata_stats=metadata_stats)
         except OSError as exc:
             raise InputError(f"cannot read {host_file.location}: {exc.strerror or exc}") from exc
     # the bytes are passed, not kept here: the decoder drops them once they are parsed
     return decode_host(read_bytes(host_file.location), hostname=host_file.hostname, source=host_file.location,
-                       extra_stats=extra_stats, stats=stats)
+                       extra_stats=extra_stats, stats=stats, metadata_stats=metadata_stats)
 
 
 def _load_host_or_message(host_file: HostFile, extra_stats: dict[str, str] | None,

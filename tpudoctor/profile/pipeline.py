@@ -43,9 +43,10 @@ def analyze_host(source: HostFile | str, *, extra_stats: dict[str, str] | None =
     from tpudoctor.profile.capture import load_host
 
     host_file = source if isinstance(source, HostFile) else HostFile(hostname_of(str(source)), str(source))
-    from tpudoctor.profile.xspace import ANALYSIS_STAT_COLUMNS
+    from tpudoctor.profile.xspace import ANALYSIS_STAT_COLUMNS, METADATA_STATS
 
-    host = load_host(host_file, extra_stats, ANALYSIS_STAT_COLUMNS)  # only the stats the analyses read
+    # only the stats the analyses read; XLA's op facts stay on the op metadata
+    host = load_host(host_file, extra_stats, ANALYSIS_STAT_COLUMNS, METADATA_STATS)
     return host_result(host)
 
 

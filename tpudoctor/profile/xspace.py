@@ -11,6 +11,7 @@ the metadata tables (thousands of entries, not millions) are read as ordinary me
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,22 @@ class HostProfile:
     file_size_bytes: int = 0
     errors: list[str] = dataclasses.field(default_factory=list)
     warnings: list[str] = dataclasses.field(default_factory=list)
+    metadata_stats: frozenset[str] = frozenset()
+    """Stats read from ``event_metadata`` instead of an ``events`` column (``stat_at``): asked for
+    with ``metadata_stats=`` and carried by no event itself, as XLA's op facts (flops...) are."""
+
+    def stat_at(self, name: str, rows: np.ndarray):
+        """Stat ``name`` at event ``rows`` as a pandas array: the events' column, or for a stat of
+        ``metadata_stats`` each event's metadata value; None where the capture has no such stat."""
+        if name in self.events.columns:
+            return self.events[name].array.take(rows)
+        if name not in self.metadata_stats:
+            return None
+        plane = self.events["plane_id"].to_numpy()[rows]
+        metadata_id = self.events["metadata_id"].to_numpy()[rows].astype(np.int64)
+        meta_rows = _metadata_row_lookup(self.event_metadata).lookup(plane, metadata_id)
+        kind = EVENT_STAT_COLUMNS.get(name, "int")
+        return _metadata_numbers(self.event_metadata[name], kind).take(meta_rows, allow_fill=True)
 
     def events_on(self, plane_name: str, line_name: str | None = None) -> pd.DataFrame:
         """Events of the named plane (and line), e.g. ``events_on("/device:TPU:0", "XLA Ops")``.
@@ -130,11 +147,13 @@ def _stat_columns(extra_stats: dict[str, str] | None, stats: dict[str, str] | No
 
 
 def decode_host(data: bytes, *, hostname: str, source: str, extra_stats: dict[str, str] | None = None,
-                stats: dict[str, str] | None = None) -> HostProfile:
+                stats: dict[str, str] | None = None, metadata_stats: Collection[str] = ()) -> HostProfile:
     """Decode a serialized XSpace; raises ``InputError`` with the reason when it is not usable.
 
     ``stats`` replaces ``EVENT_STAT_COLUMNS`` as the stats decoded into columns (e.g.
-    ``ANALYSIS_STAT_COLUMNS``: a narrower frame costs less memory); ``extra_stats`` adds to them."""
+    ``ANALYSIS_STAT_COLUMNS``: a narrower frame costs less memory); ``extra_stats`` adds to them.
+    ``metadata_stats`` (``METADATA_STATS``): integer stats left in ``event_metadata`` (read with
+    ``HostProfile.stat_at``) when no event carries its own value."""
     from tpudoctor.profile.validate import check_bytes, explain_parse_failure
 
     check_bytes(data, source)
@@ -153,7 +172,7 @@ def decode_host(data: bytes, *, hostname: str, source: str, extra_stats: dict[st
     del data  # parsed: the caller's read of the file need not stay while the events are decoded
     box = {"space": space}  # the decoder drops it once the events are decoded
     decoder = _Decoder(lambda: box["space"].planes, columns, list(space.errors), list(space.warnings),
-                       release=box.clear)
+                       release=box.clear, metadata_stats=metadata_stats)
     del space
     try:
         return decoder.build(hostname=hostname, source=source, file_size_bytes=file_size_bytes)
@@ -168,11 +187,13 @@ ANALYSIS_STAT_COLUMNS: dict[str, str] = {name: EVENT_STAT_COLUMNS[name] for name
     "step_num", "group_id", "program_id", "device_offset_ps", "device_duration_ps", "hlo_category", "hlo_op",
     "hlo_module", "tf_op", "source", "flops", "model_flops", "bytes_accessed", "tf_function_call", "tracing_count",
 )}
+# XLA's static op facts: on the op's metadata, one value per op instead of one per execution
+METADATA_STATS = ("flops", "model_flops", "bytes_accessed")
 STREAM_MIN_BYTES = 64 << 20  # smaller files are read whole (one parse; every error message has the whole file)
 
 
 def decode_host_file(path: str, *, hostname: str, source: str, extra_stats: dict[str, str] | None = None,
-                     stats: dict[str, str] | None = None) -> HostProfile:
+                     stats: dict[str, str] | None = None, metadata_stats: Collection[str] = ()) -> HostProfile:
     """``decode_host`` for a local file, read plane by plane when it is large: the file's bytes and
     protobuf's parse are held for one plane at a time, not for the whole file."""
     import os
@@ -182,12 +203,14 @@ def decode_host_file(path: str, *, hostname: str, source: str, extra_stats: dict
     size = os.path.getsize(path)
     with open(path, "rb") as handle:
         if size < STREAM_MIN_BYTES:
-            return decode_host(handle.read(), hostname=hostname, source=source, extra_stats=extra_stats, stats=stats)
+            return decode_host(handle.read(), hostname=hostname, source=source, extra_stats=extra_stats, stats=stats,
+                               metadata_stats=metadata_stats)
         check_bytes(handle.read(1 << 20), source)  # format and text-copy checks on the head of the file
         layout = _top_level_layout(handle, size)
     if layout is None:  # not a clean XSpace layout: the whole-file path says exactly what is wrong
         with open(path, "rb") as handle:
-            return decode_host(handle.read(), hostname=hostname, source=source, extra_stats=extra_stats, stats=stats)
+            return decode_host(handle.read(), hostname=hostname, source=source, extra_stats=extra_stats, stats=stats,
+                               metadata_stats=metadata_stats)
     planes, errors, warnings = layout
     plane_class = message_class("XPlane", raw=True)
 
@@ -202,7 +225,8 @@ def decode_host_file(path: str, *, hostname: str, source: str, extra_stats: dict
                                      "does not decode", hint="the file was damaged after it was written; copy it "
                                      "again as binary or recapture") from exc
 
-    decoder = _Decoder(parsed_planes, _stat_columns(extra_stats, stats), errors, warnings)
+    decoder = _Decoder(parsed_planes, _stat_columns(extra_stats, stats), errors, warnings,
+                       metadata_stats=metadata_stats)
     try:
         profile = decoder.build(hostname=hostname, source=source, file_size_bytes=size)
     except wire.WireError as exc:
@@ -244,9 +268,11 @@ class _Decoder:
     """``planes()`` gives the XPlane messages; it is called twice (headers, then events), so a
     file read plane by plane needs only one parsed plane in memory at a time."""
 
-    def __init__(self, planes, columns: dict[str, str], errors: list[str], warnings: list[str], release=None):
+    def __init__(self, planes, columns: dict[str, str], errors: list[str], warnings: list[str], release=None,
+                 metadata_stats: Collection[str] = ()):
         self.planes = planes
         self.release = release
+        self.metadata_stats = frozenset(metadata_stats)
         self.columns = columns
         self.errors, self.warnings = errors, warnings
 
@@ -362,7 +388,12 @@ class _Decoder:
         # column takes its final form before the next is filled: the peak is the frame itself
         stat_arrays: dict[str, Any] = {}
         masks = _SharedMasks()
+        from_metadata = set()
         for column, sink in sinks.items():
+            if (column in self.metadata_stats and sink.values is None and sink.kind in ("int", "uint")
+                    and column in event_metadata.columns):
+                from_metadata.add(column)  # no event carries its own: read from the metadata when asked
+                continue
             if column in event_metadata.columns:
                 sink.fill_from_metadata(event_metadata[column], meta_row)
             if sink.values is not None or column in CORE_STAT_COLUMNS:
@@ -395,7 +426,7 @@ class _Decoder:
         }
         del stat_arrays
         for column in CORE_STAT_COLUMNS:  # there, all-missing, when asked for and the capture has none
-            if column not in frame and column in self.columns:
+            if column not in frame and column in self.columns and column not in from_metadata:
                 frame[column] = _ColumnSink(EVENT_STAT_COLUMNS[column], n_events).array()
         events = pd.DataFrame(frame, copy=False)
         lines = pd.DataFrame(line_rows, columns=["plane_id", "line_id", "line_name", "display_name",
@@ -405,7 +436,7 @@ class _Decoder:
         return HostProfile(
             hostname=hostname, source=source, planes=planes, lines=lines, events=events,
             event_metadata=event_metadata, plane_stats=plane_stats, time_origin_ns=origin_ns,
-            file_size_bytes=file_size_bytes, errors=errors, warnings=warnings,
+            file_size_bytes=file_size_bytes, errors=errors, warnings=warnings, metadata_stats=frozenset(from_metadata),
         )
 
 
@@ -560,6 +591,26 @@ class _SharedMasks:
         mask.flags.writeable = False
         self.masks.append(mask)
         return mask
+
+
+def _metadata_row_lookup(event_metadata: pd.DataFrame) -> "_RowLookup":
+    """The row lookup of ``event_metadata`` (rows by plane, ids sorted within a plane, as decoded)."""
+    plane = event_metadata["plane_id"].to_numpy(np.int64)
+    ids = event_metadata["metadata_id"].to_numpy(np.int64)
+    n_planes = int(plane.max()) + 1 if len(plane) else 0
+    bounds = np.searchsorted(plane, np.arange(n_planes + 1))
+    return _RowLookup([ids[bounds[p]:bounds[p + 1]] for p in range(n_planes)], bounds[:-1].tolist())
+
+
+def _metadata_numbers(values: pd.Series, kind: str) -> pd.arrays.IntegerArray:
+    """A metadata stat column as a nullable integer array, converted as an event column's is."""
+    dtype = np.uint64 if kind == "uint" else np.int64
+    converted = [_to_number(v, dtype) for v in values.tolist()]
+    missing = np.asarray([v is None for v in converted], dtype=bool)
+    numbers = np.zeros(len(converted), dtype=dtype)
+    if (~missing).any():
+        numbers[~missing] = [v for v in converted if v is not None]
+    return pd.arrays.IntegerArray(numbers, missing)
 
 
 def _parse_line(data: bytes, plane_index: int):

@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import re
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -305,7 +306,7 @@ class DeviceOpRows:
     each op's core into ``core_names``. Other columns are read at ``rows`` when needed (``coded``,
     ``values``): an analysis takes the few columns it reads, never a copy of every stat."""
 
-    events: pd.DataFrame
+    host: Any
     rows: np.ndarray
     start_ps: np.ndarray
     duration_ps: np.ndarray
@@ -326,37 +327,50 @@ class DeviceOpRows:
             return self.start_ps + self.duration_ps
         return self.start_ps[at] + self.duration_ps[at]
 
+    @property
+    def events(self) -> pd.DataFrame:
+        return self.host.events
+
     def coded(self, name: str) -> Coded:
         return Coded.of(self.events, name, self.rows)
 
     def values(self, name: str):
-        """The column at the op rows (an all-missing object array where the capture has no such stat)."""
-        if name not in self.events.columns:
+        """The stat at the op rows (an all-missing object array where the capture has no such stat)."""
+        values = self.host.stat_at(name, self.rows)
+        if values is None:
             return pd.array(np.full(len(self.rows), pd.NA, dtype=object), dtype="object")
-        return self.events[name].array.take(self.rows)
+        return values
 
     def numbers(self, name: str) -> np.ndarray:
         """A numeric stat at the op rows as float64, NaN where missing or not a number."""
-        column = self.events[name].array if name in self.events.columns else None
-        if isinstance(column, pd.arrays.IntegerArray | pd.arrays.FloatingArray):
-            return self._gathered(column, np.float64, np.nan)
+        if self._integer_kind(name):
+            return self._gathered(name, np.float64, np.nan)
         values = self.values(name)
         return pd.to_numeric(pd.Series(values, copy=False), errors="coerce").to_numpy(np.float64)
 
     def whole_numbers(self, name: str) -> np.ndarray:
         """A numeric stat at the op rows with 0 where missing: int64 for a signed integer stat (exact,
         half the work of floats), else float64 (NaN and non-numbers as 0)."""
-        column = self.events[name].array if name in self.events.columns else None
-        if isinstance(column, pd.arrays.IntegerArray) and column.dtype.kind == "i":
-            return self._gathered(column, np.int64, 0)
+        if self._integer_kind(name) == "i":
+            return self._gathered(name, np.int64, 0)
         numbers = self.numbers(name)
         return np.where(np.isnan(numbers), 0.0, numbers)
 
-    def _gathered(self, column, dtype, missing) -> np.ndarray:
-        """A nullable column at the op rows as numpy, a chunk of rows at a time (no second copy)."""
+    def _integer_kind(self, name: str) -> str | None:
+        """'i'/'u' for a nullable integer stat ('f' for a nullable float one), None otherwise."""
+        if name in self.events.columns:
+            column = self.events[name].array
+            if isinstance(column, pd.arrays.IntegerArray | pd.arrays.FloatingArray):
+                return column.dtype.kind
+            return None
+        return "i" if name in self.host.metadata_stats else None  # read from the metadata as Int64
+
+    def _gathered(self, name: str, dtype, missing) -> np.ndarray:
+        """A nullable stat at the op rows as numpy, a chunk of rows at a time (no second copy)."""
         out = np.empty(len(self.rows), dtype)
         for low in range(0, len(self.rows), CHUNK_ROWS):
-            out[low:low + CHUNK_ROWS] = column.take(self.rows[low:low + CHUNK_ROWS]).to_numpy(dtype, na_value=missing)
+            chunk = self.host.stat_at(name, self.rows[low:low + CHUNK_ROWS])
+            out[low:low + CHUNK_ROWS] = chunk.to_numpy(dtype, na_value=missing)
         return out
 
     def cores_in_order(self) -> list[int]:
@@ -430,7 +444,7 @@ def _select_device_ops(host) -> DeviceOpRows:
         planes = Coded.of(ev, "plane_name", rows)
         core, core_names = planes.codes, planes.labels
     start, duration, self_ps = _op_times(host, rows, device_clock=kind == "tpu")
-    return DeviceOpRows(ev, rows, start, duration, self_ps, core, core_names)
+    return DeviceOpRows(host, rows, start, duration, self_ps, core, core_names)
 
 
 OP_CHUNK = 1 << 18  # ops whose times are worked out together (whole lines): bounds the temporaries
