@@ -11,7 +11,8 @@ import pytest
 
 import tpudoctor.profile
 from tpudoctor.cli import main
-from tpudoctor.profile.analysis.events import merged, outermost, overlap_ps, self_time_ps, union_ps
+from tpudoctor.profile.analysis.intervals import merged, overlap_ps, union_ps
+from tpudoctor.profile.analysis.nesting import outermost, self_time_ps
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
 
@@ -54,8 +55,9 @@ def test_self_time_equals_a_stack_walk_for_any_nesting():
 
 @pytest.mark.needs_shared_data
 def test_tpu_op_times_and_self_time_equal_a_stack_walk(shared_data, monkeypatch):
-    from tpudoctor.profile.analysis import events
-    from tpudoctor.profile.analysis.events import device_ops, take
+    from tpudoctor.profile.analysis import device_op_rows
+    from tpudoctor.profile.analysis.device_op_rows import device_ops
+    from tpudoctor.profile.analysis.events import take
     from tpudoctor.profile.xspace import decode_host_file
 
     path = shared_data / "xprof_tpu_inference_2.xplane.pb"
@@ -65,14 +67,14 @@ def test_tpu_op_times_and_self_time_equal_a_stack_walk(shared_data, monkeypatch)
     expected = _stack_walk_self_time(take(host.events, "plane_id", ops.rows), take(host.events, "line_id", ops.rows),
                                      ops.start_ps, ops.duration_ps)
     assert ops.self_ps.tolist() == expected.tolist()
-    monkeypatch.setattr(events, "OP_CHUNK", 500)  # the times worked out a few lines at a time are the same
+    monkeypatch.setattr(device_op_rows, "OP_CHUNK", 500)  # the times worked out a few lines at a time are the same
     pieces = device_ops(host)
     for times in ("start_ps", "duration_ps", "self_ps"):
         assert getattr(pieces, times).tolist() == getattr(ops, times).tolist(), times
 
 
 def test_groups_count_and_sum_as_a_pandas_group_by():
-    from tpudoctor.profile.analysis.events import Groups
+    from tpudoctor.profile.analysis.grouping import Groups
 
     rng = np.random.default_rng(3)
     a, b = rng.integers(-1, 5, 5000), rng.integers(0, 7, 5000)
@@ -89,7 +91,7 @@ def test_groups_count_and_sum_as_a_pandas_group_by():
 
 
 def test_outermost_rows_equal_outermost_with_and_without_names():
-    from tpudoctor.profile.analysis.events import outermost_rows
+    from tpudoctor.profile.analysis.nesting import outermost_rows
 
     rng = np.random.default_rng(5)
     for named in (True, False):
@@ -199,7 +201,7 @@ def test_text_matching_decides_per_category_as_the_row_by_row_text_would():
 
 
 def test_line_timestamps_per_plane_equal_a_join_on_plane_and_line():
-    from tpudoctor.profile.analysis.events import _line_timestamps_ns
+    from tpudoctor.profile.analysis.device_op_rows import _line_timestamps_ns
 
     lines = pd.DataFrame({"plane_id": [0, 0, 1, 1, 2], "line_id": [7, 3, 3, 1 << 40, 5],
                           "timestamp_ns": [100, 200, 300, 400, 500]})

@@ -14,8 +14,10 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
+from tpudoctor.profile.analysis.device_op_rows import device_ops
 from tpudoctor.profile.analysis.device_ops import op_name_ids
-from tpudoctor.profile.analysis.events import Groups, device_kind, device_ops
+from tpudoctor.profile.analysis.events import device_kind
+from tpudoctor.profile.analysis.grouping import Groups
 
 KEY = ["program_id", "op_name"]
 RATE_COLUMNS = ("flop_rate_flops_per_s", "hbm_bw_bytes_per_s", "memory_bw_bytes_per_s")

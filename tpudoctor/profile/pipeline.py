@@ -52,7 +52,7 @@ def analyze_host(source: HostFile | str, *, extra_stats: dict[str, str] | None =
 
 def host_result(host) -> HostResult:
     """The ``HostResult`` of a loaded ``HostProfile`` (its events stay with the caller)."""
-    from tpudoctor.profile.analysis.events import sharing_device_ops
+    from tpudoctor.profile.analysis.device_op_rows import sharing_device_ops
 
     with sharing_device_ops(host):  # the device ops are selected once for all the analyses below
         return _host_result(host)

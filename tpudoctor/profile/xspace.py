@@ -593,7 +593,7 @@ class _SharedMasks:
         return mask
 
 
-def _metadata_row_lookup(event_metadata: pd.DataFrame) -> "_RowLookup":
+def _metadata_row_lookup(event_metadata: pd.DataFrame) -> _RowLookup:
     """The row lookup of ``event_metadata`` (rows by plane, ids sorted within a plane, as decoded)."""
     plane = event_metadata["plane_id"].to_numpy(np.int64)
     ids = event_metadata["metadata_id"].to_numpy(np.int64)
@@ -822,7 +822,6 @@ def _event_fields(buffer: wire.Buffer, starts: np.ndarray, ends: np.ndarray, col
     so each field is read at its expected place for all events at once, a round per field instead
     of a generic walk that decodes every tag; events laid out otherwise (num_occurrences, unknown
     fields, another order) are decoded field by field by ``_event_fields_any_order``."""
-    n = len(starts)
     pos = starts.astype(np.int64, copy=True)
     data = buffer.bytes
     for tag, target in zip((_TAG_METADATA_ID, _TAG_OFFSET_PS, _TAG_DURATION_PS), columns, strict=True):

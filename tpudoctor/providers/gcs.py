@@ -14,7 +14,12 @@ from typing import Any
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, Unavailable
 from tpudoctor.gcp.errors import ApiCallFailed
-from tpudoctor.gcp.storage import READ_PERMISSIONS, WRITE_PERMISSIONS, StorageApi, storage_for_caller
+from tpudoctor.gcp.storage import (
+    READ_PERMISSIONS,
+    WRITE_PERMISSIONS,
+    StorageApi,
+    storage_for_caller,
+)
 from tpudoctor.gcp.uri import WRITABLE_ROLES, has_glob, listing_prefix, parse_path
 from tpudoctor.provider import FactProvider
 

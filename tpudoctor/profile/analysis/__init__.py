@@ -5,8 +5,11 @@
     a.input.per_step, a.recompilation.functions
 
 One module per analysis: ``steps``, ``input_bound``, ``host_ops``, ``recompilation``,
-``device_ops``, ``collectives`` (per host) and ``cross_host`` (the combine step's), ``hosts``. All return data. ``tpudoctor.profile.pipeline`` turns a host's analysis
-into the small ``HostResult`` of the per-host map; rules (``tpudoctor.profile.rules``) judge it.
+``device_ops``, ``roofline``, ``collectives`` (per host) and ``cross_host`` (the combine step's),
+``hosts``. All return data. They share ``events`` (selecting events), ``device_op_rows`` (a host's
+device ops, selected once), ``grouping`` (codes and group sums), ``nesting`` (self time, outermost
+events) and ``intervals`` (unions of time spans). ``tpudoctor.profile.pipeline`` turns a host's
+analysis into the small ``HostResult`` of the per-host map; rules (``tpudoctor.profile.rules``) judge it.
 """
 
 from __future__ import annotations
@@ -14,13 +17,9 @@ from __future__ import annotations
 import dataclasses
 
 from tpudoctor.profile.analysis.collectives import HostCollectives, host_collectives
+from tpudoctor.profile.analysis.device_op_rows import sharing_device_ops
 from tpudoctor.profile.analysis.device_ops import DeviceOps, analyze_device_ops
-from tpudoctor.profile.analysis.events import (
-    capture_window_ps,
-    device_kind,
-    name_matches,
-    sharing_device_ops,
-)
+from tpudoctor.profile.analysis.events import capture_window_ps, device_kind, name_matches
 from tpudoctor.profile.analysis.host_ops import HostOps, analyze_host_ops
 from tpudoctor.profile.analysis.input_bound import InputAnalysis, analyze_input
 from tpudoctor.profile.analysis.recompilation import Recompilation, analyze_recompilation

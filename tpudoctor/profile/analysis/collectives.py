@@ -19,15 +19,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.analysis.events import (
-    DeviceOpRows,
-    column,
-    device_ops,
-    end_ps,
-    name_matches,
-    rows_frame,
-    take,
-)
+from tpudoctor.profile.analysis.device_op_rows import DeviceOpRows, device_ops
+from tpudoctor.profile.analysis.events import column, end_ps, name_matches, rows_frame, take
 
 COLLECTIVE_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
                     "collective-broadcast", "send-recv", "megascale")
@@ -76,7 +69,7 @@ def collective_kind(name: str) -> str | None:
 
 
 def collective_ops(ops: DeviceOpRows) -> pd.DataFrame:
-    """The collectives among device op executions (``events.device_ops``): ``core``, ``name``, ``kind``,
+    """The collectives among device op executions (``device_op_rows.device_ops``): ``core``, ``name``, ``kind``,
     ``start_ps``, ``end_ps``, ``duration_ps``. Host send/recv (outside compilation) are not collectives."""
     if ops.empty:
         return pd.DataFrame(columns=["core", "name", "kind", "start_ps", "end_ps", "duration_ps"])

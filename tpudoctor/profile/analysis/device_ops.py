@@ -7,15 +7,10 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.analysis.events import (
-    Coded,
-    Groups,
-    device_ops,
-    float_total,
-    module_rows,
-    take,
-    union_ps,
-)
+from tpudoctor.profile.analysis.device_op_rows import device_ops
+from tpudoctor.profile.analysis.events import module_rows, take
+from tpudoctor.profile.analysis.grouping import Coded, Groups, float_total
+from tpudoctor.profile.analysis.intervals import union_ps
 
 
 @dataclasses.dataclass

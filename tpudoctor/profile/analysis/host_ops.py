@@ -13,15 +13,11 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.analysis.events import (
-    Coded,
-    device_ops,
-    first_rows,
-    host_rows,
-    outermost_rows,
-    take,
-    union_ps,
-)
+from tpudoctor.profile.analysis.device_op_rows import device_ops
+from tpudoctor.profile.analysis.events import host_rows, take
+from tpudoctor.profile.analysis.grouping import Coded, first_rows
+from tpudoctor.profile.analysis.intervals import union_ps
+from tpudoctor.profile.analysis.nesting import outermost_rows
 
 HOST_TRANSFER = (r"^(?:tpu::System::TransferToDevice|tpu::System::TransferFromDevice|H2D Dispatch|D2H Dispatch|"
                  r"MapDmaBuffer|DevicePut|DevicePutWithSharding|np\.asarray\(jax\.Array\)|"

@@ -25,17 +25,12 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.analysis.events import (
-    Coded,
-    device_ops,
-    host_rows,
-    merged,
-    module_rows,
-    outermost_rows,
-    overlap_ps,
-    take,
-)
+from tpudoctor.profile.analysis.device_op_rows import device_ops
+from tpudoctor.profile.analysis.events import host_rows, module_rows, take
+from tpudoctor.profile.analysis.grouping import Coded
 from tpudoctor.profile.analysis.host_ops import is_host_offload_copy
+from tpudoctor.profile.analysis.intervals import merged, overlap_ps
+from tpudoctor.profile.analysis.nesting import outermost_rows
 from tpudoctor.profile.analysis.steps import StepSet
 
 MODERATELY_INPUT_BOUND_PERCENT = 5.0

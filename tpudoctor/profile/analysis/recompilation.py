@@ -18,14 +18,14 @@ import pandas as pd
 
 from tpudoctor.profile.analysis.events import (
     HOST_PLANE,
-    Coded,
     host_rows,
     mask,
     name_matches,
-    outermost_rows,
     take,
     text_equals,
 )
+from tpudoctor.profile.analysis.grouping import Coded
+from tpudoctor.profile.analysis.nesting import outermost_rows
 
 JAX_COMPILE = r"^backend_compile(?:_and_load)?$"
 RUNTIME_COMPILE = r"^(?:TfrtTpuCompiler::Compile|PjRt\w*Client::Compile)$"
@@ -94,7 +94,7 @@ def analyze_recompilation(host, window_ps: tuple[int, int]) -> Recompilation:
         functions["program_variants"] = [variants.get(f"jit_{f}", variants.get(f)) for f in functions["function"]]
         functions = functions.sort_values("compile_ms", ascending=False, kind="stable").reset_index(drop=True)
 
-    from tpudoctor.profile.analysis.events import union_ps
+    from tpudoctor.profile.analysis.intervals import union_ps
 
     total_ps = union_ps(intervals["start_ps"].to_numpy(np.int64), intervals["end_ps"].to_numpy(np.int64)) \
         if not intervals.empty else 0

@@ -33,14 +33,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.analysis.events import (
-    TPU_PLANE,
-    Groups,
-    device_kind,
-    device_ops,
-    float_total,
-    take,
-)
+from tpudoctor.profile.analysis.device_op_rows import device_ops
+from tpudoctor.profile.analysis.events import TPU_PLANE, device_kind, take
+from tpudoctor.profile.analysis.grouping import Groups, float_total
 
 GB = 1e9
 

@@ -24,9 +24,9 @@ from tpudoctor.profile.analysis.events import (
     end_ps,
     mask,
     name_matches,
-    outermost,
     text_equals,
 )
+from tpudoctor.profile.analysis.nesting import outermost
 
 METHOD_DEVICE_STEPS = "device-steps-line"
 METHOD_HOST_ANNOTATIONS = "host-step-annotations"

@@ -1,0 +1,291 @@
+"""The device op executions of one host: their rows in ``host.events`` and their own times,
+selected once per host (``sharing_device_ops``) for every analysis that reads them."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tpudoctor.profile.analysis.events import (
+    DERIVED_DEVICE_LINES,
+    GPU_PLANE_PREFIX,
+    HOST_PLANE,
+    TF_OP_NAME,
+    TPU_PLANE,
+    column,
+    device_kind,
+    name_matches,
+    take,
+    text_equals,
+    text_in,
+)
+from tpudoctor.profile.analysis.grouping import CHUNK_ROWS, Coded
+from tpudoctor.profile.analysis.nesting import self_time_arrays
+
+
+@dataclasses.dataclass
+class DeviceOpRows:
+    """The device op executions of a host: their rows in ``host.events`` and their own times.
+
+    ``start_ps``/``duration_ps`` are the device clock's where the capture has it (TPU), else the
+    event's; ``self_ps`` is the duration minus direct children on the same line. ``core`` codes
+    each op's core into ``core_names``. Other columns are read at ``rows`` when needed (``coded``,
+    ``values``): an analysis takes the few columns it reads, never a copy of every stat."""
+
+    host: Any
+    rows: np.ndarray
+    start_ps: np.ndarray
+    duration_ps: np.ndarray
+    self_ps: np.ndarray
+    core: np.ndarray
+    core_names: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def empty(self) -> bool:
+        return len(self.rows) == 0
+
+    def end_ps(self, at: np.ndarray | None = None) -> np.ndarray:
+        """End of every op (or of the ops at positions/mask ``at``)."""
+        if at is None:
+            return self.start_ps + self.duration_ps
+        return self.start_ps[at] + self.duration_ps[at]
+
+    @property
+    def events(self) -> pd.DataFrame:
+        return self.host.events
+
+    def coded(self, name: str) -> Coded:
+        return Coded.of(self.events, name, self.rows)
+
+    def values(self, name: str):
+        """The stat at the op rows (an all-missing object array where the capture has no such stat)."""
+        values = self.host.stat_at(name, self.rows)
+        if values is None:
+            return pd.array(np.full(len(self.rows), pd.NA, dtype=object), dtype="object")
+        return values
+
+    def numbers(self, name: str) -> np.ndarray:
+        """A numeric stat at the op rows as float64, NaN where missing or not a number."""
+        if self._integer_kind(name):
+            return self._gathered(name, np.float64, np.nan)
+        values = self.values(name)
+        return pd.to_numeric(pd.Series(values, copy=False), errors="coerce").to_numpy(np.float64)
+
+    def whole_numbers(self, name: str) -> np.ndarray:
+        """A numeric stat at the op rows with 0 where missing: int64 for a signed integer stat (exact,
+        half the work of floats), else float64 (NaN and non-numbers as 0)."""
+        if self._integer_kind(name) == "i":
+            return self._gathered(name, np.int64, 0)
+        numbers = self.numbers(name)
+        return np.where(np.isnan(numbers), 0.0, numbers)
+
+    def _integer_kind(self, name: str) -> str | None:
+        """'i'/'u' for a nullable integer stat ('f' for a nullable float one), None otherwise."""
+        if name in self.events.columns:
+            column = self.events[name].array
+            if isinstance(column, pd.arrays.IntegerArray | pd.arrays.FloatingArray):
+                return column.dtype.kind
+            return None
+        return "i" if name in self.host.metadata_stats else None  # read from the metadata as Int64
+
+    def _gathered(self, name: str, dtype, missing) -> np.ndarray:
+        """A nullable stat at the op rows as numpy, a chunk of rows at a time (no second copy)."""
+        out = np.empty(len(self.rows), dtype)
+        for low in range(0, len(self.rows), CHUNK_ROWS):
+            chunk = self.host.stat_at(name, self.rows[low:low + CHUNK_ROWS])
+            out[low:low + CHUNK_ROWS] = chunk.to_numpy(dtype, na_value=missing)
+        return out
+
+    def cores_in_order(self) -> list[int]:
+        """Core codes in order of each core's first op."""
+        if not hasattr(self, "_cores_in_order"):
+            self._cores_in_order = [int(c) for c in pd.unique(self.core)]
+        return self._cores_in_order
+
+    def code_of_core(self, core: str) -> int:
+        """The code of a core name (-1 when no device plane has that name)."""
+        hit = np.flatnonzero(self.core_names == core)
+        return int(hit[0]) if len(hit) else -1
+
+
+_SHARED = "_shared_device_ops"
+
+
+@contextlib.contextmanager
+def sharing_device_ops(host):
+    """Within this block ``device_ops(host)`` selects the host's device ops once for every analysis;
+    the selection is dropped when the block ends, so nothing per event stays on the host."""
+    if _SHARED in host.__dict__:  # an enclosing block shares already
+        yield
+        return
+    host.__dict__[_SHARED] = None
+    try:
+        yield
+    finally:
+        host.__dict__.pop(_SHARED, None)
+
+
+def device_ops(host) -> DeviceOpRows:
+    """The host's device ops (selected once per ``sharing_device_ops`` block, else on each call)."""
+    shared = host.__dict__.get(_SHARED, False)
+    if shared is not False and shared is not None:
+        return shared
+    ops = _select_device_ops(host)
+    if shared is None:
+        host.__dict__[_SHARED] = ops
+    return ops
+
+
+def _select_device_ops(host) -> DeviceOpRows:
+    """Device op executions with their core and self time.
+
+    TPU: the ``XLA Ops`` line of each ``/device:TPU:N`` plane. GPU: the non-derived stream lines.
+    CPU: host events that carry an ``hlo_op`` stat (XLA CPU thunks), minus the zero-length
+    ``end: ...`` markers.
+    """
+    ev = host.events
+    kind = device_kind(host)
+    if kind == "tpu":
+        sel = text_equals(ev["line_name"], "XLA Ops") & name_matches(ev, TPU_PLANE.pattern, col="plane_name")
+    elif kind == "gpu":
+        sel = name_matches(ev, "^" + re.escape(GPU_PLANE_PREFIX), col="plane_name")
+        sel &= ~text_in(ev["line_name"], DERIVED_DEVICE_LINES)
+    else:
+        on_host = text_equals(ev["plane_name"], HOST_PLANE)
+        xla = column(ev, "hlo_op").notna().to_numpy() & ~name_matches(ev, r"^end: ")
+        # TensorFlow executor ops ("scope/name:OpType") on the compute threads; tf.data's own
+        # threads run input ops, which are not device work.
+        tf_ops = name_matches(ev, TF_OP_NAME) & ~name_matches(ev, r"^tf_data", col="line_name")
+        sel = on_host & (xla | tf_ops)
+    rows = np.flatnonzero(sel)
+    del sel
+    if len(ev) < 2**31:
+        rows = rows.astype(np.int32)
+    if kind == "cpu":
+        core, core_names = np.zeros(len(rows), np.int8), np.array(["cpu"], dtype=object)
+    else:
+        planes = Coded.of(ev, "plane_name", rows)
+        core, core_names = planes.codes, planes.labels
+    start, duration, self_ps = _op_times(host, rows, device_clock=kind == "tpu")
+    return DeviceOpRows(host, rows, start, duration, self_ps, core, core_names)
+
+
+OP_CHUNK = 1 << 18  # ops whose times are worked out together (whole lines): bounds the temporaries
+
+
+def _op_times(host, rows: np.ndarray, *, device_clock: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start, duration and self time of the ops at ``rows``, worked out a piece of whole lines at a
+    time (a line's ops are adjacent, as the events are stored), so that no temporary is as long as
+    all the ops of a big capture. Self time is the duration array itself where nothing nests."""
+    ev = host.events
+    n = len(rows)
+    start = np.empty(n, np.int64)
+    duration = np.empty(n, np.int64)
+    pieces = []
+    for low, high in _line_pieces(ev, rows):
+        chunk = rows[low:high]
+        plane, line = take(ev, "plane_id", chunk), take(ev, "line_id", chunk)
+        chunk_start, chunk_duration = take(ev, "start_ps", chunk), take(ev, "duration_ps", chunk)
+        if device_clock:
+            chunk_start, chunk_duration = _device_timespans(host, chunk, plane, line, chunk_start, chunk_duration)
+        start[low:high] = chunk_start
+        duration[low:high] = chunk_duration
+        own = self_time_arrays(plane, line, chunk_start, chunk_duration)
+        pieces.append((low, high, None if own is chunk_duration else own))
+        del plane, line, chunk_start, chunk_duration, own
+    if all(own is None for _, _, own in pieces):
+        return start, duration, duration
+    self_ps = duration.copy()
+    for low, high, own in pieces:
+        if own is not None:
+            self_ps[low:high] = own
+    return start, duration, self_ps
+
+
+def _line_pieces(ev: pd.DataFrame, rows: np.ndarray) -> list[tuple[int, int]]:
+    """Ranges of ``rows`` of about ``OP_CHUNK`` that cut only between lines; one range when a line's
+    rows are not all adjacent (then no cut is safe)."""
+    n = len(rows)
+    if n <= OP_CHUNK:
+        return [(0, n)]
+    changes = []
+    last = None
+    for low in range(0, n, OP_CHUNK):
+        chunk = rows[low:low + OP_CHUNK]
+        plane, line = take(ev, "plane_id", chunk), take(ev, "line_id", chunk)
+        if last is not None:
+            plane, line = np.r_[last[0], plane], np.r_[last[1], line]
+        later_plane = plane[1:] > plane[:-1]
+        same_plane = plane[1:] == plane[:-1]
+        if np.any(~later_plane & ~same_plane) or np.any(same_plane & (line[1:] < line[:-1])):
+            return [(0, n)]  # lines not in (plane, line) order: a line's rows may be apart
+        offset = low if last is None else low - 1
+        changes.append(np.flatnonzero(later_plane | (line[1:] != line[:-1])) + 1 + offset)
+        last = (plane[-1], line[-1])
+    cuts = np.concatenate(changes)
+    pieces, low = [], 0
+    while low < n:
+        at = np.searchsorted(cuts, low + OP_CHUNK)
+        high = int(cuts[at]) if at < len(cuts) else n
+        pieces.append((low, high))
+        low = high
+    return pieces
+
+
+def _device_timespans(host, rows: np.ndarray, plane: np.ndarray, line: np.ndarray, start: np.ndarray,
+                      duration: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Use the TPU's own clock for op times where the capture has it (``device_offset_ps`` and
+    ``device_duration_ps`` of the events at ``rows``, relative to the line's timestamp like
+    ``offset_ps``), as xprof does: the host-synchronised offsets stretch and shrink identical program
+    runs when clocks drift."""
+    ev = host.events
+    if "device_offset_ps" not in ev.columns or "device_duration_ps" not in ev.columns or not len(rows):
+        return start, duration
+    offset = ev["device_offset_ps"].array.take(rows)
+    device_duration = ev["device_duration_ps"].array.take(rows)
+    known = ~(pd.isna(offset) | pd.isna(device_duration))
+    if not known.any():
+        return start, duration
+    origin_ns = int(getattr(host, "time_origin_ns", 0) or 0)
+    line_ps = (_line_timestamps_ns(host.lines, plane, line, origin_ns) - origin_ns) * 1000
+    line_ps += offset.to_numpy(dtype=np.int64, na_value=0)
+    start = np.where(known, line_ps, start)
+    del line_ps, offset
+    duration = np.where(known, device_duration.to_numpy(dtype=np.int64, na_value=0), duration)
+    return start, duration
+
+
+def _line_timestamps_ns(lines: pd.DataFrame, plane_of_op: np.ndarray, line_of_op: np.ndarray,
+                        missing_ns: int) -> np.ndarray:
+    """Each op's line ``timestamp_ns`` (``missing_ns`` where its line is not in ``lines``): looked up
+    plane by plane in the few lines of each plane, not by joining millions of rows."""
+    plane_of_op = np.asarray(plane_of_op, np.int64)
+    line_of_op = np.asarray(line_of_op, np.int64)
+    out = np.full(len(plane_of_op), missing_ns, dtype=np.int64)
+    line_plane = lines["plane_id"].to_numpy(np.int64)
+    line_id = lines["line_id"].to_numpy(np.int64)
+    line_ts = lines["timestamp_ns"].to_numpy(np.int64)
+    in_order = not len(plane_of_op) or bool(np.all(plane_of_op[1:] >= plane_of_op[:-1]))
+    order = None if in_order else np.argsort(plane_of_op, kind="stable")
+    sorted_planes = plane_of_op if order is None else plane_of_op[order]
+    starts_of_planes = np.r_[True, sorted_planes[1:] != sorted_planes[:-1]] if len(sorted_planes) else np.zeros(0, bool)
+    for plane in sorted_planes[starts_of_planes]:  # each plane once (sorted: no hashing)
+        low, high = np.searchsorted(sorted_planes, [plane, plane + 1])
+        rows = slice(low, high) if order is None else order[low:high]
+        own = line_plane == plane
+        ids, stamps = line_id[own], line_ts[own]
+        by_id = np.argsort(ids, kind="stable")  # two lines with one id: the first one's timestamp
+        ids, stamps = ids[by_id], stamps[by_id]
+        wanted = line_of_op[rows]
+        position = np.minimum(np.searchsorted(ids, wanted), max(len(ids) - 1, 0))
+        found = ids[position] == wanted if len(ids) else np.zeros(len(wanted), bool)
+        out[rows] = np.where(found, stamps[position] if len(ids) else missing_ns, missing_ns)
+    return out

@@ -1,0 +1,163 @@
+"""Rows as integer codes and groups: a text column coded once per distinct value, group counts
+and exact sums by ``bincount`` (what a pandas group-by gives, without hashing per row)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+
+class Coded:
+    """A text column at some rows as integer codes (-1: missing) into ``labels`` (str): the rows are
+    worked on as numbers and each distinct text once, never one Python string per row."""
+
+    def __init__(self, codes: np.ndarray, labels: np.ndarray):
+        self.codes = codes
+        self.labels = labels  # object array of str, one per code
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, name: str, rows: np.ndarray | None = None) -> Coded:
+        """``frame[name]`` (at ``rows``) coded; an all-missing column where the frame has none."""
+        n = len(frame) if rows is None else len(rows)
+        if name not in frame.columns:
+            return cls(np.full(n, -1, np.int32), np.zeros(0, object))
+        values = frame[name]
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            codes = values.array.codes
+            labels = np.array([str(c) for c in values.cat.categories], dtype=object)
+            return cls(codes if rows is None else codes[rows], labels)
+        values = values.array if rows is None else values.array.take(rows)
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        return cls(codes.astype(np.int32, copy=False), np.array([str(u) for u in uniques], dtype=object))
+
+    def table(self, fn, missing=None) -> np.ndarray:
+        """``fn(label)`` per code, with ``missing`` last (what code -1 indexes)."""
+        return np.array([fn(label) for label in self.labels] + [missing], dtype=object)
+
+    def hits(self, fn) -> np.ndarray:
+        """Rows whose label passes ``fn`` (missing rows never do)."""
+        table = np.fromiter((bool(fn(label)) for label in self.labels), dtype=bool, count=len(self.labels))
+        return np.append(table, False)[self.codes]
+
+    def matches(self, pattern: str) -> np.ndarray:
+        return self.hits(re.compile(pattern).search)
+
+    def isin(self, values) -> np.ndarray:
+        wanted = set(values)
+        return self.hits(lambda label: label in wanted)
+
+    def mapped(self, fn, missing: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(codes, labels) of ``fn(label)`` per row: rows whose labels map to one text share a code;
+        missing rows take the text ``missing``; ``fn`` returning None (and missing rows without
+        ``missing``) give -1."""
+        new_labels: dict[str, int] = {}
+        table = np.full(len(self.labels) + 1, -1, np.int32)
+        for code, label in enumerate(self.labels):
+            value = fn(label)
+            if value is not None:
+                table[code] = new_labels.setdefault(value, len(new_labels))
+        if missing is not None:
+            table[-1] = new_labels.setdefault(missing, len(new_labels))
+        return table[self.codes], np.array(list(new_labels), dtype=object)
+
+
+CHUNK_ROWS = 1 << 20  # rows per pass where a whole-column temporary would cost hundreds of MB
+
+
+class Groups:
+    """Rows grouped by small integer keys (codes; a row with any key -1 is in no group), the groups in
+    order of their first row, as a pandas group-by with ``sort=False`` orders them. Keys are combined
+    into one dense number per row, so counting and summing are ``bincount``s, not hashing."""
+
+    DENSE_LIMIT = 1 << 26
+
+    def __init__(self, *keys: np.ndarray):
+        n = len(keys[0])
+        valid = np.ones(n, bool)
+        dense = np.zeros(n, np.int32)
+        size = 1
+        for key in keys:
+            key = np.asarray(key)
+            valid &= key >= 0
+            width = max(int(key.max()) + 1 if n else 1, 1)
+            if size * width > self.DENSE_LIMIT:  # too many combinations for a table: renumber first
+                dense[~valid] = -1
+                codes, uniques = pd.factorize(dense)
+                dense, size = codes.astype(np.int32), len(uniques)
+            dense *= width
+            dense += key  # rows with a key -1 are left out below
+            size *= width
+        self.valid = None if valid.all() else valid
+        self.key = dense if self.valid is None else dense[valid]
+        del dense
+        self.size = size
+        first = np.full(size, n, np.int64)
+        valid_rows = None if self.valid is None else np.flatnonzero(valid)
+        for low in range(0, len(self.key), CHUNK_ROWS):  # first row of each key, a chunk at a time
+            chunk = self.key[low:low + CHUNK_ROWS]
+            positions = np.arange(low, low + len(chunk)) if valid_rows is None else valid_rows[low:low + len(chunk)]
+            np.minimum.at(first, chunk, positions)
+        present = np.flatnonzero(first < n)
+        self.order = present[np.argsort(first[present], kind="stable")]  # dense key of each group
+        self.first_row = first[self.order]
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def counts(self) -> np.ndarray:
+        return np.bincount(self.key, minlength=self.size)[self.order].astype(np.int64)
+
+    def sums(self, values: np.ndarray) -> np.ndarray:
+        """Float sum of ``values`` per group (NaN skipped), as pandas' group-by sum gives it. Whole
+        numbers whose sum stays below 2**52 add up exactly in any order: one ``bincount``. Other
+        values go through pandas' own (compensated) sum in row order."""
+        values = np.asarray(values)
+        if self.valid is not None:
+            values = values[self.valid]
+        if values.dtype.kind in "iu":
+            if exact_sum(values) is not None:
+                return np.bincount(self.key, weights=values, minlength=self.size)[self.order]
+            values = values.astype(np.float64)
+        values = np.asarray(values, np.float64)
+        missing = np.isnan(values)
+        weights = np.where(missing, 0.0, values) if missing.any() else values
+        del missing
+        if exact_sum(weights) is not None:
+            return np.bincount(self.key, weights=weights, minlength=self.size)[self.order]
+        rank = np.full(self.size, -1, np.int64)
+        rank[self.order] = np.arange(len(self.order))
+        key = pd.Categorical.from_codes(rank[self.key], categories=pd.RangeIndex(len(self.order)))
+        return pd.Series(values, copy=False).groupby(key, observed=False, sort=True).sum().to_numpy(np.float64)
+
+
+def exact_sum(values: np.ndarray) -> float | None:
+    """The sum of whole numbers (ints, or floats without fraction or NaN) when every partial sum stays
+    below 2**52, so that any summation order gives it exactly; None otherwise."""
+    total_abs = 0.0
+    is_int = values.dtype.kind in "iu"
+    for low in range(0, len(values), CHUNK_ROWS):
+        chunk = values[low:low + CHUNK_ROWS]
+        if not is_int and not np.array_equal(chunk, np.floor(chunk)):
+            return None
+        total_abs += float(np.abs(chunk).sum(dtype=np.float64))
+        if total_abs >= 2.0 ** 52:
+            return None
+    return float(values.sum(dtype=np.int64 if is_int else np.float64))
+
+
+def float_total(values: np.ndarray) -> float:
+    """``pd.Series(values.astype(float)).sum()``, without the float copy where the sum is exact anyway."""
+    exact = exact_sum(values) if values.dtype.kind in "iuf" else None
+    if exact is not None:
+        return exact
+    return float(pd.Series(np.asarray(values, np.float64), copy=False).sum())
+
+
+def first_rows(ids: np.ndarray, n_groups: int) -> np.ndarray:
+    """Position of each group's first row."""
+    first = np.full(n_groups, len(ids), np.int64)
+    keep = np.flatnonzero(ids >= 0)
+    np.minimum.at(first, ids[keep], keep)
+    return first
