@@ -57,3 +57,23 @@ def test_a_truncated_large_file_still_says_it_is_truncated(monkeypatch, tmp_path
     monkeypatch.setattr(xspace, "STREAM_MIN_BYTES", 0)
     with pytest.raises(InputError, match="truncated"):
         decode_host_file(str(cut), hostname="h", source=str(cut))
+
+
+@pytest.mark.parametrize("where", ["plane-field-length", "line-bytes"])
+def test_damage_inside_a_plane_read_line_by_line_is_a_clear_error(monkeypatch, tmp_path, where):
+    from tpudoctor.profile.wire import read_varint
+
+    data = bytearray((FIXTURES / "tf_input_bound" / "localhost.xplane.pb").read_bytes())
+    _, at = read_varint(data, 0)  # the first plane: tag, then its length
+    _, plane_start = read_varint(data, at)
+    if where == "plane-field-length":  # its first field claims more bytes than the plane has
+        tag_end = plane_start + 1
+        data[tag_end:tag_end + 5] = b"\xff\xff\xff\xff\x0f"
+    else:  # bytes in the middle of the plane overwritten
+        middle = plane_start + (len(data) - plane_start) // 3
+        data[middle:middle + 16] = b"\xff" * 16
+    damaged = tmp_path / "damaged.xplane.pb"
+    damaged.write_bytes(bytes(data))
+    monkeypatch.setattr(xspace, "STREAM_MIN_BYTES", 0)
+    with pytest.raises(InputError, match="corrupt|truncated"):
+        decode_host_file(str(damaged), hostname="h", source=str(damaged))

@@ -217,13 +217,14 @@ def decode_host_file(path: str, *, hostname: str, source: str, extra_stats: dict
     def parsed_planes():
         with open(path, "rb") as handle:
             for offset, length in planes:
-                handle.seek(offset)
+                header_spans, line_spans = _plane_layout(handle, offset, length)
                 try:
-                    yield plane_class.FromString(handle.read(length))
+                    header = plane_class.FromString(_read_spans(handle, header_spans))
                 except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError
                     raise InputError(f"{source} is a corrupt XSpace profile: the plane at byte {offset:,} "
                                      "does not decode", hint="the file was damaged after it was written; copy it "
                                      "again as binary or recapture") from exc
+                yield _PlaneOnDisk(header, _LinesOnDisk(path, line_spans))
 
     decoder = _Decoder(parsed_planes, _stat_columns(extra_stats, stats), errors, warnings,
                        metadata_stats=metadata_stats)
@@ -236,6 +237,76 @@ def decode_host_file(path: str, *, hostname: str, source: str, extra_stats: dict
         raise InputError(f"{source} is not an XSpace profile: it decodes to no named planes",
                          hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler")
     return profile
+
+
+class _LinesOnDisk:
+    """A plane's lines as bytes, each read from the file when iterated: a big plane is never held whole."""
+
+    def __init__(self, path: str, spans: list[tuple[int, int]]):
+        self.path, self.spans = path, spans
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def __iter__(self):
+        with open(self.path, "rb") as handle:
+            for offset, length in self.spans:
+                handle.seek(offset)
+                yield handle.read(length)
+
+
+class _PlaneOnDisk:
+    """An XPlane's header (parsed: ids, names, metadata, stats) with its lines left in the file."""
+
+    def __init__(self, header, lines: _LinesOnDisk):
+        self.id, self.name, self.stats = header.id, header.name, header.stats
+        self.event_metadata, self.stat_metadata = header.event_metadata, header.stat_metadata
+        self.lines = lines
+
+
+_PLANE_LINES = 3  # XPlane.lines
+
+
+def _plane_layout(handle, offset: int, length: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(spans of the plane's fields other than its lines, spans of its lines' payloads) in the file,
+    adjacent header fields merged into one span; ``WireError`` where the fields do not add up."""
+    header: list[tuple[int, int]] = []
+    lines: list[tuple[int, int]] = []
+    position, end = offset, offset + length
+    while position < end:
+        handle.seek(position)
+        head = handle.read(20)
+        tag, used = wire.read_varint(head, 0)
+        if tag is None or tag >> 3 == 0:
+            raise wire.WireError(f"the plane at byte {offset:,} has a malformed field")
+        value = 0
+        if tag & 7 in (wire.WIRE_VARINT, wire.WIRE_LEN):
+            value, used = wire.read_varint(head, used)
+        if value is None or tag & 7 not in (wire.WIRE_VARINT, wire.WIRE_LEN, wire.WIRE_FIXED64, wire.WIRE_FIXED32):
+            raise wire.WireError(f"the plane at byte {offset:,} has a malformed field")
+        payload_start = position + used
+        if tag & 7 == wire.WIRE_LEN:
+            field_end = payload_start + value
+        else:
+            field_end = payload_start + {wire.WIRE_VARINT: 0, wire.WIRE_FIXED64: 8, wire.WIRE_FIXED32: 4}[tag & 7]
+        if field_end > end:
+            raise wire.WireError(f"a field of the plane at byte {offset:,} runs past the plane")
+        if tag == (_PLANE_LINES << 3 | wire.WIRE_LEN):
+            lines.append((payload_start, field_end - payload_start))
+        elif header and header[-1][0] + header[-1][1] == position:
+            header[-1] = (header[-1][0], field_end - header[-1][0])
+        else:
+            header.append((position, field_end - position))
+        position = field_end
+    return header, lines
+
+
+def _read_spans(handle, spans: list[tuple[int, int]]) -> bytes:
+    parts = []
+    for start, length in spans:
+        handle.seek(start)
+        parts.append(handle.read(length))
+    return b"".join(parts)
 
 
 def _top_level_layout(handle, size: int):
