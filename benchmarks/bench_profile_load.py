@@ -1,11 +1,12 @@
 """Load speed and memory: tpudoctor against xprof's own converters, on captures of growing size.
 
-    .venv/bin/python benchmarks/bench_profile_load.py          # x1, x10, x50, 1 GB and a 64-host logdir of x10
+    .venv/bin/python benchmarks/bench_profile_load.py          # x1, x10, x50, x1300, 1 GB and a 64-host logdir of x10
     .venv/bin/python benchmarks/bench_profile_load.py [--source X.xplane.pb] [--scales 1,10,50] [--sizes-mb 1024]
         [--hosts 64] [--skip-xprof] [--input-pipeline]
 
 Builds larger captures from a real one (every line's events repeated N times, shifted in time;
-x50 of the v6e capture is about 40 MB and 1.3 M events) under /tmp/tpudoctor-bench, then runs
+x50 of the v6e capture is about 40 MB and 1.3 M events, x1300 about 1 GB and 35 M events with the
+host plane alone about 70 % of the file) under /tmp/tpudoctor-bench, then runs
 each contender in its own subprocess (so peak RSS is clean) on the same file and prints wall time
 of the call and the process's peak RSS side by side:
 
@@ -162,7 +163,8 @@ def run_xprof(path: Path, tool: str) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="real capture to scale up")
-    parser.add_argument("--scales", default="1,10,50", help="comma-separated event multipliers (default 1,10,50)")
+    parser.add_argument("--scales", default="1,10,50,1300",
+                        help="comma-separated event multipliers (default 1,10,50,1300)")
     parser.add_argument("--skip-xprof", action="store_true", help="time tpudoctor only")
     parser.add_argument("--input-pipeline", action="store_true", help="also time xprof's input_pipeline_analyzer")
     parser.add_argument("--hosts", type=int, default=64,
