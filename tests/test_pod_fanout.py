@@ -129,7 +129,9 @@ def test_sixty_four_workers_two_hung_arrive_within_the_timeout(gcp_env, monkeypa
                  "--worker-timeout", f"{timeout_s}s", "--format", "json", "-o", str(out)])
     elapsed = time.monotonic() - started
     doc = json.loads(out.read_text())
-    assert elapsed < timeout_s + 8, elapsed
+    # the two hung workers cost one timeout side by side, not one each (a bound on the design, not on
+    # this machine's speed: 62 real runs on two busy cores may take most of the timeout themselves)
+    assert elapsed < 2 * timeout_s, elapsed
     assert code == 1
     answered = _results(doc)["POD-001"]
     assert answered["status"] == "FAIL" and answered["scope"]["workers"] == ["17", "50"]
