@@ -597,11 +597,7 @@ class _ColumnSink:
             valid = np.asarray([v is not None for v in meta_values], dtype=bool)
         else:
             dtype = np.float64 if self.kind == "float" else np.uint64 if self.kind == "uint" else np.int64
-            converted = [_to_number(v, dtype) for v in meta_series.tolist()]
-            valid = np.asarray([v is not None for v in converted], dtype=bool)
-            numbers = np.zeros(len(converted), dtype=dtype)
-            if valid.any():
-                numbers[valid] = [v for v in converted if v is not None]
+            numbers, valid = _numbers_of(meta_series, dtype)
         if not valid.any():
             return
         # metadata rows with a value, as a lookup that row -1 (no metadata) also indexes
@@ -673,15 +669,20 @@ def _metadata_row_lookup(event_metadata: pd.DataFrame) -> _RowLookup:
     return _RowLookup([ids[bounds[p]:bounds[p + 1]] for p in range(n_planes)], bounds[:-1].tolist())
 
 
+def _numbers_of(values: pd.Series, dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """(numbers, valid) of a metadata stat column: each value as ``dtype`` (``_to_number``)."""
+    converted = [_to_number(v, dtype) for v in values.tolist()]
+    valid = np.asarray([v is not None for v in converted], dtype=bool)
+    numbers = np.zeros(len(converted), dtype=dtype)
+    if valid.any():
+        numbers[valid] = [v for v in converted if v is not None]
+    return numbers, valid
+
+
 def _metadata_numbers(values: pd.Series, kind: str) -> pd.arrays.IntegerArray:
     """A metadata stat column as a nullable integer array, converted as an event column's is."""
-    dtype = np.uint64 if kind == "uint" else np.int64
-    converted = [_to_number(v, dtype) for v in values.tolist()]
-    missing = np.asarray([v is None for v in converted], dtype=bool)
-    numbers = np.zeros(len(converted), dtype=dtype)
-    if (~missing).any():
-        numbers[~missing] = [v for v in converted if v is not None]
-    return pd.arrays.IntegerArray(numbers, missing)
+    numbers, valid = _numbers_of(values, np.uint64 if kind == "uint" else np.int64)
+    return pd.arrays.IntegerArray(numbers, ~valid)
 
 
 def _parse_line(data: bytes, plane_index: int):
