@@ -64,16 +64,9 @@ def _scaled_events(originals, factor: int):
 
 
 def _write_field(out, number: int, payload: bytes) -> None:
-    out.write(_varint(number << 3 | 2) + _varint(len(payload)) + payload)
+    from tpudoctor.profile.wire import encode_varint
 
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append(value & 0x7F | (0x80 if value > 0x7F else 0))
-        value >>= 7
-        if not value:
-            return bytes(out)
+    out.write(encode_varint(number << 3 | 2) + encode_varint(len(payload)) + payload)
 
 
 if __name__ == "__main__":

@@ -269,12 +269,12 @@ def _fields(data: bytes) -> list[bytes]:
 
 def _fields_reversed(data: bytes) -> bytes:
     """A serialized XSpace whose events (and their stats) list their fields last to first."""
-    from tpudoctor.profile.wire import read_varint
+    from tpudoctor.profile.wire import encode_varint, read_varint
 
     def reversed_stat(field: bytes) -> bytes:  # an event's field 4 (a stat): reverse the stat's own fields
         _, payload = read_varint(field, 1)
         body = b"".join(reversed(_fields(field[payload:])))
-        return field[:1] + _varint(len(body)) + body
+        return field[:1] + encode_varint(len(body)) + body
 
     space, line_class = message_class("XSpace", raw=True).FromString(data), message_class("XLine", raw=True)
     for plane in space.planes:
@@ -291,13 +291,6 @@ def _fields_reversed(data: bytes) -> bytes:
     return space.SerializeToString()
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append(value & 0x7F | (0x80 if value > 0x7F else 0))
-        value >>= 7
-        if not value:
-            return bytes(out)
 
 
 def test_load_of_gpu_capture_reports_device_kind_and_hostname():

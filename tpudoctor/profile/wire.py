@@ -28,6 +28,16 @@ def read_varint(data: bytes, position: int) -> tuple[int | None, int]:
         if byte < 0x80:
             return value, position
     return None, position
+def encode_varint(value: int) -> bytes:
+    """A non-negative integer as protobuf varint bytes (for writing captures, as the benchmarks do)."""
+    out = bytearray()
+    while True:
+        out.append(value & 0x7F | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
 _HIGH_BITS = np.uint64(0x8080808080808080)
 _LOW7 = np.uint64(0x7F)
 
