@@ -36,14 +36,17 @@ Tables of a ``HostProfile`` (``capture.hosts[hostname]``):
   device_kind ("TPU v6 Lite", "GPU (AMD)", "CPU"...), is_device, n_lines, n_events, n_event_metadata.
 * ``lines``: plane_id, line_id, line_name, display_name, timestamp_ns, duration_ps, n_events.
 * ``events`` (one row per event, in file order: plane by plane, line by line): plane_id, line_id,
-  plane_name, line_name, metadata_id, name (categorical), start_ps, duration_ps, then the stats:
+  plane_name, line_name, metadata_id, name (categorical), start_ps, duration_ps (ids in the
+  narrowest integer type that holds them: int16 plane ids, int32 or uint32 line and metadata ids), then the stats:
   always ``CORE_STAT_COLUMNS`` (step_num, group_id, program_id, hlo_category, tf_op, long_name,
   flops, bytes_accessed; all-missing when the capture lacks them; with ``stats=`` only those asked
   for), and each other stat of ``EVENT_STAT_COLUMNS`` (run_id, replica_id, hlo_op, hlo_module,
   source, device_offset_ps, device_duration_ps, correlation_id, _pt/_p/_ct/_c flow ids, ...) only
   where the capture has it. Integers are nullable ``Int64``/``UInt64`` (64-bit ids stay exact),
   text is categorical; a value is missing where neither the event nor its metadata has the stat.
-  ``load(..., extra_stats={"name": "int"})`` adds columns.
+  ``load(..., extra_stats={"name": "int"})`` adds columns. The per-host analysis reads XLA's op
+  facts (``METADATA_STATS``: flops, model_flops, bytes_accessed) from ``event_metadata`` instead
+  (``HostProfile.stat_at``) when no event carries its own.
 * ``event_metadata``: plane_id, metadata_id, name, display_name, one column per metadata stat
   (bytes values over 4 KiB, such as HloProtos, are replaced by "<N bytes>").
 * ``plane_stats``: {plane_id: {stat name: value}} (device peak FLOPS/bandwidth, profile start/stop).
