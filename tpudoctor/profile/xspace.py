@@ -334,10 +334,10 @@ def _top_level_layout(handle, size: int):
     return (planes, errors, warnings) if planes else None
 
 
-
 class _Decoder:
-    """``planes()`` gives the XPlane messages; it is called twice (headers, then events), so a
-    file read plane by plane needs only one parsed plane in memory at a time."""
+    """``planes()`` gives the planes (ids, names, metadata, stats; ``lines`` as each line's bytes);
+    it is called twice (headers, then events) and each line is parsed when it is reached, so a file
+    read plane by plane (``_PlaneOnDisk``) holds one parsed line at a time."""
 
     def __init__(self, planes, columns: dict[str, str], errors: list[str], warnings: list[str], release=None,
                  metadata_stats: Collection[str] = ()):
@@ -411,8 +411,8 @@ class _Decoder:
                                        dtype=np.int16)  # int16: a radix sort below
         stat_offsets = list(np.cumsum([0] + [len(ids) for ids in stat_ids])[:-1])
 
-        # lazily, line by line: one line's parse at a time
         stat_rows = _RowLookup(stat_ids, stat_offsets)
+        # lazily, line by line: one line's parse at a time
         line_events = (_parse_line(line_bytes, plane_index).events
                        for plane_index, plane in enumerate(self.planes()) for line_bytes in plane.lines)
         for first_event, holder in _batches(line_events, line_counts):
