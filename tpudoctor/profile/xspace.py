@@ -1,11 +1,13 @@
 """Decode one host's XSpace bytes into columnar pandas tables (a ``HostProfile``).
 
-How (measured in ``benchmarks/bench_profile_load.py``; see the module docstring of
-``tpudoctor.profile``): protobuf's C parser (upb) reads the file against a schema in which
-``XLine.events`` is ``repeated bytes``, so it finds every event's bytes without building a
-message per event; the events of all lines are then joined into one buffer and their fields
-and stats decoded together with numpy (``tpudoctor.profile.wire``). Plane/line headers and
-the metadata tables (thousands of entries, not millions) are read as ordinary messages.
+How (measured in ``benchmarks/bench_profile_load.py`` and ``bench_profile_phases.py``; see the
+module docstring of ``tpudoctor.profile``): protobuf's C parser (upb) reads the file against a
+schema in which ``XPlane.lines`` and ``XLine.events`` are ``repeated bytes``, so it finds every
+line's and event's bytes without building a message per event; the events of about 128 k at a
+time are joined into one buffer and their fields and stats decoded together with numpy
+(``tpudoctor.profile.wire``), each field read where protobuf writes it. A large local file is
+walked plane by plane and read line by line. Plane/line headers and the metadata tables
+(thousands of entries, not millions) are read as ordinary messages.
 """
 
 from __future__ import annotations
