@@ -18,14 +18,15 @@
 How a capture is read (the fastest correct way measured by ``benchmarks/bench_profile_load.py``):
 protobuf's C parser (upb) reads the file against tpudoctor's own copy of the published schema
 (``xplane.proto``, built in Python at import: no generated code, no TensorFlow), with
-``XLine.events`` declared as ``repeated bytes``. upb thus splits every line into its events'
-bytes without making a message object per event; the events of all lines are joined into one
-buffer and their fields and stats decoded for all events at once with numpy
-(``tpudoctor.profile.wire``). On the x50 benchmark capture (40 MB, 1.3 M events) this decodes
-everything in 2.2 s; iterating upb messages in Python took 5.0 s while reading only ids and
-times (no stat values), and xprof's own overview_page conversion took 31 s and 3x the memory. Metadata and stat-name tables are resolved once per plane, stat
-``ref_value`` indirection included; static op facts on the event metadata (``hlo_category``,
-``flops``...) are joined onto each event unless the event carries its own value.
+``XPlane.lines`` and ``XLine.events`` declared as ``repeated bytes``. upb thus splits every line
+into its events' bytes without making a message object per event; the events are joined into
+buffers of about 128 k and their fields and stats decoded for all of them at once with numpy
+(``tpudoctor.profile.wire``); a large local file is read line by line. On the x50 benchmark
+capture (40 MB, 1.3 M events) the whole analysis takes about 1.1 s and 0.24 GB, against 15 s and
+1.2 GB for xprof's own overview_page conversion; a 1 GB capture (35 M events) about 26 s and
+2.2-2.5 GB. Metadata and stat-name tables are resolved once per plane, stat ``ref_value``
+indirection included; static op facts on the event metadata (``hlo_category``, ``flops``...) are
+joined onto each event unless the event carries its own value.
 
 Units are in the names: ``*_ps`` picoseconds, ``*_ns`` nanoseconds. ``events.start_ps`` counts
 from ``time_origin_ns`` (absolute picoseconds since the epoch overflow int64).
