@@ -1,14 +1,16 @@
 """Refuse, with a clear message, to load a capture this machine cannot hold, instead of being OOM-killed.
 
-Loading is whole-file and columnar: ``benchmarks/capture_memory.py`` measures peak RSS at about
-9x the file size (80 MB -> 0.79 GB, 280 MB -> 2.5 GB, 1 GB -> see the closing figures).
+A loaded host is columnar in memory: ``benchmarks/capture_memory.py`` measures the peak RSS of a
+full load (``tpudoctor.profile.load``, every stat a column) at 3.8-4.7x the file (80 MB -> 0.38 GB,
+280 MB -> 1.13 GB, 1 GB -> 4.06 GB); the analysis read (``profile analyze``) stays near 2.3x
+(``benchmarks/bench_profile_load.py``). The estimate uses the full load's ratio with some room.
 """
 
 from __future__ import annotations
 
 from tpudoctor.errors import InputError
 
-LOAD_RSS_PER_FILE_BYTE = 9.0
+LOAD_RSS_PER_FILE_BYTE = 5.0
 
 
 def available_memory_bytes() -> int | None:
