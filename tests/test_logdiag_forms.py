@@ -303,3 +303,11 @@ def test_a_coordinator_lookup_that_is_still_retrying_is_not_a_failure():
              "    jax.distributed.initialize()\n"
              "RuntimeError: Failed to recognize coordinator address jax-job-0-0.jax-svc\n")
     assert [d.id for d in diagnose_text(NOISE + retry + final)] == ["coordinator-address"]
+
+
+def test_the_hugepages_warning_as_python_prints_it_is_a_warning():
+    # jax raises it with warnings.warn, so it reaches the log as "<file>:<line>: UserWarning: ...".
+    text = ("/usr/local/lib/python3.12/dist-packages/jax/_src/cloud_tpu_init.py:86: UserWarning: Transparent "
+            "hugepages are not enabled. TPU runtime startup and shutdown time should be significantly improved on "
+            "TPU v5e and newer.\n  warnings.warn(\n" + NOISE)
+    assert [(d.id, d.status) for d in diagnose_text(text)] == [("hugepages-disabled", Status.WARN)]
