@@ -23,7 +23,7 @@ ISSUE_CLASSES = {
     "torch-xla-not-configured", "tpu-unsupported-op",
 }
 # Catalog classes no public thread was found for; their synthetic sig_<id>.log covers them.
-NO_PUBLIC_THREAD = {"coordinator-address", "hugepages-disabled", "tpu-library-path", "pallas-libtpu-old"}
+NO_PUBLIC_THREAD = {"coordinator-address", "hugepages-disabled", "pallas-libtpu-old"}
 
 
 def test_the_corpus_is_big_spread_and_documented():

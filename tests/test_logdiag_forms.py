@@ -284,3 +284,30 @@ def test_buffer_style_allocation_lists_are_read_too():
                      "op_name": "pjit(train_step)/jit(main)/dot_general", "source": "/data/t5x/layers.py:652",
                      "xla_label": "custom-call"}
     assert second["rank"] == 12 and second["size_bytes"] == 48 * 2**20
+
+
+def test_the_older_pallas_libtpu_age_wording_is_the_old_libtpu():
+    # jax's Pallas lowering before the "(at least 0.0.NN)" wording: the libtpu age and its build line.
+    text = (NOISE + "RuntimeError: Pallas TPU requires a libtpu version that's at most a month old. "
+            "Found version string:\nPJRT C API\nTFRT TPU v5 lite\nBuilt on Jun 12 2025 16:39:57 (1749771597) "
+            "cl/769337304\n")
+    (found,) = diagnose_text(text)
+    assert found.id == "pallas-libtpu-old" and found.status is Status.FAIL
+    assert found.evidence["libtpu_built_on"] == "Jun 12 2025"
+
+
+def test_a_coordinator_lookup_that_is_still_retrying_is_not_a_failure():
+    retry = "Failed to recognize coordinator address jax-job-0-0.jax-svc on attempt 3, retrying...\n"
+    assert [d.id for d in diagnose_text(NOISE + retry + "Coordinator IP address: 10.8.0.12\n")] == []
+    final = ("Traceback (most recent call last):\n  File \"/app/train.py\", line 12, in <module>\n"
+             "    jax.distributed.initialize()\n"
+             "RuntimeError: Failed to recognize coordinator address jax-job-0-0.jax-svc\n")
+    assert [d.id for d in diagnose_text(NOISE + retry + final)] == ["coordinator-address"]
+
+
+def test_the_hugepages_warning_as_python_prints_it_is_a_warning():
+    # jax raises it with warnings.warn, so it reaches the log as "<file>:<line>: UserWarning: ...".
+    text = ("/usr/local/lib/python3.12/dist-packages/jax/_src/cloud_tpu_init.py:86: UserWarning: Transparent "
+            "hugepages are not enabled. TPU runtime startup and shutdown time should be significantly improved on "
+            "TPU v5e and newer.\n  warnings.warn(\n" + NOISE)
+    assert [(d.id, d.status) for d in diagnose_text(text)] == [("hugepages-disabled", Status.WARN)]
