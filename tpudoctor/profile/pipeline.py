@@ -165,7 +165,11 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
     """COMBINE: rules on every host, findings merged across hosts, straggler and verdict.
 
     ``rules`` (rule id -> ``ProfileRule`` class) defaults to the registered ones, plugins included."""
-    from tpudoctor.profile.analysis.hosts import CROSS_HOST_TABLE, cross_host_rows, summarize_hosts
+    from tpudoctor.profile.analysis.hosts import (
+        CROSS_HOST_TABLE,
+        cross_host_analysis,
+        cross_host_rows,
+    )
     from tpudoctor.profile.rule import evaluate_rule
     from tpudoctor.profile.summary import shifted
     from tpudoctor.profile.verdict import cap_findings, judge
@@ -184,8 +188,8 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
     hosts = {name: dataclasses.replace(h, summary=shifted(h.summary, (h.time_origin_ns - origin_ns) * 1000))
              if h.summary is not None else h for name, h in hosts.items()}
     # cross-host first: the collectives and straggler rules read each host's row of it
-    stragglers = summarize_hosts(hosts)
-    rows = cross_host_rows(stragglers)
+    cross_host = cross_host_analysis(hosts)
+    rows = cross_host_rows(cross_host)
     hosts = {name: dataclasses.replace(h, tables={**h.tables, CROSS_HOST_TABLE: [rows[name]]}) if name in rows else h
              for name, h in hosts.items()}
     results = {name: [evaluate_rule(rule, h) for rule in rules.values()] for name, h in hosts.items()}
@@ -198,7 +202,7 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
     roofline, roofline_notes = combined_roofline(hosts.values())
     return ProfileReport(
         source=source, run=run, runs_available=list(runs_available), time_origin_ns=origin_ns, hosts=hosts,
-        results=results, verdicts=verdicts, rules=dict(rules), cross_host=stragglers.cross_host,
+        results=results, verdicts=verdicts, rules=dict(rules), cross_host=cross_host,
         failed_hosts=dict(failed_hosts or {}), notes=_notes(hosts.values()) + roofline_notes,
         roofline=roofline, op_table=combined_op_table(hosts.values()),
     )
