@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -49,3 +50,14 @@ def _no_ambient_cloud(monkeypatch, tmp_path):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud-config"))
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "no-credentials.json"))
+
+
+@pytest.fixture(scope="module")
+def real_report(tmp_path_factory) -> dict:
+    """The JSON report of a real capture (JAX, compute-bound, 8 annotated steps): a CI run's report."""
+    from tpudoctor.cli import main
+
+    out = tmp_path_factory.mktemp("report") / "report.json"
+    capture = Path(__file__).resolve().parent / "fixtures" / "profiles" / "jax_compute_bound"
+    assert main(["profile", "analyze", str(capture), "--format", "json", "-o", str(out)]) == 0
+    return json.loads(out.read_text())

@@ -10,8 +10,8 @@ import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import numpy as np
 import pytest
+from history_runs import another_run
 from xspace_edits import edited
 
 from tpudoctor.cli import main
@@ -157,24 +157,6 @@ def test_usage_errors(argv, message, capsys):
 
 # ------------------------------------------------------------------ history gate
 
-RUN_STEPS = 100
-
-
-@pytest.fixture(scope="module")
-def real_report(tmp_path_factory) -> dict:
-    out = tmp_path_factory.mktemp("report") / "report.json"
-    assert main(["profile", "analyze", str(FIXTURES / "jax_compute_bound"), "--format", "json", "-o", str(out)]) == 0
-    return json.loads(out.read_text())
-
-
-def _run(report: dict, seed: int, slowdown: float = 1.0) -> dict:
-    """Another run of the same job: step times drawn from the real capture's own step times."""
-    steps = np.asarray([row["step_ms"] for row in report["breakdown"]["per_step"]], dtype=float)
-    drawn = np.random.default_rng(seed).choice(steps, RUN_STEPS) * slowdown
-    doc = copy.deepcopy(report)
-    doc["kpis"]["step_time_median_ms"] = float(np.median(drawn))
-    doc["kpis"]["step_time_mean_ms"] = float(drawn.mean())
-    return doc
 
 
 def _history(folder: Path, docs: list[dict]) -> Path:
@@ -187,9 +169,9 @@ def _history(folder: Path, docs: list[dict]) -> Path:
 
 
 def test_history_gate_fails_an_injected_ten_percent_regression(real_report, tmp_path, capsys):
-    history = _history(tmp_path / "history", [_run(real_report, s) for s in range(10)])
+    history = _history(tmp_path / "history", [another_run(real_report, s) for s in range(10)])
     candidate = tmp_path / "candidate.json"
-    candidate.write_text(json.dumps(_run(real_report, 1000, slowdown=1.10)))
+    candidate.write_text(json.dumps(another_run(real_report, 1000, slowdown=1.10)))
     code, out, _ = _compare("--history", str(history), str(candidate), "--format", "json", capsys=capsys)
     assert code == ExitCode.FINDINGS
     result = json.loads(out)
@@ -207,9 +189,9 @@ def test_history_gate_fails_an_injected_ten_percent_regression(real_report, tmp_
 
 @pytest.mark.parametrize("seed", range(1000, 1010))
 def test_history_gate_passes_run_to_run_noise(real_report, tmp_path, capsys, seed):
-    history = _history(tmp_path / "history", [_run(real_report, s) for s in range(10)])
+    history = _history(tmp_path / "history", [another_run(real_report, s) for s in range(10)])
     candidate = tmp_path / "candidate.json"
-    candidate.write_text(json.dumps(_run(real_report, seed)))
+    candidate.write_text(json.dumps(another_run(real_report, seed)))
     code, out, _ = _compare("--history", str(history), str(candidate), "--format", "json", capsys=capsys)
     assert code == ExitCode.OK, out
     assert json.loads(out)["gate"]["verdict"] == "no_change"
@@ -218,10 +200,10 @@ def test_history_gate_passes_run_to_run_noise(real_report, tmp_path, capsys, see
 def test_history_gate_counts_only_the_last_n(real_report, tmp_path, capsys):
     # 8 old runs 10 % slower, then 8 recent ones at the normal speed: the candidate at normal speed
     # passes against the last 8 and is an improvement, not a regression, against all 16
-    docs = [_run(real_report, s, slowdown=1.10) for s in range(8)] + [_run(real_report, s) for s in range(8, 16)]
+    docs = [another_run(real_report, s, slowdown=1.10) for s in range(8)] + [another_run(real_report, s) for s in range(8, 16)]
     history = _history(tmp_path / "history", docs)
     candidate = tmp_path / "candidate.json"
-    candidate.write_text(json.dumps(_run(real_report, 2000, slowdown=1.10)))
+    candidate.write_text(json.dumps(another_run(real_report, 2000, slowdown=1.10)))
     assert _compare("--history", str(history), str(candidate), "--last", "8", capsys=capsys)[0] == ExitCode.FINDINGS
     code, out, _ = _compare("--history", str(history), str(candidate), "--last", "8", "--format", "json",
                             capsys=capsys)
@@ -229,18 +211,18 @@ def test_history_gate_counts_only_the_last_n(real_report, tmp_path, capsys):
 
 
 def test_history_gate_with_too_little_history_says_so(real_report, tmp_path, capsys):
-    history = _history(tmp_path / "history", [_run(real_report, s) for s in range(3)])
+    history = _history(tmp_path / "history", [another_run(real_report, s) for s in range(3)])
     candidate = tmp_path / "candidate.json"
-    candidate.write_text(json.dumps(_run(real_report, 5, slowdown=1.5)))
+    candidate.write_text(json.dumps(another_run(real_report, 5, slowdown=1.5)))
     code, _, err = _compare("--history", str(history), str(candidate), capsys=capsys)
     assert code == ExitCode.USAGE_ERROR
     assert "too little history" in err and "3 report(s), at least 5" in err
 
 
 def test_history_gate_leaves_out_the_candidate_written_into_the_history(real_report, tmp_path, capsys):
-    history = _history(tmp_path / "history", [_run(real_report, s) for s in range(8)])
+    history = _history(tmp_path / "history", [another_run(real_report, s) for s in range(8)])
     candidate = history / "run-99.json"
-    candidate.write_text(json.dumps(_run(real_report, 1000, slowdown=1.10)))
+    candidate.write_text(json.dumps(another_run(real_report, 1000, slowdown=1.10)))
     code, out, _ = _compare("--history", str(history), str(candidate), "--format", "json", capsys=capsys)
     assert code == ExitCode.FINDINGS and json.loads(out)["gate"]["n_history"] == 8
 
@@ -248,9 +230,9 @@ def test_history_gate_leaves_out_the_candidate_written_into_the_history(real_rep
 def test_history_gate_from_a_bucket(real_report, fake_gcs, tmp_path, capsys):
     fake_gcs.create_bucket("ci-profiles")
     for i in range(9):
-        fake_gcs.upload("ci-profiles", f"nightly/run-{i:02d}.json", json.dumps(_run(real_report, i)).encode())
+        fake_gcs.upload("ci-profiles", f"nightly/run-{i:02d}.json", json.dumps(another_run(real_report, i)).encode())
     candidate = tmp_path / "candidate.json"
-    candidate.write_text(json.dumps(_run(real_report, 1000, slowdown=1.10)))
+    candidate.write_text(json.dumps(another_run(real_report, 1000, slowdown=1.10)))
     code, out, _ = _compare("--history", "gs://ci-profiles/nightly", str(candidate), "--format", "json",
                             capsys=capsys)
     assert code == ExitCode.FINDINGS and json.loads(out)["gate"]["n_history"] == 9
@@ -276,7 +258,7 @@ def test_missing_history_folder_is_an_input_error(real_report, tmp_path, capsys)
 
 def test_history_gate_refuses_a_candidate_from_other_hardware(real_report, tmp_path, capsys):
     """A candidate capture of two hosts against a one-host history: not comparable, exit 2 unless --force."""
-    history = _history(tmp_path / "history", [_run(real_report, s) for s in range(8)])
+    history = _history(tmp_path / "history", [another_run(real_report, s) for s in range(8)])
     run = tmp_path / "logdir" / "plugins" / "profile" / "2026_01_01_00_00_00"
     run.mkdir(parents=True)
     for worker in ("worker-0", "worker-1"):

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from history_runs import another_run
 
-from tpudoctor.cli import main
 from tpudoctor.errors import InputError
 from tpudoctor.profile.history import (
     MIN_HISTORY,
@@ -22,31 +21,11 @@ from tpudoctor.profile.history import (
 pytest_plugins = ["tpudoctor.testing.gcp_fixtures"]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
-RUN_STEPS = 100  # steps one CI profiling run summarises
-
-
-@pytest.fixture(scope="module")
-def real_report(tmp_path_factory) -> dict:
-    """The JSON report of a real capture (JAX, compute-bound, 8 annotated steps)."""
-    out = tmp_path_factory.mktemp("report") / "report.json"
-    assert main(["profile", "analyze", str(FIXTURES / "jax_compute_bound"), "--format", "json", "-o", str(out)]) == 0
-    return json.loads(out.read_text())
-
-
-def _run(report: dict, seed: int, slowdown: float = 1.0) -> dict:
-    """The report of another run of the same job: its step times drawn from the real capture's own
-    step-time distribution (run-to-run noise), optionally all slower by ``slowdown``."""
-    steps = np.asarray([row["step_ms"] for row in report["breakdown"]["per_step"]], dtype=float)
-    drawn = np.random.default_rng(seed).choice(steps, RUN_STEPS) * slowdown
-    doc = copy.deepcopy(report)
-    doc["kpis"]["step_time_median_ms"] = float(np.median(drawn))
-    doc["kpis"]["step_time_mean_ms"] = float(drawn.mean())
-    return doc
 
 
 def test_injected_ten_percent_step_time_regression_fails(real_report):
-    history = [_run(real_report, seed) for seed in range(10)]
-    gate = judge_history(history, _run(real_report, 1000, slowdown=1.10))
+    history = [another_run(real_report, seed) for seed in range(10)]
+    gate = judge_history(history, another_run(real_report, 1000, slowdown=1.10))
     assert gate.regressed and gate.verdict == "regression"
     assert "step_time_median_ms" in gate.regressed_by
     median = next(j for j in gate.kpis if j.kpi == "step_time_median_ms")
@@ -56,36 +35,36 @@ def test_injected_ten_percent_step_time_regression_fails(real_report):
 
 @pytest.mark.parametrize("seed", range(1000, 1020))
 def test_run_to_run_noise_does_not_fail(real_report, seed):
-    history = [_run(real_report, s) for s in range(10)]
-    gate = judge_history(history, _run(real_report, seed))
+    history = [another_run(real_report, s) for s in range(10)]
+    gate = judge_history(history, another_run(real_report, seed))
     assert not gate.regressed, [j.reason for j in gate.kpis if j.verdict == "regression"]
     assert gate.verdict == "no_change"
 
 
 def test_only_the_last_n_reports_count(real_report):
-    slow_past = [_run(real_report, s, slowdown=1.10) for s in range(10)]
-    recent = [_run(real_report, s) for s in range(10, 18)]
-    candidate = _run(real_report, 2000, slowdown=1.10)
+    slow_past = [another_run(real_report, s, slowdown=1.10) for s in range(10)]
+    recent = [another_run(real_report, s) for s in range(10, 18)]
+    candidate = another_run(real_report, 2000, slowdown=1.10)
     assert judge_history(slow_past + recent, candidate, last_n=8).regressed
     assert not judge_history(slow_past + recent, candidate, last_n=18).regressed  # the old slow runs dominate
     assert judge_history(slow_past + recent, candidate, last_n=8).n_history == 8
 
 
 def test_one_outlier_in_the_history_does_not_move_the_bar(real_report):
-    history = [_run(real_report, s) for s in range(9)]
-    history.append(_run(real_report, 99, slowdown=3.0))  # one run hit a bad host
-    assert judge_history(history, _run(real_report, 1000, slowdown=1.10)).regressed
+    history = [another_run(real_report, s) for s in range(9)]
+    history.append(another_run(real_report, 99, slowdown=3.0))  # one run hit a bad host
+    assert judge_history(history, another_run(real_report, 1000, slowdown=1.10)).regressed
 
 
 def test_improvement_is_not_a_regression(real_report):
-    gate = judge_history([_run(real_report, s) for s in range(10)], _run(real_report, 5, slowdown=0.8))
+    gate = judge_history([another_run(real_report, s) for s in range(10)], another_run(real_report, 5, slowdown=0.8))
     assert not gate.regressed
     assert next(j for j in gate.kpis if j.kpi == "step_time_median_ms").verdict == "improvement"
 
 
 def test_too_little_history_is_not_judged(real_report):
-    gate = judge_history([_run(real_report, s) for s in range(MIN_HISTORY - 1)],
-                         _run(real_report, 1, slowdown=2.0))
+    gate = judge_history([another_run(real_report, s) for s in range(MIN_HISTORY - 1)],
+                         another_run(real_report, 1, slowdown=2.0))
     assert gate.verdict == "not_judged" and not gate.regressed
     assert all(j.verdict == "not_judged" and "at least" in j.reason for j in gate.kpis if j.gated)
 
@@ -93,10 +72,10 @@ def test_too_little_history_is_not_judged(real_report):
 def test_percent_kpis_move_in_points(real_report):
     history = []
     for seed in range(8):
-        doc = _run(real_report, seed)
+        doc = another_run(real_report, seed)
         doc["kpis"]["input_percent"] = 1.0 + 0.2 * np.random.default_rng(seed).standard_normal()
         history.append(doc)
-    candidate = _run(real_report, 50)
+    candidate = another_run(real_report, 50)
     candidate["kpis"]["input_percent"] = 12.0
     gate = judge_history(history, candidate)
     assert gate.regressed_by == ("input_percent",)
@@ -128,7 +107,7 @@ def _write_reports(folder: Path, docs: list[dict]) -> list[Path]:
 
 
 def test_history_from_a_folder_in_modification_order(real_report, tmp_path):
-    docs = [_run(real_report, s) for s in range(10)]
+    docs = [another_run(real_report, s) for s in range(10)]
     paths = _write_reports(tmp_path / "history", docs)
     (tmp_path / "history" / "notes.txt").write_text("not a report")
     for age, path in enumerate(paths):  # written in the opposite order of their names
@@ -136,7 +115,7 @@ def test_history_from_a_folder_in_modification_order(real_report, tmp_path):
     entries = read_history(str(tmp_path / "history"), last_n=8)
     assert [Path(e.name).name for e in entries] == [p.name for p in reversed(paths)][-8:]
     assert entries[-1].document["kpis"] == docs[0]["kpis"]
-    gate = judge_history([e.document for e in entries], _run(real_report, 7, slowdown=1.10),
+    gate = judge_history([e.document for e in entries], another_run(real_report, 7, slowdown=1.10),
                          history_names=[e.name for e in entries])
     assert gate.regressed and len(gate.history_names) == 8
     newest = str(paths[0])  # the candidate was written into the history folder before the gate ran
@@ -145,7 +124,7 @@ def test_history_from_a_folder_in_modification_order(real_report, tmp_path):
 
 
 def test_a_broken_report_in_the_history_is_a_clear_error(real_report, tmp_path):
-    _write_reports(tmp_path / "h", [_run(real_report, s) for s in range(3)])
+    _write_reports(tmp_path / "h", [another_run(real_report, s) for s in range(3)])
     (tmp_path / "h" / "zz.json").write_text('{"schema_version": "1.0", "kind": "check"')
     with pytest.raises(InputError, match="zz.json"):
         read_history(str(tmp_path / "h"))
@@ -155,14 +134,14 @@ def test_a_broken_report_in_the_history_is_a_clear_error(real_report, tmp_path):
 
 def test_history_from_a_bucket_prefix(real_report, fake_gcs):
     fake_gcs.create_bucket("ci-profiles")
-    docs = [_run(real_report, s) for s in range(9)]
+    docs = [another_run(real_report, s) for s in range(9)]
     for i, doc in enumerate(docs):
         fake_gcs.upload("ci-profiles", f"nightly/report-{i:02d}.json", json.dumps(doc).encode())
     fake_gcs.upload("ci-profiles", "nightly/old/report-99.json", json.dumps(docs[0]).encode())  # deeper: not read
     fake_gcs.upload("ci-profiles", "nightly-other/report.json", json.dumps(docs[0]).encode())  # other prefix
     entries = read_history("gs://ci-profiles/nightly", last_n=8)
     assert [e.name for e in entries] == [f"gs://ci-profiles/nightly/report-{i:02d}.json" for i in range(1, 9)]
-    assert judge_history([e.document for e in entries], _run(real_report, 3, slowdown=1.10)).regressed
+    assert judge_history([e.document for e in entries], another_run(real_report, 3, slowdown=1.10)).regressed
     assert len(fake_gcs.object_names("ci-profiles")) == 11  # read only: nothing added
 
 
