@@ -13,6 +13,7 @@ walked plane by plane and read line by line. Plane/line headers and the metadata
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Collection
 from typing import Any
 
@@ -103,9 +104,20 @@ class HostProfile:
             return None
         plane = self.events["plane_id"].to_numpy()[rows]
         metadata_id = self.events["metadata_id"].to_numpy()[rows].astype(np.int64)
-        meta_rows = _metadata_row_lookup(self.event_metadata).lookup(plane, metadata_id)
-        kind = EVENT_STAT_COLUMNS.get(name, "int")
-        return _metadata_numbers(self.event_metadata[name], kind).take(meta_rows, allow_fill=True)
+        meta_rows = self._metadata_rows.lookup(plane, metadata_id)
+        return self._metadata_values(name).take(meta_rows, allow_fill=True)
+
+    @functools.cached_property
+    def _metadata_rows(self) -> _RowLookup:
+        """The row lookup of ``event_metadata``, built once (analyses read the stats a chunk at a time)."""
+        return _metadata_row_lookup(self.event_metadata)
+
+    def _metadata_values(self, name: str) -> pd.arrays.IntegerArray:
+        """A metadata stat as numbers, one per ``event_metadata`` row, converted once per host."""
+        converted = self.__dict__.setdefault("_metadata_numbers", {})
+        if name not in converted:
+            converted[name] = _metadata_numbers(self.event_metadata[name], EVENT_STAT_COLUMNS.get(name, "int"))
+        return converted[name]
 
     def events_on(self, plane_name: str, line_name: str | None = None) -> pd.DataFrame:
         """Events of the named plane (and line), e.g. ``events_on("/device:TPU:0", "XLA Ops")``.
