@@ -74,7 +74,9 @@ class FaultProxy(LoopbackServer):
         body = read_body(handler)
         mode = self.mode
         if mode == "slow":
-            self._stopping.wait(self.delay_s)
+            if self._stopping.wait(self.delay_s):  # the proxy is going away: so may its upstream be
+                handler.close_connection = True
+                return
         elif mode == "reset":
             handler.close_connection = True
             reset_connection(handler.connection)
@@ -102,8 +104,12 @@ class FaultProxy(LoopbackServer):
             except OSError:
                 pass
             return
-        status, headers, data = forward_http(self.upstream_host, self.upstream_port, method, handler.path,
-                                             handler.headers, body)
+        try:
+            status, headers, data = forward_http(self.upstream_host, self.upstream_port, method, handler.path,
+                                                 handler.headers, body)
+        except OSError as exc:  # the upstream fake is gone (torn down first): a gateway error, not a thread traceback
+            send(handler, 502, google_error(502, f"upstream unreachable: {exc}"), headers=self.extra_headers)
+            return
         send(handler, status, data, content_type=headers.get("content-type"),
              headers={**{k: v for k, v in headers.items() if k not in _HOP_HEADERS and k != "content-type"},
                       **self.extra_headers})
