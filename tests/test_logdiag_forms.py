@@ -135,7 +135,6 @@ def test_an_unknown_crash_comes_before_plain_warnings():
     "2023-02-20 10:11:42.117120: I tensorflow/core/framework/local_rendezvous.cc:404] Local rendezvous is aborting "
     "with status: OUT_OF_RANGE: End of sequence",
     "WARNING:tensorflow:Callbacks method `on_train_batch_end` is slow compared to the batch time",
-    "ERROR:tensorflow:Error recorded from training_loop is none; retrying",
 ])
 def test_healthy_noise_is_no_finding(line):
     assert diagnose_text(NOISE + line + "\n" + NOISE) == []

@@ -81,7 +81,7 @@ class Signature:
     """A generic wrapper message: dropped when a specific signature matches the same event."""
     suppress_when_equal: tuple[str, ...] = ()
     fallback: bool = False
-    """Matched only where no other signature matched (a crash nothing in the catalog explains)."""
+    """Takes every error-level event no other signature names (``errorlevel``); it has no patterns."""
     parsers: tuple[str, ...] = ()
     """Named evidence parsers (``parsers.PARSERS``) for what one regex cannot pull."""
     folded: tuple[bool, ...] = ()
@@ -273,15 +273,19 @@ def _compile(pattern: str, where: str) -> re.Pattern[str]:
 def _signature(raw: dict[str, Any]) -> Signature:
     sid = raw.get("id")
     where = f"signature {sid!r}"
-    for key in ("id", "title", "layer", "any", "cause", "fix", "docs", "severity", "fatal"):
+    fallback = bool(raw.get("fallback", False))
+    for key in ("id", "title", "layer", "cause", "fix", "docs", "severity", "fatal") + (() if fallback else ("any",)):
         if key not in raw:
             raise CatalogError(f"{where}: missing '{key}'")
+    if fallback and (raw.get("any") or raw.get("all")):
+        raise CatalogError(f"{where}: the fallback has no patterns: it takes every error-level event no other "
+                           "signature names (tpudoctor/logdiag/errorlevel.py)")
     if raw["layer"] not in _LAYERS:
         raise CatalogError(f"{where}: layer must be one of {_LAYERS}")
     if not str(raw["docs"]).startswith("https://"):
         raise CatalogError(f"{where}: docs must be an https:// link")
-    any_src = list(raw["any"])
-    if not any_src:
+    any_src = list(raw.get("any", ()))
+    if not any_src and not fallback:
         raise CatalogError(f"{where}: 'any' is empty")
     extractors = [_extractor(spec, where) for spec in raw.get("extract", [])]
     fix = raw["fix"]
@@ -308,7 +312,7 @@ def _signature(raw: dict[str, Any]) -> Signature:
         supersedes=tuple(raw.get("supersedes", ())),
         wrapper=bool(raw.get("wrapper", False)),
         suppress_when_equal=tuple(raw.get("suppress_when_equal", ())),
-        fallback=bool(raw.get("fallback", False)),
+        fallback=fallback,
         parsers=parsers,
         folded=tuple(p.startswith("(?i)") for p in any_src),
         context=tuple(raw.get("context", ())),

@@ -18,14 +18,18 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Status, Step
+from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Severity, Status, Step
+from tpudoctor.logdiag import errorlevel
 from tpudoctor.logdiag.catalog import DIAGNOSIS_FACTS, Catalog, Signature, load_catalog
-from tpudoctor.logdiag.events import LogEvent, bounded_lines, group_events
+from tpudoctor.logdiag.errorlevel import ErrorMark
+from tpudoctor.logdiag.events import LinePiece, LogEvent, group_events
 from tpudoctor.logdiag.parsers import PARSERS
 
 EXCERPT_LINES = 8
 BATCH_LINES = 4096
+BATCH_CHARS = 1 << 20
 MAX_SOURCES_LISTED = 10
+MAX_OTHER_ERRORS = 5
 
 
 @dataclasses.dataclass
@@ -46,6 +50,10 @@ class _Accumulated:
     count: int = 1
     sources: list[str] = dataclasses.field(default_factory=list)
     scope: Scope = dataclasses.field(default_factory=Scope)
+    strength: int = 0
+    """For the unrecognised failure: how strongly the quoted line says the job failed."""
+    other_errors: list[str] = dataclasses.field(default_factory=list)
+    """For the unrecognised failure: other error-level lines seen (``train.log:12: <line>``)."""
 
     @property
     def location(self) -> str:
@@ -58,6 +66,8 @@ class _Accumulated:
         facts = {"location": self.location, "source": self.source, "first_line_no": self.first_line_no,
                  "last_line_no": self.last_line_no, "first_timestamp": self.first_timestamp, "count": self.count,
                  "log_excerpt": list(self.excerpt), "layer": sig.layer, "sources": list(self.sources)}
+        if self.other_errors:
+            facts["other_error_lines"] = list(self.other_errors)
         return Finding(
             id=sig.id, kind=FindingKind.LOG, step=Step.LOGS, title=sig.title,
             status=Status.FAIL if sig.fatal else Status.WARN, severity=sig.severity,
@@ -92,6 +102,11 @@ def _message(cause: str, location: str, count: int) -> str:
 class Diagnoser:
     """Feed it events from one or more sources, then ask for the ranked findings.
 
+    Deny by default: an event a signature matches is named by it; any other error-level event
+    (``errorlevel``: an exception line in any form, an E/F line, a signal, a non-zero exit, an error
+    status...) is the catalog's fallback finding (``unrecognised-failure``, a WARN) quoting the
+    strongest such line, so a log is clean only when it holds no error-level event at all.
+
     Memory stays bounded: one aggregate per signature, whatever the log's length. A source that
     belongs to a known worker or host is fed with its ``scope``; a finding's scope is the union of
     the scopes of the sources it was seen in (empty: the caller did not say where).
@@ -99,16 +114,21 @@ class Diagnoser:
 
     def __init__(self, catalog: Catalog | None = None):
         self.catalog = catalog or load_catalog()
+        self._fallback = next((s for s in self.catalog.signatures if s.fallback), None)
+        self._benign = errorlevel.load_benign()
         self._found: dict[str, _Accumulated] = {}
         self._context: dict[str, Any] = {}  # latest value of each catalog context (bounded: one per name)
         self._sequence = 0
         self.events_scanned = 0
         self.lines_scanned = 0
 
+    def _may_hold(self, text: str) -> bool:
+        return self.catalog.may_match(text) or errorlevel.may_hold(text)
+
     def feed(self, events: Iterable[LogEvent], source: str, *, scope: Scope | None = None) -> None:
         """Pre-grouped events (Cloud Logging entries, say)."""
         for event in events:
-            self._scan(event, source, self.catalog.may_match(event.text), scope)
+            self._scan(event, source, True, scope)
 
     def feed_lines(self, lines: Iterable[str], source: str, *, scope: Scope | None = None) -> None:
         """Raw lines, streamed. Lines are pre-filtered in batches: one substring pass over a
@@ -117,39 +137,56 @@ class Diagnoser:
 
         def batches() -> Iterator[str]:
             batch: list[str] = []
+            chars = 0
+            line_no = 0  # real lines seen; the windows of an overlong line (LinePiece) share its number
             first = 1
             for line in lines:
+                if not batch:
+                    first = line_no if isinstance(line, LinePiece) else line_no + 1
+                    chars = 0
+                if not isinstance(line, LinePiece):
+                    line_no += 1
                 batch.append(line)
-                if len(batch) == BATCH_LINES:
-                    if self.catalog.may_match("\n".join(batch)):
-                        hot.append((first, first + len(batch) - 1))
+                chars += len(line)
+                if len(batch) == BATCH_LINES or chars >= BATCH_CHARS:
+                    if self._may_hold("\n".join(batch)):
+                        hot.append((first, line_no))
                     yield from batch
-                    first += len(batch)
                     batch = []
-            if batch and self.catalog.may_match("\n".join(batch)):
-                hot.append((first, first + len(batch) - 1))
+            if batch and self._may_hold("\n".join(batch)):
+                hot.append((first, line_no))
             yield from batch
 
         for event in group_events(batches()):
             while hot and hot[0][1] < event.first_line_no:
                 hot.popleft()
             is_hot = bool(hot) and hot[0][0] <= event.last_line_no
-            self._scan(event, source, is_hot and self.catalog.may_match(event.text), scope)
+            self._scan(event, source, is_hot, scope)
 
-    def _scan(self, event: LogEvent, source: str, candidate: bool, scope: Scope | None = None) -> None:
+    def _scan(self, event: LogEvent, source: str, hot: bool, scope: Scope | None = None) -> None:
+        """``hot``: the batch around the event may hold a match (a cheap test already made)."""
         self.events_scanned += 1
         self.lines_scanned += event.last_line_no - event.first_line_no + 1
         self._sequence += 1
-        if not candidate:
+        if not hot:
             return
         text = event.text
+        known = self.catalog.may_match(text)
+        if not known and not event.severity and not errorlevel.may_hold(text):
+            return
         for context in self.catalog.contexts:
             if context.keyword in text and (value := context.extract(text)) is not None:
                 self._context[context.name] = value
-        for signature, offset in self._matches(text):
+        hits = self._matches(text) if known else []
+        for signature, offset in hits:
             self._record(signature, event, text, offset, source, scope)
+        if not hits and self._fallback is not None:
+            mark = errorlevel.find(text, benign=self._benign, given_level=event.severity)
+            if mark is not None:
+                self._record(self._fallback, event, text, mark.offset, source, scope, mark)
 
     def _matches(self, text: str) -> list[tuple[Signature, int]]:
+        """The signatures that name this event (the fallback is not one of them)."""
         hits: list[tuple[Signature, int]] = []
         folded = text.lower() if self.catalog.has_folded_keywords else None
         for signature in self.catalog.signatures:
@@ -158,11 +195,6 @@ class Diagnoser:
             match = signature.first_match(text, folded)
             if match is not None:
                 hits.append((signature, match.start()))
-        if not hits:  # nothing known: is it a crash all the same?
-            for signature in self.catalog.signatures:
-                if signature.fallback and (match := signature.first_match(text, folded)) is not None:
-                    return [(signature, match.start())]
-            return hits
         if len(hits) > 1:
             superseded = {sid for sig, _ in hits for sid in sig.supersedes}
             specific = [h for h in hits if not h[0].wrapper]
@@ -173,8 +205,10 @@ class Diagnoser:
         return hits
 
     def _record(self, signature: Signature, event: LogEvent, text: str, offset: int, source: str,
-                scope: Scope | None) -> None:
+                scope: Scope | None, mark: ErrorMark | None = None) -> None:
         evidence = signature.evidence(text)
+        if mark is not None:
+            evidence["error_kind"] = mark.kind
         for name in signature.parsers:
             for key, value in PARSERS[name](text, offset).items():
                 evidence.setdefault(key, value)
@@ -186,6 +220,18 @@ class Diagnoser:
             return
         line_no = event.line_no_at(offset) if event.numbered else None
         known = self._found.get(signature.id)
+        if known is not None and mark is not None:
+            if mark.strength <= known.strength:
+                self._note_other_error(known, f"{source}:{line_no}" if line_no else source, mark.line)
+            else:  # quote the line that says most clearly that the job failed; the other joins the list
+                self._note_other_error(known, known.location, str(known.pulled.get("failure", "")))
+                stronger = self._accumulated(signature, event, text, offset, source, scope, evidence, line_no)
+                stronger.strength = mark.strength
+                stronger.count = known.count
+                stronger.sources = known.sources
+                stronger.scope = known.scope
+                stronger.other_errors = known.other_errors
+                known = self._found[signature.id] = stronger
         if known is not None:
             known.count += 1
             known.last_line_no = line_no if known.source == source else known.last_line_no
@@ -196,7 +242,13 @@ class Diagnoser:
             if scope is not None:
                 known.scope = known.scope.union(scope)
             return
-        self._found[signature.id] = _Accumulated(
+        accumulated = self._accumulated(signature, event, text, offset, source, scope, evidence, line_no)
+        accumulated.strength = mark.strength if mark is not None else 0
+        self._found[signature.id] = accumulated
+
+    def _accumulated(self, signature: Signature, event: LogEvent, text: str, offset: int, source: str,
+                     scope: Scope | None, evidence: dict[str, Any], line_no: int | None) -> _Accumulated:
+        return _Accumulated(
             signature=signature,
             cause=_filled_text(signature.cause, evidence),
             pulled=evidence,
@@ -211,18 +263,34 @@ class Diagnoser:
             scope=scope or Scope(),
         )
 
+    @staticmethod
+    def _note_other_error(known: _Accumulated, where: str, line: str) -> None:
+        if len(known.other_errors) >= MAX_OTHER_ERRORS:
+            return
+        quoted = f"{where}: {line.strip()[:300]}"
+        if quoted not in known.other_errors:
+            known.other_errors.append(quoted)
+
     def diagnoses(self) -> list[Finding]:
         """Root cause first: fatal before non-fatal, then by first appearance.
 
-        Within one source, appearance is line order. Across sources (one log per worker, say),
-        it is the timestamp when every finding has one, since the files were fed one by one.
+        A known fatal signature explains the unrecognised errors (they are dropped). Without one, the
+        unrecognised failure and the known warnings that can stop a job (severity medium or more) are
+        ranked by first appearance, since the first error in time is usually the cause; minor
+        warnings (low severity) come last. Within one source, appearance is line order. Across
+        sources (one log per worker, say), it is the timestamp when every finding has one, since the
+        files were fed one by one.
         """
         found = list(self._found.values())
         if any(a.signature.fatal for a in found):  # a known root cause: an unrecognised crash is its consequence
             found = [a for a in found if not a.signature.fallback]
         keys = {id(a): time_key(a.first_timestamp) for a in found}
         by_time = len({a.source for a in found}) > 1 and all(keys.values())
-        ranked = sorted(found, key=lambda a: (not a.signature.fatal, not a.signature.fallback,
+
+        def minor(a: _Accumulated) -> bool:
+            return not a.signature.fallback and a.signature.severity is Severity.LOW
+
+        ranked = sorted(found, key=lambda a: (not a.signature.fatal, minor(a),
                                               keys[id(a)] if by_time else "", a.order))
         return [a.finding() for a in ranked]
 
@@ -286,9 +354,13 @@ def diagnose_text(text: str, source: str = "<text>", *, catalog: Catalog | None 
 
 
 def diagnose_file(path: str | Path, *, catalog: Catalog | None = None, scope: Scope | None = None) -> list[Finding]:
-    """Stream a log file from disk line by line (bounded memory, any size)."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return diagnose_lines(bounded_lines(handle), str(path), catalog=catalog, scope=scope)
+    """Stream a log file (or FIFO, or folder of logs) line by line: bounded memory, any size. A binary or
+    empty file gives no finding: ``reading.feed_path`` tells what was read."""
+    from tpudoctor.logdiag.reading import feed_path
+
+    diagnoser = Diagnoser(catalog)
+    feed_path(diagnoser, str(path), scope=scope)
+    return diagnoser.diagnoses()
 
 
 def explain_with_node(

@@ -1,9 +1,10 @@
 """Groups a stream of log lines into events: one log record, or one whole Python traceback.
 
 Streaming and bounded: an event keeps at most ``MAX_HEAD_LINES`` lines from its start and
-the last ``MAX_TAIL_LINES`` after that (where the exception line of a long traceback sits),
-and each line at most ``MAX_LINE_CHARS`` characters, so a 1 GB log needs no more memory than
-a short one.
+the last ``MAX_TAIL_LINES`` after that (where the exception line of a long traceback sits). A line
+longer than ``MAX_LINE_CHARS`` is not cut: it is read in windows of that size that overlap by
+``WINDOW_OVERLAP`` characters, so every match shorter than the overlap lies whole in one window,
+and a 1 GB log (or a 1 GB line) needs no more memory than a short one.
 """
 
 from __future__ import annotations
@@ -13,29 +14,46 @@ import dataclasses
 import re
 from collections.abc import Iterable, Iterator
 
+from tpudoctor.logdiag.errorlevel import is_exception_line, is_ipython_traceback, opens_message
+
 MAX_HEAD_LINES = 120
 MAX_TAIL_LINES = 40
-MAX_LINE_CHARS = 4000
+MAX_LINE_CHARS = 16384
+WINDOW_OVERLAP = 1024
 MAX_MESSAGE_LINES = 150
 """Unprefixed lines after a traceback's exception line, or after a prefixed record, that still
 belong to its message."""
 
 
 
+class LinePiece(str):
+    """A further window of an overlong line: it carries the line before it on (same line number)."""
+
+    __slots__ = ()
+
+
+def _windows(line: str, size: int = MAX_LINE_CHARS) -> Iterator[str]:
+    """An overlong line as its first ``size`` characters, then overlapping ``LinePiece`` windows."""
+    yield line[:size]
+    step = size - WINDOW_OVERLAP
+    for start in range(step, len(line) - WINDOW_OVERLAP, step):
+        yield LinePiece(line[start:start + size])
+
+
 def bounded_lines(handle, max_chars: int = MAX_LINE_CHARS) -> Iterator[str]:
-    """The lines of a text stream, each cut at ``max_chars`` *while reading*: iterating a file
-    reads a whole line first, so one 1 GB line without a newline (a binary blob) took 2 GB."""
+    """The lines of a text stream, an overlong one as overlapping windows *while reading*: iterating
+    a file reads a whole line first, so one 1 GB line without a newline (a binary blob) took 2 GB."""
     while True:
         line = handle.readline(max_chars)
         if not line:
             return
-        if len(line) >= max_chars and not line.endswith("\n"):
-            while True:  # skip the rest of the overlong line, a chunk at a time
-                rest = handle.readline(1 << 16)
-                if not rest or rest.endswith("\n"):
-                    break
-            line += "\n"
         yield line
+        while len(line) >= max_chars and not line.endswith("\n"):
+            more = handle.readline(max_chars - WINDOW_OVERLAP)
+            if not more:
+                return
+            line = LinePiece(line[-WINDOW_OVERLAP:] + more)
+            yield line
 
 
 # A line that starts a new log record (as opposed to continuing the previous one).
@@ -56,9 +74,6 @@ TIMESTAMP = re.compile(
     r"^\[?(?:[IWEF](\d{4}\s+\d\d:\d\d:\d\d\.\d+)|(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?))"
 )
 TRACEBACK_START = "Traceback (most recent call last):"
-# A bare exception line outside a traceback (``...errors_impl.UnavailableError: ...``): the unprefixed
-# lines after it (an XLA memory report, a gRPC error block) are its message, as after a prefixed record.
-EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b")
 _CHAIN_MARKERS = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
@@ -79,6 +94,8 @@ class LogEvent:
     """Severity given by the source (Cloud Logging), when there is one."""
     numbered: bool = True
     """False for sources without line numbers (Cloud Logging entries)."""
+    line_numbers: list[int] | None = None
+    """The source line number of each entry of ``lines`` (windows of one long line share one)."""
 
     @property
     def timestamp(self) -> str | None:
@@ -92,8 +109,10 @@ class LogEvent:
         return "\n".join(self.lines)
 
     def line_no_at(self, offset: int) -> int:
-        """The source line number of a character offset in ``text`` (approximate past a gap)."""
+        """The source line number of a character offset in ``text``."""
         before = self.text.count("\n", 0, offset)
+        if self.line_numbers is not None:
+            return self.line_numbers[min(before, len(self.line_numbers) - 1)]
         if before >= MAX_HEAD_LINES and self.dropped_lines:
             before += self.dropped_lines
         return self.first_line_no + before
@@ -101,11 +120,13 @@ class LogEvent:
 
 class _Builder:
     __slots__ = ("head", "tail", "first", "last", "dropped", "in_traceback", "message_lines", "last_text",
-                 "prefixed")
+                 "prefixed", "ipython", "head_numbers", "tail_numbers")
 
     def __init__(self, line: str, line_no: int, in_traceback: bool, prefixed: bool):
         self.head: list[str] = [line]
+        self.head_numbers: list[int] = [line_no]
         self.tail: collections.deque[str] | None = None
+        self.tail_numbers: collections.deque[int] | None = None
         self.first = line_no
         self.last = line_no
         self.dropped = 0
@@ -113,6 +134,7 @@ class _Builder:
         self.message_lines = 0
         self.last_text = line
         self.prefixed = prefixed
+        self.ipython = False  # an IPython traceback: unindented frames, then the exception line
 
     def add(self, line: str, line_no: int) -> None:
         self.last = line_no
@@ -120,28 +142,54 @@ class _Builder:
             self.last_text = line
         if len(self.head) < MAX_HEAD_LINES:
             self.head.append(line)
+            self.head_numbers.append(line_no)
             return
         if self.tail is None:
             self.tail = collections.deque(maxlen=MAX_TAIL_LINES)
+            self.tail_numbers = collections.deque(maxlen=MAX_TAIL_LINES)
         if len(self.tail) == MAX_TAIL_LINES:
             self.dropped += 1
         self.tail.append(line)
+        self.tail_numbers.append(line_no)  # type: ignore[union-attr]
 
     def finish(self) -> LogEvent:
         lines = self.head + list(self.tail) if self.tail else self.head
-        return LogEvent(lines, self.first, self.last, None, self.dropped)
+        numbers = self.head_numbers + list(self.tail_numbers) if self.tail_numbers else self.head_numbers
+        return LogEvent(lines, self.first, self.last, None, self.dropped, line_numbers=numbers)
+
+
+def _pieces(lines: Iterable[str]) -> Iterator[str]:
+    """Lines held in memory that are overlong, split into windows as ``bounded_lines`` reads them."""
+    for raw in lines:
+        if len(raw) > MAX_LINE_CHARS + 2 and not isinstance(raw, LinePiece):
+            yield from _windows(raw.rstrip("\r\n"))
+        else:
+            yield raw
 
 
 def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEvent]:
-    """Yield events from raw lines (with or without trailing newlines), in order."""
+    """Yield events from raw lines (with or without trailing newlines), in order.
+
+    A bare exception line or error status outside a traceback (``...UnavailableError: ...``,
+    ``DEADLINE_EXCEEDED: ...``) opens a message: the unprefixed lines after it (an XLA memory report,
+    a gRPC error block, ``RPC: ...``) belong to it, as after a prefixed record.
+    """
     current: _Builder | None = None
     is_traceback = False  # the current event is a traceback
     line_no = first_line_no - 1
-    for raw in lines:
+    for raw in _pieces(lines):
+        if isinstance(raw, LinePiece):  # a window of the line before: same line number
+            piece = raw.rstrip("\r\n")
+            if current is not None and len(current.head) < MAX_HEAD_LINES:
+                current.add(piece, line_no)
+                continue
+            if current is not None:
+                yield current.finish()
+            current = _Builder(piece, max(line_no, first_line_no), in_traceback=False, prefixed=False)
+            is_traceback = False
+            continue
         line_no += 1
         line = raw.rstrip("\r\n")
-        if len(line) > MAX_LINE_CHARS:
-            line = line[:MAX_LINE_CHARS]
         if line.startswith(TRACEBACK_START):
             if current is not None and is_traceback and current.last_text.strip() in _CHAIN_MARKERS:
                 current.add(line, line_no)
@@ -153,13 +201,25 @@ def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEv
             is_traceback = True
             continue
         starts_record = line[:1].isspace() is False and RECORD_START.match(line) is not None
+        if is_ipython_traceback(line):
+            if current is not None:
+                yield current.finish()
+            current = _Builder(line, line_no, in_traceback=True, prefixed=True)
+            current.ipython = is_traceback = True
+            continue
         if current is None:
             current = _Builder(line, line_no, in_traceback=False,
-                               prefixed=starts_record or EXCEPTION_LINE.match(line) is not None)
+                               prefixed=starts_record or opens_message(line))
             is_traceback = False
             continue
         if is_traceback:
-            if current.in_traceback:
+            if current.in_traceback and current.ipython and not starts_record:
+                # IPython's frames are not indented: the exception line ends them.
+                current.add(line, line_no)
+                if is_exception_line(line):
+                    current.in_traceback = False
+                continue
+            if current.in_traceback and not current.ipython:
                 # Frames are indented; the first unindented line is the exception itself.
                 current.add(line, line_no)
                 if line and not line[0].isspace():
@@ -180,7 +240,7 @@ def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEv
             continue
         yield current.finish()
         current = _Builder(line, line_no, in_traceback=False,
-                           prefixed=starts_record or EXCEPTION_LINE.match(line) is not None)
+                           prefixed=starts_record or opens_message(line))
         is_traceback = False
     if current is not None:
         yield current.finish()

@@ -1,0 +1,310 @@
+"""Which log events are error-level, by their structure rather than their words.
+
+A log is PASS only when it holds no error-level event. An event is error-level when one of its
+lines is, and a line is error-level by the form a runtime prints it in:
+
+- a level prefix that says so: glog/absl ``E``/``F`` (``E0501 10:00:01.000000 42 file.cc:9]``,
+  ``E0000 00:00:1751448150.986970``), TensorFlow C++ (``2023-10-09 13:36:23.355516: E ...``), Python
+  logging (``ERROR:absl:``, ``... - ERROR - ...``, ``| CRITICAL |``, ``ERROR 11-21 04:27:48``);
+- and, on lines without an info/warning prefix: an exception line in any of its forms (``Name: msg``,
+  ``Name:`` with the message on the next lines, a bare ``Exception:``, ``Error: ...``, a repr
+  ``<NameError: ...>``, an IPython ``Name   Traceback (most recent call last)`` header), a traceback,
+  ``Check failed``, a fatal signal dump, a non-zero exit, a gRPC/absl error status
+  (``DEADLINE_EXCEEDED: ...``, ``StatusCode.UNAVAILABLE``) and the fragments of XLA's out-of-memory report.
+
+Lines that healthy runs print at error level (a CUDA plugin registering twice on a TPU VM, say) are
+listed in ``benign.toml``, each with the public source that shows it is harmless; they do not count.
+This module only marks events; naming the cause is the signature catalog's job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+from functools import cache
+from importlib import resources
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+BENIGN_FILE = "benign.toml"
+
+# How strongly a mark says the job failed; the finding quotes the strongest mark of a log.
+CRASH = 3  # a traceback, a fatal line, a failed check, a signal, a non-zero exit, an OOM report
+EXCEPTION = 2  # an exception line outside a traceback, ``Error: ...``, an exception's repr
+ERROR_LINE = 1  # an error-level log line, a gRPC/absl error status
+
+# The prefixes that wrap a worker's lines (``(pid=123)``, ``[rank0]:``, ``[1,0]<stderr>:``, ``err:``).
+_WRAPPER = re.compile(
+    r"^(?:\([\w .-]*pid=\d+[^)]*\)\s+|\[(?:rank|default)\d+\]:\s*|\[\d+,\d+\]<std(?:out|err)>:\s*"
+    r"|(?:err|out):\s+|\[(?!(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\])[A-Za-z][\w .-]*\]\s+(?=\S))"
+)
+_GLOG = re.compile(r"^([IWEF])\d{4}\s+\d\d:\d\d:\d+(?:\.\d+)?\s+\S")
+_TF_CPP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: ([IWEF]) ")
+_TF_CPP_OLD = re.compile(r"^([IWEF]) [\w./\\-]+\.(?:cc|cpp|h|py):\d+\] ")  # TensorFlow before 1.3: no timestamp
+_LEVEL_WORDS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|NOTICE|TRACE"
+_LEVEL_FIRST = re.compile(rf"^\[?({_LEVEL_WORDS})\]?(?=[:\s\]]|$)")
+_TIMESTAMP_FIRST = re.compile(
+    r"^\[?(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+    r"|\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?|[A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d)\]?"
+)
+_LEVEL_AFTER_TIMESTAMP = re.compile(rf"(?:^|[\s\[|(:-])({_LEVEL_WORDS})(?=[\s\]|):-]|$)")
+_ERROR_LEVELS = {"E", "F", "ERROR", "CRITICAL", "FATAL"}
+# TPUEstimator logs the error that stops training at INFO level, then re-raises it (tensorflow/tensorflow#24099).
+_ESTIMATOR_ERROR = re.compile(r"Error recorded from (?:training_loop|infeed|outfeed): \S")
+_CRASH_LEVELS = {"F", "CRITICAL", "FATAL"}
+
+_TRACEBACK = "Traceback (most recent call last):"
+_IPYTHON_HEADER = re.compile(r"^[\w.]+\s{2,}Traceback \(most recent call last\)")
+_EXCEPTION_NAME = r"(?:[A-Za-z_]\w*\.)*(?:_?[A-Z]\w*)?(?:Error|Exception|Failure|Interrupt)"
+_EXCEPTION_LINE = re.compile(rf"^({_EXCEPTION_NAME})(?: \(see above for traceback\))?(?::(?:\s.*)?|\s*)$")
+_QUALIFIED_EXCEPTION = re.compile(r"^(?:[a-z_][a-z0-9_]*\.){2,}[A-Z][a-z]\w*: \S")  # BrokenProcessPool
+_SYSTEM_EXIT = re.compile(r"^SystemExit: (?!0\s*$)\S")
+_EXCEPTION_IN = re.compile(r"^Exception in (?:thread|device)\b")
+_LOWER_ERROR = re.compile(r"^(?:error|ERROR|FATAL|fatal):\s+\S")
+_REPR = re.compile(r"<(?:[\w.]+\.)?_?[A-Z]\w*(?:Error|Exception)\b[^>\n]*")
+# A structured (JSON) log line at error level: GKE, Cloud Logging exports, structlog.
+_JSON_ERROR = re.compile(r'"(?:severity|level|levelname)"\s*:\s*"(?i:error|critical|fatal|alert|emergency)"')
+# TensorFlow op errors: the kernel lookup that failed, and the ``[Op:...]`` tail of an op's error message.
+_OP_ERROR = re.compile(r"No registered '\w+' OpKernel for |\[Op:__\w+\]")
+_STATUS_NAMES = (
+    "CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED|"
+    "RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|"
+    "UNAUTHENTICATED"
+)
+_STATUS = re.compile(rf"(?:^|[\s:(\[])(?:{_STATUS_NAMES}):\s*\S")
+_STATUS_CODE = re.compile(r"StatusCode\.(?!OK\b)[A-Z_]{4,}|\"grpc_status\":\s*[1-9]")
+_CRASH_TEXT = re.compile(
+    r"Check failed|\*\*\* SIG[A-Z]+\b|\*\*\* Received signal \d+|Fatal Python error:|Segmentation fault"
+    r"|\(core dumped\)|^Aborted\b|^Bus error\b|terminate called after throwing|Signals\.SIG(?:KILL|SEGV|ABRT|BUS)"
+    r"|^Illegal instruction\b|^Floating point exception\b|Check failure stack trace|Assertion `.*' failed"
+    r"|^panic: |Your session crashed"
+    r"|received signal SIG[A-Z]+|^Killed\s*$|Out of memory: Kill|OOMKilled"
+    r"|Ran out of memory in memory space|Total hbm usage >=|Program hbm requirement|Largest program allocations in"
+    r"|^\s*Allocation type: HLO temp|Out of memory while trying to allocate"
+)
+_EXIT = re.compile(
+    r"(?i)\bexit(?:ed)?[ _]?(?:with )?(?:exit )?(?:code|status)\s*[:=]?\s*(-?\d+)"
+    r"|\bterminated with (?:exit )?(?:code|status)\s*[:=]?\s*(-?\d+)|\bexitcode\s*:\s*(-?\d+)"
+)
+
+# Substrings without which no line of a batch can be error-level (one cheap pass over a batch).
+_TRIGGERS = (
+    "rror", "ERROR", "xception", "ailure", "nterrupt", "FATAL", "CRITICAL", "atal", "Check failed", "SIG", "ignal",
+    "egmentation", "dumped", "bort", "Bus error", "erminat", "Kill", "xit", "EXIT", "_EXCEEDED", "UNAVAILABLE",
+    "NOT_FOUND", "INVALID_ARGUMENT", "INTERNAL", "UNKNOWN", "ABORTED", "CANCELLED", "DENIED", "EXHAUSTED",
+    "PRECONDITION", "OUT_OF_RANGE", "UNIMPLEMENTED", "DATA_LOSS", "UNAUTHENTICATED", "ALREADY_EXISTS", "StatusCode",
+    "grpc_status", "hbm", "emory", "Allocation type", "OpKernel", "[Op:", "Traceback", "panic", "Illegal",
+    "Floating", "Assertion", "crashed", "severity", "level",
+)
+# Error-level glog/absl lines (month 01-12) and TensorFlow C++ lines, by substrings.
+_LEVEL_TRIGGERS = ("\nE0", "\nE1", "\nF0", "\nF1", ": E ", ": F ", "\nE ", "\nF ", ") E0", ") E1", ") F0", ") F1", ": E0", ": E1", ": F0",
+                   ": F1")
+
+
+@dataclasses.dataclass(frozen=True)
+class ErrorMark:
+    """An error-level line of an event: where it is, what kind of line it is, how strong."""
+
+    offset: int
+    """Character offset of the line in the event's text."""
+    line: str
+    kind: str
+    """A few words for a person: ``a traceback``, ``an error log line``, ``a non-zero exit`` ..."""
+    strength: int
+
+
+@dataclasses.dataclass(frozen=True)
+class BenignLine:
+    id: str
+    pattern: re.Pattern[str]
+    why: str
+    source: str
+
+
+def may_hold(text: str) -> bool:
+    """Cheap pre-filter: could any line of ``text`` be error-level?"""
+    return (any(t in text for t in _TRIGGERS) or any(t in text for t in _LEVEL_TRIGGERS)
+            or text.startswith(("E0", "E1", "F0", "F1", "E ", "F ")))
+
+
+def line_level(line: str) -> str | None:
+    """The level a line's prefix gives it (``E``, ``ERROR``, ``INFO`` ...), or None without a prefix."""
+    for pattern in (_GLOG, _TF_CPP, _TF_CPP_OLD, _LEVEL_FIRST):
+        match = pattern.match(line)
+        if match is not None:
+            return match.group(1)
+    stamp = _TIMESTAMP_FIRST.match(line)
+    if stamp is not None:
+        level = _LEVEL_AFTER_TIMESTAMP.search(line, stamp.end(), stamp.end() + 80)
+        if level is not None:
+            return level.group(1)
+    return None
+
+
+def opens_message(line: str) -> bool:
+    """An unprefixed line whose message may go on over the next lines: an exception line
+    (``RuntimeError:`` then the message) or an error status (``DEADLINE_EXCEEDED: ...`` then ``RPC: ...``)."""
+    body = _unwrapped(line)
+    return bool(_is_exception_line(body) or _LOWER_ERROR.match(body) or _STATUS.match(body))
+
+
+def _unwrapped(line: str) -> str:
+    for _ in range(2):
+        match = _WRAPPER.match(line)
+        if match is None:
+            break
+        line = line[match.end():]
+    return line
+
+
+def _exit_code(match: re.Match[str]) -> int | None:
+    for group in match.groups():
+        if group is not None:
+            return int(group)
+    return None
+
+
+def mark_line(raw: str) -> tuple[str, int] | None:
+    """(kind, strength) of one line, or None when it is not error-level."""
+    line = _unwrapped(raw)
+    if "Error recorded from" in line and _ESTIMATOR_ERROR.search(line):
+        return ("an error", EXCEPTION)
+    level = line_level(line)
+    if level is not None:
+        level = level.upper()
+        if level in _CRASH_LEVELS:
+            return ("a fatal log line", CRASH)
+        if level not in _ERROR_LEVELS:
+            return None  # the runtime itself said info or warning
+        body = line
+    else:
+        body = line.strip()
+        if not body or not any(t in body for t in _TRIGGERS):
+            return None
+    if _CRASH_TEXT.search(body):
+        if "Kill" in body:
+            return ("a killed process", CRASH)
+        if "Check fail" in body or "Assertion" in body:
+            return ("a failed check", CRASH)
+        if body.startswith("panic: "):
+            return ("a panic", CRASH)
+        if "memory" in body or "hbm" in body or "Allocation type" in body:
+            return ("an out-of-memory report", CRASH)
+        return ("a fatal signal", CRASH)
+    for exit_match in _EXIT.finditer(body):
+        code = _exit_code(exit_match)
+        if code:
+            return ("a non-zero exit", CRASH)
+    if level is None:
+        if _IPYTHON_HEADER.match(body):
+            return ("a traceback", CRASH)
+        if _is_exception_line(body) or _EXCEPTION_IN.match(body):
+            return ("an exception", EXCEPTION)
+        if _LOWER_ERROR.match(body):
+            return ("an error line", EXCEPTION)
+        if _REPR.search(body):
+            return ("an exception", EXCEPTION)
+        if _OP_ERROR.search(body):
+            return ("an op error", EXCEPTION)
+        if _STATUS.search(body) or _STATUS_CODE.search(body):
+            return ("an error status", ERROR_LINE)
+        if _JSON_ERROR.search(body):
+            return ("an error log line", ERROR_LINE)
+        return None
+    return ("an error log line", ERROR_LINE)
+
+
+def is_ipython_traceback(line: str) -> bool:
+    """The header of an IPython/Colab traceback: ``ValueError      Traceback (most recent call last)``."""
+    return _IPYTHON_HEADER.match(line) is not None
+
+
+def is_exception_line(line: str) -> bool:
+    """``Name: message``, ``Name:`` or a bare ``Name`` of an exception (``SystemExit: 0`` is not one)."""
+    return _is_exception_line(line)
+
+
+def _is_exception_line(line: str) -> bool:
+    return bool(_EXCEPTION_LINE.match(line) or _QUALIFIED_EXCEPTION.match(line) or _SYSTEM_EXIT.match(line))
+
+
+def _traceback_line(lines: list[str]) -> int:
+    """The index of a traceback's exception line: the last exception-shaped line, else the first
+    unindented line after the frames."""
+    for i in range(len(lines) - 1, 0, -1):
+        if _is_exception_line(lines[i]):
+            return i
+    for i in range(1, len(lines)):
+        if lines[i] and not lines[i][0].isspace() and not lines[i].startswith(_TRACEBACK):
+            return i
+    return len(lines) - 1
+
+
+def find(text: str, *, benign: tuple[BenignLine, ...] | None = None, given_level: str | None = None) -> ErrorMark | None:
+    """The strongest error-level line of one event's text (the first of equals), or None.
+
+    A traceback's mark is its exception line. ``given_level`` is a severity the source gave the whole
+    event (Cloud Logging's ``ERROR``).
+    """
+    benign = load_benign() if benign is None else benign
+    lines = text.split("\n")
+    offsets = []
+    at = 0
+    for line in lines:
+        offsets.append(at)
+        at += len(line) + 1
+    if lines[0].startswith(_TRACEBACK) or _IPYTHON_HEADER.match(lines[0]):
+        i = _traceback_line(lines)
+        if not is_benign(lines[i], benign):
+            return ErrorMark(offsets[i], lines[i], "a traceback", CRASH)
+        return None
+    best: ErrorMark | None = None
+    for i, line in enumerate(lines):
+        marked = mark_line(line)
+        if marked is None or (best is not None and marked[1] <= best.strength) or is_benign(line, benign):
+            continue
+        best = ErrorMark(offsets[i], line, marked[0], marked[1])
+    if best is None and given_level and given_level.upper() in _ERROR_LEVELS | {"ALERT", "EMERGENCY"}:
+        first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+        if not is_benign(lines[first], benign):
+            best = ErrorMark(offsets[first], lines[first], "an error log entry", ERROR_LINE)
+    return best
+
+
+def is_benign(line: str, benign: tuple[BenignLine, ...]) -> bool:
+    return any(entry.pattern.search(line) for entry in benign)
+
+
+class BenignCatalogError(ValueError):
+    """``benign.toml`` is malformed (a bug in the package)."""
+
+
+def parse_benign(text: str) -> tuple[BenignLine, ...]:
+    data = tomllib.loads(text)
+    entries = []
+    for raw in data.get("benign", []):
+        where = f"benign line {raw.get('id')!r}"
+        for key in ("id", "pattern", "why", "source"):
+            if not raw.get(key):
+                raise BenignCatalogError(f"{where}: missing '{key}'")
+        if not str(raw["source"]).startswith("https://"):
+            raise BenignCatalogError(f"{where}: source must be an https:// link to the thread or code that shows it")
+        try:
+            pattern = re.compile(raw["pattern"])
+        except re.error as exc:
+            raise BenignCatalogError(f"{where}: bad regex: {exc}") from exc
+        entries.append(BenignLine(raw["id"], pattern, raw["why"], raw["source"]))
+    ids = [e.id for e in entries]
+    if len(set(ids)) != len(ids):
+        raise BenignCatalogError("duplicate benign ids")
+    return tuple(entries)
+
+
+@cache
+def load_benign() -> tuple[BenignLine, ...]:
+    """The built-in catalog of error-level lines that healthy runs print."""
+    return parse_benign(resources.files(__package__).joinpath(BENIGN_FILE).read_text(encoding="utf-8"))
