@@ -10,20 +10,21 @@ _OOM_LINE = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU 
 
 
 class UserLogFilesDiagnosis(_LogDiagnosisCheck):
-    """Your job's own log files (--log-file, '-' for stdin) show no known TPU failure.
+    """Your job's own logs (--log-file: a file, '-' for stdin, a FIFO, a folder) hold no error-level event.
 
     Tracebacks count as one event; the first fatal error in time is named as the root cause,
     with the numbers it carries (HBM used and capacity, a PID, a missing permission).
     """
 
     id = "LOGS-001"
-    title = "Job log shows no known TPU failure"
+    title = "Job log shows no error"
     fact_key = "logs.user_files"
     facts = ("logs.user_files", "tpu.node")
     severity = Severity.HIGH
     timeout_s = 30.0
     docs = "https://cloud.google.com/tpu/docs/troubleshooting/troubleshooting"
     what = "log"
+    sources_named_by_user = True
     examples = built_on_first_use(lambda: (
         Example("healthy training log", {"logs.user_files": healthy_scan()}, Status.PASS),
         Example("compile-time HBM OOM", {"logs.user_files": scan_with(_OOM_LINE)}, Status.FAIL),

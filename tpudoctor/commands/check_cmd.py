@@ -138,20 +138,18 @@ def _write_report(args: argparse.Namespace, report, text: str, fmt: str, api_tim
 
 
 def _check_log_files(paths: list[str]) -> None:
-    """A log file that cannot be read is a usage error (exit 2), not a check result."""
-    import os
-
+    """A log that cannot be read is a usage error (exit 2), not a check result. Any readable stream will
+    do: a file, ``-``, ``/dev/stdin``, a FIFO, ``<(cmd)``, or a folder of logs."""
     from tpudoctor.errors import InputError
+    from tpudoctor.logdiag.reading import readable_problem
 
     if paths.count("-") > 1:
         raise InputError("--log-file - (stdin) can be given only once")
     for path in paths:
-        if path == "-":
-            continue
-        if not os.path.isfile(path):
-            raise InputError(f"--log-file {path}: no such file", hint="give the path of your job's log file, or '-' for stdin")
-        if not os.access(path, os.R_OK):
-            raise InputError(f"--log-file {path}: not readable", hint="check the file's permissions")
+        problem = readable_problem(path)
+        if problem is not None:
+            raise InputError(f"--log-file {path}: {problem}",
+                             hint="give your job's log: a file, a folder of logs, or '-' for stdin")
 
 
 def exit_code_for(report, *, fail_on: str = "fail", exit_zero: bool = False) -> ExitCode:

@@ -10,7 +10,6 @@ from typing import Any
 
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, Unavailable
-from tpudoctor.logdiag.events import bounded_lines
 from tpudoctor.provider import FactProvider
 from tpudoctor.providers.log_files import local_scope, scan_summary
 
@@ -65,6 +64,7 @@ class LibtpuLogsProvider(FactProvider):
 
     def gather(self, ctx: RunContext, facts: Facts) -> Mapping[str, Any]:
         from tpudoctor.logdiag import Diagnoser
+        from tpudoctor.logdiag.reading import feed_path
 
         dirs = libtpu_log_dirs()
         shown = ", ".join(str(d) for d in dirs)
@@ -76,14 +76,5 @@ class LibtpuLogsProvider(FactProvider):
             return {"logs.libtpu": Unavailable(
                 f"no libtpu log file in {shown} changed in the last {ctx.options.since_s:g}s (use --since to look further back)")}
         diagnoser = Diagnoser()
-        sources = []
-        for path in files:
-            before = diagnoser.lines_scanned
-            try:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    diagnoser.feed_lines(bounded_lines(handle), str(path), scope=local_scope(ctx))
-            except OSError as exc:
-                sources.append({"source": str(path), "lines": 0, "error": str(exc)})
-                continue
-            sources.append({"source": str(path), "lines": diagnoser.lines_scanned - before})
+        sources = [read.to_dict() for path in files for read in feed_path(diagnoser, str(path), scope=local_scope(ctx))]
         return {"logs.libtpu": scan_summary(diagnoser, sources)}

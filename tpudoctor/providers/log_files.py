@@ -1,15 +1,14 @@
-"""The user's own log files (``--log-file``, ``-`` for stdin), diagnosed while streaming."""
+"""The user's own logs (``--log-file``: a file, ``-`` for stdin, a FIFO or ``<(cmd)``, a folder), diagnosed
+while streaming."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from typing import Any
 
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, Unavailable
 from tpudoctor.findings import Scope
-from tpudoctor.logdiag.events import bounded_lines
 from tpudoctor.provider import FactProvider
 
 
@@ -36,21 +35,12 @@ class LogFilesProvider(FactProvider):
 
     def gather(self, ctx: RunContext, facts: Facts) -> Mapping[str, Any]:
         from tpudoctor.logdiag import Diagnoser
+        from tpudoctor.logdiag.reading import feed_path
 
         paths = list(ctx.options.log_files)
         if not paths:
             return {"logs.user_files": Unavailable("no log file given (use --log-file FILE, or '-' for stdin)")}
         diagnoser = Diagnoser()
         scope = local_scope(ctx)
-        sources = []
-        for path in paths:
-            before = diagnoser.lines_scanned
-            if path == "-":
-                diagnoser.feed_lines(bounded_lines(sys.stdin), "<stdin>", scope=scope)
-                name = "<stdin>"
-            else:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    diagnoser.feed_lines(bounded_lines(handle), path, scope=scope)
-                name = path
-            sources.append({"source": name, "lines": diagnoser.lines_scanned - before})
+        sources = [read.to_dict() for path in paths for read in feed_path(diagnoser, path, scope=scope)]
         return {"logs.user_files": scan_summary(diagnoser, sources)}
