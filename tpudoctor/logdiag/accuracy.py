@@ -9,6 +9,7 @@ worked). Top-1 is the first diagnosis, or ``"none"`` when there is none.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import sys
 from pathlib import Path
 
@@ -88,6 +89,20 @@ class AccuracyReport:
         return [s for s in self.scored if s.log.healthy]
 
     @property
+    def failing(self) -> list[ScoredLog]:
+        return [s for s in self.scored if not s.log.healthy]
+
+    @property
+    def failing_called_pass(self) -> list[ScoredLog]:
+        """The worst miss: a failed run with no finding at all."""
+        return [s for s in self.failing if s.predicted == NO_DIAGNOSIS]
+
+    @property
+    def healthy_alarms(self) -> list[ScoredLog]:
+        """Healthy runs given any finding (WARN or FAIL)."""
+        return [s for s in self.healthy if s.predicted != NO_DIAGNOSIS]
+
+    @property
     def healthy_fail_rate(self) -> float:
         """False alarms: healthy runs whose top diagnosis is a FAIL."""
         healthy = self.healthy
@@ -112,6 +127,26 @@ class AccuracyReport:
 
     def misses(self) -> list[ScoredLog]:
         return [s for s in self.scored if not s.correct]
+
+
+FROZEN_FILE = "FROZEN.sha256"
+
+
+def frozen_problem(folder: str | Path) -> str | None:
+    """Why a frozen set no longer matches the hashes it was frozen with (a file changed, added or
+    removed), or None when every file is as frozen."""
+    folder = Path(folder)
+    listed: dict[str, str] = {}
+    for line in (folder / FROZEN_FILE).read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            digest, name = line.split(maxsplit=1)
+            listed[name.strip()] = digest
+    present = {p.name for p in folder.iterdir() if p.suffix == ".log" or p.name == "manifest.toml"}
+    if present != set(listed):
+        return f"files added or removed since it was frozen: {sorted(present ^ set(listed))}"
+    changed = [name for name, digest in listed.items()
+               if hashlib.sha256((folder / name).read_bytes()).hexdigest() != digest]
+    return f"changed since it was frozen: {changed}" if changed else None
 
 
 def load_corpus(manifest: str | Path) -> list[LabelledLog]:
