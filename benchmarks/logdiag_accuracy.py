@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'held out, FIRST SCORE (' + first['commit'][:8] + ')':<44}{logs:>5}  "
               f"{_pct(first['top1_right'], logs):<18}{_pct(first['failing_called_pass'], failing):<16}"
               f"{_pct(first['healthy_alarms'], healthy):<14}")
-    print(row("held out, now", held_out))
+    tuned_on = (first or {}).get("after", {}).get("tuned_on", [])
+    print(row(f"held out, now ({len(tuned_on)} tuned on since)" if tuned_on else "held out, now", held_out))
     print(row("tuned corpus (tests/data/logs/real)", tuned))
     if first and "before" in first:
         before = first["before"]

@@ -86,4 +86,41 @@ def test_benchmark_prints_the_table(capsys):
     spec.loader.exec_module(module)
     assert module.main([]) == 0
     out = capsys.readouterr().out
-    assert "top-1 accuracy, held out (untuned)" in out and "socket-closed" in out and "precision" in out
+    assert "held out, FIRST SCORE (a6d0795)" in out and "36/55 (65.5 %)" in out  # the headline, as recorded
+    assert "every file as frozen" in out
+    assert "socket-closed" in out and "precision" in out
+    assert "MISS" not in out, "held-out misses are listed only when asked"
+
+
+HELD_OUT = Path(__file__).parent / "data" / "logs" / "heldout"
+ALL_LOGS = Path(__file__).parent / "data" / "logs"
+
+
+def test_the_held_out_set_is_as_it_was_frozen():
+    from tpudoctor.logdiag.accuracy import frozen_problem
+
+    assert frozen_problem(HELD_OUT) is None
+    assert len(load_corpus(HELD_OUT / "manifest.toml")) >= 40
+
+
+def _every_labelled_log() -> list[tuple[str, bool]]:
+    """(path, healthy) of every log the project holds: both corpora, the signature and multi-failure logs."""
+    logs = [(str(log.file), log.healthy) for manifest in (REAL / "corpus.toml", HELD_OUT / "manifest.toml")
+            for log in load_corpus(manifest)]
+    logs += [(str(p), p.name.startswith("healthy_")) for p in sorted(ALL_LOGS.glob("*.log"))]
+    return logs
+
+
+def test_no_failing_log_is_pass_and_no_healthy_log_is_warn_or_fail_over_the_whole_corpus():
+    from tpudoctor.logdiag import diagnose_file
+
+    passed_failures, alarmed_healthy = [], []
+    for path, healthy in _every_labelled_log():
+        found = diagnose_file(path)
+        if healthy and found:
+            alarmed_healthy.append((Path(path).name, found[0].id, found[0].status.value))
+        if not healthy and not found:
+            passed_failures.append(Path(path).name)
+    assert len(_every_labelled_log()) > 250
+    assert passed_failures == []
+    assert alarmed_healthy == []

@@ -39,7 +39,7 @@ ERROR_LINE = 1  # an error-level log line, a gRPC/absl error status
 
 # The prefixes that wrap a worker's lines (``(pid=123)``, ``[rank0]:``, ``[1,0]<stderr>:``, ``err:``).
 _WRAPPER = re.compile(
-    r"^(?:\([\w .-]*pid=\d+[^)]*\)\s+|\[(?:rank|default)\d+\]:\s*|\[\d+,\d+\]<std(?:out|err)>:\s*"
+    r"^(?:\([^()\n]*\bpid=\d+[^()\n]*\)\s+|\[(?:rank|default)\d+\]:\s*|\[\d+,\d+\]<std(?:out|err)>:\s*"
     r"|(?:err|out):\s+|\[(?!(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\])[A-Za-z][\w .-]*\]\s+(?=\S))"
 )
 _GLOG = re.compile(r"^([IWEF])\d{4}\s+\d\d:\d\d:\d+(?:\.\d+)?\s+\S")
@@ -66,6 +66,11 @@ _SYSTEM_EXIT = re.compile(r"^SystemExit: (?!0\s*$)\S")
 _EXCEPTION_IN = re.compile(r"^Exception in (?:thread|device)\b")
 _LOWER_ERROR = re.compile(r"^(?:error|ERROR|FATAL|fatal):\s+\S")
 _REPR = re.compile(r"<(?:[\w.]+\.)?_?[A-Z]\w*(?:Error|Exception)\b[^>\n]*")
+# An HTTP error as client libraries print it (googleapi: Error 403: ..., HTTP Error 404, 503 Service Unavailable).
+_HTTP_ERROR = re.compile(r"\b(?:Error|HTTP(?:Error)?|HttpError) [45]\d\d\b|\b[45]\d\d (?:Forbidden|Not Found|Unauthorized|"
+                         r"Too Many Requests|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Timeout)\b")
+# Something "failed:" (or "is Failed :"), the wording of a caught error re-printed by a program.
+_FAILED_COLON = re.compile(r"(?i)\bfailed\s*:(?!\s*0\b)")
 # A structured (JSON) log line at error level: GKE, Cloud Logging exports, structlog.
 _JSON_ERROR = re.compile(r'"(?:severity|level|levelname)"\s*:\s*"(?i:error|critical|fatal|alert|emergency)"')
 # TensorFlow op errors: the kernel lookup that failed, and the ``[Op:...]`` tail of an op's error message.
@@ -98,7 +103,8 @@ _TRIGGERS = (
     "NOT_FOUND", "INVALID_ARGUMENT", "INTERNAL", "UNKNOWN", "ABORTED", "CANCELLED", "DENIED", "EXHAUSTED",
     "PRECONDITION", "OUT_OF_RANGE", "UNIMPLEMENTED", "DATA_LOSS", "UNAUTHENTICATED", "ALREADY_EXISTS", "StatusCode",
     "grpc_status", "hbm", "emory", "Allocation type", "OpKernel", "[Op:", "Traceback", "panic", "Illegal",
-    "Floating", "Assertion", "crashed", "severity", "level",
+    "Floating", "Assertion", "crashed", "severity", "level", "ailed", "AILED", "Forbidden", "Not Found",
+    "Unauthorized", "Too Many", "Server Error", "Bad Gateway", "Unavailable", "Timeout",
 )
 # Error-level glog/absl lines (month 01-12) and TensorFlow C++ lines, by substrings.
 _LEVEL_TRIGGERS = ("\nE0", "\nE1", "\nF0", "\nF1", ": E ", ": F ", "\nE ", "\nF ", ") E0", ") E1", ") F0", ") F1", ": E0", ": E1", ": F0",
@@ -214,6 +220,10 @@ def mark_line(raw: str) -> tuple[str, int] | None:
             return ("an error status", ERROR_LINE)
         if _JSON_ERROR.search(body):
             return ("an error log line", ERROR_LINE)
+        if _HTTP_ERROR.search(body):
+            return ("an HTTP error", ERROR_LINE)
+        if _FAILED_COLON.search(body):
+            return ("an error line", ERROR_LINE)
         return None
     return ("an error log line", ERROR_LINE)
 
