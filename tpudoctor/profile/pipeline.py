@@ -74,10 +74,6 @@ def _host_result(host) -> HostResult:
     ops = op_table(host, roofline_frame)
     inp, rc, ho, dev = a.input, a.recompilation, a.host_ops, a.device
     percent = _clean(inp.percent)
-    if a.collectives is not None and a.collectives.collective_percent > 0:
-        # collective time (waiting for other hosts and transfer) is not compute
-        collective = min(a.collectives.collective_percent, percent.get("compute") or 0.0)
-        percent = {**percent, "compute": _num((percent.get("compute") or 0.0) - collective), "collective": _num(collective)}
     return HostResult(
         host=host.hostname, framework=a.framework, device_kind=a.device_kind, window_ms=_num(a.window_ms) or 0.0,
         time_origin_ns=int(host.time_origin_ns),
