@@ -5,7 +5,7 @@
     a.input.per_step, a.recompilation.functions
 
 One module per analysis: ``steps``, ``input_bound``, ``host_ops``, ``recompilation``,
-``device_ops``, ``roofline``, ``collectives`` (per host) and ``cross_host`` (the combine step's),
+``device_ops``, ``programs``, ``roofline``, ``collectives`` (per host) and ``cross_host`` (the combine step's),
 ``hosts``. All return data. They share ``events`` (selecting events), ``device_op_rows`` (a host's
 device ops, selected once), ``grouping`` (codes and group sums), ``nesting`` (self time, outermost
 events) and ``intervals`` (unions of time spans). ``tpudoctor.profile.pipeline`` turns a host's
@@ -29,6 +29,7 @@ from tpudoctor.profile.analysis.input_bound import (
     analyze_input,
     with_collective_part,
 )
+from tpudoctor.profile.analysis.programs import program_table
 from tpudoctor.profile.analysis.recompilation import Recompilation, analyze_recompilation
 from tpudoctor.profile.analysis.steps import StepSet, find_steps, step_time_stats
 
@@ -59,7 +60,8 @@ def analyze_loaded(host, name: str | None = None) -> HostAnalysis:
 def _analyze(host, name: str | None) -> HostAnalysis:
     window = capture_window_ps(host)
     kind = device_kind(host)
-    steps = find_steps(host)
+    programs = program_table(host)
+    steps = find_steps(host, programs)
     recompilation = analyze_recompilation(host, window)
     host_ops = analyze_host_ops(host, window)
     inp = analyze_input(host, steps, device=kind, compile_intervals=recompilation.intervals,
@@ -73,7 +75,8 @@ def _analyze(host, name: str | None) -> HostAnalysis:
     return HostAnalysis(
         host=host_name, framework=_framework(host),
         window_ms=(window[1] - window[0]) / 1e9, steps=steps, step_stats=step_time_stats(steps), input=inp,
-        recompilation=recompilation, host_ops=host_ops, device=analyze_device_ops(host), device_kind=kind,
+        recompilation=recompilation, host_ops=host_ops, device=analyze_device_ops(host, programs=programs),
+        device_kind=kind,
         collectives=collectives,
     )
 
