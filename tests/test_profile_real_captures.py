@@ -354,3 +354,23 @@ def test_a_close_call_between_two_causes_lowers_the_verdict_confidence():
     assert confidence.level.value == "medium" and confidence.basis["runner_up"] == "host-bound"
     assert any(r.startswith("close call: input-bound 40.0%") for r in confidence.reasons)
     assert confidence.basis["steps_agreeing"] == 20  # the steps agree; only the margin is thin
+
+
+@pytest.mark.needs_shared_data
+def test_real_captures_benchmark_prints_a_row_per_capture_beside_xprof(capsys):
+    """benchmarks/profile_real_captures.py: the README's table of every real capture."""
+    import importlib.util
+
+    if not real_captures():
+        pytest.skip(f"no real capture: {SHARED_DATA} is absent (or set TPUDOCTOR_SHARED_DATA)")
+    pytest.importorskip("xprof.convert.raw_to_tool_data", reason="xprof is not installed (test extra)")
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "profile_real_captures.py"
+    spec = importlib.util.spec_from_file_location("profile_real_captures", script)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = bench.table_rows(SHARED_DATA)
+    assert len(rows) == len(real_captures())
+    for row in rows:
+        assert abs(float(row[-1])) <= 1.0, row  # HLO-op total within 1 % of xprof's hlo_stats
+    conv = next(r for r in rows if "conv_minimal_08" in r[0])
+    assert conv[1:4] == ("unknown", "unknown", "0 (micro-benchmark)") and conv[6] == "0"
