@@ -106,7 +106,8 @@ def op_lines(result: dict) -> list[str]:
         lines.append("  top movers by absolute time:")
         for o in diff["movers"][:MOVERS_SHOWN]:
             rates = _rates(o, diff.get("rates") or [])
-            lines.append(f"  {o['status']:<8} {str(o['op_name'])[:44]:<44} {_ms(o['baseline_time_ps']):>11} -> "
+            lines.append(f"  {o['status']:<8} {str(o['op_name'])[:40]:<40} {str(o.get('program') or '-')[:20]:<20} "
+                         f"{_ms(o['baseline_time_ps']):>11} -> "
                          f"{_ms(o['candidate_time_ps']):>11} ({(o['delta_time_ps'] or 0) / 1e9:+,.3f} ms"
                          f"{', avg ' + _pct(o['delta_avg_time_percent']) if o['status'] not in ('added', 'removed') else ''})"
                          + (f"  {rates}" if rates else ""))
@@ -173,11 +174,13 @@ def _markdown(result) -> str:
         if diff["movers"]:
             rates = diff.get("rates") or []
             head = "| op | status | baseline " + unit + " | candidate " + unit + " | delta ms | avg |"
-            lines += ["", head + (" rates |" if rates else ""), "|---|---|---:|---:|---:|---:|" + ("---|" if rates else "")]
+            lines += ["", head + (" rates |" if rates else "") + " program |",
+                      "|---|---|---:|---:|---:|---:|" + ("---|" if rates else "") + "---|"]
             for o in diff["movers"][:MOVERS_SHOWN]:
                 lines.append(f"| `{o['op_name']}` | {o['status']} | {_ms(o['baseline_time_ps'])} | "
                              f"{_ms(o['candidate_time_ps'])} | {(o['delta_time_ps'] or 0) / 1e9:+,.3f} | "
-                             f"{_pct(o['delta_avg_time_percent'])} |" + (f" {_rates(o, rates)} |" if rates else ""))
+                             f"{_pct(o['delta_avg_time_percent'])} |" + (f" {_rates(o, rates)} |" if rates else "")
+                             + f" {o.get('program') or '-'} |")
     elif result.get("op_diff_note"):
         lines += ["", f"_Op-level diff: {result['op_diff_note']}_"]
     line = _verdict_line(result)
@@ -315,12 +318,13 @@ def _html(result: dict, history: bool) -> str:
                 out.append(f"<p class='note'>{e(result['op_diff_note'])}</p>")
             unit = "ms/step" if diff["time_basis"] == "per-step" else "ms"
             out.append(f"<table><tr><th>op</th><th>status</th><th>baseline {unit}</th><th>candidate {unit}</th>"
-                       "<th>delta ms</th><th>avg</th><th>rate deltas</th></tr>")
+                       "<th>delta ms</th><th>avg</th><th>rate deltas</th><th>program</th></tr>")
             out += [f"<tr><td><code>{e(str(o['op_name']))}</code></td><td class="
                     f"{'worse' if o['status'] in ('slower', 'added') else 'better'}>{e(o['status'])}</td>"
                     f"<td class=num>{_ms(o['baseline_time_ps'])}</td><td class=num>{_ms(o['candidate_time_ps'])}</td>"
                     f"<td class=num>{(o['delta_time_ps'] or 0) / 1e9:+,.3f}</td><td class=num>"
-                    f"{_pct(o['delta_avg_time_percent'])}</td><td>{e(_rates(o, diff.get('rates') or []))}</td></tr>"
+                    f"{_pct(o['delta_avg_time_percent'])}</td><td>{e(_rates(o, diff.get('rates') or []))}</td>"
+                    f"<td>{e(o.get('program') or '-')}</td></tr>"
                     for o in diff["movers"][:MOVERS_SHOWN]]
             out.append("</table>")
         line = _verdict_line(result)

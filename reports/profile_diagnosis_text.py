@@ -26,20 +26,60 @@ def where(finding: dict, doc: dict | None = None) -> str:
     return ""
 
 
+def confidence_line(confidence: dict) -> str:
+    """'medium - why; why' for a confidence document (level, reasons, basis)."""
+    reasons = "; ".join(confidence.get("reasons") or [])
+    return f"{confidence.get('level', 'unknown')}" + (f" - {reasons}" if reasons else "")
+
+
+def steps_line(st: dict) -> str:
+    """How the steps were found; for a micro-benchmark, that there are none and which program leads."""
+    if st.get("micro_benchmark"):
+        return (f"Steps: none: micro-benchmark, no training loop (program with the most device time: "
+                f"{st.get('program')})")
+    return (f"Steps: {st.get('count', 0)} found by {st.get('method')}"
+            + (f" (program {st.get('program')})" if st.get("program") else ""))
+
+
+def op_category(op: dict) -> str:
+    """An op's HLO category; for device work of no program, what it is instead."""
+    kind = op.get("kind") or "hlo-op"
+    if kind == "runtime-copy":
+        return "(runtime copy)"
+    if kind == "other":
+        return op.get("category") or "(no HLO op)"
+    return op.get("category") or ""
+
+
+def device_time_split(device_ops: dict) -> str:
+    """'HLO ops 27.55 ms, runtime copies 0.56 ms, other device work 0.02 ms' (reports before 2.2: '')."""
+    if "hlo_op_ms" not in device_ops:
+        return ""
+    return (f"HLO ops {device_ops['hlo_op_ms']:,.3f} ms, runtime copies {device_ops.get('runtime_copy_ms') or 0:,.3f} ms, "
+            f"other device work {device_ops.get('other_op_ms') or 0:,.3f} ms")
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value:.4g} ms"
+
+
 def diagnosis_lines(doc: dict) -> list[str]:
     if "verdict" not in doc:
         return []
     k = doc.get("kpis", {})
-    lines = [f"Verdict: {doc['verdict'].upper()} - {doc.get('verdict_reason', '')}", ""]
+    lines = [f"Verdict: {doc['verdict'].upper()} - {doc.get('verdict_reason', '')}"]
+    confidence = doc.get("verdict_confidence")
+    if confidence:
+        lines.append(f"  confidence: {confidence_line(confidence)}")
+    lines.append("")
     st = doc.get("steps", {})
     stats = st.get("stats") or {}
-    lines.append(f"Steps: {st.get('count', 0)} found by {st.get('method')}"
-                 + (f" (program {st.get('program')})" if st.get("program") else ""))
+    lines.append(steps_line(st))
     if stats:
         lines.append(f"  step time mean {stats['mean_ms']:.2f} ms, median {stats['median_ms']:.2f}, "
                      f"p90 {stats['p90_ms']:.2f}, min {stats['min_ms']:.2f}, max {stats['max_ms']:.2f}")
     pct = doc.get("breakdown", {}).get("percent", {})
-    if pct:
+    if pct and st.get("count"):
         lines.append("  breakdown: " + ", ".join(f"{p} {pct.get(p, 0) or 0:.1f}%" for p in BREAKDOWN_PARTS))
     lines.append(f"  device duty cycle {k.get('duty_cycle_percent') or 0:.1f}%, compiles in window "
                  f"{k.get('compile_count', 0)} ({k.get('compile_ms') or 0:.1f} ms)"
@@ -48,6 +88,8 @@ def diagnosis_lines(doc: dict) -> list[str]:
     for f in doc.get("findings", []):
         lines.append(f"[{f['severity'].upper()}] {f['id']}: {f['title']}" + (f" ({where(f, doc)})" if where(f, doc) else ""))
         lines.append(f"    {f['message']}")
+        if f.get("confidence"):
+            lines.append(f"    confidence: {confidence_line(f['confidence'])}")
         for fix in fixes(f)[:5]:
             lines.append(f"    fix: {fix}")
     funcs = doc.get("recompilation", {}).get("functions", [])
@@ -56,12 +98,18 @@ def diagnosis_lines(doc: dict) -> list[str]:
         for fn in funcs[:10]:
             lines.append(f"  {fn['function']:<40} x{fn['compile_count']:<4} {fn['compile_ms']:>10.1f} ms "
                          f"{fn['share_of_capture_percent']:>6.1f}%")
+    programs = doc.get("device_ops", {}).get("programs") or []
+    if programs:
+        lines += ["", "Programs by device time (" + device_time_split(doc.get("device_ops", {})) + "):"]
+        for p in programs[:10]:
+            lines.append(f"  {str(p['program'])[:36]:<36} runs {p['runs']:<5} on {p['devices']:<3} device(s) "
+                         f"{p['device_ms']:>11.3f} ms  mean {_ms(p.get('mean_ms')):>10}  {p['share_percent']:>5.1f}%")
     ops = doc.get("device_ops", {}).get("top_ops", [])
     if ops:
-        lines += ["", "Top device ops by self time:"]
+        lines += ["", "Top device ops by self time (one row per program and op):"]
         for op in ops[:10]:
-            lines.append(f"  {str(op['name'])[:48]:<48} {op['category'] or '':<16} x{op['count']:<5} "
-                         f"{op['self_ms']:>10.2f} ms {op['self_percent']:>6.1f}%")
+            lines.append(f"  {str(op.get('program') or '-')[:20]:<20} {str(op['name'])[:36]:<36} {op_category(op)[:14]:<14} "
+                         f"x{op['count']:<5} {op['self_ms']:>9.2f} ms {op['self_percent']:>5.1f}%")
     from tpudoctor.reports.roofline_view import roofline_lines
 
     roofline = roofline_lines(doc)

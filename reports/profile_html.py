@@ -9,7 +9,14 @@ import html
 import json
 
 from tpudoctor.profile.report import ProfileReport
-from tpudoctor.reports.profile_diagnosis_text import fixes, where
+from tpudoctor.reports.profile_diagnosis_text import (
+    confidence_line,
+    device_time_split,
+    fixes,
+    op_category,
+    steps_line,
+    where,
+)
 
 COLORS = {"compute": "#2e7d32", "collective": "#283593", "input": "#c62828", "idle": "#9e9e9e", "compile": "#6a1b9a",
           "host_callback": "#ef6c00", "host_offload": "#ad1457", "outfeed": "#00838f", "host_transfer": "#1565c0", "other": "#795548"}
@@ -23,7 +30,8 @@ background:#fff;line-height:1.45;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #e0e0e0;padding-bottom:4px}
 .src{color:#616161;font-size:13px;word-break:break-all}
 .verdict{display:inline-block;color:#fff;font-weight:700;padding:6px 14px;border-radius:6px;font-size:20px;margin:12px 0 4px}
-.reason{font-size:15px;margin:4px 0 12px}
+.reason{font-size:15px;margin:4px 0 4px}
+.confidence{font-size:13px;color:#424242;margin:0 0 12px}
 .kpis{display:flex;flex-wrap:wrap;gap:10px;margin:10px 0}
 .kpi{border:1px solid #e0e0e0;border-radius:6px;padding:8px 12px;min-width:120px}
 .kpi b{display:block;font-size:20px} .kpi span{font-size:12px;color:#616161}
@@ -166,6 +174,10 @@ def render_document(doc: dict) -> str:
         v = doc["verdict"]
         parts.append(f'<div class="verdict" style="background:{VERDICT_COLORS.get(v, "#616161")}">{_e(v)}</div>')
         parts.append(f'<div class="reason">{_e(doc.get("verdict_reason"))}</div>')
+        confidence = doc.get("verdict_confidence")
+        if confidence:
+            parts.append(f'<div class="confidence">confidence <b>{_e(confidence.get("level"))}</b>'
+                         + "".join(f"<br>{_e(r)}" for r in confidence.get("reasons") or []) + "</div>")
         k = doc.get("kpis", {})
         st = doc["steps"]
         kpi_items = [
@@ -180,9 +192,8 @@ def render_document(doc: dict) -> str:
             kpi_items.append(("MFU (model FLOP utilisation)", f"{k['mfu_percent']:.3g}%"))
         parts.append('<div class="kpis">' + "".join(f'<div class="kpi"><b>{_e(val)}</b><span>{_e(label)}</span></div>'
                                                     for label, val in kpi_items) + "</div>")
-        parts.append(f'<p class="note">Steps found by <b>{_e(st["method"])}</b>'
-                     + (f" (program {_e(st['program'])})" if st.get("program") else "")
-                     + (f". {_e(st['reason'])}" if st.get("reason") else "") + "</p>")
+        parts.append(f'<p class="note">{_e(steps_line(st))}' + (f". {_e(st['reason'])}" if st.get("reason") else "")
+                     + "</p>")
         parts.append("<h2>Findings</h2>")
         for f in doc["findings"]:
             color = SEVERITY_COLORS.get(f["severity"], "#616161")
@@ -190,10 +201,12 @@ def render_document(doc: dict) -> str:
             scope = f' <span class="note">{_e(where(f, doc))}</span>' if where(f, doc) else ""
             parts.append(f'<div class="finding" style="border-color:{color}"><h3><span class="sev" style="background:{color}">'
                          f'{_e(f["severity"])}</span>{_e(f["title"])} <code>{_e(f["id"])}</code></h3>'
-                         f'{scope}<p>{_e(f["message"])}</p><ul>{items}</ul></div>')
+                         f'{scope}<p>{_e(f["message"])}</p>'
+                         + (f'<p class="note">confidence {_e(confidence_line(f["confidence"]))}</p>'
+                            if f.get("confidence") else "") + f'<ul>{items}</ul></div>')
         if not doc["findings"]:
             parts.append('<p class="note">No findings.</p>')
-        per_step = doc["breakdown"]["per_step"]
+        per_step = doc["breakdown"]["per_step"] if st.get("count") else []
         parts.append("<h2>Step-time breakdown</h2>" + step_chart(per_step))
         parts.append("<h2>Idle gaps on the device timeline</h2>" + gap_timeline(doc["breakdown"].get("device_timeline_span_ms"),
                                                                          doc["breakdown"]["idle_gaps"]))
@@ -202,9 +215,18 @@ def render_document(doc: dict) -> str:
                                                 ("compile_count", "count"), ("compile_ms", "compile ms"),
                                                 ("share_of_capture_percent", "% of capture"),
                                                 ("program_variants", "program variants")]))
-        parts.append("<h2>Top device ops by self time</h2>" + sortable_table(
-            doc["device_ops"]["top_ops"], [("name", "op"), ("category", "category"), ("count", "count"),
-                                           ("self_ms", "self ms"), ("self_percent", "% of op time")]))
+        dev = doc["device_ops"]
+        if dev.get("programs"):
+            parts.append("<h2>Programs by device time</h2>" + f'<p class="note">{_e(device_time_split(dev))}</p>'
+                         + sortable_table(dev["programs"], [
+                             ("program", "program"), ("program_id", "program id"), ("runs", "runs"),
+                             ("devices", "devices"), ("device_ms", "device ms"), ("mean_ms", "mean ms per run"),
+                             ("share_percent", "% of HLO op time")]))
+        parts.append("<h2>Top device ops by self time</h2>"
+                     '<p class="note">One row per program and op, as xprof\'s hlo_stats.</p>' + sortable_table(
+                         [{**op, "category": op_category(op)} for op in dev["top_ops"]],
+                         [("program", "program"), ("name", "op"), ("category", "category"), ("count", "count"),
+                          ("self_ms", "self ms"), ("self_percent", "% of op time")]))
         if doc.get("roofline"):
             from tpudoctor.reports.roofline_view import (
                 UNMEASURABLE,

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from tpudoctor.profile.report import ProfileReport
-from tpudoctor.reports.profile_diagnosis_text import BREAKDOWN_PARTS, fixes, straggler_line, where
+from tpudoctor.reports.profile_diagnosis_text import (
+    BREAKDOWN_PARTS,
+    confidence_line,
+    device_time_split,
+    fixes,
+    op_category,
+    steps_line,
+    straggler_line,
+    where,
+)
 
 
 def render(report: ProfileReport) -> str:
@@ -28,29 +37,41 @@ def render_document(doc: dict) -> str:
     lines = [f"# tpudoctor profile: `{doc.get('source', '')}`", ""]
     if "verdict" in doc:
         lines += [f"**Verdict: {doc['verdict']}** - {doc.get('verdict_reason', '')}", ""]
+        if doc.get("verdict_confidence"):
+            lines += [f"Confidence: **{doc['verdict_confidence'].get('level')}**"
+                      + "".join(f"\n- {r}" for r in doc["verdict_confidence"].get("reasons") or []), ""]
         st = doc["steps"]
         stats = st.get("stats") or {}
-        steps_line = f"Steps: {st['count']} found by `{st['method']}`" + (f" (program `{st['program']}`)" if st.get("program") else "")
+        steps = steps_line(st)
         if stats:
-            steps_line += (f"; step time mean {stats['mean_ms']:.2f} ms, median {stats['median_ms']:.2f} ms, "
-                           f"min {stats['min_ms']:.2f} ms, max {stats['max_ms']:.2f} ms.")
-        lines.append(steps_line)
+            steps += (f"; step time mean {stats['mean_ms']:.2f} ms, median {stats['median_ms']:.2f} ms, "
+                      f"min {stats['min_ms']:.2f} ms, max {stats['max_ms']:.2f} ms.")
+        lines.append(steps)
         lines.append("")
         pct = doc["breakdown"]["percent"]
-        lines += ["## Step-time breakdown", ""] + table([{p: pct.get(p) for p in BREAKDOWN_PARTS}],
-                                                         list(BREAKDOWN_PARTS)) + [""]
+        if st.get("count"):
+            lines += ["## Step-time breakdown", ""] + table([{p: pct.get(p) for p in BREAKDOWN_PARTS}],
+                                                             list(BREAKDOWN_PARTS)) + [""]
         lines += ["## Findings", ""]
         for f in doc["findings"]:
             lines.append(f"### `{f['id']}` ({f['severity']}): {f['title']}")
             lines += ["", f["message"] + (f" ({where(f, doc)})" if where(f, doc) else ""), ""]
+            if f.get("confidence"):
+                lines += [f"_Confidence: {confidence_line(f['confidence'])}_", ""]
             lines += [f"- {fix}" for fix in fixes(f)] + [""]
         if not doc["findings"]:
             lines += ["_no findings_", ""]
         lines += ["## Compilations in the capture window", ""]
         lines += table(doc["recompilation"]["functions"], ["function", "framework", "compile_count", "compile_ms",
                                                            "share_of_capture_percent", "program_variants"]) + [""]
-        lines += ["## Top device ops by self time", ""]
-        lines += table(doc["device_ops"]["top_ops"][:15], ["name", "category", "count", "self_ms", "self_percent"]) + [""]
+        dev = doc["device_ops"]
+        if dev.get("programs"):
+            lines += ["## Programs by device time", "", device_time_split(dev) + ".", ""]
+            lines += table(dev["programs"][:20], ["program", "program_id", "runs", "devices", "device_ms", "mean_ms",
+                                                  "share_percent"]) + [""]
+        lines += ["## Top device ops by self time", "", "One row per program and op, as xprof's hlo_stats.", ""]
+        lines += table([{**op, "category": op_category(op)} for op in dev["top_ops"][:15]],
+                       ["program", "name", "category", "count", "self_ms", "self_percent"]) + [""]
         if doc.get("roofline"):
             from tpudoctor.reports.roofline_view import (
                 UNMEASURABLE,

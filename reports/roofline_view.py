@@ -57,13 +57,14 @@ def op_rows(r: dict, limit: int = MAX_OPS_SHOWN) -> list[dict]:
     for op in r["ops"][:limit]:
         oi = op.get("hbm_operational_intensity_flops_per_byte")
         if _unmeasurable(op):
-            rows.append({"op": op["op_name"], "category": op.get("category") or "", "bound": op["bound_by"],
+            rows.append({"program": op.get("program") or "", "op": op["op_name"], "category": op.get("category") or "",
+                         "bound": op["bound_by"],
                          "time %": f"{op.get('total_time_percent') or 0:.1f}", "FLOP rate": UNMEASURABLE,
                          "HBM bw": UNMEASURABLE, "FLOP/HBM byte": "n/a" if oi is None else f"{oi:.3g}",
                          "roofline eff.": UNMEASURABLE})
             continue
-        rows.append({"op": op["op_name"], "category": op.get("category") or "", "bound": op["bound_by"],
-                     "time %": f"{op.get('total_time_percent') or 0:.1f}",
+        rows.append({"program": op.get("program") or "", "op": op["op_name"], "category": op.get("category") or "",
+                     "bound": op["bound_by"], "time %": f"{op.get('total_time_percent') or 0:.1f}",
                      "FLOP rate": si(op.get("flop_rate_flops_per_s"), "FLOP/s"),
                      "HBM bw": si(op.get("hbm_bw_bytes_per_s"), "B/s"),
                      "FLOP/HBM byte": "n/a" if oi is None else f"{oi:.3g}",
@@ -78,7 +79,7 @@ def roofline_lines(doc: dict) -> list[str]:
     lines = ["Roofline and MFU:", f"  {peaks_line(r)}", f"  {program_line(r)}"]
     rows = op_rows(r)
     for row in rows:
-        lines.append(f"  {str(row['op'])[:36]:<36} {row['bound']:<9} {row['time %']:>6}% {row['FLOP rate']:>14} "
+        lines.append(f"  {str(row['program'])[:16]:<16} {str(row['op'])[:36]:<36} {row['bound']:<9} {row['time %']:>6}% {row['FLOP rate']:>14} "
                      f"{row['HBM bw']:>11} OI {row['FLOP/HBM byte']:>7} eff {row['roofline eff.']:>7}")
     if r.get("ops_total", 0) > MAX_OPS_SHOWN:
         lines.append(f"  ... {r['ops_total'] - MAX_OPS_SHOWN} more ops (all in --format json)")

@@ -26,29 +26,29 @@ def _host(case: str):
     return tpudoctor.profile.analyze(FIXTURES / case)
 
 
-def test_kernel_benchmark_capture_is_not_enough_and_says_why():
-    # Real JAX capture: 3 calls of a small kernel in a 0.7 s window, no step markers.
+def test_kernel_benchmark_capture_is_a_micro_benchmark_and_says_why():
+    # Real JAX capture: 3 calls of a small kernel in a 0.7 s window, no step markers. Its 3 calls are
+    # no training loop (before, they were "3 step(s)", too few to judge): a micro-benchmark, no steps.
     result = _host("jax_kernel_benchmark")
     ev = evidence_of(result)
-    assert ev.steps == 3 and not ev.has_step_markers
-    assert 600 < ev.window_ms < 900 and ev.device_time_ms < 5 and ev.step_coverage_percent < 1
-    check = check_evidence(ev)
-    assert not check.enough
+    assert ev.steps == 0 and not ev.has_step_markers
+    assert 600 < ev.window_ms < 900 and ev.device_time_ms < 5
+    assert not check_evidence(ev).enough
     assert result.verdict == "unknown"
-    assert "3 step(s)" in result.verdict_reason and "at least 5" in result.verdict_reason
-    assert "% of the capture window" not in result.verdict_reason  # says the figures, not a template
-    assert f"({ev.step_coverage_percent:.2g}%)" in result.verdict_reason
+    assert result.verdict_reason.startswith("micro-benchmark: no training loop")
+    assert "ran 3 time(s)" in result.verdict_reason and f"at least {MIN_STEPS}" in result.verdict_reason
     assert all(f.severity.rank < Severity.HIGH.rank for f in result.findings)
-    finding = next(f for f in result.findings if f.id == "insufficient-evidence")
-    assert any("Capture longer" in fix for fix in fixes_of(finding))
+    finding = result.findings[0]  # why there is no verdict comes first
+    assert finding.id == "micro-benchmark"
     assert any("StepTraceAnnotation" in fix for fix in fixes_of(finding))  # no step markers: say how to add them
-    assert finding.evidence["evidence"]["steps"] == 3 and finding.evidence["minimum"]["steps"] == MIN_STEPS
+    assert finding.evidence["loop"]["runs"] == 3 and finding.evidence["programs"][0]["runs"] == 3
 
 
 def test_report_document_carries_the_unknown_verdict():
     doc = tpudoctor.profile.analyze(FIXTURES / "jax_kernel_benchmark").to_dict()
     assert doc["verdict"] == "unknown"
-    assert doc["verdict_reason"].startswith("Not enough evidence to judge")
+    assert doc["verdict_reason"].startswith("micro-benchmark: no training loop")
+    assert doc["verdict_confidence"]["level"] == "unknown"
     assert not any(f["severity"] == "high" for f in doc["findings"])
 
 

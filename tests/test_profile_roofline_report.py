@@ -160,10 +160,12 @@ def test_kernel_benchmark_is_unknown_through_the_cli(tmp_path):
     assert main(["profile", "analyze", str(FIXTURES / "jax_kernel_benchmark"), "--format", "json", "-o", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["verdict"] == "unknown"
-    assert doc["verdict_reason"].startswith("Not enough evidence to judge: The capture has 3 step(s); at least 5")
+    # 3 kernel calls are no training loop: a micro-benchmark (before, its 3 calls were "3 step(s)")
+    assert doc["verdict_reason"].startswith("micro-benchmark: no training loop: PjitFunction(<lambda>) ran 3 time(s)")
+    assert "at least 5" in doc["verdict_reason"]
     assert all(f["severity"] not in ("high", "critical") and f["status"] != "FAIL" for f in doc["findings"])
-    guard = next(f for f in doc["findings"] if f["id"] == "insufficient-evidence")
-    assert guard["evidence"]["evidence"]["steps"] == 3 and "Capture longer" in guard["remediation"]["text"]
+    guard = next(f for f in doc["findings"] if f["id"] == "micro-benchmark")
+    assert guard["evidence"]["loop"]["runs"] == 3 and "capture 10 or more steps" in guard["remediation"]["text"]
 
 
 def test_rates_above_the_roof_are_not_shown_as_measurements():

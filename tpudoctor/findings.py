@@ -147,9 +147,49 @@ def _merged(left: Iterable[Any], right: Iterable[Any]) -> tuple[str, ...]:
     return tuple(sorted(values, key=lambda v: (0, int(v), v) if v.isdigit() else (1, 0, v)))
 
 
+class ConfidenceLevel(str, enum.Enum):
+    """How sure a verdict or finding is, from the evidence it rests on: ``high`` only with strong
+    evidence; ``unknown`` where the input cannot tell."""
+
+    UNKNOWN = "unknown"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+    @property
+    def rank(self) -> int:
+        return list(ConfidenceLevel).index(self)
+
+    def lowered(self) -> ConfidenceLevel:
+        """One level down (never below low: what is known stays known)."""
+        return self if self.rank <= 1 else list(ConfidenceLevel)[self.rank - 1]
+
+
+@dataclasses.dataclass(frozen=True)
+class Confidence:
+    """How sure, and why: ``reasons`` one sentence each; ``basis`` the figures (step source, steps,
+    coverage of the window, agreement between the evidence...)."""
+
+    level: ConfidenceLevel
+    reasons: tuple[str, ...] = ()
+    basis: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"level": self.level.value, "reasons": list(self.reasons), "basis": _jsonable(dict(self.basis))}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Confidence | None:
+        if not data:
+            return None
+        return cls(ConfidenceLevel(data.get("level", "unknown")), tuple(str(r) for r in data.get("reasons") or ()),
+                   dict(data.get("basis") or {}))
+
+
 @dataclasses.dataclass
 class Finding:
-    """One result: a check's verdict, a log diagnosis, a profile rule's finding or the bench gate's."""
+    """One result: a check's verdict, a log diagnosis, a profile rule's finding or the bench gate's.
+    ``confidence``: how sure it is and why, where the finding judges evidence of uneven strength
+    (profile findings); None for checks, whose result is what they observed."""
 
     id: str
     step: Step | None
@@ -163,9 +203,10 @@ class Finding:
     duration_s: float = 0.0
     scope: Scope = dataclasses.field(default_factory=Scope)
     kind: FindingKind = FindingKind.CHECK
+    confidence: Confidence | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "kind": self.kind.value,
             "step": int(self.step) if self.step is not None else None,
@@ -179,6 +220,9 @@ class Finding:
             "skip_reason": self.skip_reason,
             "duration_s": round(self.duration_s, 6),
         }
+        if self.confidence is not None:
+            out["confidence"] = self.confidence.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Finding:
@@ -197,6 +241,7 @@ class Finding:
             duration_s=float(data.get("duration_s", 0.0)),
             scope=Scope.from_dict(data.get("scope")),
             kind=FindingKind(data.get("kind", "check")),
+            confidence=Confidence.from_dict(data.get("confidence")),
         )
 
 

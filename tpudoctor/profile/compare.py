@@ -86,12 +86,14 @@ def compare(a, b, *, threshold_percent: float | None = None) -> dict:
                 elif key in GATED_POINTS and delta > threshold_percent:
                     regressed_by.append(key)
         rows.append(row)
-    ops_a = {o["name"]: o for o in a.get("device_ops", {}).get("top_ops", [])}
-    ops_b = {o["name"]: o for o in b.get("device_ops", {}).get("top_ops", [])}
+    # an op is the same op only inside one program (reports before 2.2 name no program: '')
+    ops_a = {(o.get("program") or "", o["name"]): o for o in a.get("device_ops", {}).get("top_ops", [])}
+    ops_b = {(o.get("program") or "", o["name"]): o for o in b.get("device_ops", {}).get("top_ops", [])}
     ops = []
-    for name in list(dict.fromkeys([*ops_b, *ops_a]))[:15]:
-        sa, sb = (ops_a.get(name) or {}).get("self_ms"), (ops_b.get(name) or {}).get("self_ms")
-        ops.append({"name": name, "baseline_self_ms": sa, "candidate_self_ms": sb,
+    for program, name in list(dict.fromkeys([*ops_b, *ops_a]))[:15]:
+        sa = (ops_a.get((program, name)) or {}).get("self_ms")
+        sb = (ops_b.get((program, name)) or {}).get("self_ms")
+        ops.append({"program": program, "name": name, "baseline_self_ms": sa, "candidate_self_ms": sb,
                     "delta_ms": round(sb - sa, 4) if sa is not None and sb is not None else None})
     return {
         "kind": "tpudoctor.profile_compare",

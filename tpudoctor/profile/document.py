@@ -32,12 +32,14 @@ def profile_document(report: ProfileReport) -> dict[str, Any]:
         "run": report.run,
         "verdict": report.verdict,
         "verdict_reason": report.verdict_reason,
+        "verdict_confidence": _confidence(report.verdict_confidence),
         "primary_host": p.host,
         "device": p.device_kind,
         "framework": p.framework,
         "kpis": kpis(p),
         "steps": {"method": p.steps.method, "program": p.steps.program, "reason": p.steps.reason,
-                  "count": p.steps.count, "stats": dict(p.steps.stats)},
+                  "count": p.steps.count, "stats": dict(p.steps.stats),
+                  "micro_benchmark": p.steps.micro_benchmark, "loop": dict(p.steps.loop)},
         "breakdown": {"model": b.model, "classification": b.classification, "percent": dict(b.percent),
                       "per_step": b.per_step, "input_stages": b.input_stages, "idle_gaps": b.idle_gaps,
                       "device_timeline_span_ms": b.device_timeline_span_ms},
@@ -59,16 +61,26 @@ def profile_document(report: ProfileReport) -> dict[str, Any]:
                        "mxu_utilization_percent": dev.mxu_utilization_percent,
                        "hbm_utilization_percent": dev.hbm_utilization_percent,
                        "flops_utilization_percent": dev.flops_utilization_percent,
-                       "top_ops": dev.top_ops, "categories": dev.categories, "per_core": dev.per_core},
+                       "top_ops": dev.top_ops, "categories": dev.categories, "per_core": dev.per_core,
+                       "programs": dev.programs, "hlo_op_ms": dev.hlo_op_ms, "runtime_copy_ms": dev.runtime_copy_ms,
+                       "other_op_ms": dev.other_op_ms},
         "versions": dict(p.versions),
         "roofline": report.roofline,
         "op_table": report.op_table,
         "hosts": [{"host": name, "verdict": report.verdicts[name][0], "verdict_reason": report.verdicts[name][1],
+                   "verdict_confidence": _confidence(report.verdict_confidences.get(name)),
                    "kpis": kpis(h), "findings": report.fired_ids(name)} for name, h in report.hosts.items()],
         "straggler": _straggler(report),
         "cross_host": _cross_host(report),
         "failed_hosts": [{"host": k, "error": v} for k, v in report.failed_hosts.items()],
     }
+
+
+def _confidence(confidence) -> dict[str, Any]:
+    """A verdict's confidence; ``unknown`` where none was judged (a report built by hand)."""
+    if confidence is None:
+        return {"level": "unknown", "reasons": ["not judged"], "basis": {}}
+    return confidence.to_dict()
 
 
 def _plain(value):

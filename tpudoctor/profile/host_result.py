@@ -30,6 +30,10 @@ class StepFigures:
     program: str | None = None
     reason: str = ""
     stats: dict[str, float] = dataclasses.field(default_factory=dict)
+    micro_benchmark: bool = False
+    """No step markers, and the program runs are no training loop (``reason`` says why): no steps."""
+    loop: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """What pseudo-steps were judged by (``analysis.steps.check_loop``'s figures); empty with markers."""
 
 
 @dataclasses.dataclass
@@ -93,8 +97,12 @@ class HostOpsFigures:
 
 @dataclasses.dataclass
 class DeviceFigures:
-    """Device duty cycle and top ops; ``top_ops``: name, category, count, self_ms, self_percent,
-    flops_per_s; ``per_core``: core, busy_ms, window_ms, duty_cycle_percent."""
+    """Device duty cycle and top ops; ``top_ops``: one row per (program, op) as xprof's hlo_stats:
+    program, program_id, name, kind (hlo-op, runtime-copy, other), category, count, self_ms,
+    self_percent, flops_per_s; ``per_core``: core, busy_ms, window_ms, duty_cycle_percent;
+    ``programs``: program, program_id, runs, devices, device_ms, mean_ms, share_percent (most device
+    time first). ``hlo_op_ms``: all HLO ops' self time (xprof's hlo_stats total); ``runtime_copy_ms``:
+    the runtime's own copy/memset kernels; ``other_op_ms``: device work tied to no HLO op."""
 
     duty_cycle_percent: float = 0.0
     idle_percent: float = 0.0
@@ -104,6 +112,10 @@ class DeviceFigures:
     top_ops: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     categories: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     per_core: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    programs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    hlo_op_ms: float = 0.0
+    runtime_copy_ms: float = 0.0
+    other_op_ms: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)

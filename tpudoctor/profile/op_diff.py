@@ -18,6 +18,7 @@ from tpudoctor.profile.analysis.device_op_rows import device_ops
 from tpudoctor.profile.analysis.device_ops import op_name_ids
 from tpudoctor.profile.analysis.events import device_kind
 from tpudoctor.profile.analysis.grouping import Groups
+from tpudoctor.profile.analysis.programs import op_programs
 
 KEY = ["program_id", "op_name"]
 RATE_COLUMNS = ("flop_rate_flops_per_s", "hbm_bw_bytes_per_s", "memory_bw_bytes_per_s")
@@ -27,7 +28,7 @@ TOP_MOVERS = 10
 
 @dataclasses.dataclass
 class OpDiff:
-    """DataFrames with one row per op; columns ``program_id``, ``op_name``, ``category``,
+    """DataFrames with one row per op; columns ``program_id``, ``program``, ``op_name``, ``category``,
     ``status`` (added, removed, slower, faster, same), ``baseline_*``/``candidate_*`` for
     ``occurrences``, ``time_ps`` (total, or per step when step counts were given) and
     ``avg_time_ps``, then ``delta_time_ps``, ``delta_avg_time_percent`` and, for TPU tables,
@@ -59,14 +60,18 @@ class OpDiff:
         }
 
 
-OP_TABLE_COLUMNS = ("program_id", "op_name", "category", "occurrences", "total_time_ps", "self_time_ps",
+OP_TABLE_COLUMNS = ("program_id", "program", "op_name", "category", "occurrences", "total_time_ps", "self_time_ps",
                     *RATE_COLUMNS)
 
 
 def op_table(host, roofline=None) -> pd.DataFrame:
-    """Per-op table of one host: ``program_id`` (str), ``op_name``, ``category``, ``occurrences``,
-    ``total_time_ps``, ``self_time_ps``; TPU hosts add the roofline's rates (``RATE_COLUMNS``).
-    ``roofline``: the host's ``Roofline`` where already computed."""
+    """Per-op table of one host: ``program_id`` (str), ``program`` (the HLO module's name; '' for
+    device work of no program), ``op_name``, ``category``, ``occurrences``, ``total_time_ps``,
+    ``self_time_ps``; TPU hosts add the roofline's rates (``RATE_COLUMNS``). ``roofline``: the
+    host's ``Roofline`` where already computed."""
+    ops = device_ops(host)
+    programs = op_programs(ops)
+    name_of = dict(zip(programs.ids, programs.names, strict=True))
     if device_kind(host) == "tpu":
         from tpudoctor.profile.analysis.roofline import analyze_roofline
 
@@ -74,16 +79,17 @@ def op_table(host, roofline=None) -> pd.DataFrame:
         if roofline is not None:
             table = roofline.ops.copy()
             table["program_id"] = table["program_id"].astype(str)
-            return table[["program_id", "op_name", "category", "occurrences", "total_time_ps", "self_time_ps",
-                          *RATE_COLUMNS]]
-    ops = device_ops(host)
+            table["program"] = [name_of.get(pid, "") for pid in table["program_id"]]
+            return table[list(OP_TABLE_COLUMNS)]
     name_ids, name_labels = op_name_ids(ops)  # ops without a name are left out (-1)
-    program_ids, programs = ops.coded("program_id").mapped(str, missing="")
+    program_ids, program_labels = ops.coded("program_id").mapped(str, missing="")
     category_ids, categories = ops.coded("hlo_category").mapped(str, missing="")
     groups = Groups(program_ids, name_ids)
     first = groups.first_row
     table = pd.DataFrame({
-        "program_id": programs[program_ids[first]], "op_name": name_labels[name_ids[first]],
+        "program_id": program_labels[program_ids[first]],
+        "program": [name_of.get(pid, "") for pid in program_labels[program_ids[first]]],
+        "op_name": name_labels[name_ids[first]],
         "category": categories[category_ids[first]], "occurrences": groups.counts(),
         "total_time_ps": groups.sums(ops.duration_ps), "self_time_ps": groups.sums(ops.self_ps),
     })
@@ -98,10 +104,11 @@ def diff_ops(baseline: pd.DataFrame, candidate: pd.DataFrame, *, baseline_steps:
     scale_a = 1.0 / baseline_steps if per_step else 1.0
     scale_b = 1.0 / candidate_steps if per_step else 1.0
     rates = [c for c in RATE_COLUMNS if c in baseline.columns and c in candidate.columns]
-    keep = [*KEY, "category", "occurrences", "total_time_ps", *rates]
+    keep = [*KEY, "program", "category", "occurrences", "total_time_ps", *rates]
     merged = _keyed(baseline)[keep].merge(_keyed(candidate)[keep], on=KEY, how="outer",
                                           suffixes=("_a", "_b"), indicator=True)
-    out = pd.DataFrame({"program_id": merged["program_id"], "op_name": merged["op_name"],
+    out = pd.DataFrame({"program_id": merged["program_id"],
+                        "program": merged["program_b"].fillna(merged["program_a"]).fillna(""), "op_name": merged["op_name"],
                         "category": merged["category_b"].fillna(merged["category_a"]).fillna("")})
     for side, scale, tag in (("baseline", scale_a, "_a"), ("candidate", scale_b, "_b")):
         occurrences = merged[f"occurrences{tag}"].fillna(0).to_numpy(np.float64)
@@ -153,8 +160,11 @@ def _keyed(table: pd.DataFrame, sum_columns=("occurrences", "total_time_ps")) ->
     frame["op_name"] = frame["op_name"].astype(str)
     if "category" not in frame.columns:
         frame["category"] = ""
+    if "program" not in frame.columns:  # a table saved before 2.2
+        frame["program"] = ""
     if frame.duplicated(KEY).any():
         sums = {c: (c, "sum") for c in sum_columns if c in frame.columns}
         means = {c: (c, "mean") for c in RATE_COLUMNS if c in frame.columns}
-        frame = frame.groupby(KEY, sort=False).agg(category=("category", "first"), **sums, **means).reset_index()
+        frame = frame.groupby(KEY, sort=False).agg(program=("program", "first"), category=("category", "first"),
+                                                   **sums, **means).reset_index()
     return frame

@@ -35,6 +35,7 @@ from tpudoctor.profile.report import ProfileReport
 from tpudoctor.profile.sources import HostFile, hostname_of, resolve
 
 MAX_STEP_RECORDS = 500
+MAX_PROGRAMS = 50
 
 
 def analyze_host(source: HostFile | str, *, extra_stats: dict[str, str] | None = None) -> HostResult:
@@ -74,15 +75,12 @@ def _host_result(host) -> HostResult:
     ops = op_table(host, roofline_frame)
     inp, rc, ho, dev = a.input, a.recompilation, a.host_ops, a.device
     percent = _clean(inp.percent)
-    if a.collectives is not None and a.collectives.collective_percent > 0:
-        # collective time (waiting for other hosts and transfer) is not compute
-        collective = min(a.collectives.collective_percent, percent.get("compute") or 0.0)
-        percent = {**percent, "compute": _num((percent.get("compute") or 0.0) - collective), "collective": _num(collective)}
     return HostResult(
         host=host.hostname, framework=a.framework, device_kind=a.device_kind, window_ms=_num(a.window_ms) or 0.0,
         time_origin_ns=int(host.time_origin_ns),
         steps=StepFigures(method=a.steps.method, count=a.steps.count, program=a.steps.program,
-                          reason=a.steps.reason, stats=_clean(a.step_stats)),
+                          reason=a.steps.reason, stats=_clean(a.step_stats),
+                          micro_benchmark=a.steps.micro_benchmark, loop=_clean(a.steps.loop)),
         breakdown=BreakdownFigures(
             model=inp.model, classification=inp.classification, percent=percent,
             per_step=records(inp.per_step, MAX_STEP_RECORDS), input_stages=records(inp.input_stages, 10),
@@ -104,7 +102,10 @@ def _host_result(host) -> HostResult:
             hbm_utilization_percent=_num(dev.hbm_utilization_percent),
             flops_utilization_percent=(_significant(roofline["program"]["compute_efficiency_percent"])
                                        if roofline else _num(dev.flops_utilization_percent)),
-            top_ops=records(dev.top_ops, 20), categories=records(dev.categories, 20), per_core=records(dev.per_core, 64)),
+            top_ops=records(dev.top_ops, 20), categories=records(dev.categories, 20), per_core=records(dev.per_core, 64),
+            programs=records(dev.programs, MAX_PROGRAMS), hlo_op_ms=_num(dev.kind_ms.get("hlo_op_ms")) or 0.0,
+            runtime_copy_ms=_num(dev.kind_ms.get("runtime_copy_ms")) or 0.0,
+            other_op_ms=_num(dev.kind_ms.get("other_ms")) or 0.0),
         summary=summarize_host(host),
         plane_names=[str(n) for n in host.planes["plane_name"]],
         has_device_planes=bool(host.planes["is_device"].any()),
@@ -170,6 +171,7 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
         cross_host_analysis,
         cross_host_rows,
     )
+    from tpudoctor.profile.confidence import verdict_confidence, with_confidence
     from tpudoctor.profile.rule import evaluate_rule
     from tpudoctor.profile.summary import shifted
     from tpudoctor.profile.verdict import cap_findings, judge
@@ -192,17 +194,19 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
     rows = cross_host_rows(cross_host)
     hosts = {name: dataclasses.replace(h, tables={**h.tables, CROSS_HOST_TABLE: [rows[name]]}) if name in rows else h
              for name, h in hosts.items()}
-    results = {name: [evaluate_rule(rule, h) for rule in rules.values()] for name, h in hosts.items()}
-    verdicts = {}
-    for name in hosts:
+    results = {name: with_confidence([evaluate_rule(rule, h) for rule in rules.values()], h, rules)
+               for name, h in hosts.items()}
+    verdicts, confidences = {}, {}
+    for name, h in hosts.items():
         judgement = judge(results[name], rules)
         verdicts[name] = (judgement.verdict, judgement.reason)
-        if not judgement.enough_evidence:
-            results[name] = cap_findings(results[name])
+        confidences[name] = verdict_confidence(judgement.verdict, judgement.reason, results[name], h, rules)
+        # too little evidence caps every result; otherwise each one that is not sure of itself
+        results[name] = cap_findings(results[name], only_unsure=judgement.enough_evidence)
     roofline, roofline_notes = combined_roofline(hosts.values())
     return ProfileReport(
         source=source, run=run, runs_available=list(runs_available), time_origin_ns=origin_ns, hosts=hosts,
-        results=results, verdicts=verdicts, rules=dict(rules), cross_host=cross_host,
+        results=results, verdicts=verdicts, verdict_confidences=confidences, rules=dict(rules), cross_host=cross_host,
         failed_hosts=dict(failed_hosts or {}), notes=_notes(hosts.values()) + roofline_notes,
         roofline=roofline, op_table=combined_op_table(hosts.values()),
     )

@@ -9,15 +9,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tpudoctor.findings import Finding, Scope, Status
+from tpudoctor.findings import Confidence, Finding, Scope, Status
 from tpudoctor.profile.host_result import HostResult
 from tpudoctor.profile.summary import CaptureSummary
 
-SCHEMA_VERSION = "2.1"
+SCHEMA_VERSION = "2.2"
 """2.0: findings are ``tpudoctor.findings.Finding`` documents (id, kind, status, severity, scope...),
 the breakdown has a ``host_offload`` part; 1.x documents are upgraded on reading.
 2.1 (additive): ``roofline`` (program and per-op roofline and MFU, TPU only), ``op_table`` (the
-per-op table compare's op diff reads), ``versions``, the ``mfu_percent`` KPI."""
+per-op table compare's op diff reads), ``versions``, the ``mfu_percent`` KPI.
+2.2 (additive): ``verdict_confidence`` and each finding's ``confidence`` (level high/medium/low/
+unknown, reasons, basis); ``steps.micro_benchmark`` and ``steps.loop``; ``device_ops.programs`` (device
+time per program), ``hlo_op_ms``/``runtime_copy_ms``/``other_op_ms``; top ops and op tables carry
+``program`` (one row per program and op) and ``kind``; ``breakdown.per_step[].collective_ms``."""
 
 
 @dataclasses.dataclass
@@ -46,6 +50,8 @@ class ProfileReport:
     """All hosts' rooflines combined (``Roofline.to_dict``), None without TPU ops or known roofs."""
     op_table: dict[str, Any] | None = None
     """All hosts' per-op table: ``ops`` (top ``MAX_OPS_IN_REPORT`` by time), ``ops_total``, ``max_ops``."""
+    verdict_confidences: dict[str, Confidence] = dataclasses.field(default_factory=dict)
+    """host -> how sure its verdict is, and why (``tpudoctor.profile.confidence``)."""
 
     @property
     def straggler(self) -> str | None:
@@ -72,6 +78,10 @@ class ProfileReport:
     @property
     def verdict_reason(self) -> str:
         return self.verdicts[self.primary_host][1]
+
+    @property
+    def verdict_confidence(self) -> Confidence | None:
+        return self.verdict_confidences.get(self.primary_host)
 
     @property
     def findings(self) -> list[Finding]:

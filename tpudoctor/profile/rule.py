@@ -62,6 +62,9 @@ class ProfileRule:
     """True when its ``share_of_step_percent`` counts toward its bottleneck's score."""
     needs: ClassVar[tuple[str, ...]] = ()
     """The evidence the rule reads (``EVIDENCE_KINDS``); stated in every report's ``rules`` list."""
+    confidence_from: ClassVar[tuple[str, ...]] = ()
+    """The evidence its finding's severity rests on, where that is less than ``needs`` (a share of
+    device time needs no steps); its confidence is the weakest of these (``profile.confidence``)."""
     lead_rank: ClassVar[int] = 100
     """Among the findings that explain the verdict, lower ranks are named first (specific causes
     before generic ones)."""

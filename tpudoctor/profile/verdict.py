@@ -2,6 +2,8 @@
 
 Precedence (short on purpose):
 
+0. No training loop (the ``micro-benchmark`` rule fired): ``unknown``, "micro-benchmark: no
+   training loop" and why; no step-time verdict applies to programs timed one by one.
 1. No steps measured (the ``no-step-markers`` rule found none): ``unknown``.
 2. Each bottleneck (input-bound, compile-bound, host-bound, communication-bound, device-bound) scores
    the largest ``share_of_step_percent`` among the results of the rules that score it (PASS results
@@ -13,6 +15,8 @@ Precedence (short on purpose):
    minimum is ``tpudoctor.profile.analysis.evidence.MinimumEvidence``). Below it the verdict is
    ``unknown`` with the reason (after 1, the no-steps reason stays), and ``cap_findings`` lowers
    every HIGH/CRITICAL result to MEDIUM: too little evidence never yields a HIGH finding.
+5. Confidence (``tpudoctor.profile.confidence``): each result says how sure it is and why; one that
+   is not ``high`` (pseudo-steps, thin coverage, little device time) is not HIGH either.
 
 A new bottleneck (communication-bound from cross-host analysis, say) plugs in by adding a rule with
 that ``bottleneck`` and ``scores_verdict = True``.
@@ -23,12 +27,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from tpudoctor.findings import Finding, Severity, Status
+from tpudoctor.findings import ConfidenceLevel, Finding, Severity, Status
 from tpudoctor.profile.rule import BOTTLENECKS, ProfileRule, share_of_step
 
 VERDICTS = (*BOTTLENECKS, "unknown")
 BOUND_PERCENT = 20.0  # a cause that takes this share of step time is "the" bottleneck
 NO_STEPS_RULE = "no-step-markers"
+MICRO_BENCHMARK_RULE = "micro-benchmark"
 
 
 EVIDENCE_RULE = "insufficient-evidence"
@@ -53,6 +58,8 @@ def judge(results: list[Finding], rules: Mapping[str, type[ProfileRule]]) -> Jud
     verdict, reason = _bottleneck(results, rules)
     check = evidence_check(results, verdict)
     enough = check is None or check.enough
+    if _micro_benchmark(results) is not None:  # no loop: nothing about steps is strong evidence
+        return Judgement(verdict, reason, enough_evidence=False)
     if _no_steps(results):  # rule 1 keeps its own reason ("cannot tell"); findings are capped all the same
         return Judgement(verdict, reason, enough_evidence=enough)
     if not enough:
@@ -77,11 +84,16 @@ def evidence_check(results: list[Finding], verdict: str | None):
     return check_evidence(evidence_from_dict(figures), verdict=verdict if verdict in BOTTLENECKS else None)
 
 
-def cap_findings(results: list[Finding]) -> list[Finding]:
-    """Below the minimum evidence no result claims high confidence: HIGH/CRITICAL become MEDIUM
-    (FAIL becomes WARN), the original severity kept in the evidence."""
+def cap_findings(results: list[Finding], *, only_unsure: bool = False) -> list[Finding]:
+    """No result claims more than its evidence holds: HIGH/CRITICAL become MEDIUM (FAIL becomes
+    WARN), the original severity kept in the evidence. Every result below the minimum evidence;
+    with ``only_unsure``, those whose confidence is measured and not ``high``."""
     out = []
     for r in results:
+        unsure = r.confidence is not None and r.confidence.level is not ConfidenceLevel.HIGH
+        if only_unsure and not unsure:
+            out.append(r)
+            continue
         if r.severity.rank >= Severity.HIGH.rank and r.status in (Status.FAIL, Status.WARN):
             r = dataclasses.replace(r, severity=Severity.MEDIUM, status=Status.WARN,
                                     evidence={**r.evidence, "severity_before_evidence_cap": r.severity.value})
@@ -89,7 +101,14 @@ def cap_findings(results: list[Finding]) -> list[Finding]:
     return out
 
 
+def _micro_benchmark(results: list[Finding]) -> Finding | None:
+    return next((r for r in results if r.id == MICRO_BENCHMARK_RULE and r.status is not Status.PASS), None)
+
+
 def _bottleneck(results: list[Finding], rules: Mapping[str, type[ProfileRule]]) -> tuple[str, str]:
+    micro = _micro_benchmark(results)
+    if micro is not None:
+        return "unknown", str(micro.evidence.get("reason") or micro.message)
     if _no_steps(results):
         return "unknown", next(r for r in results if r.id == NO_STEPS_RULE).message
     scores: dict[str, tuple[float, Finding | None]] = {b: (0.0, None) for b in BOTTLENECKS}
@@ -124,7 +143,7 @@ def order_findings(findings: list[Finding], verdict: str, rules: Mapping[str, ty
     severe first."""
 
     def key(f: Finding) -> tuple[int, int, int]:
-        if f.id == EVIDENCE_RULE and verdict == "unknown":  # why there is no verdict comes first
+        if f.id in (MICRO_BENCHMARK_RULE, EVIDENCE_RULE) and verdict == "unknown":  # why there is no verdict comes first
             return (-1, 0, 0)
         rule = rules.get(f.id)
         if rule is not None and rule.bottleneck == verdict:

@@ -5,7 +5,7 @@
     a.input.per_step, a.recompilation.functions
 
 One module per analysis: ``steps``, ``input_bound``, ``host_ops``, ``recompilation``,
-``device_ops``, ``roofline``, ``collectives`` (per host) and ``cross_host`` (the combine step's),
+``device_ops``, ``programs``, ``roofline``, ``collectives`` (per host) and ``cross_host`` (the combine step's),
 ``hosts``. All return data. They share ``events`` (selecting events), ``device_op_rows`` (a host's
 device ops, selected once), ``grouping`` (codes and group sums), ``nesting`` (self time, outermost
 events) and ``intervals`` (unions of time spans). ``tpudoctor.profile.pipeline`` turns a host's
@@ -16,12 +16,20 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+import pandas as pd
+
 from tpudoctor.profile.analysis.collectives import HostCollectives, host_collectives
 from tpudoctor.profile.analysis.device_op_rows import sharing_device_ops
 from tpudoctor.profile.analysis.device_ops import DeviceOps, analyze_device_ops
 from tpudoctor.profile.analysis.events import capture_window_ps, device_kind, name_matches
 from tpudoctor.profile.analysis.host_ops import HostOps, analyze_host_ops
-from tpudoctor.profile.analysis.input_bound import InputAnalysis, analyze_input
+from tpudoctor.profile.analysis.input_bound import (
+    InputAnalysis,
+    analyze_input,
+    with_collective_part,
+)
+from tpudoctor.profile.analysis.programs import program_table
 from tpudoctor.profile.analysis.recompilation import Recompilation, analyze_recompilation
 from tpudoctor.profile.analysis.steps import StepSet, find_steps, step_time_stats
 
@@ -52,17 +60,24 @@ def analyze_loaded(host, name: str | None = None) -> HostAnalysis:
 def _analyze(host, name: str | None) -> HostAnalysis:
     window = capture_window_ps(host)
     kind = device_kind(host)
-    steps = find_steps(host)
+    programs = program_table(host)
+    steps = find_steps(host, programs)
     recompilation = analyze_recompilation(host, window)
     host_ops = analyze_host_ops(host, window)
     inp = analyze_input(host, steps, device=kind, compile_intervals=recompilation.intervals,
                         callback_intervals=host_ops.callback_intervals)
     host_name = name or getattr(host, "hostname", "host")
+    collectives = host_collectives(host, steps, host_name)
+    per_step = collectives.per_step
+    if not per_step.empty:  # collective time (waiting for other hosts and transfer) is not compute
+        inp = with_collective_part(inp, pd.Series(per_step["collective_ns"].to_numpy(np.float64) / 1e6,
+                                                  index=per_step["step_index"].to_numpy(np.int64)))
     return HostAnalysis(
         host=host_name, framework=_framework(host),
         window_ms=(window[1] - window[0]) / 1e9, steps=steps, step_stats=step_time_stats(steps), input=inp,
-        recompilation=recompilation, host_ops=host_ops, device=analyze_device_ops(host), device_kind=kind,
-        collectives=host_collectives(host, steps, host_name),
+        recompilation=recompilation, host_ops=host_ops, device=analyze_device_ops(host, programs=programs),
+        device_kind=kind,
+        collectives=collectives,
     )
 
 

@@ -11,13 +11,24 @@ from tpudoctor.profile.analysis.device_op_rows import device_ops
 from tpudoctor.profile.analysis.events import module_rows, take
 from tpudoctor.profile.analysis.grouping import Coded, Groups, float_total
 from tpudoctor.profile.analysis.intervals import union_ps
+from tpudoctor.profile.analysis.programs import (
+    OP_KINDS,
+    PROGRAM_COLUMNS,
+    kind_totals_ms,
+    op_kinds,
+    op_programs,
+    program_table,
+)
 
 
 @dataclasses.dataclass
 class DeviceOps:
-    """``top_ops``: ``name``, ``category``, ``count``, ``self_ms``, ``self_percent`` (of all op self
-    time), ``flops_per_s`` where flops are known. ``per_core``: ``core``, ``busy_ms``, ``window_ms``,
-    ``duty_cycle_percent``."""
+    """``top_ops``: one row per (program, op), as xprof's hlo_stats keeps them: ``program`` (the HLO
+    module's name; '' for device work of no program), ``program_id``, ``name``, ``kind`` (one of
+    ``programs.OP_KINDS``: hlo-op, runtime-copy, other), ``category``, ``count``, ``self_ms``,
+    ``self_percent`` (of all op self time), ``flops_per_s`` where flops are known. ``per_core``:
+    ``core``, ``busy_ms``, ``window_ms``, ``duty_cycle_percent``. ``programs``: ``programs.program_table``.
+    ``kind_ms``: self time of each kind of op (``hlo_op_ms``, ``runtime_copy_ms``, ``other_ms``)."""
 
     top_ops: pd.DataFrame
     categories: pd.DataFrame
@@ -27,31 +38,46 @@ class DeviceOps:
     mxu_utilization_percent: float | None
     hbm_utilization_percent: float | None
     flops_utilization_percent: float | None
+    programs: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=PROGRAM_COLUMNS))
+    kind_ms: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
-def analyze_device_ops(host, *, top_n: int = 15) -> DeviceOps:
+TOP_OP_COLUMNS = ["program", "program_id", "name", "kind", "category", "count", "self_ms", "self_percent",
+                  "flops_per_s"]
+
+
+def analyze_device_ops(host, *, top_n: int = 15, programs: pd.DataFrame | None = None) -> DeviceOps:
+    """``programs``: the host's ``program_table`` where already made."""
     ops = device_ops(host)
     if ops.empty:
-        empty = pd.DataFrame(columns=["name", "category", "count", "self_ms", "self_percent"])
+        empty = pd.DataFrame(columns=TOP_OP_COLUMNS)
         return DeviceOps(empty, pd.DataFrame(columns=["category", "self_ms", "self_percent"]),
                          pd.DataFrame(columns=["core", "busy_ms", "window_ms", "duty_cycle_percent"]),
-                         0.0, 0.0, None, None, None)
-    # Ops are grouped by integer ids of their (name, category) texts, each text made once per distinct value.
+                         0.0, 0.0, None, None, None, kind_ms=kind_totals_ms(ops, op_kinds(ops)))
+    kinds = op_kinds(ops)
+    of_op = op_programs(ops, kinds)
+    # ops of no program are keyed by their kind: one more code per kind after the programs'
+    program_ids = np.where(of_op.codes >= 0, of_op.codes, len(of_op.ids) + kinds.astype(np.int32))
+    program_names = np.r_[of_op.names, [""] * len(OP_KINDS)].astype(object)
+    program_id_texts = np.r_[of_op.ids, [""] * len(OP_KINDS)].astype(object)
+    # Ops are grouped by integer ids of their (program, name, category) texts, each text made once.
     name_ids, name_labels = op_name_ids(ops)
     category = ops.coded("hlo_category")
     category_ids, category_labels = category.mapped(str, missing="")
     self_ps = ops.self_ps
     flops = ops.numbers("flops")
     total = max(float_total(self_ps), 1.0)
-    groups = Groups(name_ids, category_ids)
+    groups = Groups(program_ids, name_ids, category_ids)
     first = groups.first_row
-    g = pd.DataFrame({"count": groups.counts(), "self_ps": groups.sums(self_ps), "flops": groups.sums(flops)},
-                     index=pd.MultiIndex.from_arrays([pd.Index(name_labels[name_ids[first]]),
-                                                      pd.Index(category_labels[category_ids[first]])],
-                                                     names=["name", "category"]))
-    g = g.sort_values("self_ps", ascending=False).head(top_n).reset_index()
-    top = pd.DataFrame({"name": g["name"], "category": g["category"], "count": g["count"].astype(int),
-                        "self_ms": g["self_ps"] / 1e9, "self_percent": 100 * g["self_ps"] / total,
+    g = pd.DataFrame({"program": program_names[program_ids[first]], "program_id": program_id_texts[program_ids[first]],
+                      "name": name_labels[name_ids[first]], "kind": np.array(OP_KINDS, dtype=object)[kinds[first]],
+                      "category": category_labels[category_ids[first]], "count": groups.counts(),
+                      "self_ps": groups.sums(self_ps), "flops": groups.sums(flops)})
+    g = g.sort_values(["self_ps", "program", "name"], ascending=[False, True, True], kind="stable").head(top_n)
+    top = pd.DataFrame({"program": g["program"].to_numpy(), "program_id": g["program_id"].to_numpy(),
+                        "name": g["name"].to_numpy(), "kind": g["kind"].to_numpy(), "category": g["category"].to_numpy(),
+                        "count": g["count"].astype(int).to_numpy(), "self_ms": g["self_ps"].to_numpy() / 1e9,
+                        "self_percent": 100 * g["self_ps"].to_numpy() / total,
                         "flops_per_s": np.where(g["self_ps"] > 0, g["flops"] / (g["self_ps"] / 1e12), np.nan)})
     by_category = Groups(category_ids)
     cats = pd.Series(by_category.sums(self_ps), index=pd.Index(category_labels[by_category.order]))
@@ -71,7 +97,9 @@ def analyze_device_ops(host, *, top_n: int = 15) -> DeviceOps:
                      "duty_cycle_percent": 100 * busy / max(window, 1)})
     per_core = pd.DataFrame(rows)
     duty = float((per_core["busy_ms"].sum() / max(per_core["window_ms"].sum(), 1e-12)) * 100)
-    return DeviceOps(top, categories, per_core, duty, 100 - duty, *_utilization(host, self_ps, flops, ops))
+    return DeviceOps(top, categories, per_core, duty, 100 - duty, *_utilization(host, self_ps, flops, ops),
+                     programs=program_table(host, kinds=kinds, programs=of_op) if programs is None else programs,
+                     kind_ms=kind_totals_ms(ops, kinds))
 
 
 def op_name_ids(ops) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,10 @@ from tpudoctor.profile.host_result import Evidence
 MIN_STEPS = 5
 MIN_STEP_COVERAGE_PERCENT = 20.0
 MIN_DEVICE_TIME_MS = 10.0
+# Strong evidence, what a HIGH finding needs (``tpudoctor.profile.confidence``): real step markers
+# (not steps guessed from program runs), at least MIN_STEPS of them, spanning at least
+# STRONG_STEP_COVERAGE_PERCENT of the window (the steps are most of what the capture shows).
+STRONG_STEP_COVERAGE_PERCENT = 50.0
 
 STEP_MARKER_FIXES = (
     "JAX: wrap each step in `with jax.profiler.StepTraceAnnotation('train', step_num=i):`",

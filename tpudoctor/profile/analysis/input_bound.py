@@ -52,7 +52,7 @@ INPUT_EVENTS = (r"^(?:IteratorGetNext.*|EagerLocalExecute: IteratorGetNext.*|Ite
 PYTHON_INPUT_FRAMES = (r"^\$\S+ (?:\w*_)?(?:load|loader|batch|batches|data|dataset|dataloader|read|decode|augment|"
                        r"preprocess|sample|fetch|collate)(?:_\w*)?$|^\$\S+ (?:__next__|next)$")
 
-BREAKDOWN_COLUMNS = ["step_index", "step_num", "step_ms", "compute_ms", "input_ms", "idle_ms",
+BREAKDOWN_COLUMNS = ["step_index", "step_num", "step_ms", "compute_ms", "collective_ms", "input_ms", "idle_ms",
                      "compile_ms", "host_callback_ms", "host_offload_ms", "outfeed_ms", "host_transfer_ms",
                      "other_ms"]
 
@@ -90,6 +90,11 @@ def analyze_input(host, steps: StepSet, *, device: str, compile_intervals: pd.Da
     else:
         per_step = _host_breakdown(host, steps, inputs, compile_intervals, callback_intervals, device)
         model = "host-loop-timeline"
+    return _summarized(model, per_step, _stages(host, inputs, steps), _gaps(host, steps, device))
+
+
+def _summarized(model: str, per_step: pd.DataFrame, stages: pd.DataFrame, gaps: pd.DataFrame) -> InputAnalysis:
+    """The analysis of a per-step breakdown: each part's share of the summed step time."""
     total = max(per_step["step_ms"].sum(), 1e-12)
     pct = {c: 100 * per_step[c].sum() / total for c in BREAKDOWN_COLUMNS[3:]}
     input_pct = pct["input_ms"]
@@ -103,9 +108,23 @@ def analyze_input(host, steps: StepSet, *, device: str, compile_intervals: pd.Da
         model=model, per_step=per_step, input_percent=input_pct, idle_percent=pct["idle_ms"],
         compute_percent=pct["compute_ms"], compile_percent=pct["compile_ms"],
         host_callback_percent=pct["host_callback_ms"], other_percent=pct["other_ms"],
-        classification=cls, input_stages=_stages(host, inputs, steps), gaps=_gaps(host, steps, device),
-        percent={c[:-3]: v for c, v in pct.items()},
+        classification=cls, input_stages=stages, gaps=gaps, percent={c[:-3]: v for c, v in pct.items()},
     )
+
+
+def with_collective_part(analysis: InputAnalysis, collective_ms: pd.Series) -> InputAnalysis:
+    """The breakdown with each step's collective time (``collective_ms``, by ``step_index``) moved out
+    of compute into its own part: waiting for other hosts and moving data are not computing. Per
+    step it takes at most the step's compute, and the shares are summed from the steps again, so
+    the per-step table and the aggregate say the same."""
+    if analysis.per_step.empty:
+        return analysis
+    per_step = analysis.per_step.copy()
+    wanted = per_step["step_index"].map(collective_ms).fillna(0.0).to_numpy(np.float64)
+    moved = np.clip(wanted, 0.0, per_step["compute_ms"].to_numpy(np.float64))
+    per_step["collective_ms"] = per_step["collective_ms"].to_numpy(np.float64) + moved
+    per_step["compute_ms"] = per_step["compute_ms"].to_numpy(np.float64) - moved
+    return _summarized(analysis.model, per_step, analysis.input_stages, analysis.gaps)
 
 
 def _input_events(host) -> np.ndarray:
@@ -197,7 +216,7 @@ def _tpu_breakdown(host, steps: StepSet, inputs: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({
         "step_index": out.index.to_numpy(), "step_num": nums.reindex(out.index).to_numpy(),
         "step_ms": out["step_ps"].to_numpy() / 1e9, "compute_ms": np.maximum(out["compute_ps"].to_numpy(), 0) / 1e9,
-        "input_ms": out["infeed_ps"].to_numpy() / 1e9, "idle_ms": out["idle_ps"].to_numpy() / 1e9,
+        "collective_ms": 0.0, "input_ms": out["infeed_ps"].to_numpy() / 1e9, "idle_ms": out["idle_ps"].to_numpy() / 1e9,
         "compile_ms": 0.0, "host_callback_ms": 0.0, "host_offload_ms": out["offload_ps"].to_numpy() / 1e9,
         "outfeed_ms": out["outfeed_ps"].to_numpy() / 1e9,
         "host_transfer_ms": out["xfer_ps"].to_numpy() / 1e9, "other_ms": other.to_numpy() / 1e9,
@@ -232,7 +251,7 @@ def _host_breakdown(host, steps: StepSet, inputs: np.ndarray, compile_intervals:
     rest = np.maximum(step_ps - covered[3], 0)
     return pd.DataFrame({
         "step_index": st.index.to_numpy(), "step_num": st["step_num"].to_numpy(),
-        "step_ms": step_ps / 1e9, "compute_ms": device_ps / 1e9, "input_ms": input_ps / 1e9,
+        "step_ms": step_ps / 1e9, "compute_ms": device_ps / 1e9, "collective_ms": 0.0, "input_ms": input_ps / 1e9,
         "idle_ms": rest / 1e9, "compile_ms": compile_ps / 1e9, "host_callback_ms": callback_ps / 1e9,
         "host_offload_ms": 0.0, "outfeed_ms": 0.0, "host_transfer_ms": 0.0, "other_ms": 0.0,
     })

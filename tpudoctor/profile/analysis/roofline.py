@@ -36,6 +36,7 @@ import pandas as pd
 from tpudoctor.profile.analysis.device_op_rows import device_ops
 from tpudoctor.profile.analysis.events import TPU_PLANE, device_kind, take
 from tpudoctor.profile.analysis.grouping import Groups, float_total
+from tpudoctor.profile.analysis.programs import op_programs
 
 GB = 1e9
 
@@ -135,7 +136,7 @@ class ProgramRoofline:
 @dataclasses.dataclass
 class Roofline:
     """``ops``: one row per (program_id, op_name), heaviest first; columns (units in names):
-    ``program_id`` (uint64), ``op_name``, ``category``, ``occurrences``, ``total_time_ps``,
+    ``program_id`` (uint64), ``program`` (the HLO module's name), ``op_name``, ``category``, ``occurrences``, ``total_time_ps``,
     ``self_time_ps``, ``flops``, ``model_flops``, ``bytes_accessed``, ``hbm_bytes``,
     ``{cmem,vmem}_{read,write}_bytes``, ``flop_rate_flops_per_s``, ``model_flop_rate_flops_per_s``,
     ``memory_bw_bytes_per_s``, ``hbm_bw_bytes_per_s``, ``{cmem,vmem}_{read,write}_bw_bytes_per_s``,
@@ -243,6 +244,9 @@ def analyze_roofline(host, *, include_infeed_outfeed: bool = True,
         program_time_ps -= int(float_total(ops.duration_ps[feeds]))
         chosen = np.flatnonzero(~feeds)
     table, totals = _op_table(host, ops, chosen, category_ids, category_labels)
+    programs = op_programs(ops)
+    name_of = dict(zip(programs.ids, programs.names, strict=True))
+    table.insert(1, "program", [name_of.get(str(pid), "") for pid in table["program_id"].astype(str)])
     return Roofline(peaks=peaks, program=_program(totals, program_time_ps, n_cores, peaks),
                     ops=_op_rates(table, program_time_ps, peaks))
 
@@ -259,8 +263,9 @@ def combine_rooflines(rooflines: Sequence[Roofline]) -> Roofline | None:
         raise ValueError(f"cannot combine rooflines of different devices: {sorted(map(str, kinds))}")
     ops = pd.concat([r.ops for r in parts], ignore_index=True)
     sums = {c: (c, "sum") for c in ("occurrences", *SUMMED_COLUMNS)}
+    names = {"program": ("program", "first")} if "program" in ops.columns else {}
     table = ops.groupby(["program_id", "op_name"], sort=False, dropna=False).agg(
-        category=("category", "first"), **sums).reset_index()
+        **names, category=("category", "first"), **sums).reset_index()
     time_ps = sum(r.program.time_ps for r in parts)
     totals = {c: sum(getattr(r.program, c) for r in parts)
               for c in ("flops", "model_flops", "bytes_accessed", *BYTE_COLUMNS)}

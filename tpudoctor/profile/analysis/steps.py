@@ -2,8 +2,14 @@
 
 In order: the device ``Steps`` line (xprof's source), host step annotations
 (``StepTraceAnnotation``/``Trace(step_num=)``, Keras train functions), and else pseudo-steps: the
-repeated executions of the dominant XLA program (device ``XLA Modules``, host ``PjitFunction(f)``)
-or TensorFlow function runs.
+repeated executions of the program with the most device time (device ``XLA Modules``, host
+``PjitFunction(f)``) or TensorFlow function runs.
+
+Pseudo-steps are a guess that the capture is a training loop. They are kept only where the runs
+look like one (``check_loop``): one program holds most of the device time, it ran at least
+``MIN_STEPS`` times, what runs between two of its runs repeats, and it runs at a steady period.
+Otherwise the capture is a micro-benchmark (programs timed a few times each, or interleaved with
+no repeating step): no steps, and it says why (``StepSet.micro_benchmark``).
 """
 
 from __future__ import annotations
@@ -26,7 +32,13 @@ from tpudoctor.profile.analysis.events import (
     name_matches,
     text_equals,
 )
+from tpudoctor.profile.analysis.evidence import MIN_STEPS
 from tpudoctor.profile.analysis.nesting import outermost
+from tpudoctor.profile.analysis.programs import (
+    device_ms_by_key,
+    program_key,
+    program_table,
+)
 
 METHOD_DEVICE_STEPS = "device-steps-line"
 METHOD_HOST_ANNOTATIONS = "host-step-annotations"
@@ -37,7 +49,18 @@ METHOD_NONE = "none"
 # xprof's explicit host step markers: names starting train/test/TraceContext (no '/'), plus
 # Keras 3's per-step function.
 KERAS_STEP_NAMES = r"^(?:train|test|TraceContext|multi_step_on_iterator|one_step_on_iterator|train_function)[^/]*$"
-MODULE_NAME = re.compile(r"^(?P<name>.*)\((?P<program_id>\d+)\)$")
+PSEUDO_METHODS = (METHOD_PSEUDO_MODULES, METHOD_PSEUDO_HOST)
+MARKER_METHODS = (METHOD_DEVICE_STEPS, METHOD_HOST_ANNOTATIONS)
+
+# What pseudo-steps need to be taken for a training loop (``check_loop``).
+LOOP_PROGRAM_SHARE_PERCENT = 50.0
+"""One program holds at least this share of the HLO op device time: the step."""
+LOOP_REPEAT_PERCENT = 75.0
+"""What runs between two runs of the step is the same in at least this share of the gaps."""
+LOOP_PERIOD_CV_PERCENT = 50.0
+"""The step's runs start at a steady period: the coefficient of variation of the time between two
+starts stays below this (a checkpoint or a data stall makes a few steps slow, not half of them)."""
+MICRO_BENCHMARK = "micro-benchmark: no training loop"
 
 
 @dataclasses.dataclass
@@ -47,29 +70,92 @@ class StepSet:
     Columns: ``step_index`` (0..n-1), ``step_num`` (the framework's number where known), ``core``,
     ``start_ps``, ``end_ps``, ``duration_ps`` (start to next start: the step time), ``busy_ps``
     (the annotated work itself or program run; the rest of the step is the gap before the next).
+    ``micro_benchmark``: no step markers and the program runs are not a training loop (``reason``
+    says why; ``program`` is the program with the most device time); there are no steps then.
+    ``loop``: the figures ``check_loop`` judged pseudo-steps by.
     """
 
     method: str
     steps: pd.DataFrame
     program: str | None = None
     reason: str = ""
+    micro_benchmark: bool = False
+    loop: dict = dataclasses.field(default_factory=dict)
 
     @property
     def count(self) -> int:
         return int(self.steps["step_index"].nunique()) if not self.steps.empty else 0
 
 
+@dataclasses.dataclass(frozen=True)
+class LoopCheck:
+    """Whether a program's runs look like a training loop, why not, and the figures."""
+
+    training_loop: bool
+    reason: str
+    figures: dict
+
+
+def check_loop(names: np.ndarray, starts_ps: np.ndarray, program: str, programs: pd.DataFrame) -> LoopCheck:
+    """Do the runs of ``program`` form a training loop? ``names``/``starts_ps``: every program run of
+    the kind pseudo-steps come from, in time order; ``programs``: the host's ``program_table``."""
+    figures: dict = {"program": program}
+    if not programs.empty:
+        top = programs.iloc[0]
+        figures["top_program"], figures["top_program_share_percent"] = str(top["program"]), float(top["share_percent"])
+        if top["share_percent"] < LOOP_PROGRAM_SHARE_PERCENT:
+            return LoopCheck(False, f"no program holds most of the device time (the largest, {top['program']}, has "
+                                    f"{top['share_percent']:.1f}% of {len(programs)} programs' time; a training step "
+                                    f"holds at least {LOOP_PROGRAM_SHARE_PERCENT:.0f}%)", figures)
+    names = np.asarray(names, dtype=object)
+    mine = np.flatnonzero(names == program)
+    figures["runs"] = len(mine)
+    if len(mine) < MIN_STEPS:
+        return LoopCheck(False, f"{program} ran {len(mine)} time(s): a training loop repeats its step at least "
+                                f"{MIN_STEPS} times", figures)
+    gaps = [tuple(sorted(str(n) for n in names[a + 1:b])) for a, b in zip(mine[:-1], mine[1:], strict=True)]
+    common = max(pd.Series(gaps, dtype=object).value_counts()) if gaps else 0
+    figures["repeating_gaps"], figures["gaps"] = int(common), len(gaps)
+    if gaps and 100 * common / len(gaps) < LOOP_REPEAT_PERCENT:
+        return LoopCheck(False, f"other programs interleave with {program} with no repeating step (the same programs "
+                                f"run between two of its runs in {common} of {len(gaps)} gaps)", figures)
+    period_ms = np.diff(np.sort(np.asarray(starts_ps, np.int64)[mine])) / 1e9
+    cv = float(100 * period_ms.std(ddof=1) / period_ms.mean()) if len(period_ms) > 1 and period_ms.mean() > 0 else 0.0
+    figures["period_cv_percent"] = round(cv, 1)
+    if cv >= LOOP_PERIOD_CV_PERCENT:
+        return LoopCheck(False, f"{program} runs at no steady period ({len(mine)} runs, {period_ms.min():.3g} to "
+                                f"{period_ms.max():.3g} ms apart: coefficient of variation {cv:.0f}%, a loop stays "
+                                f"below {LOOP_PERIOD_CV_PERCENT:.0f}%)", figures)
+    return LoopCheck(True, f"{program} repeats {len(mine)} times at a steady period (coefficient of variation "
+                           f"{cv:.0f}%)", figures)
+
+
 EMPTY = pd.DataFrame(columns=["step_index", "step_num", "core", "start_ps", "end_ps", "duration_ps", "busy_ps"])
 
 
-def find_steps(host) -> StepSet:
-    for finder in (_device_steps_line, _host_annotations, _pseudo_from_modules, _pseudo_from_host_runs):
+def find_steps(host, programs: pd.DataFrame | None = None) -> StepSet:
+    """``programs``: the host's ``program_table`` where already made (pseudo-steps read it)."""
+    for finder in (_device_steps_line, _host_annotations):
         found = finder(host)
         if found is not None and not found.steps.empty:
+            return found
+    programs = program_table(host) if programs is None else programs
+    for finder in (_pseudo_from_modules, _pseudo_from_host_runs):
+        found = finder(host, programs)
+        if found is not None and (found.micro_benchmark or not found.steps.empty):
             return found
     return StepSet(METHOD_NONE, EMPTY.copy(), reason=(
         "no device Steps line, no host step annotation (StepTraceAnnotation/Trace(step_num=)) and no "
         "program that ran at least twice"))
+
+
+def _judged(method: str, frames: list[pd.DataFrame], program: str, reason: str, check: LoopCheck) -> StepSet:
+    """Pseudo-steps where the runs form a training loop; else no steps: a micro-benchmark."""
+    if not check.training_loop:
+        return StepSet(METHOD_NONE, EMPTY.copy(), program=program, reason=f"{MICRO_BENCHMARK}: {check.reason}",
+                       micro_benchmark=True, loop={"training_loop": False, **check.figures})
+    return StepSet(method, pd.concat(frames, ignore_index=True), program=program, reason=reason,
+                   loop={"training_loop": True, **check.figures})
 
 
 def _device_steps_line(host) -> StepSet | None:
@@ -121,7 +207,7 @@ def _host_annotations(host) -> StepSet | None:
                    program=str(top))
 
 
-def _pseudo_from_modules(host) -> StepSet | None:
+def _pseudo_from_modules(host, programs: pd.DataFrame) -> StepSet | None:
     if device_kind(host) != "tpu":
         return None
     ev = host.events
@@ -130,22 +216,29 @@ def _pseudo_from_modules(host) -> StepSet | None:
     mods = ev.loc[sel, ["plane_name", "name", "start_ps", "duration_ps"]]  # the columns read here, not every stat
     if mods.empty:
         return None
-    program = dominant_program(mods)
+    program = dominant_program(mods)  # module events are device time already
     if program is None:
         return None
     is_program = text_equals(mods["name"], program)
     frames = []
+    busiest = None
     for core in cores:
         runs = mods[mask(mods["plane_name"] == core) & is_program].sort_values("start_ps")
         if not runs.empty:
             frames.append(_chain(runs["start_ps"].to_numpy(np.int64), end_ps(runs), np.arange(len(runs)), core))
+            if busiest is None or len(runs) > busiest[1]:
+                busiest = (core, len(runs))
     if not frames:
         return None
-    return StepSet(METHOD_PSEUDO_MODULES, pd.concat(frames, ignore_index=True), program=program,
-                   reason="the capture has no Steps line: each run of the dominant XLA program is one step")
+    on_core = mods[mask(mods["plane_name"] == busiest[0])].sort_values("start_ps", kind="stable")
+    check = check_loop(on_core["name"].astype(str).to_numpy(dtype=object), on_core["start_ps"].to_numpy(np.int64),
+                       program, programs)
+    return _judged(METHOD_PSEUDO_MODULES, frames, program,
+                   "the capture has no Steps line: each run of the XLA program with the most device time is one step",
+                   check)
 
 
-def _pseudo_from_host_runs(host) -> StepSet | None:
+def _pseudo_from_host_runs(host, programs: pd.DataFrame) -> StepSet | None:
     ev = host.events
     on_host = mask(ev["plane_name"] == HOST_PLANE)
     for pattern in (r"^PjitFunction\(", r"^EagerLocalExecute: __inference_", r"^FunctionRun$"):
@@ -153,16 +246,42 @@ def _pseudo_from_host_runs(host) -> StepSet | None:
         if not sel.any():
             continue
         runs = outermost(ev[sel])
-        program = dominant_program(runs)
+        program, by = _program_by_device_time(runs, programs)
         if program is None:
             continue
-        runs = runs[text_equals(runs["name"], program)].sort_values("start_ps")
+        runs = runs.sort_values("start_ps", kind="stable")
         runs = runs[_not_nested_in_other_runs(runs)]
-        return StepSet(METHOD_PSEUDO_HOST, _chain(runs["start_ps"].to_numpy(np.int64), end_ps(runs),
-                                                  np.arange(len(runs)), "host"),
-                       program=program,
-                       reason="no step markers: each call of the dominant compiled function is one step")
+        names = runs["name"].astype(str).to_numpy(dtype=object)
+        starts = runs["start_ps"].to_numpy(np.int64)
+        own = runs[text_equals(runs["name"], program)]
+        frame = _chain(own["start_ps"].to_numpy(np.int64), end_ps(own), np.arange(len(own)), "host")
+        return _judged(METHOD_PSEUDO_HOST, [frame], program,
+                       f"no step markers: each call of the compiled function with the most {by} is one step",
+                       check_loop(names, starts, program, programs))
     return None
+
+
+def _program_by_device_time(runs: pd.DataFrame, programs: pd.DataFrame) -> tuple[str | None, str]:
+    """The function called at least twice whose programs hold the most device time (recompiled
+    variants of one function summed), and "device time"; where no function's programs are in the
+    capture's device ops (TensorFlow functions, a host-only capture), the one with the most host
+    time, and "host time"."""
+    names = runs["name"].astype(str)
+    counts = names.value_counts()
+    repeated = [str(n) for n in counts.index if counts[n] >= 2]
+    if not repeated:
+        return None, ""
+    device_ms = device_ms_by_key(programs) if not programs.empty else {}
+    on_device = {n: device_ms[_function_key(n)] for n in repeated if _function_key(n) in device_ms}
+    if on_device:
+        return max(sorted(on_device), key=lambda n: on_device[n]), "device time"
+    return dominant_program(runs), "host time"
+
+
+def _function_key(name: str) -> str:
+    """``PjitFunction(train_step)`` -> the ``program_key`` of ``train_step``."""
+    inner = re.match(r"^PjitFunction\((?P<f>.*)\)$", name)
+    return program_key(inner.group("f") if inner else name)
 
 
 def _not_nested_in_other_runs(runs: pd.DataFrame) -> np.ndarray:

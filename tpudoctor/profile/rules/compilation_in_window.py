@@ -25,6 +25,7 @@ class CompilationInWindow(ProfileRule):
 
     id = "compilation-in-window"
     needs = ('compile-events', 'window')
+    confidence_from = ('compile-events', 'window')  # its severity: a share of the capture window
     title = "No compilation inside the capture window"
     bottleneck = "compile-bound"
     scores_verdict = True

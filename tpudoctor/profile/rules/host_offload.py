@@ -35,6 +35,7 @@ class HostOffload(ProfileRule):
 
     id = "host-offload"
     needs = ('steps', 'step-breakdown', 'device-ops')
+    confidence_from = ('device-ops',)  # its severity: a share of device time
     title = "Host-offload copies do not dominate device time"
     bottleneck = "host-bound"
     scores_verdict = True

@@ -34,6 +34,8 @@ class InsufficientEvidence(ProfileRule):
     def evaluate(self, host: HostResult):
         if host.evidence is None:
             return self.passed("the evidence was not measured for this host (a hand-built result)")
+        if host.steps.micro_benchmark:  # no loop whose steps could be too few: micro-benchmark says why
+            return self.passed("no training loop to judge: see micro-benchmark")
         check = check_evidence(host.evidence, minimum=self.minimum)
         if check.enough:
             return self.passed(

@@ -29,6 +29,8 @@ class NoStepMarkers(ProfileRule):
     def evaluate(self, host: HostResult):
         steps = host.steps
         evidence = {"method": steps.method, "program": steps.program, "steps": steps.count}
+        if steps.micro_benchmark:  # no loop to mark: the micro-benchmark finding says so
+            return self.passed("no training loop: see micro-benchmark", evidence=evidence)
         if steps.count == 0:
             return self.fired(
                 Severity.MEDIUM, "No steps found: the bottleneck cannot be told",

@@ -64,6 +64,7 @@ class Recompilation(ProfileRule):
 
     id = "recompilation"
     needs = ('compile-events', 'window', 'steps')
+    confidence_from = ('compile-events', 'window')  # its severity: a share of the capture window
     title = "No function recompiles inside the capture"
     bottleneck = "compile-bound"
     scores_verdict = True
