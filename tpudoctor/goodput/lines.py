@@ -433,10 +433,13 @@ class _Counters:
         self.keras_epoch = 1
 
 
-def read_events(lines: Iterable[str], source: str, *, clock: Clock | None = None,
+def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], source: str, *, clock: Clock | None = None,
                 readers: Iterable[LineReader] = READERS, worker: str | None = None,
                 stats: dict | None = None) -> Iterator[Event]:
     """Every event in ``lines`` (text lines of one source), in order, with the time of the line.
+
+    A line may also be ``(text, time, worker)`` for sources whose entries carry their own time and worker
+    (Cloud Logging); the text's own timestamp, where it has one, still wins.
 
     ``stats`` (a dict) is filled with ``lines``, ``timed_lines``, ``first_t`` and ``last_t`` (the source's
     first and last timestamps, any line), ``by_worker`` (the same per labelled worker) and ``year_source``.
@@ -457,18 +460,24 @@ def read_events(lines: Iterable[str], source: str, *, clock: Clock | None = None
     line_no = 0
     for raw in lines:
         line_no += 1
+        given_t = None
+        line_worker = worker
+        if isinstance(raw, tuple):  # (text, time, worker) from a source that stamps entries (Cloud Logging)
+            raw, given_t, line_worker = raw
         if "\r" in raw:  # progress bars redraw with carriage returns: the last state counts
             raw = raw.rstrip("\r\n").rsplit("\r", 1)[-1]
         line = raw.rstrip("\n")
         if "\x1b" in line:
             line = ANSI.sub("", line)
-        line_worker = worker
         if line[:5] == "[pod/":
             m = KUBECTL_PREFIX.match(line)
             if m:
                 line_worker = m.group(1)
                 line = line[m.end():]
         t = clock.read(line) if line[:1] in "IWEF[0123456789" else None
+        if t is None and given_t is not None:
+            t = given_t
+            clock.anchor(t)
         if t is not None:
             state["timed_lines"] += 1
             if first_t is None:
