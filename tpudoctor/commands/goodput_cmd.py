@@ -122,7 +122,13 @@ def _from_cloud(args: argparse.Namespace, settings: dict, step_pattern, update) 
     from tpudoctor import config
     from tpudoctor.errors import UsageError
     from tpudoctor.goodput.analyze import analyze_events, readers_for
-    from tpudoctor.goodput.cloud import CloudTarget, compare_accounts, job_events, recorder_account, recorder_entries
+    from tpudoctor.goodput.cloud import (
+        CloudTarget,
+        compare_accounts,
+        job_events,
+        recorder_account,
+        recorder_entries,
+    )
 
     project = config.resolve(args.project, "project", settings)
     if not project:
