@@ -88,13 +88,16 @@ def _threshold(median: float, mad: float) -> float:
 
 
 def _redo_from(runs: list[Run]) -> list[int | None]:
-    """For each run, the lowest first step of any later run: its steps from there on were done again."""
+    """For each run, the lowest step any later run resumed from (the step after the checkpoint it restored,
+    else its first step): this run's steps from there on were done again."""
     out: list[int | None] = []
     lowest: int | None = None
     for run in reversed(runs):
         out.append(lowest)
         if run.first_step is not None and not run.approx_steps:
-            lowest = run.first_step if lowest is None else min(lowest, run.first_step)
+            resumed = run.restored_step + 1 if run.restored_step is not None and run.restored_step < run.first_step \
+                else run.first_step
+            lowest = resumed if lowest is None else min(lowest, resumed)
     return list(reversed(out))
 
 

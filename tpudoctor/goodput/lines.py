@@ -364,8 +364,9 @@ class Failures(LineReader):
     """Lines that end a process: fatal errors, kills and hang digests (``tpudoctor check`` names the cause)."""
 
     framework = "failure"
-    keywords = ("Error", "Fatal", "SIG", "Megascale detects a hang", "Killed", "preempt")
+    keywords = ("Error", "Fatal", "SIG", "Megascale detects a hang", "Killed", "preempt", "failed:")
     patterns = (
+        P(Kind.FAILURE, r"Execution of replica \d+ failed: \w+"),
         P(Kind.FAILURE, r"^(?:jaxlib\.xla_extension\.|jax\.errors\.)?XlaRuntimeError: \w+"),
         P(Kind.FAILURE, r"^(?:tensorflow\.python\.framework\.errors_impl\.)?\w+Error: "),
         P(Kind.FAILURE, r"Fatal Python error:"),
@@ -374,6 +375,8 @@ class Failures(LineReader):
         P(Kind.FAILURE, r"Received SIGTERM|preemption notice|[Pp]reempted"),
     )
     example_lines = (
+        "E0813 10:06:40.000000 2501 pjrt_stream_executor_client.cc:2985] Execution of replica 0 failed: INTERNAL: "
+        "Core halted unexpectedly: INTERNAL: Accelerator device halted prematurely",
         "jaxlib.xla_extension.XlaRuntimeError: UNAVAILABLE: Socket closed",
         "RuntimeError: Orbax save failed: DEADLINE_EXCEEDED",
         "Fatal Python error: Aborted",

@@ -128,6 +128,8 @@ class Run:
         self.first_step_t: float | None = None
         self.last_step_t: float | None = None
         self.first_step_seconds: float | None = None
+        self.restored_step: int | None = None
+        """The checkpoint step this start restored (from its restore line), if it says."""
         self.step_lines = 0
         self.approx_steps = False
         # steady state: one row per step interval
@@ -181,6 +183,9 @@ class Run:
         if not self.stepped:
             self.first_step, self.last_step, self.first_step_t, self.last_step_t = n, n, t, t
             self.first_step_seconds = event.seconds
+            if event.seconds is not None:
+                self.reported_seconds_sum += event.seconds
+                self.reported_seconds_n += 1
             self._record_step_time(n, t)
             self._settle_startup_pending()
             return
@@ -344,11 +349,18 @@ class Stream:
         elif kind is Kind.PREP_END:
             run.mark(e.t, TRAINING_PREP, "training preparation", e.where)
         elif kind is Kind.RESTORE_START:
+            if run.open_restore is not None and not run.stepped:  # the same restore said twice (MaxText, Orbax)
+                run.mark(e.t, TRAINING_PREP, "restore begins", e.where)
+                return
+            if not run.stepped and run.restored_step is None:
+                run.restored_step = e.step
             run.open_restore = Span("restore", e.t, e.where, step=e.step)
             run.mark(e.t, TRAINING_PREP, "restore begins", e.where)
         elif kind is Kind.RESTORE_END:
             span = run.open_restore or Span("restore", None, e.where, step=e.step)
             run.open_restore = None
+            if not run.stepped and run.restored_step is None:
+                run.restored_step = e.step
             if e.seconds is not None:
                 span.seconds, span.source = e.seconds, "reported"
             elif span.start_t is not None and e.t is not None:
@@ -433,6 +445,10 @@ class Stream:
                 return
             if s is not None:
                 self._settle_save(run, s)
+            last = run.saves[-1] if run.saves else None
+            if last is not None and e.step is not None and last.step == e.step and _near(last.end_t, e.t, 30.0):
+                last.mode = e.mode or last.mode  # MaxText's own line about the save Orbax already reported
+                return
             s = Save(e.step, e.mode, e.t, e.where, region="steady" if run.stepped else "startup")
             run.open_save = s
             run.mark(e.t, TRAINING_PREP, "checkpoint save begins", e.where)
