@@ -112,15 +112,16 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
     median, mad = stats["median_s"], stats["mad_s"]
     figures = Figures()
     outliers: list[dict[str, Any]] = []
-    timed = wall_start is not None and wall_end is not None and wall_end >= wall_start
     jumps = [j for run in runs for j in run.clock_jumps]
+    timed = wall_start is not None and wall_end is not None and \
+        wall_end - wall_start - sum(j["jump_s"] for j in jumps) > 0
     if timed:
         for run in runs:
             if run.start_t is None:
                 run.start_t = wall_start
         if runs[0].start_reason == "the log begins":
             runs[0].start_t = wall_start
-        runs[-1].end_t = max(runs[-1].end_t or wall_end, wall_end)
+        runs[-1].end_t = wall_end if jumps else max(runs[-1].end_t or wall_end, wall_end)
     redo_from = _redo_from(runs)
     repeated = 0
     bands: list[dict[str, Any]] = []
@@ -161,6 +162,10 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
     reported_sum = sum(run.reported_seconds_sum for run in runs)
     span = sum((run.last_step_t - run.first_step_t) for run in runs
                if run.last_step_t is not None and run.first_step_t is not None)
+    if jumps:
+        figures.notes.append(f"the clock jumped back {len(jumps)} time(s) (first at {jumps[0]['at']}, "
+                             f"{jumps[0]['jump_s']} s): wall time adds the jumps back; the step interval across "
+                             "a jump is not timed")
     if not timed:
         nulls["wall_s"] = ("the log's lines carry no timestamps, so the wall time is unknown (step lines' own "
                            "durations such as MaxText's `seconds:` are the time since the previous step line: "

@@ -105,6 +105,8 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
             info = next((i for i in infos if i.name == primary.source), None)
             if info is not None:
                 wall_start, wall_end = info.first_t, info.last_t
+        if wall_start is None and primary.first_t is not None:  # times only in the events (torch_xla, XPK)
+            wall_start, wall_end = primary.first_t, primary.last_t
     figures = account(timeline, wall_start=wall_start, wall_end=wall_end)
     from tpudoctor import __version__
 

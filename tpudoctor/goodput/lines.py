@@ -104,7 +104,8 @@ class LineReader:
 
 class MaxText(LineReader):
     framework = "maxtext"
-    keywords = ("completed step:", "System Information:", "checkpoint", "Elastic attempt", "Memstats: After params")
+    keywords = ("completed step:", "System Information:", "checkpoint", "restoring from this run", "Elastic attempt",
+                "Memstats: After params")
     patterns = (
         P(Kind.STEP, r"completed step: (?P<step>\d+), seconds: (?P<seconds>[\d.]+)"),
         P(Kind.START, r"System Information: Jax Version:"),
@@ -212,7 +213,7 @@ class TF2Official(LineReader):
         P(Kind.STEP, r"train \| step: +(?P<step>\d+) \| steps/sec:"),
         P(Kind.STEP, r"Step (?P<step>\d+) per-step time (?P<seconds>[\d.]+)s"),
         P(Kind.SAVE_END, r"saved checkpoint to (?P<path>\S+?)\.?$", mode="sync"),
-        P(Kind.SAVE_END, r"Saved checkpoint to (?P<path>\S+)", mode="sync"),
+        P(Kind.SAVE_END, r"Saved checkpoint to (?P<path>\S+)\s*$", mode="sync"),
         P(Kind.SAVE_START, r"Saving model as TF checkpoint: (?P<path>\S+)", mode="sync"),
         P(Kind.RESTORE_START, r"restoring or initializing model\.\.\.|restoring model from (?P<path>\S+?)\.\.\."),
         P(Kind.RESTORE_END, r"restored model from (?P<path>\S+?)\.?$"),

@@ -359,6 +359,7 @@ class Stream:
         elif kind is Kind.RESTORE_END:
             span = run.open_restore or Span("restore", None, e.where, step=e.step)
             run.open_restore = None
+            span.step = span.step if span.step is not None else e.step
             if not run.stepped and run.restored_step is None:
                 run.restored_step = e.step
             if e.seconds is not None:
@@ -434,6 +435,8 @@ class Stream:
         elif run.ended and run.stepped:
             run.ended = False  # the failure did not stop the job: it went on stepping
             run.end_reason = "the log ends"
+        if run.open_save is not None and run.stepped:
+            self._settle_save(run, run.open_save)  # training went on: the save's blocking part is over
         run.add_step(e, None)
 
     def _save(self, run: Run, e: Event) -> None:
