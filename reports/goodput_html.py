@@ -60,7 +60,8 @@ def timeline_svg(g: dict[str, Any]) -> str:
     for frac in (0, 0.25, 0.5, 0.75, 1.0):
         x = left + plot_w * frac
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 6}" y2="{height - 24}" stroke="#eeeeee"/>')
-        out.append(f'<text x="{x:.1f}" y="{height - 8}" text-anchor="middle">{_e(seconds_text(wall * frac))}</text>')
+        anchor = "start" if frac == 0 else "end" if frac == 1.0 else "middle"
+        out.append(f'<text x="{x:.1f}" y="{height - 8}" text-anchor="{anchor}">{_e(seconds_text(wall * frac))}</text>')
     for i, run in enumerate(runs):
         y = top + i * row_h
         steps = (f"steps {run['first_step']}-{run['last_step']}" if run.get("first_step") is not None

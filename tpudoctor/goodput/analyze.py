@@ -74,7 +74,7 @@ def analyze_events(batches: Iterable[tuple[str, Iterable[Event], dict[str, Any]]
 
 def _fill(info: SourceInfo, stats: dict[str, Any]) -> None:
     info.lines = stats.get("lines", 0)
-    info.timed_lines = stats.get("timed_lines", 0)
+    info.timed_events = stats.get("timed_events", 0)
     info.first_t, info.last_t = stats.get("first_t"), stats.get("last_t")
     info.year_source = stats.get("year_source")
     info.by_worker = stats.get("by_worker") or {}  # type: ignore[attr-defined]

@@ -414,6 +414,17 @@ def step_pattern(regex: str) -> StepPattern:
     return StepPattern(regex)
 
 
+STAMP_STARTS = frozenset("IWEF[0123456789")
+
+
+def _read_time(clock: Clock, line: str, given_t: float | None) -> float | None:
+    t = clock.read(line) if line[:1] in STAMP_STARTS else None
+    if t is None and given_t is not None:
+        clock.anchor(given_t)
+        return given_t
+    return t
+
+
 def _int(text: str | None) -> int | None:
     return int(text) if text and text.isdigit() else None
 
@@ -445,7 +456,7 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
     A line may also be ``(text, time, worker)`` for sources whose entries carry their own time and worker
     (Cloud Logging); the text's own timestamp, where it has one, still wins.
 
-    ``stats`` (a dict) is filled with ``lines``, ``timed_lines``, ``first_t`` and ``last_t`` (the source's
+    ``stats`` (a dict) is filled with ``lines``, ``timed_events``, ``first_t`` and ``last_t`` (the source's
     first and last timestamps, any line), ``by_worker`` (the same per labelled worker) and ``year_source``.
     """
     clock = clock or Clock()
@@ -456,9 +467,12 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
     counters = _Counters()
     state = stats if stats is not None else {}
     state.setdefault("lines", 0)
-    state.setdefault("timed_lines", 0)
+    state.setdefault("timed_events", 0)
     by_worker: dict[str, list[float]] = state.setdefault("by_worker", {})
+    last_by_worker: dict[str, tuple[str, float | None]] = {}
     first_t = last_t = None
+    last_stamp_line: str | None = None
+    last_given: float | None = None
     tod_base: float | None = None
     tod_last: float | None = None
     line_no = 0
@@ -478,18 +492,27 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
             if m:
                 line_worker = m.group(1)
                 line = line[m.end():]
-        t = clock.read(line) if line[:1] in "IWEF[0123456789" else None
-        if t is None and given_t is not None:
-            t = given_t
-            clock.anchor(t)
-        if t is not None:
-            state["timed_lines"] += 1
-            if first_t is None:
-                first_t = t
-            last_t = t
+        # Times are read lazily (parsing every prefix was half the cost): the source's first timed line, each
+        # worker's first, every event line, and at the end the last timed line.
+        stampable = line[:1] in STAMP_STARTS
+        t = None
+        if stampable:
+            last_stamp_line = line
             if line_worker is not None:
-                span = by_worker.setdefault(line_worker, [t, t])
-                span[1] = t
+                last_by_worker[line_worker] = (line, given_t)
+            if first_t is None or (line_worker is not None and line_worker not in by_worker):
+                t = _read_time(clock, line, given_t)
+                if t is not None:
+                    first_t = t if first_t is None else first_t
+                    if line_worker is not None:
+                        by_worker.setdefault(line_worker, [t, t])
+        elif given_t is not None:
+            last_given = given_t
+            if first_t is None:
+                first_t = t = _read_time(clock, line, given_t)
+            if line_worker is not None:
+                last_by_worker[line_worker] = (line, given_t)
+                by_worker.setdefault(line_worker, [given_t, given_t])
         if any_keyword is not None and not any_keyword.search(line):
             continue
         for reader in readers:
@@ -498,6 +521,10 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
             hit = reader.first_hit(line)
             if hit is not None:
                 pattern, m = hit
+                if t is None and (stampable or given_t is not None):
+                    t = _read_time(clock, line, given_t)
+                if t is not None:
+                    state["timed_events"] += 1
                 groups = m.groupdict()
                 event = Event(pattern.kind, t, worker=line_worker, framework=reader.framework, source=source,
                               line_no=line_no, text=line[:MAX_TEXT_CHARS], mode=pattern.mode or groups.get("mode"))
@@ -521,7 +548,7 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
                             clock.anchor(event.t)
                             if first_t is None:
                                 first_t = event.t
-                            last_t = event.t
+                            last_t = event.t if last_t is None else max(last_t, event.t)
                 if groups.get("asctime") and event.t is None:
                     d = ASCTIME.search(groups["asctime"])
                     event.t = asctime_seconds(d) if d else None
@@ -529,12 +556,14 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
                     tod = time_of_day_s(groups["tod"])
                     if tod is not None:
                         if tod_base is None:
-                            tod_base = (last_t // 86400 * 86400) if last_t is not None else 0.0
+                            base = last_t if last_t is not None else first_t
+                            tod_base = (base // 86400 * 86400) if base is not None else 0.0
                         elif tod_last is not None and tod < tod_last - 43200:  # past midnight
                             tod_base += 86400
                         tod_last = tod
                         event.t = tod_base + tod
-                        event.approx = event.approx or last_t is None  # no date: times of day only
+                        event.approx = event.approx or first_t is None  # no date: times of day only
+                        last_t = event.t if last_t is None else max(last_t, event.t)
                 if groups.get("epoch"):
                     counters.keras_epoch = int(groups["epoch"])
                 if groups.get("epoch_steps"):  # Keras: an epoch's last line
@@ -545,7 +574,14 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
                     event.step, event.approx, event.mode = counters.hf_logs, True, "logging-interval"
                 yield event
                 break
+    end_t = _read_time(clock, last_stamp_line, None) if last_stamp_line is not None else None
+    end_t = max(x for x in (end_t, last_t, last_given) if x is not None) \
+        if any(x is not None for x in (end_t, last_t, last_given)) else None
+    for worker, (line, given) in last_by_worker.items():
+        wt = _read_time(clock, line, given)
+        if wt is not None and worker in by_worker:
+            by_worker[worker][1] = max(by_worker[worker][1], wt)
     state["lines"] += line_no
     state["first_t"] = first_t if state.get("first_t") is None else state["first_t"]
-    state["last_t"] = last_t if last_t is not None else state.get("last_t")
+    state["last_t"] = end_t if end_t is not None else state.get("last_t")
     state["year_source"] = clock.year_source

@@ -28,11 +28,11 @@ class SourceInfo:
     problem: str | None = None
     first_t: float | None = None
     last_t: float | None = None
-    timed_lines: int = 0
+    timed_events: int = 0
     year_source: str | None = None
 
     def to_dict(self) -> dict:
-        return {"source": self.name, "lines": self.lines, "timed_lines": self.timed_lines,
+        return {"source": self.name, "lines": self.lines, "timed_events": self.timed_events,
                 "non_utf8_lines": self.non_utf8_lines, "problem": self.problem, "year_from": self.year_source}
 
 
