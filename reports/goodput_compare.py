@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -23,6 +24,8 @@ def _verdict(result: dict[str, Any]) -> str:
 
 
 def render(result: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(result, indent=2) + "\n"
     rows = result["figures"]
     title = (f"goodput: baseline {', '.join(result['baseline']['sources'])} vs candidate "
              f"{', '.join(result['candidate']['sources'])}")

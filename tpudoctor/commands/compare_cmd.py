@@ -159,7 +159,7 @@ def _write(args: argparse.Namespace, result: dict) -> None:
 
     fmt = chosen_format(args, COMPARE_FORMATS, load_config_file()[0])
     if result.get("kind") == "tpudoctor.goodput_compare":
-        from tpudoctor.goodput.compare import render as render_goodput
+        from tpudoctor.reports.goodput_compare import render as render_goodput
 
         text = render_goodput(result, fmt)
     else:

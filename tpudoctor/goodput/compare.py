@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +75,3 @@ def _row(name: str, a: Any, b: Any, lower_better: bool | None, unit: str) -> dic
             row["direction"] = "better" if (delta < 0) == lower_better else "worse"
     return row
 
-
-def render(result: dict[str, Any], fmt: str) -> str:
-    if fmt == "json":
-        return json.dumps(result, indent=2) + "\n"
-    from tpudoctor.reports.goodput_compare import render as render_compare
-
-    return render_compare(result, fmt)
