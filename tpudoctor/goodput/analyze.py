@@ -77,13 +77,13 @@ def _fill(info: SourceInfo, stats: dict[str, Any]) -> None:
     info.timed_events = stats.get("timed_events", 0)
     info.first_t, info.last_t = stats.get("first_t"), stats.get("last_t")
     info.year_source = stats.get("year_source")
-    info.by_worker = stats.get("by_worker") or {}  # type: ignore[attr-defined]
+    info.by_worker = stats.get("by_worker") or {}
 
 
 def _by_worker(infos: list[SourceInfo]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     for info in infos:
-        for worker, (a, b) in (getattr(info, "by_worker", None) or {}).items():
+        for worker, (a, b) in info.by_worker.items():
             span = out.setdefault(worker, [a, b])
             span[0], span[1] = min(span[0], a), max(span[1], b)
     return out

@@ -30,6 +30,8 @@ class SourceInfo:
     last_t: float | None = None
     timed_events: int = 0
     year_source: str | None = None
+    by_worker: dict = dataclasses.field(default_factory=dict)
+    """Labelled worker -> [first, last] time of its lines."""
 
     def to_dict(self) -> dict:
         return {"source": self.name, "lines": self.lines, "timed_events": self.timed_events,

@@ -31,6 +31,7 @@ MAX_MARKS = 64
 MAX_SAVES = 2000
 MAX_FAILURES = 20
 MAX_STEP_TIMES = 100_000
+MAX_PENDING = 1000
 DUPLICATE_WINDOW_S = 2.0
 """The same event printed twice (``INFO:tensorflow:`` and absl, one line per device) within this."""
 CLOCK_JUMP_S = 1.0
@@ -263,6 +264,11 @@ class Run:
 
     def add_pending(self, bucket: str, seconds: float | None, record: Save | Span | None) -> None:
         if self.stepped:
+            if len(self.pending) >= MAX_PENDING:  # thousands of events with no step between: fold them
+                last_bucket, last_seconds, _ = self.pending[-1]
+                if last_bucket == bucket and (last_seconds is None) == (seconds is None):
+                    self.pending[-1] = (bucket, None if seconds is None else last_seconds + seconds, record)
+                    return
             self.pending.append((bucket, seconds, record))
         elif seconds is not None and record is not None and isinstance(record, Save):
             record.region = "startup"
