@@ -19,38 +19,47 @@ import tempfile
 import time
 
 NOISE = (
-    "I0813 {hms}.{us:06d} 140136352118592 tpu_runtime.cc:118] Executing program {step} on 32 cores",
-    "W0813 {hms}.{us:06d} 140136352118592 input_pipeline.cc:77] Input pipeline took {ms} ms for step {step}",
-    "I0813 {hms}.{us:06d} 140136352118592 profiler.py:90] Memstats: Using (GB) 44.63 / 95.74 on TPU_{ms}",
-    "I0813 {hms}.{us:06d} 140136352118592 grain_pool.py:412] Grain pool is serving {ms} elements per second",
+    "I{md} {hms}.{us:06d} 140136352118592 tpu_runtime.cc:118] Executing program {step} on 32 cores",
+    "W{md} {hms}.{us:06d} 140136352118592 input_pipeline.cc:77] Input pipeline took {ms} ms for step {step}",
+    "I{md} {hms}.{us:06d} 140136352118592 profiler.py:90] Memstats: Using (GB) 44.63 / 95.74 on TPU_{ms}",
+    "I{md} {hms}.{us:06d} 140136352118592 grain_pool.py:412] Grain pool is serving {ms} elements per second",
 )
-STEP = ("I0813 {hms}.{us:06d} 140136352118592 metric_logger.py:226] completed step: {step}, seconds: 1.000, "
+STEP = ("I{md} {hms}.{us:06d} 140136352118592 metric_logger.py:226] completed step: {step}, seconds: 1.000, "
         "TFLOP/s/device: 134.9, Tokens/s/device: 8672.7, total_weights: 196608, loss: 3.{ms:03d}")
+T0 = 1723543200  # 2024-08-13 10:00:00 UTC
 
 
 def _hms(t: int) -> str:
-    return f"{t // 3600 % 24:02d}:{t % 3600 // 60:02d}:{t % 60:02d}"
+    return time.strftime("%H:%M:%S", time.gmtime(T0 + t))
+
+
+def _md(t: int) -> str:
+    return time.strftime("%m%d", time.gmtime(T0 + t))
+
+
+def _date(t: int) -> str:
+    return time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(T0 + t))
 
 
 def generate(path: str, size_bytes: int) -> None:
-    written, step, t = 0, 0, 36000
+    written, step = 0, 0
     restarted = False
     with open(path, "w", encoding="utf-8") as out:
-        out.write("XPK Start: Tue Aug 13 10:00:00 UTC 2024\n")
-        out.write("I0813 10:00:20.000000 140 max_utils.py:95] System Information: Jax Version: 0.4.31\n")
-        out.write("I0813 10:01:00.000000 140 max_utils.py:97] System Information: Jax Backend: PJRT C API\n")
-        t = 36000 + 180
+        out.write(f"XPK Start: {_date(0)}\n")
+        out.write(f"I{_md(20)} {_hms(20)}.000000 140 max_utils.py:95] System Information: Jax Version: 0.4.31\n")
+        out.write(f"I{_md(60)} {_hms(60)}.000000 140 max_utils.py:97] System Information: Jax Backend: PJRT C API\n")
+        t = 180
         while written < size_bytes:
             chunk = []
             for _ in range(2000):
-                hms = _hms(t)
+                hms, md = _hms(t), _md(t)
                 for k, noise in enumerate(NOISE * 4):
-                    chunk.append(noise.format(hms=hms, us=k * 1000, step=step, ms=(step * 7 + k) % 997))
-                chunk.append(STEP.format(hms=hms, us=900000, step=step, ms=step % 997))
+                    chunk.append(noise.format(md=md, hms=hms, us=k * 1000, step=step, ms=(step * 7 + k) % 997))
+                chunk.append(STEP.format(md=md, hms=hms, us=900000, step=step, ms=step % 997))
                 if step and step % 500 == 0:
-                    chunk.append(f"I0813 {hms}.950000 140 event_tracking.py:70] [process=0] [async] Started save "
+                    chunk.append(f"I{md} {hms}.950000 140 event_tracking.py:70] [process=0] [async] Started save "
                                  f"checkpoint @ gs://bench/run/checkpoints/{step}.")
-                    chunk.append(f"I0813 {hms}.990000 140 event_tracking.py:125] [process=0] [async] Finished "
+                    chunk.append(f"I{md} {hms}.990000 140 event_tracking.py:125] [process=0] [async] Finished "
                                  f"blocking save in 0.04 seconds. Continuing save @ gs://bench/run/checkpoints/{step}.")
                 step += 1
                 t += 1
@@ -60,11 +69,11 @@ def generate(path: str, size_bytes: int) -> None:
             if not restarted and written >= size_bytes // 2:
                 restarted = True
                 out.write("jaxlib.xla_extension.XlaRuntimeError: UNAVAILABLE: Socket closed\n")
-                out.write(f"XPK End: Tue Aug 13 {_hms(t)} UTC 2024\nEXIT_CODE=1\n")
+                out.write(f"XPK End: {_date(t)}\nEXIT_CODE=1\n")
                 t += 120
-                out.write(f"XPK Start: Tue Aug 13 {_hms(t)} UTC 2024\n")
+                out.write(f"XPK Start: {_date(t)}\n")
                 restored = step - step % 500 - 500  # the last save before the failure
-                out.write(f"I0813 {_hms(t + 60)}.000000 140 checkpointing.py:480] restoring from this run's "
+                out.write(f"I{_md(t + 60)} {_hms(t + 60)}.000000 140 checkpointing.py:480] restoring from this run's "
                           f"directory step {restored}\n")
                 step, t = restored + 1, t + 180
 
