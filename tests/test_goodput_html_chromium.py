@@ -6,8 +6,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_profile_html_chromium import CHROMIUM, _png_pixels
 
-from tests.test_profile_html_chromium import CHROMIUM, _png_pixels
 from tpudoctor.cli import main
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "goodput" / "maxtext_restart.log"
