@@ -393,3 +393,30 @@ def test_clock_reads_each_prefix_shape():
     assert clock.read("INFO:tensorflow:loss = 1, step = 2") is None
     events = list(read_events(["XPK Start: Tue Aug 13 17:15:02 UTC 2024"], "x"))
     assert events[0].kind is Kind.START and events[0].t == 1723569302.0
+
+
+def test_bounded_memory_keeps_the_figures_of_a_long_run(tmp_path, monkeypatch):
+    """Past MAX_INTERVALS step intervals a run keeps only its latest ones one by one (the steps a restart redoes
+    are the latest) and folds the middle: the figures stay those of the unbounded read."""
+    from tpudoctor.goodput import timeline
+
+    lines = ["XPK Start: Fri Mar 07 12:00:00 UTC 2025"]
+    for n in range(0, 300):
+        t = 60 + n * 2
+        lines.append(f"I0307 {12 + t // 3600:02d}:{t % 3600 // 60:02d}:{t % 60:02d}.000000 1 metric_logger.py:226] "
+                     f"completed step: {n}, seconds: 2.000")
+    lines += ["jaxlib.xla_extension.XlaRuntimeError: UNAVAILABLE: Socket closed", "XPK End: Fri Mar 07 12:11:00 UTC 2025",
+              "EXIT_CODE=1", "XPK Start: Fri Mar 07 12:12:00 UTC 2025",
+              "I0307 12:12:30.000000 1 checkpointing.py:480] restoring from this run's directory step 289",
+              "I0307 12:13:00.000000 1 metric_logger.py:226] completed step: 290, seconds: 30.000",
+              "I0307 12:13:02.000000 1 metric_logger.py:226] completed step: 291, seconds: 2.000"]
+    text = "\n".join(lines) + "\n"
+    full = run(tmp_path, text, name="full.log")["goodput"]
+    monkeypatch.setattr(timeline, "MAX_INTERVALS", 50)
+    monkeypatch.setattr(timeline, "TAIL_INTERVALS", 20)
+    bounded = run(tmp_path, text, name="bounded.log")["goodput"]
+    # steps 290-299 (10 intervals of 2 s) were redone; 60 s after step 299 (12:10:58) to the end line lost too
+    assert full["badput"]["WASTED_PROGRESS_FROM_DISRUPTION"]["seconds"] == 20.0 + 2.0
+    for key in ("wall_s", "productive_s", "ettr", "repeated_steps", "median_step_s"):
+        assert bounded[key] == full[key], key
+    assert bounded["badput"] == full["badput"]

@@ -66,7 +66,7 @@ def step_statistics(stream: Stream) -> dict[str, Any]:
     values: list[float] = []
     sampled = False
     for run in stream.runs:
-        for dt, dn, known, unknown in zip(run.iv_dt, run.iv_dn, run.iv_known, run.iv_unknown, strict=True):
+        for dt, dn, _end, known, unknown in run.intervals():
             if dn > 0 and known == 0 and unknown < 0:
                 values.append(dt / dn)
         if run.sample:
@@ -292,8 +292,7 @@ def _steady(run: Run, median: float, threshold: float, redo_from: int | None, fi
         return
     productive = 0.0
     wasted = 0.0
-    for dt, dn, end, known, unknown in zip(run.iv_dt, run.iv_dn, run.iv_end, run.iv_known, run.iv_unknown,
-                                           strict=True):
+    for dt, dn, end, known, unknown in run.intervals():
         expected = median * dn
         rest = max(dt - known, 0.0)
         excess = max(rest - expected, 0.0)

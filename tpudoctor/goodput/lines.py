@@ -50,6 +50,8 @@ class Kind(str, enum.Enum):
     """JAX wrote a program to its persistent compilation cache (the cache is on, this was a miss)."""
     FAILURE = "failure"
     EXIT = "exit"
+    NOTE = "note"
+    """A line a reader needs for its own state (Keras' ``Epoch N/M``); the timeline skips it."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -310,7 +312,7 @@ class Keras(LineReader):
         P(Kind.STEP, r"(?:^|\s)(?P<epoch_steps>\d+)/(?P=epoch_steps) (?:\[=+\]|━+|-) (?:- )?(?P<dur>\d+m?s)"
                      r"(?: - \d+m?s/epoch)?(?: - | )(?P<per_step>[\d.]+m?s)/step"),
         P(Kind.SAVE_START, r"Epoch (?P<epoch>\d+): saving model to (?P<path>\S+)", mode="sync"),
-        P(Kind.PREP_END, r"^Epoch (?P<epoch>\d+)/\d+\s*$"),
+        P(Kind.NOTE, r"^Epoch (?P<epoch>\d+)/\d+\s*$"),
     )
     example_lines = (
         "100/100 [==============================] - 12s 120ms/step - loss: 0.5432 - accuracy: 0.8125",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import array
 import bisect
+import collections
 import dataclasses
 import random
 from collections.abc import Iterable
@@ -26,6 +27,8 @@ from tpudoctor.goodput.lines import Event, Kind
 
 MAX_INTERVALS = 200_000
 """Step intervals kept one by one per run (past that, plain ones are summed and sampled)."""
+TAIL_INTERVALS = 50_000
+"""Past MAX_INTERVALS, the latest intervals still kept one by one (steps redone after a restart are the latest)."""
 SAMPLE_SIZE = 50_000
 MAX_MARKS = 64
 MAX_SAVES = 2000
@@ -139,7 +142,8 @@ class Run:
         self.iv_end = array.array("l")
         self.iv_known = array.array("d")     # badput with a known duration inside the interval
         self.iv_unknown = array.array("b")   # bucket code of an event of unknown duration inside (-1: none)
-        self.folded_dt = 0.0                 # intervals past MAX_INTERVALS without events, summed
+        self.tail: collections.deque = collections.deque(maxlen=TAIL_INTERVALS)
+        self.folded_dt = 0.0                 # intervals between the first MAX_INTERVALS and the tail, summed
         self.folded_dn = 0
         self.sample: list[float] = []        # per-step seconds of folded intervals (reservoir)
         self.sample_seen = 0
@@ -213,25 +217,38 @@ class Run:
         self.pending = []
         if dt is None:
             self.untimed_intervals += 1
-        elif len(self.iv_dt) < MAX_INTERVALS or known or unknown >= 0:
+        elif len(self.iv_dt) < MAX_INTERVALS:
             self.iv_dt.append(max(dt, 0.0))
             self.iv_dn.append(dn)
             self.iv_end.append(n)
             self.iv_known.append(known)
             self.iv_unknown.append(unknown)
-        else:
-            self.folded_dt += max(dt, 0.0)
-            self.folded_dn += dn
-            self.sample_seen += 1
-            value = dt / dn
-            if len(self.sample) < SAMPLE_SIZE:
-                self.sample.append(value)
-            else:
-                j = self.rng.randrange(self.sample_seen)
-                if j < SAMPLE_SIZE:
-                    self.sample[j] = value
+        else:  # past the first MAX_INTERVALS: keep the latest ones (where steps a restart redoes are), fold the rest
+            if len(self.tail) == TAIL_INTERVALS:
+                self._fold(*self.tail[0])
+            self.tail.append((max(dt, 0.0), dn, n, known, unknown))
         self.last_step, self.last_step_t = n, (t if t is not None else self.last_step_t)
         self._record_step_time(n, t)
+
+    def _fold(self, dt: float, dn: int, _end: int, known: float, unknown: int) -> None:
+        """An interval from the middle of a long run: summed (productive less its known badput) and sampled."""
+        self.folded_dt += max(dt - known, 0.0)
+        self.folded_dn += dn
+        if known or unknown >= 0:
+            return
+        self.sample_seen += 1
+        value = dt / max(dn, 1)
+        if len(self.sample) < SAMPLE_SIZE:
+            self.sample.append(value)
+        else:
+            j = self.rng.randrange(self.sample_seen)
+            if j < SAMPLE_SIZE:
+                self.sample[j] = value
+
+    def intervals(self) -> Iterable[tuple[float, int, int, float, int]]:
+        """Every interval kept one by one: (seconds, steps, end step, known badput, unknown bucket code)."""
+        yield from zip(self.iv_dt, self.iv_dn, self.iv_end, self.iv_known, self.iv_unknown, strict=True)
+        yield from self.tail
 
     def _settle_startup_pending(self) -> None:
         """Events before the first step are start-up marks (``marks``), not parts of a step interval."""
@@ -326,6 +343,8 @@ class Stream:
 
     # ------------------------------------------------------------- machinery
     def _process(self, e: Event) -> None:
+        if e.kind is Kind.NOTE:
+            return
         self.events += 1
         self.frameworks[e.framework] = self.frameworks.get(e.framework, 0) + 1
         if e.t is not None:
@@ -551,7 +570,8 @@ def _duplicate(a: Event, b: Event) -> bool:
 def _quick_median(run: Run) -> float | None:
     if not run.iv_dt:
         return None
-    tail = list(zip(run.iv_dt[-64:], run.iv_dn[-64:], strict=True))
+    tail = [(dt, dn) for dt, dn, *_ in list(run.tail)[-64:]] or list(zip(run.iv_dt[-64:], run.iv_dn[-64:],
+                                                                         strict=True))
     values = sorted(dt / max(dn, 1) for dt, dn in tail)
     return values[len(values) // 2]
 
