@@ -22,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Compare two profiles. Each of A and B is a JSON report from `tpudoctor profile analyze "
                     "--format json` or a capture (.xplane.pb, run directory, logdir). Comparability (device kind, "
                     "chips, topology, versions, step method, programs) is checked first. With --history, the one "
-                    "profile given is judged against the last N reports in a folder or gs://bucket/prefix.",
+                    "profile given is judged against the last N reports in a folder or gs://bucket/prefix. Two "
+                    "`tpudoctor goodput --format json` reports are compared figure by figure (ETTR, buckets; "
+                    "--fail-on-regression in ETTR percentage points).",
     )
     parser.add_argument("profiles", metavar="PROFILE", nargs="+",
                         help="baseline A and candidate B (report JSON or capture); only the candidate with --history")

@@ -181,7 +181,7 @@ class Run:
         if t is not None and not self.stepped and len(self.marks) < MAX_MARKS:
             self.marks.append(Mark(t, bucket, label, where))
 
-    def add_step(self, event: Event, median_hint: float | None) -> None:
+    def add_step(self, event: Event) -> None:
         self.step_lines += 1
         self.approx_steps = self.approx_steps or event.approx
         n, t = event.step, event.t
@@ -462,7 +462,7 @@ class Stream:
             run.end_reason = "the log ends"
         if run.open_save is not None and run.stepped:
             self._settle_save(run, run.open_save)  # training went on: the save's blocking part is over
-        run.add_step(e, None)
+        run.add_step(e)
 
     def _save(self, run: Run, e: Event) -> None:
         s = run.open_save
@@ -582,7 +582,6 @@ class Timeline:
 
     def __init__(self) -> None:
         self.streams: dict[tuple[str, str | None], Stream] = {}
-        self.sources: list[dict[str, Any]] = []
 
     def feed(self, events: Iterable[Event], source: str) -> None:
         for e in events:
