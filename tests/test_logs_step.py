@@ -213,7 +213,13 @@ def test_cloud_logging_skips_without_a_node():
 
 def test_fake_logging_refuses_filters_it_cannot_evaluate():
     with pytest.raises(ValueError):
-        filter_matches({"severity": "ERROR"}, 'textPayload:"x"')
+        filter_matches({"severity": "ERROR"}, 'textPayload=~"x"')
+
+
+def test_fake_logging_has_operator_is_a_substring_match():
+    entry = {"resource": {"labels": {"pod_name": "llama-run-slice-job-0-1-x7k2p"}}}
+    assert filter_matches(entry, 'resource.labels.pod_name:"llama-run-"')
+    assert not filter_matches(entry, 'resource.labels.pod_name:"other-run-"')
 
 
 @pytest.mark.parametrize(("duty", "status"), [([5.0, 10.0, 15.0], Status.WARN), ([80.0, 90.0, 85.0], Status.PASS)])

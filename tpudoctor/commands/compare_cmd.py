@@ -1,4 +1,5 @@
-"""``tpudoctor compare A B``: what changed between two profiles (report JSONs or captures);
+"""``tpudoctor compare A B``: what changed between two profiles (report JSONs or captures), or between two
+goodput reports (``tpudoctor goodput --format json``);
 ``tpudoctor compare --history DIR|gs://bucket/prefix B``: B judged against the last N reports."""
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Compare two profiles. Each of A and B is a JSON report from `tpudoctor profile analyze "
                     "--format json` or a capture (.xplane.pb, run directory, logdir). Comparability (device kind, "
                     "chips, topology, versions, step method, programs) is checked first. With --history, the one "
-                    "profile given is judged against the last N reports in a folder or gs://bucket/prefix.",
+                    "profile given is judged against the last N reports in a folder or gs://bucket/prefix. Two "
+                    "`tpudoctor goodput --format json` reports are compared figure by figure (ETTR, buckets; "
+                    "--fail-on-regression in ETTR percentage points).",
     )
     parser.add_argument("profiles", metavar="PROFILE", nargs="+",
                         help="baseline A and candidate B (report JSON or capture); only the candidate with --history")
@@ -52,6 +55,11 @@ def run(args: argparse.Namespace) -> ExitCode:
     if len(args.profiles) != 2:
         raise UsageError(f"compare wants two profiles, baseline A and candidate B (got {len(args.profiles)})",
                          hint="or judge one profile against saved reports: tpudoctor compare --history DIR B")
+    from tpudoctor.goodput.compare import is_goodput_report
+
+    kinds = [is_goodput_report(p) for p in args.profiles]
+    if any(kinds):
+        return run_goodput(args, kinds)
     from tpudoctor.profile.compare import compare, parse_percent
 
     threshold = parse_percent(args.fail_on_regression) if args.fail_on_regression is not None else None
@@ -66,6 +74,25 @@ def run(args: argparse.Namespace) -> ExitCode:
         reasons = "; ".join(result["comparability"]["reasons"])
         print(f"tpudoctor compare: not comparable: {reasons}. --fail-on-regression cannot judge a regression "
               "between different hardware (--force judges anyway)", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
+    return ExitCode.FINDINGS if result["regressed"] else ExitCode.OK
+
+
+def run_goodput(args: argparse.Namespace, kinds: list[bool]) -> ExitCode:
+    """Two ``tpudoctor goodput --format json`` reports: --fail-on-regression is in ETTR percentage points."""
+    from tpudoctor.goodput.compare import compare_goodput, load_goodput_document
+    from tpudoctor.profile.compare import parse_percent
+
+    if not all(kinds):
+        raise UsageError("compare reads two reports of the same kind: one of these is a goodput report and the "
+                         "other is not", hint="make both with: tpudoctor goodput LOG --format json -o report.json")
+    threshold = parse_percent(args.fail_on_regression) if args.fail_on_regression is not None else None
+    baseline, candidate = (load_goodput_document(p) for p in args.profiles)
+    result = compare_goodput(baseline, candidate, threshold_points=threshold)
+    _write(args, result)
+    if threshold is not None and not result["comparable"] and not args.force:
+        print("tpudoctor compare: " + "; ".join(result["comparability"]["reasons"])
+              + ": --fail-on-regression cannot judge ETTR", file=sys.stderr)
         return ExitCode.USAGE_ERROR
     return ExitCode.FINDINGS if result["regressed"] else ExitCode.OK
 
@@ -133,7 +160,12 @@ def _write(args: argparse.Namespace, result: dict) -> None:
     from tpudoctor.reports.profile_compare import render
 
     fmt = chosen_format(args, COMPARE_FORMATS, load_config_file()[0])
-    text = render(result, fmt)
+    if result.get("kind") == "tpudoctor.goodput_compare":
+        from tpudoctor.reports.goodput_compare import render as render_goodput
+
+        text = render_goodput(result, fmt)
+    else:
+        text = render(result, fmt)
     if args.redact:
         from tpudoctor.redact import redact_rendered
 

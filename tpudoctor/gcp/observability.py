@@ -7,7 +7,7 @@ the TPU API and storage adapters report them, so a 403 names the permission and 
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tpudoctor.gcp.clients import logging_client, monitoring_client
@@ -36,6 +36,19 @@ class LoggingApi:
 
         return call_with_retries(fetch, permission=LOGGING_PERMISSION, attempts=self.attempts,
                                  backoff_s=self.backoff_s)
+
+    def iter_entries(self, filter_: str, *, page_size: int, max_entries: int) -> Iterator[Any]:
+        """The same entries streamed page by page, for listings too long to hold (a job's whole log); a
+        failure leaves as ``ApiCallFailed``, after the first page too."""
+        from google.cloud.logging import ASCENDING
+
+        from tpudoctor.gcp.errors import ApiCallFailed, failure_from_exception
+
+        try:
+            yield from self._client.list_entries(resource_names=[f"projects/{self.project}"], filter_=filter_,
+                                                 order_by=ASCENDING, page_size=page_size, max_results=max_entries)
+        except Exception as exc:  # noqa: BLE001 - mapped to a record, never re-raised raw
+            raise ApiCallFailed(failure_from_exception(exc, permission=LOGGING_PERMISSION)) from exc
 
 
 class MonitoringApi:

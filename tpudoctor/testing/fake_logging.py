@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 SEVERITY_ORDER = ["DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT", "EMERGENCY"]
-_CLAUSE = re.compile(r'^\s*([A-Za-z_.]+)\s*(>=|<=|=|>|<)\s*"?([^"]*)"?\s*$')
+_CLAUSE = re.compile(r'^\s*([A-Za-z_.]+)\s*(>=|<=|=|>|<|:)\s*"?([^"]*)"?\s*$')
 
 
 def _parse_time(text: str) -> _dt.datetime:
@@ -45,6 +45,8 @@ def _clause_matches(entry: dict[str, Any], field: str, op: str, wanted: str) -> 
         have, want = _parse_time(str(value)), _parse_time(wanted)
     else:
         have, want = str(value), wanted
+    if op == ":":  # Cloud Logging's "has": a substring for text fields
+        return str(want) in str(have)
     return {"=": have == want, ">=": have >= want, "<=": have <= want, ">": have > want, "<": have < want}[op]
 
 
@@ -84,11 +86,13 @@ class FakeLoggingServer:
         worker_id: str = "0",
         project: str = "my-project",
         log_id: str = "tpu.googleapis.com%2Fruntime_monitor",
+        resource: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """``resource`` replaces the TPU worker resource (a GKE container's, a global one)."""
         stamp = timestamp or _dt.datetime.now(_dt.timezone.utc)
         entry: dict[str, Any] = {
             "logName": f"projects/{project}/logs/{log_id}",
-            "resource": {"type": "tpu_worker", "labels": {
+            "resource": resource or {"type": "tpu_worker", "labels": {
                 "project_id": project, "zone": zone, "node_id": node_id, "worker_id": worker_id}},
             "severity": severity,
             "timestamp": stamp.astimezone(_dt.timezone.utc).isoformat().replace("+00:00", "Z"),

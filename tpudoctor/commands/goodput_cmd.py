@@ -1,0 +1,181 @@
+"""``tpudoctor goodput``: where a job's paid TPU time went, from the logs it already writes.
+
+Layers: ``tpudoctor.goodput`` reads lines into events, rebuilds the timeline and accounts for it (a
+document, data only); ``tpudoctor.reports.goodput_<format>`` renders it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tpudoctor.exitcodes import ExitCode
+
+GOODPUT_FORMATS = ("text", "json", "markdown", "html", "junit")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "goodput",
+        help="where a job's TPU time went: ETTR, goodput and badput buckets, restarts, from its logs",
+        description="Rebuild a training job's timeline from its logs (files, '-' for stdin, or Cloud Logging for a "
+                    "TPU node or a GKE workload) and account for the wall time in ml-goodput-measurement's "
+                    "buckets: ETTR, start-up, compilation, checkpoint saves and restores, data waits, steps redone "
+                    "after restarts. Reads MaxText, Orbax, TPUEstimator, TF2 Model Garden, torch_xla, Levanter, "
+                    "HF Trainer, Keras and XPK lines; --step-pattern for any other.",
+    )
+    parser.add_argument("logs", nargs="*", metavar="LOG",
+                        help="log files (plain or .gz), '-' for stdin; several files are several workers or "
+                             "several attempts of the job")
+    cloud = parser.add_argument_group("Cloud Logging (instead of LOG files)")
+    cloud.add_argument("--tpu", metavar="NAME", help="read the TPU node's workers' entries")
+    cloud.add_argument("--gke-cluster", metavar="CLUSTER", help="read a GKE workload's pods' entries (with "
+                                                                 "--gke-workload)")
+    cloud.add_argument("--gke-namespace", metavar="NAMESPACE", default=None, help="the workload's namespace")
+    cloud.add_argument("--gke-workload", metavar="NAME", help="the JobSet / XPK workload name (pods NAME-...)")
+    cloud.add_argument("--project", help="Google Cloud project (default: CLOUDSDK_CORE_PROJECT, config)")
+    cloud.add_argument("--zone", help="zone of the TPU")
+    cloud.add_argument("--worker", help="only this worker's entries (default: every worker)")
+    cloud.add_argument("--since", default=None, metavar="DURATION", help="how far back to read (default 24h)")
+    cloud.add_argument("--api-timeout", default=None, metavar="DURATION",
+                       help="limit for each Cloud Logging call (default 30s)")
+    cloud.add_argument("--goodput-job", metavar="JOB_NAME",
+                       help="also read ml-goodput-measurement's recorder entries for this job name and say where "
+                            "the two accounts differ")
+    cloud.add_argument("--goodput-log", metavar="LOG_NAME", default="goodput",
+                       help="the recorder's Cloud Logging log name (default: goodput)")
+    reading = parser.add_argument_group("reading")
+    reading.add_argument("--step-pattern", metavar="REGEX",
+                         help="a step line of another framework: a regex with a (?P<step>\\d+) group, and "
+                              "optionally (?P<seconds>...)")
+    reading.add_argument("--year", type=int, default=None,
+                         help="year of glog/absl lines (they print none) when the log has no full date; default: "
+                              "a date in the log, else this year")
+    gate = parser.add_argument_group("exit status")
+    gate.add_argument("--min-ettr", type=float, default=None, metavar="RATIO",
+                      help="exit 1 when ETTR (productive step time / wall time) is below RATIO, e.g. 0.9; exit 2 "
+                           "when the log cannot give an ETTR")
+    out = parser.add_argument_group("output")
+    out.add_argument("--format", choices=GOODPUT_FORMATS, default=None,
+                     help="report format (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
+    out.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    out.add_argument("-v", "--verbose", action="store_true", help="show every bucket's note and every finding")
+    out.add_argument("--redact", action="store_true",
+                     help="replace host names, IPs, bucket names, projects and e-mails before sharing the report")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> ExitCode:
+    from tpudoctor import config
+    from tpudoctor.commands.common import chosen_format
+    from tpudoctor.errors import UsageError
+    from tpudoctor.output import write_text
+    from tpudoctor.progress import progress
+
+    settings, _path = config.load_config_file()
+    fmt = chosen_format(args, GOODPUT_FORMATS, settings)
+    if args.min_ettr is not None and not 0.0 <= args.min_ettr <= 1.0:
+        raise UsageError(f"--min-ettr is a ratio between 0 and 1, e.g. 0.9 (got {args.min_ettr})")
+    step_pattern = None
+    if args.step_pattern:
+        from tpudoctor.goodput.lines import step_pattern as make_step_pattern
+
+        try:
+            step_pattern = make_step_pattern(args.step_pattern)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    cloud = bool(args.tpu or args.gke_cluster or args.gke_workload)
+    if cloud and args.logs:
+        raise UsageError("give LOG files or a Cloud Logging target (--tpu, --gke-cluster), not both")
+    if not cloud and not args.logs:
+        raise UsageError("say which logs to read: LOG files ('-' for stdin), --tpu NAME, or --gke-cluster C "
+                         "--gke-workload W", hint="tpudoctor goodput train.log")
+    if args.goodput_job and not cloud:
+        raise UsageError("--goodput-job reads Cloud Logging: give --tpu NAME or --gke-cluster/--gke-workload too")
+    with progress("tpudoctor goodput") as update:
+        if cloud:
+            document = _from_cloud(args, settings, step_pattern, update)
+        else:
+            from tpudoctor.goodput.analyze import analyze_paths
+
+            document = analyze_paths(args.logs, step_pattern=step_pattern, year=args.year,
+                                     min_ettr=args.min_ettr, on_progress=update)
+    from tpudoctor.schema import validate
+
+    validate(document, "goodput_report")
+    text = render(document, fmt, verbose=args.verbose)
+    if args.redact:
+        from tpudoctor.redact import redact_rendered
+
+        text = redact_rendered(text, fmt)
+    write_text(args.output, text)
+    gate = document.get("gate")
+    if gate and gate["verdict"] == "not_judged":
+        sys.stderr.write(f"tpudoctor goodput: --min-ettr cannot be judged: {gate['reason']}\n")
+        return ExitCode.USAGE_ERROR
+    if gate and gate["verdict"] == "failed":
+        return ExitCode.FINDINGS
+    return ExitCode.OK
+
+
+def _from_cloud(args: argparse.Namespace, settings: dict, step_pattern, update) -> dict:
+    from tpudoctor import config
+    from tpudoctor.errors import UsageError
+    from tpudoctor.goodput.analyze import analyze_events, readers_for
+    from tpudoctor.goodput.cloud import (
+        CloudTarget,
+        compare_accounts,
+        job_events,
+        recorder_account,
+        recorder_entries,
+    )
+
+    project = config.resolve(args.project, "project", settings)
+    if not project:
+        raise UsageError("Cloud Logging needs a project: --project, CLOUDSDK_CORE_PROJECT or 'project' in "
+                         "tpudoctor.toml")
+    if (args.gke_cluster or args.gke_workload) and not (args.gke_cluster and args.gke_workload):
+        raise UsageError("a GKE workload needs both --gke-cluster and --gke-workload")
+    since_s = config.parse_duration_s(config.resolve(args.since, "since", settings, default="24h"))
+    timeout_s = config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="30s"))
+    target = CloudTarget(project=project, since_s=since_s, tpu=args.tpu,
+                         zone=config.resolve(args.zone, "zone", settings), gke_cluster=args.gke_cluster,
+                         gke_namespace=args.gke_namespace, gke_workload=args.gke_workload, worker=args.worker)
+    update(f"reading {target.name}")
+    name, events, stats = job_events(target, readers=readers_for(step_pattern), timeout_s=timeout_s)
+    extra = {"cloud": {"filter": stats["filter"], "project": project}}
+    if args.goodput_job:
+        update(f"reading ml-goodput-measurement's entries for {args.goodput_job}")
+        payloads = recorder_entries(project, args.goodput_log, args.goodput_job, since_s, timeout_s=timeout_s)
+        extra["instrumented"] = {"job_name": args.goodput_job, "log_name": args.goodput_log,
+                                 "entries": len(payloads)}
+    document = analyze_events([(name, events, stats)], min_ettr=args.min_ettr, extra=extra)
+    document["cloud"]["entries"] = stats.get("entries", 0)
+    if args.goodput_job:
+        info = document["instrumented"]
+        if not info["entries"]:
+            info["lines"] = [f"no entries for job {args.goodput_job} in log {args.goodput_log}: the job did not use "
+                             "ml-goodput-measurement's recorder, or wrote elsewhere (--goodput-log)"]
+        else:
+            recorded = recorder_account(payloads, f"recorder:{args.goodput_job}")
+            info["account"] = {k: recorded.get(k) for k in ("wall_s", "productive_s", "ettr", "steps", "restarts",
+                                                            "repeated_steps", "badput")}
+            info.update(compare_accounts(document["goodput"], recorded))
+    return document
+
+
+def render(document: dict, fmt: str, *, verbose: bool = False) -> str:
+    if fmt == "json":
+        from tpudoctor.reports.goodput_json import render as render_json
+        return render_json(document)
+    if fmt == "markdown":
+        from tpudoctor.reports.goodput_markdown import render as render_markdown
+        return render_markdown(document)
+    if fmt == "html":
+        from tpudoctor.reports.goodput_html import render as render_html
+        return render_html(document)
+    if fmt == "junit":
+        from tpudoctor.reports.goodput_junit import render as render_junit
+        return render_junit(document)
+    from tpudoctor.reports.goodput_text import render as render_text
+    return render_text(document, verbose=verbose)

@@ -1,0 +1,167 @@
+"""The goodput pipeline: read sources -> events -> timeline -> account -> rules -> one document.
+
+>>> document = analyze_paths(["train.log"])
+>>> document["goodput"]["ettr"], document["goodput"]["badput"]["PROGRAM_STARTUP"]["percent"]
+
+The document is plain data (``kind: goodput``, ``schema_version``) that every renderer formats and
+``tpudoctor compare`` reads back.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from tpudoctor.errors import InputError
+from tpudoctor.goodput.account import account
+from tpudoctor.goodput.lines import READERS, Event, LineReader, read_events
+from tpudoctor.goodput.sources import SourceInfo, open_binary, text_lines
+from tpudoctor.goodput.stamps import Clock
+from tpudoctor.goodput.timeline import Timeline
+
+SCHEMA_VERSION = "1.0"
+DOCUMENT_KIND = "goodput"
+ProgressFn = Callable[[str], None]
+
+
+def readers_for(step_pattern: Any = None) -> tuple[LineReader, ...]:
+    return READERS + ((step_pattern,) if step_pattern is not None else ())
+
+
+def analyze_paths(paths: Sequence[str], *, step_pattern: LineReader | None = None, year: int | None = None,
+                  min_ettr: float | None = None, on_progress: ProgressFn | None = None) -> dict[str, Any]:
+    """Read log files (``-``: standard input) and account for their time."""
+    timeline = Timeline()
+    infos: list[SourceInfo] = []
+    readers = readers_for(step_pattern)
+    for path in paths:
+        name = "<stdin>" if path == "-" else path
+        info = SourceInfo(name)
+        infos.append(info)
+        if on_progress:
+            on_progress(f"reading {name}")
+        handle = open_binary(path)
+        try:
+            stats: dict[str, Any] = {}
+            clock = Clock(year)
+            timeline.feed(read_events(text_lines(handle, info), name, clock=clock, readers=readers, stats=stats),
+                          name)
+            _fill(info, stats)
+        finally:
+            if path != "-":
+                handle.close()
+    problems = [i for i in infos if i.problem]
+    if problems and len(problems) == len(infos):
+        detail = "; ".join(f"{i.name} is {i.problem}" for i in problems)
+        raise InputError(f"nothing to read: {detail}",
+                         hint="give the job's text log (a file, '-' for stdin, or --tpu NAME for Cloud Logging)")
+    return build_document(timeline, infos, min_ettr=min_ettr, by_worker=_by_worker(infos))
+
+
+def analyze_events(batches: Iterable[tuple[str, Iterable[Event], dict[str, Any]]], *,
+                   min_ettr: float | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Account for pre-read events (Cloud Logging entries), one ``(source, events, stats)`` per source."""
+    timeline = Timeline()
+    infos = []
+    for name, events, stats in batches:
+        info = SourceInfo(name)
+        timeline.feed(events, name)
+        _fill(info, stats)
+        infos.append(info)
+    return build_document(timeline, infos, min_ettr=min_ettr, by_worker=_by_worker(infos), extra=extra)
+
+
+def _fill(info: SourceInfo, stats: dict[str, Any]) -> None:
+    info.lines = stats.get("lines", 0)
+    info.timed_events = stats.get("timed_events", 0)
+    info.first_t, info.last_t = stats.get("first_t"), stats.get("last_t")
+    info.year_source = stats.get("year_source")
+    info.by_worker = stats.get("by_worker") or {}
+
+
+def _by_worker(infos: list[SourceInfo]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for info in infos:
+        for worker, (a, b) in info.by_worker.items():
+            span = out.setdefault(worker, [a, b])
+            span[0], span[1] = min(span[0], a), max(span[1], b)
+    return out
+
+
+def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: float | None = None,
+                   by_worker: dict[str, list[float]] | None = None,
+                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    last_by_source = {i.name: i.last_t for i in infos}
+    for worker, (_a, b) in (by_worker or {}).items():
+        last_by_source.setdefault(f"*{worker}", b)
+    timeline.finish(last_by_source)
+    primary = timeline.primary()
+    wall_start = wall_end = None
+    if primary is not None:
+        if primary.worker is not None and by_worker and primary.worker in by_worker:
+            wall_start, wall_end = by_worker[primary.worker]
+        else:
+            info = next((i for i in infos if i.name == primary.source), None)
+            if info is not None:
+                wall_start, wall_end = info.first_t, info.last_t
+        if wall_start is None and primary.first_t is not None:  # times only in the events (torch_xla, XPK)
+            wall_start, wall_end = primary.first_t, primary.last_t
+    figures = account(timeline, wall_start=wall_start, wall_end=wall_end)
+    from tpudoctor import __version__
+
+    document: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": DOCUMENT_KIND,
+        "tool": {"name": "tpudoctor", "version": __version__},
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        "sources": [i.to_dict() for i in infos],
+        "lead_worker": _stream_name(primary) if primary is not None else None,
+        "wall_start": _iso(wall_start),
+        "wall_end": _iso(wall_end),
+        "clock": {"zone": "times without a zone are read as UTC",
+                  "year_from": sorted({i.year_source for i in infos if i.year_source})},
+        "frameworks": dict(sorted(((k, v) for k, v in (primary.frameworks.items() if primary else [])),
+                                  key=lambda kv: -kv[1])),
+        "workers": [_worker_row(s) for s in sorted(timeline.streams.values(), key=lambda s: -s.steps)][:64],
+        "goodput": figures,
+        "gate": None,
+        "instrumented": None,
+    }
+    if extra:
+        document.update(extra)
+    from tpudoctor.goodput.rule_registry import evaluate_rules
+
+    document["findings"] = [f.to_dict() for f in evaluate_rules(document)]
+    document["gate"] = gate(figures, min_ettr)
+    return document
+
+
+def gate(figures: dict[str, Any], min_ettr: float | None) -> dict[str, Any] | None:
+    """``--min-ettr``: passed, failed, or not judged (and why) when the log has no ETTR."""
+    if min_ettr is None:
+        return None
+    ettr = figures.get("ettr")
+    if ettr is None:
+        return {"min_ettr": min_ettr, "ettr": None, "verdict": "not_judged",
+                "reason": (figures.get("nulls") or {}).get("ettr", "no ETTR")}
+    return {"min_ettr": min_ettr, "ettr": ettr, "verdict": "passed" if ettr >= min_ettr else "failed",
+            "reason": f"ETTR {ettr:.3f} {'>=' if ettr >= min_ettr else '<'} {min_ettr:.3f}"}
+
+
+def _stream_name(stream: Any) -> str:
+    return stream.worker if stream.worker is not None else stream.source
+
+
+def _worker_row(stream: Any) -> dict[str, Any]:
+    last = stream.runs[-1] if stream.runs else None
+    return {"worker": _stream_name(stream), "step_lines": stream.steps, "runs": len(stream.runs),
+            "last_step": max((r.last_step for r in stream.runs if r.last_step is not None), default=None),
+            "out_of_order_steps": stream.out_of_order, "last_time": _iso(stream.last_t),
+            "end_reason": last.end_reason if last else None}
+
+
+def _iso(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat().replace("+00:00", "Z")
