@@ -14,7 +14,8 @@ import sys
 from collections.abc import Iterator
 
 from tpudoctor.errors import InputError
-from tpudoctor.logdiag.events import bounded_lines
+from tpudoctor.logdiag.events import LinePiece, bounded_lines
+from tpudoctor.logdiag.reading import binary_reason
 
 PEEK_BYTES = 8192
 
@@ -66,13 +67,15 @@ def text_lines(binary, info: SourceInfo) -> Iterator[str]:
     if not head:
         info.problem = "empty"
         return
-    nul = head.find(b"\x00")
-    if nul >= 0:
-        info.problem = f"binary, not a text log (a NUL byte at offset {nul})"
+    binary_problem = binary_reason(head)
+    if binary_problem is not None:
+        info.problem = f"binary, {binary_problem}"
         return
     text = io.TextIOWrapper(buffered, encoding="utf-8", errors="replace", newline=None)
     try:
         for line in bounded_lines(text):
+            if isinstance(line, LinePiece):  # a further window of an overlong line: no step line is that long
+                continue
             if "\ufffd" in line:
                 info.non_utf8_lines += 1
             yield line
