@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from shared_data import SHARED_DATA  # noqa: F401  (re-exported)
 
 from tpudoctor.profile.schema import message_class
 from tpudoctor.profile.xspace import EVENT_STAT_COLUMNS
 
-SHARED_DATA = Path(os.environ.get("TPUDOCTOR_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 TPU_CAPTURE = "xprof_tpu_inference_2.xplane.pb"
 GPU_CAPTURE = "xprof_gpu_multi_worker_34.83.195.179_6003.xplane.pb"
 

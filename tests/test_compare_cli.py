@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from history_runs import another_run
+from shared_data import SHARED_DATA
 from xspace_edits import edited
 
 from tpudoctor.cli import main
@@ -20,7 +21,7 @@ from tpudoctor.exitcodes import ExitCode
 pytest_plugins = ["tpudoctor.testing.gcp_fixtures"]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED = SHARED_DATA  # ../shared/data, or TPUDOCTOR_SHARED_DATA
 V6E = SHARED / "xprof_tpu_inference_2.xplane.pb"
 needs_v6e = pytest.mark.skipif(not V6E.exists(), reason=f"real TPU capture not found at {V6E} (../shared/data is absent)")
 COMPUTE = FIXTURES / "jax_compute_bound" / "localhost.xplane.pb"

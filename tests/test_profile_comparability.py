@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from shared_data import SHARED_DATA
 
 from tpudoctor.cli import main
 from tpudoctor.profile.comparability import (
@@ -18,7 +19,7 @@ from tpudoctor.profile.comparability import (
 )
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED = SHARED_DATA  # ../shared/data, or TPUDOCTOR_SHARED_DATA
 V6E = SHARED / "xprof_tpu_inference_2.xplane.pb"
 needs_v6e = pytest.mark.skipif(not V6E.exists(), reason=f"real TPU capture not found at {V6E} (../shared/data is absent)")
 

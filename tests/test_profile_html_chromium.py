@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from shared_data import SHARED_DATA
 
 from tpudoctor.cli import main
 
@@ -80,7 +81,7 @@ def _png_pixels(data: bytes) -> list[tuple[int, int, int]]:
     return [tuple(rows[y][x * channels:x * channels + 3]) for y in range(0, height, 7) for x in range(0, width, 7)]
 
 
-V6E = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "xprof_tpu_inference_2.xplane.pb"
+V6E = SHARED_DATA / "xprof_tpu_inference_2.xplane.pb"  # ../shared/data, or TPUDOCTOR_SHARED_DATA
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from shared_data import SHARED_DATA
 
 from tpudoctor.profile.analysis.roofline import (
     PEAKS_BY_GENERATION,
@@ -19,7 +20,7 @@ from tpudoctor.profile.analysis.roofline import (
     tpu_generation,
 )
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED = SHARED_DATA  # ../shared/data, or TPUDOCTOR_SHARED_DATA
 V6E = SHARED / "xprof_tpu_inference_2.xplane.pb"
 FIXTURES = Path(__file__).parent / "fixtures" / "profiles"
 GIB = 2**30

@@ -13,8 +13,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from shared_data import SHARED_DATA
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED = SHARED_DATA  # ../shared/data, or TPUDOCTOR_SHARED_DATA
 V6E = SHARED / "xprof_tpu_inference_2.xplane.pb"
 
 pytestmark = [

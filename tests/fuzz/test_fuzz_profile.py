@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from mutations import damaged, length_lie, text_mode_corruption, time_bound, truncate
+from shared_data import SHARED_DATA
 
 from tpudoctor.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((REPO / "tests" / "fixtures" / "profiles").glob("*/*.xplane.pb"))
-SHARED = REPO.parent / "shared" / "data"
+SHARED = SHARED_DATA  # ../shared/data, or TPUDOCTOR_SHARED_DATA
 SMALL = [p.read_bytes() for p in FIXTURES]
 # Growth of peak RSS allowed per input, as a multiple of the input's size plus a floor: a length
 # field that lies must not make the loader allocate what the lie claims.
