@@ -107,6 +107,7 @@ class FindingKind(str, enum.Enum):
     LOG = "log"
     PROFILE = "profile"
     BENCH = "bench"
+    HANG = "hang"
 
 
 @dataclasses.dataclass(frozen=True)

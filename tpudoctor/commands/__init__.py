@@ -7,9 +7,10 @@ from tpudoctor.commands import (
     check_cmd,
     compare_cmd,
     explain_cmd,
+    hang_cmd,
     list_checks_cmd,
     merge_cmd,
     profile_cmd,
 )
 
-COMMANDS = [check_cmd, list_checks_cmd, profile_cmd, compare_cmd, bench_cmd, merge_cmd, explain_cmd]
+COMMANDS = [check_cmd, list_checks_cmd, profile_cmd, compare_cmd, bench_cmd, merge_cmd, hang_cmd, explain_cmd]
