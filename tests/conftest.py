@@ -10,6 +10,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("TPUDOCTOR_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
+def pytest_configure(config):
+    """Under ``-n``, tests that share one slow module fixture (``@pytest.mark.xdist_group``) run on one
+    worker, so it starts once; the others are spread as with xdist's default ``load``."""
+    if getattr(config.option, "dist", None) == "load":
+        config.option.dist = "loadgroup"
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """The real captures in ../shared/data; the test skips, saying why, where they are absent."""

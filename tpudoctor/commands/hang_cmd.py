@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="analyse a --dump-dir capture again instead of live processes")
     add_target_flags(parser)
     add_output_flags(parser, HANG_FORMATS)
-    add_pod_flags(parser)
+    add_pod_flags(parser, "tpudoctor hang")
     gate = parser.add_argument_group("exit status")
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None,
                       help="lowest status that exits 1 (default: fail: a hung job, a process that could not be read)")
@@ -77,8 +77,6 @@ def run(args: argparse.Namespace) -> ExitCode:
                     zone=config.resolve(args.zone, "zone", settings),
                     tpu=config.resolve(args.tpu, "tpu", settings), worker=args.worker)
     interval_s = config.parse_duration_s(args.interval)
-    if interval_s < 0:
-        raise UsageError("--interval must not be negative")
     if config.parse_duration_s(args.dump_timeout) <= 0:
         raise UsageError("--dump-timeout must be positive")
     if args.replay and args.pid:

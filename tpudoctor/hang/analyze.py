@@ -531,7 +531,7 @@ def _progress_finding(report: HangReport) -> Finding:
     cause, decision = report.root_cause, report.decision
     evidence: dict[str, Any] = {"confidence": report.confidence, "verdict_why": report.verdict_why}
     if report.verdict == "unknown":
-        message = f"cannot tell whether the job moves: {report.verdict_why}"
+        message = report.verdict_why
         if cause is not None:
             message += f". If it is stuck: {cause.headline}"
         return _finding(PROGRESS, title, Status.WARN, message, evidence=evidence,

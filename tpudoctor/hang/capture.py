@@ -140,23 +140,36 @@ def _sample_all(captures: list[ProcessCapture], pyspy: str | None, options: Capt
 
 
 def _sample(capture: ProcessCapture, pyspy: str | None, options: CaptureOptions) -> None:
-    counters = procstat.read_counters(capture.pid)
-    if counters is not None:
-        capture.counters.append(counters)
+    """One sample. The kernel's counters are read after the first dump and before the second: py-spy
+    stops every thread while it reads, which the counters would count as the thread running."""
+    first = not capture.samples and not capture.steps
+    if not first:
+        _count(capture)
     capture.steps += [read_steps(path) for path in capture.log_files]
     if capture.failure is not None and capture.failure.kind != "timeout":
+        if first:
+            _count(capture)
         return  # the same failure again: no right, no py-spy, gone
-    if counters is None:
+    state = procstat.read_counters(capture.pid)
+    if state is None or state.state in ("Z", "X"):
         capture.failure = CaptureFailure("exited", f"process {capture.pid} exited while its stacks were being taken")
         return
     if pyspy is None:
         capture.failure = stacks.dump(capture.pid, pyspy=None)  # the install line
-        return
-    result = stacks.dump(capture.pid, timeout_s=options.dump_timeout_s, pyspy=pyspy)
-    if isinstance(result, StackSample):
-        capture.samples.append(result)
     else:
-        capture.failure = result
+        result = stacks.dump(capture.pid, timeout_s=options.dump_timeout_s, pyspy=pyspy)
+        if isinstance(result, StackSample):
+            capture.samples.append(result)
+        else:
+            capture.failure = result
+    if first:
+        _count(capture)
+
+
+def _count(capture: ProcessCapture) -> None:
+    counters = procstat.read_counters(capture.pid)
+    if counters is not None:
+        capture.counters.append(counters)
 
 
 def _native(capture: ProcessCapture, pyspy: str, options: CaptureOptions) -> None:
