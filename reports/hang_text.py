@@ -97,8 +97,9 @@ def _groups(console: Console, report: HangReport, verbose: bool) -> None:
         state = first_member_state(report, group)
         mark = "  <- the odd one out" if group.odd_one_out else ""
         console.print()
-        console.print(f"  [bold]{escape(members_words(group.members))}[/bold]: {escape(category_words(group.category))}, "
-                      f"{escape(group_progress(report, group))}[yellow]{escape(mark)}[/yellow]")
+        progress = group_progress(report, group)
+        console.print(f"  [bold]{escape(members_words(group.members))}[/bold]: {escape(category_words(group.category))}"
+                      f"{escape(', ' + progress if progress else '')}[yellow]{escape(mark)}[/yellow]")
         if state is not None and state.detail:
             console.print(f"    [dim]{escape(state.detail)}[/dim]")
         if state is not None and state.progress_why:

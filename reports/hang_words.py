@@ -40,7 +40,9 @@ def category_words(category: str) -> str:
 
 
 def group_progress(report: HangReport, group: StackGroup) -> str:
-    """``frozen``, ``moving`` or ``2 frozen, 1 unknown``."""
+    """``frozen``, ``moving`` or ``2 frozen, 1 unknown``; nothing for processes with no stack."""
+    if group.category in (Category.UNKNOWN.value, Category.GONE.value):
+        return ""
     by_key = {(p.worker, p.pid): p for p in report.processes}
     counts: dict[str, int] = {}
     for member in group.members:
@@ -76,7 +78,10 @@ def first_member_state(report: HangReport, group: StackGroup) -> ProcessState | 
 
 
 def summary_line(report: HangReport) -> str:
-    where = f" on {report.host}" if report.host else ""
     count = len([p for p in report.processes if p.pid])
-    return (f"{count} process(es){where}, {report.samples} sample(s) {report.interval_s:g}s apart"
-            + (f", {len(report.workers)} workers" if report.workers else ""))
+    if report.workers:
+        silent = sum(1 for w in report.workers.values() if w.get("status") == "no_report")
+        where = f" on {len(report.workers)} workers" + (f" ({silent} sent no report)" if silent else "")
+    else:
+        where = f" on {report.host}" if report.host else ""
+    return f"{count} process(es){where}, {report.samples} sample(s) {report.interval_s:g}s apart"

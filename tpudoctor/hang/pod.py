@@ -115,6 +115,7 @@ def merge_answers(answers: dict[str, dict[str, Any] | Finding], *, target: Targe
     problems: list[Finding] = []
     workers: dict[str, dict[str, Any]] = {}
     samples = 0
+    starts, intervals, log_sources = [], [], []
     for worker, answer in answers.items():
         if isinstance(answer, Finding):
             problems.append(answer)
@@ -130,13 +131,21 @@ def merge_answers(answers: dict[str, dict[str, Any] | Finding], *, target: Targe
         captures += theirs
         digests += their_digests
         samples = max(samples, int(answer.get("samples") or 0))
+        intervals.append(float(answer.get("interval_s") or 0.0))
+        if answer.get("started_at"):
+            starts.append(_dt.datetime.fromisoformat(answer["started_at"]))
+        log_sources += [f"worker {worker}: {path}" for path in (answer.get("environment") or {}).get("log_sources") or []]
         workers[worker] = {"status": "reported" if theirs else "no_process", "host": answer.get("host"),
                            "verdict": answer.get("verdict"), "source": source}
-    report = analyze(captures, target=target, host=f"{len(answers)} workers", started_at=started_at,
-                     interval_s=interval_s, samples=samples, digests=digests, workers=workers,
-                     worker_problems=problems, environment={"source": source, "merge_s": 0.0})
+    # The workers' own times: a replayed capture was taken long before this run.
+    report = analyze(captures, target=target, host=f"{len(answers)} workers",
+                     started_at=min(starts) if starts else started_at,
+                     interval_s=max(intervals, default=interval_s), samples=samples, digests=digests,
+                     workers=workers, worker_problems=problems,
+                     environment={"source": source, "merge_s": 0.0, "log_sources": log_sources})
     report.environment["merge_s"] = round(time.monotonic() - began, 3)
     report.duration_s = (_dt.datetime.now(_dt.timezone.utc) - started_at).total_seconds()
+    report.environment["fanout_started_at"] = started_at.isoformat()
     return report
 
 

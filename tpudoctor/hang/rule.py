@@ -64,7 +64,7 @@ _LABELS = {
     Category.NATIVE: "inside a native call",
     Category.RUNNING: "running Python",
     Category.GONE: "gone (no training process)",
-    Category.UNKNOWN: "unknown (no stack)",
+    Category.UNKNOWN: "not inspected (no stack)",
 }
 WAITING = frozenset({Category.COLLECTIVE, Category.DEVICE})
 
