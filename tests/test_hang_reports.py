@@ -142,3 +142,44 @@ def test_a_replay_keeps_its_own_time():
     assert report.started_at == capture.started_at
     stalled = report.root_cause.stalled_since
     assert stalled is not None and _dt.timedelta(0) < capture.started_at - stalled < _dt.timedelta(minutes=5)
+
+
+def test_merge_reads_the_reports_workers_wrote_themselves(tmp_path):
+    import shutil
+
+    from tpudoctor.hang.capture import CAPTURE_FILE
+
+    source = CAPTURES / "data_loader"
+    capture = read_dump_dir(str(source))
+    stuck = next(c.pid for c in capture.captures if any(
+        f.function == "read_shard" for t in c.samples[-1].threads for f in t.frames))
+    written = tmp_path / "pods"
+    written.mkdir()
+    for worker, one in enumerate(sorted(c.pid for c in capture.captures)):  # one process per worker
+        dumps = tmp_path / f"dumps-{worker}"
+        dumps.mkdir()
+        shutil.copy(source / CAPTURE_FILE, dumps / CAPTURE_FILE)
+        shutil.copy(source / f"pid-{one}.json", dumps / f"pid-{one}.json")
+        out = written / f"train-slice-job-0-{worker}-x7k2p.json"  # as kubectl exec ... > POD.json names it
+        main(["hang", "--replay", str(dumps), "--worker", str(worker), "--format", "json", "-o", str(out)])
+    merged = tmp_path / "merged.json"
+    assert main(["hang", "--merge", str(written), "--format", "json", "-o", str(merged)]) == 1
+    report = json.loads(merged.read_text())
+    stuck_worker = str(sorted(c.pid for c in capture.captures).index(stuck))
+    assert report["root_cause"]["members"] == [{"worker": stuck_worker, "pid": stuck}]
+    assert sorted(report["workers"]) == ["0", "1", "2", "3"]
+    assert main(["hang", "--merge", str(merged)]) == 2  # a merged report is not a worker's
+
+
+def test_merge_takes_a_worker_without_a_readable_report_as_a_finding(tmp_path):
+    written = tmp_path / "pods"
+    written.mkdir()
+    main(["hang", "--replay", str(CAPTURES / "healthy"), "--worker", "0", "--format", "json",
+          "-o", str(written / "a.json")])
+    (written / "train-slice-0-1-q8n4z.json").write_text("")  # kubectl exec failed: nothing written
+    merged = tmp_path / "merged.json"
+    main(["hang", "--merge", str(written), "--format", "json", "-o", str(merged)])
+    report = json.loads(merged.read_text())
+    problem = {f["id"]: f for f in report["findings"]}["POD-007"]
+    assert problem["scope"]["workers"] == ["train-slice-0-1-q8n4z"] and problem["status"] == "ERROR"
+    assert report["workers"]["train-slice-0-1-q8n4z"]["status"] == "no_report"

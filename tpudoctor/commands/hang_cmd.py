@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "their logs' step counters: say whether the job moves, group the processes by where they "
                     "stand, name the odd one out and its frame, and decide: RESTART, FIX CODE or REPLACE HOST. "
                     "Taking a stack pauses a process for a few milliseconds (native frames, only taken from "
-                    "processes that did not move: about a second).",
+                    "processes that did not move: up to about 0.2 s).",
     )
     which = parser.add_argument_group("which processes")
     which.add_argument("--pid", type=int, action="append", default=None, metavar="PID",
@@ -53,6 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "worker's report")
     keep.add_argument("--replay", metavar="DIR",
                       help="analyse a --dump-dir capture again instead of live processes")
+    keep.add_argument("--merge", nargs="+", metavar="REPORT|DIR",
+                      help="merge the JSON hang reports that the workers wrote themselves (GKE: kubectl exec ... "
+                           "tpudoctor hang --format json > POD.json) into one slice-wide analysis")
     add_target_flags(parser)
     add_output_flags(parser, HANG_FORMATS)
     add_pod_flags(parser, "tpudoctor hang")
@@ -81,10 +84,20 @@ def run(args: argparse.Namespace) -> ExitCode:
         raise UsageError("--dump-timeout must be positive")
     if args.replay and args.pid:
         raise UsageError("--replay reads a saved capture; --pid names live processes: give one of them")
+    if args.merge and (args.replay or args.pid or wants_fanout(args)):
+        raise UsageError("--merge reads the workers' reports: it takes no --replay, --pid or --all-workers")
     fmt = chosen_format(args, HANG_FORMATS, settings)
     fail_on = config.resolve(args.fail_on, "fail_on", settings, default="fail")
     started = time.monotonic()
-    if wants_fanout(args):
+    if args.merge:
+        import datetime as _dt
+
+        from tpudoctor.hang.pod import merge_answers, read_worker_documents
+
+        report = merge_answers(read_worker_documents(args.merge), target=target,
+                               started_at=_dt.datetime.now(_dt.timezone.utc), interval_s=interval_s,
+                               source=", ".join(args.merge))
+    elif wants_fanout(args):
         from tpudoctor.commands.pod_check import discover_workers
         from tpudoctor.hang.pod import run_fanout
 

@@ -145,7 +145,7 @@ def _sample(capture: ProcessCapture, pyspy: str | None, options: CaptureOptions)
     first = not capture.samples and not capture.steps
     if not first:
         _count(capture)
-    capture.steps += [read_steps(path) for path in capture.log_files]
+    capture.steps += [_reading(path, capture.pid) for path in capture.log_files]
     if capture.failure is not None and capture.failure.kind != "timeout":
         if first:
             _count(capture)
@@ -166,6 +166,12 @@ def _sample(capture: ProcessCapture, pyspy: str | None, options: CaptureOptions)
         _count(capture)
 
 
+def _reading(path: str, pid: int):
+    reading = read_steps(stacks.in_process_root(path, pid))
+    reading.source = path  # the name the job knows it by
+    return reading
+
+
 def _count(capture: ProcessCapture) -> None:
     counters = procstat.read_counters(capture.pid)
     if counters is not None:
@@ -183,7 +189,8 @@ def _native(capture: ProcessCapture, pyspy: str, options: CaptureOptions) -> Non
 def _log_sources(captures: list[ProcessCapture], options: CaptureOptions) -> list[str]:
     from tpudoctor.providers.libtpu_logs import libtpu_log_dirs, recent_log_files
 
-    sources = [path for c in captures for path in c.log_files] + list(options.log_files)
+    sources = [stacks.in_process_root(path, c.pid) for c in captures for path in c.log_files]
+    sources += list(options.log_files)
     sources += [str(p) for p in recent_log_files(libtpu_log_dirs(), options.since_s)]
     return list(dict.fromkeys(sources))
 

@@ -162,3 +162,53 @@ def _keep_documents(answers: dict[str, dict[str, Any] | Finding], folder: str) -
             (root / f"worker-{worker}.json").write_text(json.dumps(data, indent=1))
     except OSError as exc:
         raise InputError(f"--dump-dir {folder}: cannot write: {exc.strerror or exc}") from None
+
+
+def read_worker_documents(sources: list[str]) -> dict[str, dict[str, Any] | Finding]:
+    """Hang reports the workers wrote themselves (``kubectl exec POD -- tpudoctor hang --format json > POD.json``),
+    from files or folders of ``*.json``, keyed by worker: the report's own worker, else the file's name
+    (``3.json``, ``worker-3.json``: worker 3; ``POD.json``: the pod). A file without a readable report
+    (an ``exec`` that failed) is a finding scoped to that worker, and the others still merge."""
+    import json
+    import re
+    from pathlib import Path
+
+    from tpudoctor.findings import Remediation, Status
+    from tpudoctor.pod.documents import document_from_output
+    from tpudoctor.pod.merge import worker_problem
+    from tpudoctor.pod.slice_checks import REPORT_READABLE
+
+    files: list[Path] = []
+    for source in sources:
+        path = Path(source)
+        if path.is_dir():
+            files += sorted(path.glob("*.json"))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise InputError(f"--merge {source}: no such file or folder")
+    if not files:
+        raise InputError(f"--merge {' '.join(sources)}: no *.json hang report found")
+    found: dict[str, dict[str, Any] | Finding] = {}
+    for path in files:
+        named = re.fullmatch(r"(?:worker-)?(\d+)", path.stem)
+        worker = named.group(1) if named else path.stem
+        try:
+            document = document_from_output(path.read_text(encoding="utf-8", errors="replace"), str(path),
+                                            kind=DOCUMENT_KIND, what="hang report")
+            check_document(document, str(path))
+        except (InputError, OSError) as exc:
+            found[worker] = worker_problem(
+                REPORT_READABLE, "Every worker's report is readable", worker, Status.ERROR,
+                f"{path.name} holds no readable hang report: {getattr(exc, 'message', exc)}",
+                remediation=Remediation(text="Run tpudoctor hang on that worker by hand and read its error."))
+            continue
+        if document.get("workers"):
+            raise InputError(f"{path} is already a merged hang report", hint="merge the workers' own reports")
+        own = (document.get("target") or {}).get("worker")
+        worker = str(own) if own not in (None, "") else worker
+        if worker in found:
+            raise InputError(f"two hang reports for worker {worker} ({path} and another)",
+                             hint="merge the reports of one run at a time")
+        found[worker] = json.loads(json.dumps(document))
+    return found

@@ -1,9 +1,10 @@
 """Every thread's stack of a live process, taken with py-spy (``py-spy dump --json``).
 
 py-spy reads the process's memory from outside; without ``--nonblocking`` it pauses the process while it
-reads, so the stack is consistent: a few milliseconds for the Python frames, longer with ``--native``
-(it unwinds and symbolises C/C++ frames; ~1-2 s for a JAX process, mostly symbol loading). Locals are
-never read (``--locals`` could copy secrets into a report).
+reads, so the stack is consistent: a few milliseconds for the Python frames; with ``--native`` it also
+unwinds the C/C++ frames (a pause of about 0.1 s for a JAX process, and a second or two of symbol loading
+outside the pause; benchmarks/bench_hang.py). Locals are never read (``--locals`` could copy secrets into
+a report).
 
 Each failure becomes a ``CaptureFailure`` whose ``kind`` says what to do: no right to trace, py-spy
 missing, the process gone, not a Python process, no answer in time.
@@ -67,7 +68,7 @@ def dump(pid: int, *, native: bool = False, timeout_s: float = DEFAULT_TIMEOUT_S
         return failure_from(pid, err or done.stdout.decode(errors="replace").strip())
     raw = done.stdout.decode(errors="replace")
     try:
-        threads = parse_dump(raw)
+        threads = parse_dump(raw, pid=pid)
     except ValueError as exc:
         return CaptureFailure("error", f"py-spy printed no readable dump: {exc}", err[-500:])
     return StackSample(taken_at=taken_at, seconds=seconds, native=native, threads=threads, raw=raw)
@@ -85,8 +86,9 @@ def failure_from(pid: int, message: str) -> CaptureFailure:
     return CaptureFailure("error", f"py-spy failed on process {pid}", detail)
 
 
-def parse_dump(text: str) -> list[ThreadStack]:
-    """py-spy's ``--json`` output: a list of threads, each with its frames (innermost first)."""
+def parse_dump(text: str, *, pid: int | None = None) -> list[ThreadStack]:
+    """py-spy's ``--json`` output: a list of threads, each with its frames (innermost first). With ``pid``,
+    source files missing here are read through ``/proc/PID/root`` (tpudoctor in a sidecar container)."""
     data = json.loads(text)
     if not isinstance(data, list):
         raise ValueError("expected a list of threads")
@@ -97,13 +99,21 @@ def parse_dump(text: str) -> list[ThreadStack]:
             native = f.get("module") is not None  # py-spy names the library of a native frame only
             filename = str(f.get("filename") or "")
             line = int(f.get("line") or 0)
-            code, holding = (None, ()) if native else source_context(filename, line)
+            code, holding = (None, ()) if native else source_context(in_process_root(filename, pid), line)
             frames.append(Frame(function=str(f.get("name") or "?"), file=filename, line=line, native=native,
                                 code=code, holding=holding))
         threads.append(ThreadStack(tid=int(item.get("os_thread_id") or item.get("thread_id") or 0),
                                    name=str(item.get("thread_name") or ""), active=bool(item.get("active")),
                                    owns_gil=bool(item.get("owns_gil")), frames=frames))
     return threads
+
+
+def in_process_root(path: str, pid: int | None) -> str:
+    """``path`` as this process sees it, or through the traced process's root when only it has the file
+    (another container sharing the process namespace)."""
+    if pid is None or not path.startswith("/") or os.path.exists(path):
+        return path
+    return f"/proc/{pid}/root{path}"
 
 
 def source_context(filename: str, line: int) -> tuple[str | None, tuple[str, ...]]:
