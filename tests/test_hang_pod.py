@@ -122,3 +122,24 @@ def test_all_workers_from_the_tpu_api_and_a_worker_without_its_process(fake_tpu_
     assert cause["waiting"] == 3
     assert report["decision"]["action"] == "RESTART"
     assert any("tpudoctor check --tpu pod" in c and "--workers 3" in c for c in report["decision"]["commands"])
+
+
+def test_a_worker_that_never_answers_is_bounded_by_the_worker_timeout(tmp_path, monkeypatch):
+    stuck, waiting = _pids("checkpoint")
+    root = tmp_path / "slice"
+    _use(monkeypatch, build_slice(root, 4, hung={2}))
+    for i in range(4):
+        _give(root / f"worker-{i}", "checkpoint", [stuck] if i == 1 else [waiting[0]])
+    out = tmp_path / "merged.json"
+    started = time.monotonic()
+    code = main(["hang", "--tpu", "pod", "--zone", ZONE, "--workers", "0-3", "--replay", "dumps", "--interval", "0s",
+                 "--worker-timeout", "15s", "--format", "json", "-o", str(out)])
+    elapsed = time.monotonic() - started
+    report = json.loads(out.read_text())
+    assert code == 1 and elapsed < 45
+    problem = {f["id"]: f for f in report["findings"]}["POD-001"]
+    assert problem["scope"]["workers"] == ["2"] and "no answer within 15s" in problem["message"]
+    assert report["root_cause"]["members"] == [{"worker": "1", "pid": stuck}]  # the answering workers still tell
+    for pid in (root / "hung-pids.txt").read_text().split():  # the stuck session's child died with its group
+        stat = Path(f"/proc/{pid}/stat")
+        assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"

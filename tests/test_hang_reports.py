@@ -183,3 +183,47 @@ def test_merge_takes_a_worker_without_a_readable_report_as_a_finding(tmp_path):
     problem = {f["id"]: f for f in report["findings"]}["POD-007"]
     assert problem["scope"]["workers"] == ["train-slice-0-1-q8n4z"] and problem["status"] == "ERROR"
     assert report["workers"]["train-slice-0-1-q8n4z"]["status"] == "no_report"
+
+
+TPU_INFO_METRICS = """\
+TPU Duty Cycle
+
+| Core ID | Duty Cycle (%) |
+|---------|----------------|
+| 0       | 100.00%        |
+| 1       | 100.00%        |
+| 2       | 0.00%          |
+| 3       | 100.00%        |
+
+TPU HBM Usage
+
+| Chip   | HBM Usage (GiB)       |
+|--------|-----------------------|
+| 0      | 29.50 GiB / 31.25 GiB |
+| 1      | 21.50 GiB / 31.25 GiB |
+"""
+
+
+def test_the_tpu_runtime_view_from_tpu_info(tmp_path, monkeypatch):
+    from tpudoctor.hang.capture import tpu_runtime_view
+
+    fake = tmp_path / "bin" / "tpu-info"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\ncat <<'EOF'\n" + TPU_INFO_METRICS + "EOF\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:/usr/bin:/bin")
+    view = tpu_runtime_view()
+    assert view["available"] and view["duty_cycle_percent"] == {"0": 100.0, "1": 100.0, "2": 0.0, "3": 100.0}
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert tpu_runtime_view()["available"] is False
+
+
+@pytest.mark.parametrize(("duty", "confidence", "says"), [
+    ({"0": 0.0, "1": 0.0}, "low", "chips idle"),
+    ({"0": 100.0, "1": 99.5}, "medium", "chips busy"),
+])
+def test_idle_chips_make_replace_host_less_sure(duty, confidence, says):
+    capture = _captures("device_step")
+    report = _analyze(capture, environment={"tpu_info": {"available": True, "duty_cycle_percent": duty}})
+    assert report.decision.action == "REPLACE HOST"
+    assert report.decision.confidence == confidence and says in report.decision.why

@@ -400,6 +400,13 @@ def decide(cause: RootCause, report: HangReport) -> Decision:
         text = ("Restart the job once: if the same host hangs again in device work, report it as faulty (All "
                 "Capacity mode; the repair takes 3-14 days), or delete and recreate the TPU (or its queued "
                 "resource) to get another host. Report only after ruling out software.")
+        duty = _duty_cycles(report, workers)
+        if duty and max(duty) < 5.0:
+            confidence = "low"
+            why += (f"; but tpu-info shows the chips idle ({max(duty):g}% duty cycle at most): they wait for "
+                    "something (a peer, the network, the host) rather than run a program that does not end")
+        elif duty and min(duty) >= 90.0:
+            why += f"; tpu-info shows the chips busy ({min(duty):g}-{max(duty):g}% duty cycle) while nothing moves"
         description = f"tpudoctor hang: device work does not finish on {', '.join(hosts)}"
         commands = [_kill_line(report), gcloud.report_host_as_faulty(t.tpu, t.zone, t.project, description),
                     gcloud.tpu_vm("delete", t.tpu, t.zone, t.project),
@@ -438,6 +445,15 @@ def decide(cause: RootCause, report: HangReport) -> Decision:
                         f"--workers {','.join(_workers_of(culprit_states)) or 'N'} --step 4")
     commands.append(_recheck_line(report))
     return Decision("RESTART", confidence, why, text, [c for c in commands if c])
+
+
+def _duty_cycles(report: HangReport, workers: list[str]) -> list[float]:
+    """The duty cycles tpu-info gave for these workers' chips (this host's when not a pod)."""
+    if report.is_pod:
+        found = [v for w in workers for v in (report.workers.get(w, {}).get("duty_cycle_percent") or {}).values()]
+    else:
+        found = list(((report.environment.get("tpu_info") or {}).get("duty_cycle_percent") or {}).values())
+    return [float(v) for v in found]
 
 
 def _pids_by_worker(report: HangReport) -> dict[str | None, list[int]]:

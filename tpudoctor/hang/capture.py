@@ -110,6 +110,9 @@ def capture_live(options: CaptureOptions, *, on_progress: Callable[[str], None] 
     digests = [d for source in log_sources for d in _digests_in(source)]
     environment = {"ptrace_scope": _ptrace_scope(), "platform": "gke" if os.environ.get("KUBERNETES_SERVICE_HOST")
                    else "vm", "log_sources": log_sources, "pyspy": pyspy, "native": options.native}
+    if any(c.devices or "libtpu" in c.frameworks for c in captures):  # only where a TPU is in use
+        say("the TPU runtime's view (tpu-info)")
+        environment["tpu_info"] = tpu_runtime_view()
     result = Capture(captures=captures, digests=digests, started_at=started_at, interval_s=options.interval_s,
                      samples=max((len(c.samples) for c in captures), default=0), host=host, worker=worker,
                      environment=environment)
@@ -273,3 +276,37 @@ def cloud_digests(project: str, zone: str | None, tpu: str, *, since_s: float, a
             digest.logged_at = digest.logged_at or entry.timestamp
             found.append(digest)
     return found, f"Cloud Logging: {len(entries)} entries of {tpu} in the last {since_s:g}s"
+
+
+TPU_INFO_TIMEOUT_S = 20.0
+
+
+def tpu_runtime_view(timeout_s: float = TPU_INFO_TIMEOUT_S) -> dict[str, Any]:
+    """The TPU runtime's own view where ``tpu-info`` (libtpu's metrics) is installed: each core's duty cycle
+    while the job stands still. A chip busy at 100% runs a program that does not end; chips at 0% wait."""
+    import re
+    import shutil
+    import subprocess
+
+    tool = shutil.which("tpu-info")
+    if tool is None:
+        return {"available": False, "why": "tpu-info is not installed (pip install tpu-info; TPU VMs only)"}
+    argv = [tool, "--metric", "duty_cycle_percent", "--metric", "hbm_usage"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+    except (subprocess.TimeoutExpired, OSError) as exc:
+        return {"available": False, "why": f"tpu-info did not answer: {exc}"}
+    text = done.stdout
+    duty: dict[str, float] = {}
+    section = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and stripped[0] not in "|│┃┏┡└┗━─":
+            section = stripped
+        cells = [c.strip() for c in re.split(r"[|│┃]", stripped) if c.strip()]
+        if "duty" in section.lower() and len(cells) >= 2 and re.fullmatch(r"\d+", cells[0]):
+            match = re.fullmatch(r"([0-9.]+)\s*%", cells[-1])
+            if match:
+                duty[cells[0]] = float(match.group(1))
+    return {"available": True, "exit_code": done.returncode, "duty_cycle_percent": duty, "text": text[-3000:],
+            "stderr": done.stderr[-500:]}

@@ -135,8 +135,10 @@ def merge_answers(answers: dict[str, dict[str, Any] | Finding], *, target: Targe
         if answer.get("started_at"):
             starts.append(_dt.datetime.fromisoformat(answer["started_at"]))
         log_sources += [f"worker {worker}: {path}" for path in (answer.get("environment") or {}).get("log_sources") or []]
+        tpu_info = (answer.get("environment") or {}).get("tpu_info") or {}
         workers[worker] = {"status": "reported" if theirs else "no_process", "host": answer.get("host"),
-                           "verdict": answer.get("verdict"), "source": source}
+                           "verdict": answer.get("verdict"), "source": source,
+                           "duty_cycle_percent": tpu_info.get("duty_cycle_percent") or {}}
     # The workers' own times: a replayed capture was taken long before this run.
     report = analyze(captures, target=target, host=f"{len(answers)} workers",
                      started_at=min(starts) if starts else started_at,
