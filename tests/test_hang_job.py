@@ -145,12 +145,14 @@ def test_dump_dir_keeps_py_spy_output_and_replay_reaches_the_same_root_cause(mov
 
 
 def test_every_format_renders_the_hung_job(moving, tmp_path):
+    dumps = tmp_path / "dumps"
     with moving.metrics_lock_stalled(1):
-        outputs = {}
-        for fmt in ("markdown", "html", "junit"):
-            out = tmp_path / f"hang.{fmt}"
-            assert main(["hang", "--interval", INTERVAL, "--format", fmt, "-o", str(out), *pids(moving)]) == 1
-            outputs[fmt] = out.read_text()
+        hang(tmp_path, moving, "--dump-dir", str(dumps))
+    outputs = {}
+    for fmt in ("markdown", "html", "junit"):  # the same capture, read back
+        out = tmp_path / f"hang.{fmt}"
+        assert main(["hang", "--replay", str(dumps), "--format", fmt, "-o", str(out)]) == 1
+        outputs[fmt] = out.read_text()
     assert "## HUNG" in outputs["markdown"] and "## Decision: FIX CODE" in outputs["markdown"]
     assert "MetricsWriter.record" in outputs["html"] and "<h3>Decision: FIX CODE" in outputs["html"]
     import xml.etree.ElementTree as ET

@@ -26,10 +26,11 @@ def spawn(tmp_path):
     """Start ``python script`` processes; each is SIGKILLed and reaped at the end, whatever happens."""
     procs: list[subprocess.Popen] = []
 
-    def start(name: str, code: str, *, ready: str | None = None, stdin=subprocess.DEVNULL) -> subprocess.Popen:
+    def start(name: str, code: str, *, ready: str | None = None, stdin=subprocess.DEVNULL,
+              args: tuple[str, ...] = (), settle: bool = True) -> subprocess.Popen:
         script = tmp_path / f"{name}.py"
         script.write_text(textwrap.dedent(code))
-        proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, stdin=stdin,
+        proc = subprocess.Popen([sys.executable, str(script), *args], cwd=tmp_path, stdin=stdin,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(proc)
         if ready is not None:
@@ -39,7 +40,10 @@ def spawn(tmp_path):
                 assert proc.poll() is None, f"{name} exited early ({proc.returncode})"
                 assert time.monotonic() < deadline, f"{name} never got ready"
                 time.sleep(0.05)
-            time.sleep(0.3)  # from the marker to the blocking call
+            if settle:
+                _settled(proc.pid)
+            else:
+                time.sleep(0.3)  # from the marker to the loop
         return proc
 
     try:
@@ -49,6 +53,27 @@ def spawn(tmp_path):
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
+
+
+def _settled(pid: int, quiet_s: float = 0.5, timeout_s: float = 30.0) -> None:
+    """Until the main thread has stopped running (its context switches stay put): it reached the call where
+    it blocks, however loaded the machine is."""
+    status = Path(f"/proc/{pid}/task/{pid}/status")
+
+    def switches() -> int:
+        lines = status.read_text().splitlines()
+        return sum(int(line.split()[1]) for line in lines if "ctxt_switches" in line)
+
+    deadline = time.monotonic() + timeout_s
+    last, since = switches(), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = switches()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return
+    raise AssertionError(f"process {pid} never settled")
 
 
 def hang_json(tmp_path: Path, *argv: str) -> tuple[int, dict]:
@@ -140,7 +165,7 @@ BUSY = """\
 
 
 def test_a_busy_loop_after_the_last_step(spawn, tmp_path):
-    proc = spawn("busy", BUSY, ready="ready")
+    proc = spawn("busy", BUSY, ready="ready", settle=False)
     code, report = hang_json(tmp_path, "--pid", str(proc.pid), "--interval", "1s",
                              "--log-file", str(tmp_path / "train.log"))
     assert code == 1 and report["verdict"] == "hung"
@@ -160,7 +185,7 @@ EXITS = """\
 
 
 def test_a_process_that_exits_during_the_capture_is_its_own_result(spawn, tmp_path):
-    proc = spawn("exits", EXITS, ready="ready")
+    proc = spawn("exits", EXITS, ready="ready", settle=False)
     code, report = hang_json(tmp_path, "--pid", str(proc.pid), "--interval", "2s")
     findings = {f["id"]: f for f in report["findings"]}
     assert findings["HANG-004"]["status"] == "WARN" and str(proc.pid) in findings["HANG-004"]["message"]
@@ -207,7 +232,7 @@ def test_without_py_spy_the_install_line_and_a_verdict_from_the_logs(spawn, tmp_
                 log.flush()
                 time.sleep(0.05)
     """
-    proc = spawn("logger", code_text, ready="ready")
+    proc = spawn("logger", code_text, ready="ready", settle=False)
     monkeypatch.setattr("tpudoctor.hang.stacks.pyspy_path", lambda: None)
     code, report = hang_json(tmp_path, "--pid", str(proc.pid), "--interval", "0.6s")
     findings = {f["id"]: f for f in report["findings"]}
@@ -230,6 +255,14 @@ def test_discovery_finds_the_process_that_holds_the_tpu(spawn, tmp_path, monkeyp
     assert capture["pid"] == proc.pid and capture["devices"] == ["/dev/accel0", "/dev/accel1"]
     assert capture["selected_because"].startswith("holds /dev/accel0")
     assert report["processes"][0]["category"] == "sleeping"
+
+
+def test_a_token_on_the_command_line_never_reaches_the_report(spawn, tmp_path):
+    token = "ya29.a0AfH6SMBq3xYzExampleTokenValue0123456789"
+    proc = spawn("serve", SLEEPER, ready="ready", args=("--access_token=" + token,))
+    _code, report = hang_json(tmp_path, "--pid", str(proc.pid), "--interval", "0s", "--native", "never")
+    assert token not in json.dumps(report)
+    assert "<secret>" in report["captures"][0]["cmdline"] or "<access-token>" in report["captures"][0]["cmdline"]
 
 
 @pytest.mark.parametrize(("argv", "says"), [

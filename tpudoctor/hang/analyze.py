@@ -144,6 +144,9 @@ def job_verdict(states: list[ProcessState], groups: list[StackGroup]) -> tuple[s
     if frozen and moving:
         return ("unknown", f"{len(moving)} process(es) moved while {len(frozen)} did not "
                            f"({_label(frozen[0])}: {frozen[0].progress_why})", "low")
+    deadlocked = [s for s in states if s.category == Category.LOCK.value and s.detail.startswith("deadlock")]
+    if deadlocked and not moving:
+        return "hung", f"{_label(deadlocked[0])}: {deadlocked[0].detail}", "high"
     if any(g.odd_one_out for g in groups):
         return ("hung", "nothing moved, and the stacks have the shape of a hang: some processes wait in the "
                         "collective for others that stand elsewhere", "medium")

@@ -151,8 +151,10 @@ _FIELD_NAMES = {"Full error digest", "Potential cause", "Potential culprit worke
 def parse_block(block: list[str], source: str, line_no: int, logged_at: _dt.datetime | None) -> HangDigest:
     headline = block[0].strip()
     kind = "unrecoverable" if headline.startswith("Some workers have halted") else "digest"
+    from tpudoctor.redact import scrub_secrets
+
     digest = HangDigest(source=source, line_no=line_no, logged_at=logged_at, kind=kind, headline=headline[:500],
-                        text="\n".join(block)[:MAX_TEXT_CHARS])
+                        text=scrub_secrets("\n".join(block)[:MAX_TEXT_CHARS]))
     section: str | None = None
     module: dict[str, Any] | None = None
     cause_field = None

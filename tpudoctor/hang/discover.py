@@ -116,13 +116,16 @@ def _parent(pid: int) -> int | None:
 
 
 def cmdline_of(pid: int) -> str:
+    """The command line, with any access token or key in it scrubbed (it goes into reports)."""
+    from tpudoctor.redact import scrub_secrets
+
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         raw = b""
     text = " ".join(p.decode(errors="replace") for p in raw.split(b"\0") if p)
     if text:
-        return text
+        return scrub_secrets(text)
     try:
         return f"[{Path(f'/proc/{pid}/comm').read_text().strip()}]"
     except OSError:

@@ -116,8 +116,10 @@ def reading_from_lines(source: str, lines: Iterable[str], *, now: _dt.datetime,
             break
     if not found:
         return StepReading(source=source, step=None, line=None, logged_at=None, read_at=now)
+    from tpudoctor.redact import scrub_secrets
+
     last_line, last = found[0]
-    return StepReading(source=source, step=last.step, line=last_line.strip()[:500],
+    return StepReading(source=source, step=last.step, line=scrub_secrets(last_line.strip()[:500]),
                        logged_at=line_time(last_line, now) or fallback_time, read_at=now,
                        seconds_per_step=_seconds_per_step(found, now), format=last.format)
 

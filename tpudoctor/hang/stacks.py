@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from tpudoctor.hang.model import CaptureFailure, Frame, StackSample, ThreadStack
+from tpudoctor.redact import scrub_secrets
 
 PYSPY_INSTALL = "pip install py-spy"
 DEFAULT_TIMEOUT_S = 20.0
@@ -124,7 +125,7 @@ def source_context(filename: str, line: int) -> tuple[str | None, tuple[str, ...
     text = linecache.getline(filename, line)
     if not text:
         return None, ()
-    code = text.strip()
+    code = scrub_secrets(text.strip())
     if any(marker in filename for marker in ("/site-packages/", "/dist-packages/", "/lib/python3", "/lib64/python3")):
         return code, ()  # a library's own locks are not the job's
     holding = []
