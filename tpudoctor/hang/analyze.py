@@ -389,6 +389,7 @@ def decide(cause: RootCause, report: HangReport) -> Decision:
                         "ls /tmp/xla_dump | grep -c after_optimizations  # compare across workers"]
         elif category == "lock":
             text += " Do not hold a lock across blocking work (I/O, a collective), and take locks in one order."
+        commands.append(_kill_line(report))  # the job does not recover by itself: stop it, fix, start again
         return Decision("FIX CODE", "high" if category in ("debugger", "lock") else "medium", why, text,
                         [c for c in commands if c])
     if category in ("device_stuck", "no_odd_one_out", "bad_chip"):
