@@ -96,12 +96,13 @@ def run(args: argparse.Namespace) -> ExitCode:
 
         report = merge_answers(read_worker_documents(args.merge), target=target,
                                started_at=_dt.datetime.now(_dt.timezone.utc), interval_s=interval_s,
-                               source=", ".join(args.merge))
+                               source=", ".join(args.merge), digests=_cloud_digests(args, target, settings)[0])
     elif wants_fanout(args):
         from tpudoctor.commands.pod_check import discover_workers
         from tpudoctor.hang.pod import run_fanout
 
-        report = run_fanout(args, target, interval_s=interval_s, discover_workers=discover_workers)
+        report = run_fanout(args, target, interval_s=interval_s, discover_workers=discover_workers,
+                            digests=_cloud_digests(args, target, settings)[0])
     else:
         report = _local(args, target, interval_s, settings)
         report.duration_s = time.monotonic() - started
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> ExitCode:
 def _local(args: argparse.Namespace, target, interval_s: float, settings: dict):
     from tpudoctor import config
     from tpudoctor.hang.analyze import analyze
-    from tpudoctor.hang.capture import CaptureOptions, capture_live, cloud_digests, read_dump_dir
+    from tpudoctor.hang.capture import CaptureOptions, capture_live, read_dump_dir
     from tpudoctor.progress import progress
 
     since_s = config.parse_duration_s(config.resolve(args.since, "since", settings, default="1h"))
@@ -130,17 +131,27 @@ def _local(args: argparse.Namespace, target, interval_s: float, settings: dict):
                                  dump_dir=args.dump_dir)
         with progress("tpudoctor hang") as update:
             capture = capture_live(options, on_progress=update)
-    digests = list(capture.digests)
+    found, note = _cloud_digests(args, target, settings, worker=capture.worker)
+    digests = list(capture.digests) + found
     environment = dict(capture.environment)
-    if args.since and target.project and target.tpu:
-        api_timeout_s = config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="10s"))
-        found, note = cloud_digests(target.project, target.zone, target.tpu, since_s=since_s,
-                                    api_timeout_s=api_timeout_s, worker=capture.worker)
-        digests += found
+    if note:
         environment["cloud_logging"] = note
     target.worker = capture.worker
     return analyze(capture.captures, target=target, host=capture.host, started_at=capture.started_at,
                    interval_s=capture.interval_s, samples=capture.samples, digests=digests, environment=environment)
+
+
+def _cloud_digests(args: argparse.Namespace, target, settings: dict, *, worker: str | None = None):
+    """Megascale digests from Cloud Logging when --since is given with a TPU and a project; and a note."""
+    from tpudoctor import config
+    from tpudoctor.hang.capture import cloud_digests
+
+    if not (args.since and target.project and target.tpu):
+        return [], None
+    since_s = config.parse_duration_s(args.since)
+    api_timeout_s = config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="10s"))
+    return cloud_digests(target.project, target.zone, target.tpu, since_s=since_s, api_timeout_s=api_timeout_s,
+                         worker=worker)
 
 
 def _as_check_report(report):

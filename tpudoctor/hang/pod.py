@@ -32,7 +32,8 @@ def remote_command(args: argparse.Namespace, *, worker: str, interval_s: float) 
     return shlex.join(argv)
 
 
-def run_fanout(args: argparse.Namespace, target: Target, *, interval_s: float, discover_workers) -> HangReport:
+def run_fanout(args: argparse.Namespace, target: Target, *, interval_s: float, discover_workers,
+               digests: list[HangDigest] | None = None) -> HangReport:
     """Every chosen worker's capture, analysed as one slice. ``discover_workers(target, api_timeout_s)``
     counts the node's workers for ``--all-workers`` (through the TPU API)."""
     import shutil
@@ -73,7 +74,7 @@ def run_fanout(args: argparse.Namespace, target: Target, *, interval_s: float, d
     if args.dump_dir:
         _keep_documents(answers, args.dump_dir)
     return merge_answers(answers, target=target, started_at=started_at, interval_s=interval_s,
-                         source=f"gcloud compute tpus tpu-vm ssh {target.tpu} --worker=N")
+                         source=f"gcloud compute tpus tpu-vm ssh {target.tpu} --worker=N", digests=digests)
 
 
 def worker_answer(run, ssh, *, timeout_s: float) -> dict[str, Any] | Finding:
@@ -103,7 +104,7 @@ def check_document(document: dict[str, Any], source: str) -> None:
 
 
 def merge_answers(answers: dict[str, dict[str, Any] | Finding], *, target: Target, started_at: _dt.datetime,
-                  interval_s: float, source: str) -> HangReport:
+                  interval_s: float, source: str, digests: list[HangDigest] | None = None) -> HangReport:
     """One report for the slice from each worker's document (or the finding in its place)."""
     import time
 
@@ -111,7 +112,7 @@ def merge_answers(answers: dict[str, dict[str, Any] | Finding], *, target: Targe
 
     began = time.monotonic()
     captures: list[ProcessCapture] = []
-    digests: list[HangDigest] = []
+    digests = list(digests or [])  # Cloud Logging's, read once for the slice
     problems: list[Finding] = []
     workers: dict[str, dict[str, Any]] = {}
     samples = 0
