@@ -9,6 +9,34 @@ from shared_data import SHARED_DATA
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+def pytest_configure(config):
+    """Under ``-n``, tests that share one slow module fixture (``@pytest.mark.xdist_group``) run on one
+    worker, so it starts once; the others are spread as with xdist's default ``load``."""
+    if getattr(config.option, "dist", None) == "load":
+        config.option.dist = "loadgroup"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """On an xdist worker, the group goes into each grouped test's id (``...@hung_jax_job``), which is how
+    the controller's loadgroup scheduler sees it. xdist 3.8 writes it where pytest 9 no longer reads it
+    (``Node._nodeid``), so it is done here, once; if that fails the tests still run, only spread."""
+    if not hasattr(config, "workerinput"):
+        return
+    for item in items:
+        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                         for m in item.iter_markers("xdist_group")})
+        suffix = "@" + "_".join(groups)
+        if not groups or item.nodeid.endswith(suffix):
+            continue
+        try:
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(item.nodeid + suffix)
+        except (ImportError, AttributeError):
+            item._nodeid = item.nodeid + suffix
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """The real captures in ../shared/data; the test skips, saying why, where they are absent."""

@@ -108,6 +108,7 @@ class FindingKind(str, enum.Enum):
     PROFILE = "profile"
     BENCH = "bench"
     GOODPUT = "goodput"
+    HANG = "hang"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,9 +8,10 @@ from tpudoctor.commands import (
     compare_cmd,
     explain_cmd,
     goodput_cmd,
+    hang_cmd,
     list_checks_cmd,
     merge_cmd,
     profile_cmd,
 )
 
-COMMANDS = [check_cmd, list_checks_cmd, profile_cmd, goodput_cmd, compare_cmd, bench_cmd, merge_cmd, explain_cmd]
+COMMANDS = [check_cmd, list_checks_cmd, profile_cmd, goodput_cmd, hang_cmd, compare_cmd, bench_cmd, merge_cmd, explain_cmd]

@@ -16,8 +16,8 @@ from tpudoctor.exitcodes import ExitCode
 DEFAULT_PARALLEL = 64  # gcloud's own --worker=all contacts every worker at once
 
 
-def add_pod_flags(parser: argparse.ArgumentParser) -> None:
-    pod = parser.add_argument_group("pod slices (run the check on every worker through gcloud ssh, merge the reports)")
+def add_pod_flags(parser: argparse.ArgumentParser, what: str = "the check") -> None:
+    pod = parser.add_argument_group(f"pod slices (run {what} on every worker through gcloud ssh, merge the reports)")
     which = pod.add_mutually_exclusive_group()
     which.add_argument("--all-workers", action="store_true",
                        help="every worker of --tpu (the count comes from the TPU API)")

@@ -41,3 +41,18 @@ def bucket_role_binding(bucket: str, member: str | None, role: str) -> str:
 def bucket_create(bucket: str, region: str | None, project: str | None) -> str:
     return (f"gcloud storage buckets create gs://{bucket} --location={_q(region, 'REGION')} "
             f"--project={_q(project, 'PROJECT')} --uniform-bucket-level-access")
+
+
+def report_host_as_faulty(node: str | None, zone: str | None, project: str | None, description: str) -> str:
+    """Report the host of a TPU VM in All Capacity mode as faulty (Compute Engine repairs it; 3-14 days).
+    gcloud splits ``--fault-reasons`` at commas, so the description has none."""
+    description = description.replace(",", ";")
+    return (f"gcloud compute instances report-host-as-faulty {_q(node, 'TPU_NAME')} --zone {_q(zone, 'ZONE')} "
+            f"--project {_q(project, 'PROJECT')} "
+            f"--fault-reasons={shlex.quote(f'behavior=BEHAVIOR_UNSPECIFIED,description={description}')} "
+            "--disruption-schedule=IMMEDIATE")
+
+
+def queued_resource(verb: str, qr: str | None, zone: str | None, project: str | None, *extra: str) -> str:
+    return " ".join(["gcloud compute tpus queued-resources", verb, _q(qr, "QUEUED_RESOURCE_ID"),
+                     "--zone", _q(zone, "ZONE"), "--project", _q(project, "PROJECT"), *extra])

@@ -8,7 +8,7 @@ from typing import Any
 
 from tpudoctor.findings import Finding
 from tpudoctor.goodput.rule import RULE_ID_PATTERN, GoodputRule, evaluate_rule
-from tpudoctor.rule_loading import load_rule_classes
+from tpudoctor.plugins import load_plugin_classes
 
 ENTRY_POINT_GROUP = "tpudoctor.goodput_rules"
 BUILTIN_RULE_PACKAGE = "tpudoctor.goodput.rules"
@@ -16,9 +16,9 @@ BUILTIN_RULE_PACKAGE = "tpudoctor.goodput.rules"
 
 def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True
                ) -> dict[str, type[GoodputRule]]:
-    return load_rule_classes(GoodputRule, builtin_package=BUILTIN_RULE_PACKAGE, group=ENTRY_POINT_GROUP,
-                             id_pattern=RULE_ID_PATTERN, what="goodput rule", extra_sources=extra_sources,
-                             plugins=plugins)
+    return load_plugin_classes(builtin_package=BUILTIN_RULE_PACKAGE, group=ENTRY_POINT_GROUP, base=GoodputRule,
+                               id_pattern=RULE_ID_PATTERN, what="goodput rule", extra_sources=extra_sources,
+                               plugins=plugins)
 
 
 def evaluate_rules(document: Mapping[str, Any], rules: Mapping[str, type[GoodputRule]] | None = None

@@ -12,19 +12,25 @@ from tpudoctor.findings import SCHEMA_VERSION, Report, upgrade_check_report_v1
 def report_from_output(text: str, source: str) -> tuple[Report, dict[str, Any]]:
     """The check report in a worker's stdout. Lines before it (a login banner, a motd, a shell profile's
     echo) are skipped: the report is the first JSON object that starts a line and is a check report."""
+    document = document_from_output(text, source, kind="check", what="check report")
+    return report_from_document(document, source), document
+
+
+def document_from_output(text: str, source: str, *, kind: str, what: str) -> dict[str, Any]:
+    """The first JSON object in ``text`` that starts a line and has this ``kind``."""
     decoder = json.JSONDecoder()
     start = 0
     while True:
         at = text.find("{", start)
         if at < 0:
-            raise InputError(f"{source}: no check report in the output")
+            raise InputError(f"{source}: no {what} in the output")
         if at == 0 or text[at - 1] == "\n":
             try:
                 document, _end = decoder.raw_decode(text, at)
             except (ValueError, RecursionError):
                 document = None
-            if isinstance(document, dict) and document.get("kind") == "check":
-                return report_from_document(document, source), document
+            if isinstance(document, dict) and document.get("kind") == kind:
+                return document
         start = at + 1
 
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from tpudoctor.errors import InputError
-from tpudoctor.findings import Remediation, Status
+from tpudoctor.findings import Finding, Remediation, Status
 from tpudoctor.pod.merge import WorkerOutcome, worker_problem
 from tpudoctor.pod.slice_checks import TPUDOCTOR_INSTALLED, WORKER_ANSWERED
 
@@ -136,46 +136,65 @@ def outcome_of(run: WorkerRun, target: SshTarget, *, timeout_s: float) -> Worker
 
     source = f"gcloud ssh worker {run.worker}"
     common = dict(source=source, sent_at=run.sent_at, received_at=run.received_at)
+    problem = run_problem(run, target, timeout_s=timeout_s, command="tpudoctor check --format json")
+    if problem is not None:
+        return WorkerOutcome(run.worker, **common, problem=problem)
+    try:
+        report, document = report_from_output(run.stdout, source)
+    except InputError as exc:
+        return WorkerOutcome(run.worker, **common, problem=unreadable_answer(run, target, exc.message,
+                                                                             command="tpudoctor check --format json",
+                                                                             what="check report"))
+    return WorkerOutcome(run.worker, report=report, document=document, **common)
+
+
+def _evidence(run: WorkerRun) -> dict:
+    return {"worker": run.worker, "exit_code": run.returncode, "stderr_tail": run.stderr[-STDERR_TAIL_CHARS:].strip(),
+            "seconds": round(run.duration_s, 3)}
+
+
+def run_problem(run: WorkerRun, target: SshTarget, *, timeout_s: float, command: str) -> Finding | None:
+    """Why a worker's run gave no answer to read (no answer in time, no tpudoctor, ssh failed), as a finding
+    scoped to it with the fix; None when its output is worth reading. ``command`` is what it was asked to run."""
     err_tail = run.stderr[-STDERR_TAIL_CHARS:].strip()
-    evidence = {"worker": run.worker, "exit_code": run.returncode, "stderr_tail": err_tail,
-                "seconds": round(run.duration_s, 3)}
+    evidence = _evidence(run)
     check_worker = target.shown(run.worker, "uptime; pgrep -af tpudoctor; df -h /tmp")
     if run.timed_out:
-        return WorkerOutcome(run.worker, **common, problem=worker_problem(
+        return worker_problem(
             WORKER_ANSWERED, "Every worker answered", run.worker, Status.FAIL,
             f"no answer within {timeout_s:g}s (the worker or its ssh session hangs)", evidence=evidence,
             remediation=Remediation(
                 text="The worker did not finish in time: it may be down, overloaded or stuck on a hung "
                      "process. Look at it, and at the node's state.",
-                commands=(check_worker, _describe(target)))))
+                commands=(check_worker, _describe(target))))
     if run.returncode == 127 or "tpudoctor: command not found" in run.stderr or (
             "tpudoctor: not found" in run.stderr):
-        return WorkerOutcome(run.worker, **common, problem=worker_problem(
+        return worker_problem(
             TPUDOCTOR_INSTALLED, "tpudoctor is installed on every worker", run.worker, Status.FAIL,
             "tpudoctor is not installed (or not on the login PATH)", evidence=evidence,
             remediation=Remediation(
-                text="Install tpudoctor on every worker of the slice, then run the check again.",
-                commands=(target.shown("all", "pip install tpudoctor"),))))
+                text=f"Install tpudoctor on every worker of the slice, then run {command.split(' --', 1)[0]} again.",
+                commands=(target.shown("all", "pip install tpudoctor"),)))
     if run.returncode == 255 or run.returncode is None:
-        return WorkerOutcome(run.worker, **common, problem=worker_problem(
+        return worker_problem(
             WORKER_ANSWERED, "Every worker answered", run.worker, Status.FAIL,
             f"gcloud ssh to worker {run.worker} failed: {_last_line(err_tail) or 'no message'}", evidence=evidence,
             remediation=Remediation(
                 text="ssh did not connect. Without an external IP, tunnel through IAP (or use --internal-ip "
                      "from inside the VPC); check that a firewall rule allows port 22 to the workers.",
-                commands=(target.shown(run.worker, "true") + " --tunnel-through-iap", _describe(target)))))
-    try:
-        report, document = report_from_output(run.stdout, source)
-    except InputError as exc:
-        return WorkerOutcome(run.worker, **common, problem=worker_problem(
-            WORKER_ANSWERED, "Every worker answered", run.worker, Status.ERROR,
-            f"worker {run.worker} answered (exit {run.returncode}) but sent no readable check report: "
-            f"{_last_line(err_tail) or exc.message}",
-            evidence=evidence | {"stdout_head": run.stdout[:400]},
-            remediation=Remediation(
-                text="Run the check on that worker by hand and read its error.",
-                commands=(target.shown(run.worker, "tpudoctor check --format json"),))))
-    return WorkerOutcome(run.worker, report=report, document=document, **common)
+                commands=(target.shown(run.worker, "true") + " --tunnel-through-iap", _describe(target))))
+    return None
+
+
+def unreadable_answer(run: WorkerRun, target: SshTarget, reason: str, *, command: str, what: str) -> Finding:
+    """A worker answered but its output holds no readable document."""
+    return worker_problem(
+        WORKER_ANSWERED, "Every worker answered", run.worker, Status.ERROR,
+        f"worker {run.worker} answered (exit {run.returncode}) but sent no readable {what}: "
+        f"{_last_line(run.stderr[-STDERR_TAIL_CHARS:].strip()) or reason}",
+        evidence=_evidence(run) | {"stdout_head": run.stdout[:400]},
+        remediation=Remediation(text="Run the command on that worker by hand and read its error.",
+                                commands=(target.shown(run.worker, command),)))
 
 
 def _describe(target: SshTarget) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tpudoctor.profile.rule import RULE_ID_PATTERN, ProfileRule
-from tpudoctor.rule_loading import load_rule_classes
 
 ENTRY_POINT_GROUP = "tpudoctor.profile_rules"
 BUILTIN_RULE_PACKAGE = "tpudoctor.profile.rules"
@@ -17,6 +16,8 @@ BUILTIN_RULE_PACKAGE = "tpudoctor.profile.rules"
 def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True
                ) -> dict[str, type[ProfileRule]]:
     """Rule id -> rule class, built-ins first, in id order within each source."""
-    return load_rule_classes(ProfileRule, builtin_package=BUILTIN_RULE_PACKAGE, group=ENTRY_POINT_GROUP,
-                             id_pattern=RULE_ID_PATTERN, what="profile rule", extra_sources=extra_sources,
-                             plugins=plugins)
+    from tpudoctor.plugins import load_plugin_classes
+
+    return load_plugin_classes(builtin_package=BUILTIN_RULE_PACKAGE, group=ENTRY_POINT_GROUP, base=ProfileRule,
+                               id_pattern=RULE_ID_PATTERN, what="profile rule", extra_sources=extra_sources,
+                               plugins=plugins)

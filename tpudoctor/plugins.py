@@ -1,6 +1,8 @@
-"""Finds rule classes: a built-in package plus an entry-point group (a module or package, a rule class,
-or a callable returning rule classes), as the check registry does for ``tpudoctor.checks``. Shared by
-the profile rules and the goodput rules; duplicate or malformed ids are an error at load time.
+"""Declarative classes from a built-in package plus an entry-point group, keyed by their ``id``.
+
+One loader for every registry of rule-like classes: an entry point may name a module or package (every
+public subclass of ``base`` defined in it), a single class, or a callable returning classes, as for the
+check registry. Invalid or duplicate ids, and a plugin that fails to load, are a ``RegistryError``.
 """
 
 from __future__ import annotations
@@ -12,16 +14,11 @@ import re
 from collections.abc import Iterable
 from importlib import metadata
 from types import ModuleType
-from typing import TypeVar
 
 from tpudoctor.registry import RegistryError
 
-R = TypeVar("R", bound=type)
 
-
-def rules_in(target: object, base: type) -> list[type]:
-    """The ``base`` subclasses a module or package defines (not imported ones, not ``_private``), or those
-    a class, a list or a callable gives."""
+def classes_in(target: object, base: type, what: str) -> list[type]:
     if isinstance(target, ModuleType):
         modules = [target]
         if hasattr(target, "__path__"):
@@ -36,15 +33,15 @@ def rules_in(target: object, base: type) -> list[type]:
     found = []
     for item in items:  # type: ignore[union-attr]
         if not (inspect.isclass(item) and issubclass(item, base)):
-            raise RegistryError(f"entry point object {item!r} is not a {base.__name__}")
+            raise RegistryError(f"entry point object {item!r} is not a {what}")
         found.append(item)
     return found
 
 
-def plugin_sources(group: str, builtin_package: str, what: str) -> list[tuple[str, object]]:
+def plugin_sources(group: str, builtin_value: str, what: str) -> list[tuple[str, object]]:
     sources: list[tuple[str, object]] = []
     for ep in metadata.entry_points(group=group):
-        if ep.value == builtin_package:
+        if ep.value == builtin_value:
             continue  # loaded explicitly, so a source checkout works too
         try:
             sources.append((f"{ep.dist.name if ep.dist else ep.name}:{ep.name}", ep.load()))
@@ -54,24 +51,24 @@ def plugin_sources(group: str, builtin_package: str, what: str) -> list[tuple[st
     return sources
 
 
-def load_rule_classes(base: type, *, builtin_package: str, group: str, id_pattern: re.Pattern, what: str,
-                      extra_sources: Iterable[tuple[str, object]] = (), plugins: bool = True) -> dict[str, type]:
-    """Rule id -> rule class, built-ins first, in id order within each source."""
+def load_plugin_classes(*, builtin_package: str, group: str, base: type, id_pattern: re.Pattern[str], what: str,
+                        extra_sources: Iterable[tuple[str, object]] = (), plugins: bool = True) -> dict[str, type]:
+    """Id -> class, built-ins first, in id order within each source; a plugin class gets ``source``."""
     sources: list[tuple[str, object]] = [("builtin", importlib.import_module(builtin_package))]
     if plugins:
         sources += plugin_sources(group, builtin_package, what)
     sources += list(extra_sources)
-    rules: dict[str, type] = {}
+    found: dict[str, type] = {}
     for source, target in sources:
-        for cls in sorted(rules_in(target, base), key=lambda c: c.id):
+        for cls in sorted(classes_in(target, base, what), key=lambda c: c.id):
             if not id_pattern.match(cls.id or ""):
                 raise RegistryError(f"{what} {cls.__qualname__} from {source} has invalid id {cls.id!r} "
                                     "(lowercase words joined by '-', e.g. acme-slow-io)")
-            other = rules.get(cls.id)
+            other = found.get(cls.id)
             if other is not None and other is not cls:
                 raise RegistryError(f"duplicate {what} id {cls.id}: {other.__module__}.{other.__qualname__} "
                                     f"and {cls.__module__}.{cls.__qualname__} ({source})")
             if source != "builtin":
                 cls.source = source
-            rules[cls.id] = cls
-    return rules
+            found[cls.id] = cls
+    return found

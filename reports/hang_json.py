@@ -1,0 +1,11 @@
+"""JSON hang report: ``HangReport.to_dict`` as validated by ``tpudoctor/schema/hang_report.schema.json``."""
+
+from __future__ import annotations
+
+import json
+
+from tpudoctor.hang.report import HangReport
+
+
+def render(report: HangReport) -> str:
+    return json.dumps(report.to_dict(), indent=2, sort_keys=False, default=str) + "\n"

@@ -1,0 +1,178 @@
+"""``tpudoctor hang``: is the job stuck, which process does it wait for, where does it stand, what to do.
+
+Layers: ``tpudoctor.hang.capture`` takes the stacks, counters and log lines (or reads a ``--dump-dir``
+back), ``tpudoctor.hang.analyze`` makes the ``HangReport``, ``tpudoctor.reports.hang_<format>`` renders it.
+``--all-workers`` / ``--workers`` run it on every worker of a slice (``tpudoctor.hang.pod``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tpudoctor.commands.common import add_output_flags, add_target_flags, chosen_format
+from tpudoctor.commands.pod_check import add_pod_flags, wants_fanout
+from tpudoctor.exitcodes import ExitCode
+
+HANG_FORMATS = ("text", "json", "markdown", "html", "junit")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "hang",
+        help="a job stopped moving: find the process the others wait for, where it stands, and what to do",
+        description="Take every thread's stack of the training processes (py-spy) twice, --interval apart, with "
+                    "their logs' step counters: say whether the job moves, group the processes by where they "
+                    "stand, name the odd one out and its frame, and decide: RESTART, FIX CODE or REPLACE HOST. "
+                    "Taking a stack pauses a process for a few milliseconds (native frames, only taken from "
+                    "processes that did not move: up to about 0.2 s).",
+    )
+    which = parser.add_argument_group("which processes")
+    which.add_argument("--pid", type=int, action="append", default=None, metavar="PID",
+                       help="a training process (repeatable); default: those holding /dev/accel* or /dev/vfio/*, "
+                            "else Python processes that loaded JAX, torch_xla or TensorFlow")
+    sampling = parser.add_argument_group("sampling")
+    sampling.add_argument("--interval", default="5s", metavar="DURATION",
+                          help="time between the two samples (default 5s): stacks or step counters that move "
+                               "mean progress")
+    sampling.add_argument("--native", choices=("auto", "always", "never"), default="auto",
+                          help="C/C++ frames too (py-spy --native): auto takes them from processes that did not "
+                               "move, where they tell a collective from a device wait (default auto)")
+    sampling.add_argument("--dump-timeout", default="20s", metavar="DURATION",
+                          help="limit for each py-spy dump (default 20s)")
+    inputs = parser.add_argument_group("logs")
+    inputs.add_argument("--log-file", action="append", default=None, metavar="FILE",
+                        help="the job's log (repeatable); the processes' own open logs and $TPU_LOG_DIR are read too")
+    inputs.add_argument("--since", default=None, metavar="DURATION",
+                        help="also read Megascale hang digests from Cloud Logging this far back (needs --tpu and "
+                             "--project); and how old a libtpu log may be (default 1h)")
+    inputs.add_argument("--api-timeout", default=None, metavar="DURATION", help="limit for each cloud API call (default 10s)")
+    keep = parser.add_argument_group("raw dumps")
+    keep.add_argument("--dump-dir", metavar="DIR",
+                      help="keep every raw stack dump (py-spy's JSON) and capture here; with --all-workers, each "
+                           "worker's report")
+    keep.add_argument("--replay", metavar="DIR",
+                      help="analyse a --dump-dir capture again instead of live processes")
+    keep.add_argument("--merge", nargs="+", metavar="REPORT|DIR",
+                      help="merge the JSON hang reports that the workers wrote themselves (GKE: kubectl exec ... "
+                           "tpudoctor hang --format json > POD.json) into one slice-wide analysis")
+    add_target_flags(parser)
+    add_output_flags(parser, HANG_FORMATS)
+    add_pod_flags(parser, "tpudoctor hang")
+    gate = parser.add_argument_group("exit status")
+    gate.add_argument("--fail-on", choices=("warn", "fail"), default=None,
+                      help="lowest status that exits 1 (default: fail: a hung job, a process that could not be read)")
+    gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> ExitCode:
+    import time
+
+    from tpudoctor import config
+    from tpudoctor.commands.check_cmd import exit_code_for
+    from tpudoctor.errors import UsageError
+    from tpudoctor.findings import Target
+    from tpudoctor.output import write_text
+
+    settings, _path = config.load_config_file()
+    target = Target(project=config.resolve(args.project, "project", settings),
+                    zone=config.resolve(args.zone, "zone", settings),
+                    tpu=config.resolve(args.tpu, "tpu", settings), worker=args.worker)
+    interval_s = config.parse_duration_s(args.interval)
+    if config.parse_duration_s(args.dump_timeout) <= 0:
+        raise UsageError("--dump-timeout must be positive")
+    if args.replay and args.pid:
+        raise UsageError("--replay reads a saved capture; --pid names live processes: give one of them")
+    if args.merge and (args.replay or args.pid or wants_fanout(args)):
+        raise UsageError("--merge reads the workers' reports: it takes no --replay, --pid or --all-workers")
+    fmt = chosen_format(args, HANG_FORMATS, settings)
+    fail_on = config.resolve(args.fail_on, "fail_on", settings, default="fail")
+    started = time.monotonic()
+    if args.merge:
+        import datetime as _dt
+
+        from tpudoctor.hang.pod import merge_answers, read_worker_documents
+
+        report = merge_answers(read_worker_documents(args.merge), target=target,
+                               started_at=_dt.datetime.now(_dt.timezone.utc), interval_s=interval_s,
+                               source=", ".join(args.merge), digests=_cloud_digests(args, target, settings)[0])
+    elif wants_fanout(args):
+        from tpudoctor.commands.pod_check import discover_workers
+        from tpudoctor.hang.pod import run_fanout
+
+        report = run_fanout(args, target, interval_s=interval_s, discover_workers=discover_workers,
+                            digests=_cloud_digests(args, target, settings)[0])
+    else:
+        report = _local(args, target, interval_s, settings)
+        report.duration_s = time.monotonic() - started
+    text = render(report, fmt, verbose=args.verbose, color=args.output in (None, "-") and sys.stdout.isatty())
+    write_text(args.output, text)
+    return exit_code_for(_as_check_report(report), fail_on=fail_on, exit_zero=args.exit_zero)
+
+
+def _local(args: argparse.Namespace, target, interval_s: float, settings: dict):
+    from tpudoctor import config
+    from tpudoctor.hang.analyze import analyze
+    from tpudoctor.hang.capture import CaptureOptions, capture_live, read_dump_dir
+    from tpudoctor.progress import progress
+
+    since_s = config.parse_duration_s(config.resolve(args.since, "since", settings, default="1h"))
+    if args.replay:
+        capture = read_dump_dir(args.replay)
+        if args.worker not in (None, ""):
+            capture.worker = str(args.worker)
+            for c in capture.captures:
+                c.worker = capture.worker
+    else:
+        options = CaptureOptions(pids=args.pid, interval_s=interval_s, native=args.native,
+                                 dump_timeout_s=config.parse_duration_s(args.dump_timeout),
+                                 log_files=list(args.log_file or []), worker=args.worker, since_s=since_s,
+                                 dump_dir=args.dump_dir)
+        with progress("tpudoctor hang") as update:
+            capture = capture_live(options, on_progress=update)
+    found, note = _cloud_digests(args, target, settings, worker=capture.worker)
+    digests = list(capture.digests) + found
+    environment = dict(capture.environment)
+    if note:
+        environment["cloud_logging"] = note
+    target.worker = capture.worker
+    return analyze(capture.captures, target=target, host=capture.host, started_at=capture.started_at,
+                   interval_s=capture.interval_s, samples=capture.samples, digests=digests, environment=environment)
+
+
+def _cloud_digests(args: argparse.Namespace, target, settings: dict, *, worker: str | None = None):
+    """Megascale digests from Cloud Logging when --since is given with a TPU and a project; and a note."""
+    from tpudoctor import config
+    from tpudoctor.hang.capture import cloud_digests
+
+    if not (args.since and target.project and target.tpu):
+        return [], None
+    since_s = config.parse_duration_s(args.since)
+    api_timeout_s = config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="10s"))
+    return cloud_digests(target.project, target.zone, target.tpu, since_s=since_s, api_timeout_s=api_timeout_s,
+                         worker=worker)
+
+
+def _as_check_report(report):
+    """The findings as a check report, for the one exit-code rule every command shares."""
+    from tpudoctor.findings import Report
+
+    return Report(results=list(report.findings))
+
+
+def render(report, fmt: str, *, verbose: bool = False, color: bool = False) -> str:
+    if fmt == "json":
+        from tpudoctor.reports.hang_json import render as render_json
+        return render_json(report)
+    if fmt == "markdown":
+        from tpudoctor.reports.hang_markdown import render as render_markdown
+        return render_markdown(report, verbose=verbose)
+    if fmt == "html":
+        from tpudoctor.reports.hang_html import render as render_html
+        return render_html(report)
+    if fmt == "junit":
+        from tpudoctor.reports.hang_junit import render as render_junit
+        return render_junit(report)
+    from tpudoctor.reports.hang_text import render as render_text
+    return render_text(report, verbose=verbose, color=color)

@@ -1,0 +1,200 @@
+"""The hang report: data only (every renderer formats this, and its JSON is the document the pod fan-out
+merges). Schema: ``tpudoctor/schema/hang_report.schema.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from typing import Any
+
+from tpudoctor.findings import Finding, Target
+from tpudoctor.hang.digest import HangDigest
+from tpudoctor.hang.model import Frame, ProcessCapture
+
+SCHEMA_VERSION = "1.0"
+DOCUMENT_KIND = "hang"
+VERDICTS = ("hung", "progressing", "unknown", "no_process")
+DECISIONS = ("RESTART", "FIX CODE", "REPLACE HOST")
+
+
+def _iso(value: _dt.datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _time(value: str | None) -> _dt.datetime | None:
+    return _dt.datetime.fromisoformat(value) if value else None
+
+
+@dataclasses.dataclass
+class ProcessState:
+    """Where one process stands and whether it moved."""
+
+    worker: str | None
+    pid: int
+    host: str
+    category: str
+    """A ``tpudoctor.hang.rule.Category`` value."""
+    rule: str | None
+    frame: Frame | None
+    """Where it stands: the frame the deciding rule named."""
+    thread: str
+    detail: str
+    progress: str
+    """``moving``, ``frozen``, ``unknown`` or ``gone``."""
+    progress_why: str
+    signature: str
+    """Its training thread's stack, normalised (library line numbers aside): processes group by it."""
+    stack: list[Frame]
+    """The training thread's Python frames (last sample), innermost first."""
+    native: list[Frame] = dataclasses.field(default_factory=list)
+    context: str | None = None
+    """A category of an outer frame (a lock wait inside the data loader: ``data``)."""
+    last_step: float | None = None
+    last_step_at: _dt.datetime | None = None
+    seconds_per_step: float | None = None
+    steps_per_s: float | None = None
+    cpu_percent: float | None = None
+    state: str | None = None
+    """The kernel's process state letter (R, S, D, T, Z)."""
+
+    @property
+    def label(self) -> str:
+        return f"worker {self.worker} pid {self.pid}" if self.worker is not None else f"pid {self.pid}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "worker": self.worker, "pid": self.pid, "host": self.host, "category": self.category, "rule": self.rule,
+            "frame": self.frame.to_dict() if self.frame else None, "thread": self.thread, "detail": self.detail,
+            "progress": self.progress, "progress_why": self.progress_why, "signature": self.signature,
+            "stack": [f.to_dict() for f in self.stack], "native": [f.to_dict() for f in self.native],
+            "context": self.context, "last_step": self.last_step, "last_step_at": _iso(self.last_step_at),
+            "seconds_per_step": self.seconds_per_step, "steps_per_s": self.steps_per_s,
+            "cpu_percent": self.cpu_percent, "state": self.state,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProcessState:
+        return cls(
+            worker=data.get("worker"), pid=int(data["pid"]), host=data.get("host") or "", category=data["category"],
+            rule=data.get("rule"), frame=Frame.from_dict(data["frame"]) if data.get("frame") else None,
+            thread=data.get("thread") or "", detail=data.get("detail") or "", progress=data["progress"],
+            progress_why=data.get("progress_why") or "", signature=data.get("signature") or "",
+            stack=[Frame.from_dict(f) for f in data.get("stack") or []],
+            native=[Frame.from_dict(f) for f in data.get("native") or []], context=data.get("context"),
+            last_step=data.get("last_step"), last_step_at=_time(data.get("last_step_at")),
+            seconds_per_step=data.get("seconds_per_step"), steps_per_s=data.get("steps_per_s"),
+            cpu_percent=data.get("cpu_percent"), state=data.get("state"),
+        )
+
+
+@dataclasses.dataclass
+class StackGroup:
+    """Processes whose training threads stand at the same place."""
+
+    category: str
+    signature: str
+    members: list[tuple[str | None, int]]
+    """(worker, pid)."""
+    stack: list[Frame]
+    thread: str
+    odd_one_out: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"category": self.category, "signature": self.signature,
+                "members": [{"worker": w, "pid": p} for w, p in self.members],
+                "stack": [f.to_dict() for f in self.stack], "thread": self.thread, "odd_one_out": self.odd_one_out}
+
+
+@dataclasses.dataclass
+class Decision:
+    action: str
+    """One of ``DECISIONS``."""
+    confidence: str
+    """``high``, ``medium`` or ``low``."""
+    why: str
+    text: str
+    commands: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class RootCause:
+    category: str
+    headline: str
+    """One sentence: who stands where, and who waits for it."""
+    members: list[tuple[str | None, int]]
+    hosts: list[str]
+    frame: Frame | None
+    detail: str
+    waiting: int
+    """How many other processes wait for it."""
+    waiting_workers: list[str]
+    stalled_since: _dt.datetime | None
+    """The last time the job moved, as far as the logs (or the samples) tell."""
+    evidence: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"category": self.category, "headline": self.headline,
+                "members": [{"worker": w, "pid": p} for w, p in self.members], "hosts": list(self.hosts),
+                "frame": self.frame.to_dict() if self.frame else None, "detail": self.detail, "waiting": self.waiting,
+                "waiting_workers": list(self.waiting_workers), "stalled_since": _iso(self.stalled_since),
+                "evidence": self.evidence}
+
+
+@dataclasses.dataclass
+class HangReport:
+    verdict: str
+    """One of ``VERDICTS``."""
+    verdict_why: str
+    confidence: str
+    target: Target
+    host: str
+    started_at: _dt.datetime
+    interval_s: float
+    samples: int
+    processes: list[ProcessState]
+    groups: list[StackGroup]
+    findings: list[Finding]
+    root_cause: RootCause | None = None
+    decision: Decision | None = None
+    steps_per_s: float | None = None
+    digests: list[HangDigest] = dataclasses.field(default_factory=list)
+    captures: list[ProcessCapture] = dataclasses.field(default_factory=list)
+    workers: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    """For a pod: worker -> {status: reported | no_report | no_process, source, host}."""
+    duration_s: float = 0.0
+    tool_version: str = ""
+    environment: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def is_pod(self) -> bool:
+        return bool(self.workers)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": DOCUMENT_KIND,
+            "tool": {"name": "tpudoctor", "version": self.tool_version},
+            "target": self.target.to_dict(),
+            "host": self.host,
+            "started_at": self.started_at.isoformat(),
+            "duration_s": round(self.duration_s, 3),
+            "interval_s": self.interval_s,
+            "samples": self.samples,
+            "verdict": self.verdict,
+            "verdict_why": self.verdict_why,
+            "confidence": self.confidence,
+            "steps_per_s": self.steps_per_s,
+            "root_cause": self.root_cause.to_dict() if self.root_cause else None,
+            "decision": self.decision.to_dict() if self.decision else None,
+            "groups": [g.to_dict() for g in self.groups],
+            "processes": [p.to_dict() for p in self.processes],
+            "digests": [d.to_dict() for d in self.digests],
+            "findings": [f.to_dict() for f in self.findings],
+            "workers": self.workers,
+            "environment": self.environment,
+            "captures": [c.to_dict() for c in self.captures],
+        }

@@ -1,0 +1,54 @@
+"""Loading data: the input pipeline (a data library, or the job's own loader code)."""
+
+from __future__ import annotations
+
+from tpudoctor.hang.rule import (
+    SITE,
+    STDLIB,
+    Category,
+    HangRule,
+    Match,
+    RuleExample,
+    ThreadView,
+    in_files,
+    is_library,
+    words_of,
+)
+
+LIBRARIES = ("tensorflow/python/data/", "tensorflow_datasets/", "/grain/", "torch/utils/data/", "/datasets/",
+             "/seqio/", "/array_record/", "/webdataset/", "/tfds/")
+WORDS = {"data", "dataset", "datasets", "input", "inputs", "pipeline", "loader", "dataloader", "batch",
+         "batches", "shard", "shards", "prefetch", "iterator", "feeder", "tfrecord", "tfrecords", "example",
+         "examples", "sampler"}
+
+
+class DataLoading(HangRule):
+    """The thread is in the input pipeline: a data library's frames (``tf.data`` iterators, grain,
+    ``torch.utils.data``, Hugging Face ``datasets``, seqio, ArrayRecord) or the job's own loader, named
+    so (a function or file about data, input, batches, shards or prefetching: ``read_shard`` in
+    ``input_pipeline.py``). A loader stuck this long waits on storage or the network, or on a producer
+    thread that died."""
+
+    id = "data-loading"
+    category = Category.DATA
+    rank = 30
+    docs = "https://www.tensorflow.org/guide/data_performance"
+    examples = (
+        RuleExample("the job's shard reader blocked in open()",
+                    ("read_shard (input_pipeline.py:50) `with open(path, \"rb\") as handle:`",
+                     "ShardReader.next_batch (input_pipeline.py:43)", "main (train.py:42)"), matches=True),
+        RuleExample("tf.data iterator",
+                    (f"OwnedIterator._next_internal ({SITE}tensorflow/python/data/ops/iterator_ops.py:777)",
+                     f"OwnedIterator.__next__ ({SITE}tensorflow/python/data/ops/iterator_ops.py:810)",
+                     "train_loop (train.py:120)"), matches=True),
+        RuleExample("a prefetch queue fed by another thread",
+                    (f"Condition.wait ({STDLIB}threading.py:327)", f"Queue.get ({STDLIB}queue.py:171)",
+                     "Prefetcher.__next__ (input_pipeline.py:88)", "main (train.py:40)"), matches=True),
+        RuleExample("the training step is not data loading",
+                    (f"ArrayImpl._value ({SITE}jax/_src/array.py:623)", "train_step (train.py:55)"), matches=False),
+    )
+
+    def match(self, thread: ThreadView) -> Match | None:
+        return self.first_frame(
+            thread, lambda f: in_files(f, LIBRARIES) or (not is_library(f) and bool(words_of(f) & WORDS)),
+            python_only=True)
