@@ -56,20 +56,22 @@ def spawn(tmp_path):
 
 
 def _settled(pid: int, quiet_s: float = 0.5, timeout_s: float = 30.0) -> None:
-    """Until the main thread has stopped running (its context switches stay put): it reached the call where
-    it blocks, however loaded the machine is."""
+    """Until the main thread has stopped running: asleep (``State: S``, not runnable and waiting for a core,
+    which a loaded machine makes last) with its context switches put for ``quiet_s``. It reached the call
+    where it blocks, however loaded the machine is."""
     status = Path(f"/proc/{pid}/task/{pid}/status")
 
-    def switches() -> int:
+    def reading() -> tuple[int, bool]:
         lines = status.read_text().splitlines()
-        return sum(int(line.split()[1]) for line in lines if "ctxt_switches" in line)
+        asleep = any(line.startswith("State:") and line.split()[1] == "S" for line in lines)
+        return sum(int(line.split()[1]) for line in lines if "ctxt_switches" in line), asleep
 
     deadline = time.monotonic() + timeout_s
-    last, since = switches(), time.monotonic()
+    (last, _), since = reading(), time.monotonic()
     while time.monotonic() < deadline:
         time.sleep(0.05)
-        now = switches()
-        if now != last:
+        now, asleep = reading()
+        if now != last or not asleep:
             last, since = now, time.monotonic()
         elif time.monotonic() - since >= quiet_s:
             return

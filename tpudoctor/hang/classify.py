@@ -24,7 +24,7 @@ from tpudoctor.hang.rule import Category, HangRule, Match, ThreadView, is_librar
 
 FRAMEWORK_FILES = ("/jax/", "/jaxlib/", "/torch_xla/", "/tensorflow/", "/flax/", "/optax/")
 WAITING_FOR_THREADS = ("Thread.join", "Event.wait", "Condition.wait", "_wait_for_tstate_lock", "pause")
-BUSY_CPU_SHARE = 0.25
+BUSY_CPU_SHARE = 0.05  # of one core: a loaded machine gives a spinning thread far less than all of it
 """Of one core: a spinning thread gets less than a whole core on a loaded machine."""
 STALE_STEPS = 5.0
 """A step counter that has not moved for this many step times (and the interval) is frozen."""
