@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tpudoctor.commands.common import add_output_flags, add_target_flags, chosen_format
+from tpudoctor.commands.common import (
+    add_output_flags,
+    add_target_flags,
+    chosen_format,
+    resolve_target,
+)
 from tpudoctor.commands.pod_check import add_pod_flags, wants_fanout
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.reference_models import (
@@ -53,19 +58,13 @@ def run(args: argparse.Namespace) -> ExitCode:
     from tpudoctor import config
     from tpudoctor.context import CheckOptions, RunContext
     from tpudoctor.errors import UsageError
-    from tpudoctor.findings import Target
     from tpudoctor.progress import progress
     from tpudoctor.registry import load_registry
     from tpudoctor.reports import render_check_report
     from tpudoctor.runner import Runner
 
     settings, _path = config.load_config_file()
-    target = Target(
-        project=config.resolve(args.project, "project", settings),
-        zone=config.resolve(args.zone, "zone", settings),
-        tpu=config.resolve(args.tpu, "tpu", settings),
-        worker=config.resolve(args.worker, "worker", settings),
-    )
+    target = resolve_target(args, settings)  # every name valid before it reaches gcloud or an API path
     options = CheckOptions(
         data_paths=config.as_list(config.resolve(args.data, "data", settings)),
         checkpoint_dirs=config.as_list(config.resolve(args.checkpoint_dir, "checkpoint_dir", settings)),

@@ -47,6 +47,10 @@ def run(args: argparse.Namespace) -> ExitCode:
     api_timeout_s = config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="30s"))
     fail_on = config.resolve(args.fail_on, "fail_on", settings, default="fail")
     expected = parse_worker_spec(args.workers) if args.workers else None
+    if args.tpu:  # it goes into the fix commands a person pastes
+        from tpudoctor.resource_names import check_resource_name
+
+        check_resource_name("tpu", args.tpu, origin="--tpu")
     with progress("tpudoctor merge") as update:
         update(f"reading {len(args.sources)} source(s)")
         outcomes = read_reports(args.sources, api_timeout_s=api_timeout_s)

@@ -138,7 +138,10 @@ def run_capture(args: argparse.Namespace) -> ExitCode:
     if args.retries < 1:
         raise UsageError("--retries must be at least 1")
     settings, _path = config.load_config_file()
-    tpu = None if args.service_addr else config.resolve(args.tpu, "tpu", settings)
+    from tpudoctor.commands.common import resolve_target
+
+    target = resolve_target(args, settings, keys=() if args.service_addr else ("project", "zone", "tpu"))
+    tpu = None if args.service_addr else target.tpu
     if args.service_addr:
         if args.all_workers:
             raise UsageError("--all-workers goes with --tpu; list several --service-addr HOST:PORT,HOST:PORT instead")
@@ -148,8 +151,7 @@ def run_capture(args: argparse.Namespace) -> ExitCode:
                          hint="--tpu may also come from TPU_NAME or 'tpu' in tpudoctor.toml")
     else:
         addresses = service_addresses_for_tpu(
-            tpu, project=config.resolve(args.project, "project", settings),
-            zone=config.resolve(args.zone, "zone", settings), port=args.port, all_workers=args.all_workers,
+            tpu, project=target.project, zone=target.zone, port=args.port, all_workers=args.all_workers,
         )
     request = CaptureRequest(
         addresses=addresses, logdir=args.logdir, duration_ms=int(duration_s * 1000), attempts=args.retries,

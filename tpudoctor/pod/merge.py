@@ -166,11 +166,15 @@ def _where(workers: list[str], total: int, *, partial: bool = False) -> str:
 
 
 def _common_target(reports: Iterable[Report]) -> Target:
-    """The node the workers agree on; ``worker`` stays empty (the merged report covers them all)."""
+    """The node the workers agree on; ``worker`` stays empty (the merged report covers them all). A name
+    GCP would refuse is no name: it would reach the fix commands (``gcloud ... ssh NAME``)."""
+    from tpudoctor.resource_names import RULES
+
     reports = list(reports)
     fields = {}
     for name in ("project", "zone", "tpu"):
         values = {getattr(r.target, name) for r in reports if getattr(r.target, name)}
+        values = {v for v in values if RULES[name][0].match(v)}
         fields[name] = values.pop() if len(values) == 1 else None
     return Target(**fields)
 

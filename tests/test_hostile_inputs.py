@@ -1,0 +1,113 @@
+"""Hostile and odd inputs, each as a user (or a planted file) would give it, through the real CLI: a clear
+refusal (exit 2) before anything runs, or an honest result; never a traceback, never a forged line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pod_slice import build_slice
+
+from tpudoctor.cli import main
+
+pytest_plugins = ["tpudoctor.testing.gcp_fixtures"]
+
+ZONE = "us-central2-b"
+
+
+def _use(monkeypatch, env):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+
+
+# ---------------------------------------------------------------- 1. names that reach a command line
+
+@pytest.mark.parametrize("origin", ["--tpu", "TPU_NAME", "the config file"])
+def test_a_tpu_name_that_is_a_gcloud_flag_never_reaches_gcloud(origin, gcp_env, monkeypatch, capsys, tmp_path):
+    _use(monkeypatch, build_slice(tmp_path / "slice", 2))
+    marker = tmp_path / "pwned"
+    name = f"--ssh-flag=-oProxyCommand=touch {marker}"
+    argv = ["check", "--zone", ZONE, "--workers", "0-1", "--step", "1"]
+    if origin == "--tpu":
+        argv.append(f"--tpu={name}")
+    elif origin == "TPU_NAME":
+        monkeypatch.setenv("TPU_NAME", name)
+    else:
+        (tmp_path / "tpudoctor.toml").write_text(f"tpu = {json.dumps(name)}\n")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "is not a valid Google Cloud TPU name" in err and f"(from {origin})" in err
+    assert not (tmp_path / "slice" / "gcloud-calls.jsonl").exists()  # no gcloud process started
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("flag, value, words", [
+    ("--zone", "us-central2-b --ssh-flag=-oProxyCommand=id", "zone"),
+    ("--zone", "US-CENTRAL2-B", "zone"),
+    ("--project", "-oProxyCommand=id", "project id"),
+    ("--project", "p/../../v1/projects/other", "project id"),
+    ("--tpu", "my_tpu", "TPU name"),
+    ("--tpu", "a" * 64, "TPU name"),
+    ("--tpu", "pod-", "TPU name"),
+    ("--worker", "0;id", "worker"),
+])
+def test_every_name_gcp_would_refuse_is_refused_before_anything_runs(flag, value, words, gcp_env, monkeypatch,
+                                                                      capsys, tmp_path):
+    _use(monkeypatch, build_slice(tmp_path / "slice", 1))
+    argv = {"--tpu": "pod", "--zone": ZONE, "--project": "p"} | {flag: value}
+    args = [x for k, v in argv.items() for x in (f"{k}={v}",)]
+    assert main(["check", *args, "--workers", "0"] if flag != "--worker" else ["check", *args]) == 2
+    err = capsys.readouterr().err
+    assert f"is not a valid Google Cloud {words}" in err and "Traceback" not in err
+    assert "\x1b" not in err
+    assert not (tmp_path / "slice" / "gcloud-calls.jsonl").exists()
+
+
+def test_valid_names_pass_including_a_domain_scoped_project():
+    from tpudoctor.resource_names import check_resource_name
+
+    for key, value in (("tpu", "my-tpu-v4-128"), ("zone", "us-central2-b"), ("project", "example.com:my-project"),
+                       ("project", "p"), ("worker", "15"), ("tpu", "a" * 63)):
+        assert check_resource_name(key, value, origin="--x") == value
+
+
+def test_the_ssh_command_itself_refuses_a_bad_name():
+    """Defence in depth: whatever the caller, the fan-out's argv is never built from a bad name."""
+    from tpudoctor.errors import UsageError
+    from tpudoctor.pod.fanout import SshTarget
+
+    with pytest.raises(UsageError, match="TPU name"):
+        SshTarget(tpu="--ssh-flag=-oProxyCommand=id", zone=ZONE)
+    with pytest.raises(UsageError, match="zone"):
+        SshTarget(tpu="pod", zone="-ozone")
+
+
+def test_profile_capture_refuses_a_bad_tpu_name_from_the_environment(gcp_env, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("TPU_NAME", "--ssh-flag=x")
+    assert main(["profile", "capture", "--project", "p", "--zone", ZONE, "--logdir", str(tmp_path / "l")]) == 2
+    assert "(from TPU_NAME) is not a valid Google Cloud TPU name" in capsys.readouterr().err
+
+
+def test_merge_refuses_a_bad_tpu_name_for_its_fix_commands(tmp_path, capsys):
+    from sample_reports import preempted_node_report
+
+    (tmp_path / "0.json").write_text(json.dumps(preempted_node_report().to_dict()))
+    assert main(["merge", str(tmp_path / "0.json"), "--tpu=--ssh-flag=x"]) == 2
+    assert "is not a valid Google Cloud TPU name" in capsys.readouterr().err
+
+
+def test_a_name_inside_worker_reports_never_reaches_a_fix_command(tmp_path, capsys):
+    """The merged fix commands (gcloud ... ssh NAME --worker=...) take the node's name from the reports."""
+    from sample_reports import preempted_node_report
+
+    for worker, jax in (("0", "0.4.35"), ("1", "0.4.30")):
+        doc = preempted_node_report().to_dict()
+        doc["target"].update(tpu="--ssh-flag=-oProxyCommand=id", worker=worker)
+        doc["environment"] = {"worker": worker, "packages": {"jax": jax}}
+        (tmp_path / f"{worker}.json").write_text(json.dumps(doc))
+    assert main(["merge", str(tmp_path), "--format", "json", "-o", str(tmp_path / "m.json")]) == 1
+    merged = json.loads((tmp_path / "m.json").read_text())
+    versions = next(r for r in merged["results"] if r["id"] == "POD-004")
+    assert versions["remediation"]["commands"] and not any(
+        "ProxyCommand" in c for c in versions["remediation"]["commands"])
+    assert merged["target"]["tpu"] is None
