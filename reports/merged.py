@@ -163,9 +163,8 @@ def _junit(report: Report, document: dict[str, Any]) -> str:
     merged = ET.fromstring(render(report).split("\n", 1)[1])
     for suite in merged.iter("testsuite"):
         suite.set("name", "tpudoctor check (merged across workers)")
-    for case in merged.iter("testcase"):
-        result = next((r for r in report.results if case.get("name", "").startswith(f"{r.id} {r.title}")), None)
-        if result is not None and result.scope.workers:  # the name ends "(on workers 3, 7)"; add to its properties
+    for case, result in zip(merged.iter("testcase"), report.ordered_results(), strict=True):  # one per result
+        if result.scope.workers:  # the name ends "(on workers 3, 7)"; add to its properties
             props = case.find("properties")
             if props is None:
                 props = ET.SubElement(case, "properties")
