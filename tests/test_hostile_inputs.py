@@ -111,3 +111,19 @@ def test_a_name_inside_worker_reports_never_reaches_a_fix_command(tmp_path, caps
     assert versions["remediation"]["commands"] and not any(
         "ProxyCommand" in c for c in versions["remediation"]["commands"])
     assert merged["target"]["tpu"] is None
+
+
+# ---------------------------------------------------------------- 4. fan-out paths are the workers' paths
+
+def test_fanout_log_file_is_a_path_on_the_workers_not_here(gcp_env, monkeypatch, tmp_path):
+    _use(monkeypatch, build_slice(tmp_path / "slice", 2))
+    oom = ("E1130 10:00:00.500000 42 tpu_runtime.cc:9] RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran "
+           "out of memory in memory space hbm. Used 20.54G of 15.48G hbm. Exceeded hbm capacity by 5.06G.")
+    (tmp_path / "slice" / "worker-0" / "train.log").write_text("I1130 10:00:00.000000 42 train.py:1] step 1\n")
+    (tmp_path / "slice" / "worker-1" / "train.log").write_text(oom + "\n")
+    assert not (tmp_path / "train.log").exists()  # nothing by that name where the fan-out runs
+    out = tmp_path / "m.json"
+    assert main(["check", "--tpu", "pod", "--zone", ZONE, "--workers", "0-1", "--step", "4",
+                 "--log-file", "train.log", "--format", "json", "-o", str(out)]) == 1
+    results = [r for r in json.loads(out.read_text())["results"] if r["id"] == "LOGS-001"]
+    assert [(r["status"], r["scope"]["workers"]) for r in results] == [("FAIL", ["1"])]

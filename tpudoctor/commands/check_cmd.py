@@ -32,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     inputs.add_argument("--data", action="append", default=None, metavar="URI", help="training data path (gs://...); repeatable")
     inputs.add_argument("--checkpoint-dir", action="append", default=None, metavar="URI", help="checkpoint directory; repeatable")
     inputs.add_argument("--log-dir", action="append", default=None, metavar="URI", help="TensorBoard/profile log directory; repeatable")
-    inputs.add_argument("--log-file", action="append", default=None, metavar="FILE", help="your job's log file ('-' for stdin); repeatable")
+    inputs.add_argument("--log-file", action="append", default=None, metavar="FILE", help="your job's log file ('-' for stdin; with --workers or --all-workers, a path on "
+                        "the workers); repeatable")
     inputs.add_argument("--since", default=None, metavar="DURATION", help="how far back to read Cloud Logging (default 1h)")
     inputs.add_argument("--probe", action="store_true", help="start the framework in a subprocess and list its devices")
     inputs.add_argument("--write-probe", action="store_true",
@@ -78,7 +79,6 @@ def run(args: argparse.Namespace) -> ExitCode:
             config.resolve(args.reference_timeout, "reference_timeout", settings, default="300s")),
         api_timeout_s=config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="10s")),
     )
-    _check_log_files(options.log_files)
     run_timeout_s = config.parse_duration_s(config.resolve(args.timeout, "timeout", settings, default="600s"))
     if run_timeout_s <= 0:
         raise UsageError("--timeout must be positive")
@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> ExitCode:
             "api_timeout": f"{options.api_timeout_s:g}s", "reference_timeout": f"{options.reference_timeout_s:g}s"})
         return run_fanout(resolved, target, fmt=fmt, fail_on=fail_on)
 
+    _check_log_files(options.log_files)  # here, not before the fan-out: there they are the workers' paths
     registry = load_registry()
     selected = registry.check_classes()
     if args.ids:
