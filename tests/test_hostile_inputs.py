@@ -127,3 +127,74 @@ def test_fanout_log_file_is_a_path_on_the_workers_not_here(gcp_env, monkeypatch,
                  "--log-file", "train.log", "--format", "json", "-o", str(out)]) == 1
     results = [r for r in json.loads(out.read_text())["results"] if r["id"] == "LOGS-001"]
     assert [(r["status"], r["scope"]["workers"]) for r in results] == [("FAIL", ["1"])]
+
+
+# ---------------------------------------------------------------- 6, 11. reports that are not what they claim
+
+def _report_doc(worker: str = "0") -> dict:
+    from sample_reports import preempted_node_report
+
+    doc = preempted_node_report().to_dict()
+    doc["target"]["worker"] = worker
+    doc["environment"] = {"worker": worker}
+    return doc
+
+
+@pytest.mark.parametrize("where", ["report", "result"])
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e308"])
+def test_a_non_finite_or_absurd_number_is_a_clear_input_error(where, number, tmp_path, capsys):
+    text = json.dumps(_report_doc())
+    text = (text.replace('"duration_s": 1.5', f'"duration_s": {number}') if where == "report" else
+            text.replace('"duration_s": 0.012', f'"duration_s": {number}'))
+    assert number in text
+    (tmp_path / "0.json").write_text(text)
+    assert main(["merge", str(tmp_path / "0.json")]) == 2
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "duration_s" in err, err
+    assert "finite" in err or "too large" in err or "maximum" in err
+    # Beside a good report it is a finding about that worker; the good one still merges.
+    (tmp_path / "1.json").write_text(json.dumps(_report_doc("1")))
+    assert main(["merge", str(tmp_path), "--format", "json", "-o", str(tmp_path / "m.json")]) == 1
+    results = {r["id"]: r for r in json.loads((tmp_path / "m.json").read_text())["results"]}
+    assert results["POD-007"]["status"] == "ERROR" and "duration_s" in results["POD-007"]["message"]
+
+
+def test_a_non_finite_number_in_a_profile_report_is_an_input_error(tmp_path, capsys, real_report):
+    doc = json.loads(json.dumps(real_report))
+    doc["kpis"]["step_time_mean_ms"] = float("nan")
+    (tmp_path / "a.json").write_text(json.dumps(real_report))
+    (tmp_path / "b.json").write_text(json.dumps(doc))  # json writes NaN as NaN
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 2
+    err = capsys.readouterr().err
+    assert "not a finite number" in err and "step_time_mean_ms" in err
+
+
+def test_duplicate_result_ids_are_refused(tmp_path, capsys):
+    doc = _report_doc()
+    logs = next(r for r in doc["results"] if r["id"] == "LOGS-001")
+    doc["results"] += [dict(logs) for _ in range(2000)]
+    (tmp_path / "0.json").write_text(json.dumps(doc))
+    assert main(["merge", str(tmp_path / "0.json")]) == 2
+    err = capsys.readouterr().err
+    assert "LOGS-001" in err and "2001 times" in err and "internal error" not in err
+    from tpudoctor.errors import InputError
+    from tpudoctor.report_file import load_check_report
+
+    with pytest.raises(InputError, match="2001 times"):
+        load_check_report(tmp_path / "0.json")
+
+
+@pytest.mark.parametrize("started_at, words", [
+    ("9999-12-31T23:59:59+00:00", "started_at"),  # the run would end past the calendar
+    ("2026-11-30T10:00:00", "started_at"),  # no offset: cannot be ordered against the other workers
+    ("yesterday", "started_at"),
+])
+def test_a_report_time_that_cannot_be_placed_is_refused(started_at, words, tmp_path, capsys):
+    doc = _report_doc("1")
+    doc["started_at"] = started_at
+    (tmp_path / "1.json").write_text(json.dumps(doc))
+    (tmp_path / "0.json").write_text(json.dumps(_report_doc("0")))
+    assert main(["merge", str(tmp_path), "--format", "json", "-o", str(tmp_path / "m.json")]) == 1
+    assert "internal error" not in capsys.readouterr().err
+    results = {r["id"]: r for r in json.loads((tmp_path / "m.json").read_text())["results"]}
+    assert results["POD-007"]["scope"]["workers"] == ["1"] and words in results["POD-007"]["message"]

@@ -54,6 +54,13 @@ def run(args: argparse.Namespace) -> ExitCode:
     with progress("tpudoctor merge") as update:
         update(f"reading {len(args.sources)} source(s)")
         outcomes = read_reports(args.sources, api_timeout_s=api_timeout_s)
+        if not any(o.report is not None for o in outcomes):  # nothing to merge: the input is wrong, not the slice
+            from tpudoctor.errors import InputError
+
+            reasons = [o.problem.message for o in outcomes if o.problem is not None]
+            raise InputError(f"none of the {len(outcomes)} report(s) could be read: {reasons[0]}"
+                             + (f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""),
+                             hint="each worker writes one with: tpudoctor check --format json -o DIR/{worker}.json")
         update(f"merging {len(outcomes)} report(s)")
         merged = merge_outcomes(outcomes, expected=expected, source=", ".join(args.sources))
     if args.tpu:
