@@ -12,6 +12,7 @@ from typing import Any
 from tpudoctor.findings import Finding, Status
 from tpudoctor.reports.bench_summary import headline, mismatch_lines
 from tpudoctor.reports.check_junit import add_testcase
+from tpudoctor.reports.escape import junit_document
 
 
 def render(document: Mapping[str, Any]) -> str:
@@ -40,5 +41,4 @@ def render(document: Mapping[str, Any]) -> str:
                 ET.SubElement(case, "system-out").text = context
             else:
                 out.text = f"{out.text}\n{context}"
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    return junit_document(suites)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from tpudoctor.findings import Finding, Report, Status
-from tpudoctor.reports.markers import scope_words
+from tpudoctor.reports.escape import junit_document
+from tpudoctor.reports.markers import scope_words, summary_sentence
 
 
 def render(report: Report) -> str:
@@ -28,8 +29,8 @@ def render(report: Report) -> str:
             ET.SubElement(props, "property", name=key, value=str(value))
     for r in report.ordered_results():
         add_testcase(suite, r, classname=f"tpudoctor.step{int(r.step)}_{r.step.name.lower()}")
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    ET.SubElement(suite, "system-out").text = summary_sentence(report)
+    return junit_document(suites)
 
 
 def add_testcase(suite: ET.Element, r: Finding, *, classname: str) -> ET.Element:

@@ -5,10 +5,10 @@ No CDN or network fetch: the file opens offline and can be attached to a bug.
 
 from __future__ import annotations
 
-import html
 import json
 
 from tpudoctor.profile.report import ProfileReport
+from tpudoctor.reports import escape
 from tpudoctor.reports.profile_diagnosis_text import fixes, where
 
 COLORS = {"compute": "#2e7d32", "collective": "#283593", "input": "#c62828", "idle": "#9e9e9e", "compile": "#6a1b9a",
@@ -65,7 +65,7 @@ def render(report: ProfileReport) -> str:
 
 
 def _e(value) -> str:
-    return html.escape(str(value if value is not None else ""))
+    return escape.html(str(value if value is not None else ""))
 
 
 def _fmt(value) -> str:

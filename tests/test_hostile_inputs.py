@@ -4,6 +4,8 @@ refusal (exit 2) before anything runs, or an honest result; never a traceback, n
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from pod_slice import build_slice
@@ -198,3 +200,130 @@ def test_a_report_time_that_cannot_be_placed_is_refused(started_at, words, tmp_p
     assert "internal error" not in capsys.readouterr().err
     results = {r["id"]: r for r in json.loads((tmp_path / "m.json").read_text())["results"]}
     assert results["POD-007"]["scope"]["workers"] == ["1"] and words in results["POD-007"]["message"]
+
+
+# ---------------------------------------------------------------- 5, 7. what the outside puts in a report
+
+FORGED = "1\x1b]0;pwned\x07\x1b[2J\x1b[H\n[✓] ALL GOOD: every check passed"
+SCRIPT = "<script>alert(1)</script><img src=x onerror=alert(1)>"
+
+
+def _markdown_as_html(text: str) -> str:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table").render(text)
+
+
+def _hostile_run(tmp_path: Path) -> Path:
+    """Two worker reports as a worker could write them: a worker id with an OSC title, a screen clear and a
+    forged line; another whose id and message are HTML."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for worker, message in (("0", f"log line: {SCRIPT}\n## Root cause: none"), (FORGED, "plain")):
+        doc = _report_doc(worker)
+        doc["results"][0]["message"] = message
+        doc["host"] = SCRIPT
+        (run / f"{len(list(run.iterdir()))}.json").write_text(json.dumps(doc))
+    return run
+
+
+def test_junit_holds_control_characters_from_reports(tmp_path, capsys):
+    run = _hostile_run(tmp_path)
+    assert main(["merge", str(run), "--format", "junit", "-o", str(tmp_path / "m.xml")]) == 1
+    assert "internal error" not in capsys.readouterr().err
+    suites = ET.parse(tmp_path / "m.xml").getroot()
+    assert any("␛]0;pwned␇" in (s.get("name") or "") for s in suites.iter("testsuite"))
+
+
+def test_compare_junit_parses_with_control_characters_in_a_saved_report(real_report, tmp_path, capsys):
+    doc = json.loads(json.dumps(real_report))
+    doc["source"] = "run-\x1b[31m\x00\x07-7"
+    (tmp_path / "a.json").write_text(json.dumps(real_report))
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--format", "junit",
+                 "-o", str(tmp_path / "c.xml")]) == 0
+    assert any("run-␛[31m␀␇-7" in (e.text or "") for e in ET.parse(tmp_path / "c.xml").getroot().iter())
+
+
+def test_text_never_prints_escape_sequences_or_a_forged_line(tmp_path, capsys):
+    run = _hostile_run(tmp_path)
+    assert main(["merge", str(run)]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert not any(line.startswith("[✓] ALL GOOD") for line in out.splitlines())
+    assert "1␛]0;pwned␇␛[2J␛[H [✓] ALL GOOD" in out  # shown, not run
+
+
+def test_markdown_passes_no_html_or_heading_from_reports(tmp_path, capsys):
+    run = _hostile_run(tmp_path)
+    assert main(["merge", str(run), "--format", "markdown"]) == 1
+    out = capsys.readouterr().out
+    rendered = _markdown_as_html(out)
+    assert "<script>" not in rendered and "<img" not in rendered and "&lt;script&gt;" in out
+    assert "\n## Root cause: none" not in out
+    assert not any(line.startswith("[✓] ALL GOOD") for line in out.splitlines())
+
+
+def test_host_names_from_capture_file_names_are_escaped_in_every_profile_format(tmp_path, capsys):
+    """A capture folder's file names are its host names: a file can be called anything but '/'."""
+    import shutil
+
+    source = Path(__file__).resolve().parent / "fixtures" / "profiles" / "multihost_slow_host"
+    capture = tmp_path / "capture"
+    shutil.copytree(source, capture)
+    run = next(capture.glob("plugins/profile/*"))
+    for i, host in enumerate(sorted(run.glob("*.xplane.pb"))):
+        host.rename(run / f"w{i}{SCRIPT.replace('/', '')}\x1b]0;x\x07.xplane.pb")
+    for fmt in ("text", "markdown", "html"):
+        assert main(["profile", "analyze", str(capture), "--format", fmt, "-o", str(tmp_path / f"p.{fmt}")]) == 0
+        out = (tmp_path / f"p.{fmt}").read_text()
+        assert "\x1b" not in out and "\x07" not in out
+        assert "w1" in out and "␛" in out and "␇" in out  # the host is named, its escape sequence shown
+        if fmt != "text":
+            shown = out if fmt == "html" else _markdown_as_html(out)
+            assert "<img" not in shown and "<script>alert" not in shown, fmt
+
+
+# ---------------------------------------------------------------- 9. one summary, the same in every format
+
+def test_one_summary_sentence_in_every_format(tmp_path):
+    from tpudoctor.findings import Report, Status
+    from tpudoctor.reports import render_check_report
+    from tpudoctor.reports.markers import summary_sentence
+
+    only_warning = Report.from_dict(_report_doc())
+    only_warning.results = [r for r in only_warning.results if r.status in (Status.WARN, Status.PASS)]
+    sentence = summary_sentence(only_warning)
+    assert sentence.startswith("tpudoctor found 1 issue(s) (1 ok, 1 warning)")
+    for fmt in ("text", "markdown", "html", "junit"):
+        out = render_check_report(only_warning, fmt)
+        assert sentence in out.replace("\\", ""), fmt
+        assert "No issues found" not in out, fmt
+
+
+def test_the_root_cause_headline_says_the_check_failed(tmp_path):
+    """LOGS-001's title says what passing means ('Job log shows no known TPU failure'): the headline must
+    not read as a pass."""
+    from tpudoctor.findings import Report
+    from tpudoctor.reports import render_check_report
+
+    doc = _report_doc()
+    doc["results"] = [dict(r, status="PASS", skip_reason=None) for r in doc["results"] if r["id"] != "LOGS-001"]
+    doc["results"].append({"id": "LOGS-001", "kind": "check", "step": 4, "title": "Job log shows no known TPU failure",
+                           "status": "FAIL", "severity": "high", "message": "HBM out of memory (train.log:6)",
+                           "evidence": {}, "remediation": None, "scope": {"workers": [], "hosts": [], "chips": []},
+                           "skip_reason": None, "duration_s": 0.01})
+    report = Report.from_dict(doc)
+    html_out = render_check_report(report, "html")
+    assert "<h2>Root cause: [✗] LOGS-001 Job log shows no known TPU failure: failed</h2>" in html_out
+    assert "<p class='summary'>tpudoctor found 1 issue(s)" in html_out
+    assert "<h2>Root cause: [✗] LOGS-001 Job log shows no known TPU failure: failed</h2>" in _markdown_as_html(
+        render_check_report(report, "markdown"))
+
+
+def test_error_messages_show_escape_sequences_from_file_names_never_run_them(tmp_path, capsys):
+    bad = tmp_path / "r\x1b]0;pwned\x07\x1b[2J.json"
+    bad.write_text("{")
+    assert main(["merge", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "r␛]0;pwned␇␛[2J.json" in err
