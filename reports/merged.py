@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 
 MATRIX_MAX_WORKERS = 64
 CELL = {Status.PASS: "✓", Status.WARN: "!", Status.FAIL: "✗", Status.ERROR: "?", Status.SKIP: "-"}
-NO_REPORT = "✗"
+NO_REPORT = "?"  # unknown: the worker said nothing (POD-001/POD-003/POD-007 say why), which is not a failed check
 NOT_RUN = " "
-LEGEND = "✓ ok  ! warning  ✗ failed  ? could not run  - skipped"
+LEGEND = "✓ ok  ! warning  ✗ failed  ? could not run or no report  - skipped"
 
 
 def render_merged_report(merged: MergedReport, fmt: str, *, verbose: bool = False, color: bool = False,

@@ -327,3 +327,64 @@ def test_error_messages_show_escape_sequences_from_file_names_never_run_them(tmp
     assert main(["merge", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err and "r␛]0;pwned␇␛[2J.json" in err
+
+
+# ---------------------------------------------------------------- the smaller ones
+
+def test_check_output_to_a_folder_is_refused_before_the_run(gcp_env, tmp_path, capsys, monkeypatch):
+    from tpudoctor.runner import Runner
+
+    def never(*_a, **_k):
+        raise AssertionError("the checks ran before -o was found unusable")
+
+    monkeypatch.setattr(Runner, "run", never)
+    (tmp_path / "reports").mkdir()
+    assert main(["check", "NODE-005", "-o", str(tmp_path / "reports")]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    assert main(["check", "NODE-005", "-o", str(tmp_path / "file" / "r.json")]) == 2
+    assert "not a folder" in capsys.readouterr().err
+
+
+def test_the_matrix_shows_a_silent_worker_as_unknown_not_failed(tmp_path, capsys):
+    (tmp_path / "0.json").write_text(json.dumps(_report_doc("0")))
+    (tmp_path / "1.json").write_text("{")  # cut off mid-upload
+    assert main(["merge", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    matrix = out.split("\n\n", 1)[0].splitlines()
+    assert matrix[1].startswith("worker") and all(line.endswith("?") for line in matrix[2:-1]), matrix
+    assert "? could not run or no report" in matrix[-1]
+
+
+def test_workers_are_in_natural_order(tmp_path, capsys):
+    from tpudoctor.findings import Scope
+    from tpudoctor.pod.worker_ids import natural_key
+
+    names = ["worker-10", "worker-2", "worker-1", "10", "2"]
+    assert sorted(names, key=natural_key) == ["2", "10", "worker-1", "worker-2", "worker-10"]
+    assert Scope.of(workers=names).workers == ("2", "10", "worker-1", "worker-2", "worker-10")
+    for worker in ("worker-10", "worker-2"):
+        (tmp_path / f"{worker}.json").write_text(json.dumps(_report_doc(worker)))
+    assert main(["merge", str(tmp_path)]) == 1
+    assert "columns: 0=worker-2, 1=worker-10" in capsys.readouterr().out
+
+
+def test_help_texts_say_what_the_commands_do(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    assert "$TPUDOCTOR_FORMAT" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["profile", "analyze", "--help"])
+    assert "communication-bound" in capsys.readouterr().out
+
+
+def test_compare_errors_read_like_every_other_error(real_report, tmp_path, capsys):
+    other = json.loads(json.dumps(real_report))
+    other["device"] = "tpu"
+    other["summary"]["device_kinds"] = ["TPU v6 Lite"]
+    (tmp_path / "a.json").write_text(json.dumps(real_report))
+    (tmp_path / "b.json").write_text(json.dumps(other))
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--fail-on-regression", "5%"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("tpudoctor: error: not comparable: ") and "tpudoctor compare:" not in captured.err
+    assert "NOT COMPARABLE" in captured.out  # the comparison is still written

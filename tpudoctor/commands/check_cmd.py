@@ -83,6 +83,13 @@ def run(args: argparse.Namespace) -> ExitCode:
     if run_timeout_s <= 0:
         raise UsageError("--timeout must be positive")
     fmt = chosen_format(args, settings=settings)
+    from tpudoctor.output import check_writable
+    from tpudoctor.pod.report_store import PLACEHOLDERS
+
+    output = args.output
+    for placeholder in PLACEHOLDERS:  # the folder must be usable whatever the worker fills in
+        output = output.replace(placeholder, "0") if output else output
+    check_writable(output)
     fail_on = config.resolve(args.fail_on, "fail_on", settings, default="fail")
     if fail_on not in ("warn", "fail"):
         raise UsageError(f"fail_on = {fail_on!r} in the config file: use \"warn\" or \"fail\"")
