@@ -248,7 +248,7 @@ def _junit(result: dict, history: bool) -> str:
     if history:
         for j in result["gate"]["kpis"]:
             failure = f"{j['kpi']} regressed: {j['reason']}" if j["verdict"] == "regression" and j["gated"] else None
-            cases.append((j["kpi"], failure, j["reason"]))
+            cases.append((j["kpi"], failure, escape.plain(j["reason"])))
         suite_name = "tpudoctor compare --history"
     else:
         failure = _verdict_line(result) if result["regressed"] else None

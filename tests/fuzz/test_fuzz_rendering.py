@@ -24,6 +24,8 @@ from html.parser import HTMLParser
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mutations import time_bound
+from test_fuzz_reports import inputs as report_inputs
 
 from tpudoctor.findings import Finding, Remediation, Report, Scope, Severity, Status, Step, Target
 
@@ -280,3 +282,25 @@ def _assert_format(fmt: str, out: str) -> None:
         assert_junit_parses(out)
     else:
         assert json.dumps(json.loads(out), indent=2) + "\n" == out
+
+
+@given(reports=st.lists(report_inputs, min_size=1, max_size=3), fmt=st.sampled_from(FORMATS))
+@RENDERINGS
+def test_merge_of_damaged_and_hostile_reports(tmp_path_factory, reports, fmt):
+    """``tpudoctor merge`` of saved reports, each damaged or hostile: the merged report in any format, or
+    the documented error; never another exception, never unsafe output."""
+    from tpudoctor.errors import InputError
+    from tpudoctor.pod.merge import merge_outcomes
+    from tpudoctor.pod.report_store import read_reports
+    from tpudoctor.reports.merged import render_merged_report
+
+    folder = tmp_path_factory.mktemp("run")
+    for i, data in enumerate(reports):
+        (folder / f"{i}.json").write_bytes(data)
+    with time_bound():
+        try:
+            merged = merge_outcomes(read_reports([str(folder)]), source=str(folder))
+        except InputError as exc:
+            assert exc.message
+            return
+        _assert_format(fmt, render_merged_report(merged, fmt))
