@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -148,6 +149,7 @@ def _merged(left: Iterable[Any], right: Iterable[Any]) -> tuple[str, ...]:
     return tuple(sorted(values, key=natural_key))
 
 
+@functools.lru_cache(maxsize=8192)  # a merge sorts the same few names many times
 def natural_key(name: str) -> tuple:
     """Natural order of worker and host names: ``2`` before ``10``, ``worker-2`` before ``worker-10``,
     numbers before names."""

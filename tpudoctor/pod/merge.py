@@ -182,11 +182,8 @@ def fold_one(pairs: list[tuple[str, Finding]], *, total: int, slice_size: int | 
     evidence["workers_by_status"] = by_status
     if status in _PROBLEMS and len(named) > 1:
         evidence["worker_messages"] = {w: f.message for w, f in named[:MAX_WORKER_MESSAGES]}
-    scope = Scope.of(workers=workers)
-    for _w, f in named:
-        scope = scope.union(Scope(hosts=f.scope.hosts))
-    if len(named) == 1:
-        scope = scope.union(Scope(chips=first.scope.chips))
+    scope = Scope.of(workers=workers, hosts=[h for _w, f in named for h in f.scope.hosts],
+                     chips=first.scope.chips if len(named) == 1 else ())  # one sort, not one per worker
     remediation = first.remediation
     if remediation is not None and status in _PROBLEMS and workers:
         label = "worker" if len(workers) == 1 else "workers"
