@@ -3,8 +3,10 @@
     .venv/bin/python fuzz/run_long.py                 # 2000 inputs per target
     .venv/bin/python fuzz/run_long.py --examples 200  # what CI's profile runs, for comparison
 
-Targets take damaged real inputs (tests/fuzz/mutations.py). An input may only end as a result or
-a documented error (InputError/UsageError); anything else stops the run with the input that broke.
+Targets take damaged real inputs (tests/fuzz/mutations.py) and hostile strings (control characters,
+ESC/OSC, newlines, bidi overrides, HTML, Markdown: tests/fuzz/test_fuzz_rendering.py). An input may
+only end as a result or a documented error (InputError/UsageError), and a rendered report must be safe
+in its format; anything else stops the run with the input that broke.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tpudoctor.errors import InputError, UsageError  # noqa: E402
 
 
 def targets(tmp: Path) -> dict:
+    from test_fuzz_rendering import FORMATS, _assert_format, hostile_report
     from test_fuzz_reports import inputs as report_inputs
 
     from tpudoctor.bench.document import load_baseline
@@ -53,12 +56,37 @@ def targets(tmp: Path) -> dict:
         (tmp / "tpudoctor.toml").write_bytes(data)
         return load_config_file(tmp)
 
+    def merge_and_render(reports: list[bytes]):
+        """``tpudoctor merge`` of damaged or hostile saved reports, rendered in every format."""
+        from tpudoctor.pod.merge import merge_outcomes
+        from tpudoctor.pod.report_store import read_reports
+        from tpudoctor.reports.merged import render_merged_report
+
+        run = tmp / "run"
+        run.mkdir(exist_ok=True)
+        for old in run.iterdir():
+            old.unlink()
+        for i, data in enumerate(reports):
+            (run / f"{i}.json").write_bytes(data)
+        merged = merge_outcomes(read_reports([str(run)]))
+        for fmt in FORMATS:
+            _assert_format(fmt, render_merged_report(merged, fmt))
+
+    def render_everywhere(report):
+        """A report with hostile strings in every outside field, in every format (checked, not only run)."""
+        from tpudoctor.reports import render_check_report
+
+        for fmt in FORMATS:
+            _assert_format(fmt, render_check_report(report, fmt, verbose=True))
+
     return {
         "xspace_loader": (damaged(captures), lambda d: decode_host(d, hostname="h", source="fuzz.xplane.pb")),
         "log_diagnosis": (damaged(logs), lambda d: diagnose_text(d.decode("utf-8", "replace"))),
         "check_report_reader": (report_inputs, via_file("report.json", load_check_report)),
         "bench_baseline_reader": (report_inputs, via_file("baseline.json", load_baseline)),
         "config_reader": (st.one_of(damaged([config]), st.binary(max_size=400)), config_reader),
+        "merge_and_render": (st.lists(report_inputs, min_size=1, max_size=3), merge_and_render),
+        "hostile_fields_every_format": (hostile_report(), render_everywhere),
     }
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from tpudoctor.findings import Finding, Status
 from tpudoctor.reports.bench_summary import headline, mismatch_lines
 from tpudoctor.reports.check_junit import add_testcase
+from tpudoctor.reports.escape import junit_document, plain
 
 
 def render(document: Mapping[str, Any]) -> str:
@@ -34,11 +35,10 @@ def render(document: Mapping[str, Any]) -> str:
     for finding in findings:
         case = add_testcase(suite, finding, classname=classname)
         if finding.status is not Status.SKIP:  # the run itself, for the reader of the CI page
-            context = "\n".join([headline(document), *mismatch_lines(document)])
+            context = "\n".join(plain(line) for line in [headline(document), *mismatch_lines(document)])
             out = case.find("system-out")
             if out is None:
                 ET.SubElement(case, "system-out").text = context
             else:
                 out.text = f"{out.text}\n{context}"
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    return junit_document(suites)

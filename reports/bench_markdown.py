@@ -6,34 +6,37 @@ from collections.abc import Mapping
 from typing import Any
 
 from tpudoctor.reports.bench_summary import headline, loss_line, mismatch_lines, verdict_line
+from tpudoctor.reports.escape import markdown as md
+from tpudoctor.reports.escape import markdown_code as code
 
 
 def render(document: Mapping[str, Any]) -> str:
     key = document["key"]
     m = document["measurement"]
-    lines = ["# tpudoctor bench", "", headline(document), ""]
+    lines = ["# tpudoctor bench", "", md(headline(document)), ""]
     verdict = verdict_line(document)
     comparison = document.get("comparison")
     if comparison:
         g = comparison["gate"]
         mark = "❌" if g["verdict"] == "regression" else "✅"
-        lines += [f"**{mark} {verdict}**", "",
+        lines += [f"**{mark} {md(verdict)}**", "",
                   "| metric | baseline | current | ratio |", "|---|---:|---:|---:|",
                   f"| examples/s (median) | {g['baseline_median']:,.1f} | {g['current_median']:,.1f} | "
                   f"{'' if g['significant'] else '~'}{g['ratio']:.3f} |", ""]
         mismatches = mismatch_lines(document)
         if mismatches:
-            lines += ["Compared across different keys (`--allow-mismatch`):", ""] + [f"- {x}" for x in mismatches] + [""]
+            lines += ["Compared across different keys (`--allow-mismatch`):", ""] + [f"- {md(x)}" for x in mismatches] + [""]
     lines += [
         "| | |", "|---|---|",
         f"| compile (first step) | {m['compile_time_ms']:,.0f} ms |",
         f"| steady step time (median) | {m['step_time_ms_median']:.3f} ms |",
         f"| windows | {m['windows']} x {m['steps_per_window']} steps |",
-        f"| loss | {loss_line(document)} |",
-        f"| model version | `{key['model_version']}` |",
-        f"| accelerator / topology | `{key['accelerator_type']}` / `{key['topology'] or '-'}` |",
-        f"| framework | {key['framework']} {key['framework_version']} |",
-        f"| libtpu | {key['libtpu_version'] or '-'} |",
+        f"| loss | {md(loss_line(document))} |",
+        f"| model version | {code(key['model_version'], in_table=True)} |",
+        f"| accelerator / topology | {code(key['accelerator_type'], in_table=True)} / "
+        f"{code(key['topology'] or '-', in_table=True)} |",
+        f"| framework | {md(key['framework'])} {md(key['framework_version'])} |",
+        f"| libtpu | {md(key['libtpu_version'] or '-')} |",
         "",
     ]
     return "\n".join(lines)

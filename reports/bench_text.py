@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tpudoctor.reports.bench_summary import headline, loss_line, mismatch_lines, verdict_line
+from tpudoctor.reports.escape import plain
 
 
 def render(document: Mapping[str, Any]) -> str:
@@ -30,4 +31,4 @@ def render(document: Mapping[str, Any]) -> str:
         mismatches = mismatch_lines(document)
         if mismatches:
             lines.append("  compared across different keys (--allow-mismatch): " + "; ".join(mismatches))
-    return "\n".join(lines) + "\n"
+    return "\n".join(plain(line) for line in lines) + "\n"  # each line holds values from the document

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import html
 import json
 
 from tpudoctor.findings import Report, Status, root_cause
 from tpudoctor.reports import evidence_tables
-from tpudoctor.reports.markers import MARKERS, scope_words
+from tpudoctor.reports.escape import html as e
+from tpudoctor.reports.escape import plain
+from tpudoctor.reports.markers import MARKERS, root_cause_headline, scope_words, summary_sentence
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1f2328;max-width:1100px}
@@ -20,20 +21,19 @@ table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid #d0d7de
 
 def render(report: Report, *, scope_in_title: bool = True) -> str:
     """``scope_in_title=False`` where the messages already say where (a merged pod report)."""
-    e = html.escape
     cause = root_cause(report.results)
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>tpudoctor check</title>",
              f"<style>{_CSS}</style></head><body><h1>tpudoctor check</h1>",
              f"<p>tpudoctor {e(report.tool_version)} on <code>{e(report.host)}</code></p>"]
     if cause is not None:
         where = scope_words(cause.scope) if scope_in_title else ""
-        parts.append(f"<div class='cause'><h2>Root cause: {e(cause.id)} {e(cause.title)}"
+        parts.append(f"<div class='cause'><h2>Root cause: {e(root_cause_headline(cause))}"
                      f"{' (' + e(where) + ')' if where else ''}</h2>"
                      f"<p class='{cause.status.value}'><b>{e(MARKERS[cause.status])} {e(cause.message)}</b></p>")
         if cause.remediation:
             parts.append(f"<p>Fix: {e(cause.remediation.text)}</p>")
             if cause.remediation.commands:
-                parts.append("<pre>" + e("\n".join(cause.remediation.commands)) + "</pre>")
+                parts.append("<pre>" + e("\n".join(plain(c) for c in cause.remediation.commands)) + "</pre>")
         ev = {k: v for k, v in cause.to_dict()["evidence"].items() if k != "traceback"}
         for key, columns, rows in evidence_tables.tables(ev):
             parts.append(f"<h3>{e(key)}</h3><table><tr>" + "".join(f"<th>{e(c)}</th>" for c in columns) + "</tr>")
@@ -48,10 +48,10 @@ def render(report: Report, *, scope_in_title: bool = True) -> str:
     for r in report.ordered_results():
         fix = ""
         if r.remediation and r.status in (Status.FAIL, Status.WARN, Status.ERROR):
-            fix = e(r.remediation.text) + ("<pre>" + e("\n".join(r.remediation.commands)) + "</pre>" if r.remediation.commands else "")
+            fix = e(r.remediation.text) + ("<pre>" + e("\n".join(plain(c) for c in r.remediation.commands)) + "</pre>" if r.remediation.commands else "")
         parts.append(f"<tr><td class='{r.status.value}'>{e(MARKERS[r.status])}</td><td>{int(r.step)}</td>"
                      f"<td>{e(r.id)} {e(r.title)}</td>"
                      + (f"<td>{e(scope_words(r.scope).removeprefix('on ') or 'all')}</td>" if scoped else "")
                      + f"<td>{e(r.message)}</td><td>{fix}</td></tr>")
-    parts.append("</table></body></html>")
+    parts.append(f"</table><p class='summary'>{e(summary_sentence(report))}</p></body></html>")
     return "".join(parts) + "\n"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from tpudoctor.findings import Finding, Report, Status
-from tpudoctor.reports.markers import scope_words
+from tpudoctor.reports.escape import junit_document, lines, plain
+from tpudoctor.reports.markers import scope_words, summary_sentence
 
 
 def render(report: Report) -> str:
@@ -28,8 +29,8 @@ def render(report: Report) -> str:
             ET.SubElement(props, "property", name=key, value=str(value))
     for r in report.ordered_results():
         add_testcase(suite, r, classname=f"tpudoctor.step{int(r.step)}_{r.step.name.lower()}")
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    ET.SubElement(suite, "system-out").text = plain(summary_sentence(report))
+    return junit_document(suites)
 
 
 def add_testcase(suite: ET.Element, r: Finding, *, classname: str) -> ET.Element:
@@ -50,19 +51,18 @@ def add_testcase(suite: ET.Element, r: Finding, *, classname: str) -> ET.Element
     elif r.status is Status.SKIP:
         ET.SubElement(case, "skipped", message=r.skip_reason or r.message)
     elif r.status is Status.WARN:
-        ET.SubElement(case, "system-out").text = f"WARNING: {r.message}\n{body}"
+        ET.SubElement(case, "system-out").text = f"WARNING: {plain(r.message)}\n{body}"
     return case
 
 
 def _body(r: Finding) -> str:
-    lines = [r.message]
-    for key, value in r.evidence.items():
-        if key != "traceback":
-            lines.append(f"{key}: {value}")
+    """One line per item (a field's own newline never starts a line of its own); a traceback keeps its lines."""
+    body = [plain(r.message)]
+    body += [plain(f"{key}: {value}") for key, value in r.evidence.items() if key != "traceback"]
     if "traceback" in r.evidence:
-        lines.append(str(r.evidence["traceback"]))
+        body.append(lines(r.evidence["traceback"]))
     if r.remediation:
         if r.remediation.text:
-            lines.append(f"fix: {r.remediation.text}")
-        lines += [f"$ {c}" for c in r.remediation.commands]
-    return "\n".join(lines)
+            body.append(plain(f"fix: {r.remediation.text}"))
+        body += [plain(f"$ {c}") for c in r.remediation.commands]
+    return "\n".join(body)

@@ -9,19 +9,19 @@ import io
 import json
 
 from rich.console import Console
-from rich.markup import escape
 
 from tpudoctor.findings import CheckResult, Report, Status, Step, root_cause
 from tpudoctor.reports import evidence_tables
-from tpudoctor.reports.markers import MARKERS, STYLES, WORDS, scope_words
+from tpudoctor.reports.escape import text as escape
+from tpudoctor.reports.markers import MARKERS, STYLES, scope_words, summary_sentence
 
 
 def render(report: Report, *, verbose: bool = False, color: bool = False, width: int = 100,
            scope_in_title: bool = True) -> str:
     """``scope_in_title=False`` where the messages already say where (a merged pod report)."""
     buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width,
-                      highlight=False, soft_wrap=True)  # never break a command someone will copy
+    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False,
+                      emoji=False, soft_wrap=True)  # never break a command someone will copy
     _header(console, report)
     cause = root_cause(report.results)
     if cause is not None:
@@ -129,11 +129,7 @@ def _evidence(console: Console, result: CheckResult, indent: str) -> None:
 
 
 def _summary_line(report: Report) -> str:
-    summary = report.summary
-    counts = summary.counts
-    problems = counts["FAIL"] + counts["ERROR"] + counts["WARN"]
-    tally = ", ".join(f"{counts[s.value]} {WORDS[s]}" for s in Status if counts[s.value])
-    if not problems:
-        return f"[green]• No issues found.[/green] ({tally})"
-    cause = f" Root cause: {summary.root_cause}." if summary.root_cause else ""
-    return f"[bold]! tpudoctor found {problems} issue(s)[/bold] ({tally}).{cause}"
+    sentence = escape(summary_sentence(report))
+    if not any(report.summary.counts[s.value] for s in (Status.FAIL, Status.ERROR, Status.WARN)):
+        return f"[green]• {sentence}[/green]"
+    return f"[bold]! {sentence}[/bold]"

@@ -11,6 +11,8 @@ MAX_CELL_CHARS = 120
 
 
 def human_bytes(n: int) -> str:
+    if abs(n) >= 1024 ** 5 * 1024:  # beyond any memory (and, far enough, beyond a float): the count itself
+        return f"{n} B"
     size = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(size) < 1024 or unit == "TiB":

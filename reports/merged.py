@@ -8,21 +8,21 @@ is formatting of data already in the report, not analysis.
 
 from __future__ import annotations
 
-import html
 import json
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING, Any
 
 from tpudoctor.findings import Report, Status, Step
+from tpudoctor.reports import escape
 
 if TYPE_CHECKING:
     from tpudoctor.pod.merge import MergedReport
 
 MATRIX_MAX_WORKERS = 64
 CELL = {Status.PASS: "✓", Status.WARN: "!", Status.FAIL: "✗", Status.ERROR: "?", Status.SKIP: "-"}
-NO_REPORT = "✗"
+NO_REPORT = "?"  # unknown: the worker said nothing (POD-001/POD-003/POD-007 say why), which is not a failed check
 NOT_RUN = " "
-LEGEND = "✓ ok  ! warning  ✗ failed  ? could not run  - skipped"
+LEGEND = "✓ ok  ! warning  ✗ failed  ? could not run or no report  - skipped"
 
 
 def render_merged_report(merged: MergedReport, fmt: str, *, verbose: bool = False, color: bool = False,
@@ -49,14 +49,14 @@ def render_merged_document(document: dict[str, Any], fmt: str, *, verbose: bool 
         from tpudoctor.reports.check_markdown import render
         body = render(report, verbose=verbose, scope_in_title=False)
         head, _, rest = body.partition("\n\n")
-        return f"{head}\n\n{_slice_line(document)}\n\n{_matrix_markdown(matrix)}\n{rest}"
+        return f"{head}\n\n{escape.markdown(_slice_line(document))}\n\n{_matrix_markdown(matrix)}\n{rest}"
     if fmt == "junit":
         return _junit(report, document)
     if fmt == "html":
         from tpudoctor.reports.check_html import render
         body = render(report, scope_in_title=False)
         table = _matrix_html(matrix)
-        return body.replace("</h1>", f"</h1><p>{html.escape(_slice_line(document))}</p>{table}", 1)
+        return body.replace("</h1>", f"</h1><p>{escape.html(_slice_line(document))}</p>{table}", 1)
     from tpudoctor.reports.check_text import render
     return f"{_slice_line(document)}\n{_matrix_text(matrix)}\n{render(report, verbose=verbose, color=color, scope_in_title=False)}"
 
@@ -90,8 +90,8 @@ def _slice_line(document: dict[str, Any]) -> str:
     expected, reported = info.get("workers_expected") or [], info.get("workers_reported") or []
     target = document.get("target") or {}
     name = f"{target.get('tpu')}: " if target.get("tpu") else ""
-    return (f"Pod slice {name}{len(reported)} of {len(expected) or len(document.get('workers') or {})} "
-            f"workers reported (from {info.get('source') or 'reports'})")
+    return escape.plain(f"Pod slice {name}{len(reported)} of {len(expected) or len(document.get('workers') or {})} "
+                        f"workers reported (from {info.get('source') or 'reports'})")
 
 
 def _matrix_text(matrix: dict[str, dict[int, str]]) -> str:
@@ -114,7 +114,7 @@ def _matrix_text(matrix: dict[str, dict[int, str]]) -> str:
             matrix[w][int(step)] for w in workers)
         lines.append(f"{int(step)} {step.name.lower()}".ljust(label_width) + cells)
     if not numeric:
-        lines.append("columns: " + ", ".join(f"{i}={w}" for i, w in enumerate(workers)))
+        lines.append("columns: " + ", ".join(f"{i}={escape.plain(w)}" for i, w in enumerate(workers)))
     lines.append(LEGEND)
     return "\n".join(lines) + "\n"
 
@@ -131,27 +131,27 @@ def _summary_line(step: Step, matrix: dict[str, dict[int, str]]) -> str:
             ws = groups[cell]
             who = f" ({describe_workers(ws, limit=8)})" if cell in ("✗", "?", "!") else ""
             parts.append(f"{cell.strip() or 'not run'} {len(ws)}{who}")
-    return f"{int(step)} {step.name.lower()}: " + ", ".join(parts)
+    return escape.plain(f"{int(step)} {step.name.lower()}: " + ", ".join(parts))
 
 
 def _matrix_markdown(matrix: dict[str, dict[int, str]]) -> str:
     steps = _steps_shown(matrix)
     if len(matrix) > MATRIX_MAX_WORKERS:
-        return "\n".join(f"- {_summary_line(step, matrix)}" for step in steps) + "\n"
+        return "\n".join(f"- {escape.markdown(_summary_line(step, matrix))}" for step in steps) + "\n"
     lines = ["| worker | " + " | ".join(f"{int(s)} {s.name.lower()}" for s in steps) + " |",
              "|---|" + "---|" * len(steps)]
     for worker, row in matrix.items():
-        lines.append(f"| {worker} | " + " | ".join(row[int(s)].strip() or " " for s in steps) + " |")
+        lines.append(f"| {escape.markdown(worker)} | " + " | ".join(row[int(s)].strip() or " " for s in steps) + " |")
     return "\n".join(lines) + f"\n\n{LEGEND}\n"
 
 
 def _matrix_html(matrix: dict[str, dict[int, str]]) -> str:
     steps = _steps_shown(matrix)
     if len(matrix) > MATRIX_MAX_WORKERS:
-        return "<ul>" + "".join(f"<li>{html.escape(_summary_line(s, matrix))}</li>" for s in steps) + "</ul>"
+        return "<ul>" + "".join(f"<li>{escape.html(_summary_line(s, matrix))}</li>" for s in steps) + "</ul>"
     rows = ["<table><tr><th>worker</th>" + "".join(f"<th>{int(s)} {s.name.lower()}</th>" for s in steps) + "</tr>"]
     for worker, row in matrix.items():
-        rows.append(f"<tr><td>{html.escape(worker)}</td>" + "".join(f"<td>{row[int(s)]}</td>" for s in steps) + "</tr>")
+        rows.append(f"<tr><td>{escape.html(worker)}</td>" + "".join(f"<td>{row[int(s)]}</td>" for s in steps) + "</tr>")
     return "".join(rows) + "</table>"
 
 
@@ -163,9 +163,8 @@ def _junit(report: Report, document: dict[str, Any]) -> str:
     merged = ET.fromstring(render(report).split("\n", 1)[1])
     for suite in merged.iter("testsuite"):
         suite.set("name", "tpudoctor check (merged across workers)")
-    for case in merged.iter("testcase"):
-        result = next((r for r in report.results if case.get("name", "").startswith(f"{r.id} {r.title}")), None)
-        if result is not None and result.scope.workers:  # the name ends "(on workers 3, 7)"; add to its properties
+    for case, result in zip(merged.iter("testcase"), report.ordered_results(), strict=True):  # one per result
+        if result.scope.workers:  # the name ends "(on workers 3, 7)"; add to its properties
             props = case.find("properties")
             if props is None:
                 props = ET.SubElement(case, "properties")
@@ -179,5 +178,4 @@ def _junit(report: Report, document: dict[str, Any]) -> str:
         for suite in suite_root.iter("testsuite"):
             suite.set("name", f"tpudoctor check worker {worker}")
             merged.append(suite)
-    ET.indent(merged)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(merged, encoding="unicode") + "\n"
+    return escape.junit_document(merged)

@@ -4,9 +4,10 @@ in every format."""
 
 from __future__ import annotations
 
-import html
 import json
 import xml.etree.ElementTree as ET
+
+from tpudoctor.reports import escape
 
 ARROWS = {"better": "better", "worse": "WORSE", "same": "same", "n/a": "n/a"}
 MOVERS_SHOWN = 10
@@ -142,27 +143,30 @@ def _text(result) -> str:
     if ops:
         lines += ["", *ops]
     line = _verdict_line(result)
-    return "\n".join(lines + ([""] + [line] if line else [])) + "\n"
+    return "\n".join(escape.plain(x) for x in lines + ([""] + [line] if line else [])) + "\n"
 
 
 def _markdown(result) -> str:
     c = result.get("comparability") or {}
+    md = escape.markdown
     lines = ["### tpudoctor profile comparison", "",
-             f"Baseline `{result['baseline']['source']}` (**{result['baseline']['verdict']}**) vs candidate "
-             f"`{result['candidate']['source']}` (**{result['candidate']['verdict']}**)", ""]
+             f"Baseline {escape.markdown_code(result['baseline']['source'])} (**{md(result['baseline']['verdict'])}**) "
+             f"vs candidate {escape.markdown_code(result['candidate']['source'])} "
+             f"(**{md(result['candidate']['verdict'])}**)", ""]
     if c:
         mark = ":white_check_mark:" if c.get("comparable", True) else ":no_entry:"
-        lines += [f"{mark} " + comparability_lines(result)[0], ""]
-        lines += [f"- {line}" for line in comparability_lines(result)[1:]]
+        lines += [f"{mark} " + md(comparability_lines(result)[0]), ""]
+        lines += [f"- {md(line)}" for line in comparability_lines(result)[1:]]
         rows = identity_rows(result)
         if rows:
             lines += ["", "| | baseline | candidate |", "|---|---|---|"]
-            lines += [f"| {f} | {a} | {b}{' :warning:' if a != b else ''} |" for f, a, b in rows]
+            lines += [f"| {md(f)} | {md(a)} | {md(b)}{' :warning:' if a != b else ''} |" for f, a, b in rows]
         lines.append("")
     lines += ["| KPI | baseline | candidate | delta | |", "|---|---:|---:|---:|---|"]
     icons = {"better": ":white_check_mark: better", "worse": ":x: worse", "same": "same", "n/a": ""}
     for r in result["kpis"]:
-        lines.append(f"| {r['kpi']} | {_v(r['baseline'])} | {_v(r['candidate'])} | {_delta(r)} | {icons[r['direction']]} |")
+        lines.append(f"| {md(r['kpi'])} | {_v(r['baseline'])} | {_v(r['candidate'])} | {_delta(r)} | "
+                     f"{icons[r['direction']]} |")
     diff = result.get("op_diff")
     if diff is not None:
         counts = diff["counts"]
@@ -170,22 +174,23 @@ def _markdown(result) -> str:
         lines += ["", f"**Ops:** {counts['added']} added, {counts['removed']} removed, {counts['slower']} slower, "
                       f"{counts['faster']} faster"]
         if result.get("op_diff_note"):
-            lines.append(f"_{result['op_diff_note']}_")
+            lines.append(f"_{md(result['op_diff_note'])}_")
         if diff["movers"]:
             rates = diff.get("rates") or []
             head = "| op | status | baseline " + unit + " | candidate " + unit + " | delta ms | avg |"
             lines += ["", head + (" rates |" if rates else "") + " program |",
                       "|---|---|---:|---:|---:|---:|" + ("---|" if rates else "") + "---|"]
             for o in diff["movers"][:MOVERS_SHOWN]:
-                lines.append(f"| `{o['op_name']}` | {o['status']} | {_ms(o['baseline_time_ps'])} | "
+                lines.append(f"| {escape.markdown_code(o['op_name'], in_table=True)} | {o['status']} | "
+                             f"{_ms(o['baseline_time_ps'])} | "
                              f"{_ms(o['candidate_time_ps'])} | {(o['delta_time_ps'] or 0) / 1e9:+,.3f} | "
-                             f"{_pct(o['delta_avg_time_percent'])} |" + (f" {_rates(o, rates)} |" if rates else "")
-                             + f" {o.get('program') or '-'} |")
+                             f"{_pct(o['delta_avg_time_percent'])} |" + (f" {md(_rates(o, rates))} |" if rates else "")
+                             + f" {md(o.get('program') or '-')} |")
     elif result.get("op_diff_note"):
-        lines += ["", f"_Op-level diff: {result['op_diff_note']}_"]
+        lines += ["", f"_Op-level diff: {md(result['op_diff_note'])}_"]
     line = _verdict_line(result)
     if line:
-        lines += ["", f"**{line}**"]
+        lines += ["", f"**{md(line)}**"]
     return "\n".join(lines) + "\n"
 
 
@@ -212,22 +217,24 @@ def history_lines(result: dict) -> list[str]:
 
 
 def _history_text(result) -> str:
-    return "\n".join(history_lines(result)) + "\n"
+    return "\n".join(escape.plain(line) for line in history_lines(result)) + "\n"
 
 
 def _history_markdown(result) -> str:
     gate = result["gate"]
     icon = {"regression": ":x:", "no_change": ":white_check_mark:", "not_judged": ":grey_question:"}[gate["verdict"]]
+    md = escape.markdown
     lines = ["### tpudoctor profile history gate", "",
-             f"{icon} candidate `{result['candidate']['source']}` against the last {gate['n_history']} report(s) in "
-             f"`{result['history']}`: **{gate['verdict'].replace('_', ' ')}**", ""]
-    lines += [f"- {line}" for line in comparability_lines(result)]
+             f"{icon} candidate {escape.markdown_code(result['candidate']['source'])} against the last "
+             f"{gate['n_history']} report(s) in {escape.markdown_code(result['history'])}: "
+             f"**{md(gate['verdict'].replace('_', ' '))}**", ""]
+    lines += [f"- {md(line)}" for line in comparability_lines(result)]
     lines += ["", "| KPI | verdict | candidate | history median | change | robust z |", "|---|---|---:|---:|---:|---:|"]
     for j in gate["kpis"]:
         change = (f"{j['change_percent']:+.1f}%" if j.get("change_percent") is not None and not j["in_points"]
                   else (f"{j['change']:+.2f} pt" if j.get("change") is not None else "n/a"))
         z = f"{j['robust_z']:+.1f}" if j.get("robust_z") is not None else "n/a"
-        lines.append(f"| {j['kpi']}{' (gated)' if j['gated'] else ''} | {j['verdict'].replace('_', ' ')} | "
+        lines.append(f"| {md(j['kpi'])}{' (gated)' if j['gated'] else ''} | {md(j['verdict'].replace('_', ' '))} | "
                      f"{_v(j.get('candidate'))} | {_v(j.get('history_median'))} | {change} | {z} |")
     return "\n".join(lines) + "\n"
 
@@ -244,7 +251,7 @@ def _junit(result: dict, history: bool) -> str:
     if history:
         for j in result["gate"]["kpis"]:
             failure = f"{j['kpi']} regressed: {j['reason']}" if j["verdict"] == "regression" and j["gated"] else None
-            cases.append((j["kpi"], failure, j["reason"]))
+            cases.append((j["kpi"], failure, escape.plain(j["reason"])))
         suite_name = "tpudoctor compare --history"
     else:
         failure = _verdict_line(result) if result["regressed"] else None
@@ -259,8 +266,7 @@ def _junit(result: dict, history: bool) -> str:
             ET.SubElement(case, "failure", message=failure[:500], type="regression").text = body
         else:
             ET.SubElement(case, "system-out").text = body
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    return escape.junit_document(suites)
 
 
 # ------------------------------------------------------------------ html
@@ -274,7 +280,7 @@ th{background:#f5f5f5}td.num{text-align:right;font-variant-numeric:tabular-nums}
 
 
 def _html(result: dict, history: bool) -> str:
-    e = html.escape
+    e = escape.html
     out = ["<!doctype html><html><head><meta charset='utf-8'>",
            f"<title>tpudoctor {'history gate' if history else 'comparison'}</title><style>{_CSS}</style></head><body>"]
     comparable = result.get("comparable", True)

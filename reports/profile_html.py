@@ -5,10 +5,10 @@ No CDN or network fetch: the file opens offline and can be attached to a bug.
 
 from __future__ import annotations
 
-import html
 import json
 
 from tpudoctor.profile.report import ProfileReport
+from tpudoctor.reports import escape
 from tpudoctor.reports.profile_diagnosis_text import (
     confidence_line,
     device_time_split,
@@ -73,7 +73,7 @@ def render(report: ProfileReport) -> str:
 
 
 def _e(value) -> str:
-    return html.escape(str(value if value is not None else ""))
+    return escape.html(str(value if value is not None else ""))
 
 
 def _fmt(value) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from tpudoctor.profile.report import ProfileReport
+from tpudoctor.reports.escape import markdown as md
+from tpudoctor.reports.escape import markdown_code
 from tpudoctor.reports.profile_diagnosis_text import (
     BREAKDOWN_PARTS,
     confidence_line,
@@ -22,27 +24,27 @@ def render(report: ProfileReport) -> str:
 def _cell(value) -> str:
     if isinstance(value, float):
         return f"{value:,.2f}"
-    return str(value if value is not None else "").replace("|", "\\|").replace("\n", " ")
+    return md(value)
 
 
 def table(rows: list[dict], columns: list[str]) -> list[str]:
     if not rows:
         return ["_none_"]
-    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    out = ["| " + " | ".join(md(c) for c in columns) + " |", "|" + "---|" * len(columns)]
     out += ["| " + " | ".join(_cell(r.get(c)) for c in columns) + " |" for r in rows]
     return out
 
 
 def render_document(doc: dict) -> str:
-    lines = [f"# tpudoctor profile: `{doc.get('source', '')}`", ""]
+    lines = [f"# tpudoctor profile: {markdown_code(doc.get('source', ''))}", ""]
     if "verdict" in doc:
-        lines += [f"**Verdict: {doc['verdict']}** - {doc.get('verdict_reason', '')}", ""]
+        lines += [f"**Verdict: {md(doc['verdict'])}** - {md(doc.get('verdict_reason', ''))}", ""]
         if doc.get("verdict_confidence"):
-            lines += [f"Confidence: **{doc['verdict_confidence'].get('level')}**"
-                      + "".join(f"\n- {r}" for r in doc["verdict_confidence"].get("reasons") or []), ""]
+            lines += [f"Confidence: **{md(doc['verdict_confidence'].get('level'))}**"
+                      + "".join(f"\n- {md(r)}" for r in doc["verdict_confidence"].get("reasons") or []), ""]
         st = doc["steps"]
         stats = st.get("stats") or {}
-        steps = steps_line(st)
+        steps = md(steps_line(st))
         if stats:
             steps += (f"; step time mean {stats['mean_ms']:.2f} ms, median {stats['median_ms']:.2f} ms, "
                       f"min {stats['min_ms']:.2f} ms, max {stats['max_ms']:.2f} ms.")
@@ -54,11 +56,11 @@ def render_document(doc: dict) -> str:
                                                              list(BREAKDOWN_PARTS)) + [""]
         lines += ["## Findings", ""]
         for f in doc["findings"]:
-            lines.append(f"### `{f['id']}` ({f['severity']}): {f['title']}")
-            lines += ["", f["message"] + (f" ({where(f, doc)})" if where(f, doc) else ""), ""]
+            lines.append(f"### {markdown_code(f['id'])} ({md(f['severity'])}): {md(f['title'])}")
+            lines += ["", md(f["message"]) + (f" ({md(where(f, doc))})" if where(f, doc) else ""), ""]
             if f.get("confidence"):
-                lines += [f"_Confidence: {confidence_line(f['confidence'])}_", ""]
-            lines += [f"- {fix}" for fix in fixes(f)] + [""]
+                lines += [f"_Confidence: {md(confidence_line(f['confidence']))}_", ""]
+            lines += [f"- {md(fix)}" for fix in fixes(f)] + [""]
         if not doc["findings"]:
             lines += ["_no findings_", ""]
         lines += ["## Compilations in the capture window", ""]
@@ -66,7 +68,7 @@ def render_document(doc: dict) -> str:
                                                            "share_of_capture_percent", "program_variants"]) + [""]
         dev = doc["device_ops"]
         if dev.get("programs"):
-            lines += ["## Programs by device time", "", device_time_split(dev) + ".", ""]
+            lines += ["## Programs by device time", "", md(device_time_split(dev)) + ".", ""]
             lines += table(dev["programs"][:20], ["program", "program_id", "runs", "devices", "device_ms", "mean_ms",
                                                   "share_percent"]) + [""]
         lines += ["## Top device ops by self time", "", "One row per program and op, as xprof's hlo_stats.", ""]
@@ -82,11 +84,11 @@ def render_document(doc: dict) -> str:
             )
 
             r = doc["roofline"]
-            lines += ["## Roofline and MFU", "", f"- {peaks_line(r)}", f"- {program_line(r)}", ""]
+            lines += ["## Roofline and MFU", "", f"- {md(peaks_line(r))}", f"- {md(program_line(r))}", ""]
             rows = op_rows(r)
             lines += table(rows, list(rows[0]) if rows else []) + [""]
             if any(row["roofline eff."] == UNMEASURABLE for row in rows):
-                lines += [f"\\{UNMEASURABLE_NOTE}", ""]
+                lines += [md(UNMEASURABLE_NOTE), ""]
         lines += ["## Host-side ops", ""]
         lines += table(doc["host_ops"]["table"][:15], ["kind", "name", "count", "total_ms", "share_percent", "share_of"]) + [""]
         if len(doc.get("hosts", [])) > 1:
@@ -94,5 +96,6 @@ def render_document(doc: dict) -> str:
             lines += table([{"host": h["host"], "verdict": h["verdict"], **h["kpis"]} for h in doc["hosts"]],
                            ["host", "verdict", "step_time_mean_ms", "input_percent", "idle_percent", "compile_ms"]) + [""]
             if doc.get("straggler"):
-                lines += [straggler_line(doc["straggler"]).replace(doc["straggler"]["host"], f"**{doc['straggler']['host']}**", 1), ""]
+                host = md(doc["straggler"]["host"])
+                lines += [md(straggler_line(doc["straggler"])).replace(host, f"**{host}**", 1), ""]
     return "\n".join(lines) + "\n"

@@ -8,17 +8,17 @@ from __future__ import annotations
 import io
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from tpudoctor.profile.report import ProfileReport
 from tpudoctor.profile.summary import HostSummary
+from tpudoctor.reports.escape import text as escape
 
 
 def render(report: ProfileReport, *, color: bool = False, width: int = 110) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width,
-                      highlight=False, soft_wrap=False)
+                      highlight=False, emoji=False, soft_wrap=False)
     summary = report.summary
     run = f" · run {summary.run}" if summary.run else ""
     console.print(f"[bold]Profile[/bold] {escape(summary.source)}{escape(run)}")

@@ -4,8 +4,9 @@ rate, the compute and HBM roofs, one point per op sized by its time)."""
 
 from __future__ import annotations
 
-import html
 import math
+
+from tpudoctor.reports import escape
 
 MAX_OPS_SHOWN = 10
 
@@ -116,7 +117,7 @@ def roofline_chart(r: dict | None, width: int = 760, height: int = 420) -> str:
     def py(y: float) -> float:
         return top + plot_h * (1 - (math.log10(y) - y_lo) / (y_hi - y_lo))
 
-    e = html.escape
+    e = escape.html
     out = [f'<svg role="img" aria-label="roofline chart" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg" class="roofline">',
            f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#fafafa" stroke="#e0e0e0"/>']

@@ -281,11 +281,12 @@ def test_cli_names_root_cause_first_in_every_format(capsys, tmp_path, monkeypatc
     assert "hbm_used_bytes: 22054657065" in text and "fix:" in text
 
     code, md, _ = _check(capsys, "--log-file", log, "--format", "markdown")
-    assert "## Root cause: LOGS-001" in md and "HBM out of memory" in md and "**Fix:**" in md
+    assert "## Root cause: [✗] LOGS-001 Job log shows no error: failed" in md  # not read as a pass
+    assert "HBM out of memory" in md and "**Fix:**" in md
     assert "22054657065" in md
 
     code, html, _ = _check(capsys, "--log-file", log, "--format", "html")
-    assert "Root cause: LOGS-001" in html and "HBM out of memory" in html and "22054657065" in html
+    assert "Root cause: [✗] LOGS-001" in html and "HBM out of memory" in html and "22054657065" in html
 
     code, junit, _ = _check(capsys, "--log-file", log, "--format", "junit")
     root = ET.fromstring(junit)

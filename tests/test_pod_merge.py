@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -152,8 +153,9 @@ def test_log_timeline_names_the_worker_that_failed_first(worker_report):
     assert [e["worker"] for e in timeline.evidence["timeline"]] == ["2", "1", "0"]
     assert timeline.message.startswith("worker 2 logged the first fatal event at 2026-11-30T10:00:01.250000Z")
     assert "2 other worker(s) failed after it (0, 1)" in timeline.message
-    logs = next(r for r in merged.report.results if r.id == "LOGS-002")
-    assert logs.scope.workers == ("0", "1", "2")
+    logs = [r for r in merged.report.results if r.id == "LOGS-002"]  # one result per cause, the cause first
+    assert [(r.scope.workers, r.evidence["signature"]) for r in logs] == [
+        (("2",), "hbm-oom-compile"), (("0", "1"), "socket-closed")]
     assert merged.report.summary.root_cause == "POD-006"  # ranked above the LOGS-002 results it explains
 
 
@@ -164,3 +166,56 @@ def test_worker_number_for_the_file_name_comes_from_the_metadata_server(fake_met
     # Step 3 alone never reads the metadata server; the file name still gets this VM's worker number.
     main(["check", "RUNTIME-001", "--format", "json", "-o", str(tmp_path / "{worker}.json")])
     assert json.loads((tmp_path / "2.json").read_text())["results"][0]["id"] == "RUNTIME-001"
+
+
+OOM_TRACEBACK = [
+    "I1130 10:20:58.100000 140 train.py:88] step 1200, loss 2.31",
+    "I1130 10:21:07.400000 140 train.py:88] compiling train_step for a batch of 512",
+    "Traceback (most recent call last):",
+    '  File "/home/user/train.py", line 141, in <module>',
+    "    state, metrics = train_step(state, batch)",
+    "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory "
+    "in memory space hbm. Used 20.54G of 15.48G hbm. Exceeded hbm capacity by 5.06G.",
+]
+SOCKET_CLOSED_AT_11 = [
+    "I1130 10:59:58.000000 140 train.py:88] step 1200, loss 2.30",
+    "E1130 11:00:00.118000 141 pjrt_client.cc:512] Unavailable: Socket closed",
+]
+
+
+def test_different_causes_on_different_workers_stay_apart_and_the_earliest_leads(gcp_env, tmp_path, capsys):
+    """Worker 3 runs out of HBM at 10:21; worker 1 loses its connection at 11:00 (a consequence). The merge
+    must not fold them into one 'Lost the connection ... FAIL on 2 workers (1, 3)' with the connection fix for both."""
+    logs = {"0": ["I1130 10:00:00.000000 140 train.py:88] step 1, loss 9.1"], "1": SOCKET_CLOSED_AT_11,
+            "2": ["I1130 10:00:00.000000 140 train.py:88] step 1, loss 9.0"], "3": OOM_TRACEBACK}
+    for worker, lines in logs.items():
+        log = tmp_path / f"train-{worker}.log"
+        log.write_text("\n".join(lines) + "\n")
+        assert main(["check", "LOGS-001", "--log-file", str(log), "--worker", worker, "--format", "json",
+                     "-o", str(tmp_path / "run" / f"{worker}.json")]) in (0, 1)
+    assert main(["merge", str(tmp_path / "run"), "--format", "json", "-o", str(tmp_path / "m.json")]) == 1
+    merged = json.loads((tmp_path / "m.json").read_text())
+    logs_results = [r for r in merged["results"] if r["id"] == "LOGS-001"]
+    assert [(r["scope"]["workers"], r["evidence"]["signature"]) for r in logs_results if r["status"] == "FAIL"] == [
+        (["3"], "hbm-oom-compile"), (["1"], "socket-closed")]
+    oom, lost = logs_results[0], logs_results[1]
+    assert oom["message"].startswith("FAIL on 1 of 4 workers (3): HBM out of memory at compile time")
+    assert oom["remediation"]["text"].startswith("On worker 3: Reduce the per-device footprint")
+    assert lost["message"].startswith("FAIL on 1 of 4 workers (1): Lost the connection")
+    assert lost["remediation"]["text"].startswith("On worker 1: ")
+    timeline = next(r for r in merged["results"] if r["id"] == "POD-006")
+    assert timeline["scope"]["workers"] == ["3"] and timeline["message"].startswith(
+        "worker 3 logged the fatal event the others follow from (LOGS-001: HBM out of memory")
+    assert merged["summary"]["root_cause"] in ("LOGS-001", "POD-006")
+    root = next(r for r in merged["results"] if r["id"] == merged["summary"]["root_cause"])
+    assert root["scope"]["workers"] == ["3"]
+    # JUnit: each cause's testcase names its own workers.
+    assert main(["merge", str(tmp_path / "run"), "--format", "junit", "-o", str(tmp_path / "m.xml")]) == 1
+    cases = [c for c in ET.parse(tmp_path / "m.xml").getroot().iter("testcase")
+             if c.get("name", "").startswith("LOGS-001") and c.find("failure") is not None][:2]
+    assert [c.find("properties/property[@name='workers']").get("value") for c in cases] == ["3", "1"]
+    # Every format leads with worker 3's cause.
+    assert main(["merge", str(tmp_path / "run")]) == 1
+    text = capsys.readouterr().out
+    cause = text.split("Root cause", 1)[1]
+    assert cause.index("HBM out of memory") < cause.index("Lost the connection")

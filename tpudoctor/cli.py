@@ -78,9 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _print_error(message: str, hint: str | None) -> None:
-    sys.stderr.write(f"tpudoctor: error: {message}\n")
+    """Messages quote file names, report fields and worker output: shown, never run by the terminal."""
+    from tpudoctor.reports.escape import plain
+
+    sys.stderr.write(f"tpudoctor: error: {plain(message)}\n")
     if hint:
-        sys.stderr.write(f"  hint: {hint}\n")
+        sys.stderr.write(f"  hint: {plain(hint)}\n")
 
 
 if __name__ == "__main__":

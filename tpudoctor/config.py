@@ -92,6 +92,18 @@ def resolve(flag: Any, key: str, config: Mapping[str, Any], env: Mapping[str, st
     return default if value in (None, [], "") else value
 
 
+def origin(flag: Any, key: str, env: Mapping[str, str] | None = None) -> str:
+    """Where ``resolve`` took a setting from, for messages: the flag, the environment variable, or the
+    config file."""
+    if flag not in (None, [], ""):
+        return f"--{key.replace('_', '-')}"
+    environ = os.environ if env is None else env
+    for var in ENV_FOR_SETTING.get(key, ()):
+        if environ.get(var):
+            return var
+    return "the config file"
+
+
 def as_list(value: Any) -> list[str]:
     if value in (None, ""):
         return []

@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
+import functools
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -144,9 +146,20 @@ class Scope:
 
 
 def _merged(left: Iterable[Any], right: Iterable[Any]) -> tuple[str, ...]:
-    """Union in natural order: worker "10" after "9", names as strings."""
+    """Union in natural order."""
     values = {str(v) for v in (*left, *right)}
-    return tuple(sorted(values, key=lambda v: (0, int(v), v) if v.isdigit() else (1, 0, v)))
+    return tuple(sorted(values, key=natural_key))
+
+
+@functools.lru_cache(maxsize=8192)  # a merge sorts the same few names many times
+def natural_key(name: str) -> tuple:
+    """Natural order of worker and host names: ``2`` before ``10``, ``worker-2`` before ``worker-10``,
+    numbers before names."""
+    parts = _DIGITS.split(name)
+    return tuple((0, int(part), "") if i % 2 else (1, 0, part) for i, part in enumerate(parts)), name
+
+
+_DIGITS = re.compile(r"([0-9]+)")
 
 
 class ConfidenceLevel(str, enum.Enum):

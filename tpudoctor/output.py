@@ -57,6 +57,29 @@ def write_text(path: str | os.PathLike[str] | None, text: str) -> None:
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from exc
 
 
+def check_writable(path: str | os.PathLike[str] | None) -> None:
+    """Refuse an ``-o`` that ``write_text`` would refuse, before the work that fills it: a folder, a link, a
+    parent that is a file, a folder that cannot be written. (A slow run that ends in 'cannot write' loses it.)"""
+    if path is None or os.fspath(path) in STDOUT_NAMES or os.fspath(path).startswith("gs://"):
+        return
+    target = Path(path)
+    if _is_stream_device(target):
+        return
+    if target.is_symlink():
+        raise UsageError(f"refusing to write {target}: it is a symbolic link", hint="pass a regular file path to -o")
+    if target.is_dir():
+        raise UsageError(f"cannot write {target}: it is a folder", hint=f"name a file in it, e.g. -o {target / 'report.json'}")
+    if target.exists() and not target.is_file():
+        raise UsageError(f"refusing to write {target}: it exists and is not a regular file")
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:  # the folders write_text would create
+        folder = folder.parent
+    if not folder.is_dir():
+        raise UsageError(f"cannot write {target}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write {target}: {folder} is not writable")
+
+
 def _is_stream_device(target: Path) -> bool:
     try:
         mode = os.lstat(target).st_mode

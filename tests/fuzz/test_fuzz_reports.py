@@ -39,6 +39,20 @@ def _replace_field(doc, path: list, value):
     return doc
 
 
+def _with_token(doc, path: list, token: str) -> bytes:
+    """A report with one value replaced by a raw JSON token (NaN, Infinity, 1e400) no writer of JSON emits."""
+    return json.dumps(_replace_field(doc, path, "\x00TOKEN\x00")).replace('"\\u0000TOKEN\\u0000"', token).encode()
+
+
+def _repeated_result(times: int) -> bytes:
+    doc = json.loads(VALID)
+    doc["results"] += [doc["results"][-1]] * times
+    return json.dumps(doc).encode()
+
+
+HOSTILE_TOKENS = ["NaN", "Infinity", "-Infinity", "1e308", "-1e308", "1e400", "9" * 5000, '"9999-12-31T23:59:59+00:00"',
+                  '"2026-11-30T10:00:00"', '"\\u001b]0;x\\u0007"', '"\\ud800"', "-0.0", "1e-320"]
+
 inputs = st.one_of(
     st.binary(max_size=300),
     st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), min_size=1, max_size=8)
@@ -48,6 +62,12 @@ inputs = st.one_of(
     st.tuples(st.lists(st.integers(0, 50), min_size=1, max_size=4), json_values)
     .map(lambda t: json.dumps(_replace_field(json.loads(VALID), *t)).encode()),
     st.integers(1, 100_000).map(lambda n: b"[" * n + b"]" * n),
+    # numbers JSON Schema cannot refuse, times that cannot be placed, ids repeated (issue: hostile inputs)
+    st.tuples(st.lists(st.integers(0, 50), min_size=1, max_size=4), st.sampled_from(HOSTILE_TOKENS))
+    .map(lambda t: _with_token(json.loads(VALID), *t)),
+    st.sampled_from(["duration_s", "started_at"]).flatmap(lambda key: st.sampled_from(HOSTILE_TOKENS).map(
+        lambda token: VALID.replace(f'"{key}": '.encode(), f'"{key}": {token}, "was": '.encode(), 1))),
+    st.integers(1, 2000).map(_repeated_result),
 )
 
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tpudoctor.commands.common import add_output_flags, add_target_flags, chosen_format
+from tpudoctor.commands.common import (
+    add_output_flags,
+    add_target_flags,
+    chosen_format,
+    resolve_target,
+)
 from tpudoctor.commands.pod_check import add_pod_flags, wants_fanout
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.reference_models import (
@@ -27,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     inputs.add_argument("--data", action="append", default=None, metavar="URI", help="training data path (gs://...); repeatable")
     inputs.add_argument("--checkpoint-dir", action="append", default=None, metavar="URI", help="checkpoint directory; repeatable")
     inputs.add_argument("--log-dir", action="append", default=None, metavar="URI", help="TensorBoard/profile log directory; repeatable")
-    inputs.add_argument("--log-file", action="append", default=None, metavar="FILE", help="your job's log file ('-' for stdin); repeatable")
+    inputs.add_argument("--log-file", action="append", default=None, metavar="FILE", help="your job's log file ('-' for stdin; with --workers or --all-workers, a path on "
+                        "the workers); repeatable")
     inputs.add_argument("--since", default=None, metavar="DURATION", help="how far back to read Cloud Logging (default 1h)")
     inputs.add_argument("--probe", action="store_true", help="start the framework in a subprocess and list its devices")
     inputs.add_argument("--write-probe", action="store_true",
@@ -53,19 +59,13 @@ def run(args: argparse.Namespace) -> ExitCode:
     from tpudoctor import config
     from tpudoctor.context import CheckOptions, RunContext
     from tpudoctor.errors import UsageError
-    from tpudoctor.findings import Target
     from tpudoctor.progress import progress
     from tpudoctor.registry import load_registry
     from tpudoctor.reports import render_check_report
     from tpudoctor.runner import Runner
 
     settings, _path = config.load_config_file()
-    target = Target(
-        project=config.resolve(args.project, "project", settings),
-        zone=config.resolve(args.zone, "zone", settings),
-        tpu=config.resolve(args.tpu, "tpu", settings),
-        worker=config.resolve(args.worker, "worker", settings),
-    )
+    target = resolve_target(args, settings)  # every name valid before it reaches gcloud or an API path
     options = CheckOptions(
         data_paths=config.as_list(config.resolve(args.data, "data", settings)),
         checkpoint_dirs=config.as_list(config.resolve(args.checkpoint_dir, "checkpoint_dir", settings)),
@@ -79,11 +79,17 @@ def run(args: argparse.Namespace) -> ExitCode:
             config.resolve(args.reference_timeout, "reference_timeout", settings, default="300s")),
         api_timeout_s=config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="10s")),
     )
-    _check_log_files(options.log_files)
     run_timeout_s = config.parse_duration_s(config.resolve(args.timeout, "timeout", settings, default="600s"))
     if run_timeout_s <= 0:
         raise UsageError("--timeout must be positive")
     fmt = chosen_format(args, settings=settings)
+    from tpudoctor.output import check_writable
+    from tpudoctor.pod.report_store import PLACEHOLDERS
+
+    output = args.output
+    for placeholder in PLACEHOLDERS:  # the folder must be usable whatever the worker fills in
+        output = output.replace(placeholder, "0") if output else output
+    check_writable(output)
     fail_on = config.resolve(args.fail_on, "fail_on", settings, default="fail")
     if fail_on not in ("warn", "fail"):
         raise UsageError(f"fail_on = {fail_on!r} in the config file: use \"warn\" or \"fail\"")
@@ -98,6 +104,7 @@ def run(args: argparse.Namespace) -> ExitCode:
             "api_timeout": f"{options.api_timeout_s:g}s", "reference_timeout": f"{options.reference_timeout_s:g}s"})
         return run_fanout(resolved, target, fmt=fmt, fail_on=fail_on)
 
+    _check_log_files(options.log_files)  # here, not before the fan-out: there they are the workers' paths
     registry = load_registry()
     selected = registry.check_classes()
     if args.ids:

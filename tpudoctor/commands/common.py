@@ -56,3 +56,20 @@ def resolve_cluster(flag: str | None) -> str | None:
         raise UsageError(f"config setting cluster must be a scheduler address string, got {value!r}",
                          hint='write it like cluster = "tcp://10.0.0.2:8786"')
     return value or None
+
+
+def resolve_target(args: argparse.Namespace, settings: dict, keys: tuple[str, ...] = ("project", "zone", "tpu", "worker")):
+    """The gcloud-style target from flags, environment and config file, every name valid (GCP's rules)
+    before it reaches a command line or an API path; a usage error (exit 2) naming where a bad one came from."""
+    from tpudoctor import config
+    from tpudoctor.findings import Target
+    from tpudoctor.resource_names import check_resource_name
+
+    values = {}
+    for key in keys:
+        flag = getattr(args, key, None)
+        value = config.resolve(flag, key, settings)
+        if value is not None and not isinstance(value, str):
+            value = str(value)
+        values[key] = check_resource_name(key, value, origin=config.origin(flag, key))
+    return Target(**values)

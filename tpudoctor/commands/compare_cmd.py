@@ -5,7 +5,6 @@ goodput reports (``tpudoctor goodput --format json``);
 from __future__ import annotations
 
 import argparse
-import sys
 
 from tpudoctor.commands.common import add_cluster_flag, resolve_cluster
 from tpudoctor.errors import UsageError
@@ -28,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("profiles", metavar="PROFILE", nargs="+",
                         help="baseline A and candidate B (report JSON or capture); only the candidate with --history")
-    parser.add_argument("--format", choices=COMPARE_FORMATS, default=None, help="output format (default: text)")
+    parser.add_argument("--format", choices=COMPARE_FORMATS, default=None,
+                        help="output format (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the comparison to FILE instead of stdout")
     parser.add_argument("--fail-on-regression", metavar="PERCENT", default=None,
                         help="exit 1 when the mean step time (or compile time) got worse by more than PERCENT, e.g. "
@@ -48,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> ExitCode:
+    from tpudoctor.output import check_writable
+
+    check_writable(args.output)  # before captures are analysed
     if args.history is not None:
         return run_history(args)
     if args.last is not None:
@@ -70,11 +73,10 @@ def run(args: argparse.Namespace) -> ExitCode:
     if gate_refused:
         result["regressed"], result["regressed_by"] = False, []
     _write(args, result)
-    if gate_refused:
+    if gate_refused:  # the comparison is written; the gate's refusal is an error like any other
         reasons = "; ".join(result["comparability"]["reasons"])
-        print(f"tpudoctor compare: not comparable: {reasons}. --fail-on-regression cannot judge a regression "
-              "between different hardware (--force judges anyway)", file=sys.stderr)
-        return ExitCode.USAGE_ERROR
+        raise UsageError(f"not comparable: {reasons}. --fail-on-regression cannot judge a regression between "
+                         "different hardware", hint="--force judges anyway")
     return ExitCode.FINDINGS if result["regressed"] else ExitCode.OK
 
 
@@ -131,13 +133,11 @@ def run_history(args: argparse.Namespace) -> ExitCode:
               "forced": bool(args.force), "gate": gate.to_dict()}
     _write(args, result)
     if not comparability.comparable and not args.force:
-        print("tpudoctor compare: the candidate is not comparable with the latest history report: "
-              + "; ".join(comparability.reasons) + " (--force judges anyway)", file=sys.stderr)
-        return ExitCode.USAGE_ERROR
+        raise UsageError("the candidate is not comparable with the latest history report: "
+                         + "; ".join(comparability.reasons), hint="--force judges anyway")
     if gate.verdict == "not_judged":
-        print("tpudoctor compare: no gated KPI could be judged: "
-              + "; ".join(f"{j.kpi}: {j.reason}" for j in gate.kpis if j.gated), file=sys.stderr)
-        return ExitCode.USAGE_ERROR
+        raise InputError("no gated KPI could be judged: "
+                         + "; ".join(f"{j.kpi}: {j.reason}" for j in gate.kpis if j.gated))
     return ExitCode.FINDINGS if gate.regressed else ExitCode.OK
 
 

@@ -47,9 +47,20 @@ def run(args: argparse.Namespace) -> ExitCode:
     api_timeout_s = config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="30s"))
     fail_on = config.resolve(args.fail_on, "fail_on", settings, default="fail")
     expected = parse_worker_spec(args.workers) if args.workers else None
+    if args.tpu:  # it goes into the fix commands a person pastes
+        from tpudoctor.resource_names import check_resource_name
+
+        check_resource_name("tpu", args.tpu, origin="--tpu")
     with progress("tpudoctor merge") as update:
         update(f"reading {len(args.sources)} source(s)")
         outcomes = read_reports(args.sources, api_timeout_s=api_timeout_s)
+        if not any(o.report is not None for o in outcomes):  # nothing to merge: the input is wrong, not the slice
+            from tpudoctor.errors import InputError
+
+            reasons = [o.problem.message for o in outcomes if o.problem is not None]
+            raise InputError(f"none of the {len(outcomes)} report(s) could be read: {reasons[0]}"
+                             + (f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""),
+                             hint="each worker writes one with: tpudoctor check --format json -o DIR/{worker}.json")
         update(f"merging {len(outcomes)} report(s)")
         merged = merge_outcomes(outcomes, expected=expected, source=", ".join(args.sources))
     if args.tpu:

@@ -34,17 +34,20 @@ def _usage(parser: argparse.ArgumentParser) -> ExitCode:
 
 
 def _register_analyze(commands: argparse._SubParsersAction) -> None:
+    # the verdicts the rules score, so the help cannot drift from them
+    from tpudoctor.profile.rule import BOTTLENECKS
+
     parser = commands.add_parser(
         "analyze",
         help="why is my TPU job slow: verdict, step breakdown, input, host ops, recompilation",
         description="Load a capture (a .xplane.pb, a run directory or a logdir, local or gs://) and report on it: "
-                    "a one-line verdict (input-bound, host-bound, compile-bound, device-bound or unknown), "
+                    f"a one-line verdict ({', '.join(BOTTLENECKS)} or unknown), "
                     "findings with evidence and fixes, the step-time breakdown and top tables.",
     )
     parser.add_argument("path", metavar="PATH", help="a .xplane.pb file, a run directory, or a logdir (local or gs://)")
     parser.add_argument("--run", help="run folder of a logdir to read (default: the newest)")
     parser.add_argument("--format", choices=PROFILE_FORMATS, default=None,
-                        help="report format (default: $TPUDOCTOR_FORMAT or text)")
+                        help="report format (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--redact", action="store_true",
                         help="replace host names, IPs, bucket names, projects and e-mails before sharing the report")
@@ -59,6 +62,9 @@ def run_analyze(args: argparse.Namespace) -> ExitCode:
     from tpudoctor.progress import progress
 
     fmt = chosen_format(args, PROFILE_FORMATS, load_config_file()[0])
+    from tpudoctor.output import check_writable
+
+    check_writable(args.output)  # before a capture that may take minutes to read
     started = time.monotonic()
     cluster = resolve_cluster(args.cluster)
     with progress("Reading profile") as update:
@@ -138,7 +144,10 @@ def run_capture(args: argparse.Namespace) -> ExitCode:
     if args.retries < 1:
         raise UsageError("--retries must be at least 1")
     settings, _path = config.load_config_file()
-    tpu = None if args.service_addr else config.resolve(args.tpu, "tpu", settings)
+    from tpudoctor.commands.common import resolve_target
+
+    target = resolve_target(args, settings, keys=() if args.service_addr else ("project", "zone", "tpu"))
+    tpu = None if args.service_addr else target.tpu
     if args.service_addr:
         if args.all_workers:
             raise UsageError("--all-workers goes with --tpu; list several --service-addr HOST:PORT,HOST:PORT instead")
@@ -148,8 +157,7 @@ def run_capture(args: argparse.Namespace) -> ExitCode:
                          hint="--tpu may also come from TPU_NAME or 'tpu' in tpudoctor.toml")
     else:
         addresses = service_addresses_for_tpu(
-            tpu, project=config.resolve(args.project, "project", settings),
-            zone=config.resolve(args.zone, "zone", settings), port=args.port, all_workers=args.all_workers,
+            tpu, project=target.project, zone=target.zone, port=args.port, all_workers=args.all_workers,
         )
     request = CaptureRequest(
         addresses=addresses, logdir=args.logdir, duration_ms=int(duration_s * 1000), attempts=args.retries,

@@ -40,6 +40,12 @@ class SshTarget:
     ssh_flags: tuple[str, ...] = ()
     gcloud: str = "gcloud"
 
+    def __post_init__(self) -> None:
+        from tpudoctor.resource_names import check_target_names
+
+        check_target_names({"tpu": self.tpu, "zone": self.zone, "project": self.project},
+                           {"tpu": "the TPU name", "zone": "the zone", "project": "the project"})
+
     def argv(self, worker: str, command: str) -> list[str]:
         argv = [self.gcloud, "compute", "tpus", "tpu-vm", "ssh", self.tpu, "--zone", self.zone]
         if self.project:

@@ -98,12 +98,60 @@ def merge_outcomes(outcomes: Iterable[WorkerOutcome], *, expected: Iterable[str]
 
 
 def fold_results(reports: dict[str, Report], *, slice_size: int | None = None) -> list[Finding]:
-    """Each check id once: the worst status any worker gave, scoped to the workers that gave it."""
+    """Each check once per cause: the worst status the workers gave, scoped to the workers that gave it.
+
+    One check with different causes on different workers (worker 3's log an HBM OOM, worker 1's a lost
+    connection) is one result per cause, the earliest cause on the cross-worker timeline first, so that
+    neither cause is told with the other's workers or fix.
+    """
     by_id: dict[str, list[tuple[str, Finding]]] = {}
     for worker, report in reports.items():
         for result in report.results:
             by_id.setdefault(result.id, []).append((worker, result))
-    return [fold_one(pairs, total=len(reports), slice_size=slice_size) for pairs in by_id.values()]
+    folded: list[Finding] = []
+    for pairs in by_id.values():
+        problems = [(w, f) for w, f in pairs if f.status in _PROBLEMS]
+        causes = list(dict.fromkeys(cause_of(f) for _, f in problems))
+        if len(causes) <= 1:
+            folded.append(fold_one(pairs, total=len(reports), slice_size=slice_size))
+            continue
+        by_status: dict[str, list[str]] = {}
+        for w, f in pairs:
+            by_status.setdefault(f.status.value, []).append(w)
+        groups = [[(w, f) for w, f in problems if cause_of(f) == cause] for cause in causes]
+        for group in sorted(groups, key=lambda g: timeline_key(*_earliest(g))):
+            finding = fold_one(group, total=len(reports), slice_size=slice_size)
+            finding.evidence["workers_by_status"] = by_status  # the whole picture, in each cause's result
+            folded.append(finding)
+    return folded
+
+
+CONSEQUENCE_SIGNATURES = frozenset({
+    "socket-closed", "heartbeat-timeout", "barrier-timeout", "grpc-connect-failed", "multihost-subset",
+    "worker-preempted"})
+"""Log signatures a slice shows on its healthy workers when one worker dies: they follow from a cause
+elsewhere, whatever their time (an HBM OOM traceback carries no timestamp; the lost connection does)."""
+
+
+def cause_of(result: Finding) -> str | None:
+    """What a problem result says went wrong, for folding: a log diagnosis's signature. Other checks have
+    one cause each (their workers' messages differ in numbers only: 3 of 4 chips, 2 of 4 chips)."""
+    signature = result.evidence.get("signature")
+    return signature if isinstance(signature, str) else None
+
+
+def timeline_key(worker: str, result: Finding) -> tuple:
+    """Where a result sits on the cross-worker timeline: causes before their consequences, then by the
+    time of the first fatal line (one without a time after every timed one), then by worker."""
+    from tpudoctor.logdiag.diagnose import time_key
+
+    stamp = result.evidence.get("first_timestamp")
+    key = time_key(stamp) if isinstance(stamp, str) else None
+    return (cause_of(result) in CONSEQUENCE_SIGNATURES, key is None, key or "", natural_key(worker))
+
+
+def _earliest(pairs: list[tuple[str, Finding]]) -> tuple[str, Finding]:
+    return min(pairs, key=lambda pair: timeline_key(*pair))
 
 
 def folded_status(statuses: Iterable[Status]) -> Status:
@@ -119,7 +167,7 @@ def fold_one(pairs: list[tuple[str, Finding]], *, total: int, slice_size: int | 
     status = folded_status(f.status for _, f in pairs)
     named = [(w, f) for w, f in pairs if f.status is status]
     workers = [w for w, _ in named]
-    first_worker, first = named[0]
+    first_worker, first = _earliest(named)  # the message is the worker whose failure came first
     where = _where(workers, total, partial=bool(slice_size and slice_size > total))
     if status in _PROBLEMS:
         message = f"{status.value} on {where}: {first.message}"
@@ -134,11 +182,8 @@ def fold_one(pairs: list[tuple[str, Finding]], *, total: int, slice_size: int | 
     evidence["workers_by_status"] = by_status
     if status in _PROBLEMS and len(named) > 1:
         evidence["worker_messages"] = {w: f.message for w, f in named[:MAX_WORKER_MESSAGES]}
-    scope = Scope.of(workers=workers)
-    for _w, f in named:
-        scope = scope.union(Scope(hosts=f.scope.hosts))
-    if len(named) == 1:
-        scope = scope.union(Scope(chips=first.scope.chips))
+    scope = Scope.of(workers=workers, hosts=[h for _w, f in named for h in f.scope.hosts],
+                     chips=first.scope.chips if len(named) == 1 else ())  # one sort, not one per worker
     remediation = first.remediation
     if remediation is not None and status in _PROBLEMS and workers:
         label = "worker" if len(workers) == 1 else "workers"
@@ -166,11 +211,15 @@ def _where(workers: list[str], total: int, *, partial: bool = False) -> str:
 
 
 def _common_target(reports: Iterable[Report]) -> Target:
-    """The node the workers agree on; ``worker`` stays empty (the merged report covers them all)."""
+    """The node the workers agree on; ``worker`` stays empty (the merged report covers them all). A name
+    GCP would refuse is no name: it would reach the fix commands (``gcloud ... ssh NAME``)."""
+    from tpudoctor.resource_names import RULES
+
     reports = list(reports)
     fields = {}
     for name in ("project", "zone", "tpu"):
         values = {getattr(r.target, name) for r in reports if getattr(r.target, name)}
+        values = {v for v in values if RULES[name][0].match(v)}
         fields[name] = values.pop() if len(values) == 1 else None
     return Target(**fields)
 

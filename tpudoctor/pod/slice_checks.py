@@ -218,52 +218,58 @@ def clocks_agree(outcomes: dict[str, Any]) -> Finding:
 
 
 def log_timeline(reports: dict[str, Report], *, max_skew_s: float = 0.0) -> Finding:
-    """Which worker logged a fatal event first: the others' lost connections follow from it."""
-    from tpudoctor.logdiag.diagnose import time_key
+    """Which worker's log shows the failure the others follow from: a cause before its consequences (the
+    lost connections a slice shows when one worker dies), then the first in time."""
+    from tpudoctor.pod.merge import CONSEQUENCE_SIGNATURES, timeline_key
 
     base = dict(id=LOG_TIMELINE, step=Step.LOGS, title="The first fatal log event across workers")
-    events: list[dict[str, Any]] = []
+    events: list[tuple[tuple, str, Finding]] = []
     looked = 0
     for worker, report in reports.items():
         logs = [r for r in report.results if r.step is Step.LOGS and r.id.startswith("LOGS-")]
         looked += bool([r for r in logs if r.status is not Status.SKIP])
-        for result in logs:
-            stamp = result.evidence.get("first_timestamp")
-            if result.status is Status.FAIL and isinstance(stamp, str) and time_key(stamp):
-                events.append({"worker": worker, "timestamp": stamp, "key": time_key(stamp), "check": result.id,
-                               "signature": result.evidence.get("signature"), "message": result.message,
-                               "result": result})
-    if not events:
+        events += [(timeline_key(worker, r), worker, r) for r in logs
+                   if r.status is Status.FAIL and isinstance(r.evidence.get("signature"), str)]
+    timed = [e for e in events if isinstance(e[2].evidence.get("first_timestamp"), str) and not e[0][1]]
+    causes = [e for e in events if e[2].evidence.get("signature") not in CONSEQUENCE_SIGNATURES]
+    if not timed and not causes:  # nothing to order by: neither a time nor a cause among consequences
         if not looked:
             reason = "no worker read any log (LOGS steps skipped or not run)"
             return Finding(**base, status=Status.SKIP, message=reason, skip_reason=reason, severity=Severity.INFO)
         return Finding(**base, status=Status.PASS, severity=Severity.INFO,
                        message=f"no timed fatal log event on any of {looked} worker(s) that read logs")
-    events.sort(key=lambda e: (e["key"], natural_key(e["worker"])))
-    first_per_worker: dict[str, dict[str, Any]] = {}
+    events.sort(key=lambda e: e[0])
+    first_per_worker: dict[str, tuple[tuple, str, Finding]] = {}
     for event in events:
-        first_per_worker.setdefault(event["worker"], event)
+        first_per_worker.setdefault(event[1], event)
     timeline = list(first_per_worker.values())
-    first = timeline[0]
-    followers = [e["worker"] for e in timeline[1:]]
-    message = (f"worker {first['worker']} logged the first fatal event at {first['timestamp']} "
-               f"({first['check']}: {first['message']})")
+    _key, worker, cause = timeline[0]
+    followers = [w for _k, w, _r in timeline[1:]]
+    stamp = cause.evidence.get("first_timestamp")
+    if isinstance(stamp, str) and not _key[1]:
+        message = f"worker {worker} logged the first fatal event at {stamp} ({cause.id}: {cause.message})"
+    else:
+        message = (f"worker {worker} logged the fatal event the others follow from ({cause.id}: {cause.message}; "
+                   "its line has no time)")
+    times = [k[2] for k, _w, _r in timeline]
+    in_time = not any(k[1] for k, _w, _r in timeline) and times == sorted(times)  # the cause also came first
     if followers:
-        message += (f"; {len(followers)} other worker(s) failed after it ({describe_workers(followers)}), "
-                    "which follows from it")
+        message += (f"; {len(followers)} other worker(s) failed after it ({describe_workers(followers)}), which "
+                    "follows from it" if in_time else
+                    f"; {len(followers)} other worker(s) show what follows when a worker dies "
+                    f"({describe_workers(followers)})")
     if max_skew_s and len(timeline) > 1:
         message += (f" (the worker clocks disagree by at least {max_skew_s:.1f}s: events closer than that may "
                     "be in another order)")
-    cause: Finding = first["result"]
     fix = cause.remediation
-    text = (f"Start with worker {first['worker']}: the errors on the other workers (lost connections, "
+    text = (f"Start with worker {worker}: the errors on the other workers (lost connections, "
             "'Socket closed') are what a slice shows when one worker dies.")
     return Finding(
         **base, status=Status.FAIL, severity=Severity.CRITICAL, message=message,
-        scope=Scope.of(workers=[first["worker"]]),
-        evidence={"root_cause_worker": first["worker"], "signature": first["signature"],
-                  "timeline": [{k: e[k] for k in ("worker", "timestamp", "check", "signature")}
-                               for e in timeline[:64]]},
+        scope=Scope.of(workers=[worker]),
+        evidence={"root_cause_worker": worker, "signature": cause.evidence.get("signature"),
+                  "timeline": [{"worker": w, "timestamp": r.evidence.get("first_timestamp"), "check": r.id,
+                                "signature": r.evidence.get("signature")} for _k, w, r in timeline[:64]]},
         remediation=Remediation(text=f"{text} {fix.text}" if fix and fix.text else text,
                                 commands=fix.commands if fix else (), docs_url=fix.docs_url if fix else None),
     )

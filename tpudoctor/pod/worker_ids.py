@@ -28,8 +28,11 @@ def parse_worker_spec(spec: str) -> list[str]:
     return [str(w) for w in sorted(found)]
 
 
-def natural_key(worker: str) -> tuple[int, int, str]:
-    return (0, int(worker), worker) if worker.isdigit() else (1, 0, worker)
+def natural_key(worker: str) -> tuple:
+    """``2`` before ``10``, ``worker-2`` before ``worker-10`` (the one order of names, in findings)."""
+    from tpudoctor.findings import natural_key as key
+
+    return key(worker)
 
 
 def describe_workers(workers: Iterable[str], *, limit: int = 12) -> str:

@@ -44,9 +44,51 @@ def _validator(name: str):
 
 
 def validate(document: Any, name: str) -> None:
-    """Raise ``jsonschema.ValidationError`` when ``document`` does not match the named schema."""
+    """Raise ``jsonschema.ValidationError`` when ``document`` does not match the named schema.
+
+    Beyond what JSON Schema can say: every number is finite (Python's JSON reader takes ``NaN`` and
+    ``Infinity``, which no tpudoctor writes), and a check report holds each result id once per scope.
+    """
     import jsonschema
 
+    _require_finite_numbers(document)
     error = jsonschema.exceptions.best_match(_validator(name).iter_errors(document))
     if error is not None:
         raise error
+    if name == "check_report":
+        _require_unique_results(document)
+
+
+def _require_finite_numbers(document: Any) -> None:
+    import math
+    from collections import deque
+
+    import jsonschema
+
+    stack: list[tuple[Any, tuple]] = [(document, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise jsonschema.ValidationError(f"{value} is not a finite number", path=deque(path))
+        elif isinstance(value, dict):
+            stack += [(v, (*path, k)) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(v, (*path, i)) for i, v in enumerate(value)]
+
+
+def _require_unique_results(document: dict[str, Any]) -> None:
+    """One result per check id and scope: a merged report splits a check by the workers of each cause, a
+    worker's own report has each check once."""
+    from collections import Counter, deque
+
+    import jsonschema
+
+    keys = Counter((r.get("id"), tuple((r.get("scope") or {}).get("workers") or ()))
+                   for r in document.get("results") or [])
+    repeated = [(key, n) for key, n in keys.items() if n > 1]
+    if repeated:
+        (check_id, workers), n = repeated[0]
+        where = f" on workers {', '.join(workers)}" if workers else ""
+        raise jsonschema.ValidationError(
+            f"result {check_id}{where} appears {n} times; a report holds each check once", path=deque(["results"]))
