@@ -91,6 +91,13 @@ def markdown_code(value: Any, *, in_table: bool = False) -> str:
     return f"{fence}{pad}{content}{pad}{fence}"
 
 
+def markdown_prose(value: Any) -> str:
+    """Prose that marks code with single backticks (a fix: ``wrap each step in `with ...:` ``): each code span
+    as ``markdown_code``, the rest as ``markdown``, so it reads as written and nothing in it becomes markup."""
+    parts = re.split(r"`([^`\n]+)`", plain(value))
+    return "".join(markdown_code(part) if i % 2 else markdown(part) for i, part in enumerate(parts))
+
+
 def markdown_fence(rows: list[Any], info: str = "") -> list[str]:
     """A fenced code block, one line per row, that no row can close."""
     body = [plain(row) for row in rows]
