@@ -11,7 +11,7 @@ import json
 from tpudoctor.findings import CheckResult, Report, Status, root_cause
 from tpudoctor.reports import evidence_tables
 from tpudoctor.reports.escape import markdown as md
-from tpudoctor.reports.escape import markdown_code, markdown_fence, markdown_link
+from tpudoctor.reports.escape import markdown_code, markdown_fence, markdown_link, markdown_prose
 from tpudoctor.reports.markers import MARKERS, root_cause_headline, scope_words, summary_sentence
 
 
@@ -68,7 +68,7 @@ def _fix(result: CheckResult) -> list[str]:
         return []
     out = []
     if fix.text:
-        out += [f"**Fix:** {md(fix.text)}", ""]
+        out += [f"**Fix:** {markdown_prose(fix.text)}", ""]
     if fix.commands:
         out += [*markdown_fence(list(fix.commands), "sh"), ""]
     if fix.docs_url:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.profile.report import ProfileReport
 from tpudoctor.reports.escape import markdown as md
-from tpudoctor.reports.escape import markdown_code
+from tpudoctor.reports.escape import markdown_code, markdown_prose
 from tpudoctor.reports.profile_diagnosis_text import (
     BREAKDOWN_PARTS,
     confidence_line,
@@ -60,7 +60,7 @@ def render_document(doc: dict) -> str:
             lines += ["", md(f["message"]) + (f" ({md(where(f, doc))})" if where(f, doc) else ""), ""]
             if f.get("confidence"):
                 lines += [f"_Confidence: {md(confidence_line(f['confidence']))}_", ""]
-            lines += [f"- {md(fix)}" for fix in fixes(f)] + [""]
+            lines += [f"- {markdown_prose(fix)}" for fix in fixes(f)] + [""]
         if not doc["findings"]:
             lines += ["_no findings_", ""]
         lines += ["## Compilations in the capture window", ""]
