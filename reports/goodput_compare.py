@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import html
 import json
 import xml.etree.ElementTree as ET
 from typing import Any
+
+from tpudoctor.reports import escape
+from tpudoctor.reports.escape import markdown as md
 
 
 def _v(x: Any) -> str:
@@ -30,13 +32,13 @@ def render(result: dict[str, Any], fmt: str) -> str:
     title = (f"goodput: baseline {', '.join(result['baseline']['sources'])} vs candidate "
              f"{', '.join(result['candidate']['sources'])}")
     if fmt == "markdown":
-        out = [f"# {title}", "", f"**{_verdict(result)}**", "", "| figure | baseline | candidate | delta | |",
+        out = [f"# {md(title)}", "", f"**{md(_verdict(result))}**", "", "| figure | baseline | candidate | delta | |",
                "|---|---:|---:|---:|---|"]
-        out += [f"| {r['figure']} | {_v(r['baseline'])} | {_v(r['candidate'])} | {_v(r['delta'])} | {r['direction']} |"
-                for r in rows]
+        out += [f"| {md(r['figure'])} | {md(_v(r['baseline']))} | {md(_v(r['candidate']))} | {md(_v(r['delta']))} | "
+                f"{md(r['direction'])} |" for r in rows]
         return "\n".join(out) + "\n"
     if fmt == "html":
-        e = html.escape
+        e = escape.html
         out = ["<!doctype html><html><head><meta charset='utf-8'><title>tpudoctor goodput comparison</title></head>"
                f"<body><h1>{e(title)}</h1><p><b>{e(_verdict(result))}</b></p><table><tr><th>figure</th>"
                "<th>baseline</th><th>candidate</th><th>delta</th><th></th></tr>"]
@@ -52,10 +54,10 @@ def render(result: dict[str, Any], fmt: str) -> str:
             ET.SubElement(case, "failure", message=_verdict(result)[:500], type="regression")
         else:
             ET.SubElement(case, "system-out").text = _verdict(result)
-        ET.indent(suites)
-        return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
-    width = max(len(r["figure"]) for r in rows)
-    out = [title, _verdict(result), ""]
-    out += [f"  {r['figure']:<{width}}  {_v(r['baseline']):>12}  {_v(r['candidate']):>12}  {_v(r['delta']):>10}  "
-            f"{r['direction']}" for r in rows]
+        return escape.junit_document(suites)
+    p = escape.plain
+    width = max(len(p(r["figure"])) for r in rows)
+    out = [p(title), p(_verdict(result)), ""]
+    out += [f"  {p(r['figure']):<{width}}  {p(_v(r['baseline'])):>12}  {p(_v(r['candidate'])):>12}  "
+            f"{p(_v(r['delta'])):>10}  {p(r['direction'])}" for r in rows]
     return "\n".join(out) + "\n"

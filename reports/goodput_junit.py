@@ -7,6 +7,7 @@ from typing import Any
 
 from tpudoctor.findings import Finding, Status
 from tpudoctor.reports.check_junit import add_testcase
+from tpudoctor.reports.escape import junit_document
 from tpudoctor.reports.goodput_summary import headline
 
 
@@ -34,5 +35,4 @@ def render(doc: dict[str, Any]) -> str:
             ET.SubElement(case, "system-out").text = headline(doc)
     for finding in findings:
         add_testcase(suite, finding, classname="tpudoctor.goodput")
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    return junit_document(suites)

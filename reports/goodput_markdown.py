@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tpudoctor.reports.escape import markdown as md
+from tpudoctor.reports.escape import markdown_code, markdown_prose
 from tpudoctor.reports.goodput_summary import (
     bucket_rows,
     fixes,
@@ -15,26 +17,26 @@ from tpudoctor.reports.goodput_summary import (
 
 
 def _cell(value: Any) -> str:
-    return str("" if value is None else value).replace("|", "\\|").replace("\n", " ")
+    return md("" if value is None else value)
 
 
 def render(doc: dict[str, Any]) -> str:
     g = doc["goodput"]
-    out = ["# Where did the time go", "", f"**{headline(doc)}**", "", step_line(g), "",
+    out = ["# Where did the time go", "", f"**{md(headline(doc))}**", "", md(step_line(g)), "",
            "| bucket | time | % of wall |", "|---|---:|---:|"]
     for row in bucket_rows(g):
         pct = f"{row['percent']:.2f}" if row["percent"] is not None else "n/a"
-        out.append(f"| {row['bucket']} ({_cell(row['label'])}) | {seconds_text(row['seconds'])} | {pct} |")
+        out.append(f"| {md(row['bucket'])} ({_cell(row['label'])}) | {md(seconds_text(row['seconds']))} | {pct} |")
     nulls = g.get("nulls") or {}
     if nulls:
-        out += ["", "Figures the log cannot support:", ""] + [f"- `{k}`: {_cell(v)}" for k, v in nulls.items()]
+        out += ["", "Figures the log cannot support:", ""] + [f"- {markdown_code(k)}: {_cell(v)}" for k, v in nulls.items()]
     out += ["", "## Findings", ""]
     for f in doc.get("findings") or []:
-        out.append(f"- **{f['status']}** {_cell(f['title'])} (`{f['id']}`): {_cell(f['message'])}")
-        out += [f"  - {_cell(x)}" for x in fixes(f)]
+        out.append(f"- **{md(f['status'])}** {_cell(f['title'])} ({markdown_code(f['id'])}): {_cell(f['message'])}")
+        out += [f"  - {markdown_prose(x)}" for x in fixes(f)]
     if g.get("notes"):
         out += ["", "## Notes", ""] + [f"- {_cell(n)}" for n in g["notes"]]
     line = gate_line(doc)
     if line:
-        out += ["", f"**{line}**"]
+        out += ["", f"**{md(line)}**"]
     return "\n".join(out) + "\n"

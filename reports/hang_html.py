@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import html
-
 from tpudoctor.hang.report import HangReport
+from tpudoctor.reports import escape
 from tpudoctor.reports.hang_words import (
     VERDICT_WORDS,
     category_words,
@@ -28,7 +27,7 @@ VERDICT_CLASS = {"hung": "FAIL", "progressing": "PASS", "unknown": "WARN", "no_p
 
 
 def render(report: HangReport) -> str:
-    e = html.escape
+    e = escape.html
     cause = report.root_cause
     headline = cause.headline if cause is not None and report.verdict == "hung" else report.verdict_why
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>tpudoctor hang</title>",

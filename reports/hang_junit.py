@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from tpudoctor.findings import Status
 from tpudoctor.hang.report import HangReport
 from tpudoctor.reports.check_junit import add_testcase
+from tpudoctor.reports.escape import junit_document
 
 
 def render(report: HangReport) -> str:
@@ -28,5 +29,4 @@ def render(report: HangReport) -> str:
             ET.SubElement(props, "property", name=name, value=str(value))
     for finding in findings:
         add_testcase(suite, finding, classname="tpudoctor.hang")
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    return junit_document(suites)

@@ -11,10 +11,10 @@ import io
 import json
 
 from rich.console import Console
-from rich.markup import escape
 
 from tpudoctor.findings import Status
 from tpudoctor.hang.report import HangReport
+from tpudoctor.reports.escape import text as escape
 from tpudoctor.reports.hang_words import (
     VERDICT_WORDS,
     category_words,

@@ -388,3 +388,22 @@ def test_compare_errors_read_like_every_other_error(real_report, tmp_path, capsy
     captured = capsys.readouterr()
     assert captured.err.startswith("tpudoctor: error: not comparable: ") and "tpudoctor compare:" not in captured.err
     assert "NOT COMPARABLE" in captured.out  # the comparison is still written
+
+
+@pytest.mark.parametrize("argv", [
+    ["hang", "--tpu", "--ssh-flag=-oProxyCommand=touch pwned", "--zone", "us-central2-b", "--all-workers"],
+    ["hang", "--tpu", "my-tpu", "--zone", "us-central2-b;reboot", "--all-workers"],
+    ["goodput", "--tpu", 'my-tpu" OR severity>=DEFAULT OR "', "--project", "my-project"],
+    ["goodput", "--project", "my-project", "--gke-cluster", "c1", "--gke-workload", 'w" OR "x'],
+    ["goodput", "--project", "my-project", "--tpu", "my-tpu", "--worker", "0 OR 1"],
+])
+def test_hang_and_goodput_refuse_a_name_that_would_reach_gcloud_or_a_logging_filter(argv, gcp_env, monkeypatch,
+                                                                                    capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    _use(monkeypatch, build_slice(tmp_path / "slice", 2))
+    argv = [a.replace("--tpu", "--tpu=") + argv[i + 1] if a == "--tpu" else a for i, a in enumerate(argv)
+            if i == 0 or argv[i - 1] != "--tpu"]  # --tpu=NAME: a name that starts with -- stays its value
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "is not a valid" in err and "Traceback" not in err
+    assert not (tmp_path / "pwned").exists()

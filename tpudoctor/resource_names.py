@@ -28,6 +28,13 @@ RULES = {
     "project": (PROJECT_ID, "project id",
                 "a lowercase letter first, then lowercase letters, digits and hyphens; at most 63"),
     "worker": (WORKER_ID, "worker", "a worker number such as 0 or 3"),
+    # Kubernetes names (RFC 1123 labels) for a GKE workload's Cloud Logging filter.
+    "gke_cluster": (RESOURCE_NAME, "GKE cluster name", "a lowercase letter first, then lowercase letters, digits and "
+                    "hyphens; at most 63"),
+    "gke_namespace": (re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z"), "Kubernetes namespace",
+                      "lowercase letters, digits and hyphens; at most 63"),
+    "gke_workload": (re.compile(r"[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?\Z"), "Kubernetes workload name",
+                     "lowercase letters, digits, hyphens and dots; at most 253"),
 }
 
 

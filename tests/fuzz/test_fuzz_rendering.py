@@ -20,6 +20,7 @@ import re
 import unicodedata
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -89,7 +90,7 @@ def assert_safe_markdown(out: str) -> None:
     for token in tokens:
         for t in [token, *(token.children or [])]:
             if t.type in ("html_block", "html_inline"):
-                ours = re.sub(r"</?(details|summary)>|evidence", "", t.content)  # the renderer's own fold
+                ours = re.sub(r"</?(details|summary)>|evidence|stack", "", t.content)  # the renderers' own folds
                 assert not ours.strip(), f"raw HTML: {t.content!r}"
             if t.type == "link_open":
                 assert t.attrs.get("href", "").startswith("https://"), t.attrs
@@ -304,3 +305,84 @@ def test_merge_of_damaged_and_hostile_reports(tmp_path_factory, reports, fmt):
             assert exc.message
             return
         _assert_format(fmt, render_merged_report(merged, fmt))
+
+
+# ---------------------------------------------------------------- hang and goodput reports
+
+HANG_CAPTURE = Path(__file__).resolve().parents[1] / "data" / "hang" / "checkpoint"
+GOODPUT_LOG = Path(__file__).resolve().parents[1] / "fixtures" / "goodput" / "maxtext_restart.log"
+
+
+def _pool(data):
+    """A few hostile strings, drawn once, handed out in turn to the many fields of a whole document."""
+    pool = data.draw(st.lists(hostile, min_size=3, max_size=8))
+    turn = iter(range(1 << 30))
+    return lambda: pool[next(turn) % len(pool)]
+
+
+def _hostile_frames(frames, h):
+    return [dataclasses.replace(f, function=h(), file=f"/{h()}/{h()}.py", code=h() if f.code else None)
+            for f in frames]
+
+
+@given(data=st.data())
+@RENDERINGS
+def test_hang_report_in_every_format(data):
+    """Hostile names where a live job puts them: frame functions and files, thread names, the host, the worker,
+    the command line and the log lines a capture read."""
+    from tpudoctor.commands.hang_cmd import render
+    from tpudoctor.hang.analyze import analyze
+    from tpudoctor.hang.capture import read_dump_dir
+
+    h = _pool(data)
+    capture = read_dump_dir(str(HANG_CAPTURE))
+    captures = []
+    for c in capture.captures:
+        samples = [dataclasses.replace(s, threads=[dataclasses.replace(t, name=h(), frames=_hostile_frames(t.frames, h))
+                                                   for t in s.threads]) for s in c.samples]
+        steps = [dataclasses.replace(r, source=h(), line=h()) for r in c.steps]
+        captures.append(dataclasses.replace(c, samples=samples, steps=steps, cmdline=h(), host=h(), worker=h()))
+    report = analyze(captures, target=Target(tpu=h(), project=h(), zone=h()), host=h(), started_at=capture.started_at,
+                     interval_s=capture.interval_s, samples=capture.samples, digests=[], environment={h(): h()})
+    for fmt in FORMATS:
+        _assert_format(fmt, render(report, fmt, verbose=data.draw(st.booleans())))
+
+
+KEEP = {"status", "severity", "kind", "bucket", "created_at", "wall_start", "wall_end", "schema_version", "verdict"}
+
+
+def _poison_strings(value, h, key=None):
+    if isinstance(value, dict):
+        return {k: _poison_strings(v, h, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_poison_strings(v, h, key) for v in value]
+    return h() if isinstance(value, str) and key not in KEEP else value
+
+
+@given(data=st.data())
+@RENDERINGS
+def test_goodput_report_in_every_format(data):
+    """Every string of a goodput document read back (a saved report: sources, notes, the log lines that began
+    and ended each start, findings) hostile."""
+    from tpudoctor.commands.goodput_cmd import render
+    from tpudoctor.goodput.analyze import analyze_paths
+
+    clean = analyze_paths([str(GOODPUT_LOG)])
+    scripts = render(clean, "html").count("<script")  # the renderer's own (the data block, the table sorter)
+    doc = _poison_strings(clean, _pool(data))
+    for fmt in FORMATS:
+        out = render(doc, fmt, verbose=data.draw(st.booleans()))
+        assert_safe_html(out, scripts=scripts) if fmt == "html" else _assert_format(fmt, out)
+
+
+@given(data=st.data())
+@RENDERINGS
+def test_goodput_comparison_in_every_format(data):
+    from tpudoctor.goodput.analyze import analyze_paths
+    from tpudoctor.goodput.compare import compare_goodput
+    from tpudoctor.reports.goodput_compare import render
+
+    clean = analyze_paths([str(GOODPUT_LOG)])
+    result = compare_goodput(_poison_strings(clean, _pool(data)), _poison_strings(clean, _pool(data)))
+    for fmt in ("text", "markdown", "html", "junit", "json"):
+        _assert_format(fmt, render(result, fmt))

@@ -93,9 +93,8 @@ def run_goodput(args: argparse.Namespace, kinds: list[bool]) -> ExitCode:
     result = compare_goodput(baseline, candidate, threshold_points=threshold)
     _write(args, result)
     if threshold is not None and not result["comparable"] and not args.force:
-        print("tpudoctor compare: " + "; ".join(result["comparability"]["reasons"])
-              + ": --fail-on-regression cannot judge ETTR", file=sys.stderr)
-        return ExitCode.USAGE_ERROR
+        raise UsageError(f"not comparable: {'; '.join(result['comparability']['reasons'])}. --fail-on-regression "
+                         "cannot judge ETTR between them", hint="--force judges anyway")
     return ExitCode.FINDINGS if result["regressed"] else ExitCode.OK
 
 

@@ -129,8 +129,14 @@ def _from_cloud(args: argparse.Namespace, settings: dict, step_pattern, update) 
         recorder_account,
         recorder_entries,
     )
+    from tpudoctor.resource_names import check_resource_name
 
-    project = config.resolve(args.project, "project", settings)
+    # Every name goes into a Cloud Logging filter: each valid by its own rule before it does.
+    project = check_resource_name("project", config.resolve(args.project, "project", settings),
+                                  origin=config.origin(args.project, "project"))
+    zone = check_resource_name("zone", config.resolve(args.zone, "zone", settings), origin=config.origin(args.zone, "zone"))
+    for key in ("tpu", "worker", "gke_cluster", "gke_namespace", "gke_workload"):
+        check_resource_name(key, getattr(args, key, None), origin=f"--{key.replace('_', '-')}")
     if not project:
         raise UsageError("Cloud Logging needs a project: --project, CLOUDSDK_CORE_PROJECT or 'project' in "
                          "tpudoctor.toml")
@@ -139,7 +145,7 @@ def _from_cloud(args: argparse.Namespace, settings: dict, step_pattern, update) 
     since_s = config.parse_duration_s(config.resolve(args.since, "since", settings, default="24h"))
     timeout_s = config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="30s"))
     target = CloudTarget(project=project, since_s=since_s, tpu=args.tpu,
-                         zone=config.resolve(args.zone, "zone", settings), gke_cluster=args.gke_cluster,
+                         zone=zone, gke_cluster=args.gke_cluster,
                          gke_namespace=args.gke_namespace, gke_workload=args.gke_workload, worker=args.worker)
     update(f"reading {target.name}")
     name, events, stats = job_events(target, readers=readers_for(step_pattern), timeout_s=timeout_s)

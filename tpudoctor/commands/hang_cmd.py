@@ -71,14 +71,12 @@ def run(args: argparse.Namespace) -> ExitCode:
 
     from tpudoctor import config
     from tpudoctor.commands.check_cmd import exit_code_for
+    from tpudoctor.commands.common import resolve_target
     from tpudoctor.errors import UsageError
-    from tpudoctor.findings import Target
     from tpudoctor.output import write_text
 
     settings, _path = config.load_config_file()
-    target = Target(project=config.resolve(args.project, "project", settings),
-                    zone=config.resolve(args.zone, "zone", settings),
-                    tpu=config.resolve(args.tpu, "tpu", settings), worker=args.worker)
+    target = resolve_target(args, settings)  # every name valid before it reaches gcloud or an API path
     interval_s = config.parse_duration_s(args.interval)
     if config.parse_duration_s(args.dump_timeout) <= 0:
         raise UsageError("--dump-timeout must be positive")
