@@ -88,6 +88,9 @@ class Signature:
     """Per ``any`` pattern: case-insensitive, so its keyword is looked up in the lower-cased text."""
     context: tuple[str, ...] = ()
     """Names of catalog ``context`` values (seen earlier in the log) that join this finding's evidence."""
+    consequence: bool = False
+    """What the healthy workers of a slice show when another worker fails (a lost connection, a barrier
+    timeout): across workers it follows from a cause elsewhere, whatever its time."""
 
     def first_match(self, text: str, folded: str | None = None) -> re.Match[str] | None:
         """The earliest ``any`` match in ``text`` when every ``all`` pattern is present too.
@@ -179,6 +182,10 @@ class Catalog:
 
     def ids(self) -> list[str]:
         return [s.id for s in self.signatures]
+
+    def consequences(self) -> frozenset[str]:
+        """Ids of the signatures that, across workers, follow from a cause elsewhere."""
+        return frozenset(s.id for s in self.signatures if s.consequence)
 
     def may_match(self, line: str) -> bool:
         """Cheap pre-filter: could any signature match a text containing this line?"""
@@ -316,6 +323,7 @@ def _signature(raw: dict[str, Any]) -> Signature:
         parsers=parsers,
         folded=tuple(p.startswith("(?i)") for p in any_src),
         context=tuple(raw.get("context", ())),
+        consequence=bool(raw.get("consequence", False)),
     )
 
 

@@ -126,11 +126,13 @@ def fold_results(reports: dict[str, Report], *, slice_size: int | None = None) -
     return folded
 
 
-CONSEQUENCE_SIGNATURES = frozenset({
-    "socket-closed", "heartbeat-timeout", "barrier-timeout", "grpc-connect-failed", "multihost-subset",
-    "worker-preempted"})
-"""Log signatures a slice shows on its healthy workers when one worker dies: they follow from a cause
-elsewhere, whatever their time (an HBM OOM traceback carries no timestamp; the lost connection does)."""
+def consequence_signatures() -> frozenset[str]:
+    """Log signatures a slice shows on its healthy workers when one worker dies (``consequence = true`` in
+    the catalog): they follow from a cause elsewhere, whatever their time (an HBM OOM traceback carries no
+    timestamp; the lost connection does)."""
+    from tpudoctor.logdiag.catalog import load_catalog
+
+    return load_catalog().consequences()
 
 
 def cause_of(result: Finding) -> str | None:
@@ -147,7 +149,7 @@ def timeline_key(worker: str, result: Finding) -> tuple:
 
     stamp = result.evidence.get("first_timestamp")
     key = time_key(stamp) if isinstance(stamp, str) else None
-    return (cause_of(result) in CONSEQUENCE_SIGNATURES, key is None, key or "", natural_key(worker))
+    return (cause_of(result) in consequence_signatures(), key is None, key or "", natural_key(worker))
 
 
 def _earliest(pairs: list[tuple[str, Finding]]) -> tuple[str, Finding]:

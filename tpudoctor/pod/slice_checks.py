@@ -220,7 +220,7 @@ def clocks_agree(outcomes: dict[str, Any]) -> Finding:
 def log_timeline(reports: dict[str, Report], *, max_skew_s: float = 0.0) -> Finding:
     """Which worker's log shows the failure the others follow from: a cause before its consequences (the
     lost connections a slice shows when one worker dies), then the first in time."""
-    from tpudoctor.pod.merge import CONSEQUENCE_SIGNATURES, timeline_key
+    from tpudoctor.pod.merge import consequence_signatures, timeline_key
 
     base = dict(id=LOG_TIMELINE, step=Step.LOGS, title="The first fatal log event across workers")
     events: list[tuple[tuple, str, Finding]] = []
@@ -231,7 +231,7 @@ def log_timeline(reports: dict[str, Report], *, max_skew_s: float = 0.0) -> Find
         events += [(timeline_key(worker, r), worker, r) for r in logs
                    if r.status is Status.FAIL and isinstance(r.evidence.get("signature"), str)]
     timed = [e for e in events if isinstance(e[2].evidence.get("first_timestamp"), str) and not e[0][1]]
-    causes = [e for e in events if e[2].evidence.get("signature") not in CONSEQUENCE_SIGNATURES]
+    causes = [e for e in events if e[2].evidence.get("signature") not in consequence_signatures()]
     if not timed and not causes:  # nothing to order by: neither a time nor a cause among consequences
         if not looked:
             reason = "no worker read any log (LOGS steps skipped or not run)"
