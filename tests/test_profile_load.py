@@ -16,7 +16,14 @@ from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, oracle_events, real_capture
 import tpudoctor.profile
 from tpudoctor.profile import xspace
 from tpudoctor.profile.schema import _MESSAGES, message_class
-from tpudoctor.profile.xspace import EVENT_STAT_COLUMNS, decode_host
+from tpudoctor.profile.xspace import (
+    EVENT_STAT_COLUMNS,
+    LoadOptions,
+    decode_host,
+    decoder,
+    lookup,
+    tables,
+)
 
 XSpace = message_class("XSpace")
 
@@ -163,7 +170,8 @@ def test_every_stat_kind_and_ref_indirection():
 def test_batches_split_lines_without_changing_results(monkeypatch):
     data = _space_with_every_stat_kind()
     whole = decode_host(data, hostname="h", source="t").events
-    monkeypatch.setattr(xspace, "BATCH_EVENTS", 2)
+    monkeypatch.setattr(decoder, "BATCH_EVENTS", 2)
+    monkeypatch.setattr(tables, "METADATA_FILL_CHUNK", 3)
     split = decode_host(data, hostname="h", source="t").events
     pd.testing.assert_frame_equal(whole, split)
 
@@ -171,7 +179,7 @@ def test_batches_split_lines_without_changing_results(monkeypatch):
 def test_metadata_rows_found_alike_by_dense_table_and_binary_search(monkeypatch):
     data = _space_with_every_stat_kind()
     dense = decode_host(data, hostname="h", source="t").events
-    monkeypatch.setattr(xspace._RowLookup, "DENSE_MAX_CELLS", 1)  # ids too sparse for a table
+    monkeypatch.setattr(lookup.RowLookup, "DENSE_MAX_CELLS", 1)  # ids too sparse for a table
     searched = decode_host(data, hostname="h", source="t").events
     pd.testing.assert_frame_equal(dense, searched)
     assert dense["name"].notna().any() and dense["hlo_category"].notna().any()
@@ -180,7 +188,7 @@ def test_metadata_rows_found_alike_by_dense_table_and_binary_search(monkeypatch)
 def test_metadata_stats_read_from_the_metadata_equal_the_column_they_replace():
     data = shared_file(TPU_CAPTURE).read_bytes()  # XLA's op facts are on the TPU ops' metadata
     full = decode_host(data, hostname="h", source="t")
-    narrow = decode_host(data, hostname="h", source="t", metadata_stats=xspace.METADATA_STATS)
+    narrow = decode_host(data, hostname="h", source="t", options=LoadOptions(metadata_stats=xspace.METADATA_STATS))
     assert narrow.metadata_stats == set(xspace.METADATA_STATS)
     rows = np.arange(0, len(full.events), 3)
     for name in xspace.METADATA_STATS:
@@ -191,7 +199,7 @@ def test_metadata_stats_read_from_the_metadata_equal_the_column_they_replace():
 
 def test_a_stat_an_event_carries_itself_stays_a_column():
     events_own_flops = decode_host(_space_with_every_stat_kind(), hostname="h", source="t",
-                                   metadata_stats=xspace.METADATA_STATS)
+                                   options=LoadOptions(metadata_stats=xspace.METADATA_STATS))
     assert "flops" not in events_own_flops.metadata_stats
     assert events_own_flops.events["flops"].tolist()[:2] == [123456789, 2]  # the event's own 2.5 wins
     assert events_own_flops.stat_at("flops", np.array([1])).tolist() == [2]
@@ -236,15 +244,15 @@ def test_random_captures_match_plain_protobuf(planes, batch):
                 event = line.events.add(metadata_id=metadata_id, offset_ps=offset, duration_ps=duration)
                 for stat_id, (field, value) in stats:
                     event.stats.add(metadata_id=stat_id, **{field: value})
-    original = xspace.BATCH_EVENTS
-    xspace.BATCH_EVENTS = batch
+    original = decoder.BATCH_EVENTS, tables.METADATA_FILL_CHUNK
+    decoder.BATCH_EVENTS = tables.METADATA_FILL_CHUNK = batch
     try:
         assert_matches_oracle(space.SerializeToString())
         # the same messages with every event's and stat's fields in reverse order (valid protobuf,
         # not how the profiler writes them): the decoder's field-by-field fallback
         assert_matches_oracle(_fields_reversed(space.SerializeToString()))
     finally:
-        xspace.BATCH_EVENTS = original
+        decoder.BATCH_EVENTS, tables.METADATA_FILL_CHUNK = original
 
 
 def _fields(data: bytes) -> list[bytes]:

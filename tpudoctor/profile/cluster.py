@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from tpudoctor.errors import UsageError
 from tpudoctor.profile.host_result import HostResult
 from tpudoctor.profile.sources import HostFile
+from tpudoctor.profile.xspace.columns import LoadOptions
 
 CONNECT_TIMEOUT_S = 10.0
 # the whole map: a host that has not come back by then is reported as failed, the others are kept
@@ -133,7 +134,7 @@ def _close(client) -> None:
         client.close(timeout=CONNECT_TIMEOUT_S)
 
 
-def map_hosts_on_cluster(address: str, host_files: list[HostFile], *, extra_stats: dict[str, str] | None = None,
+def map_hosts_on_cluster(address: str, host_files: list[HostFile], *, options: LoadOptions,
                          connect_timeout_s: float = CONNECT_TIMEOUT_S, map_timeout_s: float = MAP_TIMEOUT_S,
                          ) -> Iterator[tuple[HostFile, HostResult | str]]:
     """(host file, ``HostResult`` or the reason it failed) per host, as the cluster finishes them."""
@@ -145,7 +146,7 @@ def map_hosts_on_cluster(address: str, host_files: list[HostFile], *, extra_stat
         # keys unique to this run: a capture rewritten in place, or another client's run of the same
         # host names, must never be answered from a result the scheduler still holds
         run_id = uuid.uuid4().hex[:12]
-        futures = client.map(_analyze_host_or_message, host_files, extra_stats=extra_stats, pure=False,
+        futures = client.map(_analyze_host_or_message, host_files, options=options, pure=False,
                              key=[f"tpudoctor-analyze-host-{f.hostname}-{run_id}" for f in host_files])
         by_key = {future.key: host_file for future, host_file in zip(futures, host_files, strict=True)}
         done = set()
