@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import pickle
 import re
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -308,3 +311,39 @@ def test_load_of_gpu_capture_reports_device_kind_and_hostname():
     assert kinds == {"GPU (compute capability 7.0)"}
     assert host.events["kernel_details"].notna().any()  # a ref_value stat on GPU kernels
     assert np.issubdtype(host.events["start_ps"].dtype, np.integer)
+
+
+def test_load_options_keep_the_defaults_in_one_place_and_refuse_an_unknown_kind():
+    assert LoadOptions().columns == EVENT_STAT_COLUMNS and LoadOptions().metadata_stats == frozenset()
+    analysis = LoadOptions.for_analysis({"device_ordinal": "int"})
+    assert analysis.columns == {**xspace.ANALYSIS_STAT_COLUMNS, "device_ordinal": "int"}
+    assert analysis.metadata_stats == frozenset(xspace.METADATA_STATS)
+    assert pickle.loads(pickle.dumps(analysis)) == analysis  # it travels to worker processes
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        analysis.stats = {}
+    with pytest.raises(ValueError, match="kind must be one of"):
+        LoadOptions(extra_stats={"device_ordinal": "text"})
+
+
+def test_extra_stats_become_columns_of_a_load():
+    capture_dir = Path(__file__).resolve().parent / "fixtures" / "profiles" / "jax_steady"
+    plain = tpudoctor.profile.load(capture_dir).hosts["localhost"].events
+    extra = tpudoctor.profile.load(capture_dir, options=LoadOptions(extra_stats={"device_ordinal": "int", "_src": "str"}))
+    events = extra.hosts["localhost"].events
+    carrying = _events_carrying(capture_dir / "localhost.xplane.pb", ("device_ordinal", "_src"))
+    assert "device_ordinal" not in plain.columns
+    assert events["device_ordinal"].notna().sum() == carrying["device_ordinal"] > 0
+    assert events["_src"].notna().sum() == carrying["_src"] > 0 and events["_src"].dtype == "category"
+    pd.testing.assert_frame_equal(events[list(plain.columns)], plain)
+
+
+def _events_carrying(path: Path, names: tuple[str, ...]) -> dict[str, int]:
+    """Events that carry each stat, counted on plain protobuf messages."""
+    counts = dict.fromkeys(names, 0)
+    for plane in XSpace.FromString(path.read_bytes()).planes:
+        stat_names = {key: value.name for key, value in plane.stat_metadata.items()}
+        for line in plane.lines:
+            for event in line.events:
+                for name in {stat_names.get(stat.metadata_id) for stat in event.stats} & set(names):
+                    counts[name] += 1
+    return counts
