@@ -6,6 +6,7 @@ import dataclasses
 import os
 
 from tpudoctor.errors import InputError
+from tpudoctor.profile.executor import HostTask, executor_for
 from tpudoctor.profile.sources import HostFile, read_bytes, resolve
 from tpudoctor.profile.xspace.columns import DEVICE_PLANE_PREFIXES, LoadOptions
 from tpudoctor.profile.xspace.host_profile import HostProfile
@@ -50,7 +51,8 @@ def load(path: str | os.PathLike[str], *, run: str | None = None, max_workers: i
         only = resolved.hosts[0]
         hosts[only.hostname] = load_host(only, options)
     else:
-        for host_file, result in _load_parallel(resolved.hosts, max_workers, options):
+        executor = executor_for(len(resolved.hosts), max_workers=max_workers)
+        for host_file, result in executor.map(LOAD_HOST, resolved.hosts, options):
             if isinstance(result, HostProfile):
                 hosts[host_file.hostname] = result
             else:
@@ -84,41 +86,9 @@ def load_host(host_file: HostFile, options: LoadOptions) -> HostProfile:
                        options=options)
 
 
-def _load_host_or_message(host_file: HostFile, options: LoadOptions,
-                          environment: dict[str, str] | None = None) -> HostProfile | str:
-    if environment:  # a forkserver child keeps the environment of its server's start, not ours
-        os.environ.update(environment)
-    try:
-        return load_host(host_file, options)
-    except InputError as exc:
-        return exc.message + (f" ({exc.hint})" if exc.hint else "")
-    except Exception as exc:  # noqa: BLE001 - one broken host must not take the others down
-        return f"could not be decoded: {type(exc).__name__}: {exc}"
-
-
-_PASSED_ENVIRONMENT = ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT", "GOOGLE_APPLICATION_CREDENTIALS")
-
-
-def _load_parallel(host_files, max_workers, options):
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    workers = max(1, min(len(host_files), max_workers or os.cpu_count() or 1))
-    if workers == 1:
-        for host_file in host_files:
-            yield host_file, _load_host_or_message(host_file, options)
-        return
-    # forkserver: a clean child even when this process has threads (cloud clients, rich)
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tpudoctor.profile.xspace.reader"])
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        environment = {name: os.environ[name] for name in _PASSED_ENVIRONMENT if name in os.environ}
-        futures = [pool.submit(_load_host_or_message, host_file, options, environment) for host_file in host_files]
-        for host_file, future in zip(host_files, futures, strict=False):
-            try:
-                yield host_file, future.result()
-            except Exception as exc:  # noqa: BLE001 - a worker killed (e.g. out of memory)
-                yield host_file, f"the loader process failed: {type(exc).__name__}: {exc}"
+LOAD_HOST = HostTask(load_host, key="load-host", noun="loader", verb="decoded",
+                     preload=("tpudoctor.profile.xspace.reader",))
+"""Loading one host as a task any executor runs (``tpudoctor.profile.executor``)."""
 
 
 def _notes(capture: ProfileCapture) -> list[str]:

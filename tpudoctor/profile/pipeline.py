@@ -10,7 +10,7 @@ decoded them. ``combine(host_results)`` evaluates the profile rules on each host
 findings across hosts (a finding's scope is the hosts where it holds), names the straggler and the
 verdict, and returns the ``ProfileReport`` that the CLI, ``compare`` and every renderer consume.
 This is xprof's OpStats map/reduce; ``analyze_host`` is a plain module-level function so that any
-executor (a local process pool, or a Dask cluster: ``tpudoctor.profile.cluster``) can run the map.
+executor (``tpudoctor.profile.executor``: local processes, or a Dask cluster) can run the map.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 
 from tpudoctor.errors import InputError
 from tpudoctor.findings import Finding, Status
+from tpudoctor.profile.executor import HostTask
 from tpudoctor.profile.host_result import (
     BreakdownFigures,
     CompileFigures,
@@ -47,6 +48,15 @@ def analyze_host(source: HostFile | str, *, options: LoadOptions | None = None) 
 
     host_file = source if isinstance(source, HostFile) else HostFile(hostname_of(str(source)), str(source))
     return host_result(load_host(host_file, options or LoadOptions.for_analysis()))
+
+
+def _analyze_host_file(host_file: HostFile, options: LoadOptions) -> HostResult:
+    return analyze_host(host_file, options=options)
+
+
+ANALYZE_HOST = HostTask(_analyze_host_file, key="analyze-host", noun="analysis", verb="analysed",
+                        preload=("tpudoctor.profile.pipeline", "tpudoctor.profile.analysis"))
+"""The per-host MAP as a task any executor runs (``tpudoctor.profile.executor``)."""
 
 
 def host_result(host) -> HostResult:
@@ -248,17 +258,16 @@ def analyze(path: str | os.PathLike[str], *, run: str | None = None, max_workers
     resolved = resolve(path, run)
     results: list[HostResult] = []
     failed: dict[str, str] = {}
-    if cluster:
-        from tpudoctor.profile.cluster import CONNECT_TIMEOUT_S, map_hosts_on_cluster
-
-        if on_progress is not None:
-            on_progress(f"connecting to the Dask scheduler at {cluster}")
-        mapped = map_hosts_on_cluster(cluster, resolved.hosts, options=options,
-                                      connect_timeout_s=cluster_timeout_s or CONNECT_TIMEOUT_S)
-    elif len(resolved.hosts) == 1:
+    if len(resolved.hosts) == 1 and not cluster:  # here, and its errors as they are: no pool for one host
         mapped = iter([(resolved.hosts[0], analyze_host(resolved.hosts[0], options=options))])
     else:
-        mapped = map_hosts(resolved.hosts, max_workers=max_workers, options=options)
+        from tpudoctor.profile.executor import executor_for
+
+        if cluster and on_progress is not None:
+            on_progress(f"connecting to the Dask scheduler at {cluster}")
+        executor = executor_for(len(resolved.hosts), cluster=cluster, max_workers=max_workers,
+                                cluster_timeout_s=cluster_timeout_s)
+        mapped = executor.map(ANALYZE_HOST, resolved.hosts, options)
     total = len(resolved.hosts)
     for done, (host_file, outcome) in enumerate(mapped, start=1):
         if on_progress is not None:
@@ -279,44 +288,6 @@ def analyze_capture(capture, *, rules: Mapping[str, type] | None = None) -> Prof
     are in this process already, so the map runs here)."""
     return combine([host_result(h) for h in capture.hosts.values()], source=str(capture.source), run=capture.run,
                    runs_available=capture.runs_available, failed_hosts=capture.failed_hosts, rules=rules)
-
-
-def _analyze_host_or_message(host_file: HostFile, options: LoadOptions,
-                             environment: dict[str, str] | None = None) -> HostResult | str:
-    if environment:  # a forkserver child keeps the environment of its server's start, not ours
-        os.environ.update(environment)
-    try:
-        return analyze_host(host_file, options=options)
-    except InputError as exc:
-        return exc.message + (f" ({exc.hint})" if exc.hint else "")
-    except Exception as exc:  # noqa: BLE001 - one broken host must not take the others down
-        return f"could not be analysed: {type(exc).__name__}: {exc}"
-
-
-_PASSED_ENVIRONMENT = ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT", "GOOGLE_APPLICATION_CREDENTIALS")
-
-
-def map_hosts(host_files, *, max_workers: int | None = None, options: LoadOptions):
-    """(host file, ``HostResult`` or the reason it failed) per host, mapped over worker processes."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    workers = max(1, min(len(host_files), max_workers or os.cpu_count() or 1))
-    if workers == 1:
-        for host_file in host_files:
-            yield host_file, _analyze_host_or_message(host_file, options)
-        return
-    # forkserver: a clean child even when this process has threads (cloud clients, rich)
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tpudoctor.profile.pipeline", "tpudoctor.profile.analysis"])
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        environment = {name: os.environ[name] for name in _PASSED_ENVIRONMENT if name in os.environ}
-        futures = [pool.submit(_analyze_host_or_message, f, options, environment) for f in host_files]
-        for host_file, future in zip(host_files, futures, strict=False):
-            try:
-                yield host_file, future.result()
-            except Exception as exc:  # noqa: BLE001 - a worker killed (e.g. out of memory)
-                yield host_file, f"the analysis process failed: {type(exc).__name__}: {exc}"
 
 
 def _notes(hosts: Iterable[HostResult]) -> list[str]:
