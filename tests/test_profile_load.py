@@ -347,3 +347,48 @@ def _events_carrying(path: Path, names: tuple[str, ...]) -> dict[str, int]:
                 for name in {stat_names.get(stat.metadata_id) for stat in event.stats} & set(names):
                     counts[name] += 1
     return counts
+
+
+def _field(number: int, value: int | bytes) -> bytes:
+    """One wire-format field: a varint, or length-delimited bytes (a double is 8 raw bytes, field 2)."""
+    from tpudoctor.profile.wire import encode_varint
+
+    if isinstance(value, int):
+        return encode_varint(number << 3) + encode_varint(value)
+    if number == 2 and len(value) == 8:  # XStat.double_value: fixed64
+        return encode_varint(number << 3 | 1) + value
+    return encode_varint(number << 3 | 2) + encode_varint(len(value)) + value
+
+
+def test_stats_of_other_names_are_skipped_before_their_values_and_no_column_changes():
+    """Stats not asked for are dropped unread only where their leading metadata_id is their name."""
+    names = {1: "step_num", 2: "_p", 3: "queue_id", 4: "tf_op"}
+    stats = [
+        [_field(1, 1) + _field(4, 5), _field(1, 2) + _field(3, 2**64 - 3), _field(1, 3)],  # wanted, 10-byte, id only
+        [_field(1, 2) + _field(4, 7) + _field(1, 1)],  # names _p first, then step_num: the last id wins
+        [_field(5, b"ab") + _field(1, 3), _field(1, 4) + _field(7, 3)],  # value before id; a ref to a stat name
+        [_field(1, 3) + _field(5, b"xyz"), _field(1, 9) + _field(4, 5), _field(1, 2) + _field(2, b"\x00" * 7 + b"\x40"),
+         _field(1, 1) + _field(3, 2**63 + 1)],  # text, an unknown id and a double not asked for; a uint64 step
+    ]
+    space = message_class("XSpace", raw=True)()
+    plane = space.planes.add(id=0, name="/device:TPU:0")
+    for stat_id, name in names.items():
+        plane.stat_metadata[stat_id].id = stat_id
+        plane.stat_metadata[stat_id].name = name
+    plane.event_metadata[1].id = 1
+    plane.event_metadata[1].name = "op"
+    line = message_class("XLine", raw=True)(id=1, name="XLA Ops", timestamp_ns=1000)
+    for offset, event_stats in enumerate(stats):
+        line.events.append(_field(1, 1) + _field(2, offset * 10) + _field(3, 5)
+                           + b"".join(_field(4, stat) for stat in event_stats))
+    plane.lines.append(line.SerializeToString())
+    data = space.SerializeToString()
+    narrow = decode_host(data, hostname="h", source="t", options=LoadOptions(stats={"step_num": "int", "tf_op": "str"}))
+    full = decode_host(data, hostname="h", source="t").events
+    expected = oracle_events(data)  # an int column keeps a uint64 value's 64 bits
+    assert [None if e["step_num"] is None else e["step_num"] - (e["step_num"] >> 63 << 64) for e in expected] == [
+        5, 7, None, -(2**63) + 1]
+    assert [None if v is pd.NA else v for v in narrow.events["step_num"].tolist()] == [5, 7, None, -(2**63) + 1]
+    assert [e["tf_op"] for e in expected] == [None, None, "queue_id", None]
+    assert [None if pd.isna(v) else v for v in narrow.events["tf_op"].tolist()] == [None, None, "queue_id", None]
+    pd.testing.assert_frame_equal(narrow.events, full[list(narrow.events.columns)])

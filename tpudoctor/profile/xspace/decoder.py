@@ -16,14 +16,14 @@ reached, so that a file read plane by plane (``planes_on_disk``) holds one parse
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
 from tpudoctor.profile import wire
 from tpudoctor.profile.schema import message_class
-from tpudoctor.profile.xspace.lookup import RowLookup
+from tpudoctor.profile.xspace.lookup import RowLookup, gather
 
 BIG_BYTES_STAT = 4096  # plane/metadata stats with longer bytes values (HloProtos) keep only their size
 BATCH_EVENTS = 1 << 17  # events decoded together: bounds the temporary arrays, keeps numpy calls large
@@ -100,9 +100,9 @@ class StatBatch:
     (the stat's row in all planes' ``SpaceHeaders.stat_names`` laid end to end; -1 unnamed), and its
     value: ``numbers(rows)`` as raw 64 bits with their kind, ``texts(rows)`` as strings."""
 
-    def __init__(self, stats: dict[str, np.ndarray], name_row: np.ndarray, strings: _StringResolver):
+    def __init__(self, stats: dict[str, np.ndarray], strings: _StringResolver):
         self.event = stats["event"]
-        self.name_row = name_row
+        self.name_row = stats["name_row"]
         self._stats, self._strings = stats, strings
 
     def numbers(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -163,10 +163,14 @@ class XSpaceDecoder:
         return SpaceHeaders(planes=planes, lines=line_rows, metadata=meta_rows, metadata_ids=meta_ids,
                             metadata_offsets=meta_offset, stat_ids=stat_ids, stat_names=stat_names)
 
-    def read_events(self, headers: SpaceHeaders, fields: EventFields) -> Iterator[StatBatch]:
-        """Fill ``fields`` batch by batch and yield each batch's stats. One batch's buffer is alive
-        at a time: drop the batch (``del``) before asking for the next."""
+    def read_events(self, headers: SpaceHeaders, fields: EventFields,
+                    wanted: Collection[str] | None = None) -> Iterator[StatBatch]:
+        """Fill ``fields`` batch by batch and yield each batch's stats (those named in ``wanted``, and
+        any whose name takes more than its leading field to know; all with None). One batch's buffer
+        is alive at a time: drop the batch (``del``) before asking for the next."""
         stat_rows = RowLookup(headers.stat_ids, headers.stat_offsets)
+        wanted_row = None if wanted is None else np.asarray(
+            [name in wanted for names in headers.stat_names for name in names], dtype=bool)
         # lazily, line by line: one line's parse at a time
         line_events = (_parse_line(line_bytes, plane_index).events
                        for plane_index, plane in enumerate(self.planes()) for line_bytes in plane.lines)
@@ -181,13 +185,12 @@ class XSpaceDecoder:
             rows = slice(first_event, first_event + len(starts))
             stat_event, stat_start, stat_end = _event_fields(
                 buffer, starts, ends, (fields.metadata_id[rows], fields.offset_ps[rows], fields.duration_ps[rows]))
-            stats = _decode_stats(buffer, stat_event + first_event, stat_start, stat_end)
+            stat_event += first_event
+            stats = _decode_stats(buffer, stat_event, stat_start, stat_end, fields.plane[stat_event], stat_rows,
+                                  wanted_row)
             del stat_event, stat_start, stat_end
-            stat_plane = fields.plane[stats["event"]]
-            name_row = stat_rows.lookup(stat_plane, stats["metadata_id"])
-            batch = StatBatch(stats, name_row, _StringResolver(buffer, stats, stat_plane, headers.stat_ids,
-                                                               headers.stat_names))
-            del buffer, stats, stat_plane, name_row
+            batch = StatBatch(stats, _StringResolver(buffer, stats, headers.stat_ids, headers.stat_names))
+            del buffer, stats
             yield batch
             del batch
 
@@ -224,8 +227,8 @@ def _batches(line_events: list[Any], line_counts: np.ndarray):
 class _StringResolver:
     """String values of stat rows: str values decoded once per distinct value, refs resolved to names."""
 
-    def __init__(self, buffer, stats, stat_plane, stat_ids, stat_names):
-        self.buffer, self.stats, self.stat_plane = buffer, stats, stat_plane
+    def __init__(self, buffer, stats, stat_ids, stat_names):
+        self.buffer, self.stats, self.stat_plane = buffer, stats, stats["plane"]
         self.stat_ids, self.stat_names = stat_ids, stat_names
         self._data: bytes | None = None
 
@@ -327,22 +330,53 @@ def _event_fields_any_order(buffer, starts, ends, irregular, columns, spans):
     return event[order], np.concatenate(stat_start)[order], np.concatenate(stat_end)[order]
 
 
-def _decode_stats(buffer: wire.Buffer, event: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> dict[str, np.ndarray]:
-    """Decode XStat messages at the given spans into parallel arrays: metadata_id (field 1), then
-    the one value field; stats laid out otherwise go through the generic field walk."""
-    n = len(event)
-    metadata_id = np.zeros(n, dtype=np.int64)
-    kind = np.zeros(n, dtype=np.int8)
-    raw = np.zeros(n, dtype=np.uint64)  # varint value or the fixed64 bits of a double
-    text_start = np.zeros(n, dtype=np.int64)
-    text_length = np.zeros(n, dtype=np.int64)
+def _field_end(buffer: wire.Buffer, pos: np.ndarray) -> np.ndarray:
+    """Where the XStat value field at each position ends; -1 where the bytes there are not one."""
+    tag = buffer.bytes[pos]
+    value_pos = pos + 1
+    end = np.full(len(pos), -1, dtype=np.int64)
+    varint = np.flatnonzero((tag == 0x18) | (tag == 0x20) | (tag == 0x38))
+    end[varint] = value_pos[varint] + wire.varint_lengths(buffer, value_pos[varint])
+    double = tag == 0x11
+    end[double] = value_pos[double] + 8
+    text = np.flatnonzero((tag == 0x2A) | (tag == 0x32))
+    if len(text):
+        lengths, length_bytes = wire.read_varints(buffer, value_pos[text])
+        end[text] = value_pos[text] + length_bytes + lengths.astype(np.int64)
+    return end
+
+
+def _decode_stats(buffer: wire.Buffer, event: np.ndarray, starts: np.ndarray, ends: np.ndarray, plane: np.ndarray,
+                  stat_rows: RowLookup, wanted_row: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Decode XStat messages at the given spans (of events ``event`` on planes ``plane``) into
+    parallel arrays: metadata_id (field 1) and its row in the stat names (``name_row``), then the
+    one value field; stats laid out otherwise go through the generic field walk.
+
+    With ``wanted_row`` (per stat name row: decode it?) a stat of another name is left out before
+    its value is decoded, where it names itself: laid out as writers lay it out, its metadata_id then
+    one value field (or none). Any other is kept, for all its fields decide its name."""
     data = buffer.bytes
     pos = starts.astype(np.int64, copy=True)
+    metadata_id = np.zeros(len(event), dtype=np.int64)
     hit = np.flatnonzero((data[pos] == _TAG_METADATA_ID) & (pos < ends))
     if len(hit):
         values, lengths = wire.read_varints(buffer, pos[hit] + 1)
         metadata_id[hit] = values.view(np.int64)
         pos[hit] += lengths + 1
+    name_row = stat_rows.lookup(plane, metadata_id)
+    if wanted_row is not None and len(hit):
+        unwanted = hit[~gather(wanted_row, name_row[hit], missing=False)]
+        alone = (pos[unwanted] == ends[unwanted]) | (_field_end(buffer, pos[unwanted]) == ends[unwanted])
+        keep = np.ones(len(event), dtype=bool)
+        keep[unwanted[alone]] = False
+        if not keep.all():
+            event, starts, ends, plane = event[keep], starts[keep], ends[keep], plane[keep]
+            pos, metadata_id, name_row = pos[keep], metadata_id[keep], name_row[keep]
+    n = len(event)
+    kind = np.zeros(n, dtype=np.int8)
+    raw = np.zeros(n, dtype=np.uint64)  # varint value or the fixed64 bits of a double
+    text_start = np.zeros(n, dtype=np.int64)
+    text_length = np.zeros(n, dtype=np.int64)
     tag = np.where(pos < ends, data[pos], 0)
     value_pos = pos + 1
     varint = np.flatnonzero((tag == 0x18) | (tag == 0x20) | (tag == 0x38))
@@ -382,8 +416,9 @@ def _decode_stats(buffer: wire.Buffer, event: np.ndarray, starts: np.ndarray, en
                 kind[rows[hit]] = number
                 text_start[rows[hit]] = value_pos[hit]
                 text_length[rows[hit]] = length[hit]
-    return {"event": event, "metadata_id": metadata_id, "kind": kind, "raw": raw,
-            "text_start": text_start, "text_length": text_length}
+        name_row[irregular] = stat_rows.lookup(plane[irregular], metadata_id[irregular])
+    return {"event": event, "plane": plane, "metadata_id": metadata_id, "name_row": name_row, "kind": kind,
+            "raw": raw, "text_start": text_start, "text_length": text_length}
 
 
 def _stat_value(stat: Any, names_by_id: dict[int, str]) -> object:

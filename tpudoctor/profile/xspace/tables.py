@@ -46,7 +46,7 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
     headers = decoder.read_headers()
     fields = EventFields.allocate(headers)
     sinks = {column: _ColumnSink(kind, headers.n_events) for column, kind in columns.items()}
-    _fill_stat_columns(decoder.read_events(headers, fields), headers, sinks)
+    _fill_stat_columns(decoder.read_events(headers, fields, wanted=sinks.keys()), headers, sinks)
     errors, warnings = decoder.errors, decoder.warnings
     decoder.close()
 
