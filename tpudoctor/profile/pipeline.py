@@ -15,10 +15,12 @@ executor (``tpudoctor.profile.executor``: local processes, or a Dask cluster) ca
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from tpudoctor.errors import InputError
@@ -44,10 +46,27 @@ def analyze_host(source: HostFile | str, *, options: LoadOptions | None = None) 
     """MAP: load one host file (a ``HostFile`` or a path/``gs://`` URI of one ``.xplane.pb``) and
     analyse it here. ``options`` default to ``LoadOptions.for_analysis()`` (only the stats the
     analyses read). Raises ``InputError`` when the file cannot be read or decoded."""
-    from tpudoctor.profile.capture import load_host
-
     host_file = source if isinstance(source, HostFile) else HostFile(hostname_of(str(source)), str(source))
-    return host_result(load_host(host_file, options or LoadOptions.for_analysis()))
+    with cyclic_gc_paused():
+        from tpudoctor.profile.capture import load_host
+
+        return host_result(load_host(host_file, options or LoadOptions.for_analysis()))
+
+
+@contextlib.contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while one host is loaded and analysed (and numpy and
+    pandas imported, the first time): the map makes millions of small objects that reference
+    counting frees, and the collector's passes over them cost time, not memory
+    (``benchmarks/bench_profile_load.py``). On again afterwards, if it was on."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _analyze_host_file(host_file: HostFile, options: LoadOptions) -> HostResult:
