@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -102,6 +101,8 @@ class DaskCluster:
     map_timeout_s: float | None = None
 
     def map(self, task: HostTask, host_files: Sequence[HostFile], *args: Any) -> Iterator[tuple[HostFile, Any]]:
+        import uuid
+
         from tpudoctor.profile import cluster
 
         distributed = cluster.import_distributed()

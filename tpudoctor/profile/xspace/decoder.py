@@ -16,6 +16,7 @@ reached, so that a file read plane by plane (``planes_on_disk``) holds one parse
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
@@ -444,13 +445,21 @@ def _parse_line(data: bytes, plane_index: int):
 def release_freed_heap() -> None:
     """Hand the C heap's free pages back to the system (glibc ``malloc_trim``): protobuf's parse
     frees many small blocks that would otherwise stay in this process while the tables are built."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim`` from this process's own symbols (no library search: ``find_library``
+    runs ``ldconfig``); None where the C library has none (musl, macOS)."""
     import ctypes
-    import ctypes.util
 
     try:
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to trim
-        pass
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:
