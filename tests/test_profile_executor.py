@@ -8,6 +8,7 @@ import os
 import pytest
 
 from tpudoctor.errors import InputError
+from tpudoctor.profile import executor
 from tpudoctor.profile.executor import (
     DaskCluster,
     HostTask,
@@ -43,12 +44,20 @@ EXPECTED = {
 }
 
 
-def test_executor_for_picks_this_process_local_processes_or_the_cluster():
-    assert isinstance(executor_for(1), InProcess)
-    assert isinstance(executor_for(8, max_workers=1), InProcess)
-    assert executor_for(8, max_workers=3) == LocalProcesses(3)
-    assert executor_for(2, max_workers=64) == LocalProcesses(2)  # never more processes than hosts
-    assert executor_for(1, cluster="tcp://10.0.0.2:8786", cluster_timeout_s=5) == DaskCluster(
+def test_executor_for_picks_this_process_local_processes_or_the_cluster(tmp_path, monkeypatch):
+    hosts = []
+    for k in range(8):
+        (tmp_path / f"w{k}.xplane.pb").write_bytes(b"\0" * 1000)
+        hosts.append(HostFile(f"w{k}", str(tmp_path / f"w{k}.xplane.pb")))
+    assert isinstance(executor_for(hosts[:1]), InProcess)
+    assert isinstance(executor_for(hosts), InProcess)  # 8 kB in all: starting processes costs more
+    monkeypatch.setattr(executor, "IN_PROCESS_MAX_BYTES", 8000)
+    assert isinstance(executor_for(hosts[:7]), InProcess)
+    assert executor_for(hosts, max_workers=3) == LocalProcesses(3)
+    assert isinstance(executor_for(hosts, max_workers=1), InProcess)
+    remote = [HostFile(f"w{k}", f"gs://bucket/run/w{k}.xplane.pb") for k in range(2)]
+    assert executor_for(remote, max_workers=64) == LocalProcesses(2)  # never more processes than hosts
+    assert executor_for(hosts[:1], cluster="tcp://10.0.0.2:8786", cluster_timeout_s=5) == DaskCluster(
         "tcp://10.0.0.2:8786", connect_timeout_s=5)
 
 

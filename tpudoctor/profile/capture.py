@@ -51,7 +51,7 @@ def load(path: str | os.PathLike[str], *, run: str | None = None, max_workers: i
         only = resolved.hosts[0]
         hosts[only.hostname] = load_host(only, options)
     else:
-        executor = executor_for(len(resolved.hosts), max_workers=max_workers)
+        executor = executor_for(resolved.hosts, max_workers=max_workers)
         for host_file, result in executor.map(LOAD_HOST, resolved.hosts, options):
             if isinstance(result, HostProfile):
                 hosts[host_file.hostname] = result

@@ -1,6 +1,6 @@
 """Where a per-host map runs: one executor for this process, local worker processes and a Dask cluster.
 
-    executor = executor_for(len(host_files), cluster=None, max_workers=None)
+    executor = executor_for(host_files, cluster=None, max_workers=None)
     for host_file, outcome in executor.map(ANALYZE_HOST, host_files, options):
         ...   # outcome: what the task returned, or a message saying why this host has none
 
@@ -139,11 +139,34 @@ def _cluster_outcome(future) -> Any:
         return f"failed on the Dask cluster: {type(exc).__name__}: {exc}"
 
 
-def executor_for(n_hosts: int, *, cluster: str | None = None, max_workers: int | None = None,
+IN_PROCESS_MAX_BYTES = 32 << 20
+"""Local host files smaller than this all together are analysed in this process, one after another:
+below it, starting the worker processes (a fresh interpreter that imports numpy and pandas, about
+1 s) costs more than their parallelism saves (``benchmarks/bench_profile_hosts_rss.py --scale 1``:
+four 0.9 MB hosts in 2.7 s here, 5.0 s in worker processes, on 2 busy cores)."""
+
+
+def executor_for(host_files: Sequence[HostFile], *, cluster: str | None = None, max_workers: int | None = None,
                  cluster_timeout_s: float | None = None) -> Executor:
     """The Dask cluster at ``cluster`` when one is named; else local processes, at most
-    ``max_workers`` (default: the CPUs) and never more than the hosts; this process for one."""
+    ``max_workers`` (default: the CPUs) and never more than the hosts; this process for one host,
+    or for local files of under ``IN_PROCESS_MAX_BYTES`` in all."""
     if cluster:
         return DaskCluster(cluster, connect_timeout_s=cluster_timeout_s)
-    workers = max(1, min(n_hosts, max_workers or os.cpu_count() or 1))
-    return InProcess() if workers == 1 else LocalProcesses(workers)
+    workers = max(1, min(len(host_files), max_workers or os.cpu_count() or 1))
+    if workers == 1 or _local_bytes(host_files) < IN_PROCESS_MAX_BYTES:
+        return InProcess()
+    return LocalProcesses(workers)
+
+
+def _local_bytes(host_files: Sequence[HostFile]) -> float:
+    """The host files' size in all; infinite when one is remote or cannot be read (its task says why)."""
+    total = 0
+    for host_file in host_files:
+        if host_file.location.startswith("gs://"):
+            return float("inf")
+        try:
+            total += os.path.getsize(host_file.location)
+        except OSError:
+            return float("inf")
+    return total

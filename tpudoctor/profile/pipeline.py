@@ -284,7 +284,7 @@ def analyze(path: str | os.PathLike[str], *, run: str | None = None, max_workers
 
         if cluster and on_progress is not None:
             on_progress(f"connecting to the Dask scheduler at {cluster}")
-        executor = executor_for(len(resolved.hosts), cluster=cluster, max_workers=max_workers,
+        executor = executor_for(resolved.hosts, cluster=cluster, max_workers=max_workers,
                                 cluster_timeout_s=cluster_timeout_s)
         mapped = executor.map(ANALYZE_HOST, resolved.hosts, options)
     total = len(resolved.hosts)
