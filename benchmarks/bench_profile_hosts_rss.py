@@ -15,6 +15,9 @@ contrast, ``load+analyze`` loads every host's events into the parent first (``tp
 the notebook path) and analyses them there; it runs only up to ``--load-max-hosts`` hosts (64 hosts'
 events in one process is what the map avoids). With ``--cluster`` the map also runs on that Dask
 cluster (the client's RSS: it decodes no host either). The hosts of a logdir are hard links of one file.
+A logdir under ``tpudoctor.profile.executor.IN_PROCESS_MAX_BYTES`` in all is analysed in the parent,
+one host after another (starting worker processes would cost more); ``analyze, processes`` then
+times the same logdir in worker processes, for the comparison.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+IN_PROCESS_MAX_BYTES = 32 << 20  # tpudoctor.profile.executor's: smaller logdirs are analysed in one process
 DEFAULT_SOURCE = REPO.parent / "shared" / "data" / "xprof_tpu_inference_2.xplane.pb"
 FALLBACK_SOURCE = REPO / "tests" / "fixtures" / "profiles" / "tf_input_bound" / "localhost.xplane.pb"
 
@@ -38,6 +42,10 @@ import tpudoctor.profile
 from tpudoctor.profile.pipeline import analyze_capture
 started = time.perf_counter()
 if sys.argv[2] == "map":
+    report = tpudoctor.profile.analyze(sys.argv[1])
+elif sys.argv[2] == "processes":  # worker processes even where the capture is small enough for this one
+    from tpudoctor.profile import executor
+    executor.IN_PROCESS_MAX_BYTES = 0
     report = tpudoctor.profile.analyze(sys.argv[1])
 elif sys.argv[2] == "cluster":
     report = tpudoctor.profile.analyze(sys.argv[1], cluster=sys.argv[3])
@@ -102,8 +110,10 @@ def main() -> None:
     print(f"host file: {host_file.name}, {host_file.stat().st_size / 1e6:.1f} MB (x{args.scale} of {args.source.name})")
     print(f"{'logdir':<10} {'path':<22} {'hosts':>5} {'events':>11} {'wall s':>8} {'parent peak RSS MB':>19}  verdict")
     for hosts in (1, args.hosts):
-        logdir = build_logdir(args.work / f"{hosts}-host", host_file, hosts)
+        logdir = build_logdir(args.work / f"{hosts}-host-{host_file.stem}", host_file, hosts)
         modes = [("map", "analyze (map+combine)")]
+        if hosts > 1 and hosts * host_file.stat().st_size < IN_PROCESS_MAX_BYTES:  # the map ran in this process
+            modes.append(("processes", "analyze, processes"))
         if hosts <= args.load_max_hosts:
             modes.append(("load", "load+analyze"))
         if args.cluster:

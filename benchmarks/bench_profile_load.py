@@ -1,21 +1,27 @@
-"""Load speed and memory: tpudoctor against xprof's own converters, on captures of growing size.
+"""Speed and memory of `tpudoctor profile analyze` against xprof's own converter, on captures of growing size.
 
-    .venv/bin/python benchmarks/bench_profile_load.py          # x1, x10, x50, x1300, 1 GB and a 64-host logdir of x10
+    .venv/bin/python benchmarks/bench_profile_load.py          # x1, x10, x50 and 1 GB, 5 pairs each, then a 64-host logdir
     .venv/bin/python benchmarks/bench_profile_load.py [--source X.xplane.pb] [--scales 1,10,50] [--sizes-mb 1024]
-        [--hosts 64] [--skip-xprof] [--input-pipeline]
+        [--pairs 5] [--hosts 64] [--skip-xprof] [--input-pipeline]
 
 Builds larger captures from a real one (every line's events repeated N times, shifted in time;
-x50 of the v6e capture is about 40 MB and 1.3 M events, x1300 about 1 GB and 35 M events with the
-host plane alone about 70 % of the file) under /tmp/tpudoctor-bench, then runs
-each contender in its own subprocess (so peak RSS is clean) on the same file and prints wall time
-of the call and the process's peak RSS side by side:
+x50 of the v6e capture is about 40 MB and 1.3 M events) under /tmp/tpudoctor-bench, then, on each
+capture, runs ``--pairs`` pairs of fresh processes, the order within a pair alternating (so a
+machine that is busier for a while slows both sides alike), and prints the medians:
 
-* tpudoctor: ``tpudoctor.profile.analyze`` (the per-host map and the combine: what
-  ``tpudoctor profile analyze`` does, minus rendering);
-* xprof ``overview_page`` (and with ``--input-pipeline`` ``input_pipeline_analyzer``) through
-  ``xprof.convert._pywrap_profiler_plugin.xspace_to_tools_data`` (the call behind
-  ``xprof.convert.raw_to_tool_data.xspace_to_tool_data``), each on a fresh copy of the file in an
-  empty folder, with ``use_saved_result=False``, so no cached result is reused.
+* **whole process**: the ``tpudoctor profile analyze FILE`` command (text report to /dev/null) as a
+  user runs it, interpreter start, imports and rendering included, against xprof's converter process
+  (a Python process that imports ``xprof.convert._pywrap_profiler_plugin`` and converts the file to
+  ``overview_page``). Wall time from spawn to exit; peak RSS from ``/usr/bin/time`` where it exists
+  (else the child's rusage).
+* **analyze() alone**: the ``tpudoctor.profile.analyze`` call (the per-host map and the combine,
+  modules imported beforehand) against xprof's ``xspace_to_tools_data`` call
+  (``xprof.convert.raw_to_tool_data.xspace_to_tool_data`` calls it); peak RSS of each process.
+
+The speed-up is the median of the pairs' own ratios (xprof time / tpudoctor time), the memory the
+median of tpudoctor peak RSS / xprof peak RSS. xprof reads each file as a fresh copy in an empty
+folder with ``use_saved_result=False``, so no cached result is reused. Before the pairs, each side
+runs once unmeasured (bytecode caches and the page cache warm, as for a user's second run).
 
 ``--sizes-mb`` adds captures of a given file size: the x50 capture's XSpace repeated until that
 size (``benchmarks/capture_memory.py``; serialized XSpaces concatenate into one whose planes
@@ -34,15 +40,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SOURCE = REPO.parent / "shared" / "data" / "xprof_tpu_inference_2.xplane.pb"
 WORK = Path(tempfile.gettempdir()) / "tpudoctor-bench"
+# the console script a user runs, from the environment this benchmark runs in
+TPUDOCTOR_COMMAND = ([str(Path(sys.executable).parent / "tpudoctor")] if (Path(sys.executable).parent / "tpudoctor").exists()
+                     else [sys.executable, "-m", "tpudoctor"])
+GNU_TIME = Path("/usr/bin/time")
 
 # Peak RSS is the process's VmHWM: unlike ru_maxrss it starts afresh at exec, so a child does
 # not inherit the benchmark's own peak.
@@ -59,7 +72,7 @@ TPUDOCTOR_CHILD = PEAK_RSS + """
 import json, sys, time
 imported = time.perf_counter()
 import tpudoctor.profile
-import tpudoctor.profile.analysis, tpudoctor.profile.pipeline, tpudoctor.profile.xspace
+import tpudoctor.profile.analysis, tpudoctor.profile.pipeline, tpudoctor.profile.capture
 started = time.perf_counter()
 report = tpudoctor.profile.analyze(sys.argv[1])
 elapsed = time.perf_counter() - started
@@ -145,12 +158,35 @@ def build_sized_captures(sizes_mb: list[int]) -> dict[str, Path]:
     return {(f"{size >> 10} GB" if size % 1024 == 0 else f"{size} MB"): build(size << 20, folder) for size in sizes_mb}
 
 
+def child_environment() -> dict[str, str]:
+    """This environment, but with bytecode caches written and read, as a user's Python does."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run_child(code: str, *args: str, timeout_s: float = 900) -> dict:
-    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout_s,
-                            cwd=REPO)
-    if result.returncode != 0:
-        return {"error": (result.stderr.strip().splitlines() or ["failed"])[-1][:120]}
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    """Run a measuring child script; its own JSON figures, plus ``process_s`` (spawn to exit) and the
+    process's peak RSS as ``/usr/bin/time`` saw it (``process_rss_mb``)."""
+    result = run_process([sys.executable, "-c", code, *args], timeout_s=timeout_s)
+    if "error" in result:
+        return result
+    figures = json.loads(result.pop("stdout").strip().splitlines()[-1])
+    return {**figures, **result}
+
+
+def run_process(argv: list[str], *, timeout_s: float = 900, stdout=subprocess.PIPE) -> dict:
+    """Run ``argv`` in a fresh process: ``process_s`` (wall, spawn to exit), ``process_rss_mb`` (its
+    peak RSS as ``/usr/bin/time`` reports it), ``stdout``; ``error`` when it fails."""
+    with tempfile.NamedTemporaryFile("r", prefix="bench-rss-") as rss:
+        timed = [str(GNU_TIME), "-f", "%M", "-o", rss.name] if GNU_TIME.exists() else []
+        started = time.perf_counter()
+        done = subprocess.run([*timed, *argv], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout_s,
+                              cwd=REPO, env=child_environment())
+        elapsed = time.perf_counter() - started
+        measured = rss.read().strip()
+    if done.returncode != 0:
+        return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1][:120]}
+    rss_mb = int(measured.splitlines()[-1]) / 1024 if measured else float("nan")
+    return {"process_s": elapsed, "process_rss_mb": rss_mb, "stdout": done.stdout or ""}
 
 
 def run_xprof(path: Path, tool: str) -> dict:
@@ -160,13 +196,38 @@ def run_xprof(path: Path, tool: str) -> dict:
         return run_child(XPROF_CHILD, str(copy), tool)
 
 
+def run_tpudoctor_command(path: Path) -> dict:
+    """``tpudoctor profile analyze FILE`` (text report), as a whole process."""
+    result = run_process([*TPUDOCTOR_COMMAND, "profile", "analyze", str(path)], stdout=subprocess.DEVNULL)
+    result.pop("stdout", None)
+    return result
+
+
+def measure_pairs(path: Path, pairs: int, *, xprof: bool) -> dict[str, list[dict]]:
+    """``pairs`` rounds of: the tpudoctor command, the tpudoctor analyze() child, xprof's converter
+    (when ``xprof``), each a fresh process, the order reversed every other round; one unmeasured
+    round first."""
+    contenders = {"command": lambda: run_tpudoctor_command(path), "call": lambda: run_child(TPUDOCTOR_CHILD, str(path))}
+    if xprof:
+        contenders["xprof"] = lambda: run_xprof(path, "overview_page")
+    for run in contenders.values():
+        run()  # warm-up: bytecode caches, the page cache
+    results: dict[str, list[dict]] = {name: [] for name in contenders}
+    for index in range(pairs):
+        order = list(contenders) if index % 2 == 0 else list(reversed(contenders))
+        for name in order:
+            results[name].append(contenders[name]())
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="real capture to scale up")
-    parser.add_argument("--scales", default="1,10,50,1300",
-                        help="comma-separated event multipliers (default 1,10,50,1300)")
+    parser.add_argument("--scales", default="1,10,50", help="comma-separated event multipliers (default 1,10,50)")
+    parser.add_argument("--pairs", type=int, default=5, help="paired runs per capture (default 5; medians printed)")
     parser.add_argument("--skip-xprof", action="store_true", help="time tpudoctor only")
-    parser.add_argument("--input-pipeline", action="store_true", help="also time xprof's input_pipeline_analyzer")
+    parser.add_argument("--input-pipeline", action="store_true",
+                        help="also time xprof's input_pipeline_analyzer (one run per capture)")
     parser.add_argument("--hosts", type=int, default=64,
                         help="hosts of the x10 logdir whose parent RSS is measured (0: none; default 64)")
     parser.add_argument("--approaches", action="store_true", help="also time the parse strategies on the largest size")
@@ -184,19 +245,16 @@ def main() -> int:
     rows, notes = [], []
     for name, path in paths.items():
         size_mb = path.stat().st_size / 1e6
-        row = {"scale": name, "size_mb": size_mb, "tpudoctor": run_child(TPUDOCTOR_CHILD, str(path))}
-        if not args.skip_xprof:
-            fits = size_mb <= args.skip_xprof_over_mb and xprof_would_fit(path.stat().st_size)
-            skipped = None if fits else {"error": "skipped"}
-            if skipped:
-                notes.append(f"xprof skipped on {name}: it needs about {XPROF_RSS_PER_FILE_BYTE}x the file "
-                             f"({XPROF_RSS_PER_FILE_BYTE * size_mb / 1e3:.0f} GB), more than this machine has free")
-            row["overview_page"] = skipped or run_xprof(path, "overview_page")
-            if args.input_pipeline:
-                row["input_pipeline_analyzer"] = skipped or run_xprof(path, "input_pipeline_analyzer")
+        xprof = not args.skip_xprof and size_mb <= args.skip_xprof_over_mb and xprof_would_fit(path.stat().st_size)
+        if not args.skip_xprof and not xprof:
+            notes.append(f"xprof skipped on {name}: it needs about {XPROF_RSS_PER_FILE_BYTE}x the file "
+                         f"({XPROF_RSS_PER_FILE_BYTE * size_mb / 1e3:.0f} GB), more than this machine has free")
+        row = {"scale": name, "size_mb": size_mb, **measure_pairs(path, args.pairs, xprof=xprof)}
+        if xprof and args.input_pipeline:
+            row["input_pipeline_analyzer"] = run_xprof(path, "input_pipeline_analyzer")
         rows.append(row)
         print(f"{name} done", file=sys.stderr, flush=True)
-    print_table(rows)
+    print_tables(rows, args.pairs)
     for note in notes:
         print(note)
     if args.hosts:
@@ -211,39 +269,62 @@ def main() -> int:
     return 0
 
 
-def _cell(result: dict) -> str:
-    if "error" in result:
-        return f"{result['error'][:8]:>8s} {'':>8s}"
-    return f"{result['wall_s']:7.2f}s {result['peak_rss_mb']:6.0f}MB"
+def _median(runs: list[dict], key: str) -> float:
+    values = [run[key] for run in runs if key in run]
+    return statistics.median(values) if values else float("nan")
 
 
-def print_table(rows: list[dict]) -> None:
-    xprof = "overview_page" in rows[0]
-    pipeline = "input_pipeline_analyzer" in rows[0]
-    header = f"{'capture':>7s} {'MB':>6s} {'events':>10s} | {'tpudoctor':>16s} {'us/event':>8s}"
-    if xprof:
-        header += f" | {'xprof overview_page':>19s}"
-        header += f" | {'xprof input_pipeline':>20s}" if pipeline else ""
-        header += f" | {'speed-up':>8s} {'memory':>7s}"
-    print(header)
-    print("-" * len(header))
-    for row in rows:
-        ours = row["tpudoctor"]
-        events = ours.get("events", 0)
-        per_event = ours["wall_s"] / events * 1e6 if events and "wall_s" in ours else float("nan")
-        line = f"{row['scale']:>7s} {row['size_mb']:6.1f} {events:10,d} | {_cell(ours):>16s} {per_event:8.2f}"
-        if xprof:
-            overview = row["overview_page"]
-            line += f" | {_cell(overview):>19s}"
-            line += f" | {_cell(row['input_pipeline_analyzer']):>20s}" if pipeline else ""
-            if "wall_s" in overview and "wall_s" in ours:
-                line += (f" | {overview['wall_s'] / ours['wall_s']:7.1f}x "
-                         f"{ours['peak_rss_mb'] / overview['peak_rss_mb']:6.2f}x")
-        print(line)
-    if xprof:
-        print("speed-up = xprof overview_page time / tpudoctor time; memory = tpudoctor peak RSS / overview_page peak RSS")
-    print("tpudoctor = tpudoctor.profile.analyze (map + combine); times are of the call (imports excluded: "
-          f"tpudoctor's took {rows[0]['tpudoctor'].get('import_s', float('nan')):.2f}s), RSS is the whole process")
+def _ratios(numerators: list[dict], denominators: list[dict], top: str, bottom: str) -> list[float]:
+    """Each pair's own ratio (pair i of one side over pair i of the other)."""
+    return [n[top] / d[bottom] for n, d in zip(numerators, denominators, strict=True) if top in n and bottom in d]
+
+
+def _ratio_cell(values: list[float]) -> str:
+    if not values:
+        return f"{'-':>20s}"
+    return f"{statistics.median(values):6.2f}x ({min(values):.2f}-{max(values):.2f})"
+
+
+def _time_cell(runs: list[dict], time_key: str, rss_key: str) -> str:
+    errors = [run["error"] for run in runs if "error" in run]
+    if errors and len(errors) == len(runs):
+        return f"{errors[0][:16]:>16s}"
+    return f"{_median(runs, time_key):7.2f}s {_median(runs, rss_key):6.0f}MB"
+
+
+def print_tables(rows: list[dict], pairs: int) -> None:
+    events = {row["scale"]: next((r["events"] for r in row["call"] if "events" in r), 0) for row in rows}
+    for title, ours, ours_time, ours_rss, theirs_time, theirs_rss, theirs_label in (
+        ("Whole process: `tpudoctor profile analyze FILE` vs xprof's converter process (overview_page)",
+         "command", "process_s", "process_rss_mb", "process_s", "process_rss_mb", "xprof process"),
+        ("analyze() alone: tpudoctor.profile.analyze vs xprof's xspace_to_tools_data call (overview_page)",
+         "call", "wall_s", "peak_rss_mb", "wall_s", "peak_rss_mb", "xprof call"),
+    ):
+        print(f"\n{title}; medians of {pairs} pairs")
+        header = (f"{'capture':>7s} {'MB':>6s} {'events':>10s} | {'tpudoctor':>16s} | {theirs_label:>16s} | "
+                  f"{'speed-up (range)':>20s} | {'memory (range)':>20s}")
+        print(header)
+        print("-" * len(header))
+        for row in rows:
+            xprof = row.get("xprof", [])
+            line = (f"{row['scale']:>7s} {row['size_mb']:6.1f} {events[row['scale']]:10,d} | "
+                    f"{_time_cell(row[ours], ours_time, ours_rss):>16s} | ")
+            if xprof:
+                line += (f"{_time_cell(xprof, theirs_time, theirs_rss):>16s} | "
+                         f"{_ratio_cell(_ratios(xprof, row[ours], theirs_time, ours_time))} | "
+                         f"{_ratio_cell(_ratios(row[ours], xprof, ours_rss, theirs_rss))}")
+            else:
+                line += f"{'not run':>16s} | {'-':>20s} | {'-':>20s}"
+            print(line)
+            if "input_pipeline_analyzer" in row:
+                pipeline = row["input_pipeline_analyzer"]
+                print(f"{'':>26s} xprof input_pipeline_analyzer: {_time_cell([pipeline], theirs_time, theirs_rss)}")
+    print("\nspeed-up = xprof time / tpudoctor time; memory = tpudoctor peak RSS / xprof peak RSS (each the median "
+          "of the pairs' own ratios)")
+    imports = [r["import_s"] for row in rows for r in row["call"] if "import_s" in r]
+    if imports:
+        print(f"analyze() alone excludes imports (tpudoctor's took {statistics.median(imports):.2f}s); "
+              "its RSS is the whole process's")
 
 
 def print_hosts_rss(host_file: Path, hosts: int) -> None:

@@ -215,7 +215,8 @@ def test_line_timestamps_per_plane_equal_a_join_on_plane_and_line():
 
 
 def test_decoder_row_lookup_matches_a_dictionary_whatever_the_item_order():
-    from tpudoctor.profile.xspace import _gather, _lookup_rows
+    from tpudoctor.profile.xspace.lookup import gather as _gather
+    from tpudoctor.profile.xspace.lookup import lookup_rows as _lookup_rows
 
     ids_per_plane = [np.array([2, 5, 9]), np.array([], np.int64), np.array([1, 5])]
     offsets = [0, 3, 3]

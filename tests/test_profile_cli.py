@@ -245,3 +245,18 @@ def test_tpu_name_resolves_to_worker_addresses_through_the_tpu_api(monkeypatch):
             f"10.130.0.{i}:9012" for i in range(2, 6)]
         with pytest.raises(InputError, match="cannot look up TPU nope in p/us-central2-b"):
             service_addresses_for_tpu("nope", project="p", zone="us-central2-b", timeout_s=5)
+
+
+def test_the_command_process_flushes_its_report_and_exits_with_the_code_of_main(tmp_path):
+    """``python -m tpudoctor`` (like the console script) ends without tearing the interpreter down."""
+    import subprocess
+    import sys
+
+    capture = Path(__file__).resolve().parent / "fixtures" / "profiles" / "multihost_slow_host"
+    command = [sys.executable, "-m", "tpudoctor", "profile", "analyze"]
+    done = subprocess.run([*command, str(capture), "--format", "json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["straggler"]["host"] == "worker2"  # all of it, flushed
+    missing = subprocess.run([*command, str(tmp_path / "missing.xplane.pb")], capture_output=True, text=True,
+                             timeout=300)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr

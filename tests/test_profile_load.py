@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import pickle
 import re
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,7 +19,14 @@ from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, oracle_events, real_capture
 import tpudoctor.profile
 from tpudoctor.profile import xspace
 from tpudoctor.profile.schema import _MESSAGES, message_class
-from tpudoctor.profile.xspace import EVENT_STAT_COLUMNS, decode_host
+from tpudoctor.profile.xspace import (
+    EVENT_STAT_COLUMNS,
+    LoadOptions,
+    decode_host,
+    decoder,
+    lookup,
+    tables,
+)
 
 XSpace = message_class("XSpace")
 
@@ -163,7 +173,8 @@ def test_every_stat_kind_and_ref_indirection():
 def test_batches_split_lines_without_changing_results(monkeypatch):
     data = _space_with_every_stat_kind()
     whole = decode_host(data, hostname="h", source="t").events
-    monkeypatch.setattr(xspace, "BATCH_EVENTS", 2)
+    monkeypatch.setattr(decoder, "BATCH_EVENTS", 2)
+    monkeypatch.setattr(tables, "METADATA_FILL_CHUNK", 3)
     split = decode_host(data, hostname="h", source="t").events
     pd.testing.assert_frame_equal(whole, split)
 
@@ -171,7 +182,7 @@ def test_batches_split_lines_without_changing_results(monkeypatch):
 def test_metadata_rows_found_alike_by_dense_table_and_binary_search(monkeypatch):
     data = _space_with_every_stat_kind()
     dense = decode_host(data, hostname="h", source="t").events
-    monkeypatch.setattr(xspace._RowLookup, "DENSE_MAX_CELLS", 1)  # ids too sparse for a table
+    monkeypatch.setattr(lookup.RowLookup, "DENSE_MAX_CELLS", 1)  # ids too sparse for a table
     searched = decode_host(data, hostname="h", source="t").events
     pd.testing.assert_frame_equal(dense, searched)
     assert dense["name"].notna().any() and dense["hlo_category"].notna().any()
@@ -180,7 +191,7 @@ def test_metadata_rows_found_alike_by_dense_table_and_binary_search(monkeypatch)
 def test_metadata_stats_read_from_the_metadata_equal_the_column_they_replace():
     data = shared_file(TPU_CAPTURE).read_bytes()  # XLA's op facts are on the TPU ops' metadata
     full = decode_host(data, hostname="h", source="t")
-    narrow = decode_host(data, hostname="h", source="t", metadata_stats=xspace.METADATA_STATS)
+    narrow = decode_host(data, hostname="h", source="t", options=LoadOptions(metadata_stats=xspace.METADATA_STATS))
     assert narrow.metadata_stats == set(xspace.METADATA_STATS)
     rows = np.arange(0, len(full.events), 3)
     for name in xspace.METADATA_STATS:
@@ -191,7 +202,7 @@ def test_metadata_stats_read_from_the_metadata_equal_the_column_they_replace():
 
 def test_a_stat_an_event_carries_itself_stays_a_column():
     events_own_flops = decode_host(_space_with_every_stat_kind(), hostname="h", source="t",
-                                   metadata_stats=xspace.METADATA_STATS)
+                                   options=LoadOptions(metadata_stats=xspace.METADATA_STATS))
     assert "flops" not in events_own_flops.metadata_stats
     assert events_own_flops.events["flops"].tolist()[:2] == [123456789, 2]  # the event's own 2.5 wins
     assert events_own_flops.stat_at("flops", np.array([1])).tolist() == [2]
@@ -236,15 +247,15 @@ def test_random_captures_match_plain_protobuf(planes, batch):
                 event = line.events.add(metadata_id=metadata_id, offset_ps=offset, duration_ps=duration)
                 for stat_id, (field, value) in stats:
                     event.stats.add(metadata_id=stat_id, **{field: value})
-    original = xspace.BATCH_EVENTS
-    xspace.BATCH_EVENTS = batch
+    original = decoder.BATCH_EVENTS, tables.METADATA_FILL_CHUNK
+    decoder.BATCH_EVENTS = tables.METADATA_FILL_CHUNK = batch
     try:
         assert_matches_oracle(space.SerializeToString())
         # the same messages with every event's and stat's fields in reverse order (valid protobuf,
         # not how the profiler writes them): the decoder's field-by-field fallback
         assert_matches_oracle(_fields_reversed(space.SerializeToString()))
     finally:
-        xspace.BATCH_EVENTS = original
+        decoder.BATCH_EVENTS, tables.METADATA_FILL_CHUNK = original
 
 
 def _fields(data: bytes) -> list[bytes]:
@@ -300,3 +311,84 @@ def test_load_of_gpu_capture_reports_device_kind_and_hostname():
     assert kinds == {"GPU (compute capability 7.0)"}
     assert host.events["kernel_details"].notna().any()  # a ref_value stat on GPU kernels
     assert np.issubdtype(host.events["start_ps"].dtype, np.integer)
+
+
+def test_load_options_keep_the_defaults_in_one_place_and_refuse_an_unknown_kind():
+    assert LoadOptions().columns == EVENT_STAT_COLUMNS and LoadOptions().metadata_stats == frozenset()
+    analysis = LoadOptions.for_analysis({"device_ordinal": "int"})
+    assert analysis.columns == {**xspace.ANALYSIS_STAT_COLUMNS, "device_ordinal": "int"}
+    assert analysis.metadata_stats == frozenset(xspace.METADATA_STATS)
+    assert pickle.loads(pickle.dumps(analysis)) == analysis  # it travels to worker processes
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        analysis.stats = {}
+    with pytest.raises(ValueError, match="kind must be one of"):
+        LoadOptions(extra_stats={"device_ordinal": "text"})
+
+
+def test_extra_stats_become_columns_of_a_load():
+    capture_dir = Path(__file__).resolve().parent / "fixtures" / "profiles" / "jax_steady"
+    plain = tpudoctor.profile.load(capture_dir).hosts["localhost"].events
+    extra = tpudoctor.profile.load(capture_dir, options=LoadOptions(extra_stats={"device_ordinal": "int", "_src": "str"}))
+    events = extra.hosts["localhost"].events
+    carrying = _events_carrying(capture_dir / "localhost.xplane.pb", ("device_ordinal", "_src"))
+    assert "device_ordinal" not in plain.columns
+    assert events["device_ordinal"].notna().sum() == carrying["device_ordinal"] > 0
+    assert events["_src"].notna().sum() == carrying["_src"] > 0 and events["_src"].dtype == "category"
+    pd.testing.assert_frame_equal(events[list(plain.columns)], plain)
+
+
+def _events_carrying(path: Path, names: tuple[str, ...]) -> dict[str, int]:
+    """Events that carry each stat, counted on plain protobuf messages."""
+    counts = dict.fromkeys(names, 0)
+    for plane in XSpace.FromString(path.read_bytes()).planes:
+        stat_names = {key: value.name for key, value in plane.stat_metadata.items()}
+        for line in plane.lines:
+            for event in line.events:
+                for name in {stat_names.get(stat.metadata_id) for stat in event.stats} & set(names):
+                    counts[name] += 1
+    return counts
+
+
+def _field(number: int, value: int | bytes) -> bytes:
+    """One wire-format field: a varint, or length-delimited bytes (a double is 8 raw bytes, field 2)."""
+    from tpudoctor.profile.wire import encode_varint
+
+    if isinstance(value, int):
+        return encode_varint(number << 3) + encode_varint(value)
+    if number == 2 and len(value) == 8:  # XStat.double_value: fixed64
+        return encode_varint(number << 3 | 1) + value
+    return encode_varint(number << 3 | 2) + encode_varint(len(value)) + value
+
+
+def test_stats_of_other_names_are_skipped_before_their_values_and_no_column_changes():
+    """Stats not asked for are dropped unread only where their leading metadata_id is their name."""
+    names = {1: "step_num", 2: "_p", 3: "queue_id", 4: "tf_op"}
+    stats = [
+        [_field(1, 1) + _field(4, 5), _field(1, 2) + _field(3, 2**64 - 3), _field(1, 3)],  # wanted, 10-byte, id only
+        [_field(1, 2) + _field(4, 7) + _field(1, 1)],  # names _p first, then step_num: the last id wins
+        [_field(5, b"ab") + _field(1, 3), _field(1, 4) + _field(7, 3)],  # value before id; a ref to a stat name
+        [_field(1, 3) + _field(5, b"xyz"), _field(1, 9) + _field(4, 5), _field(1, 2) + _field(2, b"\x00" * 7 + b"\x40"),
+         _field(1, 1) + _field(3, 2**63 + 1)],  # text, an unknown id and a double not asked for; a uint64 step
+    ]
+    space = message_class("XSpace", raw=True)()
+    plane = space.planes.add(id=0, name="/device:TPU:0")
+    for stat_id, name in names.items():
+        plane.stat_metadata[stat_id].id = stat_id
+        plane.stat_metadata[stat_id].name = name
+    plane.event_metadata[1].id = 1
+    plane.event_metadata[1].name = "op"
+    line = message_class("XLine", raw=True)(id=1, name="XLA Ops", timestamp_ns=1000)
+    for offset, event_stats in enumerate(stats):
+        line.events.append(_field(1, 1) + _field(2, offset * 10) + _field(3, 5)
+                           + b"".join(_field(4, stat) for stat in event_stats))
+    plane.lines.append(line.SerializeToString())
+    data = space.SerializeToString()
+    narrow = decode_host(data, hostname="h", source="t", options=LoadOptions(stats={"step_num": "int", "tf_op": "str"}))
+    full = decode_host(data, hostname="h", source="t").events
+    expected = oracle_events(data)  # an int column keeps a uint64 value's 64 bits
+    assert [None if e["step_num"] is None else e["step_num"] - (e["step_num"] >> 63 << 64) for e in expected] == [
+        5, 7, None, -(2**63) + 1]
+    assert [None if v is pd.NA else v for v in narrow.events["step_num"].tolist()] == [5, 7, None, -(2**63) + 1]
+    assert [e["tf_op"] for e in expected] == [None, None, "queue_id", None]
+    assert [None if pd.isna(v) else v for v in narrow.events["tf_op"].tolist()] == [None, None, "queue_id", None]
+    pd.testing.assert_frame_equal(narrow.events, full[list(narrow.events.columns)])

@@ -9,12 +9,13 @@ import pytest
 from profile_oracle import TPU_CAPTURE, shared_file
 
 from tpudoctor.errors import InputError
-from tpudoctor.profile import xspace
 from tpudoctor.profile.xspace import (
     ANALYSIS_STAT_COLUMNS,
     CORE_STAT_COLUMNS,
+    LoadOptions,
     decode_host,
     decode_host_file,
+    reader,
 )
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
@@ -28,9 +29,10 @@ def _captures():
 @pytest.mark.parametrize("stats", [None, ANALYSIS_STAT_COLUMNS], ids=["all-stats", "analysis-stats"])
 @pytest.mark.parametrize("path", list(_captures()), ids=lambda p: p.parent.name if p.parent.name != "2026_11_30_12_00_00" else "multihost")
 def test_plane_by_plane_equals_whole_file(monkeypatch, path, stats):
-    whole = decode_host(path.read_bytes(), hostname="h", source=str(path), stats=stats)
-    monkeypatch.setattr(xspace, "STREAM_MIN_BYTES", 0)
-    streamed = decode_host_file(str(path), hostname="h", source=str(path), stats=stats)
+    options = LoadOptions() if stats is None else LoadOptions(stats=stats)
+    whole = decode_host(path.read_bytes(), hostname="h", source=str(path), options=options)
+    monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 0)
+    streamed = decode_host_file(str(path), hostname="h", source=str(path), options=options)
     pd.testing.assert_frame_equal(streamed.events, whole.events)
     pd.testing.assert_frame_equal(streamed.lines, whole.lines)
     pd.testing.assert_frame_equal(streamed.planes, whole.planes)
@@ -45,7 +47,7 @@ def test_plane_by_plane_equals_whole_file(monkeypatch, path, stats):
 def test_real_tpu_capture_plane_by_plane(monkeypatch):
     path = shared_file(TPU_CAPTURE)
     whole = decode_host(path.read_bytes(), hostname="h", source=str(path))
-    monkeypatch.setattr(xspace, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 0)
     streamed = decode_host_file(str(path), hostname="h", source=str(path))
     pd.testing.assert_frame_equal(streamed.events, whole.events)
 
@@ -54,7 +56,7 @@ def test_a_truncated_large_file_still_says_it_is_truncated(monkeypatch, tmp_path
     data = (FIXTURES / "tf_input_bound" / "localhost.xplane.pb").read_bytes()
     cut = tmp_path / "cut.xplane.pb"
     cut.write_bytes(data[: len(data) * 2 // 3])
-    monkeypatch.setattr(xspace, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 0)
     with pytest.raises(InputError, match="truncated"):
         decode_host_file(str(cut), hostname="h", source=str(cut))
 
@@ -74,6 +76,6 @@ def test_damage_inside_a_plane_read_line_by_line_is_a_clear_error(monkeypatch, t
         data[middle:middle + 16] = b"\xff" * 16
     damaged = tmp_path / "damaged.xplane.pb"
     damaged.write_bytes(bytes(data))
-    monkeypatch.setattr(xspace, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 0)
     with pytest.raises(InputError, match="corrupt|truncated"):
         decode_host_file(str(damaged), hostname="h", source=str(damaged))

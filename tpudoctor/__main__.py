@@ -1,3 +1,3 @@
-from tpudoctor.cli import main
+from tpudoctor.cli import run
 
-raise SystemExit(main())
+run()

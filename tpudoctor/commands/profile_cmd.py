@@ -59,6 +59,7 @@ def run_analyze(args: argparse.Namespace) -> ExitCode:
     from tpudoctor.commands.common import chosen_format
     from tpudoctor.config import load_config_file
     from tpudoctor.output import write_text
+    from tpudoctor.profile.pipeline import cyclic_gc_paused
     from tpudoctor.progress import progress
 
     fmt = chosen_format(args, PROFILE_FORMATS, load_config_file()[0])
@@ -67,11 +68,12 @@ def run_analyze(args: argparse.Namespace) -> ExitCode:
     check_writable(args.output)  # before a capture that may take minutes to read
     started = time.monotonic()
     cluster = resolve_cluster(args.cluster)
-    with progress("Reading profile") as update:
-        update(args.path)
-        report = build_report(args.path, run=args.run, on_progress=update, cluster=cluster)
-    report.duration_s = time.monotonic() - started
-    text = render(report, fmt, color=args.output in (None, "-") and sys.stdout.isatty() and not args.redact)
+    with cyclic_gc_paused():  # the analysis and the rendering free what they make by reference counting
+        with progress("Reading profile") as update:
+            update(args.path)
+            report = build_report(args.path, run=args.run, on_progress=update, cluster=cluster)
+        report.duration_s = time.monotonic() - started
+        text = render(report, fmt, color=args.output in (None, "-") and sys.stdout.isatty() and not args.redact)
     if args.redact:
         from tpudoctor.redact import redact_rendered
 

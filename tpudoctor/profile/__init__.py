@@ -40,12 +40,12 @@ Tables of a ``HostProfile`` (``capture.hosts[hostname]``):
   plane_name, line_name, metadata_id, name (categorical), start_ps, duration_ps (ids in the
   narrowest integer type that holds them: int16 plane ids, int32 or uint32 line and metadata ids), then the stats:
   always ``CORE_STAT_COLUMNS`` (step_num, group_id, program_id, hlo_category, tf_op, long_name,
-  flops, bytes_accessed; all-missing when the capture lacks them; with ``stats=`` only those asked
-  for), and each other stat of ``EVENT_STAT_COLUMNS`` (run_id, replica_id, hlo_op, hlo_module,
+  flops, bytes_accessed; all-missing when the capture lacks them; with ``LoadOptions(stats=...)`` only
+  those asked for), and each other stat of ``EVENT_STAT_COLUMNS`` (run_id, replica_id, hlo_op, hlo_module,
   source, device_offset_ps, device_duration_ps, correlation_id, _pt/_p/_ct/_c flow ids, ...) only
   where the capture has it. Integers are nullable ``Int64``/``UInt64`` (64-bit ids stay exact),
   text is categorical; a value is missing where neither the event nor its metadata has the stat.
-  ``load(..., extra_stats={"name": "int"})`` adds columns. The per-host analysis reads XLA's op
+  ``load(..., options=LoadOptions(extra_stats={"name": "int"}))`` adds columns. The per-host analysis reads XLA's op
   facts (``METADATA_STATS``: flops, model_flops, bytes_accessed) from ``event_metadata`` instead
   (``HostProfile.stat_at``) when no event carries its own.
 * ``event_metadata``: plane_id, metadata_id, name, display_name, one column per metadata stat
@@ -65,10 +65,15 @@ if TYPE_CHECKING:
     from tpudoctor.profile.pipeline import analyze, analyze_host, combine
     from tpudoctor.profile.report import ProfileReport
     from tpudoctor.profile.tracing import trace
-    from tpudoctor.profile.xspace import CORE_STAT_COLUMNS, EVENT_STAT_COLUMNS, HostProfile
+    from tpudoctor.profile.xspace import (
+        CORE_STAT_COLUMNS,
+        EVENT_STAT_COLUMNS,
+        HostProfile,
+        LoadOptions,
+    )
 
-__all__ = ["CORE_STAT_COLUMNS", "EVENT_STAT_COLUMNS", "HostProfile", "HostResult", "ProfileCapture", "ProfileReport",
-           "analyze", "analyze_host", "combine", "load", "trace"]
+__all__ = ["CORE_STAT_COLUMNS", "EVENT_STAT_COLUMNS", "HostProfile", "HostResult", "LoadOptions", "ProfileCapture",
+           "ProfileReport", "analyze", "analyze_host", "combine", "load", "trace"]
 
 _EXPORTS = {
     "analyze": "tpudoctor.profile.pipeline",
@@ -81,6 +86,7 @@ _EXPORTS = {
     "HostProfile": "tpudoctor.profile.xspace",
     "EVENT_STAT_COLUMNS": "tpudoctor.profile.xspace",
     "CORE_STAT_COLUMNS": "tpudoctor.profile.xspace",
+    "LoadOptions": "tpudoctor.profile.xspace",
     "trace": "tpudoctor.profile.tracing",
 }
 

@@ -6,13 +6,11 @@ import dataclasses
 import os
 
 from tpudoctor.errors import InputError
+from tpudoctor.profile.executor import HostTask, executor_for
 from tpudoctor.profile.sources import HostFile, read_bytes, resolve
-from tpudoctor.profile.xspace import (
-    DEVICE_PLANE_PREFIXES,
-    HostProfile,
-    decode_host,
-    decode_host_file,
-)
+from tpudoctor.profile.xspace.columns import DEVICE_PLANE_PREFIXES, LoadOptions
+from tpudoctor.profile.xspace.host_profile import HostProfile
+from tpudoctor.profile.xspace.reader import decode_host, decode_host_file
 
 
 @dataclasses.dataclass
@@ -37,22 +35,24 @@ class ProfileCapture:
 
 
 def load(path: str | os.PathLike[str], *, run: str | None = None, max_workers: int | None = None,
-         extra_stats: dict[str, str] | None = None, stats: dict[str, str] | None = None) -> ProfileCapture:
+         options: LoadOptions | None = None) -> ProfileCapture:
     """Load a capture from a ``.xplane.pb`` file, a run directory or a logdir (local or ``gs://``).
 
-    ``run`` picks a run of a logdir (default: the newest). ``extra_stats`` adds event stat
-    columns beyond ``EVENT_STAT_COLUMNS`` ({stat name: "int"|"uint"|"float"|"str"}); ``stats`` replaces
-    ``EVENT_STAT_COLUMNS`` (``xspace.ANALYSIS_STAT_COLUMNS``: only what the analyses read). Raises
-    ``InputError`` when nothing loads; a bad file among several hosts goes to ``failed_hosts``.
+    ``run`` picks a run of a logdir (default: the newest). ``options`` (``LoadOptions``) says which
+    stats become event columns: every stat of ``EVENT_STAT_COLUMNS`` by default,
+    ``LoadOptions(extra_stats={"name": "int"})`` adds some. Raises ``InputError`` when nothing
+    loads; a bad file among several hosts goes to ``failed_hosts``.
     """
+    options = options or LoadOptions()
     resolved = resolve(path, run)
     hosts: dict[str, HostProfile] = {}
     failed: dict[str, str] = {}
     if len(resolved.hosts) == 1:
         only = resolved.hosts[0]
-        hosts[only.hostname] = load_host(only, extra_stats, stats)
+        hosts[only.hostname] = load_host(only, options)
     else:
-        for host_file, result in _load_parallel(resolved.hosts, max_workers, extra_stats, stats):
+        executor = executor_for(resolved.hosts, max_workers=max_workers)
+        for host_file, result in executor.map(LOAD_HOST, resolved.hosts, options):
             if isinstance(result, HostProfile):
                 hosts[host_file.hostname] = result
             else:
@@ -69,60 +69,26 @@ def load(path: str | os.PathLike[str], *, run: str | None = None, max_workers: i
     return capture
 
 
-def load_host(host_file: HostFile, extra_stats: dict[str, str] | None = None,
-              stats: dict[str, str] | None = None, metadata_stats: tuple[str, ...] = ()) -> HostProfile:
+def load_host(host_file: HostFile, options: LoadOptions) -> HostProfile:
     """One host file, read and decoded (``InputError`` when it cannot be). A large local file is
-    read plane by plane (``xspace.decode_host_file``); ``metadata_stats`` as in ``xspace.decode_host``."""
+    read plane by plane (``xspace.decode_host_file``)."""
     if not host_file.location.startswith("gs://"):
         from tpudoctor.profile.memory import ensure_memory_for
 
         try:
             ensure_memory_for(os.path.getsize(host_file.location), host_file.location)
             return decode_host_file(host_file.location, hostname=host_file.hostname, source=host_file.location,
-                                    extra_stats=extra_stats, stats=stats, metadata_stats=metadata_stats)
+                                    options=options)
         except OSError as exc:
             raise InputError(f"cannot read {host_file.location}: {exc.strerror or exc}") from exc
     # the bytes are passed, not kept here: the decoder drops them once they are parsed
     return decode_host(read_bytes(host_file.location), hostname=host_file.hostname, source=host_file.location,
-                       extra_stats=extra_stats, stats=stats, metadata_stats=metadata_stats)
+                       options=options)
 
 
-def _load_host_or_message(host_file: HostFile, extra_stats: dict[str, str] | None,
-                          environment: dict[str, str] | None = None,
-                          stats: dict[str, str] | None = None) -> HostProfile | str:
-    if environment:  # a forkserver child keeps the environment of its server's start, not ours
-        os.environ.update(environment)
-    try:
-        return load_host(host_file, extra_stats, stats)
-    except InputError as exc:
-        return exc.message + (f" ({exc.hint})" if exc.hint else "")
-    except Exception as exc:  # noqa: BLE001 - one broken host must not take the others down
-        return f"could not be decoded: {type(exc).__name__}: {exc}"
-
-
-_PASSED_ENVIRONMENT = ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT", "GOOGLE_APPLICATION_CREDENTIALS")
-
-
-def _load_parallel(host_files, max_workers, extra_stats, stats=None):
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    workers = max(1, min(len(host_files), max_workers or os.cpu_count() or 1))
-    if workers == 1:
-        for host_file in host_files:
-            yield host_file, _load_host_or_message(host_file, extra_stats, None, stats)
-        return
-    # forkserver: a clean child even when this process has threads (cloud clients, rich)
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tpudoctor.profile.xspace"])
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        environment = {name: os.environ[name] for name in _PASSED_ENVIRONMENT if name in os.environ}
-        futures = [pool.submit(_load_host_or_message, host_file, extra_stats, environment, stats) for host_file in host_files]
-        for host_file, future in zip(host_files, futures, strict=False):
-            try:
-                yield host_file, future.result()
-            except Exception as exc:  # noqa: BLE001 - a worker killed (e.g. out of memory)
-                yield host_file, f"the loader process failed: {type(exc).__name__}: {exc}"
+LOAD_HOST = HostTask(load_host, key="load-host", noun="loader", verb="decoded",
+                     preload=("tpudoctor.profile.xspace.reader",))
+"""Loading one host as a task any executor runs (``tpudoctor.profile.executor``)."""
 
 
 def _notes(capture: ProfileCapture) -> list[str]:

@@ -1,8 +1,9 @@
-"""Run the per-host MAP of the profile pipeline on a Dask distributed cluster.
+"""Connecting to a Dask distributed cluster for the per-host map (``executor.DaskCluster`` runs it).
 
 Only host file locations (local paths the workers can see, or ``gs://`` URIs) go to the workers;
 each worker reads its capture itself, with its own credentials, through the same storage code as a
-local run, and sends back only the small ``HostResult``. The COMBINE runs in the caller.
+local run, and sends back only the small ``HostResult``. The COMBINE runs in the caller. A client
+is refused unless every worker runs this tpudoctor.
 
 Dask is optional (``pip install 'tpudoctor[dask]'``): this module imports ``distributed`` only when
 a cluster is asked for, so a local run and ``--help`` never load it.
@@ -12,12 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import uuid
 from collections.abc import Iterator
 
 from tpudoctor.errors import UsageError
-from tpudoctor.profile.host_result import HostResult
-from tpudoctor.profile.sources import HostFile
 
 CONNECT_TIMEOUT_S = 10.0
 # the whole map: a host that has not come back by then is reported as failed, the others are kept
@@ -25,7 +23,7 @@ MAP_TIMEOUT_S = 1800.0
 INSTALL_HINT = "pip install 'tpudoctor[dask]'   (or: pip install 'dask[distributed]')"
 
 
-def _import_distributed():
+def import_distributed():
     try:
         import distributed
     except ImportError as exc:
@@ -56,7 +54,7 @@ def connect(address: str, *, timeout_s: float = CONNECT_TIMEOUT_S):
 
     ``UsageError`` (exit 2) when Dask is missing, the scheduler cannot be reached in ``timeout_s``,
     it has no workers, or a worker lacks tpudoctor or runs another version of it."""
-    distributed = _import_distributed()
+    distributed = import_distributed()
     address = _checked_address(address)
     hint = (f"start one with `dask scheduler` (port 8786) and `dask worker {address}` on machines that can read "
             "the captures, or check the address and the firewall")
@@ -70,7 +68,7 @@ def connect(address: str, *, timeout_s: float = CONNECT_TIMEOUT_S):
         _wait_for_workers(client, address, timeout_s)
         check_worker_versions(probe_workers(client))
     except BaseException:
-        _close(client)
+        close(client)
         raise
     return client
 
@@ -128,44 +126,6 @@ def check_worker_versions(found: dict[str, str | BaseException], mine: str | Non
         raise UsageError(f"Dask workers run another tpudoctor than this one ({mine}): {'; '.join(other)}", hint=hint)
 
 
-def _close(client) -> None:
+def close(client) -> None:
     with _quiet_dask_logs(), contextlib.suppress(Exception):
         client.close(timeout=CONNECT_TIMEOUT_S)
-
-
-def map_hosts_on_cluster(address: str, host_files: list[HostFile], *, extra_stats: dict[str, str] | None = None,
-                         connect_timeout_s: float = CONNECT_TIMEOUT_S, map_timeout_s: float = MAP_TIMEOUT_S,
-                         ) -> Iterator[tuple[HostFile, HostResult | str]]:
-    """(host file, ``HostResult`` or the reason it failed) per host, as the cluster finishes them."""
-    from tpudoctor.profile.pipeline import _analyze_host_or_message
-
-    distributed = _import_distributed()
-    client = connect(address, timeout_s=connect_timeout_s)
-    try:
-        # keys unique to this run: a capture rewritten in place, or another client's run of the same
-        # host names, must never be answered from a result the scheduler still holds
-        run_id = uuid.uuid4().hex[:12]
-        futures = client.map(_analyze_host_or_message, host_files, extra_stats=extra_stats, pure=False,
-                             key=[f"tpudoctor-analyze-host-{f.hostname}-{run_id}" for f in host_files])
-        by_key = {future.key: host_file for future, host_file in zip(futures, host_files, strict=True)}
-        done = set()
-        try:
-            for future in distributed.as_completed(futures, loop=client.loop, timeout=map_timeout_s):
-                done.add(future.key)
-                yield by_key[future.key], _outcome(future)
-        except TimeoutError:
-            for future in futures:
-                if future.key not in done:
-                    future.cancel()
-                    yield by_key[future.key], f"not analysed on the cluster within {map_timeout_s:g}s"
-    finally:
-        _close(client)
-
-
-def _outcome(future) -> HostResult | str:
-    """The host's result, or why it has none (the task raised or the worker could not run it)."""
-    try:
-        return future.result(timeout=CONNECT_TIMEOUT_S)
-    except Exception as exc:  # noqa: BLE001 - one host lost on the cluster must not lose the others
-        return f"failed on the Dask cluster: {type(exc).__name__}: {exc}"
-

@@ -41,8 +41,7 @@ def load_document(path: str, *, cluster: str | None = None, on_progress=None) ->
     document of a capture analysed now by the library pipeline (on the Dask ``cluster`` if given)."""
     p = Path(path)
     if p.is_file() and p.suffix == ".json":
-        from tpudoctor.profile.document import upgrade_profile_report_v1
-        from tpudoctor.profile.report import SCHEMA_VERSION
+        from tpudoctor.profile.document import SCHEMA_VERSION, upgrade_profile_report_v1
         from tpudoctor.report_file import read_document
 
         return read_document(p, what="profile report", schema="profile_diagnosis", schema_version=SCHEMA_VERSION,

@@ -8,14 +8,25 @@ report schema's ``result``). ``upgrade_profile_report_v1`` reads documents saved
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpudoctor import __version__
 from tpudoctor.findings import FindingKind, Scope, Status
 from tpudoctor.profile.host_result import kpis
-from tpudoctor.profile.report import SCHEMA_VERSION, ProfileReport
+
+if TYPE_CHECKING:
+    from tpudoctor.profile.report import ProfileReport
 
 DOCUMENT_KIND = "profile"
+SCHEMA_VERSION = "2.2"
+"""2.0: findings are ``tpudoctor.findings.Finding`` documents (id, kind, status, severity, scope...),
+the breakdown has a ``host_offload`` part; 1.x documents are upgraded on reading.
+2.1 (additive): ``roofline`` (program and per-op roofline and MFU, TPU only), ``op_table`` (the
+per-op table compare's op diff reads), ``versions``, the ``mfu_percent`` KPI.
+2.2 (additive): ``verdict_confidence`` and each finding's ``confidence`` (level high/medium/low/
+unknown, reasons, basis); ``steps.micro_benchmark`` and ``steps.loop``; ``device_ops.programs`` (device
+time per program), ``hlo_op_ms``/``runtime_copy_ms``/``other_op_ms``; top ops and op tables carry
+``program`` (one row per program and op) and ``kind``; ``breakdown.per_step[].collective_ms``."""
 
 
 def profile_document(report: ProfileReport) -> dict[str, Any]:

@@ -222,7 +222,7 @@ def _local_listing(location: str) -> list[tuple[str, float]]:
 
 
 def _read_local(path: str) -> dict[str, Any]:
-    from tpudoctor.profile.report import SCHEMA_VERSION
+    from tpudoctor.profile.document import SCHEMA_VERSION
     from tpudoctor.report_file import read_document
 
     return read_document(path, what="profile report", schema="profile_diagnosis", schema_version=SCHEMA_VERSION,
@@ -267,7 +267,7 @@ def _gcs_read_all(location: str, names: list[str], timeout_s: float) -> list[byt
 
 
 def _parse(data: bytes, name: str) -> dict[str, Any]:
-    from tpudoctor.profile.report import SCHEMA_VERSION
+    from tpudoctor.profile.document import SCHEMA_VERSION
     from tpudoctor.report_file import parse_document
 
     return parse_document(data, name, what="profile report", schema="profile_diagnosis",

@@ -10,19 +10,22 @@ decoded them. ``combine(host_results)`` evaluates the profile rules on each host
 findings across hosts (a finding's scope is the hosts where it holds), names the straggler and the
 verdict, and returns the ``ProfileReport`` that the CLI, ``compare`` and every renderer consume.
 This is xprof's OpStats map/reduce; ``analyze_host`` is a plain module-level function so that any
-executor (a local process pool, or a Dask cluster: ``tpudoctor.profile.cluster``) can run the map.
+executor (``tpudoctor.profile.executor``: local processes, or a Dask cluster) can run the map.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from tpudoctor.errors import InputError
 from tpudoctor.findings import Finding, Status
+from tpudoctor.profile.executor import HostTask
 from tpudoctor.profile.host_result import (
     BreakdownFigures,
     CompileFigures,
@@ -33,22 +36,46 @@ from tpudoctor.profile.host_result import (
 )
 from tpudoctor.profile.report import ProfileReport
 from tpudoctor.profile.sources import HostFile, hostname_of, resolve
+from tpudoctor.profile.xspace.columns import LoadOptions
 
 MAX_STEP_RECORDS = 500
 MAX_PROGRAMS = 50
 
 
-def analyze_host(source: HostFile | str, *, extra_stats: dict[str, str] | None = None) -> HostResult:
+def analyze_host(source: HostFile | str, *, options: LoadOptions | None = None) -> HostResult:
     """MAP: load one host file (a ``HostFile`` or a path/``gs://`` URI of one ``.xplane.pb``) and
-    analyse it here. Raises ``InputError`` when the file cannot be read or decoded."""
-    from tpudoctor.profile.capture import load_host
-
+    analyse it here. ``options`` default to ``LoadOptions.for_analysis()`` (only the stats the
+    analyses read). Raises ``InputError`` when the file cannot be read or decoded."""
     host_file = source if isinstance(source, HostFile) else HostFile(hostname_of(str(source)), str(source))
-    from tpudoctor.profile.xspace import ANALYSIS_STAT_COLUMNS, METADATA_STATS
+    with cyclic_gc_paused():
+        from tpudoctor.profile.capture import load_host
 
-    # only the stats the analyses read; XLA's op facts stay on the op metadata
-    host = load_host(host_file, extra_stats, ANALYSIS_STAT_COLUMNS, METADATA_STATS)
-    return host_result(host)
+        return host_result(load_host(host_file, options or LoadOptions.for_analysis()))
+
+
+@contextlib.contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while one host is loaded and analysed (and numpy and
+    pandas imported, the first time): the map makes millions of small objects that reference
+    counting frees, and the collector's passes over them cost time, not memory
+    (``benchmarks/bench_profile_load.py``). On again afterwards, if it was on."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _analyze_host_file(host_file: HostFile, options: LoadOptions) -> HostResult:
+    return analyze_host(host_file, options=options)
+
+
+ANALYZE_HOST = HostTask(_analyze_host_file, key="analyze-host", noun="analysis", verb="analysed",
+                        preload=("tpudoctor.profile.pipeline", "tpudoctor.profile.analysis"))
+"""The per-host MAP as a task any executor runs (``tpudoctor.profile.executor``)."""
 
 
 def host_result(host) -> HostResult:
@@ -235,7 +262,7 @@ def combined_roofline(hosts: Iterable[HostResult]) -> tuple[dict[str, Any] | Non
 
 
 def analyze(path: str | os.PathLike[str], *, run: str | None = None, max_workers: int | None = None,
-            extra_stats: dict[str, str] | None = None, rules: Mapping[str, type] | None = None,
+            options: LoadOptions | None = None, rules: Mapping[str, type] | None = None,
             on_progress: Callable[[str], None] | None = None, cluster: str | None = None,
             cluster_timeout_s: float | None = None) -> ProfileReport:
     """Analyse a capture (a ``.xplane.pb``, a run directory or a logdir; local or ``gs://``).
@@ -244,21 +271,22 @@ def analyze(path: str | os.PathLike[str], *, run: str | None = None, max_workers
     ``max_workers``), so that only their small results come back. With ``cluster`` (a Dask
     scheduler address such as ``tcp://10.0.0.2:8786``) the map runs on that cluster's workers,
     which read the host files themselves; ``cluster_timeout_s`` bounds the connection. A host that
-    cannot be read goes to ``failed_hosts``; ``InputError`` when none can."""
+    cannot be read goes to ``failed_hosts``; ``InputError`` when none can. ``options``: as for
+    ``analyze_host``."""
+    options = options or LoadOptions.for_analysis()
     resolved = resolve(path, run)
     results: list[HostResult] = []
     failed: dict[str, str] = {}
-    if cluster:
-        from tpudoctor.profile.cluster import CONNECT_TIMEOUT_S, map_hosts_on_cluster
-
-        if on_progress is not None:
-            on_progress(f"connecting to the Dask scheduler at {cluster}")
-        mapped = map_hosts_on_cluster(cluster, resolved.hosts, extra_stats=extra_stats,
-                                      connect_timeout_s=cluster_timeout_s or CONNECT_TIMEOUT_S)
-    elif len(resolved.hosts) == 1:
-        mapped = iter([(resolved.hosts[0], analyze_host(resolved.hosts[0], extra_stats=extra_stats))])
+    if len(resolved.hosts) == 1 and not cluster:  # here, and its errors as they are: no pool for one host
+        mapped = iter([(resolved.hosts[0], analyze_host(resolved.hosts[0], options=options))])
     else:
-        mapped = map_hosts(resolved.hosts, max_workers=max_workers, extra_stats=extra_stats)
+        from tpudoctor.profile.executor import executor_for
+
+        if cluster and on_progress is not None:
+            on_progress(f"connecting to the Dask scheduler at {cluster}")
+        executor = executor_for(resolved.hosts, cluster=cluster, max_workers=max_workers,
+                                cluster_timeout_s=cluster_timeout_s)
+        mapped = executor.map(ANALYZE_HOST, resolved.hosts, options)
     total = len(resolved.hosts)
     for done, (host_file, outcome) in enumerate(mapped, start=1):
         if on_progress is not None:
@@ -281,46 +309,8 @@ def analyze_capture(capture, *, rules: Mapping[str, type] | None = None) -> Prof
                    runs_available=capture.runs_available, failed_hosts=capture.failed_hosts, rules=rules)
 
 
-def _analyze_host_or_message(host_file: HostFile, extra_stats: dict[str, str] | None,
-                             environment: dict[str, str] | None = None) -> HostResult | str:
-    if environment:  # a forkserver child keeps the environment of its server's start, not ours
-        os.environ.update(environment)
-    try:
-        return analyze_host(host_file, extra_stats=extra_stats)
-    except InputError as exc:
-        return exc.message + (f" ({exc.hint})" if exc.hint else "")
-    except Exception as exc:  # noqa: BLE001 - one broken host must not take the others down
-        return f"could not be analysed: {type(exc).__name__}: {exc}"
-
-
-_PASSED_ENVIRONMENT = ("STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT", "GOOGLE_APPLICATION_CREDENTIALS")
-
-
-def map_hosts(host_files, *, max_workers: int | None = None, extra_stats: dict[str, str] | None = None):
-    """(host file, ``HostResult`` or the reason it failed) per host, mapped over worker processes."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    workers = max(1, min(len(host_files), max_workers or os.cpu_count() or 1))
-    if workers == 1:
-        for host_file in host_files:
-            yield host_file, _analyze_host_or_message(host_file, extra_stats)
-        return
-    # forkserver: a clean child even when this process has threads (cloud clients, rich)
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tpudoctor.profile.pipeline", "tpudoctor.profile.analysis"])
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        environment = {name: os.environ[name] for name in _PASSED_ENVIRONMENT if name in os.environ}
-        futures = [pool.submit(_analyze_host_or_message, f, extra_stats, environment) for f in host_files]
-        for host_file, future in zip(host_files, futures, strict=False):
-            try:
-                yield host_file, future.result()
-            except Exception as exc:  # noqa: BLE001 - a worker killed (e.g. out of memory)
-                yield host_file, f"the analysis process failed: {type(exc).__name__}: {exc}"
-
-
 def _notes(hosts: Iterable[HostResult]) -> list[str]:
-    from tpudoctor.profile.xspace import DEVICE_PLANE_PREFIXES
+    from tpudoctor.profile.xspace.columns import DEVICE_PLANE_PREFIXES
 
     hosts = list(hosts)
     notes = []

@@ -96,6 +96,21 @@ def read_varints(buf: Buffer, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, lengths
 
 
+def varint_lengths(buf: Buffer, pos: np.ndarray) -> np.ndarray:
+    """The byte length of the varint at each position, its value left undecoded; 11 where it runs
+    past 10 bytes (no varint)."""
+    stops = ~buf.windows[pos] & _HIGH_BITS  # high bit clear = last byte of the varint
+    lowest = np.negative(stops)
+    lowest &= stops
+    lengths = np.bitwise_count((lowest - np.uint64(1)) & _HIGH_BITS).astype(np.int64)
+    lengths += 1
+    long = np.flatnonzero(stops == 0)  # 9 or 10 bytes: past the 8-byte window
+    if len(long):
+        byte8, byte9 = buf.bytes[pos[long] + 8], buf.bytes[pos[long] + 9]
+        lengths[long] = np.where(byte8 < 0x80, 9, np.where(byte9 < 0x80, 10, 11))
+    return lengths
+
+
 def _pack(window, stops, values, lengths, where=None) -> None:
     # in-place arithmetic: fresh arrays per step would cost more in page faults than in math
     lowest = np.negative(stops)

@@ -1,0 +1,53 @@
+"""One host's XSpace (``.xplane.pb``) as columnar pandas tables: a ``HostProfile``.
+
+    from tpudoctor.profile.xspace import LoadOptions, decode_host_file
+    host = decode_host_file(path, hostname="h", source=path, options=LoadOptions.for_analysis())
+
+Each module one job:
+
+* ``columns``: which stats become event columns, and ``LoadOptions`` (the loader's settings).
+* ``decoder``: the wire level: plane and line headers, metadata, every event's fields and stats.
+* ``planes_on_disk``: a large local file walked plane by plane instead of parsed whole.
+* ``tables``: the decoded planes as the ``HostProfile`` tables (columns, categoricals, frames).
+* ``host_profile``: ``HostProfile`` itself; ``lookup``: (plane, id) -> row lookups.
+* ``reader``: bytes or a file in, ``HostProfile`` or an ``InputError`` out.
+
+Names are imported on first use, so that ``columns`` (plain Python) loads without numpy or pandas.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tpudoctor.profile.xspace.columns import (
+        ANALYSIS_STAT_COLUMNS,
+        CORE_STAT_COLUMNS,
+        DEVICE_PLANE_PREFIXES,
+        EVENT_STAT_COLUMNS,
+        METADATA_STATS,
+        STAT_KINDS,
+        LoadOptions,
+    )
+    from tpudoctor.profile.xspace.host_profile import HostProfile
+    from tpudoctor.profile.xspace.reader import decode_host, decode_host_file
+
+__all__ = ["ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS", "METADATA_STATS",
+           "STAT_KINDS", "HostProfile", "LoadOptions", "decode_host", "decode_host_file"]
+
+_EXPORTS = {
+    **dict.fromkeys(("ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS",
+                     "METADATA_STATS", "STAT_KINDS", "LoadOptions"), "tpudoctor.profile.xspace.columns"),
+    "HostProfile": "tpudoctor.profile.xspace.host_profile",
+    "decode_host": "tpudoctor.profile.xspace.reader",
+    "decode_host_file": "tpudoctor.profile.xspace.reader",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'tpudoctor.profile.xspace' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module_name), name)

@@ -1,0 +1,92 @@
+"""Which stats become columns of ``HostProfile.events``, and ``LoadOptions``: the loader's settings in one place.
+
+Plain Python (no numpy): the CLI and the executors build options before anything is decoded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Mapping
+
+# Stats copied into ``HostProfile.events`` columns: name -> kind. An event's own stat wins over
+# the same stat on its event metadata (where XLA puts static op facts: hlo_category, flops...).
+EVENT_STAT_COLUMNS: dict[str, str] = {
+    "step_num": "int",
+    "iter_num": "int",
+    "group_id": "int",
+    "step_name": "str",
+    "run_id": "int",
+    "program_id": "uint",
+    "replica_id": "int",
+    "correlation_id": "uint",
+    "device_offset_ps": "int",
+    "device_duration_ps": "int",
+    "self_duration_ps": "int",
+    "hlo_category": "str",
+    "hlo_op": "str",
+    "hlo_module": "str",
+    "tf_op": "str",
+    "long_name": "str",
+    "source": "str",
+    "kernel_details": "str",
+    "flops": "int",
+    "model_flops": "int",
+    "bytes_accessed": "int",
+    "tf_function_call": "str",
+    "tracing_count": "int",
+    "is_eager": "int",
+    "_r": "int",
+    "_pt": "int",
+    "_p": "uint",
+    "_ct": "int",
+    "_c": "uint",
+}
+STAT_KINDS = ("int", "uint", "float", "str")
+# Always columns of ``events``, all-missing when the capture lacks them; the other stats of
+# EVENT_STAT_COLUMNS are columns only where the capture has them (a frame narrower by a dozen
+# columns is much cheaper to filter: every boolean selection copies every column).
+CORE_STAT_COLUMNS = ("step_num", "group_id", "program_id", "hlo_category", "tf_op", "long_name", "flops",
+                     "bytes_accessed")
+
+# The stats the analyses read (tpudoctor.profile.analysis); ``profile analyze`` decodes only these,
+# since every dense stat column costs 9 bytes per event (flow ids, run/replica ids, model_flops... are not read).
+ANALYSIS_STAT_COLUMNS: dict[str, str] = {name: EVENT_STAT_COLUMNS[name] for name in (
+    "step_num", "group_id", "program_id", "device_offset_ps", "device_duration_ps", "hlo_category", "hlo_op",
+    "hlo_module", "tf_op", "source", "flops", "model_flops", "bytes_accessed", "tf_function_call", "tracing_count",
+)}
+# XLA's static op facts: on the op's metadata, one value per op instead of one per execution
+METADATA_STATS = ("flops", "model_flops", "bytes_accessed")
+
+DEVICE_PLANE_PREFIXES = ("/device:TPU:", "/device:GPU:")
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadOptions:
+    """What a load decodes into ``HostProfile`` tables (picklable: it travels to worker processes).
+
+    ``stats``: the stats decoded into ``events`` columns (name -> "int"|"uint"|"float"|"str"),
+    ``EVENT_STAT_COLUMNS`` by default; ``extra_stats`` adds columns to them. ``metadata_stats``:
+    integer stats left in ``event_metadata`` (read with ``HostProfile.stat_at``) when no event
+    carries its own value. ``ValueError`` for a kind that is not one of ``STAT_KINDS``."""
+
+    stats: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict(EVENT_STAT_COLUMNS))
+    extra_stats: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    metadata_stats: Collection[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata_stats", frozenset(self.metadata_stats))
+        for kind in self.columns.values():
+            if kind not in STAT_KINDS:
+                raise ValueError(f"stat column kind must be one of {STAT_KINDS}, not {kind!r}")
+
+    @property
+    def columns(self) -> dict[str, str]:
+        """Every stat decoded into a column, name -> kind (``stats`` then ``extra_stats``)."""
+        return {**self.stats, **self.extra_stats}
+
+    @classmethod
+    def for_analysis(cls, extra_stats: Mapping[str, str] | None = None) -> LoadOptions:
+        """Only what the analyses read (``profile analyze``): a narrower frame costs less memory, and
+        XLA's op facts stay on the op metadata."""
+        return cls(stats=dict(ANALYSIS_STAT_COLUMNS), extra_stats=dict(extra_stats or {}),
+                   metadata_stats=METADATA_STATS)

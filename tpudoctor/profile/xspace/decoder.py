@@ -1,0 +1,467 @@
+"""Wire-level decoding of an XSpace: plane and line headers, event metadata, and every event's
+fields and stats, batch by batch. What the stats mean and the tables they fill are ``tables``'s job.
+
+How (measured in ``benchmarks/bench_profile_load.py`` and ``bench_profile_phases.py``; see the
+module docstring of ``tpudoctor.profile``): protobuf's C parser (upb) reads the file against a
+schema in which ``XPlane.lines`` and ``XLine.events`` are ``repeated bytes``, so it finds every
+line's and event's bytes without building a message per event; the events of about 128 k at a
+time are joined into one buffer and their fields and stats decoded together with numpy
+(``tpudoctor.profile.wire``), each field read where protobuf writes it. Plane/line headers and the
+metadata tables (thousands of entries, not millions) are read as ordinary messages.
+
+The planes come from a callable called twice (headers, then events), each line parsed when it is
+reached, so that a file read plane by plane (``planes_on_disk``) holds one parsed line at a time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from tpudoctor.profile import wire
+from tpudoctor.profile.schema import message_class
+from tpudoctor.profile.xspace.lookup import RowLookup, gather
+
+BIG_BYTES_STAT = 4096  # plane/metadata stats with longer bytes values (HloProtos) keep only their size
+BATCH_EVENTS = 1 << 17  # events decoded together: bounds the temporary arrays, keeps numpy calls large
+
+# XStat value fields (their field numbers): the kind of each decoded stat value
+DOUBLE, UINT64, INT64, STR, BYTES, REF = 2, 3, 4, 5, 6, 7
+
+
+@dataclasses.dataclass
+class PlaneHeader:
+    """An XPlane without its events: ``stats`` by name (bytes values over ``BIG_BYTES_STAT`` as "<N bytes>")."""
+
+    xplane_id: int
+    name: str
+    stats: dict[str, object]
+    n_lines: int
+    n_events: int
+    n_event_metadata: int
+
+
+LINE_FIELDS = ("plane_id", "line_id", "line_name", "display_name", "timestamp_ns", "duration_ps", "n_events")
+
+
+@dataclasses.dataclass
+class SpaceHeaders:
+    """Everything of an XSpace but its events' fields and stats (thousands of rows, not millions),
+    and where each event belongs. ``plane_id`` is a plane's position in the file."""
+
+    planes: list[PlaneHeader]
+    lines: list[tuple]
+    """One ``LINE_FIELDS`` tuple per line, in file order."""
+    metadata: list[tuple]
+    """Event metadata: (plane_id, metadata_id, name, display_name, {stat name: value}), by plane, ids sorted."""
+    metadata_ids: list[np.ndarray]
+    """Per plane: its event metadata ids, sorted (the rows of ``metadata`` from ``metadata_offsets``)."""
+    metadata_offsets: list[int]
+    stat_ids: list[np.ndarray]
+    """Per plane: its stat metadata ids, sorted; ``stat_names`` the names, aligned."""
+    stat_names: list[list[str]]
+
+    def __post_init__(self) -> None:
+        self.line_counts = np.asarray([row[6] for row in self.lines], dtype=np.int64)
+        self.line_timestamp_ns = np.asarray([row[4] for row in self.lines], dtype=np.int64)
+        self.line_plane = np.asarray([row[0] for row in self.lines], dtype=np.int32)
+        with_events = self.line_counts > 0
+        self.origin_ns = int(self.line_timestamp_ns[with_events].min()) if with_events.any() else 0
+        """The earliest timestamp of a line with events: ``start_ps`` counts from it."""
+        self.n_events = int(self.line_counts.sum())
+        self.stat_offsets = list(np.cumsum([0] + [len(ids) for ids in self.stat_ids])[:-1])
+        """Row of each plane's first stat name in all planes' ``stat_names`` laid end to end."""
+
+
+@dataclasses.dataclass
+class EventFields:
+    """Per event, in file order: where it is (``line``: row of ``SpaceHeaders.lines``, ``plane``: its
+    plane_id; int32) and its own fields (int64; ``offset_ps`` from its line's timestamp), which
+    ``XSpaceDecoder.read_events`` fills. The table builder takes the arrays over one by one."""
+
+    line: np.ndarray
+    plane: np.ndarray
+    metadata_id: np.ndarray
+    offset_ps: np.ndarray
+    duration_ps: np.ndarray
+
+    @classmethod
+    def allocate(cls, headers: SpaceHeaders) -> EventFields:
+        line = np.repeat(np.arange(len(headers.line_counts), dtype=np.int32), headers.line_counts)
+        plane = headers.line_plane[line]
+        return cls(line, plane, *(np.zeros(headers.n_events, dtype=np.int64) for _ in range(3)))
+
+
+class StatBatch:
+    """The stats of one batch of events, one entry per stat: ``event`` (the event's row), ``name_row``
+    (the stat's row in all planes' ``SpaceHeaders.stat_names`` laid end to end; -1 unnamed), and its
+    value: ``numbers(rows)`` as raw 64 bits with their kind, ``texts(rows)`` as strings."""
+
+    def __init__(self, stats: dict[str, np.ndarray], strings: _StringResolver):
+        self.event = stats["event"]
+        self.name_row = stats["name_row"]
+        self._stats, self._strings = stats, strings
+
+    def numbers(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(raw 64 bits, value kind: ``DOUBLE``, ``INT64``...) of the given stat rows."""
+        return self._stats["raw"][rows], self._stats["kind"][rows]
+
+    def texts(self, rows: np.ndarray) -> list[object]:
+        """The given stat rows as strings (refs resolved to their names, numbers written out)."""
+        return self._strings.values(rows)
+
+
+class XSpaceDecoder:
+    """Decodes the planes that ``planes()`` gives (ids, names, metadata, stats; ``lines`` as each
+    line's bytes): ``read_headers`` first, then ``read_events``, then ``close`` (which calls
+    ``release`` so that the caller's parse can go before the tables are built)."""
+
+    def __init__(self, planes: Callable[[], Iterable[Any]], errors: list[str], warnings: list[str],
+                 release: Callable[[], None] | None = None):
+        self.planes = planes
+        self.errors, self.warnings = errors, warnings
+        self.release = release
+
+    def read_headers(self) -> SpaceHeaders:
+        """Plane and line headers and the metadata tables, each line parsed to count its events."""
+        planes: list[PlaneHeader] = []
+        line_rows: list[tuple] = []
+        meta_rows: list[tuple] = []
+        stat_names: list[list[str]] = []  # per plane: stat metadata names, aligned with stat_ids
+        stat_ids: list[np.ndarray] = []
+        meta_ids: list[np.ndarray] = []
+        meta_offset: list[int] = []
+        for plane_index, plane in enumerate(self.planes()):
+            names_by_id = {key: value.name for key, value in plane.stat_metadata.items()}
+            ids = np.asarray(sorted(names_by_id), dtype=np.int64)
+            stat_ids.append(ids)
+            stat_names.append([names_by_id[int(key)] for key in ids])
+            plane_stats = {names_by_id.get(stat.metadata_id, f"#{stat.metadata_id}"): _stat_value(stat, names_by_id)
+                           for stat in plane.stats}
+            meta_keys = sorted(plane.event_metadata.keys())
+            meta_offset.append(len(meta_rows))
+            meta_ids.append(np.asarray(meta_keys, dtype=np.int64))
+            for key in meta_keys:
+                metadata = plane.event_metadata[key]
+                stats = {names_by_id.get(stat.metadata_id, f"#{stat.metadata_id}"): _stat_value(stat, names_by_id)
+                         for stat in metadata.stats}
+                meta_rows.append((plane_index, int(key), metadata.name, metadata.display_name, stats))
+            n_plane_events = 0
+            for line_bytes in plane.lines:
+                line = _parse_line(line_bytes, plane_index)
+                events = line.events
+                n_plane_events += len(events)
+                line_rows.append((plane_index, line.id, line.name, line.display_name, line.timestamp_ns,
+                                  line.duration_ps, len(events)))
+            planes.append(PlaneHeader(xplane_id=plane.id, name=plane.name, stats=plane_stats, n_lines=len(plane.lines),
+                                      n_events=n_plane_events, n_event_metadata=len(plane.event_metadata)))
+        plane = line = events = None  # the last plane's parse is not kept while the events are decoded
+        release_freed_heap()
+        return SpaceHeaders(planes=planes, lines=line_rows, metadata=meta_rows, metadata_ids=meta_ids,
+                            metadata_offsets=meta_offset, stat_ids=stat_ids, stat_names=stat_names)
+
+    def read_events(self, headers: SpaceHeaders, fields: EventFields,
+                    wanted: Collection[str] | None = None) -> Iterator[StatBatch]:
+        """Fill ``fields`` batch by batch and yield each batch's stats (those named in ``wanted``, and
+        any whose name takes more than its leading field to know; all with None). One batch's buffer
+        is alive at a time: drop the batch (``del``) before asking for the next."""
+        stat_rows = RowLookup(headers.stat_ids, headers.stat_offsets)
+        wanted_row = None if wanted is None else np.asarray(
+            [name in wanted for names in headers.stat_names for name in names], dtype=bool)
+        # lazily, line by line: one line's parse at a time
+        line_events = (_parse_line(line_bytes, plane_index).events
+                       for plane_index, plane in enumerate(self.planes()) for line_bytes in plane.lines)
+        for first_event, holder in _batches(line_events, headers.line_counts):
+            chunks = holder.pop()  # the generator keeps only the emptied holder: the bytes go with `del`
+            lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
+            chunks.append(_PADDING)
+            buffer = wire.Buffer(b"".join(chunks), padded=True)
+            del chunks
+            ends = np.cumsum(lengths)
+            starts = ends - lengths
+            rows = slice(first_event, first_event + len(starts))
+            stat_event, stat_start, stat_end = _event_fields(
+                buffer, starts, ends, (fields.metadata_id[rows], fields.offset_ps[rows], fields.duration_ps[rows]))
+            stat_event += first_event
+            stats = _decode_stats(buffer, stat_event, stat_start, stat_end, fields.plane[stat_event], stat_rows,
+                                  wanted_row)
+            del stat_event, stat_start, stat_end
+            batch = StatBatch(stats, _StringResolver(buffer, stats, headers.stat_ids, headers.stat_names))
+            del buffer, stats
+            yield batch
+            del batch
+
+    def close(self) -> None:
+        """Drop the parsed planes (the caller's ``release``) and hand their heap back."""
+        if self.release is not None:
+            self.release()
+        self.planes = None  # the parsed message is no longer needed: free it before the tables are built
+        release_freed_heap()
+
+
+_PADDING = bytes(wire.PAD_BYTES)
+
+
+def _batches(line_events: list[Any], line_counts: np.ndarray):
+    """Yield (index of the first event, [list of event bytes]) for runs of about BATCH_EVENTS events."""
+    first = 0
+    chunks: list[bytes] = []
+    for events, count in zip(line_events, line_counts.tolist(), strict=True):
+        low = 0
+        while low < count:
+            high = min(count, low + BATCH_EVENTS - len(chunks))
+            chunks.extend(events[low:high] if (low, high) != (0, count) else events)
+            low = high
+            if len(chunks) >= BATCH_EVENTS:
+                holder, chunks = [chunks], []
+                yield first, holder
+                first += BATCH_EVENTS
+    if chunks:
+        holder, chunks = [chunks], []
+        yield first, holder
+
+
+class _StringResolver:
+    """String values of stat rows: str values decoded once per distinct value, refs resolved to names."""
+
+    def __init__(self, buffer, stats, stat_ids, stat_names):
+        self.buffer, self.stats, self.stat_plane = buffer, stats, stats["plane"]
+        self.stat_ids, self.stat_names = stat_ids, stat_names
+        self._data: bytes | None = None
+
+    def values(self, rows: np.ndarray) -> list[object]:
+        if self._data is None:
+            self._data = self.buffer.data()
+        data = self._data
+        stats = self.stats
+        cache: dict[bytes, str] = {}
+        out: list[object] = []
+        for kind, raw, start, length, plane in zip(
+            stats["kind"][rows].tolist(), stats["raw"][rows].tolist(), stats["text_start"][rows].tolist(),
+            stats["text_length"][rows].tolist(), self.stat_plane[rows].tolist(), strict=False,
+        ):
+            if kind == STR or kind == BYTES:
+                chunk = data[start:start + length]
+                text = cache.get(chunk)
+                if text is None:
+                    text = cache[chunk] = chunk.decode("utf-8", errors="replace")
+                out.append(text)
+            elif kind == REF:
+                ids = self.stat_ids[plane]
+                position = int(np.searchsorted(ids, raw))
+                out.append(self.stat_names[plane][position] if position < len(ids) and ids[position] == raw else None)
+            elif kind == DOUBLE:
+                out.append(repr(np.uint64(raw).view(np.float64).item()))
+            elif kind == INT64:
+                out.append(str(np.uint64(raw).view(np.int64).item()))
+            else:
+                out.append(str(raw))
+        return out
+
+
+# Tag bytes of fields as protobuf writes them (field number << 3 | wire type)
+_TAG_METADATA_ID, _TAG_OFFSET_PS, _TAG_DURATION_PS, _TAG_STAT = 0x08, 0x10, 0x18, 0x22
+
+
+def _event_fields(buffer: wire.Buffer, starts: np.ndarray, ends: np.ndarray, columns: tuple[np.ndarray, ...]):
+    """Fill ``columns`` (metadata_id, offset_ps, duration_ps: zeroed int64, one entry per event) from
+    the XEvents at the spans; returns their stats' spans (event, start, end).
+
+    Writers emit fields in field-number order (metadata_id 1, offset_ps 2, duration_ps 3, stats 4),
+    so each field is read at its expected place for all events at once, a round per field instead
+    of a generic walk that decodes every tag; events laid out otherwise (num_occurrences, unknown
+    fields, another order) are decoded field by field by ``_event_fields_any_order``."""
+    pos = starts.astype(np.int64, copy=True)
+    data = buffer.bytes
+    for tag, target in zip((_TAG_METADATA_ID, _TAG_OFFSET_PS, _TAG_DURATION_PS), columns, strict=True):
+        hit = np.flatnonzero((data[pos] == tag) & (pos < ends))
+        if len(hit):
+            values, lengths = wire.read_varints(buffer, pos[hit] + 1)
+            target[hit] = values.view(np.int64)
+            pos[hit] += lengths + 1
+    stat_event, stat_start, stat_end = [], [], []
+    irregular = pos > ends  # a varint ran past its event: the field walk says what is wrong
+    alive = np.flatnonzero(pos < ends)
+    while len(alive):
+        at = pos[alive]
+        is_stat = data[at] == _TAG_STAT
+        if not is_stat.all():
+            irregular[alive[~is_stat]] = True
+            alive, at = alive[is_stat], at[is_stat]
+        lengths, length_bytes = wire.read_varints(buffer, at + 1)
+        start = at + 1 + length_bytes
+        end = start + lengths.astype(np.int64)
+        if (end > ends[alive]).any():
+            raise wire.WireError("a field runs past the end of its message")
+        stat_event.append(alive)
+        stat_start.append(start)
+        stat_end.append(end)
+        pos[alive] = end
+        alive = alive[end < ends[alive]]
+    spans = (_concat(stat_event), _concat(stat_start), _concat(stat_end))
+    if irregular.any():
+        spans = _event_fields_any_order(buffer, starts, ends, np.flatnonzero(irregular), columns, spans)
+    return spans
+
+
+def _event_fields_any_order(buffer, starts, ends, irregular, columns, spans):
+    """Decode the ``irregular`` events again with the generic field walk (later fields win, as in
+    protobuf): their fields into ``columns``, their stat spans in place of the ordered pass's."""
+    for target in columns:
+        target[irregular] = 0
+    keep = ~np.isin(spans[0], irregular)
+    stat_event, stat_start, stat_end = [spans[0][keep]], [spans[1][keep]], [spans[2][keep]]
+    for alive, field, wire_type, value_pos, value, length in wire.scan_fields(buffer, starts[irregular], ends[irregular]):
+        events = irregular[alive]
+        is_varint = wire_type == wire.WIRE_VARINT
+        as_int = value.view(np.int64)
+        for number, target in zip((1, 2, 3), columns, strict=True):
+            hit = (field == number) & is_varint
+            target[events[hit]] = as_int[hit]
+        hit = np.flatnonzero((field == 4) & (wire_type == wire.WIRE_LEN))
+        stat_event.append(events[hit])
+        stat_start.append(value_pos[hit])
+        stat_end.append(value_pos[hit] + length[hit])
+    event = np.concatenate(stat_event)
+    order = np.argsort(event, kind="stable")  # stats in event order, each event's in file order
+    return event[order], np.concatenate(stat_start)[order], np.concatenate(stat_end)[order]
+
+
+def _field_end(buffer: wire.Buffer, pos: np.ndarray) -> np.ndarray:
+    """Where the XStat value field at each position ends; -1 where the bytes there are not one."""
+    tag = buffer.bytes[pos]
+    value_pos = pos + 1
+    end = np.full(len(pos), -1, dtype=np.int64)
+    varint = np.flatnonzero((tag == 0x18) | (tag == 0x20) | (tag == 0x38))
+    end[varint] = value_pos[varint] + wire.varint_lengths(buffer, value_pos[varint])
+    double = tag == 0x11
+    end[double] = value_pos[double] + 8
+    text = np.flatnonzero((tag == 0x2A) | (tag == 0x32))
+    if len(text):
+        lengths, length_bytes = wire.read_varints(buffer, value_pos[text])
+        end[text] = value_pos[text] + length_bytes + lengths.astype(np.int64)
+    return end
+
+
+def _decode_stats(buffer: wire.Buffer, event: np.ndarray, starts: np.ndarray, ends: np.ndarray, plane: np.ndarray,
+                  stat_rows: RowLookup, wanted_row: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Decode XStat messages at the given spans (of events ``event`` on planes ``plane``) into
+    parallel arrays: metadata_id (field 1) and its row in the stat names (``name_row``), then the
+    one value field; stats laid out otherwise go through the generic field walk.
+
+    With ``wanted_row`` (per stat name row: decode it?) a stat of another name is left out before
+    its value is decoded, where it names itself: laid out as writers lay it out, its metadata_id then
+    one value field (or none). Any other is kept, for all its fields decide its name."""
+    data = buffer.bytes
+    pos = starts.astype(np.int64, copy=True)
+    metadata_id = np.zeros(len(event), dtype=np.int64)
+    hit = np.flatnonzero((data[pos] == _TAG_METADATA_ID) & (pos < ends))
+    if len(hit):
+        values, lengths = wire.read_varints(buffer, pos[hit] + 1)
+        metadata_id[hit] = values.view(np.int64)
+        pos[hit] += lengths + 1
+    name_row = stat_rows.lookup(plane, metadata_id)
+    if wanted_row is not None and len(hit):
+        unwanted = hit[~gather(wanted_row, name_row[hit], missing=False)]
+        alone = (pos[unwanted] == ends[unwanted]) | (_field_end(buffer, pos[unwanted]) == ends[unwanted])
+        keep = np.ones(len(event), dtype=bool)
+        keep[unwanted[alone]] = False
+        if not keep.all():
+            event, starts, ends, plane = event[keep], starts[keep], ends[keep], plane[keep]
+            pos, metadata_id, name_row = pos[keep], metadata_id[keep], name_row[keep]
+    n = len(event)
+    kind = np.zeros(n, dtype=np.int8)
+    raw = np.zeros(n, dtype=np.uint64)  # varint value or the fixed64 bits of a double
+    text_start = np.zeros(n, dtype=np.int64)
+    text_length = np.zeros(n, dtype=np.int64)
+    tag = np.where(pos < ends, data[pos], 0)
+    value_pos = pos + 1
+    varint = np.flatnonzero((tag == 0x18) | (tag == 0x20) | (tag == 0x38))
+    values, lengths = wire.read_varints(buffer, value_pos[varint])
+    kind[varint] = tag[varint] >> 3
+    raw[varint] = values
+    pos[varint] = value_pos[varint] + lengths
+    double = np.flatnonzero(tag == 0x11)
+    if len(double):
+        kind[double] = DOUBLE
+        raw[double] = wire.read_fixed64(buffer, value_pos[double])
+        pos[double] = value_pos[double] + 8
+    text = np.flatnonzero((tag == 0x2A) | (tag == 0x32))
+    if len(text):
+        lengths, length_bytes = wire.read_varints(buffer, value_pos[text])
+        kind[text] = tag[text] >> 3
+        text_start[text] = value_pos[text] + length_bytes
+        text_length[text] = lengths.astype(np.int64)
+        pos[text] = text_start[text] + text_length[text]
+    irregular = np.flatnonzero(pos != ends)  # another field order, unknown fields, or a value that overruns
+    if len(irregular):
+        metadata_id[irregular] = kind[irregular] = raw[irregular] = text_start[irregular] = text_length[irregular] = 0
+        for alive, field, wire_type, value_pos, value, length in wire.scan_fields(buffer, starts[irregular], ends[irregular]):
+            rows = irregular[alive]
+            hit = (field == 1) & (wire_type == wire.WIRE_VARINT)
+            metadata_id[rows[hit]] = value[hit].view(np.int64)
+            for number in (UINT64, INT64, REF):
+                hit = (field == number) & (wire_type == wire.WIRE_VARINT)
+                kind[rows[hit]] = number
+                raw[rows[hit]] = value[hit]
+            hit = (field == DOUBLE) & (wire_type == wire.WIRE_FIXED64)
+            if hit.any():
+                kind[rows[hit]] = DOUBLE
+                raw[rows[hit]] = wire.read_fixed64(buffer, value_pos[hit])
+            for number in (STR, BYTES):
+                hit = (field == number) & (wire_type == wire.WIRE_LEN)
+                kind[rows[hit]] = number
+                text_start[rows[hit]] = value_pos[hit]
+                text_length[rows[hit]] = length[hit]
+        name_row[irregular] = stat_rows.lookup(plane[irregular], metadata_id[irregular])
+    return {"event": event, "plane": plane, "metadata_id": metadata_id, "name_row": name_row, "kind": kind,
+            "raw": raw, "text_start": text_start, "text_length": text_length}
+
+
+def _stat_value(stat: Any, names_by_id: dict[int, str]) -> object:
+    which = stat.WhichOneof("value")
+    if which == "ref_value":
+        return names_by_id.get(stat.ref_value)
+    if which == "bytes_value":
+        value = stat.bytes_value
+        return value if len(value) <= BIG_BYTES_STAT else f"<{len(value)} bytes>"
+    if which is None:
+        return None
+    return getattr(stat, which)
+
+
+def _parse_line(data: bytes, plane_index: int):
+    """An XLine (events as bytes) from its bytes; ``WireError`` when they do not decode."""
+    try:
+        return message_class("XLine", raw=True).FromString(data)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and RuntimeError on some builds)
+        raise wire.WireError(f"a line of plane {plane_index} does not decode") from exc
+
+
+def release_freed_heap() -> None:
+    """Hand the C heap's free pages back to the system (glibc ``malloc_trim``): protobuf's parse
+    frees many small blocks that would otherwise stay in this process while the tables are built."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim`` from this process's own symbols (no library search: ``find_library``
+    runs ``ldconfig``); None where the C library has none (musl, macOS)."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+

@@ -1,0 +1,126 @@
+"""A large local XSpace file read plane by plane: the file's bytes and protobuf's parse are held
+for one plane (and one line of it) at a time, never for the whole file.
+
+``layout`` finds the planes from the file's top-level fields; ``planes_on_disk`` gives each plane's
+header as a parsed message with its lines left in the file, as ``decoder.XSpaceDecoder`` reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tpudoctor.errors import InputError
+from tpudoctor.profile import wire
+from tpudoctor.profile.schema import message_class
+
+
+def planes_on_disk(path: str, source: str, planes: list[tuple[int, int]]) -> Iterator[_PlaneOnDisk]:
+    """Each plane at (offset, length) of the file, its header parsed and its lines left on disk."""
+    plane_class = message_class("XPlane", raw=True)
+    with open(path, "rb") as handle:
+        for offset, length in planes:
+            header_spans, line_spans = _plane_layout(handle, offset, length)
+            try:
+                header = plane_class.FromString(_read_spans(handle, header_spans))
+            except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError
+                raise InputError(f"{source} is a corrupt XSpace profile: the plane at byte {offset:,} "
+                                 "does not decode", hint="the file was damaged after it was written; copy it "
+                                 "again as binary or recapture") from exc
+            yield _PlaneOnDisk(header, _LinesOnDisk(path, line_spans))
+
+
+def layout(handle, size: int) -> tuple[list[tuple[int, int]], list[str], list[str]] | None:
+    """(plane byte ranges, errors, warnings) of an XSpace file, from its top-level fields (all
+    length-delimited: 1 planes, 2 errors, 3 warnings, 4 hostnames); None when the layout is not that."""
+    planes, errors, warnings = [], [], []
+    position = 0
+    handle.seek(0)
+    while position < size:
+        head = handle.read(20)
+        tag, used = wire.read_varint(head, 0)
+        length, used = wire.read_varint(head, used) if tag is not None else (None, used)
+        if tag is None or length is None or tag & 7 != 2 or tag >> 3 not in (1, 2, 3, 4):
+            return None
+        start = position + used
+        if start + length > size:
+            return None
+        if tag >> 3 == 1:
+            planes.append((start, length))
+        elif tag >> 3 in (2, 3):
+            handle.seek(start)
+            (errors if tag >> 3 == 2 else warnings).append(handle.read(length).decode("utf-8", errors="replace"))
+        position = start + length
+        handle.seek(position)
+    return (planes, errors, warnings) if planes else None
+
+
+
+class _LinesOnDisk:
+    """A plane's lines as bytes, each read from the file when iterated: a big plane is never held whole."""
+
+    def __init__(self, path: str, spans: list[tuple[int, int]]):
+        self.path, self.spans = path, spans
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def __iter__(self):
+        with open(self.path, "rb") as handle:
+            for offset, length in self.spans:
+                handle.seek(offset)
+                yield handle.read(length)
+
+
+class _PlaneOnDisk:
+    """An XPlane's header (parsed: ids, names, metadata, stats) with its lines left in the file."""
+
+    def __init__(self, header, lines: _LinesOnDisk):
+        self.id, self.name, self.stats = header.id, header.name, header.stats
+        self.event_metadata, self.stat_metadata = header.event_metadata, header.stat_metadata
+        self.lines = lines
+
+
+_PLANE_LINES = 3  # XPlane.lines
+
+
+def _plane_layout(handle, offset: int, length: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(spans of the plane's fields other than its lines, spans of its lines' payloads) in the file,
+    adjacent header fields merged into one span; ``WireError`` where the fields do not add up."""
+    header: list[tuple[int, int]] = []
+    lines: list[tuple[int, int]] = []
+    position, end = offset, offset + length
+    while position < end:
+        handle.seek(position)
+        head = handle.read(20)
+        tag, used = wire.read_varint(head, 0)
+        if tag is None or tag >> 3 == 0:
+            raise wire.WireError(f"the plane at byte {offset:,} has a malformed field")
+        value = 0
+        if tag & 7 in (wire.WIRE_VARINT, wire.WIRE_LEN):
+            value, used = wire.read_varint(head, used)
+        if value is None or tag & 7 not in (wire.WIRE_VARINT, wire.WIRE_LEN, wire.WIRE_FIXED64, wire.WIRE_FIXED32):
+            raise wire.WireError(f"the plane at byte {offset:,} has a malformed field")
+        payload_start = position + used
+        if tag & 7 == wire.WIRE_LEN:
+            field_end = payload_start + value
+        else:
+            field_end = payload_start + {wire.WIRE_VARINT: 0, wire.WIRE_FIXED64: 8, wire.WIRE_FIXED32: 4}[tag & 7]
+        if field_end > end:
+            raise wire.WireError(f"a field of the plane at byte {offset:,} runs past the plane")
+        if tag == (_PLANE_LINES << 3 | wire.WIRE_LEN):
+            lines.append((payload_start, field_end - payload_start))
+        elif header and header[-1][0] + header[-1][1] == position:
+            header[-1] = (header[-1][0], field_end - header[-1][0])
+        else:
+            header.append((position, field_end - position))
+        position = field_end
+    return header, lines
+
+
+def _read_spans(handle, spans: list[tuple[int, int]]) -> bytes:
+    parts = []
+    for start, length in spans:
+        handle.seek(start)
+        parts.append(handle.read(length))
+    return b"".join(parts)
+

@@ -1,0 +1,75 @@
+"""Read one host's XSpace (bytes, or a local file) into a ``HostProfile``: check, parse, decode, tabulate.
+
+Bytes are parsed whole by protobuf (``decoder``); a large local file is walked plane by plane and
+read line by line (``planes_on_disk``). Whatever cannot be read is an ``InputError`` saying why.
+"""
+
+from __future__ import annotations
+
+import os
+
+from tpudoctor.errors import InputError
+from tpudoctor.profile import wire
+from tpudoctor.profile.schema import message_class
+from tpudoctor.profile.xspace.columns import LoadOptions
+from tpudoctor.profile.xspace.decoder import XSpaceDecoder
+from tpudoctor.profile.xspace.host_profile import HostProfile
+from tpudoctor.profile.xspace.planes_on_disk import layout, planes_on_disk
+from tpudoctor.profile.xspace.tables import build_host_profile
+
+STREAM_MIN_BYTES = 64 << 20  # smaller files are read whole (one parse; every error message has the whole file)
+DEFAULT_OPTIONS = LoadOptions()
+
+
+def decode_host(data: bytes, *, hostname: str, source: str, options: LoadOptions = DEFAULT_OPTIONS) -> HostProfile:
+    """Decode a serialized XSpace; raises ``InputError`` with the reason when it is not usable."""
+    from tpudoctor.profile.validate import check_bytes, explain_parse_failure
+
+    check_bytes(data, source)
+    raw_space_class = message_class("XSpace", raw=True)
+    try:
+        space = raw_space_class.FromString(data)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and RuntimeError on some builds)
+        raise explain_parse_failure(data, source) from exc
+    if not any(plane.name for plane in space.planes):  # another protobuf can parse as planes without names
+        raise InputError(
+            f"{source} is not an XSpace profile: it decodes to no named planes",
+            hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler",
+        )
+    file_size_bytes = len(data)
+    del data  # parsed: the caller's read of the file need not stay while the events are decoded
+    box = {"space": space}  # the decoder drops it once the events are decoded
+    decoder = XSpaceDecoder(lambda: box["space"].planes, list(space.errors), list(space.warnings), release=box.clear)
+    del space
+    return _build(decoder, options, hostname=hostname, source=source, file_size_bytes=file_size_bytes)
+
+
+def decode_host_file(path: str, *, hostname: str, source: str, options: LoadOptions = DEFAULT_OPTIONS) -> HostProfile:
+    """``decode_host`` for a local file, read plane by plane when it is large: the file's bytes and
+    protobuf's parse are held for one plane at a time, not for the whole file."""
+    from tpudoctor.profile.validate import check_bytes
+
+    size = os.path.getsize(path)
+    with open(path, "rb") as handle:
+        if size < STREAM_MIN_BYTES:
+            return decode_host(handle.read(), hostname=hostname, source=source, options=options)
+        check_bytes(handle.read(1 << 20), source)  # format and text-copy checks on the head of the file
+        found = layout(handle, size)
+    if found is None:  # not a clean XSpace layout: the whole-file path says exactly what is wrong
+        with open(path, "rb") as handle:
+            return decode_host(handle.read(), hostname=hostname, source=source, options=options)
+    planes, errors, warnings = found
+    decoder = XSpaceDecoder(lambda: planes_on_disk(path, source, planes), errors, warnings)
+    profile = _build(decoder, options, hostname=hostname, source=source, file_size_bytes=size)
+    if not profile.planes["plane_name"].astype(bool).any():
+        raise InputError(f"{source} is not an XSpace profile: it decodes to no named planes",
+                         hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler")
+    return profile
+
+
+def _build(decoder: XSpaceDecoder, options: LoadOptions, **where) -> HostProfile:
+    try:
+        return build_host_profile(decoder, options, **where)
+    except wire.WireError as exc:
+        raise InputError(f"{where['source']} is corrupt: {exc}",
+                         hint="the file was damaged after it was written; capture again") from exc

@@ -1,0 +1,342 @@
+"""Columns and frames: an ``XSpaceDecoder``'s planes, lines, metadata and event stats as the pandas
+tables of a ``HostProfile``.
+
+The event stats go into one column each (``LoadOptions.columns``), filled batch by batch; an
+event without its own value takes its metadata's (XLA's static op facts). Ids are stored in the
+narrowest integer type that holds them, names as categoricals, integers as nullable arrays that
+keep their 64 bits. Each per-event temporary is dropped as soon as its last column is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tpudoctor.profile.xspace.columns import (
+    CORE_STAT_COLUMNS,
+    DEVICE_PLANE_PREFIXES,
+    EVENT_STAT_COLUMNS,
+    LoadOptions,
+)
+from tpudoctor.profile.xspace.decoder import (
+    DOUBLE,
+    INT64,
+    LINE_FIELDS,
+    UINT64,
+    EventFields,
+    SpaceHeaders,
+    StatBatch,
+    XSpaceDecoder,
+)
+from tpudoctor.profile.xspace.host_profile import HostProfile, as_text, numbers_of
+from tpudoctor.profile.xspace.lookup import RowLookup, gather
+
+METADATA_FILL_CHUNK = 1 << 20  # events given their metadata's value at a time: bounded temporaries on big captures
+PLANE_FIELDS = ("plane_id", "xplane_id", "plane_name", "device_kind", "is_device", "n_lines", "n_events",
+                "n_event_metadata")
+
+
+def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname: str, source: str,
+                       file_size_bytes: int) -> HostProfile:
+    """The tables of the planes ``decoder`` reads (``wire.WireError`` where their bytes do not decode)."""
+    columns = options.columns
+    headers = decoder.read_headers()
+    fields = EventFields.allocate(headers)
+    sinks = {column: _ColumnSink(kind, headers.n_events) for column, kind in columns.items()}
+    _fill_stat_columns(decoder.read_events(headers, fields, wanted=sinks.keys()), headers, sinks)
+    errors, warnings = decoder.errors, decoder.warnings
+    decoder.close()
+
+    # metadata row of every event (-1: id not in its plane's table)
+    meta_row = RowLookup(headers.metadata_ids, headers.metadata_offsets).lookup(fields.plane, fields.metadata_id)
+    fields.metadata_id = _narrowed(fields.metadata_id)
+    event_metadata = _metadata_frame(headers.metadata, columns)
+    stat_arrays, from_metadata = _stat_arrays(sinks, event_metadata, meta_row, options.metadata_stats)
+    name = _categorical(event_metadata["name"].tolist(), meta_row)
+    del meta_row
+    events = _events_frame(headers, fields, name, stat_arrays, columns, from_metadata)
+    del fields, name, stat_arrays
+    lines = pd.DataFrame(headers.lines, columns=list(LINE_FIELDS))
+    planes = pd.DataFrame([
+        (plane_id, p.xplane_id, p.name, _device_kind(p.name, p.stats), p.name.startswith(DEVICE_PLANE_PREFIXES),
+         p.n_lines, p.n_events, p.n_event_metadata) for plane_id, p in enumerate(headers.planes)
+    ], columns=list(PLANE_FIELDS))
+    return HostProfile(
+        hostname=hostname, source=source, planes=planes, lines=lines, events=events,
+        event_metadata=event_metadata, plane_stats={plane_id: p.stats for plane_id, p in enumerate(headers.planes)},
+        time_origin_ns=headers.origin_ns, file_size_bytes=file_size_bytes, errors=errors, warnings=warnings,
+        metadata_stats=frozenset(from_metadata),
+    )
+
+
+def _fill_stat_columns(batches: Iterable[StatBatch], headers: SpaceHeaders, sinks: dict[str, _ColumnSink]) -> None:
+    """Each batch's stats into the column of their name (stats of other names are skipped)."""
+    column_number = {name: index for index, name in enumerate(sinks)}
+    # stat name row (all planes' names end to end) -> event column number (-1: not a column)
+    stat_column_table = np.asarray([column_number.get(name, -1) for names in headers.stat_names for name in names],
+                                   dtype=np.int16)  # int16: a radix sort below
+    for batch in batches:
+        stat_column = gather(stat_column_table, batch.name_row)
+        order = np.argsort(stat_column, kind="stable")
+        bounds = np.searchsorted(stat_column[order], np.arange(len(sinks) + 1))
+        for index, sink in enumerate(sinks.values()):
+            rows = order[bounds[index]:bounds[index + 1]]
+            if len(rows):
+                targets = batch.event[rows]
+                if sink.kind == "str":
+                    sink.put(targets, batch.texts(rows))
+                else:
+                    sink.put(targets, *batch.numbers(rows))
+        del batch  # one batch's buffer at a time: the next one is decoded once this one is gone
+
+
+def _stat_arrays(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, meta_row: np.ndarray,
+                 metadata_stats: Collection[str]) -> tuple[dict[str, Any], set[str]]:
+    """(the stat columns, the stats left on the metadata): each column takes its final form, with its
+    metadata's values where an event has none, and its sink is emptied before the next is filled."""
+    stat_arrays: dict[str, Any] = {}
+    masks = _SharedMasks()
+    from_metadata = set()
+    for column, sink in sinks.items():
+        if (column in metadata_stats and sink.values is None and sink.kind in ("int", "uint")
+                and column in event_metadata.columns):
+            from_metadata.add(column)  # no event carries its own: read from the metadata when asked
+            continue
+        if column in event_metadata.columns:
+            sink.fill_from_metadata(event_metadata[column], meta_row)
+        if sink.values is not None or column in CORE_STAT_COLUMNS:
+            stat_arrays[column] = sink.array(masks)
+        sink.release()
+    return stat_arrays, from_metadata
+
+
+def _events_frame(headers: SpaceHeaders, fields: EventFields, name: pd.Categorical, stat_arrays: dict[str, Any],
+                  columns: dict[str, str], from_metadata: set[str]) -> pd.DataFrame:
+    """The events table; ``fields``' per-event arrays become its columns or are dropped on the way."""
+    start_ps = fields.offset_ps
+    first_row = 0
+    for count, timestamp_ns in zip(headers.line_counts.tolist(), headers.line_timestamp_ns.tolist(), strict=True):
+        start_ps[first_row:first_row + count] += (timestamp_ns - headers.origin_ns) * 1000  # in place, line by line
+        first_row += count
+    line_id = _narrowed(np.asarray([row[1] for row in headers.lines], dtype=np.int64))[fields.line]
+    line_name = _categorical([row[2] for row in headers.lines], fields.line)
+    fields.line = None
+    plane_name = _categorical([p.name for p in headers.planes], fields.plane)
+    event_plane = fields.plane
+    fields.plane = None
+    if len(headers.planes) <= np.iinfo(np.int16).max:
+        event_plane = event_plane.astype(np.int16)
+    frame: dict[str, Any] = {
+        "plane_id": event_plane,
+        "line_id": line_id,
+        "plane_name": plane_name,
+        "line_name": line_name,
+        "metadata_id": fields.metadata_id,
+        "name": name,
+        "start_ps": start_ps,
+        "duration_ps": fields.duration_ps,
+        **stat_arrays,
+    }
+    for column in CORE_STAT_COLUMNS:  # there, all-missing, when asked for and the capture has none
+        if column not in frame and column in columns and column not in from_metadata:
+            frame[column] = _ColumnSink(EVENT_STAT_COLUMNS[column], headers.n_events).array()
+    return pd.DataFrame(frame, copy=False)
+
+
+
+class _ColumnSink:
+    """One stat column filled batch by batch; never-filled columns cost no memory (read-only NA views)."""
+
+    def __init__(self, kind: str, n_events: int):
+        self.kind = kind
+        self.n_events = n_events
+        self.values: np.ndarray | None = None
+        self.present: np.ndarray | None = None
+        self.categories: dict[str, int] = {}
+
+    def _allocate(self) -> None:
+        if self.values is not None:
+            return
+        if self.kind == "str":  # category code + 1, so that 0 (calloc'd, never touched) is "no value"
+            self.values = np.zeros(self.n_events, dtype=np.int32)
+        elif self.kind == "float":
+            self.values = np.full(self.n_events, np.nan)
+        else:
+            self.values = np.zeros(self.n_events, dtype=np.uint64 if self.kind == "uint" else np.int64)
+            self.present = np.zeros(self.n_events, dtype=bool)
+
+    def _codes(self, values: list[object]) -> np.ndarray:
+        index = self.categories
+        return np.fromiter((-1 if v is None else index.setdefault(as_text(v), len(index)) for v in values),
+                           dtype=np.int32, count=len(values))
+
+    def put(self, targets: np.ndarray, values: Any, kinds: np.ndarray | None = None) -> None:
+        """Store values: a list of texts (str columns) or raw 64-bit values with their XStat kinds."""
+        self._allocate()
+        if self.kind == "str":
+            codes = self._codes(values)
+            codes += 1
+            self.values[targets] = codes
+            return
+        doubles = kinds == DOUBLE
+        signed = kinds == INT64
+        unsigned = kinds == UINT64
+        as_float = values.view(np.float64)
+        if self.kind == "float":
+            out = np.full(len(values), np.nan)
+            out[doubles] = as_float[doubles]
+            out[signed] = values[signed].view(np.int64)
+            out[unsigned] = values[unsigned]
+            self.values[targets] = out
+            return
+        # integers keep their 64 bits exactly; a double is truncated when it fits, else missing
+        dtype = self.values.dtype
+        limits = np.iinfo(dtype)
+        with np.errstate(invalid="ignore"):
+            double_fits = doubles & np.isfinite(as_float) & (as_float >= float(limits.min)) & (as_float < float(limits.max))
+        out = values.view(dtype).copy()
+        out[double_fits] = as_float[double_fits].astype(dtype)
+        self.values[targets] = out
+        self.present[targets] = signed | unsigned | double_fits
+
+    def fill_from_metadata(self, meta_series: pd.Series, meta_row: np.ndarray) -> None:
+        """Where an event has no own value, take its metadata's."""
+        if self.kind == "str":
+            meta_values = [None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else v
+                           for v in meta_series.tolist()]
+            valid = np.asarray([v is not None for v in meta_values], dtype=bool)
+        else:
+            dtype = np.float64 if self.kind == "float" else np.uint64 if self.kind == "uint" else np.int64
+            numbers, valid = numbers_of(meta_series, dtype)
+        if not valid.any():
+            return
+        # metadata rows with a value, as a lookup that row -1 (no metadata) also indexes
+        valid_row = np.append(valid, False)
+        meta_codes = None
+        for low in range(0, len(meta_row), METADATA_FILL_CHUNK):  # bounded temporaries on big captures
+            chunk_rows = meta_row[low:low + METADATA_FILL_CHUNK]
+            candidates = np.flatnonzero(valid_row[chunk_rows])
+            if not len(candidates):
+                continue
+            self._allocate()
+            rows = chunk_rows[candidates]
+            candidates += low
+            if self.kind == "str":
+                if meta_codes is None:  # categories in the same order as before: only once an event takes one
+                    meta_codes = self._codes(meta_values) + 1
+                free = self.values[candidates] == 0
+                self.values[candidates[free]] = meta_codes[rows[free]]
+            elif self.kind == "float":
+                free = np.isnan(self.values[candidates])
+                self.values[candidates[free]] = numbers[rows[free]]
+            else:
+                free = ~self.present[candidates]
+                self.values[candidates[free]] = numbers[rows[free]]
+                self.present[candidates[free]] = True
+
+    def release(self) -> None:
+        self.values = self.present = None
+
+    def array(self, masks: _SharedMasks | None = None):
+        n = self.n_events
+        if self.kind == "str":
+            categories = pd.Index(list(self.categories), dtype=object)
+            if self.values is None:
+                return pd.Categorical.from_codes(np.broadcast_to(np.int8(-1), (n,)), categories=categories)
+            codes = np.subtract(self.values, 1, dtype=_code_dtype(len(categories)), casting="unsafe")
+            return pd.Categorical.from_codes(codes, categories=categories, validate=False)
+        if self.kind == "float":
+            return self.values if self.values is not None else np.broadcast_to(np.float64(np.nan), (n,))
+        if self.values is None:
+            dtype = np.uint64 if self.kind == "uint" else np.int64
+            return pd.arrays.IntegerArray(np.broadcast_to(dtype(0), (n,)), np.broadcast_to(np.True_, (n,)))
+        missing = ~self.present
+        return pd.arrays.IntegerArray(self.values, masks.shared(missing) if masks is not None else missing)
+
+
+class _SharedMasks:
+    """Integer stat columns whose missing-value masks are equal share one (read-only) mask: the
+    stats of an op's metadata (program_id, flops, bytes_accessed...) are present on the same events."""
+
+    def __init__(self):
+        self.masks: list[np.ndarray] = []
+
+    def shared(self, mask: np.ndarray) -> np.ndarray:
+        for known in self.masks:
+            if np.array_equal(known, mask):
+                return known
+        mask.flags.writeable = False
+        self.masks.append(mask)
+        return mask
+
+
+def _code_dtype(n_categories: int) -> type:
+    """The code dtype pandas itself picks for this many categories (so from_codes keeps the array)."""
+    if n_categories < 1 << 7:
+        return np.int8
+    if n_categories < 1 << 15:
+        return np.int16
+    return np.int32 if n_categories < 1 << 31 else np.int64
+
+
+def _narrowed(values: np.ndarray) -> np.ndarray:
+    """int64 ids as int32 where every one fits (ids are small counters), else as uint32 where
+    they fit that (the device planes' derived lines are numbered from 0xdeadbeef)."""
+    if not len(values):
+        return values.astype(np.int32)
+    low, high = int(values.min()), int(values.max())
+    for dtype in (np.int32, np.uint32):
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return values.astype(dtype)
+    return values
+
+
+def _categorical(labels: list[object], rows: np.ndarray) -> pd.Categorical:
+    """A categorical of ``labels[rows]`` (row -1: missing) built from codes of the distinct labels."""
+    codes, categories = _codes_of(labels)
+    table = np.append(codes, -1).astype(_code_dtype(len(categories)))  # row -1 reads the appended -1
+    return pd.Categorical.from_codes(table[rows], categories=categories, validate=False)
+
+
+def _codes_of(values: list[object]) -> tuple[np.ndarray, pd.Index]:
+    """Category codes (-1 for None) and categories of a short list of strings."""
+    index: dict[object, int] = {}
+    codes = np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in values),
+                        dtype=np.int32, count=len(values))
+    return codes, pd.Index(list(index), dtype=object)
+
+
+def _metadata_frame(rows: list[tuple], columns: dict[str, str]) -> pd.DataFrame:
+    base = pd.DataFrame([row[:4] for row in rows], columns=["plane_id", "metadata_id", "name", "display_name"])
+    stat_records = [row[4] for row in rows]
+    stat_names = sorted({name for record in stat_records for name in record})
+    for name in stat_names:
+        values = [record.get(name) for record in stat_records]
+        kind = columns.get(name)
+        if kind == "str":
+            base[name] = pd.Series([None if v is None else as_text(v) for v in values], dtype=object)
+        else:
+            base[name] = pd.Series(values, dtype=object)
+    return base
+
+
+def _device_kind(plane_name: str, stats: dict[str, object]) -> str | None:
+    """'TPU v6 Lite' (the plane's device_type_string), else a kind from the plane name."""
+    described = stats.get("device_type_string")
+    if isinstance(described, str) and described:
+        return described
+    if plane_name.startswith("/device:TPU:"):
+        return "TPU"
+    if plane_name.startswith("/device:GPU:"):
+        vendor = stats.get("device_vendor")
+        if isinstance(vendor, str) and vendor:
+            return f"GPU ({vendor})"
+        major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+        return f"GPU (compute capability {major}.{minor})" if major is not None else "GPU"
+    if plane_name == "/host:CPU":
+        return "CPU"
+    return None
