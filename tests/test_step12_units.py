@@ -7,10 +7,10 @@ import pytest
 import requests
 from google.api_core import exceptions as gexc
 
+from tpudoctor.cloud_knowledge.uri import listing_prefix, parse_path
 from tpudoctor.findings import Step
 from tpudoctor.gcp.errors import ApiCallFailed, call_with_retries, failure_from_exception
 from tpudoctor.gcp.metadata import parse_tpu_env
-from tpudoctor.gcp.uri import listing_prefix, parse_path
 from tpudoctor.registry import load_registry
 from tpudoctor.testing import conformance_problems
 from tpudoctor.tfrecord import encode_records, masked_crc32c, scan_framing

@@ -17,11 +17,6 @@ from tpudoctor.gcp.errors import NO_CREDENTIALS, ApiCallFailed, ApiFailure
 TPU_ENDPOINT_ENV = "TPUDOCTOR_TPU_ENDPOINT"
 STORAGE_ENDPOINT_ENV = "STORAGE_EMULATOR_HOST"
 
-ADC_SETUP_COMMANDS = (
-    "gcloud auth application-default login",
-    "export GOOGLE_APPLICATION_CREDENTIALS=/path/to/service-account-key.json",
-)
-
 
 def tpu_endpoint() -> str | None:
     return os.environ.get(TPU_ENDPOINT_ENV, "").strip() or None

@@ -13,37 +13,23 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from tpudoctor.cloud_knowledge.failures import (
+    BAD_REQUEST,
+    MALFORMED,
+    NO_CREDENTIALS,
+    NOT_FOUND,
+    PERMISSION_DENIED,
+    RATE_LIMITED,
+    RETRYABLE_KINDS,
+    SERVER_ERROR,
+    TIMEOUT,
+    TRUNCATED,
+    UNKNOWN,
+    UNREACHABLE,
+)
+from tpudoctor.cloud_knowledge.iam import role_for
+
 T = TypeVar("T")
-
-PERMISSION_DENIED = "permission_denied"
-NOT_FOUND = "not_found"
-RATE_LIMITED = "rate_limited"
-SERVER_ERROR = "server_error"
-TIMEOUT = "timeout"
-UNREACHABLE = "unreachable"
-NO_CREDENTIALS = "no_credentials"
-BAD_REQUEST = "bad_request"
-MALFORMED = "malformed_answer"
-TRUNCATED = "truncated_answer"
-UNKNOWN = "unknown"
-
-RETRYABLE_KINDS = frozenset({RATE_LIMITED, SERVER_ERROR})
-
-# The narrowest predefined role that grants each permission tpudoctor needs.
-ROLE_FOR_PERMISSION = {
-    "tpu.nodes.get": "roles/tpu.viewer",
-    "tpu.nodes.list": "roles/tpu.viewer",
-    "tpu.queuedResources.get": "roles/tpu.viewer",
-    "tpu.queuedResources.list": "roles/tpu.viewer",
-    "storage.buckets.get": "roles/storage.bucketViewer",
-    "storage.objects.get": "roles/storage.objectViewer",
-    "storage.objects.list": "roles/storage.objectViewer",
-    "storage.objects.create": "roles/storage.objectUser",
-    "storage.objects.delete": "roles/storage.objectUser",
-    "logging.logEntries.list": "roles/logging.viewer",
-    "monitoring.timeSeries.list": "roles/monitoring.viewer",
-}
-
 _QUOTED_PERMISSION = re.compile(r"[Pp]ermission '([a-z]+\.[A-Za-z]+\.[A-Za-z]+)'")
 _PERMISSION_IN_TEXT = re.compile(r"\b((?:tpu|storage|compute|logging|monitoring)\.[A-Za-z]+\.[A-Za-z]+)\b")
 
@@ -60,7 +46,7 @@ class ApiFailure:
 
     @property
     def role(self) -> str | None:
-        return ROLE_FOR_PERMISSION.get(self.permission or "")
+        return role_for(self.permission)
 
     @property
     def retryable(self) -> bool:

@@ -10,11 +10,9 @@ import datetime as _dt
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from tpudoctor.cloud_knowledge.iam import LOGGING_PERMISSION, MONITORING_PERMISSION
 from tpudoctor.gcp.clients import logging_client, monitoring_client
 from tpudoctor.gcp.errors import call_with_retries
-
-LOGGING_PERMISSION = "logging.logEntries.list"
-MONITORING_PERMISSION = "monitoring.timeSeries.list"
 
 
 class LoggingApi:

@@ -12,8 +12,6 @@ from typing import Any
 
 from tpudoctor.gcp.errors import call_with_retries
 
-READ_PERMISSIONS = ("storage.objects.get", "storage.objects.list")
-WRITE_PERMISSIONS = ("storage.objects.create", "storage.objects.delete")
 PROBE_PREFIX = ".tpudoctor-probe-"
 
 

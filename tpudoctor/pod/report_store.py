@@ -14,9 +14,9 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from tpudoctor.cloud_knowledge.uri import split_gs_uri
 from tpudoctor.errors import InputError, UsageError
 from tpudoctor.findings import Report
-from tpudoctor.gcp.uri import split_gs_uri
 from tpudoctor.pod.merge import WorkerOutcome
 
 PLACEHOLDERS = ("{worker}", "{host}")

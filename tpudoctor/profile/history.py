@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from tpudoctor.cloud_knowledge.uri import split_gs_uri
 from tpudoctor.errors import InputError
-from tpudoctor.gcp.uri import split_gs_uri
 
 MAD_TO_SIGMA = 1.4826
 Z_THRESHOLD = 3.5

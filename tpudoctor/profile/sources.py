@@ -12,8 +12,8 @@ import dataclasses
 import os
 from pathlib import Path
 
+from tpudoctor.cloud_knowledge.uri import split_gs_uri
 from tpudoctor.errors import InputError, UsageError
-from tpudoctor.gcp.uri import split_gs_uri
 
 XPLANE_SUFFIX = ".xplane.pb"
 PROFILE_SUBDIR = ("plugins", "profile")
@@ -164,8 +164,8 @@ def storage_api():
 
 def _gcs_call(fn, what: str, bucket: str):
     """``fn(api)``; any failure becomes an ``InputError`` that says why and how to fix it."""
-    from tpudoctor.gcp import gcloud
-    from tpudoctor.gcp.credentials import ADC_SETUP_COMMANDS
+    from tpudoctor.cloud_knowledge import gcloud
+    from tpudoctor.cloud_knowledge.iam import ADC_SETUP_COMMANDS
     from tpudoctor.gcp.errors import NO_CREDENTIALS, NOT_FOUND, PERMISSION_DENIED, ApiCallFailed
 
     identity = None

@@ -11,16 +11,12 @@ import fnmatch
 from collections.abc import Mapping
 from typing import Any
 
+from tpudoctor.cloud_knowledge.iam import READ_PERMISSIONS, WRITE_PERMISSIONS
+from tpudoctor.cloud_knowledge.uri import WRITABLE_ROLES, has_glob, listing_prefix, parse_path
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, Unavailable
 from tpudoctor.gcp.errors import ApiCallFailed
-from tpudoctor.gcp.storage import (
-    READ_PERMISSIONS,
-    WRITE_PERMISSIONS,
-    StorageApi,
-    storage_for_caller,
-)
-from tpudoctor.gcp.uri import WRITABLE_ROLES, has_glob, listing_prefix, parse_path
+from tpudoctor.gcp.storage import StorageApi, storage_for_caller
 from tpudoctor.provider import FactProvider
 
 NO_PATHS = ("no data, checkpoint or log paths were given (--data, --checkpoint-dir, --log-dir "
