@@ -16,7 +16,9 @@ import contextlib
 import dataclasses
 import datetime as dt
 import re
+import shutil
 import socket
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -176,6 +178,14 @@ def job_logs(root: Path, monkeypatch) -> Iterator[Scene]:
         monkeypatch.setenv("TPUDOCTOR_LOGGING_ENDPOINT", fake.endpoint)
         since = int((dt.datetime.now(dt.timezone.utc) - GOODPUT_T0).total_seconds()) + 3600
         yield Scene(root, words={"since": f"{since}s"})
+
+
+def scene_root(stack: contextlib.ExitStack) -> Path:
+    """A new folder whose path has the same length on every run and machine (/tmp/tpd-snap-XXXXXXXX): the text
+    report cuts long evidence at a fixed width, so a longer temporary path would move the cut."""
+    root = Path(tempfile.mkdtemp(prefix="tpd-snap-", dir="/tmp" if Path("/tmp").is_dir() else None))
+    stack.callback(shutil.rmtree, root, ignore_errors=True)
+    return root / "s"
 
 
 SCENES: dict[str, Callable[..., contextlib.AbstractContextManager[Scene]]] = {

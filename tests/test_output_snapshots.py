@@ -183,7 +183,7 @@ def analyse_each_capture_once(monkeypatch, _profile_reports):
 
 
 @pytest.mark.parametrize("snapshot", SNAPSHOTS, ids=[s.name for s in SNAPSHOTS])
-def test_output_matches_snapshot(snapshot: Snapshot, monkeypatch, capsys, tmp_path, analyse_each_capture_once):
+def test_output_matches_snapshot(snapshot: Snapshot, monkeypatch, capsys, analyse_each_capture_once):
     if not snapshot.cwd.is_dir():
         pytest.skip(f"{snapshot.cwd} is absent (reference data lives beside the checkout as ../shared/data, "
                     "or set TPUDOCTOR_SHARED_DATA)")
@@ -192,9 +192,9 @@ def test_output_matches_snapshot(snapshot: Snapshot, monkeypatch, capsys, tmp_pa
     with contextlib.ExitStack() as stack:
         scene = None
         if snapshot.scene is not None:
-            from snapshot_scenes import SCENES
+            from snapshot_scenes import SCENES, scene_root
 
-            scene = stack.enter_context(SCENES[snapshot.scene](tmp_path / "scene", monkeypatch))
+            scene = stack.enter_context(SCENES[snapshot.scene](scene_root(stack), monkeypatch))
         argv = [arg.format(**scene.words) if scene and "{" in arg and scene.words else arg for arg in snapshot.argv]
         capsys.readouterr()
         code = main(argv)
