@@ -10,8 +10,8 @@ from tpudoctor.context import CheckOptions, RunContext
 from tpudoctor.facts import Facts, GatherError, Unavailable
 from tpudoctor.findings import Target
 from tpudoctor.gcp.errors import TRUNCATED, failure_from_exception
+from tpudoctor.gcp.session import MONITORING_ENDPOINT_ENV
 from tpudoctor.providers.cloud_monitoring import CloudMonitoringProvider
-from tpudoctor.providers.gcp_clients import MONITORING_ENDPOINT_ENV
 from tpudoctor.providers.metadata import MetadataProvider
 from tpudoctor.testing.fake_metadata import FakeMetadataServer, tpu_vm_metadata
 from tpudoctor.testing.fake_monitoring import FakeMonitoringServer

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tpudoctor.providers.gcp_clients import LOGGING_ENDPOINT_ENV, MONITORING_ENDPOINT_ENV
+from tpudoctor.gcp.session import LOGGING_ENDPOINT_ENV, MONITORING_ENDPOINT_ENV
 from tpudoctor.testing.fake_gcs import FakeGcs
 from tpudoctor.testing.fake_logging import FakeLoggingServer
 from tpudoctor.testing.fake_metadata import FakeMetadataServer, tpu_vm_metadata

@@ -82,7 +82,7 @@ Megascale detects a hang that is likely caused by bad TPU chips on the following
 
 
 def test_a_megascale_digest_in_cloud_logging_names_the_host_to_replace(fake_tpu_api, monkeypatch, tmp_path):
-    from tpudoctor.gcp.clients import LOGGING_ENDPOINT_ENV
+    from tpudoctor.gcp.session import LOGGING_ENDPOINT_ENV
 
     with FakeLoggingServer() as logs:
         logs.add_entry(text=BAD_CHIP, severity="ERROR", node_id="my-tpu", worker_id="0", project="p")

@@ -73,3 +73,19 @@ def test_a_circle_between_profile_modules_breaks_a_contract(tmp_path):
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
     assert "No cycles are allowed in tpudoctor.profile" in output and ".executor -> .pipeline" in output, output
+
+
+def test_google_clients_outside_gcp_and_adapters_in_checks_or_renderers_break_contracts(tmp_path):
+    """A command building a storage client, a check reaching for the adapters, a renderer reading files:
+    each is named by its contract."""
+    root = installed_layout(tmp_path)
+    (root / "tpudoctor" / "commands" / "own_client.py").write_text("from google.cloud import storage\n")
+    (root / "tpudoctor" / "checks" / "node" / "adapter.py").write_text("from tpudoctor.gcp import errors\n")
+    (root / "tpudoctor" / "reports" / "reads_files.py").write_text("from tpudoctor import locations\n")
+    done = lint_imports(root)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    for line in ("tpudoctor.commands.own_client -> google", "tpudoctor.checks.node.adapter -> tpudoctor.gcp.errors",
+                 "tpudoctor.reports.reads_files -> tpudoctor.locations"):
+        assert line in output, output
+    assert "3 broken" in output, output

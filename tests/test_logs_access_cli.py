@@ -7,7 +7,7 @@ import json
 
 from tpudoctor.cli import main
 from tpudoctor.exitcodes import ExitCode
-from tpudoctor.providers.gcp_clients import LOGGING_ENDPOINT_ENV, MONITORING_ENDPOINT_ENV
+from tpudoctor.gcp.session import LOGGING_ENDPOINT_ENV, MONITORING_ENDPOINT_ENV
 from tpudoctor.testing.fake_logging import FakeLoggingServer
 from tpudoctor.testing.fake_monitoring import FakeMonitoringServer
 from tpudoctor.testing.fake_tpu_api import make_node

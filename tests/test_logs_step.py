@@ -16,9 +16,9 @@ from tpudoctor import cli
 from tpudoctor.context import CheckOptions, RunContext
 from tpudoctor.facts import Facts, Unavailable
 from tpudoctor.findings import Scope, Status, Target
+from tpudoctor.gcp.session import LOGGING_ENDPOINT_ENV, MONITORING_ENDPOINT_ENV
 from tpudoctor.providers.cloud_logging import CloudLoggingProvider, build_filter
 from tpudoctor.providers.cloud_monitoring import CloudMonitoringProvider
-from tpudoctor.providers.gcp_clients import LOGGING_ENDPOINT_ENV, MONITORING_ENDPOINT_ENV
 from tpudoctor.providers.libtpu_logs import LibtpuLogsProvider
 from tpudoctor.providers.log_files import LogFilesProvider
 from tpudoctor.registry import load_registry

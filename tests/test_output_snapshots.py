@@ -12,6 +12,7 @@ To cover another command, add rows to ``SNAPSHOTS`` (a name, the argv, and where
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -46,6 +47,10 @@ class Snapshot:
     argv: tuple[str, ...]
     cwd: Path = REPO_ROOT
     exit_code: int = 0
+    scene: str | None = None
+    """A loopback cloud to run in (tests/snapshot_scenes.py); its outputs get ``cloud_normalise`` too."""
+    stream: str = "stdout"
+    """What is compared: stdout, stderr (an error message), or ``gs://BUCKET/OBJECT`` (what the command wrote)."""
 
     @property
     def path(self) -> Path:
@@ -88,6 +93,65 @@ def _profile_snapshots() -> list[Snapshot]:
 SNAPSHOTS: list[Snapshot] = [*_profile_snapshots()]
 
 
+# ---- commands that reach Google Cloud (tests/snapshot_scenes.py: loopback fakes) --------------
+
+CHECK_FORMATS = ("text", "json", "markdown", "html", "junit")
+CHECK_ON_VM = ("check", "--step", "1", "--step", "2", "--step", "4", "--data", "gs://bucket/train",
+               "--checkpoint-dir", "gs://bucket/ckpt")
+FANOUT = ("check", "--tpu", "pod", "--zone", "us-central2-b", "--project", "p", "--all-workers", "--step", "1",
+          "--step", "4", "--worker-timeout", "120s")
+
+
+def _cloud_snapshots() -> list[Snapshot]:
+    rows = [Snapshot(f"cloud/check_on_vm.{FORMAT_SUFFIX[f]}", (*CHECK_ON_VM, "--format", f), exit_code=1,
+                     scene="tpu_vm") for f in CHECK_FORMATS]
+    rows += [
+        Snapshot("cloud/check_on_vm.redacted.json", (*CHECK_ON_VM, "--format", "json", "--redact"), exit_code=1,
+                 scene="tpu_vm"),
+        Snapshot("cloud/check_write_probe.txt", ("check", "--step", "2", "--data", "gs://bucket/train",
+                                                 "--checkpoint-dir", "gs://bucket/ckpt", "--write-probe", "-v"),
+                 scene="tpu_vm"),
+        Snapshot("cloud/check_to_gcs.json", ("check", "NODE-004", "NODE-005", "--worker", "3", "--format", "json",
+                                             "-o", "gs://pod-reports/run/{worker}.json"),
+                 scene="tpu_vm", stream="gs://pod-reports/run/3.json"),
+        Snapshot("cloud/check_no_credentials.txt", ("check", "--step", "1", "--step", "2", "--tpu", "my-tpu",
+                                                    "--zone", "us-central2-b", "--project", "p", "--data",
+                                                    "gs://bucket/train", "-v"), exit_code=1, scene="no_cloud"),
+        Snapshot("cloud/check_no_credentials.json", ("check", "--step", "1", "--step", "2", "--tpu", "my-tpu",
+                                                     "--zone", "us-central2-b", "--project", "p", "--data",
+                                                     "gs://bucket/train", "--format", "json"),
+                 exit_code=1, scene="no_cloud"),
+        Snapshot("cloud/merge_gcs.txt", ("merge", "gs://pod-reports/run-1/"), exit_code=1, scene="buckets"),
+        Snapshot("cloud/merge_gcs.json", ("merge", "gs://pod-reports/run-1/", "--format", "json"), exit_code=1,
+                 scene="buckets"),
+        Snapshot("cloud/merge_gcs_denied.err", ("merge", "gs://locked/run-1/"), exit_code=2, scene="buckets",
+                 stream="stderr"),
+        Snapshot("cloud/profile_gcs.txt", ("profile", "analyze", "gs://profiles/job"), scene="buckets"),
+        Snapshot("cloud/profile_gcs.json", ("profile", "analyze", "gs://profiles/job", "--format", "json"),
+                 scene="buckets"),
+        Snapshot("cloud/profile_gcs_denied.err", ("profile", "analyze", "gs://locked/job"), exit_code=2,
+                 scene="buckets", stream="stderr"),
+        Snapshot("cloud/profile_gcs_missing.err", ("profile", "analyze", "gs://no-such-bucket/job"), exit_code=2,
+                 scene="buckets", stream="stderr"),
+        Snapshot("cloud/profile_capture_unknown_tpu.err", ("profile", "capture", "--tpu", "missing", "--project", "p",
+                                                           "--zone", "us-central2-b", "--logdir", "gs://profiles/x"),
+                 exit_code=2, scene="pod_slice", stream="stderr"),
+        Snapshot("cloud/fanout_unknown_tpu.err", ("check", "--tpu", "missing", "--zone", "us-central2-b",
+                                                  "--project", "p", "--all-workers"),
+                 exit_code=2, scene="pod_slice", stream="stderr"),
+        Snapshot("cloud/fanout.txt", FANOUT, exit_code=1, scene="pod_slice"),
+        Snapshot("cloud/fanout.json", (*FANOUT, "--format", "json"), exit_code=1, scene="pod_slice"),
+        Snapshot("cloud/goodput_cloud.json", ("goodput", "--tpu", "big-tpu", "--project", "my-project", "--since",
+                                              "{since}", "--format", "json"), scene="job_logs"),
+        Snapshot("cloud/goodput_cloud.txt", ("goodput", "--tpu", "big-tpu", "--project", "my-project", "--since",
+                                             "{since}"), scene="job_logs"),
+    ]
+    return rows
+
+
+SNAPSHOTS += _cloud_snapshots()
+
+
 # ---- the comparison ----------------------------------------------------------------------------
 
 def normalise(text: str) -> str:
@@ -125,10 +189,25 @@ def test_output_matches_snapshot(snapshot: Snapshot, monkeypatch, capsys, analys
                     "or set TPUDOCTOR_SHARED_DATA)")
     monkeypatch.chdir(snapshot.cwd)
     monkeypatch.delenv("TPUDOCTOR_CLUSTER", raising=False)
-    capsys.readouterr()
-    code = main(list(snapshot.argv))
-    out, err = capsys.readouterr()
-    assert code == snapshot.exit_code, err
+    with contextlib.ExitStack() as stack:
+        scene = None
+        if snapshot.scene is not None:
+            from snapshot_scenes import SCENES, scene_root
+
+            scene = stack.enter_context(SCENES[snapshot.scene](scene_root(stack), monkeypatch))
+        argv = [arg.format(**scene.words) if scene and "{" in arg and scene.words else arg for arg in snapshot.argv]
+        capsys.readouterr()
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert code == snapshot.exit_code, err
+        if snapshot.stream == "stderr":
+            out = err
+        elif snapshot.stream.startswith("gs://"):
+            out = scene.gcs_object(*snapshot.stream.removeprefix("gs://").split("/", 1))
+    if scene is not None:
+        from snapshot_scenes import cloud_normalise
+
+        out = cloud_normalise(out, scene)
     got = normalise(out).encode("utf-8")
     if UPDATE:
         snapshot.path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ import stat
 import pytest
 
 from tpudoctor.cli import main
-from tpudoctor.providers.gcp_clients import LOGGING_ENDPOINT_ENV
+from tpudoctor.gcp.session import LOGGING_ENDPOINT_ENV
 from tpudoctor.testing.fake_logging import FakeLoggingServer
 from tpudoctor.testing.fake_tpu_api import make_node
 from tpudoctor.tfrecord import encode_records

@@ -7,10 +7,10 @@ import pytest
 import requests
 from google.api_core import exceptions as gexc
 
+from tpudoctor.cloud_knowledge.uri import listing_prefix, parse_path
 from tpudoctor.findings import Step
 from tpudoctor.gcp.errors import ApiCallFailed, call_with_retries, failure_from_exception
 from tpudoctor.gcp.metadata import parse_tpu_env
-from tpudoctor.gcp.uri import listing_prefix, parse_path
 from tpudoctor.registry import load_registry
 from tpudoctor.testing import conformance_problems
 from tpudoctor.tfrecord import encode_records, masked_crc32c, scan_framing
@@ -138,7 +138,7 @@ def test_service_account_key_is_the_reported_identity(tmp_path, monkeypatch):
 
     serialization = pytest.importorskip("cryptography.hazmat.primitives.serialization")
     rsa = pytest.importorskip("cryptography.hazmat.primitives.asymmetric.rsa")
-    from tpudoctor.gcp.credentials import resolve_credentials
+    from tpudoctor.gcp.session import Endpoints, Session
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -149,19 +149,20 @@ def test_service_account_key_is_the_reported_identity(tmp_path, monkeypatch):
         "client_email": "trainer@p.iam.gserviceaccount.com", "client_id": "1",
         "token_uri": "https://oauth2.googleapis.com/token"}))
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
-    _credentials, identity = resolve_credentials(None, on_gce=False)
+    identity = Session(Endpoints.from_environ(), on_google_cloud=False).identity_for(None)
     assert identity.principal == "trainer@p.iam.gserviceaccount.com"
     assert identity.iam_member == "serviceAccount:trainer@p.iam.gserviceaccount.com"
     assert str(path) in identity.source
 
 
 def test_no_adc_off_google_cloud_fails_fast_without_probing(tmp_path, monkeypatch):
-    from tpudoctor.gcp.credentials import resolve_credentials
+    from tpudoctor.gcp.session import Endpoints, Session
 
     monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
+    session = Session(Endpoints.from_environ(), on_google_cloud=False)
     with pytest.raises(ApiCallFailed) as info:
-        resolve_credentials("https://tpu.googleapis.com", on_gce=False)
+        session.identity_for("https://tpu.googleapis.com")
     assert info.value.failure.kind == "no_credentials"
-    _creds, identity = resolve_credentials("http://127.0.0.1:1", on_gce=False)
+    identity = session.identity_for("http://127.0.0.1:1")
     assert identity.kind == "anonymous"

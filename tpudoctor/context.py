@@ -6,7 +6,9 @@ Fact providers read this; checks never do (they read facts only).
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
+from typing import Any
 
 from tpudoctor.findings import Target
 
@@ -33,6 +35,21 @@ class RunContext:
     options: CheckOptions = dataclasses.field(default_factory=CheckOptions)
     run_timeout_s: float = 600.0
     started_monotonic: float = dataclasses.field(default_factory=time.monotonic)
+    session: Any = None
+    """The run's Google Cloud session (``tpudoctor.gcp.session.Session``), built by the command; None: one
+    from this process's environment, made when a provider first needs it (library use, tests)."""
+    _session_lock: Any = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def cloud(self) -> Any:
+        """Google Cloud for the providers: ``ctx.cloud.tpu``, ``.storage``, ``.logging``, ``.monitoring``."""
+        with self._session_lock:
+            if self.session is None:
+                from tpudoctor.gcp.session import Session
+
+                self.session = Session.from_environment(timeout_s=self.options.api_timeout_s,
+                                                        project=self.target.project)
+            return self.session
 
     @property
     def deadline(self) -> float:

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 from tpudoctor.check import Check, Example, remediation
+from tpudoctor.cloud_knowledge import gcloud
+from tpudoctor.cloud_knowledge.iam import ADC_SETUP_COMMANDS
 from tpudoctor.facts import Facts
 from tpudoctor.findings import CheckResult, Severity, Status, Step
-from tpudoctor.gcp import gcloud
-from tpudoctor.gcp.credentials import ADC_SETUP_COMMANDS
 
 _TARGET = {"project": "p", "zone": "us-central2-b", "region": "us-central2"}
 _OK = {"bucket": {"bucket": "bucket", "exists": True, "location": "US-CENTRAL2", "failure": None, "paths": ["gs://bucket/train"]}}

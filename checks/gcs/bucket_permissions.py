@@ -3,10 +3,10 @@ from __future__ import annotations
 from typing import Any
 
 from tpudoctor.check import Check, Example, remediation
+from tpudoctor.cloud_knowledge import gcloud
+from tpudoctor.cloud_knowledge.iam import READ_PERMISSIONS
 from tpudoctor.facts import Facts
 from tpudoctor.findings import CheckResult, Severity, Status, Step
-from tpudoctor.gcp import gcloud
-from tpudoctor.gcp.storage import READ_PERMISSIONS
 
 READ_ROLE = "roles/storage.objectViewer"
 WRITE_ROLE = "roles/storage.objectUser"

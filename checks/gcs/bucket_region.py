@@ -3,9 +3,9 @@ from __future__ import annotations
 from typing import Any
 
 from tpudoctor.check import Check, Example, remediation
+from tpudoctor.cloud_knowledge import gcloud
 from tpudoctor.facts import Facts
 from tpudoctor.findings import CheckResult, Severity, Status, Step
-from tpudoctor.gcp import gcloud
 
 # Multi-regions and the region-name prefixes they cover.
 MULTI_REGIONS = {"US": ("us-",), "EU": ("europe-",), "ASIA": ("asia-",)}

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 from tpudoctor.check import Check, Example, remediation
+from tpudoctor.cloud_knowledge import gcloud
+from tpudoctor.cloud_knowledge.iam import ROLE_FOR_PERMISSION
 from tpudoctor.facts import Facts, Unavailable
 from tpudoctor.findings import CheckResult, Severity, Status, Step
-from tpudoctor.gcp import gcloud
-from tpudoctor.gcp.errors import ROLE_FOR_PERMISSION
 
 ACCESS_FACTS = ("logs.cloud_access", "logs.monitoring_access")
 DEFAULT_PERMISSION = {"Cloud Logging": "logging.logEntries.list", "Cloud Monitoring": "monitoring.timeSeries.list"}

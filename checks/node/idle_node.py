@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 from tpudoctor.check import Check, Example, remediation
+from tpudoctor.cloud_knowledge import gcloud
 from tpudoctor.facts import Facts
 from tpudoctor.findings import CheckResult, Severity, Status, Step
-from tpudoctor.gcp import gcloud
 
 _NODE = {"name": "my-tpu", "project": "p", "zone": "us-central2-b", "state": "READY", "accelerator_type": "v4-8"}
 _IDLE = {"chip_count": 4, "holders": []}

@@ -3,11 +3,10 @@ from __future__ import annotations
 from typing import Any
 
 from tpudoctor.check import Check, Example, remediation
+from tpudoctor.cloud_knowledge import gcloud
+from tpudoctor.cloud_knowledge.iam import ADC_SETUP_COMMANDS, ROLE_FOR_PERMISSION
 from tpudoctor.facts import Facts
 from tpudoctor.findings import CheckResult, Remediation, Severity, Status, Step
-from tpudoctor.gcp import gcloud
-from tpudoctor.gcp.credentials import ADC_SETUP_COMMANDS
-from tpudoctor.gcp.errors import ROLE_FOR_PERMISSION
 
 _BASE = {"project": "p", "zone": "us-central2-b", "tpu": "my-tpu", "found": True, "failure": None,
          "resource_name": "projects/p/locations/us-central2-b/nodes/my-tpu", "endpoint": "https://tpu.googleapis.com",

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 from tpudoctor.check import Check, Example, remediation
+from tpudoctor.cloud_knowledge import gcloud
 from tpudoctor.facts import Facts
 from tpudoctor.findings import CheckResult, Severity, Status, Step
-from tpudoctor.gcp import gcloud
 
 _BAD = ("unreachable", "refused", "hung", "error")
 

@@ -117,7 +117,10 @@ def run(args: argparse.Namespace) -> ExitCode:
     if not selected:
         raise UsageError("no checks selected", hint="check the ids and --step values; see 'tpudoctor list-checks'")
 
-    ctx = RunContext(target=target, options=options, run_timeout_s=run_timeout_s)
+    from tpudoctor.gcp.session import Session
+
+    session = Session.from_environment(timeout_s=options.api_timeout_s, project=target.project)
+    ctx = RunContext(target=target, options=options, run_timeout_s=run_timeout_s, session=session)
     with progress("tpudoctor check") as update:
         report = Runner(registry, ctx, progress=update).run(selected)
     from tpudoctor.findings import Report
@@ -126,22 +129,18 @@ def run(args: argparse.Namespace) -> ExitCode:
     shown = Report.from_dict(sanitize_report_dict(report.to_dict(), redact=args.redact))
     shown.duration_s = report.duration_s
     text = render_check_report(shown, fmt, verbose=args.verbose, color=_color_wanted(args))
-    _write_report(args, report, text, fmt, options.api_timeout_s)
+    _write_report(args, report, text, fmt, session)
     return exit_code_for(report, fail_on=fail_on, exit_zero=args.exit_zero)
 
 
-def _write_report(args: argparse.Namespace, report, text: str, fmt: str, api_timeout_s: float) -> None:
+def _write_report(args: argparse.Namespace, report, text: str, fmt: str, session) -> None:
     """``-o`` may name this worker's slot in a pod-wide place: ``gs://bucket/run/{worker}.json``."""
-    from tpudoctor.output import write_text
     from tpudoctor.pod.report_store import fill_placeholders, has_placeholder, write_report
 
     path = args.output
     if has_placeholder(path):
-        path = fill_placeholders(path, report)
-    if path and path.startswith("gs://"):
-        write_report(path, text, fmt=fmt, api_timeout_s=api_timeout_s)
-    else:
-        write_text(path, text)
+        path = fill_placeholders(path, report, session=session)
+    write_report(path, text, fmt=fmt, session=session)
 
 
 def _check_log_files(paths: list[str]) -> None:

@@ -11,6 +11,7 @@ from tpudoctor.errors import UsageError
 from tpudoctor.exitcodes import ExitCode
 
 COMPARE_FORMATS = ("text", "json", "markdown", "html", "junit")
+HISTORY_TIMEOUT_S = 30.0  # each Cloud Storage call reading --history
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -100,6 +101,7 @@ def run_goodput(args: argparse.Namespace, kinds: list[bool]) -> ExitCode:
 
 def run_history(args: argparse.Namespace) -> ExitCode:
     from tpudoctor.errors import InputError
+    from tpudoctor.gcp.session import Session
     from tpudoctor.profile.comparability import compare_documents
     from tpudoctor.profile.history import DEFAULT_LAST_N, MIN_HISTORY, judge_history, read_history
 
@@ -117,7 +119,8 @@ def run_history(args: argparse.Namespace) -> ExitCode:
 
     with progress("tpudoctor compare --history") as update:
         update(f"reading the history in {args.history}")
-        entries = read_history(args.history, last_n=last_n, exclude=args.profiles)
+        entries = read_history(args.history, last_n=last_n, exclude=args.profiles,
+                               session=Session.from_environment(timeout_s=HISTORY_TIMEOUT_S))
     if len(entries) < MIN_HISTORY:
         raise InputError(f"too little history in {args.history}: {len(entries)} report(s), at least {MIN_HISTORY} "
                          "are needed to tell a regression from run-to-run noise",

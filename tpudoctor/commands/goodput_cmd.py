@@ -147,12 +147,15 @@ def _from_cloud(args: argparse.Namespace, settings: dict, step_pattern, update) 
     target = CloudTarget(project=project, since_s=since_s, tpu=args.tpu,
                          zone=zone, gke_cluster=args.gke_cluster,
                          gke_namespace=args.gke_namespace, gke_workload=args.gke_workload, worker=args.worker)
+    from tpudoctor.gcp.session import Session
+
+    session = Session.from_environment(timeout_s=timeout_s, project=project)
     update(f"reading {target.name}")
-    name, events, stats = job_events(target, readers=readers_for(step_pattern), timeout_s=timeout_s)
+    name, events, stats = job_events(target, readers=readers_for(step_pattern), session=session)
     extra = {"cloud": {"filter": stats["filter"], "project": project}}
     if args.goodput_job:
         update(f"reading ml-goodput-measurement's entries for {args.goodput_job}")
-        payloads = recorder_entries(project, args.goodput_log, args.goodput_job, since_s, timeout_s=timeout_s)
+        payloads = recorder_entries(project, args.goodput_log, args.goodput_job, since_s, session=session)
         extra["instrumented"] = {"job_name": args.goodput_job, "log_name": args.goodput_log,
                                  "entries": len(payloads)}
     document = analyze_events([(name, events, stats)], min_ettr=args.min_ettr, extra=extra)

@@ -97,9 +97,13 @@ def run(args: argparse.Namespace) -> ExitCode:
                                source=", ".join(args.merge), digests=_cloud_digests(args, target, settings)[0])
     elif wants_fanout(args):
         from tpudoctor.commands.pod_check import discover_workers
+        from tpudoctor.gcp.session import Session
         from tpudoctor.hang.pod import run_fanout
 
-        report = run_fanout(args, target, interval_s=interval_s, discover_workers=discover_workers,
+        session = Session.from_environment(timeout_s=config.parse_duration_s(args.api_timeout or "10s"),
+                                           project=target.project)
+        report = run_fanout(args, target, interval_s=interval_s,
+                            discover_workers=lambda target: discover_workers(target, session),
                             digests=_cloud_digests(args, target, settings)[0])
     else:
         report = _local(args, target, interval_s, settings)
@@ -146,10 +150,12 @@ def _cloud_digests(args: argparse.Namespace, target, settings: dict, *, worker: 
 
     if not (args.since and target.project and target.tpu):
         return [], None
+    from tpudoctor.gcp.session import Session
+
     since_s = config.parse_duration_s(args.since)
     api_timeout_s = config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="10s"))
-    return cloud_digests(target.project, target.zone, target.tpu, since_s=since_s, api_timeout_s=api_timeout_s,
-                         worker=worker)
+    session = Session.from_environment(timeout_s=api_timeout_s, project=target.project)
+    return cloud_digests(target.project, target.zone, target.tpu, since_s=since_s, session=session, worker=worker)
 
 
 def _as_check_report(report):

@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> ExitCode:
 
     from tpudoctor import config
     from tpudoctor.commands.check_cmd import exit_code_for
+    from tpudoctor.gcp.session import Session
     from tpudoctor.output import write_text
     from tpudoctor.pod.merge import merge_outcomes
     from tpudoctor.pod.report_store import read_reports
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         check_resource_name("tpu", args.tpu, origin="--tpu")
     with progress("tpudoctor merge") as update:
         update(f"reading {len(args.sources)} source(s)")
-        outcomes = read_reports(args.sources, api_timeout_s=api_timeout_s)
+        outcomes = read_reports(args.sources, session=Session.from_environment(timeout_s=api_timeout_s))
         if not any(o.report is not None for o in outcomes):  # nothing to merge: the input is wrong, not the slice
             from tpudoctor.errors import InputError
 

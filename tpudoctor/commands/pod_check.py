@@ -63,20 +63,19 @@ def remote_command(args: argparse.Namespace, *, worker: str, timeout_s: float, t
     return shlex.join(argv + list(args.ids))
 
 
-def discover_workers(target, api_timeout_s: float) -> list[str]:
-    """Worker numbers from the node's network endpoints (one per worker), through the TPU API."""
-    from tpudoctor.gcp.credentials import resolve_credentials, tpu_endpoint
-    from tpudoctor.gcp.errors import ApiCallFailed
-    from tpudoctor.gcp.tpu_api import TpuApi
+def discover_workers(target, session) -> list[str]:
+    """Worker numbers from the node's network endpoints (one per worker), through the TPU API of the run's
+    Google Cloud session."""
+    from tpudoctor.gcp.errors import ApiCallFailed, user_error
 
-    endpoint = tpu_endpoint()
+    api = None
     try:
-        credentials, _identity = resolve_credentials(endpoint, on_gce=True)  # worker 0 of the slice is a VM too
-        node = TpuApi(credentials, endpoint=endpoint, timeout_s=api_timeout_s).get_node(
-            target.project, target.zone, target.tpu)
+        api = session.tpu
+        node = api.get_node(target.project, target.zone, target.tpu)
     except ApiCallFailed as exc:
-        raise InputError(f"cannot read the TPU node {target.tpu} to count its workers: {exc.failure.message}",
-                         hint="pass --workers 0-N instead of --all-workers, or fix the access above") from None
+        raise user_error(exc.failure, f"cannot read the TPU node {target.tpu} to count its workers",
+                         identity=api.identity if api else None, project=target.project, zone=target.zone,
+                         permission="tpu.nodes.get", alternative="pass --workers 0-N instead of --all-workers") from None
     count = len(node.get("network_endpoints") or [])
     if not count:
         raise InputError(f"the TPU node {target.tpu} lists no workers (state {node.get('state')})",
@@ -87,6 +86,7 @@ def discover_workers(target, api_timeout_s: float) -> list[str]:
 def run_fanout(args: argparse.Namespace, target, *, fmt: str, fail_on: str) -> ExitCode:
     from tpudoctor import config
     from tpudoctor.commands.check_cmd import exit_code_for
+    from tpudoctor.gcp.session import Session
     from tpudoctor.output import write_text
     from tpudoctor.pod.fanout import SshTarget, outcome_of, run_workers
     from tpudoctor.pod.merge import merge_outcomes
@@ -117,7 +117,8 @@ def run_fanout(args: argparse.Namespace, target, *, fmt: str, fail_on: str) -> E
         raise InputError("gcloud is not on PATH: the workers are reached through 'gcloud compute tpus tpu-vm ssh'",
                          hint="install the Google Cloud CLI: https://cloud.google.com/sdk/docs/install")
     workers = (parse_worker_spec(args.workers) if args.workers
-               else discover_workers(target, config.parse_duration_s(args.api_timeout)))
+               else discover_workers(target, Session.from_environment(
+                   timeout_s=config.parse_duration_s(args.api_timeout), project=target.project)))
     ssh = SshTarget(tpu=target.tpu, zone=target.zone, project=target.project, internal_ip=args.internal_ip,
                     tunnel_through_iap=args.tunnel_through_iap, ssh_flags=tuple(args.ssh_flag), gcloud=gcloud)
     # The worker's own limit ends before ours so that a slow worker still sends what it has.

@@ -1,4 +1,6 @@
-"""Turns client-library exceptions into one small record a check can judge: ``ApiFailure``.
+"""Turns client-library exceptions into one small record a check can judge: ``ApiFailure``, carried by the
+one exception type of ``tpudoctor.gcp``, ``ApiCallFailed``; and a failure into what a person reads
+(``user_error``: what failed, why, and the role or command that fixes it).
 
 The REST transports raise ``google.api_core`` exceptions for HTTP errors but plain ``requests``
 exceptions for timeouts and refused connections, so both are mapped here, once.
@@ -13,37 +15,24 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from tpudoctor.cloud_knowledge.failures import (
+    BAD_REQUEST,
+    MALFORMED,
+    NO_CREDENTIALS,
+    NOT_FOUND,
+    PERMISSION_DENIED,
+    RATE_LIMITED,
+    RETRYABLE_KINDS,
+    SERVER_ERROR,
+    TIMEOUT,
+    TRUNCATED,
+    UNKNOWN,
+    UNREACHABLE,
+)
+from tpudoctor.cloud_knowledge.iam import ADC_SETUP_COMMANDS, role_for
+from tpudoctor.errors import InputError
+
 T = TypeVar("T")
-
-PERMISSION_DENIED = "permission_denied"
-NOT_FOUND = "not_found"
-RATE_LIMITED = "rate_limited"
-SERVER_ERROR = "server_error"
-TIMEOUT = "timeout"
-UNREACHABLE = "unreachable"
-NO_CREDENTIALS = "no_credentials"
-BAD_REQUEST = "bad_request"
-MALFORMED = "malformed_answer"
-TRUNCATED = "truncated_answer"
-UNKNOWN = "unknown"
-
-RETRYABLE_KINDS = frozenset({RATE_LIMITED, SERVER_ERROR})
-
-# The narrowest predefined role that grants each permission tpudoctor needs.
-ROLE_FOR_PERMISSION = {
-    "tpu.nodes.get": "roles/tpu.viewer",
-    "tpu.nodes.list": "roles/tpu.viewer",
-    "tpu.queuedResources.get": "roles/tpu.viewer",
-    "tpu.queuedResources.list": "roles/tpu.viewer",
-    "storage.buckets.get": "roles/storage.bucketViewer",
-    "storage.objects.get": "roles/storage.objectViewer",
-    "storage.objects.list": "roles/storage.objectViewer",
-    "storage.objects.create": "roles/storage.objectUser",
-    "storage.objects.delete": "roles/storage.objectUser",
-    "logging.logEntries.list": "roles/logging.viewer",
-    "monitoring.timeSeries.list": "roles/monitoring.viewer",
-}
-
 _QUOTED_PERMISSION = re.compile(r"[Pp]ermission '([a-z]+\.[A-Za-z]+\.[A-Za-z]+)'")
 _PERMISSION_IN_TEXT = re.compile(r"\b((?:tpu|storage|compute|logging|monitoring)\.[A-Za-z]+\.[A-Za-z]+)\b")
 
@@ -60,7 +49,7 @@ class ApiFailure:
 
     @property
     def role(self) -> str | None:
-        return ROLE_FOR_PERMISSION.get(self.permission or "")
+        return role_for(self.permission)
 
     @property
     def retryable(self) -> bool:
@@ -129,6 +118,42 @@ def api_cause(exc: BaseException) -> str:
     failure = failure_from_exception(exc)
     status = f" (HTTP {failure.http_status})" if failure.http_status else ""
     return f"{failure.kind.replace('_', ' ')}{status}: {failure.message}"
+
+
+def user_error(failure: ApiFailure, what: str, *, identity: Any = None, bucket: str | None = None,
+               project: str | None = None, zone: str | None = None, permission: str | None = None,
+               alternative: str | None = None) -> InputError:
+    """The one mapping from a failed call to an error a person reads: ``what`` failed, why, and the fix.
+
+    ``bucket`` names a Cloud Storage bucket (a grant on the bucket fixes a 403); otherwise the grant is on
+    ``project``. ``permission`` is what the call needed, where the server's answer names none;
+    ``identity`` (``tpudoctor.gcp.credentials.Identity``) is who was refused. ``alternative`` is another way
+    round the failure, added to the hint.
+    """
+    from tpudoctor.cloud_knowledge import gcloud
+
+    if failure.kind == PERMISSION_DENIED:
+        needed = failure.permission or permission
+        role = failure.role or role_for(needed) or "a role that grants it"
+        who = (identity and identity.principal) or "the caller"
+        member = identity.iam_member if identity else None
+        grant = (gcloud.bucket_role_binding(bucket, member, role) if bucket
+                 else gcloud.project_role_binding(project, member, role))
+        message = f"{what}: permission denied: {who} lacks {needed or 'the permission'} (granted by {role})"
+        hint = f"grant it: {grant}"
+    elif failure.kind == NO_CREDENTIALS:
+        message = f"{what}: no Google Cloud credentials: {failure.message}"
+        hint = " or ".join(ADC_SETUP_COMMANDS)
+    elif failure.kind == NOT_FOUND:
+        message = f"{what}: not found ({failure.message})"
+        hint = ("check the bucket and path (gcloud storage ls gs://BUCKET/PATH)" if bucket
+                else f"check the name, project and zone ({gcloud.tpu_vm('list', None, zone, project)})")
+    else:
+        tries = f" after {failure.attempts} attempts" if failure.attempts > 1 else ""
+        message = f"{what}: {failure.kind.replace('_', ' ')}{tries}: {failure.message}"
+        hint = ("check the path, your network and that your credentials can read the bucket" if bucket
+                else "check your network and the endpoint; raise --api-timeout if the network is slow")
+    return InputError(message, hint=f"{hint}; or {alternative}" if alternative else hint)
 
 
 _KIND_FOR_STATUS = {

@@ -1,19 +1,17 @@
 """The GCE metadata server, read with a short timeout so a machine without one answers at once.
 
-Host: ``GCE_METADATA_HOST`` (google-auth's variable; ``host[:port]``), else ``GCE_METADATA_IP``,
-else 169.254.169.254 (an IP, so no DNS lookup can hang). An answer counts only with the
+Host (chosen by the session, ``tpudoctor.gcp.session.Endpoints``): ``GCE_METADATA_HOST`` (google-auth's
+variable; ``host[:port]``), else ``GCE_METADATA_IP``, else 169.254.169.254 (an IP, so no DNS lookup can hang). An answer counts only with the
 ``Metadata-Flavor: Google`` response header: proxies on link-local addresses answer too.
 """
 
 from __future__ import annotations
 
 import http.client
-import os
 import re
 import socket
 from pathlib import Path
 
-METADATA_HOST_ENV = ("GCE_METADATA_HOST", "GCE_METADATA_ROOT", "GCE_METADATA_IP")
 DEFAULT_METADATA_HOST = "169.254.169.254"
 BASE_PATH = "/computeMetadata/v1/"
 DMI_PRODUCT_NAME = "class/dmi/id/product_name"
@@ -32,16 +30,6 @@ class MetadataNoAnswer(MetadataUnavailable):
     """Timed out or the host does not resolve: no server off GCE, a broken one on GCE."""
 
 
-def metadata_host() -> tuple[str, bool]:
-    """(host, overridden): overridden when an environment variable named it."""
-    for var in METADATA_HOST_ENV:
-        value = os.environ.get(var, "").strip()
-        if value:
-            value = value.removeprefix("http://").split("/")[0]
-            return value, True
-    return DEFAULT_METADATA_HOST, False
-
-
 def dmi_says_not_google(sysfs_root: str = "/sys") -> bool:
     """True when the firmware names another vendor: then there is no metadata server to ask."""
     try:
@@ -52,8 +40,8 @@ def dmi_says_not_google(sysfs_root: str = "/sys") -> bool:
 
 
 class MetadataClient:
-    def __init__(self, host: str | None = None, timeout_s: float = 0.8):
-        self.host = host or metadata_host()[0]
+    def __init__(self, host: str, timeout_s: float = 0.8):
+        self.host = host
         self.timeout_s = timeout_s
 
     def get(self, path: str) -> str | None:

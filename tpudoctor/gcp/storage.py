@@ -1,8 +1,9 @@
 """Cloud Storage through ``google-cloud-storage``: bucket metadata, IAM self-test, listing, reads.
 
-Endpoint: ``STORAGE_EMULATOR_HOST`` when set (the client library's own variable), else
-storage.googleapis.com. The library's default retry waits up to two minutes, so every call
-here passes its own timeout and ``retry=None`` and goes through our bounded retry instead.
+Built by the session (``Session.storage``), which chose the endpoint (``STORAGE_EMULATOR_HOST``, the client
+library's own variable, else storage.googleapis.com) and the credentials. The library's default retry waits
+up to two minutes, so every call here passes its own timeout and ``retry=None`` and goes through our bounded
+retry instead.
 """
 
 from __future__ import annotations
@@ -10,34 +11,21 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from tpudoctor.gcp.credentials import Identity
 from tpudoctor.gcp.errors import call_with_retries
 
-READ_PERMISSIONS = ("storage.objects.get", "storage.objects.list")
-WRITE_PERMISSIONS = ("storage.objects.create", "storage.objects.delete")
 PROBE_PREFIX = ".tpudoctor-probe-"
 
 
-def storage_for_caller(*, timeout_s: float, project: str | None = None, on_gce: bool | None = None,
-                       metadata_email: str | None = None):
-    """``(StorageApi, Identity)``: Cloud Storage as this process's identity (Application Default
-    Credentials; the emulator where ``STORAGE_EMULATOR_HOST`` says) and who that is. ``on_gce``
-    None: detected. Raises ``ApiCallFailed`` (no credentials) like every call of the API."""
-    from tpudoctor.gcp.credentials import on_google_cloud_vm, resolve_credentials, storage_endpoint
-
-    endpoint = storage_endpoint()
-    credentials, identity = resolve_credentials(endpoint, on_gce=on_google_cloud_vm() if on_gce is None else on_gce,
-                                                metadata_email=metadata_email)
-    return StorageApi(credentials, project=project, endpoint=endpoint, timeout_s=timeout_s), identity
-
-
 class StorageApi:
-    def __init__(self, credentials: Any, *, project: str | None, endpoint: str | None, timeout_s: float,
-                 attempts: int = 3, backoff_s: float = 0.25):
+    def __init__(self, credentials: Any, *, identity: Identity, project: str, endpoint: str | None,
+                 timeout_s: float, attempts: int = 3, backoff_s: float = 0.25):
         from google.cloud import storage
 
         options = {"api_endpoint": endpoint} if endpoint else None
-        self._client = storage.Client(project=project or "tpudoctor-unknown-project",
-                                      credentials=credentials, client_options=options)
+        self._client = storage.Client(project=project, credentials=credentials, client_options=options)
+        self.identity = identity
+        """Who the calls are made as."""
         self.timeout_s = timeout_s
         self.attempts = attempts
         self.backoff_s = backoff_s

@@ -1,13 +1,14 @@
 """The Cloud TPU API v2 through ``google-cloud-tpu`` (REST transport), as plain dicts.
 
-Endpoint: ``TPUDOCTOR_TPU_ENDPOINT`` when set (``http://127.0.0.1:PORT`` for a fake), else
-tpu.googleapis.com. Every call has the caller's timeout and a bounded retry on 429/5xx.
+Built by the session (``Session.tpu``), which chose the endpoint and the credentials. Every call has the
+session's timeout and a bounded retry on 429/5xx.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tpudoctor.gcp.credentials import Identity
 from tpudoctor.gcp.errors import call_with_retries
 
 
@@ -16,13 +17,15 @@ def node_resource_name(project: str, zone: str, node: str) -> str:
 
 
 class TpuApi:
-    def __init__(self, credentials: Any, *, endpoint: str | None, timeout_s: float, attempts: int = 3,
-                 backoff_s: float = 0.25):
+    def __init__(self, credentials: Any, *, identity: Identity, endpoint: str | None, timeout_s: float,
+                 attempts: int = 3, backoff_s: float = 0.25):
         from google.api_core.client_options import ClientOptions
         from google.cloud import tpu_v2
 
         options = ClientOptions(api_endpoint=endpoint) if endpoint else None
         self._client = tpu_v2.TpuClient(credentials=credentials, transport="rest", client_options=options)
+        self.identity = identity
+        """Who the calls are made as."""
         self.timeout_s = timeout_s
         self.attempts = attempts
         self.backoff_s = backoff_s

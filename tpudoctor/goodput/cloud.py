@@ -13,7 +13,7 @@ import datetime as _dt
 from collections.abc import Iterator
 from typing import Any
 
-from tpudoctor.errors import InputError, TpudoctorError
+from tpudoctor.errors import TpudoctorError
 from tpudoctor.goodput.lines import Event, Kind, LineReader, read_events
 from tpudoctor.goodput.stamps import Clock
 from tpudoctor.goodput.timeline import BUCKETS, Timeline
@@ -60,21 +60,22 @@ class CloudTarget:
         return f"cloud-logging:{self.tpu}" if self.tpu else f"cloud-logging:{self.gke_cluster}/{self.gke_workload}"
 
 
-def _api(project: str, timeout_s: float):
-    from tpudoctor.gcp.clients import NoCredentials
-    from tpudoctor.gcp.observability import LoggingApi
+def _api(session):
+    """The session's Cloud Logging; no credentials is an ``InputError`` with the fix."""
+    from tpudoctor.gcp.errors import ApiCallFailed, user_error
 
     try:
-        return LoggingApi(project, timeout_s=timeout_s)
-    except NoCredentials as exc:
-        raise InputError(f"cannot read Cloud Logging: {exc}") from None
+        return session.logging
+    except ApiCallFailed as exc:
+        raise user_error(exc.failure, "cannot read Cloud Logging") from None
 
 
-def _failed(exc: Any, what: str) -> TpudoctorError:
-    failure = exc.failure
-    hint = (f"grant {failure.permission} (roles/logging.viewer) to {failure.role or 'the caller'}"
-            if failure.kind == "permission_denied" else None)
-    return InputError(f"Cloud Logging did not give {what}: {failure.message}", hint=hint)
+def _failed(exc: Any, what: str, api: Any, project: str) -> TpudoctorError:
+    from tpudoctor.cloud_knowledge.iam import LOGGING_PERMISSION
+    from tpudoctor.gcp.errors import user_error
+
+    return user_error(exc.failure, f"Cloud Logging did not give {what}", identity=api.identity, project=project,
+                      permission=LOGGING_PERMISSION)
 
 
 def _worker(entry: Any) -> str | None:
@@ -95,21 +96,23 @@ def entry_lines(entries: Iterator[Any], counter: dict[str, Any]) -> Iterator[tup
             yield line, t, worker
 
 
-def job_events(target: CloudTarget, *, readers: tuple[LineReader, ...], timeout_s: float,
+def job_events(target: CloudTarget, *, readers: tuple[LineReader, ...], session,
                now: _dt.datetime | None = None) -> tuple[str, Iterator[Event], dict[str, Any]]:
-    """(source name, events, stats) for the job's log entries; stats fill in as the events are read."""
+    """(source name, events, stats) for the job's log entries, read through the run's Google Cloud
+    ``session``; stats fill in as the events are read."""
     from tpudoctor.gcp.errors import ApiCallFailed
 
-    api = _api(target.project, timeout_s)
+    api = _api(session)
     query = target.log_filter(now or _dt.datetime.now(_dt.timezone.utc))
     stats: dict[str, Any] = {"filter": query}
 
     def events() -> Iterator[Event]:
         try:
-            yield from read_events(entry_lines(api.iter_entries(query, page_size=PAGE_SIZE, max_entries=MAX_ENTRIES),
+            yield from read_events(entry_lines(api.iter_entries(target.project, query, page_size=PAGE_SIZE,
+                                                                max_entries=MAX_ENTRIES),
                                                stats), target.name, clock=Clock(), readers=readers, stats=stats)
         except ApiCallFailed as exc:
-            raise _failed(exc, "the job's log entries") from None
+            raise _failed(exc, "the job's log entries", api, target.project) from None
 
     return target.name, events(), stats
 
@@ -121,18 +124,19 @@ def recorder_filter(project: str, log_name: str, job_name: str, since_s: float, 
                          f'timestamp>="{start.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}"'])
 
 
-def recorder_entries(project: str, log_name: str, job_name: str, since_s: float, *, timeout_s: float,
+def recorder_entries(project: str, log_name: str, job_name: str, since_s: float, *, session,
                      now: _dt.datetime | None = None) -> list[dict[str, Any]]:
-    """The recorder's payloads (one small dict per record), oldest first."""
+    """The recorder's payloads (one small dict per record), oldest first, read through ``session``."""
     from tpudoctor.gcp.errors import ApiCallFailed
 
-    api = _api(project, timeout_s)
+    api = _api(session)
     query = recorder_filter(project, log_name, job_name, since_s, now or _dt.datetime.now(_dt.timezone.utc))
     try:
-        return [dict(e.payload) for e in api.iter_entries(query, page_size=PAGE_SIZE, max_entries=MAX_ENTRIES)
+        return [dict(e.payload) for e in api.iter_entries(project, query, page_size=PAGE_SIZE,
+                                                          max_entries=MAX_ENTRIES)
                 if isinstance(e.payload, dict)]
     except ApiCallFailed as exc:
-        raise _failed(exc, "ml-goodput-measurement's entries") from None
+        raise _failed(exc, "ml-goodput-measurement's entries", api, project) from None
 
 
 def recorder_events(payloads: list[dict[str, Any]], source: str) -> list[Event]:

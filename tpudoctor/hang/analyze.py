@@ -20,8 +20,8 @@ import shlex
 from collections.abc import Iterable
 from typing import Any
 
+from tpudoctor.cloud_knowledge import gcloud
 from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Severity, Status, Target
-from tpudoctor.gcp import gcloud
 from tpudoctor.hang.classify import process_state
 from tpudoctor.hang.digest import HangDigest, worker_of_host
 from tpudoctor.hang.model import ProcessCapture

@@ -250,22 +250,22 @@ def read_dump_dir(folder: str) -> Capture:
         raise InputError(f"--replay {folder}: not a readable capture: {type(exc).__name__}: {exc}") from None
 
 
-def cloud_digests(project: str, zone: str | None, tpu: str, *, since_s: float, api_timeout_s: float,
+def cloud_digests(project: str, zone: str | None, tpu: str, *, since_s: float, session,
                   worker: str | None = None) -> tuple[list[HangDigest], str]:
-    """Megascale digests in the node's Cloud Logging entries (severity WARNING and up, ``--since`` back);
-    and what was read, or why nothing was."""
-    from tpudoctor.gcp.clients import NoCredentials
+    """Megascale digests in the node's Cloud Logging entries (severity WARNING and up, ``--since`` back), read
+    through the run's Google Cloud ``session``; and what was read, or why nothing was."""
     from tpudoctor.gcp.errors import ApiCallFailed
-    from tpudoctor.gcp.observability import LoggingApi
     from tpudoctor.providers.cloud_logging import MAX_ENTRIES, PAGE_SIZE, build_filter, entry_text
+    from tpudoctor.providers.read_access import no_credentials
 
     identity = {"project": project, "zone": zone, "node_id": tpu, "worker_id": worker}
     query = build_filter(identity, since_s, _dt.datetime.now(_dt.timezone.utc))
     try:
-        entries = LoggingApi(project, timeout_s=api_timeout_s).entries(query, page_size=PAGE_SIZE,
-                                                                      max_entries=MAX_ENTRIES)
-    except NoCredentials as exc:
-        return [], f"Cloud Logging not read: {exc}"
+        api = session.logging
+    except ApiCallFailed as exc:
+        return [], f"Cloud Logging not read: {no_credentials(exc.failure)}"
+    try:
+        entries = api.entries(project, query, page_size=PAGE_SIZE, max_entries=MAX_ENTRIES)
     except ApiCallFailed as exc:
         return [], f"Cloud Logging not read: {exc.failure.message}"
     found = []

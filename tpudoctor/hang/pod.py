@@ -34,8 +34,8 @@ def remote_command(args: argparse.Namespace, *, worker: str, interval_s: float) 
 
 def run_fanout(args: argparse.Namespace, target: Target, *, interval_s: float, discover_workers,
                digests: list[HangDigest] | None = None) -> HangReport:
-    """Every chosen worker's capture, analysed as one slice. ``discover_workers(target, api_timeout_s)``
-    counts the node's workers for ``--all-workers`` (through the TPU API)."""
+    """Every chosen worker's capture, analysed as one slice. ``discover_workers(target)`` counts the node's
+    workers for ``--all-workers`` (through the TPU API)."""
     import shutil
 
     from tpudoctor import config
@@ -61,7 +61,7 @@ def run_fanout(args: argparse.Namespace, target: Target, *, interval_s: float, d
         raise InputError("gcloud is not on PATH: the workers are reached through 'gcloud compute tpus tpu-vm ssh'",
                          hint="install the Google Cloud CLI: https://cloud.google.com/sdk/docs/install")
     workers = (parse_worker_spec(args.workers) if args.workers
-               else discover_workers(target, config.parse_duration_s(args.api_timeout or "10s")))
+               else discover_workers(target))
     ssh = SshTarget(tpu=target.tpu, zone=target.zone, project=target.project, internal_ip=args.internal_ip,
                     tunnel_through_iap=args.tunnel_through_iap, ssh_flags=tuple(args.ssh_flag), gcloud=gcloud)
     started_at = _dt.datetime.now(_dt.timezone.utc)

@@ -8,15 +8,15 @@ each one a worker's report (the worker comes from the report, else from the file
 from __future__ import annotations
 
 import concurrent.futures
-import datetime as _dt
 import re
 import socket
 from pathlib import Path
 from typing import Any
 
+from tpudoctor import locations
+from tpudoctor.cloud_knowledge.uri import split_gs_uri
 from tpudoctor.errors import InputError, UsageError
 from tpudoctor.findings import Report
-from tpudoctor.gcp.uri import split_gs_uri
 from tpudoctor.pod.merge import WorkerOutcome
 
 PLACEHOLDERS = ("{worker}", "{host}")
@@ -30,10 +30,12 @@ def has_placeholder(path: str | None) -> bool:
     return bool(path) and any(p in path for p in PLACEHOLDERS)
 
 
-def fill_placeholders(path: str, report: Report) -> str:
+def fill_placeholders(path: str, report: Report, *, session=None) -> str:
+    """``{worker}`` and ``{host}`` of ``-o`` filled from the report (``session``: where to ask the metadata
+    server when the report does not know its worker)."""
     worker = (report.environment or {}).get("worker") or report.target.worker
     if "{worker}" in path and not worker:
-        worker = _metadata_worker_number()
+        worker = _metadata_worker_number(session)
     if "{worker}" in path and not worker:
         raise UsageError(f"-o {path}: this machine's worker number is unknown",
                          hint="pass --worker N (or set TPU_WORKER_ID), or use {host} in the file name")
@@ -41,12 +43,14 @@ def fill_placeholders(path: str, report: Report) -> str:
     return path.replace("{worker}", _safe(str(worker or ""))).replace("{host}", _safe(host))
 
 
-def _metadata_worker_number() -> str | None:
+def _metadata_worker_number(session) -> str | None:
     """This TPU VM's worker number from the metadata server, when the run did not read it (steps 2-5 only)."""
-    from tpudoctor.gcp.metadata import MetadataClient, MetadataUnavailable
+    from tpudoctor.gcp.metadata import MetadataUnavailable
+    from tpudoctor.gcp.session import process_session
 
     try:
-        value = MetadataClient().get("instance/attributes/agent-worker-number")
+        value = (session or process_session(locations.DEFAULT_TIMEOUT_S)).metadata.get(
+            "instance/attributes/agent-worker-number")
     except MetadataUnavailable:
         return None
     return value.strip() if value and value.strip().isdigit() else None
@@ -57,43 +61,22 @@ def _safe(part: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", part).lstrip(".") or "_"
 
 
-def write_report(path: str, text: str, *, fmt: str, api_timeout_s: float) -> None:
-    """``-o``: a local file through the safe writer, or one object in GCS."""
-    from tpudoctor.output import write_text
-
-    if not path.startswith("gs://"):
-        write_text(path, text)
-        return
-    bucket, name = split_gs_uri(path)
-    if not name or name.endswith("/"):
-        raise UsageError(f"-o {path}: give an object name, e.g. gs://{bucket}/reports/{{worker}}.json")
-    api = _storage(api_timeout_s, on_gce=True)
-    from tpudoctor.gcp.errors import ApiCallFailed
-
-    try:
-        api.put_text(bucket, name, text, CONTENT_TYPES.get(fmt, "text/plain"))
-    except ApiCallFailed as exc:
-        raise InputError(f"cannot write {path}: {exc.failure.message}",
-                         hint="the report was not saved; check the bucket and that this identity may create objects") from None
+def write_report(path: str, text: str, *, fmt: str, session=None) -> None:
+    """``-o``: a local file through the safe writer, or one object in GCS (``tpudoctor.locations``)."""
+    if locations.is_gcs(path):
+        bucket, name = split_gs_uri(path)
+        if not name or name.endswith("/"):
+            raise UsageError(f"-o {path}: give an object name, e.g. gs://{bucket}/reports/{{worker}}.json")
+    locations.write_text(path, text, content_type=CONTENT_TYPES.get(fmt, "text/plain"), session=session)
 
 
-def _storage(api_timeout_s: float, *, on_gce: bool):
-    from tpudoctor.gcp.errors import ApiCallFailed
-    from tpudoctor.gcp.storage import storage_for_caller
-
-    try:
-        return storage_for_caller(timeout_s=api_timeout_s, on_gce=on_gce)[0]
-    except ApiCallFailed as exc:
-        raise InputError(f"no access to Cloud Storage: {exc.failure.message}",
-                         hint="run 'gcloud auth application-default login'") from None
-
-
-def read_reports(sources: list[str], *, api_timeout_s: float = 30.0) -> list[WorkerOutcome]:
-    """Every worker report named by ``sources`` (files, folders, gs:// prefixes or objects)."""
+def read_reports(sources: list[str], *, session=None) -> list[WorkerOutcome]:
+    """Every worker report named by ``sources`` (files, folders, gs:// prefixes or objects); ``session``: the
+    run's Google Cloud session."""
     items: list[tuple[str, Any]] = []  # (source name, reader returning (bytes, created))
     for source in sources:
-        if source.startswith("gs://"):
-            items += _gcs_items(source, api_timeout_s)
+        if locations.is_gcs(source):
+            items += _gcs_items(source, session)
         else:
             items += _local_items(source)
     if not items:
@@ -101,7 +84,7 @@ def read_reports(sources: list[str], *, api_timeout_s: float = 30.0) -> list[Wor
                          hint="each worker writes one with: tpudoctor check --format json -o DIR/{worker}.json")
     if len(items) > MAX_REPORTS:
         raise InputError(f"{len(items)} reports: more than {MAX_REPORTS} workers; merge fewer at once")
-    if not any(source.startswith("gs://") for source in sources):
+    if not any(locations.is_gcs(source) for source in sources):
         return [_read_one(item) for item in items]  # local files: threads would only add start-up cost
     with concurrent.futures.ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
         return list(pool.map(_read_one, items))
@@ -159,31 +142,14 @@ def _read_local(path: Path) -> bytes:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _gcs_items(uri: str, api_timeout_s: float) -> list[tuple[str, Any]]:
-    from tpudoctor.gcp.errors import ApiCallFailed
+def _gcs_items(uri: str, session) -> list[tuple[str, Any]]:
+    if uri.endswith(".json"):
+        found = locations.find_object(uri, session=session)
+        objects = [found] if found is not None else []
+    else:
+        objects = locations.list_files(uri, suffix=".json", limit=MAX_REPORTS, session=session)
 
-    bucket, name = split_gs_uri(uri)
-    api = _storage(api_timeout_s, on_gce=True)
-    try:
-        if name.endswith(".json"):
-            objects = [o for o in api.list_objects(bucket, name, limit=2)[0] if o["name"] == name]
-        else:
-            prefix = name if not name or name.endswith("/") else name + "/"
-            objects, truncated = api.list_objects(bucket, prefix, limit=MAX_REPORTS)
-            if truncated:
-                raise InputError(f"{uri}: more than {MAX_REPORTS} objects; merge a narrower prefix")
-            objects = [o for o in objects if o["name"].endswith(".json") and "/" not in o["name"][len(prefix):]]
-    except ApiCallFailed as exc:
-        raise InputError(f"cannot list {uri}: {exc.failure.message}") from None
+    def reader(entry: locations.Entry):
+        return lambda: (locations.read_bytes(entry.location, session=session), entry.created)
 
-    def reader(obj: dict[str, Any]):
-        def read() -> tuple[bytes, Any]:
-            try:
-                created = obj.get("created")
-                return api.read_object(bucket, obj["name"]), _dt.datetime.fromisoformat(created) if created else None
-            except ApiCallFailed as exc:
-                raise InputError(f"cannot read gs://{bucket}/{obj['name']}: {exc.failure.message}") from None
-        return read
-
-    return [(f"gs://{bucket}/{o['name']}", reader(o)) for o in objects]
-
+    return [(entry.location, reader(entry)) for entry in objects]

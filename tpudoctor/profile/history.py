@@ -26,8 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from tpudoctor.errors import InputError
-from tpudoctor.gcp.uri import split_gs_uri
+from tpudoctor import locations
 
 MAD_TO_SIGMA = 1.4826
 Z_THRESHOLD = 3.5
@@ -190,85 +189,33 @@ def _kpi(document: Mapping[str, Any], kpi: str) -> float | None:
 
 # --------------------------------------------------------------------------- reading a history
 
-def read_history(location: str, *, last_n: int = DEFAULT_LAST_N, timeout_s: float = 30.0,
-                 exclude: Sequence[str] = ()) -> list[HistoryEntry]:
+def read_history(location: str, *, last_n: int = DEFAULT_LAST_N, exclude: Sequence[str] = (),
+                 session=None) -> list[HistoryEntry]:
     """The last ``last_n`` profile reports (``*.json``) directly under a folder or ``gs://bucket/prefix``,
     oldest first (by modification time, then name), leaving out ``exclude`` (e.g. the candidate
-    itself when it was already written there). A file that is not a report is an ``InputError``."""
+    itself when it was already written there). A file that is not a report is an ``InputError``.
+    ``session``: the run's Google Cloud session (``tpudoctor.locations``)."""
     if last_n < 1:
         raise ValueError("last_n must be at least 1")
-    entries = _gcs_listing(location, timeout_s) if location.startswith("gs://") else _local_listing(location)
+    found = locations.list_files(location, suffix=".json", limit=MAX_LISTED, session=session,
+                                 what="history folder", missing_hint="pass the folder that holds earlier "
+                                 "`tpudoctor profile analyze --format json` reports")
     left_out = {_same(name) for name in exclude}
-    entries = [entry for entry in entries if _same(entry[0]) not in left_out]
+    entries = [(e.location, e.updated_s or 0.0) for e in found if _same(e.location) not in left_out]
     entries.sort(key=lambda item: (item[1], item[0]))
-    chosen = entries[-last_n:]
-    if location.startswith("gs://"):
-        blobs = _gcs_read_all(location, [name for name, _ in chosen], timeout_s)
-        return [HistoryEntry(name, updated, _parse(data, name)) for (name, updated), data in zip(chosen, blobs,
-                                                                                                strict=True)]
-    return [HistoryEntry(name, updated, _read_local(name)) for name, updated in chosen]
+    return [HistoryEntry(name, updated, _read(name, session)) for name, updated in entries[-last_n:]]
 
 
 def _same(name: str) -> str:
-    return name if name.startswith("gs://") else str(Path(name).resolve())
+    return name if locations.is_gcs(name) else str(Path(name).resolve())
 
 
-def _local_listing(location: str) -> list[tuple[str, float]]:
-    folder = Path(location)
-    if not folder.is_dir():
-        raise InputError(f"history folder {location} does not exist or is not a folder",
-                         hint="pass the folder that holds earlier `tpudoctor profile analyze --format json` reports")
-    return [(str(p), p.stat().st_mtime) for p in folder.glob("*.json") if p.is_file()]
-
-
-def _read_local(path: str) -> dict[str, Any]:
+def _read(name: str, session) -> dict[str, Any]:
     from tpudoctor.profile.document import SCHEMA_VERSION
-    from tpudoctor.report_file import read_document
+    from tpudoctor.report_file import parse_document, read_document
 
-    return read_document(path, what="profile report", schema="profile_diagnosis", schema_version=SCHEMA_VERSION,
-                         max_bytes=MAX_REPORT_BYTES, hint=HISTORY_HINT)
-
-
-def _gcs(fn, what: str, bucket: str, timeout_s: float):
-    """``fn(api)`` through profile's one Cloud Storage path (credentials, retries, the error mapping
-    that names a missing role and the grant command)."""
-    from tpudoctor.profile.sources import _gcs_call
-
-    def call(api):
-        api.timeout_s = timeout_s
-        return fn(api)
-
-    return _gcs_call(call, what, bucket)
-
-
-def _gcs_listing(location: str, timeout_s: float) -> list[tuple[str, float]]:
-    from datetime import datetime
-
-    bucket, prefix = split_gs_uri(location)
-    prefix = prefix.rstrip("/") + "/" if prefix else ""
-    objects, truncated = _gcs(lambda api: api.list_objects(bucket, prefix, limit=MAX_LISTED),
-                              f"cannot list {location}", bucket, timeout_s)
-    if truncated:
-        raise InputError(f"{location} holds more than {MAX_LISTED} objects", hint="point at a narrower prefix")
-    found = []
-    for obj in objects:
-        rest = obj["name"][len(prefix):]
-        if rest.endswith(".json") and "/" not in rest:
-            updated = datetime.fromisoformat(obj["updated"]).timestamp() if obj.get("updated") else 0.0
-            found.append((f"gs://{bucket}/{obj['name']}", updated))
-    return found
-
-
-def _gcs_read_all(location: str, names: list[str], timeout_s: float) -> list[bytes]:
-    """The objects' bytes, read with one client."""
-    bucket, _ = split_gs_uri(location)
-    return _gcs(lambda api: [api.read_object(*split_gs_uri(uri)) for uri in names],
-                f"cannot read the reports under {location}", bucket, timeout_s)
-
-
-def _parse(data: bytes, name: str) -> dict[str, Any]:
-    from tpudoctor.profile.document import SCHEMA_VERSION
-    from tpudoctor.report_file import parse_document
-
-    return parse_document(data, name, what="profile report", schema="profile_diagnosis",
-                          schema_version=SCHEMA_VERSION, max_bytes=MAX_REPORT_BYTES, hint=HISTORY_HINT)
+    kind = {"what": "profile report", "schema": "profile_diagnosis", "schema_version": SCHEMA_VERSION,
+            "max_bytes": MAX_REPORT_BYTES, "hint": HISTORY_HINT}
+    if locations.is_gcs(name):
+        return parse_document(locations.read_bytes(name, session=session), name, **kind)
+    return read_document(name, **kind)

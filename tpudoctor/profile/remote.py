@@ -125,34 +125,28 @@ def _tensorflow_client(request: CaptureRequest):
 
 
 def service_addresses_for_tpu(name: str, *, project: str | None, zone: str | None, port: int = TPU_PROFILER_PORT,
-                              all_workers: bool = False, timeout_s: float = 30.0) -> list[str]:
-    """``IP:port`` of a Cloud TPU's workers from the TPU API (worker 0 only unless ``all_workers``).
-
-    The API endpoint is ``TPUDOCTOR_TPU_ENDPOINT`` when set (a local fake in tests), as for ``check``.
-    """
+                              all_workers: bool = False, timeout_s: float = 30.0, session=None) -> list[str]:
+    """``IP:port`` of a Cloud TPU's workers from the TPU API (worker 0 only unless ``all_workers``), through
+    the run's Google Cloud session (``tpudoctor.gcp.session``; ``TPUDOCTOR_TPU_ENDPOINT`` for a local fake);
+    without one, this process's, each call waiting at most ``timeout_s``."""
     if not project or not zone:
         raise UsageError("--tpu needs a project and a zone", hint="pass --project and --zone "
                          "(or set CLOUDSDK_CORE_PROJECT and CLOUDSDK_COMPUTE_ZONE)")
-    from tpudoctor.gcp.credentials import resolve_credentials, tpu_endpoint
-    from tpudoctor.gcp.errors import ApiCallFailed
-    from tpudoctor.gcp.tpu_api import TpuApi
+    from tpudoctor.gcp.errors import ApiCallFailed, user_error
+    from tpudoctor.gcp.session import process_session
 
-    endpoint = tpu_endpoint()
+    cloud = session or process_session(timeout_s)
+    api = None
     try:
-        credentials, _identity = resolve_credentials(endpoint, on_gce=_on_google_cloud_vm())
-        node = TpuApi(credentials, endpoint=endpoint, timeout_s=timeout_s).get_node(project, zone, name)
+        api = cloud.tpu
+        node = api.get_node(project, zone, name)
     except ApiCallFailed as exc:
-        raise InputError(f"cannot look up TPU {name} in {project}/{zone}: {exc.failure.message}",
-                         hint="check the name, project and zone (gcloud compute tpus tpu-vm list)") from exc
+        raise user_error(exc.failure, f"cannot look up TPU {name} in {project}/{zone}",
+                         identity=api.identity if api else None, project=project, zone=zone,
+                         permission="tpu.nodes.get") from None
     addresses = [f"{endpoint['ip_address']}:{port}" for endpoint in node["network_endpoints"]
                  if endpoint.get("ip_address")]
     if not addresses:
         raise InputError(f"TPU {name} has no worker addresses (state {node['state']})",
                          hint="the TPU may be starting, stopped or preempted")
     return addresses if all_workers else addresses[:1]
-
-
-def _on_google_cloud_vm() -> bool:
-    from tpudoctor.gcp.credentials import on_google_cloud_vm
-
-    return on_google_cloud_vm()

@@ -12,12 +12,11 @@ import dataclasses
 import os
 from pathlib import Path
 
+from tpudoctor import locations
 from tpudoctor.errors import InputError, UsageError
-from tpudoctor.gcp.uri import split_gs_uri
 
 XPLANE_SUFFIX = ".xplane.pb"
 PROFILE_SUBDIR = ("plugins", "profile")
-GCS_TIMEOUT_S = 60.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,8 +40,8 @@ def hostname_of(file_name: str) -> str:
 
 def resolve(path: str | os.PathLike[str], run: str | None = None) -> ResolvedCapture:
     text = os.fspath(path)
-    if text.startswith("gs://"):
-        return _resolve_listing(text, run, _GcsLister(text))
+    if locations.is_gcs(text):
+        return _resolve_listing(text, run, _Lister(text))
     local = Path(text).expanduser()
     if not local.exists():
         raise InputError(f"{text} does not exist", hint="pass a .xplane.pb file, a run directory or a logdir")
@@ -50,49 +49,21 @@ def resolve(path: str | os.PathLike[str], run: str | None = None) -> ResolvedCap
         if run is not None:
             raise UsageError("--run applies to a logdir, not to a single .xplane.pb file")
         return ResolvedCapture(source=text, run=None, hosts=(HostFile(hostname_of(local.name), str(local)),))
-    return _resolve_listing(text, run, _LocalLister(local))
+    return _resolve_listing(text, run, _Lister(str(local)))
 
 
-class _LocalLister:
-    def __init__(self, root: Path):
+class _Lister:
+    """One folder level at a time under a local folder or a ``gs://`` prefix (``tpudoctor.locations``),
+    each level listed once."""
+
+    def __init__(self, root: str):
         self.root = root
-
-    def files(self, relative: str) -> list[str]:
-        folder = self.root / relative if relative else self.root
-        if not folder.is_dir():
-            return []
-        return sorted(entry.name for entry in folder.iterdir() if entry.is_file())
-
-    def dirs(self, relative: str) -> list[str]:
-        folder = self.root / relative if relative else self.root
-        if not folder.is_dir():
-            return []
-        return sorted(entry.name for entry in folder.iterdir() if entry.is_dir())
-
-    def location(self, relative: str, name: str) -> str:
-        return str((self.root / relative / name) if relative else self.root / name)
-
-
-class _GcsLister:
-    """Lists ``gs://`` prefixes through ``tpudoctor.gcp.storage`` (honours ``STORAGE_EMULATOR_HOST``)."""
-
-    def __init__(self, uri: str):
-        bucket, prefix = split_gs_uri(uri)
-        self.bucket_name = bucket
-        self.prefix = prefix.rstrip("/")
         self._cache: dict[str, tuple[list[str], list[str]]] = {}
 
     def _list(self, relative: str) -> tuple[list[str], list[str]]:
-        if relative in self._cache:
-            return self._cache[relative]
-        prefix = "/".join(part for part in (self.prefix, relative) if part)
-        prefix = f"{prefix}/" if prefix else ""
-        names, prefixes = _gcs_call(lambda api: api.list_level(self.bucket_name, prefix),
-                                    f"cannot list gs://{self.bucket_name}/{prefix}", self.bucket_name)
-        files = sorted(name[len(prefix):] for name in names if not name.endswith("/"))
-        dirs = sorted(p[len(prefix):].rstrip("/") for p in prefixes)
-        self._cache[relative] = (files, dirs)
-        return files, dirs
+        if relative not in self._cache:
+            self._cache[relative] = locations.list_level(self.location(relative, ""))
+        return self._cache[relative]
 
     def files(self, relative: str) -> list[str]:
         return self._list(relative)[0]
@@ -101,15 +72,17 @@ class _GcsLister:
         return self._list(relative)[1]
 
     def location(self, relative: str, name: str) -> str:
-        parts = [part for part in (self.prefix, relative, name) if part]
-        return f"gs://{self.bucket_name}/" + "/".join(parts)
+        parts = [part for part in (relative, name) if part]
+        if not locations.is_gcs(self.root):
+            return str(Path(self.root).joinpath(*parts))
+        return "/".join([self.root.rstrip("/"), *parts])
 
     def is_single_object(self) -> bool:
-        return self.prefix.endswith(XPLANE_SUFFIX)
+        return locations.is_gcs(self.root) and self.root.rstrip("/").endswith(XPLANE_SUFFIX)
 
 
 def _resolve_listing(source: str, run: str | None, lister) -> ResolvedCapture:
-    if isinstance(lister, _GcsLister) and lister.is_single_object():
+    if lister.is_single_object():
         if run is not None:
             raise UsageError("--run applies to a logdir, not to a single .xplane.pb file")
         return ResolvedCapture(source=source, run=None, hosts=(HostFile(hostname_of(source), source),))
@@ -155,47 +128,10 @@ def _join(*parts: str) -> str:
     return "/".join(part for part in parts if part)
 
 
-def storage_api():
-    """Cloud Storage with a timeout per call, bounded retries and the shared error mapping, plus who asked."""
-    from tpudoctor.gcp.storage import storage_for_caller
-
-    return storage_for_caller(timeout_s=GCS_TIMEOUT_S, project=os.environ.get("GOOGLE_CLOUD_PROJECT"))
-
-
-def _gcs_call(fn, what: str, bucket: str):
-    """``fn(api)``; any failure becomes an ``InputError`` that says why and how to fix it."""
-    from tpudoctor.gcp import gcloud
-    from tpudoctor.gcp.credentials import ADC_SETUP_COMMANDS
-    from tpudoctor.gcp.errors import NO_CREDENTIALS, NOT_FOUND, PERMISSION_DENIED, ApiCallFailed
-
-    identity = None
-    try:
-        api, identity = storage_api()
-        return fn(api)
-    except ApiCallFailed as exc:
-        failure = exc.failure
-        if failure.kind == PERMISSION_DENIED:
-            member = identity.iam_member if identity else None
-            role = failure.role or "roles/storage.objectViewer"
-            raise InputError(f"{what}: permission denied: {(identity and identity.principal) or 'the caller'} "
-                             f"lacks {failure.permission or 'storage.objects.list'} (granted by {role})",
-                             hint=f"grant it: {gcloud.bucket_role_binding(bucket, member, role)}") from None
-        if failure.kind == NO_CREDENTIALS:
-            raise InputError(f"{what}: no Google Cloud credentials: {failure.message}",
-                             hint=" or ".join(ADC_SETUP_COMMANDS)) from None
-        if failure.kind == NOT_FOUND:
-            raise InputError(f"{what}: not found ({failure.message})",
-                             hint="check the bucket and path (gcloud storage ls gs://BUCKET/PATH)") from None
-        tries = f" after {failure.attempts} attempts" if failure.attempts > 1 else ""
-        raise InputError(f"{what}: {failure.kind.replace('_', ' ')}{tries}: {failure.message}",
-                         hint="check the path, your network and that your credentials can read the bucket") from None
-
-
 def read_bytes(location: str) -> bytes:
     """The bytes of a host file; a clear ``InputError`` when it cannot be read."""
-    if location.startswith("gs://"):
-        bucket, name = split_gs_uri(location)
-        return _gcs_call(lambda api: api.read_object(bucket, name), f"cannot read {location}", bucket)
+    if locations.is_gcs(location):
+        return locations.read_bytes(location)
     from tpudoctor.profile.memory import ensure_memory_for
 
     try:

@@ -61,8 +61,6 @@ class CloudLoggingProvider(FactProvider):
     timeout_s = 60.0
 
     def gather(self, ctx: RunContext, facts: Facts) -> Mapping[str, Any]:
-        from tpudoctor.gcp.clients import NoCredentials
-        from tpudoctor.gcp.observability import LoggingApi
         from tpudoctor.logdiag import Diagnoser
 
         identity = resolve_node_identity(ctx, facts)
@@ -71,13 +69,12 @@ class CloudLoggingProvider(FactProvider):
         if not identity["node_id"]:
             return self._both(Unavailable("no TPU node to read Cloud Logging for (give --tpu NAME)"))
         try:
-            api = LoggingApi(identity["project"], timeout_s=ctx.options.api_timeout_s,
-                             metadata_email=read_access.metadata_email(facts))
-        except NoCredentials as exc:
-            return self._both(Unavailable(str(exc)))
+            api = ctx.cloud.logging
+        except ApiCallFailed as exc:
+            return self._both(Unavailable(read_access.no_credentials(exc.failure)))
         query = build_filter(identity, ctx.options.since_s, _dt.datetime.now(_dt.timezone.utc))
         try:
-            entries = api.entries(query, page_size=PAGE_SIZE, max_entries=MAX_ENTRIES)
+            entries = api.entries(identity["project"], query, page_size=PAGE_SIZE, max_entries=MAX_ENTRIES)
         except ApiCallFailed as exc:
             if exc.failure.kind == PERMISSION_DENIED:
                 return {"logs.cloud": Unavailable(f"Cloud Logging refused to list entries: {exc.failure.message} "

@@ -29,24 +29,21 @@ class CloudMonitoringProvider(FactProvider):
     timeout_s = 60.0
 
     def gather(self, ctx: RunContext, facts: Facts) -> Mapping[str, Any]:
-        from tpudoctor.gcp.clients import NoCredentials
-        from tpudoctor.gcp.observability import MonitoringApi
-
         identity = resolve_node_identity(ctx, facts)
         if not identity["project"] or not identity["node_id"]:
             return self._both(Unavailable("no TPU node to read Cloud Monitoring for (give --project and --tpu NAME)"))
         try:
-            api = MonitoringApi(identity["project"], timeout_s=ctx.options.api_timeout_s,
-                                metadata_email=read_access.metadata_email(facts))
-        except NoCredentials as exc:
-            return self._both(Unavailable(str(exc)))
+            api = ctx.cloud.monitoring
+        except ApiCallFailed as exc:
+            return self._both(Unavailable(read_access.no_credentials(exc.failure)))
+        project = identity["project"]
         end = _dt.datetime.now(_dt.timezone.utc)
         start = end - _dt.timedelta(seconds=ctx.options.since_s)
         try:
-            duty = api.series_values(DUTY_CYCLE, identity, start, end)
+            duty = api.series_values(project, DUTY_CYCLE, identity, start, end)
             points = [v for values in duty.values() for v in values]
-            used = api.series_values(MEMORY_USED, identity, start, end) if points else {}
-            total = api.series_values(MEMORY_TOTAL, identity, start, end) if points else {}
+            used = api.series_values(project, MEMORY_USED, identity, start, end) if points else {}
+            total = api.series_values(project, MEMORY_TOTAL, identity, start, end) if points else {}
         except ApiCallFailed as exc:
             if exc.failure.kind == PERMISSION_DENIED:
                 return {"logs.monitoring": Unavailable(f"Cloud Monitoring refused to list time series: "

@@ -11,16 +11,12 @@ import fnmatch
 from collections.abc import Mapping
 from typing import Any
 
+from tpudoctor.cloud_knowledge.iam import READ_PERMISSIONS, WRITE_PERMISSIONS
+from tpudoctor.cloud_knowledge.uri import WRITABLE_ROLES, has_glob, listing_prefix, parse_path
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, Unavailable
 from tpudoctor.gcp.errors import ApiCallFailed
-from tpudoctor.gcp.storage import (
-    READ_PERMISSIONS,
-    WRITE_PERMISSIONS,
-    StorageApi,
-    storage_for_caller,
-)
-from tpudoctor.gcp.uri import WRITABLE_ROLES, has_glob, listing_prefix, parse_path
+from tpudoctor.gcp.storage import StorageApi
 from tpudoctor.provider import FactProvider
 
 NO_PATHS = ("no data, checkpoint or log paths were given (--data, --checkpoint-dir, --log-dir "
@@ -51,7 +47,7 @@ class GcsPathsProvider(FactProvider):
 class GcsRemoteProvider(FactProvider):
     name = "gcs"
     provides = ("gcp.identity", "gcs.buckets", "gcs.objects", "gcs.record_heads", "gcs.write_probe")
-    needs = ("gcs.paths", "metadata.tpu_vm", "tpu.target")
+    needs = ("gcs.paths",)
     timeout_s = 180.0
 
     def gather(self, ctx: RunContext, facts: Facts) -> Mapping[str, Any]:
@@ -67,11 +63,9 @@ class GcsRemoteProvider(FactProvider):
             return {"gcp.identity": why, "gcs.buckets": why, "gcs.objects": why, "gcs.record_heads": why,
                     "gcs.write_probe": probe_off if not ctx.options.write_probe else why}
 
-        vm = facts.value("metadata.tpu_vm") or {}
-        target = facts.value("tpu.target") or {}
         try:
-            api, identity = storage_for_caller(timeout_s=ctx.options.api_timeout_s, project=target.get("project"),
-                                               on_gce=bool(vm), metadata_email=vm.get("service_account_email"))
+            api = ctx.cloud.storage
+            identity = api.identity
         except ApiCallFailed as exc:
             failure = exc.failure.to_dict()
             buckets = {p["bucket"]: {"bucket": p["bucket"], "failure": failure} for p in usable}

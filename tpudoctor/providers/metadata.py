@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -11,12 +10,10 @@ from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, GatherError, Unavailable
 from tpudoctor.gcp.metadata import (
     DMI_PRODUCT_NAME,
-    MetadataClient,
     MetadataNoAnswer,
     MetadataServerBroken,
     MetadataUnavailable,
     dmi_says_not_google,
-    metadata_host,
     read_tpu_vm,
 )
 from tpudoctor.provider import FactProvider
@@ -30,12 +27,13 @@ class MetadataProvider(FactProvider):
     timeout_s = 15.0
 
     def gather(self, ctx: RunContext, facts: Facts) -> Mapping[str, Any]:
-        host, overridden = metadata_host()
-        sysfs_root = os.environ.get("TPUDOCTOR_SYSFS_ROOT", "/sys")
+        cloud = ctx.cloud
+        host, overridden = cloud.endpoints.metadata_host, cloud.endpoints.metadata_overridden
+        sysfs_root = cloud.endpoints.sysfs_root
         if not overridden and dmi_says_not_google(sysfs_root):
             return {"metadata.tpu_vm": Unavailable(f"{NOT_ON_GCE}: the firmware names another vendor")}
         try:
-            vm = read_tpu_vm(MetadataClient(host, timeout_s=min(0.8, ctx.options.api_timeout_s)))
+            vm = read_tpu_vm(cloud.metadata)
         except MetadataServerBroken as exc:
             return {"metadata.tpu_vm": GatherError(self.name, f"the metadata server is broken: {exc}")}
         except MetadataNoAnswer as exc:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tpudoctor.facts import Facts
 from tpudoctor.gcp.credentials import Identity
 from tpudoctor.gcp.errors import ApiFailure
 
@@ -23,6 +22,7 @@ def denied(service: str, failure: ApiFailure, *, project: str, identity: Identit
             "identity": identity.to_dict(), "failure": failure.to_dict()}
 
 
-def metadata_email(facts: Facts) -> str | None:
-    """The VM's service account, which Application Default Credentials use on a TPU VM."""
-    return (facts.value("metadata.tpu_vm") or {}).get("service_account_email")
+def no_credentials(failure: ApiFailure) -> str:
+    """Why a service could not be asked at all: nobody to call it as, and how to fix that."""
+    return (f"no Google Cloud credentials ({failure.message}); run 'gcloud auth application-default login', "
+            "or run on a VM with a service account")

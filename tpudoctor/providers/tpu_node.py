@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tpudoctor.cloud_knowledge.failures import NOT_FOUND
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, Unavailable
-from tpudoctor.gcp.credentials import resolve_credentials, tpu_endpoint
-from tpudoctor.gcp.errors import NOT_FOUND, ApiCallFailed
-from tpudoctor.gcp.tpu_api import TpuApi, node_resource_name
+from tpudoctor.gcp.errors import ApiCallFailed
+from tpudoctor.gcp.tpu_api import node_resource_name
 from tpudoctor.provider import FactProvider
 from tpudoctor.tpu_types import is_tpu_api_unsupported
 
@@ -37,11 +37,11 @@ class TpuNodeProvider(FactProvider):
             why = Unavailable(f"no TPU node to look up (missing {', '.join(missing)}): {NO_TARGET}")
             return {"tpu.lookup": why, "tpu.node": why, "tpu.queued_resource": why}
 
-        endpoint = tpu_endpoint()
+        cloud = ctx.cloud
         lookup: dict[str, Any] = {
             "project": project, "zone": zone, "tpu": tpu,
             "resource_name": node_resource_name(project, zone, tpu),
-            "endpoint": endpoint or "https://tpu.googleapis.com",
+            "endpoint": cloud.endpoints.tpu_url,
             "found": False, "failure": None, "zone_nodes": None, "zone_nodes_failure": None,
             "unsupported_reason": None, "identity": None,
         }
@@ -54,10 +54,8 @@ class TpuNodeProvider(FactProvider):
             return {"tpu.lookup": lookup, "tpu.node": why, "tpu.queued_resource": why}
 
         try:
-            credentials, identity = resolve_credentials(
-                endpoint, on_gce=bool(vm), metadata_email=vm.get("service_account_email"))
-            lookup["identity"] = identity.to_dict()
-            api = TpuApi(credentials, endpoint=endpoint, timeout_s=ctx.options.api_timeout_s)
+            api = cloud.tpu
+            lookup["identity"] = api.identity.to_dict()
             node = api.get_node(project, zone, tpu)
         except ApiCallFailed as exc:
             lookup["failure"] = exc.failure.to_dict()

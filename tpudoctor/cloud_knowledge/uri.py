@@ -1,4 +1,4 @@
-"""Parse the user's data/checkpoint/log paths and name the common mistakes. Pure, no I/O."""
+"""Parse the user's data/checkpoint/log paths (gs:// or local) and name the common mistakes. Pure, no I/O."""
 
 from __future__ import annotations
 
