@@ -180,6 +180,28 @@ def job_logs(root: Path, monkeypatch) -> Iterator[Scene]:
         yield Scene(root, words={"since": f"{since}s"})
 
 
+@contextlib.contextmanager
+def workbench(root: Path, monkeypatch) -> Iterator[Scene]:
+    """A laptop with files only (no cloud: every cloud check skips): 8 worker reports to merge (worker 5 with a
+    GCS finding) and two goodput reports to compare, the second from the same MaxText job cut before its restart."""
+    from sample_reports import preempted_node_report
+
+    from tpudoctor.cli import main
+
+    _machine(root, monkeypatch)
+    write_worker_reports(preempted_node_report().to_dict(), root / "reports", 8, problems={5: "GCS-003"},
+                         slice_workers=8)
+    (root / "goodput").mkdir()
+    log = (TESTS / "fixtures" / "goodput" / "maxtext_restart.log").read_text().splitlines(keepends=True)
+    (root / "goodput" / "maxtext_restart.log").write_text("".join(log))
+    (root / "goodput" / "before_restart.log").write_text("".join(log[:24]))
+    for name, path in (("a", root / "goodput" / "maxtext_restart.log"),
+                       ("b", root / "goodput" / "before_restart.log")):
+        with contextlib.redirect_stdout(None):
+            assert main(["goodput", str(path), "--format", "json", "-o", str(root / "goodput" / f"{name}.json")]) == 0
+    yield Scene(root, words={"root": str(root)})
+
+
 def scene_root(stack: contextlib.ExitStack) -> Path:
     """A new folder whose path has the same length on every run and machine (/tmp/tpd-snap-XXXXXXXX): the text
     report cuts long evidence at a fixed width, so a longer temporary path would move the cut."""
@@ -190,12 +212,15 @@ def scene_root(stack: contextlib.ExitStack) -> Path:
 
 SCENES: dict[str, Callable[..., contextlib.AbstractContextManager[Scene]]] = {
     "tpu_vm": tpu_vm, "no_cloud": no_cloud, "buckets": buckets, "pod_slice": pod_slice, "job_logs": job_logs,
+    "workbench": workbench,
 }
 
 
 def cloud_normalise(text: str, scene: Scene) -> str:
     """Only what differs between two runs of the same row: see the module docstring."""
     text = text.replace(str(scene.root), "<tmp>")
+    # the same folder as markdown escapes it (mkdtemp's random part may hold an underscore)
+    text = re.sub(r"/tmp/tpd-snap-(?:\\?[A-Za-z0-9_-]){8}/s", "<tmp>", text)
     for pattern, replacement in CLOUD_NORMALISE:
         text = pattern.sub(replacement, text)
     host = socket.gethostname()

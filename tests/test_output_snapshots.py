@@ -152,6 +152,41 @@ def _cloud_snapshots() -> list[Snapshot]:
 SNAPSHOTS += _cloud_snapshots()
 
 
+# ---- commands on files only: check on logs, merge, compare, hang --replay, goodput ----------------
+
+LOGS = ("tests/data/logs/multi_warn_then_oom_then_followon.log", "tests/data/logs/multi_socket_closed_preempted.log")
+HANG_CAPTURES = ("device_step", "healthy", "data_loader", "checkpoint", "metrics_lock")
+COMPARED = ("tests/fixtures/profiles/jax_steady", "tests/fixtures/profiles/jax_input_bound")
+
+
+def _file_snapshots() -> list[Snapshot]:
+    check_logs = ("check", "--step", "4", *(a for log in LOGS for a in ("--log-file", log)))
+    rows = [Snapshot(f"files/check_logs.{FORMAT_SUFFIX[f]}", (*check_logs, "--format", f), exit_code=1,
+                     scene="workbench") for f in CHECK_FORMATS]
+    rows.append(Snapshot("files/check_logs.redacted.json", (*check_logs, "--format", "json", "--redact"),
+                         exit_code=1, scene="workbench"))
+    rows += [Snapshot(f"files/merge.{FORMAT_SUFFIX[f]}", ("merge", "{root}/reports", "--format", f), exit_code=1,
+                      scene="workbench") for f in CHECK_FORMATS]
+    rows += [Snapshot(f"files/compare_profiles.{FORMAT_SUFFIX[f]}", ("compare", *COMPARED, "--format", f),
+                      scene="workbench") for f in CHECK_FORMATS]
+    rows.append(Snapshot("files/compare_profiles_gate.txt", ("compare", *COMPARED, "--fail-on-regression", "5%"),
+                         exit_code=1, scene="workbench"))
+    rows += [Snapshot(f"files/compare_goodput.{FORMAT_SUFFIX[f]}",
+                      ("compare", "{root}/goodput/a.json", "{root}/goodput/b.json", "--format", f),
+                      scene="workbench") for f in CHECK_FORMATS]
+    rows += [Snapshot(f"files/hang_{capture}.{FORMAT_SUFFIX[f]}",
+                      ("hang", "--replay", f"tests/data/hang/{capture}", "--format", f),
+                      exit_code=0 if capture == "healthy" else 1, scene="workbench")
+             for capture in HANG_CAPTURES for f in (CHECK_FORMATS if capture == "device_step" else ("text",))]
+    rows += [Snapshot(f"files/goodput_maxtext.{FORMAT_SUFFIX[f]}",
+                      ("goodput", "tests/fixtures/goodput/maxtext_restart.log", "--format", f), scene="workbench")
+             for f in CHECK_FORMATS]
+    return rows
+
+
+SNAPSHOTS += _file_snapshots()
+
+
 # ---- the comparison ----------------------------------------------------------------------------
 
 def normalise(text: str) -> str:
