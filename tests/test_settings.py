@@ -241,3 +241,19 @@ def test_a_provider_importing_the_settings_breaks_a_contract(tmp_path):
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
     assert "tpudoctor.providers.own_settings -> tpudoctor.settings" in output, output
+
+
+# --- the target and the worker's environment are facts, gathered once, never written back -----------------------
+def test_the_worker_environment_is_read_from_facts_not_from_the_process(monkeypatch):
+    from tpudoctor.findings import Target
+    from tpudoctor.pod.environment import worker_environment
+    from tpudoctor.providers.worker_env import WORKER_ENV_FACT, read_worker_env
+
+    monkeypatch.setenv("TPU_WORKER_ID", "9")  # the process's own: only the provider reads it
+    facts = {WORKER_ENV_FACT: read_worker_env({"TPU_WORKER_ID": "4", "TPU_WORKER_HOSTNAMES": "pod-0, pod-1,,"}),
+             "packages.installed": {"jax": "0.4.35"}}
+    assert facts[WORKER_ENV_FACT] == {"worker_id": "4", "worker_hostnames": ["pod-0", " pod-1"]}
+    found = worker_environment(facts, Target())
+    assert (found["worker"], found["slice_workers"], found["packages"]) == ("4", 2, {"jax": "0.4.35"})
+    assert worker_environment(facts, Target(worker="2"))["worker"] == "2"  # --worker / TPUDOCTOR_WORKER first
+    assert worker_environment({"packages.installed": {}}, Target())["worker"] is None
