@@ -122,7 +122,8 @@ class Settings:
         from tpudoctor.cli import build_parser
 
         args = build_parser().parse_args(list(argv))
-        return cls.resolve(args, args.settings_spec, environ={} if environ is None else environ, config=config)
+        spec = getattr(args, "settings_spec", None) or {}
+        return cls.resolve(args, spec, environ={} if environ is None else environ, config=config)
 
     # --- reading ----------------------------------------------------------------------------------
     def source(self, key: str) -> str | None:
