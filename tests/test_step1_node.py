@@ -152,10 +152,23 @@ def test_tpu7x_is_not_reported_as_missing(fake_tpu_api, fake_metadata):
 
 
 def test_metadata_fills_the_target_on_a_tpu_vm(fake_tpu_api, fake_metadata):
+    from tpudoctor.context import CheckOptions, RunContext
+    from tpudoctor.findings import Target
+    from tpudoctor.registry import load_registry
+    from tpudoctor.runner import Runner
+
     fake_tpu_api.add_node(make_node("p", "us-central2-b", "my-tpu"))
-    results, ctx = run_ids(["NODE-001"], project=None, zone=None, tpu=None)
-    assert results["NODE-001"].status is Status.PASS
-    assert (ctx.target.project, ctx.target.zone, ctx.target.tpu) == ("p", "us-central2-b", "my-tpu")
+    registry = load_registry(plugins=False)
+    given = Target(worker="0")
+    ctx = RunContext(target=given, options=CheckOptions(api_timeout_s=5.0), run_timeout_s=120)
+    runner = Runner(registry, ctx)
+    report = runner.run([registry.checks["NODE-001"]])
+    assert report.results[0].status is Status.PASS
+    # The report names the node the metadata server pointed to; the given target is a setting, never written.
+    assert report.target == Target(project="p", zone="us-central2-b", tpu="my-tpu", worker="0")
+    assert ctx.target is given and given == Target(worker="0")
+    assert runner.store.facts.value("tpu.target")["sources"] == {
+        "project": "metadata server", "zone": "metadata server", "tpu": "metadata server"}
 
 
 @pytest.mark.parametrize("state,status", [("ACTIVE", Status.PASS), ("FAILED", Status.FAIL),

@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return ExitCode.USAGE_ERROR
     try:
-        return int(args.handler(args))
+        return int(args.handler(args, _settings_for(args)))
     except TpudoctorError as exc:
         _print_error(exc.message, exc.hint)
         return int(exc.exit_code)
@@ -75,6 +75,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("TPUDOCTOR_DEBUG"):
             traceback.print_exc()
         return int(ExitCode.INTERNAL_ERROR)
+
+
+def _settings_for(args: argparse.Namespace):
+    """The command's settings, resolved once: flag > environment > config file > default. A command that
+    takes no setting does not read the config file."""
+    import os
+
+    from tpudoctor.settings import Settings
+
+    spec = getattr(args, "settings_spec", None) or {}
+    config: dict = {}
+    if spec:
+        from tpudoctor.config import load_config_file
+
+        config, _path = load_config_file()
+    return Settings.resolve(args, spec, environ=os.environ, config=config)
 
 
 def run() -> None:

@@ -1,41 +1,23 @@
-"""Where the target and options come from: flags, then the environment, then a config file, then defaults.
+"""The config file (``tpudoctor.toml`` or ``[tool.tpudoctor]`` in ``pyproject.toml``) and the value parsers
+settings share (durations, percentages).
 
-Precedence follows gcloud, for every flag of every command: an explicit flag wins over the
-environment (``CLOUDSDK_*``, ``TPU_NAME``, ``TPUDOCTOR_*``), which wins over ``tpudoctor.toml``
-(or ``[tool.tpudoctor]`` in ``pyproject.toml``) in the working directory, which wins over the
-built-in default. Flags therefore default to ``None`` ("not given"); ``resolve`` applies the
-default last. On a TPU VM the metadata server fills what is still missing (see the node providers).
-
-The target keys and ``format`` apply to every command that has the flag; the other keys are
-those of ``check``.
+Which value wins (flag > environment > config file > default) is ``tpudoctor.settings``; only the command
+line reads the config file, through it.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tpudoctor.errors import UsageError
-from tpudoctor.formats import FORMAT_ENV
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
-
-ENV_FOR_SETTING = {
-    "project": ("CLOUDSDK_CORE_PROJECT",),
-    "zone": ("CLOUDSDK_COMPUTE_ZONE",),
-    "tpu": ("TPU_NAME",),
-    "worker": ("TPUDOCTOR_WORKER",),
-    "format": (FORMAT_ENV,),
-    "cluster": ("TPUDOCTOR_CLUSTER",),
-}
-ENV_FOR_TARGET = ENV_FOR_SETTING  # older name
 
 KNOWN_KEYS = {
     "project", "zone", "tpu", "worker", "data", "checkpoint_dir", "log_dir", "log_file",
@@ -73,43 +55,6 @@ def load_config_file(start: Path | None = None) -> tuple[dict[str, Any], Path | 
             raise UsageError(f"config file {path}: format {fmt!r} is not one of {', '.join(ALL_FORMATS)}")
         return data, path
     return {}, None
-
-
-def resolve(flag: Any, key: str, config: Mapping[str, Any], env: Mapping[str, str] | None = None,
-            default: Any = None) -> Any:
-    """One setting by precedence: flag, environment, config file, default.
-
-    A flag is "not given" when it is ``None`` (or an empty list/string), never when it equals
-    the default, so an explicit ``--timeout 600s`` still beats the config file.
-    """
-    if flag not in (None, [], ""):
-        return flag
-    environ = os.environ if env is None else env
-    for var in ENV_FOR_SETTING.get(key, ()):
-        if environ.get(var):
-            return environ[var]
-    value = config.get(key)
-    return default if value in (None, [], "") else value
-
-
-def origin(flag: Any, key: str, env: Mapping[str, str] | None = None) -> str:
-    """Where ``resolve`` took a setting from, for messages: the flag, the environment variable, or the
-    config file."""
-    if flag not in (None, [], ""):
-        return f"--{key.replace('_', '-')}"
-    environ = os.environ if env is None else env
-    for var in ENV_FOR_SETTING.get(key, ()):
-        if environ.get(var):
-            return var
-    return "the config file"
-
-
-def as_list(value: Any) -> list[str]:
-    if value in (None, ""):
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
 
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

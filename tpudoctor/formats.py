@@ -1,7 +1,7 @@
 """Output formats: one flag, one environment variable (``TPUDOCTOR_FORMAT``), one ``-o`` file.
 
-The format is chosen by ``tpudoctor.commands.common.chosen_format``: flag, then the environment,
-then the config file, then text.
+The format is a setting (``tpudoctor.settings``): flag, then the environment, then the config file, then
+text; ``Settings.format_for`` narrows it to the formats a command has.
 """
 
 from __future__ import annotations

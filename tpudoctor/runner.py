@@ -28,6 +28,8 @@ from tpudoctor.facts import (
 from tpudoctor.findings import CheckResult, Report, Severity, Status, Step
 from tpudoctor.pod.environment import worker_environment
 from tpudoctor.provider import FactProvider
+from tpudoctor.providers.target import reported_target
+from tpudoctor.providers.worker_env import WORKER_ENV_FACT
 from tpudoctor.registry import Registry
 
 ProgressCallback = Callable[[str], None]
@@ -202,6 +204,8 @@ class Runner:
             by_step.setdefault(cls.step, []).append(cls)
         selected = {cls.id for cls in classes}
         results: dict[str, CheckResult] = {}
+        if self.ctx.remaining_s() > 0:
+            self.store.ensure([WORKER_ENV_FACT])  # which worker this is: each report records it for a merge
 
         for step in sorted(by_step):
             step_checks = _dependency_order(by_step[step])
@@ -215,7 +219,7 @@ class Runner:
                 results[cls.id] = self._run_one(cls, results, selected)
         report = Report(
             results=[results[c.id] for c in classes],
-            target=self.ctx.target,
+            target=reported_target(self.ctx.target, self.store.facts),
             host=socket.gethostname(),
             tool_version=__version__,
             environment=worker_environment(self.store.facts, self.ctx.target),

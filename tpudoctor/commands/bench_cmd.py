@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     out.add_argument("--junit", metavar="FILE", help="also write a JUnit XML file")
     out.add_argument("--markdown-summary", metavar="FILE",
                      help="also write a Markdown summary (append it to $GITHUB_STEP_SUMMARY)")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, settings_spec={"format": "text"})
 
 
 def render(document: dict[str, Any], fmt: str) -> str:
@@ -69,12 +69,11 @@ def render(document: dict[str, Any], fmt: str) -> str:
     return render_text(document)
 
 
-def run(args: argparse.Namespace) -> ExitCode:
+def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor import __version__, config
     from tpudoctor.bench import document as bench_document
     from tpudoctor.bench import gate
     from tpudoctor.bench.launch import RunRequest, framework_installed
-    from tpudoctor.commands.common import chosen_format
     from tpudoctor.errors import InputError, UsageError
     from tpudoctor.output import write_text
 
@@ -91,7 +90,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     timeout_s = config.parse_duration_s(args.timeout)
     if timeout_s <= 0:
         raise UsageError("--timeout must be positive")
-    fmt = chosen_format(args, BENCH_FORMATS, config.load_config_file()[0])
+    fmt = settings.format_for(BENCH_FORMATS)
 
     baseline = bench_document.load_baseline(args.baseline) if args.baseline else None
     if baseline is not None and baseline["key"]["model"] != args.model and not args.allow_mismatch:

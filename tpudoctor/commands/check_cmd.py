@@ -5,17 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tpudoctor.commands.common import (
-    add_output_flags,
-    add_target_flags,
-    chosen_format,
-    resolve_target,
-)
+from tpudoctor.commands.common import add_output_flags, add_target_flags
 from tpudoctor.commands.pod_check import add_pod_flags, wants_fanout
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.reference_models import (
     MODEL_NAMES as REFERENCE_MODEL_NAMES,  # names only; no framework import
 )
+
+SETTINGS = {"project": None, "zone": None, "tpu": None, "worker": None, "data": None, "checkpoint_dir": None,
+            "log_dir": None, "log_file": None, "since": "1h", "timeout": "600s", "api_timeout": "10s",
+            "reference_timeout": "300s", "format": "text", "fail_on": "fail"}
+"""The settings ``check`` takes (flag > environment > config file > these defaults)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,37 +52,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_pod_flags(parser)
     parser.add_argument("--redact", action="store_true",
                         help="replace project ids, service-account e-mails, IPs, bucket and host names before sharing")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, settings_spec=SETTINGS)
 
 
-def run(args: argparse.Namespace) -> ExitCode:
-    from tpudoctor import config
+def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.context import CheckOptions, RunContext
     from tpudoctor.errors import UsageError
+    from tpudoctor.formats import CHECK_FORMATS
     from tpudoctor.progress import progress
     from tpudoctor.registry import load_registry
     from tpudoctor.reports import render_check_report
     from tpudoctor.runner import Runner
 
-    settings, _path = config.load_config_file()
-    target = resolve_target(args, settings)  # every name valid before it reaches gcloud or an API path
+    target = settings.target()  # every name checked before it reaches gcloud or an API path
     options = CheckOptions(
-        data_paths=config.as_list(config.resolve(args.data, "data", settings)),
-        checkpoint_dirs=config.as_list(config.resolve(args.checkpoint_dir, "checkpoint_dir", settings)),
-        log_dirs=config.as_list(config.resolve(args.log_dir, "log_dir", settings)),
-        log_files=config.as_list(config.resolve(args.log_file, "log_file", settings)),
-        since_s=config.parse_duration_s(config.resolve(args.since, "since", settings, default="1h")),
-        probe=args.probe,
-        write_probe=args.write_probe,
-        reference_model=args.reference_model,
-        reference_timeout_s=config.parse_duration_s(
-            config.resolve(args.reference_timeout, "reference_timeout", settings, default="300s")),
-        api_timeout_s=config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="10s")),
+        data_paths=list(settings.data), checkpoint_dirs=list(settings.checkpoint_dir),
+        log_dirs=list(settings.log_dir), log_files=list(settings.log_file), since_s=settings.since_s,
+        probe=args.probe, write_probe=args.write_probe, reference_model=args.reference_model,
+        reference_timeout_s=settings.reference_timeout_s, api_timeout_s=settings.api_timeout_s,
     )
-    run_timeout_s = config.parse_duration_s(config.resolve(args.timeout, "timeout", settings, default="600s"))
+    run_timeout_s = settings.timeout_s
     if run_timeout_s <= 0:
         raise UsageError("--timeout must be positive")
-    fmt = chosen_format(args, settings=settings)
+    fmt = settings.format_for(CHECK_FORMATS)
     from tpudoctor.output import check_writable
     from tpudoctor.pod.report_store import PLACEHOLDERS
 
@@ -90,19 +82,12 @@ def run(args: argparse.Namespace) -> ExitCode:
     for placeholder in PLACEHOLDERS:  # the folder must be usable whatever the worker fills in
         output = output.replace(placeholder, "0") if output else output
     check_writable(output)
-    fail_on = config.resolve(args.fail_on, "fail_on", settings, default="fail")
-    if fail_on not in ("warn", "fail"):
-        raise UsageError(f"fail_on = {fail_on!r} in the config file: use \"warn\" or \"fail\"")
+    fail_on = settings.fail_on
 
     if wants_fanout(args):
         from tpudoctor.commands.pod_check import run_fanout
 
-        # Each worker runs in its own folder without our config file: it gets the settings as resolved here.
-        resolved = argparse.Namespace(**{
-            **vars(args), "data": options.data_paths, "checkpoint_dir": options.checkpoint_dirs,
-            "log_dir": options.log_dirs, "log_file": options.log_files, "since": f"{options.since_s:g}s",
-            "api_timeout": f"{options.api_timeout_s:g}s", "reference_timeout": f"{options.reference_timeout_s:g}s"})
-        return run_fanout(resolved, target, fmt=fmt, fail_on=fail_on)
+        return run_fanout(args, settings, fmt=fmt, fail_on=fail_on)
 
     _check_log_files(options.log_files)  # here, not before the fan-out: there they are the workers' paths
     registry = load_registry()
@@ -117,9 +102,9 @@ def run(args: argparse.Namespace) -> ExitCode:
     if not selected:
         raise UsageError("no checks selected", hint="check the ids and --step values; see 'tpudoctor list-checks'")
 
-    from tpudoctor.gcp.session import Session
+    from tpudoctor.commands.common import session_for
 
-    session = Session.from_environment(timeout_s=options.api_timeout_s, project=target.project)
+    session = session_for(settings, timeout_s=options.api_timeout_s, project=target.project)
     ctx = RunContext(target=target, options=options, run_timeout_s=run_timeout_s, session=session)
     with progress("tpudoctor check") as update:
         report = Runner(registry, ctx, progress=update).run(selected)

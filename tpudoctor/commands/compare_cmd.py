@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from tpudoctor.commands.common import add_cluster_flag, resolve_cluster
+from tpudoctor.commands.common import add_cluster_flag, session_for
 from tpudoctor.errors import UsageError
 from tpudoctor.exitcodes import ExitCode
 
@@ -45,15 +45,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--redact", action="store_true",
                         help="replace IPs, bucket names, projects and e-mails before sharing the comparison")
     add_cluster_flag(parser)
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, settings_spec={"format": "text", "cluster": None})
 
 
-def run(args: argparse.Namespace) -> ExitCode:
+def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.output import check_writable
 
     check_writable(args.output)  # before captures are analysed
     if args.history is not None:
-        return run_history(args)
+        return run_history(args, settings)
     if args.last is not None:
         raise UsageError("--last counts history reports: give it with --history")
     if len(args.profiles) != 2:
@@ -63,17 +63,17 @@ def run(args: argparse.Namespace) -> ExitCode:
 
     kinds = [is_goodput_report(p) for p in args.profiles]
     if any(kinds):
-        return run_goodput(args, kinds)
+        return run_goodput(args, kinds, settings)
     from tpudoctor.profile.compare import compare, parse_percent
 
     threshold = parse_percent(args.fail_on_regression) if args.fail_on_regression is not None else None
-    baseline, candidate = _load(args.profiles, resolve_cluster(args.cluster))
+    baseline, candidate = _load(args.profiles, settings.cluster)
     result = compare(baseline, candidate, threshold_percent=threshold)
     result["forced"] = bool(args.force)
     gate_refused = threshold is not None and not result["comparable"] and not args.force
     if gate_refused:
         result["regressed"], result["regressed_by"] = False, []
-    _write(args, result)
+    _write(args, result, settings)
     if gate_refused:  # the comparison is written; the gate's refusal is an error like any other
         reasons = "; ".join(result["comparability"]["reasons"])
         raise UsageError(f"not comparable: {reasons}. --fail-on-regression cannot judge a regression between "
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     return ExitCode.FINDINGS if result["regressed"] else ExitCode.OK
 
 
-def run_goodput(args: argparse.Namespace, kinds: list[bool]) -> ExitCode:
+def run_goodput(args: argparse.Namespace, kinds: list[bool], settings) -> ExitCode:
     """Two ``tpudoctor goodput --format json`` reports: --fail-on-regression is in ETTR percentage points."""
     from tpudoctor.goodput.compare import compare_goodput, load_goodput_document
     from tpudoctor.profile.compare import parse_percent
@@ -92,16 +92,15 @@ def run_goodput(args: argparse.Namespace, kinds: list[bool]) -> ExitCode:
     threshold = parse_percent(args.fail_on_regression) if args.fail_on_regression is not None else None
     baseline, candidate = (load_goodput_document(p) for p in args.profiles)
     result = compare_goodput(baseline, candidate, threshold_points=threshold)
-    _write(args, result)
+    _write(args, result, settings)
     if threshold is not None and not result["comparable"] and not args.force:
         raise UsageError(f"not comparable: {'; '.join(result['comparability']['reasons'])}. --fail-on-regression "
                          "cannot judge ETTR between them", hint="--force judges anyway")
     return ExitCode.FINDINGS if result["regressed"] else ExitCode.OK
 
 
-def run_history(args: argparse.Namespace) -> ExitCode:
+def run_history(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.errors import InputError
-    from tpudoctor.gcp.session import Session
     from tpudoctor.profile.comparability import compare_documents
     from tpudoctor.profile.history import DEFAULT_LAST_N, MIN_HISTORY, judge_history, read_history
 
@@ -114,13 +113,13 @@ def run_history(args: argparse.Namespace) -> ExitCode:
     last_n = DEFAULT_LAST_N if args.last is None else args.last
     if last_n < 1:
         raise UsageError(f"--last must be at least 1 (got {last_n})")
-    (candidate,) = _load(args.profiles, resolve_cluster(args.cluster))
+    (candidate,) = _load(args.profiles, settings.cluster)
     from tpudoctor.progress import progress
 
     with progress("tpudoctor compare --history") as update:
         update(f"reading the history in {args.history}")
         entries = read_history(args.history, last_n=last_n, exclude=args.profiles,
-                               session=Session.from_environment(timeout_s=HISTORY_TIMEOUT_S))
+                               session=session_for(settings, timeout_s=HISTORY_TIMEOUT_S))
     if len(entries) < MIN_HISTORY:
         raise InputError(f"too little history in {args.history}: {len(entries)} report(s), at least {MIN_HISTORY} "
                          "are needed to tell a regression from run-to-run noise",
@@ -133,7 +132,7 @@ def run_history(args: argparse.Namespace) -> ExitCode:
               "candidate": {"source": candidate.get("source"), "verdict": candidate.get("verdict")},
               "comparable": comparability.comparable, "comparability": comparability.to_dict(),
               "forced": bool(args.force), "gate": gate.to_dict()}
-    _write(args, result)
+    _write(args, result, settings)
     if not comparability.comparable and not args.force:
         raise UsageError("the candidate is not comparable with the latest history report: "
                          + "; ".join(comparability.reasons), hint="--force judges anyway")
@@ -155,13 +154,11 @@ def _load(paths: list[str], cluster: str | None = None) -> list[dict]:
     return documents
 
 
-def _write(args: argparse.Namespace, result: dict) -> None:
-    from tpudoctor.commands.common import chosen_format
-    from tpudoctor.config import load_config_file
+def _write(args: argparse.Namespace, result: dict, settings) -> None:
     from tpudoctor.output import write_text
     from tpudoctor.reports.profile_compare import render
 
-    fmt = chosen_format(args, COMPARE_FORMATS, load_config_file()[0])
+    fmt = settings.format_for(COMPARE_FORMATS)
     if result.get("kind") == "tpudoctor.goodput_compare":
         from tpudoctor.reports.goodput_compare import render as render_goodput
 

@@ -72,7 +72,7 @@ def _join_condition(join: Any) -> str:
     return "; ".join(parts)
 
 
-def run_explain(args: argparse.Namespace) -> ExitCode:
+def run_explain(args: argparse.Namespace, settings=None) -> ExitCode:
     info = signature_info(args.signature_id)
     if args.format == "json":
         print(json.dumps({"schema_version": SCHEMA_VERSION, "signature": info}, indent=2))
@@ -103,7 +103,7 @@ def _explain_text(info: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run_list(args: argparse.Namespace) -> ExitCode:
+def run_list(args: argparse.Namespace, settings=None) -> ExitCode:
     from tpudoctor.logdiag import load_catalog
 
     catalog = load_catalog()

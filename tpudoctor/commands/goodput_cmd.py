@@ -12,6 +12,9 @@ import sys
 from tpudoctor.exitcodes import ExitCode
 
 GOODPUT_FORMATS = ("text", "json", "markdown", "html", "junit")
+SETTINGS = {"project": None, "zone": None, "since": "24h", "api_timeout": "30s", "format": "text"}
+"""The settings ``goodput`` takes (flag > environment > config file > these defaults); ``--tpu`` and
+``--worker`` are this command's flags only."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,18 +65,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     out.add_argument("-v", "--verbose", action="store_true", help="show every bucket's note and every finding")
     out.add_argument("--redact", action="store_true",
                      help="replace host names, IPs, bucket names, projects and e-mails before sharing the report")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, settings_spec=SETTINGS)
 
 
-def run(args: argparse.Namespace) -> ExitCode:
-    from tpudoctor import config
-    from tpudoctor.commands.common import chosen_format
+def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.errors import UsageError
     from tpudoctor.output import write_text
     from tpudoctor.progress import progress
 
-    settings, _path = config.load_config_file()
-    fmt = chosen_format(args, GOODPUT_FORMATS, settings)
+    fmt = settings.format_for(GOODPUT_FORMATS)
     if args.min_ettr is not None and not 0.0 <= args.min_ettr <= 1.0:
         raise UsageError(f"--min-ettr is a ratio between 0 and 1, e.g. 0.9 (got {args.min_ettr})")
     step_pattern = None
@@ -118,8 +118,8 @@ def run(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
-def _from_cloud(args: argparse.Namespace, settings: dict, step_pattern, update) -> dict:
-    from tpudoctor import config
+def _from_cloud(args: argparse.Namespace, settings, step_pattern, update) -> dict:
+    from tpudoctor.commands.common import session_for
     from tpudoctor.errors import UsageError
     from tpudoctor.goodput.analyze import analyze_events, readers_for
     from tpudoctor.goodput.cloud import (
@@ -131,10 +131,9 @@ def _from_cloud(args: argparse.Namespace, settings: dict, step_pattern, update) 
     )
     from tpudoctor.resource_names import check_resource_name
 
-    # Every name goes into a Cloud Logging filter: each valid by its own rule before it does.
-    project = check_resource_name("project", config.resolve(args.project, "project", settings),
-                                  origin=config.origin(args.project, "project"))
-    zone = check_resource_name("zone", config.resolve(args.zone, "zone", settings), origin=config.origin(args.zone, "zone"))
+    # Every name goes into a Cloud Logging filter: each valid by its own rule before it does (the project and
+    # the zone were checked with the settings).
+    project, zone = settings.project, settings.zone
     for key in ("tpu", "worker", "gke_cluster", "gke_namespace", "gke_workload"):
         check_resource_name(key, getattr(args, key, None), origin=f"--{key.replace('_', '-')}")
     if not project:
@@ -142,14 +141,11 @@ def _from_cloud(args: argparse.Namespace, settings: dict, step_pattern, update) 
                          "tpudoctor.toml")
     if (args.gke_cluster or args.gke_workload) and not (args.gke_cluster and args.gke_workload):
         raise UsageError("a GKE workload needs both --gke-cluster and --gke-workload")
-    since_s = config.parse_duration_s(config.resolve(args.since, "since", settings, default="24h"))
-    timeout_s = config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="30s"))
+    since_s, timeout_s = settings.since_s, settings.api_timeout_s
     target = CloudTarget(project=project, since_s=since_s, tpu=args.tpu,
                          zone=zone, gke_cluster=args.gke_cluster,
                          gke_namespace=args.gke_namespace, gke_workload=args.gke_workload, worker=args.worker)
-    from tpudoctor.gcp.session import Session
-
-    session = Session.from_environment(timeout_s=timeout_s, project=project)
+    session = session_for(settings, timeout_s=timeout_s, project=project)
     update(f"reading {target.name}")
     name, events, stats = job_events(target, readers=readers_for(step_pattern), session=session)
     extra = {"cloud": {"filter": stats["filter"], "project": project}}

@@ -8,13 +8,17 @@ back), ``tpudoctor.hang.analyze`` makes the ``HangReport``, ``tpudoctor.reports.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
-from tpudoctor.commands.common import add_output_flags, add_target_flags, chosen_format
+from tpudoctor.commands.common import add_output_flags, add_target_flags
 from tpudoctor.commands.pod_check import add_pod_flags, wants_fanout
 from tpudoctor.exitcodes import ExitCode
 
 HANG_FORMATS = ("text", "json", "markdown", "html", "junit")
+SETTINGS = {"project": None, "zone": None, "tpu": None, "worker": None, "since": "1h", "api_timeout": "10s",
+            "format": "text", "fail_on": "fail"}
+"""The settings ``hang`` takes (flag > environment > config file > these defaults)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,20 +67,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None,
                       help="lowest status that exits 1 (default: fail: a hung job, a process that could not be read)")
     gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, settings_spec=SETTINGS)
 
 
-def run(args: argparse.Namespace) -> ExitCode:
+def run(args: argparse.Namespace, settings) -> ExitCode:
     import time
 
     from tpudoctor import config
     from tpudoctor.commands.check_cmd import exit_code_for
-    from tpudoctor.commands.common import resolve_target
     from tpudoctor.errors import UsageError
     from tpudoctor.output import write_text
 
-    settings, _path = config.load_config_file()
-    target = resolve_target(args, settings)  # every name valid before it reaches gcloud or an API path
+    target = settings.target()  # every name checked before it reaches gcloud or an API path
     interval_s = config.parse_duration_s(args.interval)
     if config.parse_duration_s(args.dump_timeout) <= 0:
         raise UsageError("--dump-timeout must be positive")
@@ -84,8 +86,8 @@ def run(args: argparse.Namespace) -> ExitCode:
         raise UsageError("--replay reads a saved capture; --pid names live processes: give one of them")
     if args.merge and (args.replay or args.pid or wants_fanout(args)):
         raise UsageError("--merge reads the workers' reports: it takes no --replay, --pid or --all-workers")
-    fmt = chosen_format(args, HANG_FORMATS, settings)
-    fail_on = config.resolve(args.fail_on, "fail_on", settings, default="fail")
+    fmt = settings.format_for(HANG_FORMATS)
+    fail_on = settings.fail_on
     started = time.monotonic()
     if args.merge:
         import datetime as _dt
@@ -96,12 +98,11 @@ def run(args: argparse.Namespace) -> ExitCode:
                                started_at=_dt.datetime.now(_dt.timezone.utc), interval_s=interval_s,
                                source=", ".join(args.merge), digests=_cloud_digests(args, target, settings)[0])
     elif wants_fanout(args):
+        from tpudoctor.commands.common import session_for
         from tpudoctor.commands.pod_check import discover_workers
-        from tpudoctor.gcp.session import Session
         from tpudoctor.hang.pod import run_fanout
 
-        session = Session.from_environment(timeout_s=config.parse_duration_s(args.api_timeout or "10s"),
-                                           project=target.project)
+        session = session_for(settings, timeout_s=settings.api_timeout_s, project=target.project)
         report = run_fanout(args, target, interval_s=interval_s,
                             discover_workers=lambda target: discover_workers(target, session),
                             digests=_cloud_digests(args, target, settings)[0])
@@ -113,13 +114,13 @@ def run(args: argparse.Namespace) -> ExitCode:
     return exit_code_for(_as_check_report(report), fail_on=fail_on, exit_zero=args.exit_zero)
 
 
-def _local(args: argparse.Namespace, target, interval_s: float, settings: dict):
+def _local(args: argparse.Namespace, target, interval_s: float, settings):
     from tpudoctor import config
     from tpudoctor.hang.analyze import analyze
     from tpudoctor.hang.capture import CaptureOptions, capture_live, read_dump_dir
     from tpudoctor.progress import progress
 
-    since_s = config.parse_duration_s(config.resolve(args.since, "since", settings, default="1h"))
+    since_s = settings.since_s
     if args.replay:
         capture = read_dump_dir(args.replay)
         if args.worker not in (None, ""):
@@ -138,24 +139,23 @@ def _local(args: argparse.Namespace, target, interval_s: float, settings: dict):
     environment = dict(capture.environment)
     if note:
         environment["cloud_logging"] = note
-    target.worker = capture.worker
+    target = dataclasses.replace(target, worker=capture.worker)
     return analyze(capture.captures, target=target, host=capture.host, started_at=capture.started_at,
                    interval_s=capture.interval_s, samples=capture.samples, digests=digests, environment=environment)
 
 
-def _cloud_digests(args: argparse.Namespace, target, settings: dict, *, worker: str | None = None):
-    """Megascale digests from Cloud Logging when --since is given with a TPU and a project; and a note."""
-    from tpudoctor import config
+def _cloud_digests(args: argparse.Namespace, target, settings, *, worker: str | None = None):
+    """Megascale digests from Cloud Logging when --since is given (the flag) with a TPU and a project; and a
+    note."""
+    from tpudoctor.commands.common import session_for
     from tpudoctor.hang.capture import cloud_digests
+    from tpudoctor.settings import FLAG
 
-    if not (args.since and target.project and target.tpu):
+    if not (settings.source("since") == FLAG and target.project and target.tpu):
         return [], None
-    from tpudoctor.gcp.session import Session
-
-    since_s = config.parse_duration_s(args.since)
-    api_timeout_s = config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="10s"))
-    session = Session.from_environment(timeout_s=api_timeout_s, project=target.project)
-    return cloud_digests(target.project, target.zone, target.tpu, since_s=since_s, session=session, worker=worker)
+    session = session_for(settings, timeout_s=settings.api_timeout_s, project=target.project)
+    return cloud_digests(target.project, target.zone, target.tpu, since_s=settings.since_s, session=session,
+                         worker=worker)
 
 
 def _as_check_report(report):

@@ -14,15 +14,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("list-checks", help="list the registered checks by triage step")
     parser.add_argument("--format", choices=LIST_FORMATS, default=None,
                         help="text or json (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, settings_spec={"format": "text"})
 
 
-def run(args: argparse.Namespace) -> ExitCode:
-    from tpudoctor.commands.common import chosen_format
-    from tpudoctor.config import load_config_file
+def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.registry import load_registry
 
-    fmt = chosen_format(args, LIST_FORMATS, load_config_file()[0])
+    fmt = settings.format_for(LIST_FORMATS)
     registry = load_registry()
     rows = [
         {

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from tpudoctor.commands.common import add_output_flags, chosen_format
+from tpudoctor.commands.common import add_output_flags
 from tpudoctor.exitcodes import ExitCode
+
+SETTINGS = {"api_timeout": "30s", "format": "text", "fail_on": "fail"}
+"""The settings ``merge`` takes (flag > environment > config file > these defaults), as for check."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,15 +31,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks")
     add_output_flags(parser)
     parser.add_argument("--redact", action="store_true", help="replace identifying names before sharing")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, settings_spec=SETTINGS)
 
 
-def run(args: argparse.Namespace) -> ExitCode:
+def run(args: argparse.Namespace, settings) -> ExitCode:
     import sys
 
-    from tpudoctor import config
     from tpudoctor.commands.check_cmd import exit_code_for
-    from tpudoctor.gcp.session import Session
+    from tpudoctor.commands.common import session_for
+    from tpudoctor.formats import CHECK_FORMATS
     from tpudoctor.output import write_text
     from tpudoctor.pod.merge import merge_outcomes
     from tpudoctor.pod.report_store import read_reports
@@ -44,9 +47,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     from tpudoctor.progress import progress
     from tpudoctor.reports.merged import render_merged_report
 
-    settings, _path = config.load_config_file()  # flag > environment > config file > default, as for check
-    api_timeout_s = config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="30s"))
-    fail_on = config.resolve(args.fail_on, "fail_on", settings, default="fail")
+    api_timeout_s, fail_on = settings.api_timeout_s, settings.fail_on
     expected = parse_worker_spec(args.workers) if args.workers else None
     if args.tpu:  # it goes into the fix commands a person pastes
         from tpudoctor.resource_names import check_resource_name
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         check_resource_name("tpu", args.tpu, origin="--tpu")
     with progress("tpudoctor merge") as update:
         update(f"reading {len(args.sources)} source(s)")
-        outcomes = read_reports(args.sources, session=Session.from_environment(timeout_s=api_timeout_s))
+        outcomes = read_reports(args.sources, session=session_for(settings, timeout_s=api_timeout_s))
         if not any(o.report is not None for o in outcomes):  # nothing to merge: the input is wrong, not the slice
             from tpudoctor.errors import InputError
 
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         merged = merge_outcomes(outcomes, expected=expected, source=", ".join(args.sources))
     if args.tpu:
         merged.report.target.tpu = args.tpu
-    fmt = chosen_format(args, settings=settings)
+    fmt = settings.format_for(CHECK_FORMATS)
     color = args.output in (None, "-") and sys.stdout.isatty()
     write_text(args.output, render_merged_report(merged, fmt, verbose=args.verbose, color=color, redact=args.redact))
     return exit_code_for(merged.report, fail_on=fail_on, exit_zero=args.exit_zero)

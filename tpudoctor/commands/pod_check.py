@@ -36,30 +36,21 @@ def wants_fanout(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "all_workers", False) or getattr(args, "workers", None))
 
 
-def remote_command(args: argparse.Namespace, *, worker: str, timeout_s: float, target) -> str:
-    """The ``tpudoctor check`` each worker runs: the user's selection and inputs, JSON on stdout."""
-    argv = ["tpudoctor", "check", "--format", "json", "--timeout", f"{max(1.0, timeout_s):g}s",
-            "--worker", worker, "--exit-zero"]
-    for flag, value in (("--tpu", target.tpu), ("--zone", target.zone), ("--project", target.project)):
-        if value:
-            argv += [flag, value]
+def remote_command(args: argparse.Namespace, settings, *, worker: str, timeout_s: float) -> str:
+    """The ``tpudoctor check`` each worker runs: our settings as resolved here (``settings.to_argv``: the worker
+    has neither our config file nor our environment), its own number and limit, the user's selection, JSON on
+    stdout."""
+    from tpudoctor.settings import to_argv
+
+    mine = settings.replace(format="json", timeout_s=max(1.0, timeout_s), worker=worker)
+    argv = ["tpudoctor", "check", *to_argv(mine), "--exit-zero"]
     for step in args.step or ():
         argv += ["--step", str(step)]
-    for flag, values in (("--data", args.data), ("--checkpoint-dir", args.checkpoint_dir),
-                         ("--log-dir", args.log_dir), ("--log-file", args.log_file)):
-        for value in values or ():
-            argv += [flag, value]
-    for flag, value in (("--since", args.since), ("--api-timeout", args.api_timeout)):
-        if value:
-            argv += [flag, value]
-    if args.probe:
-        argv.append("--probe")
-    if args.write_probe:
-        argv.append("--write-probe")
-    if args.redact:
-        argv.append("--redact")
+    for flag, given in (("--probe", args.probe), ("--write-probe", args.write_probe), ("--redact", args.redact)):
+        if given:
+            argv.append(flag)
     if args.step is None or 5 in args.step:
-        argv += ["--reference-model", args.reference_model, "--reference-timeout", args.reference_timeout]
+        argv.append(f"--reference-model={args.reference_model}")
     return shlex.join(argv + list(args.ids))
 
 
@@ -83,10 +74,10 @@ def discover_workers(target, session) -> list[str]:
     return [str(i) for i in range(count)]
 
 
-def run_fanout(args: argparse.Namespace, target, *, fmt: str, fail_on: str) -> ExitCode:
+def run_fanout(args: argparse.Namespace, settings, *, fmt: str, fail_on: str) -> ExitCode:
     from tpudoctor import config
     from tpudoctor.commands.check_cmd import exit_code_for
-    from tpudoctor.gcp.session import Session
+    from tpudoctor.commands.common import session_for
     from tpudoctor.output import write_text
     from tpudoctor.pod.fanout import SshTarget, outcome_of, run_workers
     from tpudoctor.pod.merge import merge_outcomes
@@ -94,6 +85,7 @@ def run_fanout(args: argparse.Namespace, target, *, fmt: str, fail_on: str) -> E
     from tpudoctor.progress import progress
     from tpudoctor.reports.merged import render_merged_report
 
+    target = settings.target()
     if not target.tpu or not target.zone:
         raise UsageError("--all-workers and --workers need --tpu NAME and --zone ZONE",
                          hint="e.g. tpudoctor check --tpu my-pod --zone us-central2-b --all-workers")
@@ -117,15 +109,15 @@ def run_fanout(args: argparse.Namespace, target, *, fmt: str, fail_on: str) -> E
         raise InputError("gcloud is not on PATH: the workers are reached through 'gcloud compute tpus tpu-vm ssh'",
                          hint="install the Google Cloud CLI: https://cloud.google.com/sdk/docs/install")
     workers = (parse_worker_spec(args.workers) if args.workers
-               else discover_workers(target, Session.from_environment(
-                   timeout_s=config.parse_duration_s(args.api_timeout), project=target.project)))
+               else discover_workers(target, session_for(settings, timeout_s=settings.api_timeout_s,
+                                                         project=target.project)))
     ssh = SshTarget(tpu=target.tpu, zone=target.zone, project=target.project, internal_ip=args.internal_ip,
                     tunnel_through_iap=args.tunnel_through_iap, ssh_flags=tuple(args.ssh_flag), gcloud=gcloud)
     # The worker's own limit ends before ours so that a slow worker still sends what it has.
     inner_s = timeout_s - min(10.0, timeout_s * 0.25)
     with progress(f"tpudoctor check on {len(workers)} workers of {target.tpu}") as update:
-        runs = run_workers(workers, lambda w: ssh.argv(w, remote_command(args, worker=w, timeout_s=inner_s,
-                                                                          target=target)),
+        runs = run_workers(workers, lambda w: ssh.argv(w, remote_command(args, settings, worker=w,
+                                                                          timeout_s=inner_s)),
                            timeout_s=timeout_s, parallel=args.parallel, progress=update)
     outcomes = [outcome_of(run, ssh, timeout_s=timeout_s) for run in runs.values()]
     merged = merge_outcomes(outcomes, expected=workers, target=target,

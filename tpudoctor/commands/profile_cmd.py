@@ -10,10 +10,13 @@ import argparse
 import sys
 import time
 
-from tpudoctor.commands.common import add_cluster_flag, resolve_cluster
+from tpudoctor.commands.common import add_cluster_flag
 from tpudoctor.exitcodes import ExitCode
 
 PROFILE_FORMATS = ("text", "json", "markdown", "html")
+ANALYZE_SETTINGS = {"format": "text", "cluster": None}
+CAPTURE_SETTINGS = {"project": None, "zone": None, "tpu": None}
+"""The settings each sub-command takes (flag > environment > config file > these defaults)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(dest="profile_command", metavar="COMMAND", parser_class=type(parser))
     _register_analyze(commands)
     _register_capture(commands)
-    parser.set_defaults(handler=lambda args: _usage(parser))
+    parser.set_defaults(handler=lambda args, settings: _usage(parser))
 
 
 def _usage(parser: argparse.ArgumentParser) -> ExitCode:
@@ -52,22 +55,20 @@ def _register_analyze(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--redact", action="store_true",
                         help="replace host names, IPs, bucket names, projects and e-mails before sharing the report")
     add_cluster_flag(parser)
-    parser.set_defaults(handler=run_analyze)
+    parser.set_defaults(handler=run_analyze, settings_spec=ANALYZE_SETTINGS)
 
 
-def run_analyze(args: argparse.Namespace) -> ExitCode:
-    from tpudoctor.commands.common import chosen_format
-    from tpudoctor.config import load_config_file
+def run_analyze(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.output import write_text
     from tpudoctor.profile.pipeline import cyclic_gc_paused
     from tpudoctor.progress import progress
 
-    fmt = chosen_format(args, PROFILE_FORMATS, load_config_file()[0])
+    fmt = settings.format_for(PROFILE_FORMATS)
     from tpudoctor.output import check_writable
 
     check_writable(args.output)  # before a capture that may take minutes to read
     started = time.monotonic()
-    cluster = resolve_cluster(args.cluster)
+    cluster = settings.cluster
     with cyclic_gc_paused():  # the analysis and the rendering free what they make by reference counting
         with progress("Reading profile") as update:
             update(args.path)
@@ -131,10 +132,10 @@ def _register_capture(commands: argparse._SubParsersAction) -> None:
                         help="1 traces Python function calls (slow)")
     parser.add_argument("--device-tracer-level", type=int, choices=(0, 1), default=1,
                         help="0 turns device tracing off")
-    parser.set_defaults(handler=run_capture)
+    parser.set_defaults(handler=run_capture, settings_spec=CAPTURE_SETTINGS)
 
 
-def run_capture(args: argparse.Namespace) -> ExitCode:
+def run_capture(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor import config
     from tpudoctor.errors import UsageError
     from tpudoctor.profile.remote import CaptureRequest, capture, service_addresses_for_tpu
@@ -145,10 +146,7 @@ def run_capture(args: argparse.Namespace) -> ExitCode:
         raise UsageError("--duration must be positive, e.g. 3s")
     if args.retries < 1:
         raise UsageError("--retries must be at least 1")
-    settings, _path = config.load_config_file()
-    from tpudoctor.commands.common import resolve_target
-
-    target = resolve_target(args, settings, keys=() if args.service_addr else ("project", "zone", "tpu"))
+    target = settings.target()
     tpu = None if args.service_addr else target.tpu
     if args.service_addr:
         if args.all_workers:

@@ -1,14 +1,14 @@
 """What each worker records in its own report so that a merge can compare workers.
 
-The worker number comes from, in order: ``--worker``/``TPUDOCTOR_WORKER``, ``TPU_WORKER_ID`` (set by GKE on
-each TPU pod), the metadata server's ``agent-worker-number`` (a TPU VM). The slice size comes from
-``TPU_WORKER_HOSTNAMES`` (GKE) or the metadata server's ``worker-network-endpoints``. Package versions are read
-from package metadata (no framework import).
+The worker number comes from, in order: ``--worker``/``TPUDOCTOR_WORKER`` (the settings' target),
+``TPU_WORKER_ID`` (set by GKE on each TPU pod; the ``host.worker_env`` fact), the metadata server's
+``agent-worker-number`` (a TPU VM). The slice size comes from ``TPU_WORKER_HOSTNAMES`` (GKE) or the metadata
+server's ``worker-network-endpoints``. Package versions are read from package metadata (no framework import).
+Facts only: nothing here reads the process environment.
 """
 
 from __future__ import annotations
 
-import os
 import platform
 from collections.abc import Mapping
 from typing import Any
@@ -16,18 +16,18 @@ from typing import Any
 from tpudoctor.findings import Target
 
 
-def worker_environment(facts: Mapping[str, Any] | Any, target: Target,
-                       env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def worker_environment(facts: Mapping[str, Any] | Any, target: Target) -> dict[str, Any]:
     from tpudoctor.providers.python_env import installed_versions
+    from tpudoctor.providers.worker_env import WORKER_ENV_FACT
 
-    environ = os.environ if env is None else env
+    worker_env = _fact(facts, WORKER_ENV_FACT)
     vm = _fact(facts, "metadata.tpu_vm")
     packages = _fact(facts, "packages.installed") or installed_versions()
     runtime = _fact(facts, "runtime.target") or {}
-    worker = target.worker or environ.get("TPU_WORKER_ID")
+    worker = target.worker or worker_env.get("worker_id")
     if worker in (None, "") and vm.get("agent_worker_number") is not None:
         worker = vm.get("agent_worker_number")
-    hostnames = [h for h in environ.get("TPU_WORKER_HOSTNAMES", "").split(",") if h.strip()]
+    hostnames = worker_env.get("worker_hostnames") or []
     endpoints = vm.get("worker_network_endpoints") or []
     return {
         "worker": None if worker in (None, "") else str(worker),

@@ -1,4 +1,5 @@
-"""Which TPU node this run is about: flags first, then step 1's facts, then the metadata server's.
+"""Which TPU node this run is about: the target (flags, environment, config, else the metadata server's:
+``tpu.target``), then step 1's facts, then the metadata server's.
 
 Shared by the providers that query Cloud Logging and Cloud Monitoring for the node.
 """
@@ -10,7 +11,7 @@ from typing import Any
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts
 
-NODE_FACTS = ("tpu.node", "metadata.tpu_vm")
+NODE_FACTS = ("tpu.target", "tpu.node", "metadata.tpu_vm")
 
 
 def resolve_node_identity(ctx: RunContext, facts: Facts) -> dict[str, Any]:
@@ -18,12 +19,13 @@ def resolve_node_identity(ctx: RunContext, facts: Facts) -> dict[str, Any]:
     node = facts.value("tpu.node") or {}
     vm = facts.value("metadata.tpu_vm") or {}
     tpu_env = vm.get("tpu_env") or {}
-    target = ctx.target
+    target = facts.value("tpu.target") or {}
+    given = ctx.target
     return {
-        "project": target.project or node.get("project") or vm.get("project"),
-        "zone": target.zone or node.get("zone") or vm.get("zone") or tpu_env.get("ZONE"),
-        "node_id": target.tpu or node.get("name") or tpu_env.get("NODE_ID"),
+        "project": target.get("project") or given.project or node.get("project") or vm.get("project"),
+        "zone": target.get("zone") or given.zone or node.get("zone") or vm.get("zone") or tpu_env.get("ZONE"),
+        "node_id": target.get("tpu") or given.tpu or node.get("name") or tpu_env.get("NODE_ID"),
         # Only an explicit --worker narrows the query: on a multi-host slice the first error is
         # often on another worker than this one.
-        "worker_id": target.worker,
+        "worker_id": given.worker,
     }

@@ -1,16 +1,18 @@
 """Which TPU node to look at: flags and environment first, then the metadata server on a TPU VM.
 
-Fills the run's target in place where flags left it empty, so the report header names the
-node that was actually checked.
+A fact, gathered once: the settings' target stays as the user gave it, and the report header names the
+node that was actually checked from this fact (``reported_target``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts
+from tpudoctor.findings import Target
 from tpudoctor.provider import FactProvider
 
 
@@ -37,8 +39,17 @@ class TargetProvider(FactProvider):
                 resolved[key], resolved["sources"][key] = given, "flag, environment or config"
             elif vm.get(vm_key) and (key != "tpu" or vm.get("is_tpu_vm")):
                 resolved[key], resolved["sources"][key] = vm[vm_key], "metadata server"
-                setattr(target, key, vm[vm_key])
             else:
                 resolved[key] = None
         resolved["region"] = region_of(resolved["zone"])
         return {"tpu.target": resolved}
+
+
+def reported_target(given: Target, facts: Facts) -> Target:
+    """The target a report names: the one given, with what the metadata server filled in (``tpu.target``)
+    where it was gathered."""
+    found = facts.value("tpu.target")
+    if not isinstance(found, Mapping):
+        return given
+    return dataclasses.replace(given, **{key: found.get(key) or getattr(given, key)
+                                         for key in ("project", "zone", "tpu")})
