@@ -12,7 +12,7 @@ import json
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING, Any
 
-from tpudoctor.findings import Report, Status, Step
+from tpudoctor.findings import Report, Status, Step, worst_status
 from tpudoctor.reports import escape
 
 if TYPE_CHECKING:
@@ -63,8 +63,6 @@ def render_merged_document(document: dict[str, Any], fmt: str, *, verbose: bool 
 
 def worker_step_matrix(document: dict[str, Any]) -> dict[str, dict[int, str]]:
     """worker -> step -> cell: the worst status that worker gave in that step; NO_REPORT for a silent worker."""
-    from tpudoctor.pod.merge import folded_status
-
     workers = document.get("workers") or {}
     matrix: dict[str, dict[int, str]] = {}
     for worker, entry in workers.items():
@@ -76,7 +74,7 @@ def worker_step_matrix(document: dict[str, Any]) -> dict[str, dict[int, str]]:
         for result in report.get("results") or []:
             if result.get("step"):
                 by_step.setdefault(int(result["step"]), []).append(Status(result["status"]))
-        matrix[worker] = {int(s): CELL[folded_status(by_step[int(s)])] if int(s) in by_step else NOT_RUN
+        matrix[worker] = {int(s): CELL[worst_status(by_step[int(s)])] if int(s) in by_step else NOT_RUN
                           for s in Step}
     return matrix
 

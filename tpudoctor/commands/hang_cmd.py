@@ -70,9 +70,9 @@ def run(args: argparse.Namespace) -> ExitCode:
     import time
 
     from tpudoctor import config
-    from tpudoctor.commands.check_cmd import exit_code_for
     from tpudoctor.commands.common import resolve_target
     from tpudoctor.errors import UsageError
+    from tpudoctor.findings import exit_code_for
     from tpudoctor.output import write_text
 
     settings, _path = config.load_config_file()

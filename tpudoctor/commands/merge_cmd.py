@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     import sys
 
     from tpudoctor import config
-    from tpudoctor.commands.check_cmd import exit_code_for
+    from tpudoctor.findings import exit_code_for
     from tpudoctor.gcp.session import Session
     from tpudoctor.output import write_text
     from tpudoctor.pod.merge import merge_outcomes

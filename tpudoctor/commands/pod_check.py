@@ -85,7 +85,7 @@ def discover_workers(target, session) -> list[str]:
 
 def run_fanout(args: argparse.Namespace, target, *, fmt: str, fail_on: str) -> ExitCode:
     from tpudoctor import config
-    from tpudoctor.commands.check_cmd import exit_code_for
+    from tpudoctor.findings import exit_code_for
     from tpudoctor.gcp.session import Session
     from tpudoctor.output import write_text
     from tpudoctor.pod.fanout import SshTarget, outcome_of, run_workers
