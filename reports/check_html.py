@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from tpudoctor.findings import Report, Status, root_cause
 from tpudoctor.reports import evidence_tables
 from tpudoctor.reports.escape import html as e
 from tpudoctor.reports.escape import plain
 from tpudoctor.reports.markers import MARKERS, root_cause_headline, scope_words, summary_sentence
+from tpudoctor.reports.sections import Section
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1f2328;max-width:1100px}
@@ -19,11 +21,12 @@ table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid #d0d7de
 """
 
 
-def render(report: Report, *, scope_in_title: bool = True) -> str:
+def render(report: Report, *, scope_in_title: bool = True, sections: Sequence[Section] = ()) -> str:
     """``scope_in_title=False`` where the messages already say where (a merged pod report)."""
     cause = root_cause(report.results)
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>tpudoctor check</title>",
              f"<style>{_CSS}</style></head><body><h1>tpudoctor check</h1>",
+             *(section.html() for section in sections),
              f"<p>tpudoctor {e(report.tool_version)} on <code>{e(report.host)}</code></p>"]
     if cause is not None:
         where = scope_words(cause.scope) if scope_in_title else ""

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from tpudoctor.findings import Report
+from tpudoctor.reports.sections import Section
 
 
-def render(report: Report) -> str:
-    return json.dumps(report.to_dict(), indent=2, sort_keys=False) + "\n"
+def render(report: Report, *, sections: Sequence[Section] = ()) -> str:
+    document = report.to_dict()
+    for section in sections:
+        document.update(section.json())
+    return json.dumps(document, indent=2, sort_keys=False) + "\n"

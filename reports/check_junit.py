@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 
 from tpudoctor.findings import Finding, Report, Status
 from tpudoctor.reports.escape import junit_document, lines, plain
 from tpudoctor.reports.markers import scope_words, summary_sentence
+from tpudoctor.reports.sections import Section
 
 
-def render(report: Report) -> str:
-    counts = report.summary.counts
+def render(report: Report, *, sections: Sequence[Section] = ()) -> str:
     suites = ET.Element("testsuites", name="tpudoctor")
-    suite = ET.SubElement(
-        suites, "testsuite",
-        name="tpudoctor check",
+    suite, cases = testsuite(report)
+    suites.append(suite)
+    for section in sections:
+        section.junit(suites, suite, cases)
+    return junit_document(suites)
+
+
+def testsuite(report: Report, name: str = "tpudoctor check") -> tuple[ET.Element, list[tuple[ET.Element, Finding]]]:
+    """The report as one testsuite, and its testcases with the finding each one tells."""
+    counts = report.summary.counts
+    suite = ET.Element(
+        "testsuite",
+        name=name,
         tests=str(len(report.results)),
         failures=str(counts["FAIL"]),
         errors=str(counts["ERROR"]),
@@ -27,10 +38,10 @@ def render(report: Report) -> str:
     for key, value in report.target.to_dict().items():
         if value:
             ET.SubElement(props, "property", name=key, value=str(value))
-    for r in report.ordered_results():
-        add_testcase(suite, r, classname=f"tpudoctor.step{int(r.step)}_{r.step.name.lower()}")
+    cases = [(add_testcase(suite, r, classname=f"tpudoctor.step{int(r.step)}_{r.step.name.lower()}"), r)
+             for r in report.ordered_results()]
     ET.SubElement(suite, "system-out").text = plain(summary_sentence(report))
-    return junit_document(suites)
+    return suite, cases
 
 
 def add_testcase(suite: ET.Element, r: Finding, *, classname: str) -> ET.Element:

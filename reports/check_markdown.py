@@ -7,17 +7,23 @@ hold neither HTML nor Markdown that would render.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from tpudoctor.findings import CheckResult, Report, Status, root_cause
 from tpudoctor.reports import evidence_tables
 from tpudoctor.reports.escape import markdown as md
 from tpudoctor.reports.escape import markdown_code, markdown_fence, markdown_link, markdown_prose
 from tpudoctor.reports.markers import MARKERS, root_cause_headline, scope_words, summary_sentence
+from tpudoctor.reports.sections import Section
 
 
-def render(report: Report, *, verbose: bool = False, scope_in_title: bool = True) -> str:
+def render(report: Report, *, verbose: bool = False, scope_in_title: bool = True,
+           sections: Sequence[Section] = ()) -> str:
     """``scope_in_title=False`` where the messages already say where (a merged pod report)."""
     lines = ["# tpudoctor check", ""]
+    for section in sections:
+        if shown := section.markdown():
+            lines += [shown, ""]
     t = report.target
     target = ", ".join(f"{k} {markdown_code(v)}" for k, v in t.to_dict().items() if v)
     lines.append(f"tpudoctor {md(report.tool_version)} on {markdown_code(report.host)}"

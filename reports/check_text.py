@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 
 from rich.console import Console
 
@@ -14,12 +15,16 @@ from tpudoctor.findings import CheckResult, Report, Status, Step, root_cause
 from tpudoctor.reports import evidence_tables
 from tpudoctor.reports.escape import text as escape
 from tpudoctor.reports.markers import MARKERS, STYLES, scope_words, summary_sentence
+from tpudoctor.reports.sections import Section
 
 
 def render(report: Report, *, verbose: bool = False, color: bool = False, width: int = 100,
-           scope_in_title: bool = True) -> str:
+           scope_in_title: bool = True, sections: Sequence[Section] = ()) -> str:
     """``scope_in_title=False`` where the messages already say where (a merged pod report)."""
     buffer = io.StringIO()
+    for section in sections:
+        if shown := section.text():
+            buffer.write(f"{shown}\n")
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False,
                       emoji=False, soft_wrap=True)  # never break a command someone will copy
     _header(console, report)

@@ -1,6 +1,6 @@
-"""A merged pod report in every format: the single-report renderers for the folded results, plus a
-worker x step matrix (text, markdown, HTML), every worker's own report (JSON) and one JUnit suite per
-worker that sent no report.
+"""A merged pod report in every format: the check renderers format the folded results, and the per-worker
+map is their section (``WorkerMap``): a worker x step matrix (text, markdown, HTML), every worker's own report
+(JSON) and one JUnit suite per worker that reported.
 
 The matrix is computed here from the merged document (which worker gave which status in which step); it
 is formatting of data already in the report, not analysis.
@@ -8,15 +8,13 @@ is formatting of data already in the report, not analysis.
 
 from __future__ import annotations
 
-import json
 import xml.etree.ElementTree as ET
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
-from tpudoctor.findings import Report, Status, Step
+from tpudoctor.findings import Finding, Report, Status, Step, worst_status
 from tpudoctor.reports import escape
-
-if TYPE_CHECKING:
-    from tpudoctor.pod.merge import MergedReport
+from tpudoctor.reports.sections import Section
 
 MATRIX_MAX_WORKERS = 64
 CELL = {Status.PASS: "✓", Status.WARN: "!", Status.FAIL: "✗", Status.ERROR: "?", Status.SKIP: "-"}
@@ -25,8 +23,9 @@ NOT_RUN = " "
 LEGEND = "✓ ok  ! warning  ✗ failed  ? could not run or no report  - skipped"
 
 
-def render_merged_report(merged: MergedReport, fmt: str, *, verbose: bool = False, color: bool = False,
+def render_merged_report(merged: Any, fmt: str, *, verbose: bool = False, color: bool = False,
                          redact: bool = False) -> str:
+    """``merged``: a merged report (anything with ``to_dict``: ``tpudoctor.pod.merge.MergedReport``)."""
     from tpudoctor.redact import sanitize_report_dict
 
     document = merged.to_dict()
@@ -40,31 +39,55 @@ def render_merged_report(merged: MergedReport, fmt: str, *, verbose: bool = Fals
 
 def render_merged_document(document: dict[str, Any], fmt: str, *, verbose: bool = False,
                            color: bool = False) -> str:
-    if fmt == "json":
-        return json.dumps(document, indent=2) + "\n"
+    """The merged document as the check renderers format it, with the per-worker map as their section."""
+    from tpudoctor.reports import render_check_report
+
     report = Report.from_dict(document)
     report.duration_s = float(document.get("duration_s", 0.0))
-    matrix = worker_step_matrix(document)
-    if fmt == "markdown":
-        from tpudoctor.reports.check_markdown import render
-        body = render(report, verbose=verbose, scope_in_title=False)
-        head, _, rest = body.partition("\n\n")
-        return f"{head}\n\n{escape.markdown(_slice_line(document))}\n\n{_matrix_markdown(matrix)}\n{rest}"
-    if fmt == "junit":
-        return _junit(report, document)
-    if fmt == "html":
-        from tpudoctor.reports.check_html import render
-        body = render(report, scope_in_title=False)
-        table = _matrix_html(matrix)
-        return body.replace("</h1>", f"</h1><p>{escape.html(_slice_line(document))}</p>{table}", 1)
-    from tpudoctor.reports.check_text import render
-    return f"{_slice_line(document)}\n{_matrix_text(matrix)}\n{render(report, verbose=verbose, color=color, scope_in_title=False)}"
+    return render_check_report(report, fmt, verbose=verbose, color=color, sections=(WorkerMap(document),),
+                               scope_in_title=False)
+
+
+class WorkerMap(Section):
+    """The slice: which workers reported, and a worker x step matrix of the worst status each worker gave
+    (text, markdown, HTML); each worker's own report (JSON); a suite per worker (JUnit)."""
+
+    def __init__(self, document: dict[str, Any]):
+        self.document = document
+        self.matrix = worker_step_matrix(document)
+
+    def text(self) -> str:
+        return f"{_slice_line(self.document)}\n{_matrix_text(self.matrix)}"
+
+    def markdown(self) -> str:
+        return f"{escape.markdown(_slice_line(self.document))}\n\n{_matrix_markdown(self.matrix)}".removesuffix("\n")
+
+    def html(self) -> str:
+        return f"<p>{escape.html(_slice_line(self.document))}</p>{_matrix_html(self.matrix)}"
+
+    def json(self) -> dict[str, Any]:
+        return {key: self.document[key] for key in ("slice", "workers") if key in self.document}
+
+    def junit(self, suites: ET.Element, suite: ET.Element, cases: Sequence[tuple[ET.Element, Finding]]) -> None:
+        """The merged suite (each testcase names the workers it fails on) and one suite per worker, so a CI
+        view lists worker 3's failures under worker 3."""
+        from tpudoctor.reports.check_junit import testsuite
+
+        suite.set("name", "tpudoctor check (merged across workers)")
+        for case, result in cases:
+            if result.scope.workers:  # the name ends "(on workers 3, 7)"; add to its properties
+                props = case.find("properties")
+                if props is None:
+                    props = ET.SubElement(case, "properties")
+                ET.SubElement(props, "property", name="workers", value=",".join(result.scope.workers))
+        for worker, entry in (self.document.get("workers") or {}).items():
+            own = entry.get("report")
+            if own:
+                suites.append(testsuite(Report.from_dict(own), name=f"tpudoctor check worker {worker}")[0])
 
 
 def worker_step_matrix(document: dict[str, Any]) -> dict[str, dict[int, str]]:
     """worker -> step -> cell: the worst status that worker gave in that step; NO_REPORT for a silent worker."""
-    from tpudoctor.pod.merge import folded_status
-
     workers = document.get("workers") or {}
     matrix: dict[str, dict[int, str]] = {}
     for worker, entry in workers.items():
@@ -76,7 +99,7 @@ def worker_step_matrix(document: dict[str, Any]) -> dict[str, dict[int, str]]:
         for result in report.get("results") or []:
             if result.get("step"):
                 by_step.setdefault(int(result["step"]), []).append(Status(result["status"]))
-        matrix[worker] = {int(s): CELL[folded_status(by_step[int(s)])] if int(s) in by_step else NOT_RUN
+        matrix[worker] = {int(s): CELL[worst_status(by_step[int(s)])] if int(s) in by_step else NOT_RUN
                           for s in Step}
     return matrix
 
@@ -153,29 +176,3 @@ def _matrix_html(matrix: dict[str, dict[int, str]]) -> str:
     for worker, row in matrix.items():
         rows.append(f"<tr><td>{escape.html(worker)}</td>" + "".join(f"<td>{row[int(s)]}</td>" for s in steps) + "</tr>")
     return "".join(rows) + "</table>"
-
-
-def _junit(report: Report, document: dict[str, Any]) -> str:
-    """The merged suite (each testcase names the workers it fails on) and one suite per worker, so a CI
-    view lists worker 3's failures under worker 3."""
-    from tpudoctor.reports.check_junit import render
-
-    merged = ET.fromstring(render(report).split("\n", 1)[1])
-    for suite in merged.iter("testsuite"):
-        suite.set("name", "tpudoctor check (merged across workers)")
-    for case, result in zip(merged.iter("testcase"), report.ordered_results(), strict=True):  # one per result
-        if result.scope.workers:  # the name ends "(on workers 3, 7)"; add to its properties
-            props = case.find("properties")
-            if props is None:
-                props = ET.SubElement(case, "properties")
-            ET.SubElement(props, "property", name="workers", value=",".join(result.scope.workers))
-    for worker, entry in (document.get("workers") or {}).items():
-        own = entry.get("report")
-        if not own:
-            continue
-        worker_report = Report.from_dict(own)
-        suite_root = ET.fromstring(render(worker_report).split("\n", 1)[1])
-        for suite in suite_root.iter("testsuite"):
-            suite.set("name", f"tpudoctor check worker {worker}")
-            merged.append(suite)
-    return escape.junit_document(merged)

@@ -10,8 +10,8 @@ from sample_reports import healthy_report, preempted_node_report
 
 from tpudoctor import cli
 from tpudoctor import registry as registry_module
-from tpudoctor.commands.check_cmd import exit_code_for
 from tpudoctor.exitcodes import ExitCode
+from tpudoctor.findings import exit_code_for
 from tpudoctor.registry import Registry
 from tpudoctor.schema import validate
 

@@ -59,3 +59,15 @@ def test_list_signatures_lists_the_whole_catalog(capsys):
     assert main(["list-signatures"]) == 0
     out = capsys.readouterr().out
     assert "hbm-oom-compile" in out and f"{len(CATALOG.ids())} signatures" in out
+
+
+def test_explain_a_check_says_what_it_checks_where_it_runs_and_what_it_reads(capsys):
+    assert main(["explain", "POD-004"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("POD-004: Every worker runs the same framework versions")
+    assert "runs on a merged view of every worker's report" in out and "Reads: slice.outcomes, slice.target" in out
+    assert main(["explain", "NODE-002", "--format", "json"]) == 0
+    check = json.loads(capsys.readouterr().out)["check"]
+    assert check["runs_on"] == "worker" and check["facts"] == ["tpu.node"] and check["docs"].startswith("https://")
+    assert main(["explain", "POD-099"]) == 2
+    assert "no check 'POD-099'" in capsys.readouterr().err

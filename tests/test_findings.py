@@ -4,7 +4,17 @@ import json
 
 from sample_reports import healthy_report, preempted_node_report
 
-from tpudoctor.findings import CheckResult, Report, Severity, Status, Step, root_cause
+from tpudoctor.exitcodes import ExitCode
+from tpudoctor.findings import (
+    CheckResult,
+    Report,
+    Severity,
+    Status,
+    Step,
+    exit_code_for,
+    root_cause,
+    worst_status,
+)
 from tpudoctor.schema import validate
 
 
@@ -106,3 +116,22 @@ def test_profile_and_bench_findings_sort_after_the_triage_chain():
     logs = CheckResult("LOGS-001", Step.LOGS, "t", Status.FAIL, "m")
     assert root_cause([bench, logs]) is logs
     assert [r.id for r in Report(results=[bench, logs]).ordered_results()] == ["LOGS-001", "BENCH-001"]
+
+
+def test_worst_status_is_the_worst_problem_else_pass_else_skip():
+    assert worst_status([Status.PASS, Status.WARN, Status.ERROR, Status.SKIP]) is Status.ERROR
+    assert worst_status([Status.ERROR, Status.FAIL]) is Status.FAIL  # FAIL outranks ERROR
+    assert worst_status([Status.PASS, Status.SKIP]) is Status.PASS
+    assert worst_status([Status.SKIP]) is Status.SKIP
+    assert worst_status([]) is Status.SKIP  # nothing given: nothing ran
+
+
+def test_exit_code_follows_the_fail_level_on_any_report_shape():
+    def report(*statuses):
+        return Report(results=[CheckResult(f"A-00{i}", Step.NODE, "t", s, "m") for i, s in enumerate(statuses)])
+
+    assert exit_code_for(report(Status.PASS, Status.SKIP)) is ExitCode.OK
+    assert exit_code_for(report(Status.ERROR)) is ExitCode.FINDINGS  # the check could not judge: not ok
+    assert exit_code_for(report(Status.WARN)) is ExitCode.OK
+    assert exit_code_for(report(Status.WARN), fail_on="warn") is ExitCode.FINDINGS
+    assert exit_code_for(report(Status.FAIL), exit_zero=True) is ExitCode.OK

@@ -89,3 +89,23 @@ def test_google_clients_outside_gcp_and_adapters_in_checks_or_renderers_break_co
                  "tpudoctor.reports.reads_files -> tpudoctor.locations"):
         assert line in output, output
     assert "3 broken" in output, output
+
+
+def test_pod_and_command_circles_an_engine_importing_the_pod_and_a_renderer_importing_the_merge_break(tmp_path):
+    """The circles the pod once had (merge <-> slice checks, check <-> pod_check), the engine reaching up
+    for the worker environment, a renderer reading the merge: each is named by its contract."""
+    root = installed_layout(tmp_path)
+    with open(root / "tpudoctor" / "pod" / "outcomes.py", "a") as outcomes:
+        outcomes.write("\n\ndef _circle():\n    from tpudoctor.pod import merge  # noqa: F401\n")
+    with open(root / "tpudoctor" / "commands" / "pod_check.py", "a") as pod_check:
+        pod_check.write("\n\ndef _circle():\n    from tpudoctor.commands import check_cmd  # noqa: F401\n")
+    with open(root / "tpudoctor" / "runner.py", "a") as runner:
+        runner.write("\n\ndef _upward():\n    from tpudoctor.pod import fanout  # noqa: F401\n")
+    (root / "tpudoctor" / "reports" / "folds.py").write_text("from tpudoctor.pod import merge\n")
+    done = lint_imports(root)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "No cycles are allowed in tpudoctor.pod" in output and ".outcomes -> .merge" in output, output
+    assert "No cycles are allowed in tpudoctor.commands" in output and ".pod_check -> .check_cmd" in output, output
+    for line in ("tpudoctor.runner -> tpudoctor.pod.fanout", "tpudoctor.reports.folds -> tpudoctor.pod.merge"):
+        assert line in output, output

@@ -219,3 +219,43 @@ def test_different_causes_on_different_workers_stay_apart_and_the_earliest_leads
     text = capsys.readouterr().out
     cause = text.split("Root cause", 1)[1]
     assert cause.index("HBM out of memory") < cause.index("Lost the connection")
+
+
+def test_slice_checks_are_registered_listed_and_never_run_on_one_machine(capsys):
+    from tpudoctor.registry import load_registry
+
+    registry = load_registry()
+    slice_ids = sorted(c.id for c in registry.check_classes() if c.runs_on == "slice")
+    assert slice_ids == [f"POD-00{i}" for i in range(1, 8)]
+    assert main(["list-checks", "--format", "json"]) == 0
+    listed = {row["id"]: row for row in json.loads(capsys.readouterr().out)["checks"]}
+    assert listed["POD-004"]["runs_on"] == "slice" and listed["NODE-001"]["runs_on"] == "worker"
+    assert main(["check", "POD-003"]) == 2  # a slice check has nothing to judge on one machine
+    assert "no checks selected" in capsys.readouterr().err
+
+
+def test_a_crashing_slice_check_is_an_error_result_and_the_merge_goes_on(worker_report):
+    from tpudoctor.check import Check
+    from tpudoctor.findings import Step
+    from tpudoctor.registry import load_registry
+
+    class Crashes(Check):
+        """Divides by the number of workers that hung."""
+
+        id = "POD-099"
+        title = "crashes"
+        step = Step.NODE
+        runs_on = "slice"
+        facts = ("slice.outcomes",)
+
+        def evaluate(self, facts):
+            return self.passed(str(1 / len([o for o in facts.require("slice.outcomes").values() if o.problem])))
+
+    registry = load_registry([("test", [Crashes])], plugins=False)
+    report = Report.from_dict(worker_report)
+    merged = merge_outcomes([WorkerOutcome("0", report=report), WorkerOutcome("1", report=report)],
+                            expected=["0", "1"], registry=registry)
+    results = {r.id: r for r in merged.report.results}
+    assert results["POD-099"].status is Status.ERROR and "ZeroDivisionError" in results["POD-099"].message
+    assert results["POD-003"].status is Status.PASS and results["POD-004"].status is Status.PASS
+    assert "POD-001" not in results and "POD-007" not in results  # read from files, every report readable

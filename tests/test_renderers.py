@@ -11,6 +11,7 @@ import pytest
 from sample_reports import healthy_report, preempted_node_report, scoped_report
 
 from tpudoctor.reports import render_check_report
+from tpudoctor.reports.sections import Section
 from tpudoctor.schema import validate
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -102,3 +103,36 @@ def test_every_single_report_format_shows_where_a_finding_holds():
 def test_reports_without_scopes_have_no_scope_column():
     assert "scope" not in render_check_report(preempted_node_report(), "markdown")
     assert "<th>scope</th>" not in render_check_report(preempted_node_report(), "html")
+
+
+class _Note(Section):
+    def text(self):
+        return "NOTE text"
+
+    def markdown(self):
+        return "NOTE markdown"
+
+    def html(self):
+        return "<p>NOTE html</p>"
+
+    def json(self):
+        return {"note": "NOTE json"}
+
+    def junit(self, suites, suite, cases):
+        suite.set("name", "noted")
+        ET.SubElement(suites, "testsuite", name="NOTE junit", tests=str(len(cases)))
+
+
+def test_every_format_shows_a_section_in_its_place_and_an_empty_one_adds_nothing():
+    report = preempted_node_report()
+    plain = {fmt: render_check_report(report, fmt) for fmt in ("text", "markdown", "html", "json", "junit")}
+    noted = {fmt: render_check_report(report, fmt, sections=(_Note(),)) for fmt in plain}
+    assert noted["text"] == "NOTE text\n" + plain["text"]
+    assert noted["markdown"] == plain["markdown"].replace("# tpudoctor check\n\n", "# tpudoctor check\n\nNOTE markdown\n\n", 1)
+    assert noted["html"] == plain["html"].replace("</h1>", "</h1><p>NOTE html</p>", 1)
+    document = json.loads(noted["json"])
+    assert list(document)[-1] == "note" and {k: v for k, v in document.items() if k != "note"} == json.loads(plain["json"])
+    suites = ET.fromstring(noted["junit"].split("\n", 1)[1]).findall("testsuite")
+    assert [(s.get("name"), s.get("tests")) for s in suites] == [("noted", "5"), ("NOTE junit", "5")]
+    for fmt, text in plain.items():
+        assert render_check_report(report, fmt, sections=(Section(),)) == text

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+
 import engine_fixtures as ef
 import pytest
 
@@ -136,3 +138,32 @@ def test_a_provider_returning_undeclared_facts_is_an_error_naming_them():
     assert "engine.other, engine.typo_state" in result.message
     assert "does not declare" in result.message
     assert result.evidence["provider"] == "engine.leaky_node"
+
+
+class _OnlyWhenNodeIsReady(ef.NodeReady):
+    """Says something only about a READY node."""
+
+    id = "ENG-010"
+
+    def applies(self, facts):
+        return facts.value("engine.node_state") == "READY"
+
+
+def test_a_check_that_does_not_apply_gives_no_result_and_the_others_run():
+    results, report = run(_OnlyWhenNodeIsReady, ef.NodeReady, ef.WarnsOnly)  # the node is PREEMPTED
+    assert [r.id for r in report.results] == ["ENG-001", "ENG-009"]
+    assert results["ENG-001"].status is Status.FAIL and report.summary.root_cause == "ENG-001"
+
+
+def test_where_the_run_happened_is_a_providers_fact_recorded_even_past_the_deadline():
+    from tpudoctor.findings import Target
+    from tpudoctor.providers.report_environment import ReportEnvironmentProvider
+
+    registry = make_registry(ef.NodeReady)
+    registry.providers["report.environment"] = ReportEnvironmentProvider
+    ctx = RunContext(target=Target(worker="3"), run_timeout_s=0.001)
+    time.sleep(0.01)  # the run's time is up before it starts
+    report = Runner(registry, ctx).run([ef.NodeReady])
+    assert report.results[0].status is Status.ERROR  # the check had no time left
+    assert report.environment["worker"] == "3" and report.environment["python"]
+    assert isinstance(report.environment["packages"], dict)

@@ -246,7 +246,7 @@ def test_a_provider_importing_the_settings_breaks_a_contract(tmp_path):
 # --- the target and the worker's environment are facts, gathered once, never written back -----------------------
 def test_the_worker_environment_is_read_from_facts_not_from_the_process(monkeypatch):
     from tpudoctor.findings import Target
-    from tpudoctor.pod.environment import worker_environment
+    from tpudoctor.providers.report_environment import worker_environment
     from tpudoctor.providers.worker_env import WORKER_ENV_FACT, read_worker_env
 
     monkeypatch.setenv("TPU_WORKER_ID", "9")  # the process's own: only the provider reads it

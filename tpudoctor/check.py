@@ -40,9 +40,17 @@ class Check:
     docs: ClassVar[str] = ""
     examples: ClassVar[tuple[Example, ...]] = ()
     source: ClassVar[str] = "builtin"
+    runs_on: ClassVar[str] = "worker"
+    """``worker``: ``tpudoctor check`` on one machine; ``slice``: a merged view of every worker's report
+    (``tpudoctor merge``, ``check --all-workers``), where the workers' reports are the facts."""
 
     def evaluate(self, facts: Facts) -> CheckResult:
         raise NotImplementedError
+
+    def applies(self, facts: Facts) -> bool:
+        """False: the check has nothing to say on these facts and the run records no result for it (a
+        slice check about workers' trouble that no worker had). Most checks always apply."""
+        return True
 
     @classmethod
     def description(cls) -> str:

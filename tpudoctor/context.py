@@ -39,6 +39,9 @@ class RunContext:
     """The run's Google Cloud session (``tpudoctor.gcp.session.Session``), built by the command; None: one
     from this process's environment, made when a provider first needs it (library use, tests)."""
     _session_lock: Any = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
+    slice: Any = None
+    """For a merged view only: every worker's outcome (``tpudoctor.pod.outcomes.SliceView``), which the
+    slice checks judge; None on one machine."""
 
     @property
     def cloud(self) -> Any:

@@ -17,6 +17,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tpudoctor.exitcodes import ExitCode
+
 SCHEMA_VERSION = "2.1"
 READABLE_SCHEMA_MAJORS = ("1", "2")  # 1.x documents are upgraded on reading
 
@@ -41,6 +43,28 @@ class Status(str, enum.Enum):
 
 
 _STATUS_RANK = {Status.PASS: 0, Status.SKIP: 1, Status.WARN: 2, Status.ERROR: 3, Status.FAIL: 4}
+
+PROBLEMS = frozenset({Status.FAIL, Status.ERROR, Status.WARN})
+"""Statuses that say something needs a look; PASS and SKIP do not."""
+
+
+def worst_status(statuses: Iterable[Status]) -> Status:
+    """One status for many (one check on many workers, one step's checks): the worst problem if there is
+    one; else PASS if anything passed; else SKIP (nothing ran, or nothing was given)."""
+    seen = set(statuses)
+    problems = seen & PROBLEMS
+    if problems:
+        return max(problems, key=lambda s: s.rank)
+    return Status.PASS if Status.PASS in seen else Status.SKIP
+
+
+def exit_code_for(report: Any, *, fail_on: str = "fail", exit_zero: bool = False) -> ExitCode:
+    """FINDINGS when a result of ``report`` (anything with ``results``) is at or above the fail level
+    (``fail``: FAIL or ERROR; ``warn``: WARN too). The format never changes this."""
+    if exit_zero:
+        return ExitCode.OK
+    failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if fail_on == "warn" else set())
+    return ExitCode.FINDINGS if any(r.status in failing for r in report.results) else ExitCode.OK
 
 
 class Severity(str, enum.Enum):

@@ -21,6 +21,8 @@ class FactProvider:
     needs: ClassVar[tuple[str, ...]] = ()
     """Fact keys this provider reads from other providers (gathered before it)."""
     timeout_s: ClassVar[float] = 10.0
+    after_deadline: ClassVar[bool] = False
+    """True: gathered even when the run's time is up, within ``timeout_s`` (what the report itself records)."""
     source: ClassVar[str] = "builtin"
 
     def gather(self, ctx: RunContext, facts: Facts) -> Mapping[str, Any]:

@@ -26,8 +26,8 @@ from tpudoctor.facts import (
     Unavailable,
 )
 from tpudoctor.findings import CheckResult, Report, Severity, Status, Step
-from tpudoctor.pod.environment import worker_environment
 from tpudoctor.provider import FactProvider
+from tpudoctor.providers.report_environment import REPORT_ENVIRONMENT
 from tpudoctor.providers.target import reported_target
 from tpudoctor.providers.worker_env import WORKER_ENV_FACT
 from tpudoctor.registry import Registry
@@ -154,7 +154,9 @@ class FactStore:
         for cls, thread, box, started in threads:
             # both limits are absolute: the provider's own from its start, the run's from now
             now = time.monotonic()
-            deadline = min(started + cls.timeout_s, now + self._ctx.remaining_s())
+            deadline = started + cls.timeout_s
+            if not cls.after_deadline:
+                deadline = min(deadline, now + self._ctx.remaining_s())
             budget = deadline - started
             thread.join(max(0.0, deadline - now))
             self._done.add(cls)
@@ -198,6 +200,20 @@ class Runner:
     def run(self, check_classes: Iterable[type[Check]]) -> Report:
         started = time.monotonic()
         started_at = _dt.datetime.now(_dt.timezone.utc)  # the wall clock when the run began: merges compare it
+        report = Report(
+            results=self.results(check_classes),
+            target=reported_target(self.ctx.target, self.store.facts),
+            host=socket.gethostname(),
+            tool_version=__version__,
+            environment=self._environment(),
+            started_at=started_at,
+        )
+        report.duration_s = time.monotonic() - started
+        return report
+
+    def results(self, check_classes: Iterable[type[Check]]) -> list[CheckResult]:
+        """The checks' results, step by step, in the order given within a step (a merge makes its own
+        report around them). A check that does not apply to the facts (``Check.applies``) gives none."""
         classes = sorted(check_classes, key=lambda c: int(c.step))
         by_step: dict[Step, list[type[Check]]] = {}
         for cls in classes:
@@ -216,17 +232,15 @@ class Runner:
             if needed and self.ctx.remaining_s() > 0:
                 self.store.ensure(needed)
             for cls in step_checks:
-                results[cls.id] = self._run_one(cls, results, selected)
-        report = Report(
-            results=[results[c.id] for c in classes],
-            target=reported_target(self.ctx.target, self.store.facts),
-            host=socket.gethostname(),
-            tool_version=__version__,
-            environment=worker_environment(self.store.facts, self.ctx.target),
-            started_at=started_at,
-        )
-        report.duration_s = time.monotonic() - started
-        return report
+                result = self._run_one(cls, results, selected)
+                if result is not None:
+                    results[cls.id] = result
+        return [results[c.id] for c in classes if c.id in results]
+
+    def _environment(self) -> dict[str, Any]:
+        """Where the run happened (a provider's fact, gathered last from what the run has): {} when it broke."""
+        value = self.store.ensure([REPORT_ENVIRONMENT]).get(REPORT_ENVIRONMENT)
+        return value if isinstance(value, dict) else {}
 
     def _blocker(
         self, cls: type[Check], results: dict[str, CheckResult], selected: set[str]
@@ -239,7 +253,8 @@ class Runner:
                 return done
         return None
 
-    def _run_one(self, cls: type[Check], results: dict[str, CheckResult], selected: set[str]) -> CheckResult:
+    def _run_one(self, cls: type[Check], results: dict[str, CheckResult],
+                 selected: set[str]) -> CheckResult | None:
         t0 = time.monotonic()
         check = cls()
         blocker = self._blocker(cls, results, selected)
@@ -260,7 +275,7 @@ class Runner:
             self.progress(f"{cls.id} {cls.title}")
         facts = self.store.facts
         budget = min(cls.timeout_s, self.ctx.remaining_s())
-        outcome, payload = _call_with_timeout(lambda: evaluate_check(check, facts), budget)
+        outcome, payload = _call_with_timeout(lambda: _evaluate_if_applies(check, facts), budget)
         if outcome == "timeout":
             result = _error(check, f"check did not finish within {budget:.1f}s", {"timeout_s": budget})
         elif outcome == "error":
@@ -270,6 +285,8 @@ class Runner:
                 f"check crashed: {type(exc).__name__}: {exc}",
                 {"exception": f"{type(exc).__name__}: {exc}", "traceback": tb},
             )
+        elif payload is None:
+            return None
         else:
             result = payload
         result.duration_s = time.monotonic() - t0 + self.store.bill(cls.facts)
@@ -288,6 +305,15 @@ def evaluate_check(check: Check, facts: Facts) -> CheckResult:
     if not isinstance(result, CheckResult) or result.id != check.id:
         return _error(check, f"check returned {type(result).__name__}, not its own CheckResult", {})
     return result
+
+
+def _evaluate_if_applies(check: Check, facts: Facts) -> CheckResult | None:
+    try:
+        if not check.applies(facts):
+            return None
+    except (FactUnavailableError, FactGatherError):
+        pass  # evaluating says why (SKIP, ERROR)
+    return evaluate_check(check, facts)
 
 
 def _error(check: Check, message: str, evidence: dict[str, Any]) -> CheckResult:

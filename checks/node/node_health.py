@@ -5,7 +5,7 @@ from typing import Any
 from tpudoctor.check import Check, Example, remediation
 from tpudoctor.cloud_knowledge import gcloud
 from tpudoctor.facts import Facts
-from tpudoctor.findings import CheckResult, Severity, Status, Step
+from tpudoctor.findings import CheckResult, Severity, Status, Step, worst_status
 
 _NODE = {"name": "my-tpu", "project": "p", "zone": "us-central2-b", "state": "READY", "health": "HEALTHY",
          "health_description": "", "symptoms": []}
@@ -82,7 +82,7 @@ class NodeHealthAndSymptoms(Check):
         if not findings:
             word = "HEALTHY" if health == "HEALTHY" else "no health report (HEALTH_UNSPECIFIED)"
             return self.passed(f"{word}, no symptoms", evidence=evidence)
-        worst = max((f[0] for f in findings), key=lambda s: s.rank)
+        worst = worst_status(f[0] for f in findings)
         message = "; ".join(f[1] for f in findings)
         if description:
             message += f"; health description: \"{description}\""

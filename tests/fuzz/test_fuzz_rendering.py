@@ -157,7 +157,8 @@ def test_check_report_in_every_format(report, verbose):
 @given(data=st.data())
 @RENDERINGS
 def test_merged_pod_report_in_every_format(data):
-    from tpudoctor.pod.merge import WorkerOutcome, merge_outcomes, worker_problem
+    from tpudoctor.pod.merge import merge_outcomes
+    from tpudoctor.pod.outcomes import WorkerOutcome, worker_problem
     from tpudoctor.reports.merged import render_merged_report
 
     workers = data.draw(st.lists(hostile, min_size=2, max_size=3, unique=True))

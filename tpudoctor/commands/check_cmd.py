@@ -91,7 +91,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
 
     _check_log_files(options.log_files)  # here, not before the fan-out: there they are the workers' paths
     registry = load_registry()
-    selected = registry.check_classes()
+    selected = [c for c in registry.check_classes() if c.runs_on == "worker"]  # slice checks run on merges
     if args.ids:
         unknown = sorted(set(args.ids) - set(registry.checks))
         if unknown:
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     ctx = RunContext(target=target, options=options, run_timeout_s=run_timeout_s, session=session)
     with progress("tpudoctor check") as update:
         report = Runner(registry, ctx, progress=update).run(selected)
-    from tpudoctor.findings import Report
+    from tpudoctor.findings import Report, exit_code_for
     from tpudoctor.redact import sanitize_report_dict
 
     shown = Report.from_dict(sanitize_report_dict(report.to_dict(), redact=args.redact))
@@ -141,16 +141,6 @@ def _check_log_files(paths: list[str]) -> None:
         if problem is not None:
             raise InputError(f"--log-file {path}: {problem}",
                              hint="give your job's log: a file, a folder of logs, or '-' for stdin")
-
-
-def exit_code_for(report, *, fail_on: str = "fail", exit_zero: bool = False) -> ExitCode:
-    """FINDINGS when a result is at or above the fail level. The format never changes this."""
-    from tpudoctor.findings import Status
-
-    if exit_zero:
-        return ExitCode.OK
-    failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if fail_on == "warn" else set())
-    return ExitCode.FINDINGS if any(r.status in failing for r in report.results) else ExitCode.OK
 
 
 def _color_wanted(args: argparse.Namespace) -> bool:

@@ -15,8 +15,9 @@ SCHEMA_VERSION = 1
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    explain = sub.add_parser("explain", help="explain a log failure signature (what it means, matches, fixes)")
-    explain.add_argument("signature_id", metavar="ID", help="signature id, as in a report (e.g. socket-closed)")
+    explain = sub.add_parser("explain", help="explain a log failure signature or a check (what it means, fixes)")
+    explain.add_argument("signature_id", metavar="ID",
+                         help="signature id or check id, as in a report (e.g. socket-closed, POD-004)")
     explain.add_argument("--format", choices=("text", "json"), default="text")
     explain.set_defaults(handler=run_explain)
     listing = sub.add_parser("list-signatures", help="list the log failure signatures tpudoctor knows")
@@ -72,13 +73,47 @@ def _join_condition(join: Any) -> str:
     return "; ".join(parts)
 
 
+def check_info(check_id: str) -> dict[str, Any] | None:
+    """What the registry says about one check (None: no check has this id)."""
+    from tpudoctor.registry import load_registry
+
+    cls = load_registry().checks.get(check_id)
+    if cls is None:
+        return None
+    return {"id": cls.id, "title": cls.title, "step": int(cls.step), "step_label": cls.step.label,
+            "runs_on": cls.runs_on, "checks": " ".join(cls.description().split()), "facts": list(cls.facts),
+            "requires": list(cls.requires), "docs": cls.docs, "source": cls.source}
+
+
 def run_explain(args: argparse.Namespace, settings=None) -> ExitCode:
+    from tpudoctor.check import CHECK_ID_PATTERN
+
+    if CHECK_ID_PATTERN.match(args.signature_id):
+        check = check_info(args.signature_id)
+        if check is None:
+            raise UsageError(f"no check {args.signature_id!r}", hint="tpudoctor list-checks shows them all")
+        if args.format == "json":
+            print(json.dumps({"schema_version": SCHEMA_VERSION, "check": check}, indent=2))
+        else:
+            print(_check_text(check))
+        return ExitCode.OK
     info = signature_info(args.signature_id)
     if args.format == "json":
         print(json.dumps({"schema_version": SCHEMA_VERSION, "signature": info}, indent=2))
         return ExitCode.OK
     print(_explain_text(info))
     return ExitCode.OK
+
+
+def _check_text(info: dict[str, Any]) -> str:
+    where = ("a merged view of every worker's report (tpudoctor merge, check --all-workers)"
+             if info["runs_on"] == "slice" else "tpudoctor check on one machine")
+    lines = [f"{info['id']}: {info['title']}", f"  step {info['step']} ({info['step_label']}), runs on {where}", "",
+             "What it checks", f"  {info['checks']}", "", f"Reads: {', '.join(info['facts'])}"]
+    if info["requires"]:
+        lines.append(f"Runs after: {', '.join(info['requires'])} (skipped when they fail)")
+    lines += [f"Docs: {info['docs']}", f"Source: {info['source']}"]
+    return "\n".join(lines)
 
 
 def _explain_text(info: dict[str, Any]) -> str:

@@ -74,8 +74,8 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     import time
 
     from tpudoctor import config
-    from tpudoctor.commands.check_cmd import exit_code_for
     from tpudoctor.errors import UsageError
+    from tpudoctor.findings import exit_code_for
     from tpudoctor.output import write_text
 
     target = settings.target()  # every name checked before it reaches gcloud or an API path

@@ -26,7 +26,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         {
             "id": c.id, "step": int(c.step), "step_label": c.step.label, "title": c.title,
             "requires": list(c.requires), "facts": list(c.facts), "timeout_s": c.timeout_s,
-            "docs": c.docs, "source": c.source,
+            "docs": c.docs, "source": c.source, "runs_on": c.runs_on,
         }
         for c in registry.check_classes()
     ]

@@ -37,8 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, settings) -> ExitCode:
     import sys
 
-    from tpudoctor.commands.check_cmd import exit_code_for
     from tpudoctor.commands.common import session_for
+    from tpudoctor.findings import exit_code_for
     from tpudoctor.formats import CHECK_FORMATS
     from tpudoctor.output import write_text
     from tpudoctor.pod.merge import merge_outcomes

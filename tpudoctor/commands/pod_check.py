@@ -76,8 +76,8 @@ def discover_workers(target, session) -> list[str]:
 
 def run_fanout(args: argparse.Namespace, settings, *, fmt: str, fail_on: str) -> ExitCode:
     from tpudoctor import config
-    from tpudoctor.commands.check_cmd import exit_code_for
     from tpudoctor.commands.common import session_for
+    from tpudoctor.findings import exit_code_for
     from tpudoctor.output import write_text
     from tpudoctor.pod.fanout import SshTarget, outcome_of, run_workers
     from tpudoctor.pod.merge import merge_outcomes

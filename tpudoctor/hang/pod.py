@@ -178,8 +178,7 @@ def read_worker_documents(sources: list[str]) -> dict[str, dict[str, Any] | Find
 
     from tpudoctor.findings import Remediation, Status
     from tpudoctor.pod.documents import document_from_output
-    from tpudoctor.pod.merge import worker_problem
-    from tpudoctor.pod.slice_checks import REPORT_READABLE
+    from tpudoctor.pod.outcomes import REPORT_READABLE, worker_problem
 
     files: list[Path] = []
     for source in sources:

@@ -21,8 +21,12 @@ from collections.abc import Callable, Sequence
 
 from tpudoctor.errors import InputError
 from tpudoctor.findings import Finding, Remediation, Status
-from tpudoctor.pod.merge import WorkerOutcome, worker_problem
-from tpudoctor.pod.slice_checks import TPUDOCTOR_INSTALLED, WORKER_ANSWERED
+from tpudoctor.pod.outcomes import (
+    TPUDOCTOR_INSTALLED,
+    WORKER_ANSWERED,
+    WorkerOutcome,
+    worker_problem,
+)
 
 STDERR_TAIL_CHARS = 1500
 KILL_GRACE_S = 2.0

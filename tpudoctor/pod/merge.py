@@ -1,9 +1,9 @@
 """One report for a whole slice: each worker's results folded by id, with the workers each one holds on.
 
 The fan-out (``check --all-workers``) and ``tpudoctor merge`` both end here: a list of ``WorkerOutcome``
-(a worker's own report, or the finding that says why there is none) becomes a ``MergedReport``. The
-checks that only a merged view can make (versions that differ, workers missing, clock skew, the
-cross-worker log timeline) live in ``tpudoctor.pod.slice_checks``.
+(a worker's own report, or the finding that says why there is none) becomes a ``MergedReport``. What only
+a merged view can tell (workers missing, versions that differ, clock skew, the cross-worker log timeline)
+is said by the slice checks, registered checks run by the engine on the outcomes as facts.
 """
 
 from __future__ import annotations
@@ -13,27 +13,12 @@ import datetime as _dt
 from collections.abc import Iterable
 from typing import Any
 
-from tpudoctor.findings import Finding, Remediation, Report, Scope, Status, Target
-from tpudoctor.pod.worker_ids import describe_workers, natural_key
+from tpudoctor.findings import Finding, Report, Target
+from tpudoctor.pod.folding import fold_results
+from tpudoctor.pod.outcomes import SliceView, WorkerOutcome
+from tpudoctor.pod.worker_ids import natural_key
 
-_PROBLEMS = (Status.FAIL, Status.ERROR, Status.WARN)
-MAX_WORKER_MESSAGES = 16
-
-
-@dataclasses.dataclass
-class WorkerOutcome:
-    """What one worker gave: its report, or ``problem`` (a finding scoped to it) saying why not."""
-
-    worker: str
-    report: Report | None = None
-    document: dict[str, Any] | None = None
-    """The report as read (kept so a merged JSON holds each worker's report as the worker wrote it)."""
-    source: str = ""
-    sent_at: _dt.datetime | None = None
-    """When the fan-out started the worker's command (None when the worker ran it by itself)."""
-    received_at: _dt.datetime | None = None
-    """When the report arrived (fan-out) or was stored (the object's creation time in GCS)."""
-    problem: Finding | None = None
+__all__ = ["MergedReport", "WorkerOutcome", "expected_workers", "merge_outcomes", "slice_results"]
 
 
 @dataclasses.dataclass
@@ -64,9 +49,9 @@ class MergedReport:
 
 
 def merge_outcomes(outcomes: Iterable[WorkerOutcome], *, expected: Iterable[str] | None = None,
-                   target: Target | None = None, source: str = "") -> MergedReport:
+                   target: Target | None = None, source: str = "", registry: Any = None) -> MergedReport:
+    """``registry``: where the slice checks come from (default: the one ``tpudoctor check`` loads)."""
     from tpudoctor import __version__
-    from tpudoctor.pod import slice_checks
 
     by_worker: dict[str, WorkerOutcome] = {}
     for outcome in outcomes:
@@ -78,9 +63,9 @@ def merge_outcomes(outcomes: Iterable[WorkerOutcome], *, expected: Iterable[str]
         by_worker[outcome.worker] = outcome
     by_worker = dict(sorted(by_worker.items(), key=lambda kv: natural_key(kv[0])))
     reports = {w: o.report for w, o in by_worker.items() if o.report is not None}
-    expected_list = sorted(set(expected or ()), key=natural_key) or slice_checks.expected_workers(reports)
+    expected_list = sorted(set(expected or ()), key=natural_key) or expected_workers(reports)
     results = fold_results(reports, slice_size=len(set(expected_list) | set(by_worker)))
-    results += slice_checks.slice_findings(by_worker, expected_list, target or Target())
+    results += slice_results(SliceView(by_worker, expected_list, target or Target()), registry)
     starts = [r.started_at for r in reports.values()]
     started = min(starts) if starts else _dt.datetime.now(_dt.timezone.utc)
     ends = [r.started_at + _dt.timedelta(seconds=r.duration_s) for r in reports.values()]
@@ -97,119 +82,32 @@ def merge_outcomes(outcomes: Iterable[WorkerOutcome], *, expected: Iterable[str]
     return MergedReport(report=merged, outcomes=by_worker, expected=expected_list, source=source)
 
 
-def fold_results(reports: dict[str, Report], *, slice_size: int | None = None) -> list[Finding]:
-    """Each check once per cause: the worst status the workers gave, scoped to the workers that gave it.
+def slice_results(view: SliceView, registry: Any = None) -> list[Finding]:
+    """The slice checks' results on ``view``, run by the engine like any check (a crash is an ERROR
+    result). A worker's own trouble comes first, in the order the workers gave it; then the others in
+    the registry's order."""
+    from tpudoctor.context import RunContext
+    from tpudoctor.registry import load_registry
+    from tpudoctor.runner import Runner
 
-    One check with different causes on different workers (worker 3's log an HBM OOM, worker 1's a lost
-    connection) is one result per cause, the earliest cause on the cross-worker timeline first, so that
-    neither cause is told with the other's workers or fix.
-    """
-    by_id: dict[str, list[tuple[str, Finding]]] = {}
-    for worker, report in reports.items():
-        for result in report.results:
-            by_id.setdefault(result.id, []).append((worker, result))
-    folded: list[Finding] = []
-    for pairs in by_id.values():
-        problems = [(w, f) for w, f in pairs if f.status in _PROBLEMS]
-        causes = list(dict.fromkeys(cause_of(f) for _, f in problems))
-        if len(causes) <= 1:
-            folded.append(fold_one(pairs, total=len(reports), slice_size=slice_size))
-            continue
-        by_status: dict[str, list[str]] = {}
-        for w, f in pairs:
-            by_status.setdefault(f.status.value, []).append(w)
-        groups = [[(w, f) for w, f in problems if cause_of(f) == cause] for cause in causes]
-        for group in sorted(groups, key=lambda g: timeline_key(*_earliest(g))):
-            finding = fold_one(group, total=len(reports), slice_size=slice_size)
-            finding.evidence["workers_by_status"] = by_status  # the whole picture, in each cause's result
-            folded.append(finding)
-    return folded
+    registry = registry if registry is not None else load_registry()
+    checks = {c.id: c for c in registry.check_classes() if c.runs_on == "slice"}
+    troubles = dict.fromkeys(o.problem.id for o in view.outcomes.values() if o.problem is not None)
+    first = [checks[i] for i in troubles if i in checks]
+    ordered = first + [c for c in checks.values() if c not in first]
+    results = Runner(registry, RunContext(target=view.target, slice=view)).results(ordered)
+    # The merged report's durations are the workers' (a folded result: the slowest worker's); the merge's
+    # own judgement adds none.
+    return [dataclasses.replace(r, duration_s=0.0) for r in results]
 
 
-def consequence_signatures() -> frozenset[str]:
-    """Log signatures a slice shows on its healthy workers when one worker dies (``consequence = true`` in
-    the catalog): they follow from a cause elsewhere, whatever their time (an HBM OOM traceback carries no
-    timestamp; the lost connection does)."""
-    from tpudoctor.logdiag.catalog import load_catalog
-
-    return load_catalog().consequences()
-
-
-def cause_of(result: Finding) -> str | None:
-    """What a problem result says went wrong, for folding: a log diagnosis's signature. Other checks have
-    one cause each (their workers' messages differ in numbers only: 3 of 4 chips, 2 of 4 chips)."""
-    signature = result.evidence.get("signature")
-    return signature if isinstance(signature, str) else None
-
-
-def timeline_key(worker: str, result: Finding) -> tuple:
-    """Where a result sits on the cross-worker timeline: causes before their consequences, then by the
-    time of the first fatal line (one without a time after every timed one), then by worker."""
-    from tpudoctor.logdiag.diagnose import time_key
-
-    stamp = result.evidence.get("first_timestamp")
-    key = time_key(stamp) if isinstance(stamp, str) else None
-    return (cause_of(result) in consequence_signatures(), key is None, key or "", natural_key(worker))
-
-
-def _earliest(pairs: list[tuple[str, Finding]]) -> tuple[str, Finding]:
-    return min(pairs, key=lambda pair: timeline_key(*pair))
-
-
-def folded_status(statuses: Iterable[Status]) -> Status:
-    """The worst problem if any worker has one; else PASS if any worker passed; else SKIP."""
-    seen = set(statuses)
-    problems = [s for s in seen if s in _PROBLEMS]
-    if problems:
-        return max(problems, key=lambda s: s.rank)
-    return Status.PASS if Status.PASS in seen else Status.SKIP
-
-
-def fold_one(pairs: list[tuple[str, Finding]], *, total: int, slice_size: int | None = None) -> Finding:
-    status = folded_status(f.status for _, f in pairs)
-    named = [(w, f) for w, f in pairs if f.status is status]
-    workers = [w for w, _ in named]
-    first_worker, first = _earliest(named)  # the message is the worker whose failure came first
-    where = _where(workers, total, partial=bool(slice_size and slice_size > total))
-    if status in _PROBLEMS:
-        message = f"{status.value} on {where}: {first.message}"
-        if len(named) > 1 and len({f.message for _, f in named}) > 1:
-            message += f" (worker {first_worker}; the others in the evidence)"
-    else:
-        message = f"{first.message} ({where})"
-    by_status: dict[str, list[str]] = {}
-    for w, f in pairs:
-        by_status.setdefault(f.status.value, []).append(w)
-    evidence = dict(first.evidence)
-    evidence["workers_by_status"] = by_status
-    if status in _PROBLEMS and len(named) > 1:
-        evidence["worker_messages"] = {w: f.message for w, f in named[:MAX_WORKER_MESSAGES]}
-    scope = Scope.of(workers=workers, hosts=[h for _w, f in named for h in f.scope.hosts],
-                     chips=first.scope.chips if len(named) == 1 else ())  # one sort, not one per worker
-    remediation = first.remediation
-    if remediation is not None and status in _PROBLEMS and workers:
-        label = "worker" if len(workers) == 1 else "workers"
-        remediation = dataclasses.replace(
-            remediation, text=f"On {label} {describe_workers(workers)}: {remediation.text}".rstrip(": "))
-    return Finding(
-        id=first.id, step=first.step, title=first.title, status=status, message=message,
-        severity=max((f.severity for _, f in named), key=lambda s: s.rank),
-        evidence=evidence, remediation=remediation,
-        skip_reason=first.skip_reason if status is Status.SKIP else None,
-        duration_s=max(f.duration_s for _, f in pairs), scope=scope, kind=first.kind,
-    )
-
-
-def _where(workers: list[str], total: int, *, partial: bool = False) -> str:
-    """"all 16 workers", "all 15 reporting workers" (one sent no report), "2 of 16 workers (3, 7)"."""
-    if len(workers) == total:
-        if total == 1:
-            return "the only reporting worker" if partial else "the only worker"
-        return f"all {total} reporting workers" if partial else f"all {total} workers"
-    label = "worker" if total == 1 else "workers"
-    if partial:
-        label = f"reporting {label}"
-    return f"{len(workers)} of {total} {label} ({describe_workers(workers)})"
+def expected_workers(reports: dict[str, Report]) -> list[str]:
+    """The slice's workers as the reports themselves know it (metadata server or GKE), else those present."""
+    sizes = [r.environment.get("slice_workers") for r in reports.values()]
+    size = max((s for s in sizes if isinstance(s, int) and s > 0), default=0)
+    if size and all(w.isdigit() for w in reports):
+        return [str(i) for i in range(max(size, max((int(w) + 1 for w in reports), default=0)))]
+    return sorted(reports, key=natural_key)
 
 
 def _common_target(reports: Iterable[Report]) -> Target:
@@ -224,13 +122,3 @@ def _common_target(reports: Iterable[Report]) -> Target:
         values = {v for v in values if RULES[name][0].match(v)}
         fields[name] = values.pop() if len(values) == 1 else None
     return Target(**fields)
-
-
-def worker_problem(finding_id: str, title: str, worker: str, status: Status, message: str, *,
-                   evidence: dict[str, Any] | None = None, remediation: Remediation | None = None) -> Finding:
-    """A finding about one worker that gave no report (it did not answer, or lacks tpudoctor)."""
-    from tpudoctor.findings import Severity, Step
-
-    return Finding(id=finding_id, step=Step.NODE, title=title, status=status, message=message,
-                   severity=Severity.HIGH, evidence=dict(evidence or {}), remediation=remediation,
-                   scope=Scope.of(workers=[worker]))

@@ -17,7 +17,7 @@ from tpudoctor import locations
 from tpudoctor.cloud_knowledge.uri import split_gs_uri
 from tpudoctor.errors import InputError, UsageError
 from tpudoctor.findings import Report
-from tpudoctor.pod.merge import WorkerOutcome
+from tpudoctor.pod.outcomes import WorkerOutcome
 
 PLACEHOLDERS = ("{worker}", "{host}")
 MAX_REPORTS = 4096
@@ -94,8 +94,7 @@ def _read_one(item: tuple[str, Any]) -> WorkerOutcome:
     """A report that cannot be read is a finding about that worker; the other reports still merge."""
     from tpudoctor.findings import Remediation, Status
     from tpudoctor.pod.documents import report_from_bytes
-    from tpudoctor.pod.merge import worker_problem
-    from tpudoctor.pod.slice_checks import REPORT_READABLE
+    from tpudoctor.pod.outcomes import REPORT_READABLE, worker_problem
 
     name, reader = item
     try:

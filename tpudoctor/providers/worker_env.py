@@ -1,7 +1,7 @@
 """Which worker of a slice this process runs on, as the machine's environment says: a fact, read once.
 
 GKE sets ``TPU_WORKER_ID`` and ``TPU_WORKER_HOSTNAMES`` on each TPU pod; a TPU VM says the same through the
-metadata server (``metadata.tpu_vm``). ``tpudoctor.pod.environment`` combines them into what each report
+metadata server (``metadata.tpu_vm``). ``tpudoctor.providers.report_environment`` combines them into what each report
 records for a merge.
 """
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tpudoctor.check import CHECK_ID_PATTERN, Check
-from tpudoctor.facts import Facts
+from tpudoctor.facts import Facts, GatherError
 from tpudoctor.findings import CheckResult, Status, Step
 
 
@@ -61,7 +61,12 @@ def conformance_problems(cls: type[Check], known_facts: set[str] | None = None) 
     statuses = {ex.status for ex in cls.examples}
     if Status.PASS not in statuses:
         problems.append(f"{name}: needs at least one PASS example")
-    if not statuses & {Status.FAIL, Status.WARN}:
+    # ERROR counts where the check itself says a verdict is unknown (a worker's report could not be read),
+    # on facts that gathered fine: not an ERROR any check gives on a broken fact.
+    unknown_on_good_facts = any(ex.status is Status.ERROR and not any(isinstance(v, GatherError)
+                                                                        for v in ex.facts.values())
+                                for ex in cls.examples)
+    if not statuses & {Status.FAIL, Status.WARN} and not unknown_on_good_facts:
         problems.append(f"{name}: needs at least one FAIL or WARN example (a check that cannot fail is a defect)")
     for ex in cls.examples:
         result = run_check(cls, ex.facts)
@@ -69,7 +74,8 @@ def conformance_problems(cls: type[Check], known_facts: set[str] | None = None) 
             problems.append(
                 f"{name}: example '{ex.name}' expected {ex.status.value}, got {result.status.value}: {result.message}"
             )
-        elif result.status in (Status.FAIL, Status.WARN) and result.remediation is None:
+        elif result.status in (Status.FAIL, Status.WARN, Status.ERROR) and ex.status is not Status.ERROR \
+                and result.remediation is None:
             problems.append(f"{name}: example '{ex.name}' gives {result.status.value} without a remediation")
     return problems
 

@@ -13,7 +13,10 @@ import platform
 from collections.abc import Mapping
 from typing import Any
 
+from tpudoctor.context import RunContext
+from tpudoctor.facts import Facts
 from tpudoctor.findings import Target
+from tpudoctor.provider import FactProvider
 
 
 def worker_environment(facts: Mapping[str, Any] | Any, target: Target) -> dict[str, Any]:
@@ -41,3 +44,22 @@ def worker_environment(facts: Mapping[str, Any] | Any, target: Target) -> dict[s
 def _fact(facts: Any, key: str) -> Any:
     value = facts.value(key) if hasattr(facts, "value") else facts.get(key)
     return value if isinstance(value, dict) else {}
+
+
+REPORT_ENVIRONMENT = "report.environment"
+"""The fact the runner records as the report's ``environment``."""
+
+
+class ReportEnvironmentProvider(FactProvider):
+    """Where this run happened, for a merge: gathered last, from the facts the run already has (it reads
+    the metadata server's and the runtime's facts only if a check asked for them: never a call of its own).
+    Gathered even when the run's time is up, within its own limit: without it a worker's report has no
+    worker number for ``-o .../{worker}.json`` or a merge."""
+
+    name = "report_environment"
+    provides = (REPORT_ENVIRONMENT,)
+    timeout_s = 10.0
+    after_deadline = True
+
+    def gather(self, ctx: RunContext, facts: Facts) -> Mapping[str, Any]:
+        return {REPORT_ENVIRONMENT: worker_environment(facts, ctx.target)}
