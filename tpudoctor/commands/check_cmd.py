@@ -116,6 +116,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         selected = [c for c in selected if int(c.step) in set(args.step)]
     if not selected:
         raise UsageError("no checks selected", hint="check the ids and --step values; see 'tpudoctor list-checks'")
+    selected += [c for c in registry.plugin_problem_checks() if c not in selected]  # shown whatever was asked for
 
     from tpudoctor.gcp.session import Session
 
