@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tpudoctor.findings import Report, Status, Step
 from tpudoctor.reports import escape
-
-if TYPE_CHECKING:
-    from tpudoctor.pod.merge import MergedReport
 
 MATRIX_MAX_WORKERS = 64
 CELL = {Status.PASS: "✓", Status.WARN: "!", Status.FAIL: "✗", Status.ERROR: "?", Status.SKIP: "-"}
@@ -25,21 +22,9 @@ NOT_RUN = " "
 LEGEND = "✓ ok  ! warning  ✗ failed  ? could not run or no report  - skipped"
 
 
-def render_merged_report(merged: MergedReport, fmt: str, *, verbose: bool = False, color: bool = False,
-                         redact: bool = False) -> str:
-    from tpudoctor.redact import sanitize_report_dict
-
-    document = merged.to_dict()
-    if redact:  # one consistent set of placeholders across every worker's report
-        document = sanitize_report_dict(document, redact=True)
-    else:  # each worker's own report was scrubbed of secrets by the tpudoctor that wrote it
-        workers = document.pop("workers")
-        document = {**sanitize_report_dict(document, redact=False), "workers": workers}
-    return render_merged_document(document, fmt, verbose=verbose, color=color)
-
-
 def render_merged_document(document: dict[str, Any], fmt: str, *, verbose: bool = False,
                            color: bool = False) -> str:
+    """``document``: as ``tpudoctor.documents.merged_document`` prepared it (scrubbed, redacted, validated)."""
     if fmt == "json":
         return json.dumps(document, indent=2) + "\n"
     report = Report.from_dict(document)

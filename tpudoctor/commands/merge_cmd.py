@@ -36,13 +36,14 @@ def run(args: argparse.Namespace) -> ExitCode:
 
     from tpudoctor import config
     from tpudoctor.commands.check_cmd import exit_code_for
+    from tpudoctor.documents import merged_document
     from tpudoctor.gcp.session import Session
     from tpudoctor.output import write_text
     from tpudoctor.pod.merge import merge_outcomes
     from tpudoctor.pod.report_store import read_reports
     from tpudoctor.pod.worker_ids import parse_worker_spec
     from tpudoctor.progress import progress
-    from tpudoctor.reports.merged import render_merged_report
+    from tpudoctor.reports.merged import render_merged_document
 
     settings, _path = config.load_config_file()  # flag > environment > config file > default, as for check
     api_timeout_s = config.parse_duration_s(config.resolve(args.api_timeout, "api_timeout", settings, default="30s"))
@@ -68,5 +69,6 @@ def run(args: argparse.Namespace) -> ExitCode:
         merged.report.target.tpu = args.tpu
     fmt = chosen_format(args, settings=settings)
     color = args.output in (None, "-") and sys.stdout.isatty()
-    write_text(args.output, render_merged_report(merged, fmt, verbose=args.verbose, color=color, redact=args.redact))
+    write_text(args.output, render_merged_document(merged_document(merged, redact=args.redact), fmt, verbose=args.verbose,
+                                                     color=color))
     return exit_code_for(merged.report, fail_on=fail_on, exit_zero=args.exit_zero)
