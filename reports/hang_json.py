@@ -8,4 +8,8 @@ from tpudoctor.hang.report import HangReport
 
 
 def render(report: HangReport) -> str:
-    return json.dumps(report.to_dict(), indent=2, sort_keys=False, default=str) + "\n"
+    return render_document(report.to_dict())
+
+
+def render_document(document: dict) -> str:
+    return json.dumps(document, indent=2, sort_keys=False, default=str) + "\n"

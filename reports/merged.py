@@ -23,23 +23,10 @@ NOT_RUN = " "
 LEGEND = "✓ ok  ! warning  ✗ failed  ? could not run or no report  - skipped"
 
 
-def render_merged_report(merged: Any, fmt: str, *, verbose: bool = False, color: bool = False,
-                         redact: bool = False) -> str:
-    """``merged``: a merged report (anything with ``to_dict``: ``tpudoctor.pod.merge.MergedReport``)."""
-    from tpudoctor.redact import sanitize_report_dict
-
-    document = merged.to_dict()
-    if redact:  # one consistent set of placeholders across every worker's report
-        document = sanitize_report_dict(document, redact=True)
-    else:  # each worker's own report was scrubbed of secrets by the tpudoctor that wrote it
-        workers = document.pop("workers")
-        document = {**sanitize_report_dict(document, redact=False), "workers": workers}
-    return render_merged_document(document, fmt, verbose=verbose, color=color)
-
-
 def render_merged_document(document: dict[str, Any], fmt: str, *, verbose: bool = False,
                            color: bool = False) -> str:
-    """The merged document as the check renderers format it, with the per-worker map as their section."""
+    """``document``: as ``tpudoctor.documents.merged_document`` prepared it (scrubbed, redacted, validated),
+    formatted by the check renderers with the per-worker map as their section."""
     from tpudoctor.reports import render_check_report
 
     report = Report.from_dict(document)

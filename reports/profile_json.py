@@ -9,4 +9,8 @@ from tpudoctor.profile.report import ProfileReport
 
 
 def render(report: ProfileReport) -> str:
-    return json.dumps(report.to_dict(), indent=2, default=str) + "\n"
+    return render_document(report.to_dict())
+
+
+def render_document(document: dict) -> str:
+    return json.dumps(document, indent=2, default=str) + "\n"

@@ -15,7 +15,8 @@ from tpudoctor.profile.summary import HostSummary
 from tpudoctor.reports.escape import text as escape
 
 
-def render(report: ProfileReport, *, color: bool = False, width: int = 110) -> str:
+def render(report: ProfileReport, *, color: bool = False, width: int = 110, document: dict | None = None) -> str:
+    """``document``: the report's prepared document (``tpudoctor.documents``), when the caller has it."""
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width,
                       highlight=False, emoji=False, soft_wrap=False)
@@ -29,7 +30,7 @@ def render(report: ProfileReport, *, color: bool = False, width: int = 110) -> s
                       "(choose with --run)[/dim]")
     from tpudoctor.reports.profile_diagnosis_text import diagnosis_lines
 
-    for line in diagnosis_lines(report.to_dict()):
+    for line in diagnosis_lines(report.to_dict() if document is None else document):
         console.print(escape(line))
     console.print("")
     for note in summary.notes:

@@ -1,32 +1,31 @@
 """Finds checks and fact providers: the built-in packages plus the ``tpudoctor.checks`` entry points.
 
-An entry point may name a module or package (every ``Check`` and ``FactProvider`` subclass
-defined in it is taken), a single class, or a callable returning classes, like pytest's
-``pytest11`` plugins. Duplicate check ids or fact keys are an error at load time.
+Discovery is ``tpudoctor.plugins``' (the one plugin registry): an entry point may name a module or
+package, a single class, or a callable returning classes. Duplicate check ids or fact keys are an error
+at load time; a plugin that cannot be loaded is a ``PLUGIN-nnn`` check that reports it as an ERROR.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import inspect
-import pkgutil
-from collections.abc import Iterable
-from importlib import metadata
-from types import ModuleType
+from collections.abc import Collection, Iterable
 
 from tpudoctor.check import CHECK_ID_PATTERN, Check
-from tpudoctor.errors import TpudoctorError
-from tpudoctor.exitcodes import ExitCode
+from tpudoctor.findings import CheckResult, FindingKind, Step
+from tpudoctor.plugins import (
+    PluginProblem,
+    RegistryError,
+    discover,
+    plugin_problem_of,
+    register_by_id,
+)
 from tpudoctor.provider import FactProvider
+
+__all__ = ["Registry", "RegistryError", "load_registry"]
 
 ENTRY_POINT_GROUP = "tpudoctor.checks"
 BUILTIN_CHECK_PACKAGE = "tpudoctor.checks"
 BUILTIN_PROVIDER_PACKAGE = "tpudoctor.providers"
-
-
-class RegistryError(TpudoctorError):
-    exit_code = ExitCode.INTERNAL_ERROR
 
 
 @dataclasses.dataclass
@@ -41,85 +40,43 @@ class Registry:
     def provider_for(self, key: str) -> type[FactProvider] | None:
         return self.providers.get(key)
 
-
-def _walk_module(module: ModuleType) -> Iterable[ModuleType]:
-    yield module
-    if hasattr(module, "__path__"):
-        for info in pkgutil.walk_packages(module.__path__, prefix=module.__name__ + "."):
-            yield importlib.import_module(info.name)
+    def plugin_problem_checks(self) -> list[type[Check]]:
+        """The checks that report a plugin that could not be loaded; a run shows them whatever it selects."""
+        return [c for c in self.check_classes() if plugin_problem_of(c) is not None]
 
 
-def _classes_in(module: ModuleType, base: type) -> list[type]:
-    return [
-        obj
-        for _, obj in inspect.getmembers(module, inspect.isclass)
-        if issubclass(obj, base) and obj is not base and obj.__module__ == module.__name__
-        and not obj.__name__.startswith("_")
-    ]
+def _problem_check(problem: PluginProblem, number: int) -> type[Check]:
+    class PluginProblemCheck(Check):
+        __doc__ = f"The check plugin {problem.name} ({problem.source}) loads."
+        id = f"PLUGIN-{number:03d}"
+        title = f"check plugin {problem.name} loads"
+        step = Step.NODE
+        source = problem.source
+        plugin_problem = problem
+
+        def evaluate(self, facts) -> CheckResult:
+            finding = problem.finding(self.id, FindingKind.CHECK)
+            return dataclasses.replace(finding, step=self.step, title=self.title)
+
+    PluginProblemCheck.__qualname__ = f"PluginProblemCheck[{problem.name}]"
+    return PluginProblemCheck
 
 
-def _objects_from(target: object) -> tuple[list[type[Check]], list[type[FactProvider]]]:
-    checks: list[type[Check]] = []
-    providers: list[type[FactProvider]] = []
-    if isinstance(target, ModuleType):
-        for module in _walk_module(target):
-            checks += _classes_in(module, Check)
-            providers += _classes_in(module, FactProvider)
-        return checks, providers
-    items = target() if callable(target) and not inspect.isclass(target) else target
-    if inspect.isclass(items):
-        items = [items]
-    for item in items:  # type: ignore[union-attr]
-        if inspect.isclass(item) and issubclass(item, Check):
-            checks.append(item)
-        elif inspect.isclass(item) and issubclass(item, FactProvider):
-            providers.append(item)
-        else:
-            raise RegistryError(f"entry point object {item!r} is neither a Check nor a FactProvider")
-    return checks, providers
-
-
-def _plugin_sources() -> list[tuple[str, object]]:
-    sources: list[tuple[str, object]] = []
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if ep.value == BUILTIN_CHECK_PACKAGE:
-            continue  # loaded explicitly below, so a source checkout works too
-        try:
-            sources.append((f"{ep.dist.name if ep.dist else ep.name}:{ep.name}", ep.load()))
-        except Exception as exc:  # a broken plugin must say so, not crash with a traceback
-            raise RegistryError(
-                f"could not load check plugin '{ep.name}' ({ep.value}): {exc}",
-                hint="uninstall or fix the plugin package",
-            ) from exc
-    return sources
-
-
-def load_registry(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True) -> Registry:
-    sources: list[tuple[str, object]] = [
-        ("builtin", importlib.import_module(BUILTIN_CHECK_PACKAGE)),
-        ("builtin", importlib.import_module(BUILTIN_PROVIDER_PACKAGE)),
-    ]
-    if plugins:
-        sources += _plugin_sources()
-    sources += list(extra_sources)
-
-    checks: dict[str, type[Check]] = {}
+def load_registry(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
+                  disabled: Collection[str] | None = None) -> Registry:
+    """Every check and provider; ``disabled`` names plugins to leave out (None: ``TPUDOCTOR_DISABLE_PLUGINS``)."""
+    discovery = discover(group=ENTRY_POINT_GROUP, builtin=[BUILTIN_CHECK_PACKAGE, BUILTIN_PROVIDER_PACKAGE],
+                         bases=(Check, FactProvider), what="check", extra_sources=extra_sources, plugins=plugins,
+                         disabled=disabled)
+    checks: dict[str, type[Check]] = register_by_id(
+        ((source, by_base[Check]) for source, by_base in discovery.sources), id_pattern=CHECK_ID_PATTERN,
+        what="check")
+    for number, problem in enumerate(discovery.problems, start=1):
+        cls = _problem_check(problem, number)
+        checks[cls.id] = cls
     providers: dict[str, type[FactProvider]] = {}
-    for source, target in sources:
-        found_checks, found_providers = _objects_from(target)
-        for cls in found_checks:
-            if not CHECK_ID_PATTERN.match(cls.id or ""):
-                raise RegistryError(f"check class {cls.__qualname__} from {source} has invalid id {cls.id!r}")
-            other = checks.get(cls.id)
-            if other is not None and other is not cls:
-                raise RegistryError(
-                    f"duplicate check id {cls.id}: {other.__module__}.{other.__qualname__} "
-                    f"and {cls.__module__}.{cls.__qualname__} ({source})"
-                )
-            if source != "builtin":
-                cls.source = source
-            checks[cls.id] = cls
-        for cls in found_providers:
+    for source, by_base in discovery.sources:
+        for cls in by_base[FactProvider]:
             for key in cls.provides:
                 other = providers.get(key)
                 if other is not None and other is not cls:

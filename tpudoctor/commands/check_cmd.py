@@ -101,6 +101,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         selected = [c for c in selected if int(c.step) in set(args.step)]
     if not selected:
         raise UsageError("no checks selected", hint="check the ids and --step values; see 'tpudoctor list-checks'")
+    selected += [c for c in registry.plugin_problem_checks() if c not in selected]  # shown whatever was asked for
 
     from tpudoctor.commands.common import session_for
 
@@ -108,11 +109,10 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     ctx = RunContext(target=target, options=options, run_timeout_s=run_timeout_s, session=session)
     with progress("tpudoctor check") as update:
         report = Runner(registry, ctx, progress=update).run(selected)
-    from tpudoctor.findings import Report, exit_code_for
-    from tpudoctor.redact import sanitize_report_dict
+    from tpudoctor.documents import shown_check_report
+    from tpudoctor.findings import exit_code_for
 
-    shown = Report.from_dict(sanitize_report_dict(report.to_dict(), redact=args.redact))
-    shown.duration_s = report.duration_s
+    shown = shown_check_report(report, redact=args.redact)  # scrubbed and validated once, before any renderer
     text = render_check_report(shown, fmt, verbose=args.verbose, color=_color_wanted(args))
     _write_report(args, report, text, fmt, session)
     return exit_code_for(report, fail_on=fail_on, exit_zero=args.exit_zero)

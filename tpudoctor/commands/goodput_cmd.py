@@ -100,9 +100,9 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
 
             document = analyze_paths(args.logs, step_pattern=step_pattern, year=args.year,
                                      min_ettr=args.min_ettr, on_progress=update)
-    from tpudoctor.schema import validate
+    from tpudoctor.documents import validated
 
-    validate(document, "goodput_report")
+    validated(document, "goodput_report")  # once, before any renderer
     text = render(document, fmt, verbose=args.verbose)
     if args.redact:
         from tpudoctor.redact import redact_rendered

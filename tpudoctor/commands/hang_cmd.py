@@ -166,9 +166,12 @@ def _as_check_report(report):
 
 
 def render(report, fmt: str, *, verbose: bool = False, color: bool = False) -> str:
+    from tpudoctor.documents import hang_document
+
+    document = hang_document(report)  # validated once, whatever the format
     if fmt == "json":
-        from tpudoctor.reports.hang_json import render as render_json
-        return render_json(report)
+        from tpudoctor.reports.hang_json import render_document as render_json
+        return render_json(document)
     if fmt == "markdown":
         from tpudoctor.reports.hang_markdown import render as render_markdown
         return render_markdown(report, verbose=verbose)

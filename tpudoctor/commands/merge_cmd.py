@@ -38,6 +38,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     import sys
 
     from tpudoctor.commands.common import session_for
+    from tpudoctor.documents import merged_document
     from tpudoctor.findings import exit_code_for
     from tpudoctor.formats import CHECK_FORMATS
     from tpudoctor.output import write_text
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.pod.report_store import read_reports
     from tpudoctor.pod.worker_ids import parse_worker_spec
     from tpudoctor.progress import progress
-    from tpudoctor.reports.merged import render_merged_report
+    from tpudoctor.reports.merged import render_merged_document
 
     api_timeout_s, fail_on = settings.api_timeout_s, settings.fail_on
     expected = parse_worker_spec(args.workers) if args.workers else None
@@ -69,5 +70,6 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         merged.report.target.tpu = args.tpu
     fmt = settings.format_for(CHECK_FORMATS)
     color = args.output in (None, "-") and sys.stdout.isatty()
-    write_text(args.output, render_merged_report(merged, fmt, verbose=args.verbose, color=color, redact=args.redact))
+    write_text(args.output, render_merged_document(merged_document(merged, redact=args.redact), fmt, verbose=args.verbose,
+                                                     color=color))
     return exit_code_for(merged.report, fail_on=fail_on, exit_zero=args.exit_zero)

@@ -77,13 +77,14 @@ def discover_workers(target, session) -> list[str]:
 def run_fanout(args: argparse.Namespace, settings, *, fmt: str, fail_on: str) -> ExitCode:
     from tpudoctor import config
     from tpudoctor.commands.common import session_for
+    from tpudoctor.documents import merged_document
     from tpudoctor.findings import exit_code_for
     from tpudoctor.output import write_text
     from tpudoctor.pod.fanout import SshTarget, outcome_of, run_workers
     from tpudoctor.pod.merge import merge_outcomes
     from tpudoctor.pod.worker_ids import parse_worker_spec
     from tpudoctor.progress import progress
-    from tpudoctor.reports.merged import render_merged_report
+    from tpudoctor.reports.merged import render_merged_document
 
     target = settings.target()
     if not target.tpu or not target.zone:
@@ -122,7 +123,8 @@ def run_fanout(args: argparse.Namespace, settings, *, fmt: str, fail_on: str) ->
     outcomes = [outcome_of(run, ssh, timeout_s=timeout_s) for run in runs.values()]
     merged = merge_outcomes(outcomes, expected=workers, target=target,
                             source=f"gcloud compute tpus tpu-vm ssh {target.tpu} --worker=N")
-    text = render_merged_report(merged, fmt, verbose=args.verbose, color=_color_wanted(args), redact=args.redact)
+    text = render_merged_document(merged_document(merged, redact=args.redact), fmt, verbose=args.verbose,
+                                  color=_color_wanted(args))
     write_text(args.output, text)
     return exit_code_for(merged.report, fail_on=fail_on, exit_zero=args.exit_zero)
 

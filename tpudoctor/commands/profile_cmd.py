@@ -90,18 +90,24 @@ def build_report(path: str, *, run: str | None = None, on_progress=None, cluster
     return analyze(path, run=run, on_progress=on_progress, cluster=cluster)
 
 
-def render(report, fmt: str, *, color: bool = False) -> str:
+def render(report, fmt: str, *, color: bool = False, document: dict | None = None) -> str:
+    """``report`` in ``fmt``, from its document as ``tpudoctor.documents.profile_document`` prepared it
+    (``document``, or made here); the text renderer reads the host summaries from ``report`` too."""
+    if document is None:
+        from tpudoctor.documents import profile_document
+
+        document = profile_document(report)
     if fmt == "json":
-        from tpudoctor.reports.profile_json import render as render_json
-        return render_json(report)
+        from tpudoctor.reports.profile_json import render_document as render_json
+        return render_json(document)
     if fmt == "markdown":
-        from tpudoctor.reports.profile_markdown import render as render_markdown
-        return render_markdown(report)
+        from tpudoctor.reports.profile_markdown import render_document as render_markdown
+        return render_markdown(document)
     if fmt == "html":
-        from tpudoctor.reports.profile_html import render as render_html
-        return render_html(report)
+        from tpudoctor.reports.profile_html import render_document as render_html
+        return render_html(document)
     from tpudoctor.reports.profile_text import render as render_text
-    return render_text(report, color=color)
+    return render_text(report, color=color, document=document)
 
 
 def _register_capture(commands: argparse._SubParsersAction) -> None:

@@ -1,24 +1,39 @@
 """Finds goodput rules: the built-in ``tpudoctor.goodput.rules`` plus the ``tpudoctor.goodput_rules`` entry
-points, exactly as profile rules are found."""
+points, through the one plugin registry (``tpudoctor.plugins``), exactly as profile rules are found."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from tpudoctor.findings import Finding
+from tpudoctor.findings import Finding, FindingKind
 from tpudoctor.goodput.rule import RULE_ID_PATTERN, GoodputRule, evaluate_rule
-from tpudoctor.plugins import load_plugin_classes
+from tpudoctor.plugins import PluginProblem, load_rule_classes, placeholder_slug
 
 ENTRY_POINT_GROUP = "tpudoctor.goodput_rules"
 BUILTIN_RULE_PACKAGE = "tpudoctor.goodput.rules"
 
 
-def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True
-               ) -> dict[str, type[GoodputRule]]:
-    return load_plugin_classes(builtin_package=BUILTIN_RULE_PACKAGE, group=ENTRY_POINT_GROUP, base=GoodputRule,
-                               id_pattern=RULE_ID_PATTERN, what="goodput rule", extra_sources=extra_sources,
-                               plugins=plugins)
+def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
+               disabled: Collection[str] | None = None) -> dict[str, type[GoodputRule]]:
+    """Rule id -> rule class; ``disabled`` names plugins to leave out (None: ``TPUDOCTOR_DISABLE_PLUGINS``)."""
+    return load_rule_classes(builtin_package=BUILTIN_RULE_PACKAGE, group=ENTRY_POINT_GROUP, base=GoodputRule,
+                             id_pattern=RULE_ID_PATTERN, what="goodput rule", placeholder=_problem_rule,
+                             extra_sources=extra_sources, plugins=plugins, disabled=disabled)
+
+
+def _problem_rule(problem: PluginProblem) -> type[GoodputRule]:
+    class PluginProblemRule(GoodputRule):
+        __doc__ = f"The goodput rule plugin {problem.name} ({problem.source}) loads."
+        id = f"plugin-{placeholder_slug(problem.name)}"
+        title = f"goodput rule plugin {problem.name} loads"
+        source = problem.source
+        plugin_problem = problem
+
+        def evaluate(self, goodput: Mapping[str, Any]) -> Finding:
+            return problem.finding(self.id, FindingKind.GOODPUT)
+
+    return PluginProblemRule
 
 
 def evaluate_rules(document: Mapping[str, Any], rules: Mapping[str, type[GoodputRule]] | None = None

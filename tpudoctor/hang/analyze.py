@@ -70,7 +70,7 @@ def analyze(captures: Iterable[ProcessCapture], *, target: Target, host: str, st
         report.root_cause = root_cause(states, groups, digests, workers)
         if report.root_cause is not None and verdict == "hung":
             report.decision = decide(report.root_cause, report)
-    report.findings = findings(report, captures, list(worker_problems))
+    report.findings = findings(report, captures, list(worker_problems) + plugin_problem_findings(rules))
     return report
 
 
@@ -521,6 +521,14 @@ def findings(report: HangReport, captures: list[ProcessCapture], worker_problems
     if len(report.processes) > 1:
         found.append(_program_finding(report))
     return found + worker_problems
+
+
+def plugin_problem_findings(rules: Iterable[type[HangRule]]) -> list[Finding]:
+    """An ERROR finding for each hang rule plugin that could not be loaded, naming it."""
+    from tpudoctor.plugins import plugin_problem_of
+
+    return [problem.finding(rule.id, FindingKind.HANG) for rule in rules
+            if (problem := plugin_problem_of(rule)) is not None]
 
 
 def _finding(fid: str, title: str, status: Status, message: str, *, severity: Severity = Severity.MEDIUM,

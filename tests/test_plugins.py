@@ -1,0 +1,131 @@
+"""The one plugin registry with real entry points: a broken plugin of each family (checks, profile, hang and
+goodput rules) is an ERROR entry naming it and the run goes on; leaving it out by name removes the entry.
+
+Each plugin is a real distribution (a module plus ``*.dist-info/entry_points.txt``) in a temporary folder put on
+the path, as ``pip install --target`` would leave it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tpudoctor.findings import Status
+from tpudoctor.plugins import DISABLE_ENV, disabled_from_environment
+from tpudoctor.registry import load_registry
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+IMPORT_ERROR = "raise ImportError(\"No module named 'acme_internal_sdk'\")\n"
+
+
+def install_plugin(root: Path, *, dist: str, group: str, entry_point: str, module: str, source: str,
+                   attr: str = "") -> Path:
+    """A distribution ``dist`` whose entry point ``entry_point`` in ``group`` names ``module[:attr]``."""
+    (root / f"{module}.py").write_text(textwrap.dedent(source))
+    info = root / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{entry_point} = {module}{':' + attr if attr else ''}\n")
+    return root
+
+
+def test_a_check_plugin_that_fails_to_import_is_an_error_check_naming_it(tmp_path, monkeypatch):
+    install_plugin(tmp_path, dist="acme-tpu-checks", group="tpudoctor.checks", entry_point="acme",
+                   module="acme_tpu_checks", source=IMPORT_ERROR)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = load_registry(disabled=())
+    [check] = registry.plugin_problem_checks()
+    assert check.id == "PLUGIN-001" and check.source == "acme-tpu-checks:acme"
+    result = check().evaluate({})
+    assert result.status is Status.ERROR
+    assert "check plugin 'acme' (acme-tpu-checks:acme) could not be loaded" in result.message
+    assert "No module named 'acme_internal_sdk'" in result.message
+    assert f"{DISABLE_ENV}=acme" in result.remediation.commands[0]
+    assert "RUNTIME-001" in registry.checks  # the built-ins are all there
+    for name in ("acme", "acme-tpu-checks", "acme-tpu-checks:acme"):  # the entry point, its package, or both
+        assert load_registry(disabled={name}).plugin_problem_checks() == []
+
+
+def test_a_rule_plugin_that_fails_to_construct_is_an_error_rule(tmp_path, monkeypatch):
+    from tpudoctor.profile.rule_registry import load_rules
+
+    install_plugin(tmp_path, dist="acme-profile-rules", group="tpudoctor.profile_rules", entry_point="acme_rules",
+                   module="acme_profile_rules", attr="rules",
+                   source="def rules():\n    raise RuntimeError('acme licence server unreachable')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rules = load_rules(disabled=())
+    placeholder = rules["plugin-acme-rules"]
+    assert placeholder.source == "acme-profile-rules:acme_rules"
+    finding = placeholder().evaluate(None)
+    assert finding.status is Status.ERROR and "acme licence server unreachable" in finding.message
+    assert "input-bound" in rules
+    assert "plugin-acme-rules" not in load_rules(disabled={"acme_rules"})
+
+
+def test_the_environment_names_plugins_to_leave_out():
+    assert disabled_from_environment({DISABLE_ENV: " acme , beta-rules,,"}) == {"acme", "beta-rules"}
+    assert disabled_from_environment({}) == frozenset()
+
+
+def run_cli(args: tuple[str, ...], plugin_dir: Path, **env: str) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if k != DISABLE_ENV}
+    environ.update(PYTHONPATH=str(plugin_dir), **env)
+    return subprocess.run([sys.executable, "-m", "tpudoctor", *args], capture_output=True, text=True, env=environ,
+                          cwd=REPO_ROOT, timeout=300)
+
+
+# (family, entry-point group, the command, how the plugin is broken, where the entry is in the JSON, its id)
+FAMILIES = [
+    ("checks", "tpudoctor.checks", ("check", "--step", "4", "--log-file",
+                                     "tests/data/logs/multi_warn_then_oom_then_followon.log"),
+     IMPORT_ERROR, "", "PLUGIN-001"),
+    ("profile", "tpudoctor.profile_rules", ("profile", "analyze", "tests/fixtures/profiles/jax_steady"),
+     "def rules():\n    raise RuntimeError('acme licence server unreachable')\n", "rules", "plugin-acme"),
+    ("hang", "tpudoctor.hang_rules", ("hang", "--replay", "tests/data/hang/device_step"),
+     "rules = ['not a rule class']\n", "rules", "plugin-acme"),
+    ("goodput", "tpudoctor.goodput_rules", ("goodput", "tests/fixtures/goodput/maxtext_restart.log"),
+     IMPORT_ERROR, "", "plugin-acme"),
+]
+
+
+def _finding_ids(document: dict) -> list[str]:
+    """Every finding id anywhere in a JSON report (check results, profile hosts' results, hang/goodput findings)."""
+    found = []
+    if isinstance(document, dict):
+        if "id" in document and "status" in document:
+            found.append(document["id"])
+        for value in document.values():
+            found += _finding_ids(value)
+    elif isinstance(document, list):
+        for value in document:
+            found += _finding_ids(value)
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("family", "group", "argv", "broken", "attr", "entry_id"), FAMILIES,
+                         ids=[f[0] for f in FAMILIES])
+def test_a_broken_plugin_is_named_and_the_run_goes_on_and_disabling_it_removes_it(
+        tmp_path, family, group, argv, broken, attr, entry_id):
+    install_plugin(tmp_path, dist="acme-tpudoctor-plugins", group=group, entry_point="acme",
+                   module="acme_tpudoctor_plugins", source=broken, attr=attr)
+    shown = run_cli((*argv, "--format", "json"), tmp_path)
+    assert shown.returncode in (0, 1), shown.stderr
+    assert "Traceback" not in shown.stderr
+    document = json.loads(shown.stdout)
+    ids = _finding_ids(document)
+    assert entry_id in ids
+    assert "could not be loaded and was left out" in shown.stdout and "acme-tpudoctor-plugins:acme" in shown.stdout
+    assert len(ids) > 1  # the rest of the run is there
+
+    left_out = run_cli((*argv, "--format", "json"), tmp_path, **{DISABLE_ENV: "acme"})
+    assert left_out.returncode in (0, 1), left_out.stderr
+    without = _finding_ids(json.loads(left_out.stdout))
+    assert entry_id not in without and "acme-tpudoctor-plugins" not in left_out.stdout
+    assert sorted(without) == sorted(i for i in ids if i != entry_id)
