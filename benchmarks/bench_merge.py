@@ -46,16 +46,18 @@ def timed_cli(argv: list[str], env: dict[str, str]) -> float:
 
 
 def timed_in_process(sources: list[str]) -> float:
+    from tpudoctor.documents import merged_document
     from tpudoctor.pod.merge import merge_outcomes
     from tpudoctor.pod.report_store import read_reports
-    from tpudoctor.reports.merged import render_merged_report
+    from tpudoctor.reports.merged import render_merged_document
 
     best = float("inf")
     for _ in range(RUNS):
         started = time.perf_counter()
         merged = merge_outcomes(read_reports(sources))
-        render_merged_report(merged, "text")
-        render_merged_report(merged, "json")
+        document = merged_document(merged, redact=False)
+        render_merged_document(document, "text")
+        render_merged_document(document, "json")
         best = min(best, time.perf_counter() - started)
     return best
 

@@ -259,3 +259,22 @@ def test_a_crashing_slice_check_is_an_error_result_and_the_merge_goes_on(worker_
     assert results["POD-099"].status is Status.ERROR and "ZeroDivisionError" in results["POD-099"].message
     assert results["POD-003"].status is Status.PASS and results["POD-004"].status is Status.PASS
     assert "POD-001" not in results and "POD-007" not in results  # read from files, every report readable
+
+
+def test_a_merge_imports_the_slice_checks_only(worker_report, tmp_path):
+    """A merge runs the slice checks: the worker checks and their providers (client libraries) stay unimported."""
+    import ast
+    import subprocess
+    import sys
+
+    write_worker_reports(worker_report, tmp_path / "run", 4, problems={2: "NODE-005"}, slice_workers=4)
+    probe = ("import sys; from tpudoctor.cli import main; code = main(['merge', sys.argv[1], '--format', 'json', "
+             "'-o', sys.argv[2]]); loaded = [m for m in sys.modules if m.startswith(('tpudoctor.checks.', "
+             "'google.cloud'))]; print(sorted(loaded)); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "run"), str(tmp_path / "merged.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    loaded = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    assert loaded and all(m.startswith("tpudoctor.checks.slice") for m in loaded), loaded
+    doc = json.loads((tmp_path / "merged.json").read_text())
+    assert {r["id"] for r in doc["results"]} >= {"NODE-005", "POD-003"}

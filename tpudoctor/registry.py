@@ -8,7 +8,7 @@ at load time; a plugin that cannot be loaded is a ``PLUGIN-nnn`` check that repo
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 
 from tpudoctor.check import CHECK_ID_PATTERN, Check
 from tpudoctor.findings import CheckResult, FindingKind, Step
@@ -63,9 +63,11 @@ def _problem_check(problem: PluginProblem, number: int) -> type[Check]:
 
 
 def load_registry(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
-                  disabled: Collection[str] | None = None) -> Registry:
-    """Every check and provider; ``disabled`` names plugins to leave out (None: ``TPUDOCTOR_DISABLE_PLUGINS``)."""
-    discovery = discover(group=ENTRY_POINT_GROUP, builtin=[BUILTIN_CHECK_PACKAGE, BUILTIN_PROVIDER_PACKAGE],
+                  disabled: Collection[str] | None = None,
+                  builtin: Sequence[str] = (BUILTIN_CHECK_PACKAGE, BUILTIN_PROVIDER_PACKAGE)) -> Registry:
+    """Every check and provider; ``disabled`` names plugins to leave out (None: ``TPUDOCTOR_DISABLE_PLUGINS``);
+    ``builtin``: the built-in packages or modules to import (a merge needs only the slice checks)."""
+    discovery = discover(group=ENTRY_POINT_GROUP, builtin=list(builtin),
                          bases=(Check, FactProvider), what="check", extra_sources=extra_sources, plugins=plugins,
                          disabled=disabled)
     checks: dict[str, type[Check]] = register_by_id(
