@@ -132,8 +132,11 @@ class HungJob:
                 raise JobFailed(f"no progress in {timeout_s:g}s: steps {start} -> {now}")
             time.sleep(0.1)
 
-    def wait_until_stalled(self, *, quiet_s: float = 1.5, timeout_s: float = 60.0) -> None:
-        """Until no process has logged a step for ``quiet_s`` (each step takes about 0.1 s)."""
+    def wait_until_stalled(self, *, computing: int | None = None, quiet_s: float = 1.5,
+                           timeout_s: float = 60.0) -> None:
+        """Until no process has logged a step for ``quiet_s`` (each step takes about 0.1 s) and every process but
+        ``computing`` (the one made to compute for long) has stopped computing: on a loaded machine a process starved of a core can sit inside a step for
+        longer than ``quiet_s``, and a hang sampled then sees it elsewhere than in its wait."""
         deadline = time.monotonic() + timeout_s
         last, since = self.last_steps(), time.monotonic()
         while time.monotonic() < deadline:
@@ -142,9 +145,18 @@ class HungJob:
             now = self.last_steps()
             if now != last:
                 last, since = now, time.monotonic()
-            elif time.monotonic() - since >= quiet_s:
+            elif time.monotonic() - since >= quiet_s and self._idle(computing):
                 return
         raise JobFailed(f"the job did not stall within {timeout_s:g}s")
+
+    def _idle(self, computing: int | None, window_s: float = 1.0, busy_share: float = 0.1) -> bool:
+        """Every process but ``computing`` used under ``busy_share`` of a core over ``window_s`` (its threads'
+        CPU time)."""
+        procs = [p for i, p in enumerate(self.procs) if i != computing]
+        before = [_cpu_s(p.pid) for p in procs]
+        time.sleep(window_s)
+        after = [_cpu_s(p.pid) for p in procs]
+        return all(b is None or a is None or a - b < busy_share * window_s for b, a in zip(before, after, strict=True))
 
     # -- hangs -----------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -196,7 +208,7 @@ class HungJob:
         passes = max(1, int(self._device_passes_per_s(process) * seconds))
         input_pipeline.write_shards(folder, passes=passes)
         try:
-            self.wait_until_stalled()
+            self.wait_until_stalled(computing=process)
             yield
         finally:
             input_pipeline.write_shards(folder)
@@ -216,6 +228,15 @@ class HungJob:
             seconds = [float(s) for n, s in STEP_LINE.findall(text) if int(n) > before]
             self._passes_per_s = probe / max(max(seconds) - self.step_pause_s, 0.01)
         return self._passes_per_s
+
+
+def _cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of the process's threads (None: gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _replace_with_fifo(path: str) -> None:
