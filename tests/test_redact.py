@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from sample_reports import preempted_node_report
 
@@ -72,7 +73,19 @@ def test_profile_and_compare_reports_can_be_redacted(shared_data, tmp_path, caps
             assert doc["summary"]["hosts"][0]["hostname"] == "<host-1>"
         if fmt == "html":
             assert "&lt;host-1&gt;" in text and "<host-1>" not in text
+        if fmt == "markdown":  # here the host is in a code span only, where Markdown shows it as written
+            assert "<host-1>" in text and "<host-1>" not in re.sub(r"`[^`]*`", "", text)
     assert cli.main(["compare", str(tmp_path / "report.json"), str(tmp_path / "report.json"), "--redact",
                      "--format", "markdown"]) == 0
     assert "34.83.195.179" not in capsys.readouterr().out
     assert redact_rendered("copy from gs://acme-data/x to 10.0.0.1", "text") == "copy from gs://<bucket-1>/x to <ip-1>"
+
+
+def test_redacted_markdown_shows_placeholders_as_text_outside_code_and_as_written_inside():
+    from tpudoctor.redact import redact_rendered
+
+    text = ("slow host worker-a.example.com (see `ssh worker-a.example.com`)\n"
+            "```\nping worker-a.example.com\n```\n| worker-a.example.com | 1 |")
+    out = redact_rendered(text, "markdown", hosts=["worker-a.example.com"])
+    assert out.splitlines() == ["slow host &lt;host-1&gt; (see `ssh <host-1>`)", "```", "ping <host-1>", "```",
+                                "| &lt;host-1&gt; | 1 |"]

@@ -133,4 +133,31 @@ def redact_rendered(text: str, fmt: str, *, hosts: Iterable[str] = (), projects:
     out = redactor.text(text)
     if fmt == "html":  # a placeholder must read as text, not as a tag
         out = _PLACEHOLDER.sub(r"&lt;\1&gt;", out)
+    elif fmt == "markdown":  # likewise, outside code (where Markdown shows text as it is)
+        out = _outside_markdown_code(out, lambda prose: _PLACEHOLDER.sub(r"&lt;\1&gt;", prose))
     return out
+
+
+_MD_FENCE = re.compile(r"^(`{3,}|~{3,})")
+_MD_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+
+
+def _outside_markdown_code(text: str, change) -> str:
+    """``change`` applied to the text outside fenced code blocks and code spans."""
+    lines, fence = [], None
+    for line in text.split("\n"):
+        opened = _MD_FENCE.match(line.lstrip())
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+            lines.append(line)
+        elif opened:
+            fence = opened.group(1)
+            lines.append(line)
+        else:
+            pieces, at = [], 0
+            for span in _MD_CODE_SPAN.finditer(line):
+                pieces += [change(line[at:span.start()]), span.group()]
+                at = span.end()
+            lines.append("".join(pieces) + change(line[at:]))
+    return "\n".join(lines)
