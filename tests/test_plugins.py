@@ -24,6 +24,17 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 IMPORT_ERROR = "raise ImportError(\"No module named 'acme_internal_sdk'\")\n"
 
 
+@pytest.fixture(autouse=True)
+def _plugin_modules_forgotten():
+    """A plugin module imported here leaves sys.modules afterwards: another test may install one of the same
+    name from another folder (tests/test_profile_rules.py's acme_profile_rules)."""
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        if name.startswith("acme"):
+            del sys.modules[name]
+
+
 def install_plugin(root: Path, *, dist: str, group: str, entry_point: str, module: str, source: str,
                    attr: str = "") -> Path:
     """A distribution ``dist`` whose entry point ``entry_point`` in ``group`` names ``module[:attr]``."""
