@@ -151,7 +151,7 @@ def discover(*, group: str, builtin: Iterable[str], bases: tuple[type, ...], wha
 def _is_own(ep: metadata.EntryPoint) -> bool:
     """tpudoctor's own entry points name its built-in packages, which the caller's ``builtin`` lists (or leaves
     out on purpose, e.g. a merge loads the slice checks only)."""
-    return ep.value.split(":")[0].split(".")[0] == "tpudoctor" and bool(ep.dist) and ep.dist.name == "tpudoctor"
+    return ep.dist is not None and ep.dist.name == "tpudoctor"
 
 
 def _disable_hint(source: str) -> str | None:

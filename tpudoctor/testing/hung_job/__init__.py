@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tpudoctor.hang.procstat import read_counters
 from tpudoctor.testing.hung_job import input_pipeline
 from tpudoctor.testing.loopback import free_port
 
@@ -153,10 +154,11 @@ class HungJob:
         """Every process but ``computing`` used under ``busy_share`` of a core over ``window_s`` (its threads'
         CPU time)."""
         procs = [p for i, p in enumerate(self.procs) if i != computing]
-        before = [_cpu_s(p.pid) for p in procs]
+        before = [read_counters(p.pid) for p in procs]
         time.sleep(window_s)
-        after = [_cpu_s(p.pid) for p in procs]
-        return all(b is None or a is None or a - b < busy_share * window_s for b, a in zip(before, after, strict=True))
+        after = [read_counters(p.pid) for p in procs]
+        return all(b is None or a is None or a.cpu_s - b.cpu_s < busy_share * window_s
+                   for b, a in zip(before, after, strict=True))
 
     # -- hangs -----------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -228,15 +230,6 @@ class HungJob:
             seconds = [float(s) for n, s in STEP_LINE.findall(text) if int(n) > before]
             self._passes_per_s = probe / max(max(seconds) - self.step_pause_s, 0.01)
         return self._passes_per_s
-
-
-def _cpu_s(pid: int) -> float | None:
-    """User + system CPU seconds of the process's threads (None: gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _replace_with_fifo(path: str) -> None:
