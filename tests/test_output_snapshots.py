@@ -129,6 +129,10 @@ def _cloud_snapshots() -> list[Snapshot]:
         Snapshot("cloud/profile_gcs.txt", ("profile", "analyze", "gs://profiles/job"), scene="buckets"),
         Snapshot("cloud/profile_gcs.json", ("profile", "analyze", "gs://profiles/job", "--format", "json"),
                  scene="buckets"),
+        Snapshot("cloud/profile_gcs.redacted.txt", ("profile", "analyze", "gs://profiles/job", "--redact"),
+                 scene="buckets"),
+        Snapshot("cloud/profile_gcs.redacted.md", ("profile", "analyze", "gs://profiles/job", "--redact", "--format",
+                                                   "markdown"), scene="buckets"),
         Snapshot("cloud/profile_gcs_denied.err", ("profile", "analyze", "gs://locked/job"), exit_code=2,
                  scene="buckets", stream="stderr"),
         Snapshot("cloud/profile_gcs_missing.err", ("profile", "analyze", "gs://no-such-bucket/job"), exit_code=2,
@@ -146,6 +150,9 @@ def _cloud_snapshots() -> list[Snapshot]:
         Snapshot("cloud/goodput_cloud.txt", ("goodput", "--tpu", "big-tpu", "--project", "my-project", "--since",
                                              "{since}"), scene="job_logs"),
     ]
+    rows += [Snapshot(f"cloud/goodput_cloud.redacted.{FORMAT_SUFFIX[f]}",
+                      ("goodput", "--tpu", "big-tpu", "--project", "my-project", "--since", "{since}", "--format", f,
+                       "--redact"), scene="job_logs") for f in ("text", "json", "markdown", "html")]
     return rows
 
 
@@ -169,6 +176,8 @@ def _file_snapshots() -> list[Snapshot]:
                       scene="workbench") for f in CHECK_FORMATS]
     rows += [Snapshot(f"files/compare_profiles.{FORMAT_SUFFIX[f]}", ("compare", *COMPARED, "--format", f),
                       scene="workbench") for f in CHECK_FORMATS]
+    rows += [Snapshot(f"files/compare_profiles.redacted.{FORMAT_SUFFIX[f]}",
+                      ("compare", *COMPARED, "--format", f, "--redact"), scene="workbench") for f in ("text", "json")]
     rows.append(Snapshot("files/compare_profiles_gate.txt", ("compare", *COMPARED, "--fail-on-regression", "5%"),
                          exit_code=1, scene="workbench"))
     rows += [Snapshot(f"files/compare_goodput.{FORMAT_SUFFIX[f]}",
@@ -181,6 +190,12 @@ def _file_snapshots() -> list[Snapshot]:
     rows += [Snapshot(f"files/goodput_maxtext.{FORMAT_SUFFIX[f]}",
                       ("goodput", "tests/fixtures/goodput/maxtext_restart.log", "--format", f), scene="workbench")
              for f in CHECK_FORMATS]
+    rows += [Snapshot(f"files/compare_goodput.redacted.{FORMAT_SUFFIX[f]}",
+                      ("compare", "{root}/goodput/a.json", "{root}/goodput/b.json", "--format", f, "--redact"),
+                      scene="workbench") for f in ("text", "json")]
+    rows += [Snapshot(f"files/goodput_maxtext.redacted.{FORMAT_SUFFIX[f]}",
+                      ("goodput", "tests/fixtures/goodput/maxtext_restart.log", "--format", f, "--redact"),
+                      scene="workbench") for f in ("text", "json", "markdown", "html")]
     return rows
 
 
