@@ -10,17 +10,16 @@ import io
 from rich.console import Console
 from rich.table import Table
 
-from tpudoctor.profile.report import ProfileReport
-from tpudoctor.profile.summary import HostSummary
+from tpudoctor.profile.summary import CaptureSummary, HostSummary
 from tpudoctor.reports.escape import text as escape
 
 
-def render(report: ProfileReport, *, color: bool = False, width: int = 110, document: dict | None = None) -> str:
-    """``document``: the report's prepared document (``tpudoctor.documents``), when the caller has it."""
+def render_document(document: dict, *, color: bool = False, width: int = 110) -> str:
+    """The report from its prepared document (``tpudoctor.documents.profile_document``)."""
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width,
                       highlight=False, emoji=False, soft_wrap=False)
-    summary = report.summary
+    summary = CaptureSummary.from_dict(document["summary"])
     run = f" · run {summary.run}" if summary.run else ""
     console.print(f"[bold]Profile[/bold] {escape(summary.source)}{escape(run)}")
     kinds = ", ".join(summary.device_kinds) or "none"
@@ -30,7 +29,7 @@ def render(report: ProfileReport, *, color: bool = False, width: int = 110, docu
                       "(choose with --run)[/dim]")
     from tpudoctor.reports.profile_diagnosis_text import diagnosis_lines
 
-    for line in diagnosis_lines(report.to_dict() if document is None else document):
+    for line in diagnosis_lines(document):
         console.print(escape(line))
     console.print("")
     for note in summary.notes:

@@ -59,7 +59,6 @@ def test_placeholders_do_not_eat_longer_names():
 
 def test_profile_and_compare_reports_can_be_redacted(shared_data, tmp_path, capsys):
     from tpudoctor import cli
-    from tpudoctor.redact import redact_rendered
 
     capture = shared_data / "xprof_gpu_multi_worker_34.83.195.179_6003.xplane.pb"
     for fmt in ("json", "markdown", "html", "text"):
@@ -70,7 +69,7 @@ def test_profile_and_compare_reports_can_be_redacted(shared_data, tmp_path, caps
         if fmt == "json":
             doc = json.loads(text)
             validate(doc, "profile_diagnosis")
-            assert doc["summary"]["hosts"][0]["hostname"] == "<host-1>"
+            assert doc["summary"]["hosts"][0]["hostname"] == "<host-1>" and doc["redacted"] is True
         if fmt == "html":
             assert "&lt;host-1&gt;" in text and "<host-1>" not in text
         if fmt == "markdown":  # here the host is in a code span only, where Markdown shows it as written
@@ -78,14 +77,29 @@ def test_profile_and_compare_reports_can_be_redacted(shared_data, tmp_path, caps
     assert cli.main(["compare", str(tmp_path / "report.json"), str(tmp_path / "report.json"), "--redact",
                      "--format", "markdown"]) == 0
     assert "34.83.195.179" not in capsys.readouterr().out
-    assert redact_rendered("copy from gs://acme-data/x to 10.0.0.1", "text") == "copy from gs://<bucket-1>/x to <ip-1>"
 
 
-def test_redacted_markdown_shows_placeholders_as_text_outside_code_and_as_written_inside():
-    from tpudoctor.redact import redact_rendered
+def test_a_document_is_redacted_before_any_renderer_with_every_id_it_names():
+    from tpudoctor.redact import named_identities, redact_document
 
-    text = ("slow host worker-a.example.com (see `ssh worker-a.example.com`)\n"
-            "```\nping worker-a.example.com\n```\n| worker-a.example.com | 1 |")
-    out = redact_rendered(text, "markdown", hosts=["worker-a.example.com"])
-    assert out.splitlines() == ["slow host &lt;host-1&gt; (see `ssh <host-1>`)", "```", "ping <host-1>", "```",
-                                "| &lt;host-1&gt; | 1 |"]
+    doc = {"schema_version": "2.2", "kind": "tpudoctor.goodput",
+           "summary": {"hosts": [{"hostname": "worker-a.example.com"}], "failed_hosts": {"10.1.2.3": "gone"}},
+           "notes": ["copy from gs://acme-data/x to 10.0.0.1 by ops@acme.com, slow on worker-a.example.com"],
+           "cloud": {"project": "acme-prod", "filter": 'logName="projects/acme-prod/logs/tpu"'}}
+    out = redact_document(doc, **named_identities(doc))
+    assert out["schema_version"] == "2.2" and out["kind"] == "tpudoctor.goodput" and out["redacted"] is True
+    assert out["summary"] == {"hosts": [{"hostname": "<host-1>"}], "failed_hosts": {"<ip-1>": "gone"}}
+    assert out["notes"] == ["copy from gs://<bucket-1>/x to <ip-2> by <email-1>, slow on <host-1>"]
+    assert out["cloud"] == {"project": "<project-1>", "filter": 'logName="projects/<project-1>/logs/tpu"'}
+    assert doc["cloud"]["project"] == "acme-prod"  # the report itself is left as it was
+
+
+def test_redacted_markdown_shows_placeholders_as_text_outside_code_and_as_written_inside(capsys):
+    from tpudoctor import cli
+
+    assert cli.main(["profile", "analyze", "tests/fixtures/profiles/multihost_slow_host", "--format", "markdown",
+                     "--redact"]) == 0
+    out = capsys.readouterr().out
+    prose = re.sub(r"`[^`]*`", "", out)
+    assert "&lt;host-3&gt; reached the step's first collective last" in prose
+    assert "<host-" not in prose and "| &lt;host-3&gt; | host-bound |" in out

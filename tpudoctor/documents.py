@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from tpudoctor.errors import TpudoctorError
 from tpudoctor.exitcodes import ExitCode
-from tpudoctor.redact import sanitize_report_dict
+from tpudoctor.redact import (
+    named_identities,
+    redact_document,
+    sanitize_report_dict,
+    scrub_secrets_in,
+)
 
 if TYPE_CHECKING:
     from tpudoctor.findings import Report
@@ -66,10 +71,28 @@ def merged_document(merged: MergedReport, *, redact: bool) -> dict[str, Any]:
     return validated(document, "check_report")
 
 
-def profile_document(report: ProfileReport) -> dict[str, Any]:
-    """A profile report's document (``--redact`` is applied to the finished text by the command: see
-    ``tpudoctor.redact.redact_rendered``)."""
-    return validated(report.to_dict(), "profile_report", "profile_diagnosis")
+def profile_document(report: ProfileReport, *, redact: bool = False) -> dict[str, Any]:
+    """A profile report's document; with ``redact``, the hosts it names (and any IP, bucket, project or
+    e-mail in it) replaced."""
+    return validated(_redacted(report.to_dict()) if redact else report.to_dict(), "profile_report",
+                     "profile_diagnosis")
+
+
+def goodput_document(document: dict[str, Any], *, redact: bool) -> dict[str, Any]:
+    """A goodput report's document (``tpudoctor.goodput.analyze`` builds it as a dict); it quotes log lines,
+    so secrets are scrubbed always."""
+    document = scrub_secrets_in(document)
+    return validated(_redacted(document) if redact else document, "goodput_report")
+
+
+def compare_document(result: dict[str, Any], *, redact: bool) -> dict[str, Any]:
+    """A comparison's document (of two profiles, of a profile with its history, or of two goodput reports).
+    Its parts were validated as they were read; the comparison itself has no schema."""
+    return _redacted(result) if redact else result
+
+
+def _redacted(document: dict[str, Any]) -> dict[str, Any]:
+    return redact_document(document, **named_identities(document))
 
 
 def hang_document(report: HangReport) -> dict[str, Any]:

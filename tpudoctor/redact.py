@@ -85,8 +85,12 @@ class Redactor:
                                   self._maps[kind][value], text)
         return text
 
+    def learn(self, value: Any) -> None:
+        """Learn every id in ``value`` (so placeholders do not depend on the order values are redacted in)."""
+        _walk(value, lambda s: (self._learn(s), s)[1])
+
     def value(self, value: Any) -> Any:
-        _walk(value, lambda s: (self._learn(s), s)[1])  # first pass: learn every id, so order does not matter
+        self.learn(value)
         return _walk(value, self.text)
 
 
@@ -101,63 +105,58 @@ def _walk(value: Any, fn) -> Any:
 
 
 def sanitize_report_dict(doc: dict[str, Any], *, redact: bool) -> dict[str, Any]:
-    """Every report passes here before rendering: secrets always go, identities with ``--redact``."""
+    """Every check report passes here before rendering: secrets always go, identities with ``--redact``."""
     doc = scrub_secrets_in(doc)
     return redact_report_dict(doc) if redact else doc
 
 
+SCHEMA_KEYS = ("schema_version", "kind", "tool")
+"""Top-level keys that name the document's shape, never an identity: they stay as written."""
+
+
+def redact_document(doc: dict[str, Any], *, hosts: Iterable[str] = (), projects: Iterable[str] = (),
+                    keep: Iterable[str] = SCHEMA_KEYS) -> dict[str, Any]:
+    """``doc`` with identities replaced, before any renderer formats it (every format then shows the same
+    placeholders, each escaped by its renderer like any other value): ``hosts`` and ``projects`` wherever
+    they appear, and the e-mails, IPs, bucket names and ``projects/...`` found in any value. Every id is
+    learnt from the whole document first, so a placeholder does not depend on where it is first met."""
+    keep = frozenset(keep)
+    redactor = Redactor(projects=projects, hosts=hosts)
+    body = {key: value for key, value in doc.items() if key not in keep}
+    redactor.learn(body)
+    return {**{key: (value if key in keep else _walk(value, redactor.text)) for key, value in doc.items()},
+            "redacted": True}
+
+
+def named_identities(doc: dict[str, Any]) -> dict[str, list[str]]:
+    """The hosts and projects a document names in its own fields (``host``, ``hostname``, ``hosts``,
+    ``failed_hosts``, ``project``), in the order met: ``redact_document``'s ``hosts`` and ``projects``."""
+    found: dict[str, dict[str, None]] = {"hosts": {}, "projects": {}}
+
+    def visit(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key in ("host", "hostname") and isinstance(item, str):
+                    found["hosts"][item] = None
+                elif key in ("hosts", "failed_hosts") and isinstance(item, (list, dict)):
+                    found["hosts"].update((name, None) for name in item if isinstance(name, str))
+                elif key == "project" and isinstance(item, str):
+                    found["projects"][item] = None
+                visit(item)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item)
+
+    visit(doc)
+    return {kind: list(names) for kind, names in found.items()}
+
+
 def redact_report_dict(doc: dict[str, Any], *, extra_projects: Iterable[str] = ()) -> dict[str, Any]:
-    """Redact a report document (check, profile or bench); keys that are schema names stay."""
+    """Redact a check report document: its target's project and every id found in it; the reporting
+    machine's name is ``<host>``; ``started_at`` and the status counts stay."""
     target = doc.get("target") or {}
-    redactor = Redactor(projects=[target.get("project") or "", *extra_projects])
-    out = {}
-    for key, val in doc.items():
-        if key in ("schema_version", "kind", "tool", "started_at", "summary"):
-            out[key] = val
-        else:
-            out[key] = redactor.value(val)
+    out = redact_document(doc, projects=[target.get("project") or "", *extra_projects],
+                          keep=(*SCHEMA_KEYS, "started_at", "summary"))
     if isinstance(doc.get("host"), str) and doc["host"]:
         out["host"] = "<host>"
-    out["redacted"] = True
     return out
-
-
-_PLACEHOLDER = re.compile(r"<((?:project|bucket|email|ip|host)-\d+)>")
-
-
-def redact_rendered(text: str, fmt: str, *, hosts: Iterable[str] = (), projects: Iterable[str] = ()) -> str:
-    """Redact a finished report of any format (profile and compare reports are rendered from data
-    that has no target block, so identities are found in the text itself)."""
-    redactor = Redactor(projects=projects, hosts=hosts)
-    redactor.value(text)
-    out = redactor.text(text)
-    if fmt == "html":  # a placeholder must read as text, not as a tag
-        out = _PLACEHOLDER.sub(r"&lt;\1&gt;", out)
-    elif fmt == "markdown":  # likewise, outside code (where Markdown shows text as it is)
-        out = _outside_markdown_code(out, lambda prose: _PLACEHOLDER.sub(r"&lt;\1&gt;", prose))
-    return out
-
-
-_MD_FENCE = re.compile(r"^(`{3,}|~{3,})")
-_MD_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
-
-
-def _outside_markdown_code(text: str, change) -> str:
-    """``change`` applied to the text outside fenced code blocks and code spans."""
-    lines, fence = [], None
-    for line in text.split("\n"):
-        opened = _MD_FENCE.match(line.lstrip())
-        if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-            lines.append(line)
-        elif opened:
-            fence = opened.group(1)
-            lines.append(line)
-        else:
-            pieces, at = [], 0
-            for span in _MD_CODE_SPAN.finditer(line):
-                pieces += [change(line[at:span.start()]), span.group()]
-                at = span.end()
-            lines.append("".join(pieces) + change(line[at:]))
-    return "\n".join(lines)

@@ -218,17 +218,6 @@ def poison_profile(doc: dict, h) -> dict:
     return doc
 
 
-@dataclasses.dataclass
-class _Shown:
-    """What the text renderer reads of a ``ProfileReport``: the capture summary and the document."""
-
-    summary: object
-    document: dict
-
-    def to_dict(self) -> dict:
-        return self.document
-
-
 @given(data=st.data())
 @RENDERINGS
 def test_profile_report_in_every_format(profile_report, data):
@@ -242,7 +231,8 @@ def test_profile_report_in_every_format(profile_report, data):
         for plane in host.planes]) for host in summary.hosts]
     summary = dataclasses.replace(summary, source=h(), run=h(), runs_available=[h(), h()], device_kinds=[h()],
                                   hosts=hosts, notes=[h()], failed_hosts={h(): h()})
-    _assert_format("text", profile_text.render(_Shown(summary, doc), width=100_000))  # rich's own wraps apart
+    doc["summary"] = summary.to_dict()
+    _assert_format("text", profile_text.render_document(doc, width=100_000))  # rich's own wraps apart
     _assert_format("markdown", profile_markdown.render_document(doc))
     assert_safe_html(profile_html.render_document(doc), scripts=2)  # the data block and the table sorter
 

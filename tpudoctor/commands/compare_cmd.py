@@ -155,18 +155,16 @@ def _load(paths: list[str], cluster: str | None = None) -> list[dict]:
 
 
 def _write(args: argparse.Namespace, result: dict, settings) -> None:
+    from tpudoctor.documents import compare_document
     from tpudoctor.output import write_text
     from tpudoctor.reports.profile_compare import render
 
     fmt = settings.format_for(COMPARE_FORMATS)
-    if result.get("kind") == "tpudoctor.goodput_compare":
+    document = compare_document(result, redact=args.redact)
+    if document.get("kind") == "tpudoctor.goodput_compare":
         from tpudoctor.reports.goodput_compare import render as render_goodput
 
-        text = render_goodput(result, fmt)
+        text = render_goodput(document, fmt)
     else:
-        text = render(result, fmt)
-    if args.redact:
-        from tpudoctor.redact import redact_rendered
-
-        text = redact_rendered(text, fmt)
+        text = render(document, fmt)
     write_text(args.output, text)

@@ -100,14 +100,10 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
 
             document = analyze_paths(args.logs, step_pattern=step_pattern, year=args.year,
                                      min_ettr=args.min_ettr, on_progress=update)
-    from tpudoctor.documents import validated
+    from tpudoctor.documents import goodput_document
 
-    validated(document, "goodput_report")  # once, before any renderer
+    document = goodput_document(document, redact=args.redact)  # once, before any renderer
     text = render(document, fmt, verbose=args.verbose)
-    if args.redact:
-        from tpudoctor.redact import redact_rendered
-
-        text = redact_rendered(text, fmt)
     write_text(args.output, text)
     gate = document.get("gate")
     if gate and gate["verdict"] == "not_judged":

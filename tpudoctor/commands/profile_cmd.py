@@ -74,11 +74,10 @@ def run_analyze(args: argparse.Namespace, settings) -> ExitCode:
             update(args.path)
             report = build_report(args.path, run=args.run, on_progress=update, cluster=cluster)
         report.duration_s = time.monotonic() - started
-        text = render(report, fmt, color=args.output in (None, "-") and sys.stdout.isatty() and not args.redact)
-    if args.redact:
-        from tpudoctor.redact import redact_rendered
+        from tpudoctor.documents import profile_document
 
-        text = redact_rendered(text, fmt, hosts=[h.hostname for h in report.summary.hosts])
+        document = profile_document(report, redact=args.redact)
+        text = render(document, fmt, color=args.output in (None, "-") and sys.stdout.isatty() and not args.redact)
     write_text(args.output, text)
     return ExitCode.OK
 
@@ -90,13 +89,8 @@ def build_report(path: str, *, run: str | None = None, on_progress=None, cluster
     return analyze(path, run=run, on_progress=on_progress, cluster=cluster)
 
 
-def render(report, fmt: str, *, color: bool = False, document: dict | None = None) -> str:
-    """``report`` in ``fmt``, from its document as ``tpudoctor.documents.profile_document`` prepared it
-    (``document``, or made here); the text renderer reads the host summaries from ``report`` too."""
-    if document is None:
-        from tpudoctor.documents import profile_document
-
-        document = profile_document(report)
+def render(document: dict, fmt: str, *, color: bool = False) -> str:
+    """A profile report's prepared document (``tpudoctor.documents.profile_document``) in ``fmt``."""
     if fmt == "json":
         from tpudoctor.reports.profile_json import render_document as render_json
         return render_json(document)
@@ -106,8 +100,8 @@ def render(report, fmt: str, *, color: bool = False, document: dict | None = Non
     if fmt == "html":
         from tpudoctor.reports.profile_html import render_document as render_html
         return render_html(document)
-    from tpudoctor.reports.profile_text import render as render_text
-    return render_text(report, color=color, document=document)
+    from tpudoctor.reports.profile_text import render_document as render_text
+    return render_text(document, color=color)
 
 
 def _register_capture(commands: argparse._SubParsersAction) -> None:

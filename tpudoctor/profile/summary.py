@@ -63,6 +63,16 @@ class CaptureSummary:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> CaptureSummary:
+        """The inverse of ``to_dict`` (a renderer reads the summary back from the prepared document)."""
+        hosts = [HostSummary(**{**host, "planes": [PlaneSummary(**{**plane, "lines": [
+            LineSummary(**line) for line in plane["lines"]]}) for plane in host["planes"]]})
+            for host in data["hosts"]]
+        return cls(**{**data, "hosts": hosts, "runs_available": list(data["runs_available"]),
+                      "device_kinds": list(data["device_kinds"]), "failed_hosts": dict(data["failed_hosts"]),
+                      "notes": list(data["notes"])})
+
 
 def shifted(host: HostSummary, offset_ps: int) -> HostSummary:
     """The summary with its plane times moved by ``offset_ps`` (onto another time origin)."""
