@@ -9,7 +9,6 @@ exceptions for timeouts and refused connections, so both are mapped here, once.
 from __future__ import annotations
 
 import dataclasses
-import http.client
 import re
 import time
 from collections.abc import Callable
@@ -75,6 +74,8 @@ def failure_from_exception(exc: BaseException, *, permission: str | None = None)
     ``permission`` is the permission the call needs; it is named on a 403 when the server's
     answer does not name one itself.
     """
+    import http.client  # here, with the client libraries: a run that calls no API does not import it
+
     import requests
     from google.api_core import exceptions as gexc
     from google.auth import exceptions as auth_exc

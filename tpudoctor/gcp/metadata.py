@@ -7,7 +7,6 @@ variable; ``host[:port]``), else ``GCE_METADATA_IP``, else 169.254.169.254 (an I
 
 from __future__ import annotations
 
-import http.client
 import re
 import socket
 from pathlib import Path
@@ -46,6 +45,8 @@ class MetadataClient:
 
     def get(self, path: str) -> str | None:
         """The value at ``path`` (relative to /computeMetadata/v1/), or None on 404."""
+        import http.client  # here: every run reads this module's defaults, few ask the server
+
         conn = http.client.HTTPConnection(self.host, timeout=self.timeout_s)
         try:
             conn.request("GET", BASE_PATH + path.lstrip("/"), headers={"Metadata-Flavor": "Google"})
