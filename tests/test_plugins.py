@@ -150,3 +150,50 @@ def test_a_broken_plugin_is_named_and_the_run_goes_on_and_disabling_it_removes_i
         without = _finding_ids(json.loads(left_out.stdout))
         assert entry_id not in without and "acme-tpudoctor-plugins" not in left_out.stdout, way
         assert sorted(without) == sorted(i for i in ids if i != entry_id), way
+
+
+@pytest.mark.slow
+def test_a_process_pool_analysis_leaves_the_plugin_out_and_only_the_combining_process_loads_rules(
+        tmp_path, monkeypatch):
+    """The per-host map runs in worker processes that never load rules; the combine loads them with the
+    names it was handed, not with whatever the environment says."""
+    from tpudoctor.profile import executor
+    from tpudoctor.profile.pipeline import analyze
+    from tpudoctor.profile.sources import resolve
+
+    marker = tmp_path / "imported-by"
+    site = tmp_path / "site"
+    site.mkdir()
+    install_plugin(site, dist="acme-pool-rules", group="tpudoctor.profile_rules", entry_point="acme",
+                   module="acme_pool_rules",
+                   source=f"import os\nwith open({str(marker)!r}, 'a') as f:\n    f.write(f'{{os.getpid()}}\\n')\n"
+                          + IMPORT_ERROR)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(executor, "IN_PROCESS_MAX_BYTES", 0)  # the fixture's small hosts go to the pool too
+    capture = REPO_ROOT / "tests" / "fixtures" / "profiles" / "multihost_balanced"
+    assert isinstance(executor.executor_for(resolve(str(capture)).hosts, max_workers=2), executor.LocalProcesses)
+
+    monkeypatch.delenv(DISABLE_ENV, raising=False)
+    left_out = analyze(str(capture), max_workers=2, disabled_plugins=("acme",))
+    assert len(left_out.hosts) >= 2 and not left_out.failed_hosts
+    assert "plugin-acme" not in left_out.rules and not marker.exists()  # no process imported it
+
+    monkeypatch.setenv(DISABLE_ENV, "acme")  # the library reads no environment: the caller says what to leave out
+    shown = analyze(str(capture), max_workers=2)
+    assert "plugin-acme" in shown.rules
+    assert marker.read_text().split() == [str(os.getpid())]  # the combine here, no worker process
+    assert left_out.verdicts == shown.verdicts
+
+
+def test_a_plugin_with_a_bad_id_stops_the_load_with_a_hint_naming_the_flag(tmp_path, monkeypatch):
+    from tpudoctor.plugins import RegistryError
+
+    install_plugin(tmp_path, dist="acme-tpu-checks", group="tpudoctor.checks", entry_point="acme",
+                   module="acme_bad_id_checks",
+                   source="from tpudoctor.check import Check\n\nclass AcmeCheck(Check):\n    id = 'not an id'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(RegistryError, match="has invalid id 'not an id'") as raised:
+        load_registry()
+    assert raised.value.hint == (f"leave the plugin out with --disable-plugin acme (or {DISABLE_ENV}=acme), "
+                                 "or fix or uninstall it")
+    assert "AcmeCheck" not in {c.__name__ for c in load_registry(disabled=("acme",)).checks.values()}
