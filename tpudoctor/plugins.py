@@ -26,12 +26,19 @@ import pkgutil
 import re
 import shlex
 from collections.abc import Callable, Collection, Iterable
-from importlib import metadata
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from tpudoctor.errors import TpudoctorError
 from tpudoctor.exitcodes import ExitCode
-from tpudoctor.findings import Finding, FindingKind, Remediation, Severity, Status
+
+if TYPE_CHECKING:
+    from importlib import metadata
+
+    from tpudoctor.findings import Finding, FindingKind, Remediation
+
+# importlib.metadata and the finding model are imported where they are used: every command's settings read the
+# names below at its start, and only the commands that load plugins need the rest (about 65 modules).
 
 DISABLE_ENV = "TPUDOCTOR_DISABLE_PLUGINS"
 """Comma-separated plugin names to leave out (entry-point name, distribution, or ``distribution:name``); named
@@ -68,6 +75,8 @@ class PluginProblem:
 
     @property
     def remediation(self) -> Remediation:
+        from tpudoctor.findings import Remediation
+
         name = shlex.quote(self.name)
         return Remediation(text=f"Fix or uninstall the package that provides it, or leave it out by name: "
                                 f"{DISABLE_FLAG} {name} on the command line, {DISABLE_ENV}={name} in the "
@@ -76,6 +85,8 @@ class PluginProblem:
 
     def finding(self, finding_id: str, kind: FindingKind) -> Finding:
         """The ERROR entry a report shows for this plugin."""
+        from tpudoctor.findings import Finding, Severity, Status
+
         return Finding(id=finding_id, step=None, title=f"{self.what} plugin {self.name} loads", status=Status.ERROR,
                        message=self.message, severity=Severity.MEDIUM,
                        evidence={"plugin": self.name, "source": self.source, "entry_point_group": self.group,
@@ -139,6 +150,8 @@ def discover(*, group: str, builtin: Iterable[str], bases: tuple[type, ...], wha
     sources = [("builtin", classes_in(importlib.import_module(name), bases, what)) for name in builtin]
     problems: list[PluginProblem] = []
     if plugins:
+        from importlib import metadata
+
         for ep in metadata.entry_points(group=group):
             if ep.value in builtin or _is_own(ep) or _is_disabled(ep, disabled):
                 continue
