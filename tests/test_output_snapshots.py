@@ -223,10 +223,11 @@ def analyse_each_capture_once(monkeypatch, _profile_reports):
 
     build_report = profile_cmd.build_report
 
-    def memoised(path, *, run=None, on_progress=None, cluster=None):
-        key = (os.getcwd(), path, run, cluster)
+    def memoised(path, *, run=None, on_progress=None, cluster=None, disabled_plugins=()):
+        key = (os.getcwd(), path, run, cluster, tuple(disabled_plugins))
         if key not in _profile_reports:
-            _profile_reports[key] = build_report(path, run=run, on_progress=on_progress, cluster=cluster)
+            _profile_reports[key] = build_report(path, run=run, on_progress=on_progress, cluster=cluster,
+                                                 disabled_plugins=disabled_plugins)
         return _profile_reports[key]
 
     monkeypatch.setattr(profile_cmd, "build_report", memoised)

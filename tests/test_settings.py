@@ -16,7 +16,7 @@ from tpudoctor.commands import check_cmd
 from tpudoctor.commands.pod_check import remote_command
 from tpudoctor.errors import UsageError
 from tpudoctor.gcp import session as gcp_session
-from tpudoctor.settings import ENV_FOR_SETTING, Settings, to_argv
+from tpudoctor.settings import ENV_FOR_SETTING, Settings, flag_for, to_argv
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -68,7 +68,7 @@ def test_durations_come_back_exactly(seconds):
 def test_every_field_of_check_round_trips_and_every_key_is_passed():
     settings = Settings.resolve(
         {"project": "example.com:my-project", "worker": "15", "data": ["gs://d/1", "gs://d/2"], "since": "2d",
-         "fail_on": "warn"},
+         "fail_on": "warn", "disable_plugins": ["acme, beta-rules", "-odd-dist:rules", "acme"]},
         check_cmd.SETTINGS,
         environ={"CLOUDSDK_COMPUTE_ZONE": "us-central2-b", "TPUDOCTOR_FORMAT": "JUNIT "},
         config={"tpu": "my-pod", "log_dir": "gs://logs/run", "timeout": 45, "api_timeout": "1m"},
@@ -79,9 +79,10 @@ def test_every_field_of_check_round_trips_and_every_key_is_passed():
     back = _round_trip(settings)
     assert _comparable(back) == _comparable(settings)
     assert back.format == "junit" and back.timeout_s == 45.0 and back.api_timeout_s == 60.0
+    assert back.disable_plugins == ("acme", "beta-rules", "-odd-dist:rules")  # split, each once, in order
     passed = {arg.split("=", 1)[0] for arg in to_argv(settings)}
-    assert passed == {"--" + key.replace("_", "-") for key in check_cmd.SETTINGS} - {"--checkpoint-dir",
-                                                                                    "--log-file"}  # empty lists
+    assert passed == {flag_for(key) for key in check_cmd.SETTINGS} - {"--checkpoint-dir", "--log-file"}  # empty lists
+    assert "--disable-plugin" in passed
     assert {field.name for field in dataclasses.fields(Settings)} - {"keys", "sources", "endpoints", "cluster"} == {
         key + "_s" if key in ("since", "timeout", "api_timeout", "reference_timeout") else key
         for key in check_cmd.SETTINGS}
@@ -95,6 +96,44 @@ def test_the_cluster_round_trips_too():
     back = _round_trip(settings, ("profile", "analyze", "run.xplane.pb"))
     assert (back.cluster, back.format) == ("tcp://[::1]:8786", "html")
     assert _comparable(back) == _comparable(settings)
+
+
+def test_plugins_to_leave_out_flag_then_environment_then_config():
+    spec = {"disable_plugins": None}
+    environ = {"TPUDOCTOR_DISABLE_PLUGINS": " env-a ,, env-b"}
+    config = {"disable_plugins": ["cfg-a", "cfg-b,cfg-c"]}
+    flags = {"disable_plugins": ["flag-a,flag-b", "flag-c"]}
+    resolved = Settings.resolve(flags, spec, environ=environ, config=config)
+    assert (resolved.disable_plugins, resolved.origin("disable_plugins")) == (("flag-a", "flag-b", "flag-c"),
+                                                                              "--disable-plugin")
+    resolved = Settings.resolve({}, spec, environ=environ, config=config)
+    assert (resolved.disable_plugins, resolved.source("disable_plugins")) == (("env-a", "env-b"),
+                                                                              "TPUDOCTOR_DISABLE_PLUGINS")
+    assert Settings.resolve({}, spec, environ={}, config=config).disable_plugins == ("cfg-a", "cfg-b", "cfg-c")
+    assert Settings.resolve({}, spec, environ={}, config={"disable_plugins": "one"}).disable_plugins == ("one",)
+    assert Settings.resolve({}, spec, environ={}, config={}).disable_plugins == ()
+    with pytest.raises(UsageError, match="disable_plugins from the config file must be a list of plugin names"):
+        Settings.resolve({}, spec, environ={}, config={"disable_plugins": [3]})
+
+
+def test_the_flag_is_repeatable_and_each_plugin_loading_command_takes_it():
+    parser = build_parser()
+    for argv in (["check"], ["list-checks"], ["explain", "NODE-001"], ["profile", "analyze", "x.xplane.pb"],
+                 ["compare", "a.json", "b.json"], ["hang"], ["goodput", "train.log"], ["merge", "reports/"]):
+        args = parser.parse_args([*argv, "--disable-plugin", "acme", "--disable-plugin=b,c"])
+        assert args.settings_spec["disable_plugins"] is None, argv
+        resolved = Settings.resolve(args, args.settings_spec, environ={}, config={})
+        assert resolved.disable_plugins == ("acme", "b", "c"), argv
+
+
+def test_the_hang_fanout_passes_the_plugins_left_out_to_each_worker():
+    from tpudoctor.hang.pod import remote_command as hang_remote_command
+
+    args = build_parser().parse_args(["hang", "--tpu", "pod", "--all-workers", "--disable-plugin", "acme,-odd"])
+    line = hang_remote_command(args, worker="3", interval_s=5.0, disabled_plugins=("acme", "-odd"))
+    argv = shlex.split(line)
+    worker = build_parser().parse_args(argv[1:])
+    assert Settings.resolve(worker, worker.settings_spec, environ={}, config={}).disable_plugins == ("acme", "-odd")
 
 
 def test_precedence_flag_then_environment_then_config_then_default():
@@ -137,6 +176,7 @@ def test_the_worker_command_line_carries_the_settings_resolved_here(tmp_path, mo
     (tmp_path / "tpudoctor.toml").write_text('data = ["gs://b/train set", "-odd"]\nsince = "2h"\n'
                                              'reference_timeout = 90\n', encoding="utf-8")
     monkeypatch.setenv("CLOUDSDK_COMPUTE_ZONE", "us-central2-b")
+    monkeypatch.setenv("TPUDOCTOR_DISABLE_PLUGINS", "acme,beta-rules")
     for var in ("CLOUDSDK_CORE_PROJECT", "TPU_NAME", "TPUDOCTOR_WORKER", "TPUDOCTOR_FORMAT"):
         monkeypatch.delenv(var, raising=False)
     args = build_parser().parse_args(["check", "--tpu", "pod", "--project", "p", "--all-workers", "--step", "2",
@@ -151,6 +191,7 @@ def test_the_worker_command_line_carries_the_settings_resolved_here(tmp_path, mo
     expected = settings.replace(format="json", timeout_s=112.5, worker="7")
     assert _comparable(worker) == _comparable(expected)
     assert worker.data == ("gs://b/train set", "-odd") and worker.since_s == 7200.0
+    assert worker.disable_plugins == ("acme", "beta-rules")  # from our environment, on the worker's command line
     parsed = build_parser().parse_args(argv[1:])
     assert parsed.step == [2, 5] and parsed.redact and parsed.exit_zero and parsed.ids == ["NODE-001", "GCS-001"]
 
@@ -183,10 +224,13 @@ SETTING_VARIABLES = {var for names in ENV_FOR_SETTING.values() for var in names}
     gcp_session.MONITORING_ENDPOINT_ENV, *gcp_session.METADATA_HOST_ENV, "GOOGLE_APPLICATION_CREDENTIALS",
     "CLOUDSDK_CONFIG"}
 SETTING_CONSTANTS = {"ENV_FOR_SETTING", "FORMAT_ENV", "TPU_ENDPOINT_ENV", "STORAGE_ENDPOINT_ENV",
-                     "LOGGING_ENDPOINT_ENV", "MONITORING_ENDPOINT_ENV", "METADATA_HOST_ENV", "ENDPOINT_VARIABLES"}
+                     "LOGGING_ENDPOINT_ENV", "MONITORING_ENDPOINT_ENV", "METADATA_HOST_ENV", "ENDPOINT_VARIABLES",
+                     "DISABLE_ENV"}
 ALLOWED = {
     "tpudoctor/settings.py": "resolves the settings",
     "tpudoctor/formats.py": "names TPUDOCTOR_FORMAT",
+    "tpudoctor/plugins.py": "names TPUDOCTOR_DISABLE_PLUGINS for the fix a broken plugin's entry shows; reads no "
+                            "environment (test_the_plugin_registry_reads_no_environment)",
     "tpudoctor/gcp/session.py": "Endpoints.from_environ: the one reader of the endpoint variables (for settings, "
                                 "and for a worker process's own session)",
     "tpudoctor/gcp/credentials.py": "where Application Default Credentials live, for Endpoints",
@@ -221,6 +265,25 @@ def test_only_the_settings_read_the_setting_variables():
             if found:
                 offenders[name] = sorted(found)
     assert offenders == {}, "read settings through tpudoctor.settings.Settings, not the environment"
+
+
+def _reads_environment(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any((isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"))
+               or (isinstance(node, ast.Name) and node.id in ("environ", "getenv"))
+               or (isinstance(node, ast.alias) and node.name in ("environ", "getenv"))
+               for node in ast.walk(tree))
+
+
+def test_the_plugin_registry_reads_no_environment(tmp_path):
+    """Which plugins are left out is the ``disable_plugins`` setting, handed to every loader by the command."""
+    assert ENV_FOR_SETTING["disable_plugins"] == ("TPUDOCTOR_DISABLE_PLUGINS",)
+    for name in ("tpudoctor/plugins.py", "tpudoctor/registry.py", "tpudoctor/profile/rule_registry.py",
+                 "tpudoctor/hang/rule_registry.py", "tpudoctor/goodput/rule_registry.py"):
+        assert not _reads_environment(REPO / name), name
+    crossing = tmp_path / "crossing.py"
+    crossing.write_text("import os\nnames = os.environ.get(DISABLE_ENV, '')\n", encoding="utf-8")
+    assert _reads_environment(crossing)
 
 
 def test_the_rule_breaks_when_crossed(tmp_path):

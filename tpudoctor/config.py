@@ -21,7 +21,7 @@ else:  # pragma: no cover
 
 KNOWN_KEYS = {
     "project", "zone", "tpu", "worker", "data", "checkpoint_dir", "log_dir", "log_file",
-    "since", "timeout", "api_timeout", "reference_timeout", "format", "fail_on", "cluster",
+    "since", "timeout", "api_timeout", "reference_timeout", "format", "fail_on", "cluster", "disable_plugins",
 }
 ALL_FORMATS = ("text", "json", "markdown", "html", "junit")
 

@@ -7,9 +7,14 @@ like pytest's ``pytest11`` plugins.
 
 A plugin that fails to import or to construct is not a traceback and is not dropped silently: it
 becomes a ``PluginProblem`` naming it, which each family shows as an ERROR entry in its report, and
-the run goes on. A plugin named in ``disabled`` (``TPUDOCTOR_DISABLE_PLUGINS=name1,name2``; its
-entry-point name, its distribution's name, or ``distribution:name``) is not loaded at all. A plugin
-class with an invalid or duplicate id is a ``RegistryError`` that says how to disable it.
+the run goes on. A plugin named in ``disabled`` (its entry-point name, its distribution's name, or
+``distribution:name``) is not loaded at all. A plugin class with an invalid or duplicate id is a
+``RegistryError`` that says how to disable it.
+
+Which plugins are disabled is a setting (``--disable-plugin NAME``, ``TPUDOCTOR_DISABLE_PLUGINS``,
+``disable_plugins`` in ``tpudoctor.toml``) that ``tpudoctor.settings`` resolves; the command hands it to
+each loader as ``disabled``. This module reads no environment: a library caller that passes nothing
+loads every plugin (a broken one is still only an ERROR entry).
 """
 
 from __future__ import annotations
@@ -17,19 +22,30 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
-import os
 import pkgutil
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
-from importlib import metadata
+import shlex
+from collections.abc import Callable, Collection, Iterable
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from tpudoctor.errors import TpudoctorError
 from tpudoctor.exitcodes import ExitCode
-from tpudoctor.findings import Finding, FindingKind, Remediation, Severity, Status
+
+if TYPE_CHECKING:
+    from importlib import metadata
+
+    from tpudoctor.findings import Finding, FindingKind, Remediation
+
+# importlib.metadata and the finding model are imported where they are used: every command's settings read the
+# names below at its start, and only the commands that load plugins need the rest (about 65 modules).
 
 DISABLE_ENV = "TPUDOCTOR_DISABLE_PLUGINS"
-"""Comma-separated plugin names to leave out (entry-point name, distribution, or ``distribution:name``)."""
+"""Comma-separated plugin names to leave out (entry-point name, distribution, or ``distribution:name``); named
+here for the remediation text, read only by ``tpudoctor.settings``."""
+DISABLE_FLAG = "--disable-plugin"
+"""The command-line flag that leaves a plugin out (repeatable, or comma-separated)."""
+DISABLE_CONFIG_KEY = "disable_plugins"
 
 
 class RegistryError(TpudoctorError):
@@ -41,7 +57,7 @@ class PluginProblem:
     """A plugin that could not be loaded: which one, from where, and why."""
 
     name: str
-    """The entry point's name, what ``TPUDOCTOR_DISABLE_PLUGINS`` takes."""
+    """The entry point's name, what ``--disable-plugin`` takes."""
     source: str
     """``distribution:name``."""
     group: str
@@ -59,12 +75,18 @@ class PluginProblem:
 
     @property
     def remediation(self) -> Remediation:
-        return Remediation(text=f"Fix or uninstall the package that provides it, or leave it out by name "
-                                f"with {DISABLE_ENV}={self.name}.",
-                           commands=(f"export {DISABLE_ENV}={self.name}", f"pip uninstall {self.distribution}"))
+        from tpudoctor.findings import Remediation
+
+        name = shlex.quote(self.name)
+        return Remediation(text=f"Fix or uninstall the package that provides it, or leave it out by name: "
+                                f"{DISABLE_FLAG} {name} on the command line, {DISABLE_ENV}={name} in the "
+                                f"environment, or {DISABLE_CONFIG_KEY} = [\"{self.name}\"] in tpudoctor.toml.",
+                           commands=(f"export {DISABLE_ENV}={name}", f"pip uninstall {shlex.quote(self.distribution)}"))
 
     def finding(self, finding_id: str, kind: FindingKind) -> Finding:
         """The ERROR entry a report shows for this plugin."""
+        from tpudoctor.findings import Finding, Severity, Status
+
         return Finding(id=finding_id, step=None, title=f"{self.what} plugin {self.name} loads", status=Status.ERROR,
                        message=self.message, severity=Severity.MEDIUM,
                        evidence={"plugin": self.name, "source": self.source, "entry_point_group": self.group,
@@ -79,12 +101,6 @@ class Discovery:
 
     sources: list[tuple[str, dict[type, list[type]]]]
     problems: list[PluginProblem]
-
-
-def disabled_from_environment(environ: Mapping[str, str] | None = None) -> frozenset[str]:
-    """The plugin names in ``TPUDOCTOR_DISABLE_PLUGINS`` (a settings object passes its own instead)."""
-    value = (os.environ if environ is None else environ).get(DISABLE_ENV, "")
-    return frozenset(name.strip() for name in value.split(",") if name.strip())
 
 
 def _is_disabled(ep: metadata.EntryPoint, disabled: Collection[str]) -> bool:
@@ -126,15 +142,16 @@ def classes_in(target: object, bases: tuple[type, ...], what: str) -> dict[type,
 
 def discover(*, group: str, builtin: Iterable[str], bases: tuple[type, ...], what: str,
              extra_sources: Iterable[tuple[str, object]] = (), plugins: bool = True,
-             disabled: Collection[str] | None = None) -> Discovery:
-    """Built-in packages, then the entry points of ``group`` (less ``disabled``; None reads
-    ``TPUDOCTOR_DISABLE_PLUGINS``), then ``extra_sources``. A plugin that fails to import or to give
+             disabled: Collection[str] = ()) -> Discovery:
+    """Built-in packages, then the entry points of ``group`` (less ``disabled``: the run's
+    ``disable_plugins`` setting), then ``extra_sources``. A plugin that fails to import or to give
     its classes is a ``PluginProblem``; a broken built-in or extra source is an error."""
     builtin = list(builtin)
     sources = [("builtin", classes_in(importlib.import_module(name), bases, what)) for name in builtin]
     problems: list[PluginProblem] = []
     if plugins:
-        disabled = disabled_from_environment() if disabled is None else disabled
+        from importlib import metadata
+
         for ep in metadata.entry_points(group=group):
             if ep.value in builtin or _is_own(ep) or _is_disabled(ep, disabled):
                 continue
@@ -157,7 +174,8 @@ def _is_own(ep: metadata.EntryPoint) -> bool:
 def _disable_hint(source: str) -> str | None:
     if source == "builtin" or ":" not in source:
         return None
-    return f"leave the plugin out with {DISABLE_ENV}={source.split(':', 1)[1]}, or fix or uninstall it"
+    name = shlex.quote(source.split(":", 1)[1])
+    return f"leave the plugin out with {DISABLE_FLAG} {name} (or {DISABLE_ENV}={name}), or fix or uninstall it"
 
 
 def register_by_id(sources: Iterable[tuple[str, Iterable[type]]], *, id_pattern: re.Pattern[str], what: str,
@@ -188,7 +206,7 @@ def placeholder_slug(name: str) -> str:
 def load_rule_classes(*, builtin_package: str, group: str, base: type, id_pattern: re.Pattern[str], what: str,
                       placeholder: Callable[[PluginProblem], type],
                       extra_sources: Iterable[tuple[str, object]] = (), plugins: bool = True,
-                      disabled: Collection[str] | None = None) -> dict[str, type]:
+                      disabled: Collection[str] = ()) -> dict[str, type]:
     """Id -> rule class for a rule family, built-ins first, in id order within each source; a plugin that
     could not be loaded is there as ``placeholder(problem)``, a rule that reports it."""
     discovery = discover(group=group, builtin=[builtin_package], bases=(base,), what=what,

@@ -63,9 +63,9 @@ def _problem_check(problem: PluginProblem, number: int) -> type[Check]:
 
 
 def load_registry(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
-                  disabled: Collection[str] | None = None,
+                  disabled: Collection[str] = (),
                   builtin: Sequence[str] = (BUILTIN_CHECK_PACKAGE, BUILTIN_PROVIDER_PACKAGE)) -> Registry:
-    """Every check and provider; ``disabled`` names plugins to leave out (None: ``TPUDOCTOR_DISABLE_PLUGINS``);
+    """Every check and provider; ``disabled`` names plugins to leave out (the run's ``disable_plugins`` setting);
     ``builtin``: the built-in packages or modules to import (a merge needs only the slice checks)."""
     discovery = discover(group=ENTRY_POINT_GROUP, builtin=list(builtin),
                          bases=(Check, FactProvider), what="check", extra_sources=extra_sources, plugins=plugins,

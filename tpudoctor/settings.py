@@ -22,6 +22,7 @@ from typing import Any
 
 from tpudoctor.errors import UsageError
 from tpudoctor.formats import FORMAT_ENV
+from tpudoctor.plugins import DISABLE_ENV, DISABLE_FLAG
 
 ENV_FOR_SETTING = {
     "project": ("CLOUDSDK_CORE_PROJECT",),
@@ -30,12 +31,17 @@ ENV_FOR_SETTING = {
     "worker": ("TPUDOCTOR_WORKER",),
     "format": (FORMAT_ENV,),
     "cluster": ("TPUDOCTOR_CLUSTER",),
+    "disable_plugins": (DISABLE_ENV,),
 }
 TARGET_KEYS = ("project", "zone", "tpu", "worker")
 LIST_KEYS = ("data", "checkpoint_dir", "log_dir", "log_file")
 DURATION_KEYS = ("since", "timeout", "api_timeout", "reference_timeout")
 OTHER_KEYS = ("format", "fail_on", "cluster")
-ALL_KEYS = TARGET_KEYS + LIST_KEYS + DURATION_KEYS + OTHER_KEYS
+NAME_LIST_KEYS = ("disable_plugins",)
+"""Lists of names: a flag given again adds names, and any value may be comma-separated (``a,b``)."""
+ALL_KEYS = TARGET_KEYS + LIST_KEYS + DURATION_KEYS + OTHER_KEYS + NAME_LIST_KEYS
+FLAG_FOR_SETTING = {"disable_plugins": DISABLE_FLAG}
+"""A key whose flag is not ``--`` and the key with dashes (the flag takes one name at a time)."""
 FAIL_LEVELS = ("warn", "fail")
 
 FLAG, CONFIG, DEFAULT = "flag", "config", "default"
@@ -65,6 +71,8 @@ class Settings:
     """The format asked for, before a command narrows it to those it has (``format_for``)."""
     fail_on: str | None = None
     cluster: str | None = None
+    disable_plugins: tuple[str, ...] = ()
+    """Plugins to leave out (entry-point name, distribution, or ``distribution:name``), for every loader."""
     keys: tuple[str, ...] = ()
     """The keys this command takes: the ones ``to_argv`` passes on."""
     sources: tuple[tuple[str, str], ...] = ()
@@ -111,6 +119,8 @@ class Settings:
                     raise UsageError(f"config setting cluster must be a scheduler address string, got {raw!r}",
                                      hint='write it like cluster = "tcp://10.0.0.2:8786"')
                 values[key] = raw or None
+            elif key in NAME_LIST_KEYS:
+                values[key] = _names(raw, key, origin)
         from tpudoctor.gcp.session import Endpoints
 
         return cls(**values, keys=tuple(spec), sources=tuple(sources), endpoints=Endpoints.from_environ(environ))
@@ -162,8 +172,8 @@ def to_argv(settings: Settings) -> list[str]:
     worker's own environment and defaults decide them, as they would for ``tpudoctor`` started there."""
     argv: list[str] = []
     for key in settings.keys:
-        flag = "--" + key.replace("_", "-")
-        if key in LIST_KEYS:
+        flag = flag_for(key)
+        if key in LIST_KEYS or key in NAME_LIST_KEYS:
             argv += [f"{flag}={value}" for value in getattr(settings, key)]
         elif key in DURATION_KEYS:
             seconds = getattr(settings, f"{key}_s")
@@ -194,9 +204,26 @@ def _pick(flag: Any, key: str, environ: Mapping[str, str], config: Mapping[str, 
     return default, DEFAULT
 
 
+def flag_for(key: str) -> str:
+    """The flag that gives ``key`` on the command line: ``--api-timeout``, ``--disable-plugin``."""
+    return FLAG_FOR_SETTING.get(key) or "--" + key.replace("_", "-")
+
+
+def _names(raw: Any, key: str, origin: str) -> tuple[str, ...]:
+    """``["a,b", "c"]`` or ``"a, b"`` -> ``("a", "b", "c")``: stripped, empty parts dropped, each name once."""
+    if raw is None:
+        return ()
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, (list, tuple)) or not all(isinstance(item, str) for item in items):
+        raise UsageError(f"{key} from {origin} must be a list of plugin names, got {raw!r}",
+                         hint=f'write it like {key} = ["acme", "other-dist:rules"]')
+    names = (name.strip() for item in items for name in item.split(","))
+    return tuple(dict.fromkeys(name for name in names if name))
+
+
 def _origin_text(key: str, where: str) -> str:
     if where == FLAG:
-        return f"--{key.replace('_', '-')}"
+        return flag_for(key)
     if where in (CONFIG, DEFAULT):
         return "the config file"
     return where

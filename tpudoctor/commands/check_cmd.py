@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tpudoctor.commands.common import add_output_flags, add_target_flags
+from tpudoctor.commands.common import add_output_flags, add_plugin_flag, add_target_flags
 from tpudoctor.commands.pod_check import add_pod_flags, wants_fanout
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.reference_models import (
@@ -14,7 +14,7 @@ from tpudoctor.reference_models import (
 
 SETTINGS = {"project": None, "zone": None, "tpu": None, "worker": None, "data": None, "checkpoint_dir": None,
             "log_dir": None, "log_file": None, "since": "1h", "timeout": "600s", "api_timeout": "10s",
-            "reference_timeout": "300s", "format": "text", "fail_on": "fail"}
+            "reference_timeout": "300s", "format": "text", "fail_on": "fail", "disable_plugins": None}
 """The settings ``check`` takes (flag > environment > config file > these defaults)."""
 
 
@@ -49,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None, help="lowest status that exits 1 (default: fail)")
     gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks")
     add_output_flags(parser)
+    add_plugin_flag(parser)
     add_pod_flags(parser)
     parser.add_argument("--redact", action="store_true",
                         help="replace project ids, service-account e-mails, IPs, bucket and host names before sharing")
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         return run_fanout(args, settings, fmt=fmt, fail_on=fail_on)
 
     _check_log_files(options.log_files)  # here, not before the fan-out: there they are the workers' paths
-    registry = load_registry()
+    registry = load_registry(disabled=settings.disable_plugins)
     selected = [c for c in registry.check_classes() if c.runs_on == "worker"]  # slice checks run on merges
     if args.ids:
         unknown = sorted(set(args.ids) - set(registry.checks))

@@ -37,3 +37,11 @@ def session_for(settings, *, timeout_s: float, project: str | None = None):
     from tpudoctor.gcp.session import Session
 
     return Session(settings.endpoints, timeout_s=timeout_s, project=project)
+
+
+def add_plugin_flag(parser: argparse.ArgumentParser) -> None:
+    """``--disable-plugin NAME``: the ``disable_plugins`` setting, for every command that loads plugins."""
+    parser.add_argument("--disable-plugin", dest="disable_plugins", action="append", default=None, metavar="NAME",
+                        help="leave out the plugin NAME (its entry-point name, its distribution, or DIST:NAME), e.g. "
+                             "one that fails to load; repeatable or comma-separated (default: "
+                             "$TPUDOCTOR_DISABLE_PLUGINS, then disable_plugins in tpudoctor.toml)")

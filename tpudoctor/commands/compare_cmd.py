@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from tpudoctor.commands.common import add_cluster_flag, session_for
+from tpudoctor.commands.common import add_cluster_flag, add_plugin_flag, session_for
 from tpudoctor.errors import UsageError
 from tpudoctor.exitcodes import ExitCode
 
@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--redact", action="store_true",
                         help="replace IPs, bucket names, projects and e-mails before sharing the comparison")
     add_cluster_flag(parser)
-    parser.set_defaults(handler=run, settings_spec={"format": "text", "cluster": None})
+    add_plugin_flag(parser)  # the profile rules of a capture analysed here
+    parser.set_defaults(handler=run, settings_spec={"format": "text", "cluster": None, "disable_plugins": None})
 
 
 def run(args: argparse.Namespace, settings) -> ExitCode:
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.profile.compare import compare, parse_percent
 
     threshold = parse_percent(args.fail_on_regression) if args.fail_on_regression is not None else None
-    baseline, candidate = _load(args.profiles, settings.cluster)
+    baseline, candidate = _load(args.profiles, settings)
     result = compare(baseline, candidate, threshold_percent=threshold)
     result["forced"] = bool(args.force)
     gate_refused = threshold is not None and not result["comparable"] and not args.force
@@ -113,7 +114,7 @@ def run_history(args: argparse.Namespace, settings) -> ExitCode:
     last_n = DEFAULT_LAST_N if args.last is None else args.last
     if last_n < 1:
         raise UsageError(f"--last must be at least 1 (got {last_n})")
-    (candidate,) = _load(args.profiles, settings.cluster)
+    (candidate,) = _load(args.profiles, settings)
     from tpudoctor.progress import progress
 
     with progress("tpudoctor compare --history") as update:
@@ -142,7 +143,7 @@ def run_history(args: argparse.Namespace, settings) -> ExitCode:
     return ExitCode.FINDINGS if gate.regressed else ExitCode.OK
 
 
-def _load(paths: list[str], cluster: str | None = None) -> list[dict]:
+def _load(paths: list[str], settings) -> list[dict]:
     from tpudoctor.profile.compare import load_document
     from tpudoctor.progress import progress
 
@@ -150,7 +151,8 @@ def _load(paths: list[str], cluster: str | None = None) -> list[dict]:
     with progress("tpudoctor compare") as update:  # captures (not report JSONs) are analysed first
         for path in paths:
             update(f"reading {path}")
-            documents.append(load_document(path, cluster=cluster, on_progress=update))
+            documents.append(load_document(path, cluster=settings.cluster, on_progress=update,
+                                           disabled_plugins=settings.disable_plugins))
     return documents
 
 

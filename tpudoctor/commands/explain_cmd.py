@@ -8,6 +8,7 @@ import difflib
 import json
 from typing import Any
 
+from tpudoctor.commands.common import add_plugin_flag
 from tpudoctor.errors import UsageError
 from tpudoctor.exitcodes import ExitCode
 
@@ -19,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     explain.add_argument("signature_id", metavar="ID",
                          help="signature id or check id, as in a report (e.g. socket-closed, POD-004)")
     explain.add_argument("--format", choices=("text", "json"), default="text")
-    explain.set_defaults(handler=run_explain)
+    add_plugin_flag(explain)  # a check id is looked up in the registry, plugins included
+    explain.set_defaults(handler=run_explain, settings_spec={"disable_plugins": None})
     listing = sub.add_parser("list-signatures", help="list the log failure signatures tpudoctor knows")
     listing.add_argument("--format", choices=("text", "json"), default="text")
     listing.set_defaults(handler=run_list)
@@ -73,11 +75,11 @@ def _join_condition(join: Any) -> str:
     return "; ".join(parts)
 
 
-def check_info(check_id: str) -> dict[str, Any] | None:
+def check_info(check_id: str, *, disabled_plugins: tuple[str, ...] = ()) -> dict[str, Any] | None:
     """What the registry says about one check (None: no check has this id)."""
     from tpudoctor.registry import load_registry
 
-    cls = load_registry().checks.get(check_id)
+    cls = load_registry(disabled=disabled_plugins).checks.get(check_id)
     if cls is None:
         return None
     return {"id": cls.id, "title": cls.title, "step": int(cls.step), "step_label": cls.step.label,
@@ -89,7 +91,7 @@ def run_explain(args: argparse.Namespace, settings=None) -> ExitCode:
     from tpudoctor.check import CHECK_ID_PATTERN
 
     if CHECK_ID_PATTERN.match(args.signature_id):
-        check = check_info(args.signature_id)
+        check = check_info(args.signature_id, disabled_plugins=settings.disable_plugins if settings else ())
         if check is None:
             raise UsageError(f"no check {args.signature_id!r}", hint="tpudoctor list-checks shows them all")
         if args.format == "json":

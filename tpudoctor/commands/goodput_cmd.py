@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tpudoctor.commands.common import add_plugin_flag
 from tpudoctor.exitcodes import ExitCode
 
 GOODPUT_FORMATS = ("text", "json", "markdown", "html", "junit")
-SETTINGS = {"project": None, "zone": None, "since": "24h", "api_timeout": "30s", "format": "text"}
+SETTINGS = {"project": None, "zone": None, "since": "24h", "api_timeout": "30s", "format": "text",
+            "disable_plugins": None}
 """The settings ``goodput`` takes (flag > environment > config file > these defaults); ``--tpu`` and
 ``--worker`` are this command's flags only."""
 
@@ -65,6 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     out.add_argument("-v", "--verbose", action="store_true", help="show every bucket's note and every finding")
     out.add_argument("--redact", action="store_true",
                      help="replace host names, IPs, bucket names, projects and e-mails before sharing the report")
+    add_plugin_flag(parser)
     parser.set_defaults(handler=run, settings_spec=SETTINGS)
 
 
@@ -99,7 +102,8 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
             from tpudoctor.goodput.analyze import analyze_paths
 
             document = analyze_paths(args.logs, step_pattern=step_pattern, year=args.year,
-                                     min_ettr=args.min_ettr, on_progress=update)
+                                     min_ettr=args.min_ettr, on_progress=update,
+                                     disabled_plugins=settings.disable_plugins)
     from tpudoctor.documents import goodput_document
 
     document = goodput_document(document, redact=args.redact)  # once, before any renderer
@@ -150,7 +154,8 @@ def _from_cloud(args: argparse.Namespace, settings, step_pattern, update) -> dic
         payloads = recorder_entries(project, args.goodput_log, args.goodput_job, since_s, session=session)
         extra["instrumented"] = {"job_name": args.goodput_job, "log_name": args.goodput_log,
                                  "entries": len(payloads)}
-    document = analyze_events([(name, events, stats)], min_ettr=args.min_ettr, extra=extra)
+    document = analyze_events([(name, events, stats)], min_ettr=args.min_ettr, extra=extra,
+                              disabled_plugins=settings.disable_plugins)
     document["cloud"]["entries"] = stats.get("entries", 0)
     if args.goodput_job:
         info = document["instrumented"]

@@ -11,13 +11,13 @@ import argparse
 import dataclasses
 import sys
 
-from tpudoctor.commands.common import add_output_flags, add_target_flags
+from tpudoctor.commands.common import add_output_flags, add_plugin_flag, add_target_flags
 from tpudoctor.commands.pod_check import add_pod_flags, wants_fanout
 from tpudoctor.exitcodes import ExitCode
 
 HANG_FORMATS = ("text", "json", "markdown", "html", "junit")
 SETTINGS = {"project": None, "zone": None, "tpu": None, "worker": None, "since": "1h", "api_timeout": "10s",
-            "format": "text", "fail_on": "fail"}
+            "format": "text", "fail_on": "fail", "disable_plugins": None}
 """The settings ``hang`` takes (flag > environment > config file > these defaults)."""
 
 
@@ -62,6 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "tpudoctor hang --format json > POD.json) into one slice-wide analysis")
     add_target_flags(parser)
     add_output_flags(parser, HANG_FORMATS)
+    add_plugin_flag(parser)
     add_pod_flags(parser, "tpudoctor hang")
     gate = parser.add_argument_group("exit status")
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None,
@@ -96,7 +97,8 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
 
         report = merge_answers(read_worker_documents(args.merge), target=target,
                                started_at=_dt.datetime.now(_dt.timezone.utc), interval_s=interval_s,
-                               source=", ".join(args.merge), digests=_cloud_digests(args, target, settings)[0])
+                               source=", ".join(args.merge), digests=_cloud_digests(args, target, settings)[0],
+                               disabled_plugins=settings.disable_plugins)
     elif wants_fanout(args):
         from tpudoctor.commands.common import session_for
         from tpudoctor.commands.pod_check import discover_workers
@@ -105,7 +107,8 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         session = session_for(settings, timeout_s=settings.api_timeout_s, project=target.project)
         report = run_fanout(args, target, interval_s=interval_s,
                             discover_workers=lambda target: discover_workers(target, session),
-                            digests=_cloud_digests(args, target, settings)[0])
+                            digests=_cloud_digests(args, target, settings)[0],
+                            disabled_plugins=settings.disable_plugins)
     else:
         report = _local(args, target, interval_s, settings)
         report.duration_s = time.monotonic() - started
@@ -131,7 +134,7 @@ def _local(args: argparse.Namespace, target, interval_s: float, settings):
         options = CaptureOptions(pids=args.pid, interval_s=interval_s, native=args.native,
                                  dump_timeout_s=config.parse_duration_s(args.dump_timeout),
                                  log_files=list(args.log_file or []), worker=args.worker, since_s=since_s,
-                                 dump_dir=args.dump_dir)
+                                 dump_dir=args.dump_dir, disabled_plugins=settings.disable_plugins)
         with progress("tpudoctor hang") as update:
             capture = capture_live(options, on_progress=update)
     found, note = _cloud_digests(args, target, settings, worker=capture.worker)
@@ -141,7 +144,8 @@ def _local(args: argparse.Namespace, target, interval_s: float, settings):
         environment["cloud_logging"] = note
     target = dataclasses.replace(target, worker=capture.worker)
     return analyze(capture.captures, target=target, host=capture.host, started_at=capture.started_at,
-                   interval_s=capture.interval_s, samples=capture.samples, digests=digests, environment=environment)
+                   interval_s=capture.interval_s, samples=capture.samples, digests=digests, environment=environment,
+                   disabled_plugins=settings.disable_plugins)
 
 
 def _cloud_digests(args: argparse.Namespace, target, settings, *, worker: str | None = None):

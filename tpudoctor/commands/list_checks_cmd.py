@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from tpudoctor.commands.common import add_plugin_flag
 from tpudoctor.exitcodes import ExitCode
 
 LIST_FORMATS = ("text", "json")
@@ -14,14 +15,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("list-checks", help="list the registered checks by triage step")
     parser.add_argument("--format", choices=LIST_FORMATS, default=None,
                         help="text or json (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
-    parser.set_defaults(handler=run, settings_spec={"format": "text"})
+    add_plugin_flag(parser)
+    parser.set_defaults(handler=run, settings_spec={"format": "text", "disable_plugins": None})
 
 
 def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.registry import load_registry
 
     fmt = settings.format_for(LIST_FORMATS)
-    registry = load_registry()
+    registry = load_registry(disabled=settings.disable_plugins)
     rows = [
         {
             "id": c.id, "step": int(c.step), "step_label": c.step.label, "title": c.title,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from tpudoctor.commands.common import add_output_flags
+from tpudoctor.commands.common import add_output_flags, add_plugin_flag
 from tpudoctor.exitcodes import ExitCode
 
-SETTINGS = {"api_timeout": "30s", "format": "text", "fail_on": "fail"}
+SETTINGS = {"api_timeout": "30s", "format": "text", "fail_on": "fail", "disable_plugins": None}
 """The settings ``merge`` takes (flag > environment > config file > these defaults), as for check."""
 
 
@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks")
     add_output_flags(parser)
     parser.add_argument("--redact", action="store_true", help="replace identifying names before sharing")
+    add_plugin_flag(parser)
     parser.set_defaults(handler=run, settings_spec=SETTINGS)
 
 
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.findings import exit_code_for
     from tpudoctor.formats import CHECK_FORMATS
     from tpudoctor.output import write_text
-    from tpudoctor.pod.merge import merge_outcomes
+    from tpudoctor.pod.merge import merge_outcomes, slice_registry
     from tpudoctor.pod.report_store import read_reports
     from tpudoctor.pod.worker_ids import parse_worker_spec
     from tpudoctor.progress import progress
@@ -65,7 +66,8 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
                              + (f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""),
                              hint="each worker writes one with: tpudoctor check --format json -o DIR/{worker}.json")
         update(f"merging {len(outcomes)} report(s)")
-        merged = merge_outcomes(outcomes, expected=expected, source=", ".join(args.sources))
+        merged = merge_outcomes(outcomes, expected=expected, source=", ".join(args.sources),
+                                registry=slice_registry(settings.disable_plugins))
     if args.tpu:
         merged.report.target.tpu = args.tpu
     fmt = settings.format_for(CHECK_FORMATS)

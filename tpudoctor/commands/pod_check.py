@@ -81,7 +81,7 @@ def run_fanout(args: argparse.Namespace, settings, *, fmt: str, fail_on: str) ->
     from tpudoctor.findings import exit_code_for
     from tpudoctor.output import write_text
     from tpudoctor.pod.fanout import SshTarget, outcome_of, run_workers
-    from tpudoctor.pod.merge import merge_outcomes
+    from tpudoctor.pod.merge import merge_outcomes, slice_registry
     from tpudoctor.pod.worker_ids import parse_worker_spec
     from tpudoctor.progress import progress
     from tpudoctor.reports.merged import render_merged_document
@@ -122,7 +122,8 @@ def run_fanout(args: argparse.Namespace, settings, *, fmt: str, fail_on: str) ->
                            timeout_s=timeout_s, parallel=args.parallel, progress=update)
     outcomes = [outcome_of(run, ssh, timeout_s=timeout_s) for run in runs.values()]
     merged = merge_outcomes(outcomes, expected=workers, target=target,
-                            source=f"gcloud compute tpus tpu-vm ssh {target.tpu} --worker=N")
+                            source=f"gcloud compute tpus tpu-vm ssh {target.tpu} --worker=N",
+                            registry=slice_registry(settings.disable_plugins))
     text = render_merged_document(merged_document(merged, redact=args.redact), fmt, verbose=args.verbose,
                                   color=_color_wanted(args))
     write_text(args.output, text)

@@ -10,11 +10,11 @@ import argparse
 import sys
 import time
 
-from tpudoctor.commands.common import add_cluster_flag
+from tpudoctor.commands.common import add_cluster_flag, add_plugin_flag
 from tpudoctor.exitcodes import ExitCode
 
 PROFILE_FORMATS = ("text", "json", "markdown", "html")
-ANALYZE_SETTINGS = {"format": "text", "cluster": None}
+ANALYZE_SETTINGS = {"format": "text", "cluster": None, "disable_plugins": None}
 CAPTURE_SETTINGS = {"project": None, "zone": None, "tpu": None}
 """The settings each sub-command takes (flag > environment > config file > these defaults)."""
 
@@ -55,6 +55,7 @@ def _register_analyze(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--redact", action="store_true",
                         help="replace host names, IPs, bucket names, projects and e-mails before sharing the report")
     add_cluster_flag(parser)
+    add_plugin_flag(parser)
     parser.set_defaults(handler=run_analyze, settings_spec=ANALYZE_SETTINGS)
 
 
@@ -72,7 +73,8 @@ def run_analyze(args: argparse.Namespace, settings) -> ExitCode:
     with cyclic_gc_paused():  # the analysis and the rendering free what they make by reference counting
         with progress("Reading profile") as update:
             update(args.path)
-            report = build_report(args.path, run=args.run, on_progress=update, cluster=cluster)
+            report = build_report(args.path, run=args.run, on_progress=update, cluster=cluster,
+                                  disabled_plugins=settings.disable_plugins)
         report.duration_s = time.monotonic() - started
         from tpudoctor.documents import profile_document
 
@@ -82,11 +84,12 @@ def run_analyze(args: argparse.Namespace, settings) -> ExitCode:
     return ExitCode.OK
 
 
-def build_report(path: str, *, run: str | None = None, on_progress=None, cluster: str | None = None):
+def build_report(path: str, *, run: str | None = None, on_progress=None, cluster: str | None = None,
+                 disabled_plugins: tuple[str, ...] = ()):
     """The library pipeline's ``ProfileReport`` (data only)."""
     from tpudoctor.profile.pipeline import analyze
 
-    return analyze(path, run=run, on_progress=on_progress, cluster=cluster)
+    return analyze(path, run=run, on_progress=on_progress, cluster=cluster, disabled_plugins=disabled_plugins)
 
 
 def render(document: dict, fmt: str, *, color: bool = False) -> str:

@@ -10,7 +10,7 @@ The document is plain data (``kind: goodput``, ``schema_version``) that every re
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from tpudoctor.errors import InputError
@@ -30,8 +30,10 @@ def readers_for(step_pattern: Any = None) -> tuple[LineReader, ...]:
 
 
 def analyze_paths(paths: Sequence[str], *, step_pattern: LineReader | None = None, year: int | None = None,
-                  min_ettr: float | None = None, on_progress: ProgressFn | None = None) -> dict[str, Any]:
-    """Read log files (``-``: standard input) and account for their time."""
+                  min_ettr: float | None = None, on_progress: ProgressFn | None = None,
+                  disabled_plugins: Collection[str] = ()) -> dict[str, Any]:
+    """Read log files (``-``: standard input) and account for their time; the rules are the registered
+    ones less ``disabled_plugins`` (the run's ``disable_plugins`` setting)."""
     timeline = Timeline()
     infos: list[SourceInfo] = []
     readers = readers_for(step_pattern)
@@ -56,11 +58,13 @@ def analyze_paths(paths: Sequence[str], *, step_pattern: LineReader | None = Non
         detail = "; ".join(f"{i.name} is {i.problem}" for i in problems)
         raise InputError(f"nothing to read: {detail}",
                          hint="give the job's text log (a file, '-' for stdin, or --tpu NAME for Cloud Logging)")
-    return build_document(timeline, infos, min_ettr=min_ettr, by_worker=_by_worker(infos))
+    return build_document(timeline, infos, min_ettr=min_ettr, by_worker=_by_worker(infos),
+                          disabled_plugins=disabled_plugins)
 
 
 def analyze_events(batches: Iterable[tuple[str, Iterable[Event], dict[str, Any]]], *,
-                   min_ettr: float | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+                   min_ettr: float | None = None, extra: dict[str, Any] | None = None,
+                   disabled_plugins: Collection[str] = ()) -> dict[str, Any]:
     """Account for pre-read events (Cloud Logging entries), one ``(source, events, stats)`` per source."""
     timeline = Timeline()
     infos = []
@@ -69,7 +73,8 @@ def analyze_events(batches: Iterable[tuple[str, Iterable[Event], dict[str, Any]]
         timeline.feed(events, name)
         _fill(info, stats)
         infos.append(info)
-    return build_document(timeline, infos, min_ettr=min_ettr, by_worker=_by_worker(infos), extra=extra)
+    return build_document(timeline, infos, min_ettr=min_ettr, by_worker=_by_worker(infos), extra=extra,
+                          disabled_plugins=disabled_plugins)
 
 
 def _fill(info: SourceInfo, stats: dict[str, Any]) -> None:
@@ -91,7 +96,7 @@ def _by_worker(infos: list[SourceInfo]) -> dict[str, list[float]]:
 
 def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: float | None = None,
                    by_worker: dict[str, list[float]] | None = None,
-                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
+                   extra: dict[str, Any] | None = None, disabled_plugins: Collection[str] = ()) -> dict[str, Any]:
     last_by_source = {i.name: i.last_t for i in infos}
     for worker, (_a, b) in (by_worker or {}).items():
         last_by_source.setdefault(f"*{worker}", b)
@@ -130,9 +135,10 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
     }
     if extra:
         document.update(extra)
-    from tpudoctor.goodput.rule_registry import evaluate_rules
+    from tpudoctor.goodput.rule_registry import evaluate_rules, load_rules
 
-    document["findings"] = [f.to_dict() for f in evaluate_rules(document)]
+    rules = load_rules(disabled=disabled_plugins)
+    document["findings"] = [f.to_dict() for f in evaluate_rules(document, rules)]
     document["gate"] = gate(figures, min_ettr)
     return document
 

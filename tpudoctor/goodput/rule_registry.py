@@ -15,8 +15,8 @@ BUILTIN_RULE_PACKAGE = "tpudoctor.goodput.rules"
 
 
 def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
-               disabled: Collection[str] | None = None) -> dict[str, type[GoodputRule]]:
-    """Rule id -> rule class; ``disabled`` names plugins to leave out (None: ``TPUDOCTOR_DISABLE_PLUGINS``)."""
+               disabled: Collection[str] = ()) -> dict[str, type[GoodputRule]]:
+    """Rule id -> rule class; ``disabled`` names plugins to leave out (the run's ``disable_plugins`` setting)."""
     return load_rule_classes(builtin_package=BUILTIN_RULE_PACKAGE, group=ENTRY_POINT_GROUP, base=GoodputRule,
                              id_pattern=RULE_ID_PATTERN, what="goodput rule", placeholder=_problem_rule,
                              extra_sources=extra_sources, plugins=plugins, disabled=disabled)

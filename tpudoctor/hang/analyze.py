@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import shlex
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from tpudoctor.cloud_knowledge import gcloud
@@ -45,13 +45,15 @@ DOCS = "https://github.com/benfred/py-spy"
 def analyze(captures: Iterable[ProcessCapture], *, target: Target, host: str, started_at: _dt.datetime,
             interval_s: float, samples: int, digests: Iterable[HangDigest] = (),
             rules: list[type[HangRule]] | None = None, workers: dict[str, dict[str, Any]] | None = None,
-            worker_problems: Iterable[Finding] = (), environment: dict[str, Any] | None = None) -> HangReport:
-    """``workers`` (a pod): worker -> {status: reported | no_report | no_process, host, source}."""
+            worker_problems: Iterable[Finding] = (), environment: dict[str, Any] | None = None,
+            disabled_plugins: Collection[str] = ()) -> HangReport:
+    """``workers`` (a pod): worker -> {status: reported | no_report | no_process, host, source}. ``rules``
+    default to the registered ones less ``disabled_plugins`` (the run's ``disable_plugins`` setting)."""
     from tpudoctor import __version__
     from tpudoctor.hang.rule_registry import load_rules
 
     captures = list(captures)
-    rules = rules if rules is not None else list(load_rules().values())
+    rules = rules if rules is not None else list(load_rules(disabled=disabled_plugins).values())
     states = [process_state(c, rules) for c in captures]
     workers = dict(workers or {})
     states += _absent_workers(workers)

@@ -45,6 +45,8 @@ class CaptureOptions:
     worker: str | None = None
     since_s: float = 3600.0
     dump_dir: str | None = None
+    disabled_plugins: tuple[str, ...] = ()
+    """Hang rule plugins to leave out (the run's ``disable_plugins`` setting)."""
 
 
 @dataclasses.dataclass
@@ -99,7 +101,7 @@ def capture_live(options: CaptureOptions, *, on_progress: Callable[[str], None] 
     say("second sample")
     _sample_all(captures, pyspy, options)
     if options.native != "never" and pyspy:
-        rules = list(load_rules().values())
+        rules = list(load_rules(disabled=options.disabled_plugins).values())
         wanted = [c for c in captures if c.samples and c.failure is None]
         if options.native == "auto":
             wanted = _one_per_place([(c, process_state(c, rules)) for c in wanted])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import shlex
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from tpudoctor.errors import InputError, UsageError
@@ -21,10 +22,15 @@ from tpudoctor.hang.model import ProcessCapture
 from tpudoctor.hang.report import DOCUMENT_KIND, SCHEMA_VERSION, HangReport
 
 
-def remote_command(args: argparse.Namespace, *, worker: str, interval_s: float) -> str:
-    """What each worker runs: this run's choices, JSON on stdout."""
+def remote_command(args: argparse.Namespace, *, worker: str, interval_s: float,
+                   disabled_plugins: Iterable[str] = ()) -> str:
+    """What each worker runs: this run's choices (the plugins left out here too: the worker has neither our
+    config file nor our environment), JSON on stdout."""
+    from tpudoctor.plugins import DISABLE_FLAG
+
     argv = ["tpudoctor", "hang", "--format", "json", "--worker", worker, "--interval", f"{interval_s:g}s",
             "--native", args.native, "--dump-timeout", args.dump_timeout]
+    argv += [f"{DISABLE_FLAG}={name}" for name in disabled_plugins]
     for path in args.log_file or ():
         argv += ["--log-file", path]
     if args.replay:
@@ -33,9 +39,10 @@ def remote_command(args: argparse.Namespace, *, worker: str, interval_s: float) 
 
 
 def run_fanout(args: argparse.Namespace, target: Target, *, interval_s: float, discover_workers,
-               digests: list[HangDigest] | None = None) -> HangReport:
+               digests: list[HangDigest] | None = None, disabled_plugins: tuple[str, ...] = ()) -> HangReport:
     """Every chosen worker's capture, analysed as one slice. ``discover_workers(target)`` counts the node's
-    workers for ``--all-workers`` (through the TPU API)."""
+    workers for ``--all-workers`` (through the TPU API); ``disabled_plugins`` are left out here and on every
+    worker."""
     import shutil
 
     from tpudoctor import config
@@ -66,7 +73,8 @@ def run_fanout(args: argparse.Namespace, target: Target, *, interval_s: float, d
                     tunnel_through_iap=args.tunnel_through_iap, ssh_flags=tuple(args.ssh_flag), gcloud=gcloud)
     started_at = _dt.datetime.now(_dt.timezone.utc)
     with progress(f"tpudoctor hang on {len(workers)} workers of {target.tpu}") as update:
-        runs = run_workers(workers, lambda w: ssh.argv(w, remote_command(args, worker=w, interval_s=interval_s)),
+        runs = run_workers(workers, lambda w: ssh.argv(w, remote_command(args, worker=w, interval_s=interval_s,
+                                                                          disabled_plugins=disabled_plugins)),
                            timeout_s=timeout_s, parallel=args.parallel, progress=update)
     answers: dict[str, dict[str, Any] | Finding] = {}
     for worker, run in runs.items():
@@ -74,7 +82,8 @@ def run_fanout(args: argparse.Namespace, target: Target, *, interval_s: float, d
     if args.dump_dir:
         _keep_documents(answers, args.dump_dir)
     return merge_answers(answers, target=target, started_at=started_at, interval_s=interval_s,
-                         source=f"gcloud compute tpus tpu-vm ssh {target.tpu} --worker=N", digests=digests)
+                         source=f"gcloud compute tpus tpu-vm ssh {target.tpu} --worker=N", digests=digests,
+                         disabled_plugins=disabled_plugins)
 
 
 def worker_answer(run, ssh, *, timeout_s: float) -> dict[str, Any] | Finding:
@@ -104,8 +113,10 @@ def check_document(document: dict[str, Any], source: str) -> None:
 
 
 def merge_answers(answers: dict[str, dict[str, Any] | Finding], *, target: Target, started_at: _dt.datetime,
-                  interval_s: float, source: str, digests: list[HangDigest] | None = None) -> HangReport:
-    """One report for the slice from each worker's document (or the finding in its place)."""
+                  interval_s: float, source: str, digests: list[HangDigest] | None = None,
+                  disabled_plugins: Collection[str] = ()) -> HangReport:
+    """One report for the slice from each worker's document (or the finding in its place), judged by the hang
+    rules less ``disabled_plugins``."""
     import time
 
     from tpudoctor.hang.analyze import analyze
@@ -145,7 +156,8 @@ def merge_answers(answers: dict[str, dict[str, Any] | Finding], *, target: Targe
                      started_at=min(starts) if starts else started_at,
                      interval_s=max(intervals, default=interval_s), samples=samples, digests=digests,
                      workers=workers, worker_problems=problems,
-                     environment={"source": source, "merge_s": 0.0, "log_sources": log_sources})
+                     environment={"source": source, "merge_s": 0.0, "log_sources": log_sources},
+                     disabled_plugins=disabled_plugins)
     report.environment["merge_s"] = round(time.monotonic() - began, 3)
     report.duration_s = (_dt.datetime.now(_dt.timezone.utc) - started_at).total_seconds()
     report.environment["fanout_started_at"] = started_at.isoformat()

@@ -13,8 +13,8 @@ BUILTIN_RULE_PACKAGE = "tpudoctor.hang.rules"
 
 
 def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
-               disabled: Collection[str] | None = None) -> dict[str, type[HangRule]]:
-    """Rule id -> rule class; ``disabled`` names plugins to leave out (None: ``TPUDOCTOR_DISABLE_PLUGINS``)."""
+               disabled: Collection[str] = ()) -> dict[str, type[HangRule]]:
+    """Rule id -> rule class; ``disabled`` names plugins to leave out (the run's ``disable_plugins`` setting)."""
     from tpudoctor.plugins import load_rule_classes
 
     return load_rule_classes(builtin_package=BUILTIN_RULE_PACKAGE, group=ENTRY_POINT_GROUP, base=HangRule,

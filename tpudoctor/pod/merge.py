@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from tpudoctor.findings import Finding, Report, Target
@@ -87,15 +87,21 @@ def merge_outcomes(outcomes: Iterable[WorkerOutcome], *, expected: Iterable[str]
 SLICE_BUILTINS = ("tpudoctor.checks.slice", "tpudoctor.providers.slice_view", "tpudoctor.providers.worker_env")
 
 
+def slice_registry(disabled: Collection[str] = ()) -> Any:
+    """The registry a merge runs: the slice checks and their providers, plugins included less ``disabled``."""
+    from tpudoctor.registry import load_registry
+
+    return load_registry(builtin=SLICE_BUILTINS, disabled=disabled)
+
+
 def slice_results(view: SliceView, registry: Any = None) -> list[Finding]:
     """The slice checks' results on ``view``, run by the engine like any check (a crash is an ERROR
     result). A worker's own trouble comes first, in the order the workers gave it; then the others in
     the registry's order."""
     from tpudoctor.context import RunContext
-    from tpudoctor.registry import load_registry
     from tpudoctor.runner import Runner
 
-    registry = registry if registry is not None else load_registry(builtin=SLICE_BUILTINS)
+    registry = registry if registry is not None else slice_registry()
     checks = {c.id: c for c in registry.check_classes() if c.runs_on == "slice"}
     troubles = dict.fromkeys(o.problem.id for o in view.outcomes.values() if o.problem is not None)
     first = [checks[i] for i in troubles if i in checks]

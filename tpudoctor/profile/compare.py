@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from pathlib import Path
 
 from tpudoctor.errors import UsageError
@@ -36,9 +37,11 @@ def parse_percent(text: str) -> float:
     return value
 
 
-def load_document(path: str, *, cluster: str | None = None, on_progress=None) -> dict:
+def load_document(path: str, *, cluster: str | None = None, on_progress=None,
+                  disabled_plugins: Collection[str] = ()) -> dict:
     """A report JSON as written by ``profile analyze --format json`` (2.x, or 1.x upgraded), or the
-    document of a capture analysed now by the library pipeline (on the Dask ``cluster`` if given)."""
+    document of a capture analysed now by the library pipeline (on the Dask ``cluster`` if given; its
+    rules less ``disabled_plugins``)."""
     p = Path(path)
     if p.is_file() and p.suffix == ".json":
         from tpudoctor.profile.document import SCHEMA_VERSION, upgrade_profile_report_v1
@@ -49,7 +52,7 @@ def load_document(path: str, *, cluster: str | None = None, on_progress=None) ->
                              upgrades={"1": upgrade_profile_report_v1})
     from tpudoctor.profile.pipeline import analyze
 
-    return analyze(path, cluster=cluster, on_progress=on_progress).to_dict()
+    return analyze(path, cluster=cluster, on_progress=on_progress, disabled_plugins=disabled_plugins).to_dict()
 
 
 MAX_DIFF_ROWS = 20

@@ -20,7 +20,7 @@ import dataclasses
 import gc
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from tpudoctor.errors import InputError
@@ -189,10 +189,12 @@ def _roofline_data(roofline) -> dict[str, Any] | None:
 
 def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | None = None,
             runs_available: Iterable[str] = (), failed_hosts: Mapping[str, str] | None = None,
-            rules: Mapping[str, type] | None = None) -> ProfileReport:
+            rules: Mapping[str, type] | None = None, disabled_plugins: Collection[str] = ()) -> ProfileReport:
     """COMBINE: rules on every host, findings merged across hosts, straggler and verdict.
 
-    ``rules`` (rule id -> ``ProfileRule`` class) defaults to the registered ones, plugins included."""
+    ``rules`` (rule id -> ``ProfileRule`` class) defaults to the registered ones, plugins included less
+    ``disabled_plugins`` (the run's ``disable_plugins`` setting). The rules run here, in the process that
+    combines: the per-host map (worker processes, Dask workers) never loads them."""
     from tpudoctor.profile.analysis.hosts import (
         CROSS_HOST_TABLE,
         cross_host_analysis,
@@ -211,7 +213,7 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
     if rules is None:
         from tpudoctor.profile.rule_registry import load_rules
 
-        rules = load_rules()
+        rules = load_rules(disabled=disabled_plugins)
     origin_ns = min(h.time_origin_ns for h in hosts.values())
     # one time origin for all hosts, as a loaded capture has (copies: the inputs stay as mapped)
     hosts = {name: dataclasses.replace(h, summary=shifted(h.summary, (h.time_origin_ns - origin_ns) * 1000))
@@ -264,7 +266,7 @@ def combined_roofline(hosts: Iterable[HostResult]) -> tuple[dict[str, Any] | Non
 def analyze(path: str | os.PathLike[str], *, run: str | None = None, max_workers: int | None = None,
             options: LoadOptions | None = None, rules: Mapping[str, type] | None = None,
             on_progress: Callable[[str], None] | None = None, cluster: str | None = None,
-            cluster_timeout_s: float | None = None) -> ProfileReport:
+            cluster_timeout_s: float | None = None, disabled_plugins: Collection[str] = ()) -> ProfileReport:
     """Analyse a capture (a ``.xplane.pb``, a run directory or a logdir; local or ``gs://``).
 
     One host is analysed in this process; several run the map in worker processes (at most
@@ -272,7 +274,7 @@ def analyze(path: str | os.PathLike[str], *, run: str | None = None, max_workers
     scheduler address such as ``tcp://10.0.0.2:8786``) the map runs on that cluster's workers,
     which read the host files themselves; ``cluster_timeout_s`` bounds the connection. A host that
     cannot be read goes to ``failed_hosts``; ``InputError`` when none can. ``options``: as for
-    ``analyze_host``."""
+    ``analyze_host``; ``rules`` and ``disabled_plugins``: as for ``combine``."""
     options = options or LoadOptions.for_analysis()
     resolved = resolve(path, run)
     results: list[HostResult] = []
@@ -299,14 +301,16 @@ def analyze(path: str | os.PathLike[str], *, run: str | None = None, max_workers
         details = "; ".join(f"{name}: {message}" for name, message in failed.items())
         raise InputError(f"no host of {resolved.source} could be loaded: {details}")
     return combine(results, source=resolved.source, run=resolved.run, runs_available=resolved.runs_available,
-                   failed_hosts=failed, rules=rules)
+                   failed_hosts=failed, rules=rules, disabled_plugins=disabled_plugins)
 
 
-def analyze_capture(capture, *, rules: Mapping[str, type] | None = None) -> ProfileReport:
+def analyze_capture(capture, *, rules: Mapping[str, type] | None = None,
+                    disabled_plugins: Collection[str] = ()) -> ProfileReport:
     """The same report for a capture already loaded with ``tpudoctor.profile.load`` (its hosts' events
     are in this process already, so the map runs here)."""
     return combine([host_result(h) for h in capture.hosts.values()], source=str(capture.source), run=capture.run,
-                   runs_available=capture.runs_available, failed_hosts=capture.failed_hosts, rules=rules)
+                   runs_available=capture.runs_available, failed_hosts=capture.failed_hosts, rules=rules,
+                   disabled_plugins=disabled_plugins)
 
 
 def _notes(hosts: Iterable[HostResult]) -> list[str]:

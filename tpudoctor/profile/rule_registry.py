@@ -15,9 +15,9 @@ BUILTIN_RULE_PACKAGE = "tpudoctor.profile.rules"
 
 
 def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
-               disabled: Collection[str] | None = None) -> dict[str, type[ProfileRule]]:
+               disabled: Collection[str] = ()) -> dict[str, type[ProfileRule]]:
     """Rule id -> rule class, built-ins first, in id order within each source; ``disabled`` names plugins
-    to leave out (None: ``TPUDOCTOR_DISABLE_PLUGINS``)."""
+    to leave out (the run's ``disable_plugins`` setting)."""
     from tpudoctor.plugins import load_rule_classes
 
     return load_rule_classes(builtin_package=BUILTIN_RULE_PACKAGE, group=ENTRY_POINT_GROUP, base=ProfileRule,
