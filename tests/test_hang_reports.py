@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import datetime as _dt
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -227,3 +228,55 @@ def test_idle_chips_make_replace_host_less_sure(duty, confidence, says):
     report = _analyze(capture, environment={"tpu_info": {"available": True, "duty_cycle_percent": duty}})
     assert report.decision.action == "REPLACE HOST"
     assert report.decision.confidence == confidence and says in report.decision.why
+
+
+@pytest.mark.parametrize("capture", sorted(p.name for p in CAPTURES.iterdir() if p.is_dir()))
+def test_every_format_is_made_from_the_document_read_back(capture):
+    from tpudoctor.hang.report import HangReport
+
+    report = _analyze(_captures(capture))
+    document = report.to_dict()
+    assert HangReport.from_dict(document).to_dict() == document
+
+
+def test_a_shared_pod_report_is_redacted_in_every_format(tmp_path):
+    """Workers' own reports merged and shared with --redact: the VM names, the bucket and the coordinator's IP in
+    the command lines are placeholders in every format, the same ones everywhere."""
+    import shutil
+
+    from tpudoctor.hang.capture import CAPTURE_FILE
+
+    source = CAPTURES / "data_loader"
+    pids = sorted(c.pid for c in read_dump_dir(str(source)).captures)
+    written = tmp_path / "workers"
+    written.mkdir()
+    for worker, pid in enumerate(pids):
+        dumps = tmp_path / f"dumps-{worker}"
+        dumps.mkdir()
+        shutil.copy(source / CAPTURE_FILE, dumps / CAPTURE_FILE)
+        shutil.copy(source / f"pid-{pid}.json", dumps / f"pid-{pid}.json")
+        out = written / f"{worker}.json"
+        main(["hang", "--replay", str(dumps), "--worker", str(worker), "--format", "json", "-o", str(out)])
+        document = json.loads(out.read_text())
+        vm = f"t1v-n-3f2a9c1e-w-{worker}"
+        document["host"] = vm
+        for row in document["processes"] + document["captures"]:
+            row["host"] = vm
+        for row in document["captures"]:
+            row["cmdline"] += " --checkpoint_dir=gs://acme-ckpt/run1 --coordinator=10.128.0.7:8476"
+        out.write_text(json.dumps(document))
+    for fmt in ("json", "text", "markdown", "html", "junit"):
+        out = tmp_path / f"shared.{fmt}"
+        assert main(["hang", "--merge", str(written), "--redact", "--format", fmt, "-o", str(out)]) == 1
+        text = out.read_text()
+        for identity in ("t1v-n-3f2a9c1e", "acme-ckpt", "10.128.0.7"):
+            assert identity not in text, (fmt, identity)
+        if fmt == "json":
+            shared = json.loads(text)
+            validate(shared, "hang_report")
+            assert shared["redacted"] is True
+            hosts = {p["host"] for p in shared["processes"]}  # four VMs, four placeholders
+            assert len(hosts) == 4 and all(h.startswith("<host-") for h in hosts)
+            tails = {" ".join(c["cmdline"].split()[-2:]) for c in shared["captures"]}
+            assert len(tails) == 1 and re.fullmatch(r"--checkpoint_dir=gs://<bucket-1>/run1 --coordinator=<ip-\d+>:8476",
+                                                    tails.pop())

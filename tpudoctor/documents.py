@@ -95,6 +95,7 @@ def _redacted(document: dict[str, Any]) -> dict[str, Any]:
     return redact_document(document, **named_identities(document))
 
 
-def hang_document(report: HangReport) -> dict[str, Any]:
-    """A hang report's document (its stacks were scrubbed of secrets as they were captured)."""
-    return validated(report.to_dict(), "hang_report")
+def hang_document(report: HangReport, *, redact: bool = False) -> dict[str, Any]:
+    """A hang report's document (its stacks were scrubbed of secrets as they were captured); with ``redact``,
+    the hosts and projects it names and any IP, bucket or e-mail in it (command lines, log paths) replaced."""
+    return validated(_redacted(report.to_dict()) if redact else report.to_dict(), "hang_report")

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tpudoctor.commands.common import add_output_flags, add_plugin_flag, add_target_flags
+from tpudoctor.commands.common import (
+    add_output_flags,
+    add_plugin_flag,
+    add_redact_flag,
+    add_target_flags,
+)
 from tpudoctor.commands.pod_check import add_pod_flags, wants_fanout
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.reference_models import (
@@ -51,8 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_output_flags(parser)
     add_plugin_flag(parser)
     add_pod_flags(parser)
-    parser.add_argument("--redact", action="store_true",
-                        help="replace project ids, service-account e-mails, IPs, bucket and host names before sharing")
+    add_redact_flag(parser)
     parser.set_defaults(handler=run, settings_spec=SETTINGS)
 
 

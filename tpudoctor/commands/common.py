@@ -25,6 +25,12 @@ def add_output_flags(parser: argparse.ArgumentParser, formats: tuple[str, ...] =
     group.add_argument("-v", "--verbose", action="store_true", help="show evidence for every result")
 
 
+def add_redact_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    parser.add_argument("--redact", action="store_true",
+                        help="replace host names, IPs, bucket names, project ids and e-mails with placeholders "
+                             "(<host-1>) before sharing the report")
+
+
 def add_cluster_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", metavar="tcp://SCHEDULER:8786", default=None,
                         help="analyse the hosts on this Dask distributed cluster, whose workers read the captures "

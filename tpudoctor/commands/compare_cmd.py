@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import argparse
 
-from tpudoctor.commands.common import add_cluster_flag, add_plugin_flag, session_for
+from tpudoctor.commands.common import (
+    add_cluster_flag,
+    add_plugin_flag,
+    add_redact_flag,
+    session_for,
+)
 from tpudoctor.errors import UsageError
 from tpudoctor.exitcodes import ExitCode
 
@@ -42,8 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "significant regression (median and MAD of the history), 0 otherwise")
     parser.add_argument("--last", metavar="N", type=int, default=None,
                         help="with --history: how many of the most recent reports count (default: 20)")
-    parser.add_argument("--redact", action="store_true",
-                        help="replace IPs, bucket names, projects and e-mails before sharing the comparison")
+    add_redact_flag(parser)
     add_cluster_flag(parser)
     add_plugin_flag(parser)  # the profile rules of a capture analysed here
     parser.set_defaults(handler=run, settings_spec={"format": "text", "cluster": None, "disable_plugins": None})

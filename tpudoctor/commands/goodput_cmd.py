@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tpudoctor.commands.common import add_plugin_flag
+from tpudoctor.commands.common import add_plugin_flag, add_redact_flag
 from tpudoctor.exitcodes import ExitCode
 
 GOODPUT_FORMATS = ("text", "json", "markdown", "html", "junit")
@@ -65,8 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="report format (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
     out.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     out.add_argument("-v", "--verbose", action="store_true", help="show every bucket's note and every finding")
-    out.add_argument("--redact", action="store_true",
-                     help="replace host names, IPs, bucket names, projects and e-mails before sharing the report")
+    add_redact_flag(out)
     add_plugin_flag(parser)
     parser.set_defaults(handler=run, settings_spec=SETTINGS)
 

@@ -11,7 +11,12 @@ import argparse
 import dataclasses
 import sys
 
-from tpudoctor.commands.common import add_output_flags, add_plugin_flag, add_target_flags
+from tpudoctor.commands.common import (
+    add_output_flags,
+    add_plugin_flag,
+    add_redact_flag,
+    add_target_flags,
+)
 from tpudoctor.commands.pod_check import add_pod_flags, wants_fanout
 from tpudoctor.exitcodes import ExitCode
 
@@ -62,6 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "tpudoctor hang --format json > POD.json) into one slice-wide analysis")
     add_target_flags(parser)
     add_output_flags(parser, HANG_FORMATS)
+    add_redact_flag(parser)
     add_plugin_flag(parser)
     add_pod_flags(parser, "tpudoctor hang")
     gate = parser.add_argument_group("exit status")
@@ -112,7 +118,8 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     else:
         report = _local(args, target, interval_s, settings)
         report.duration_s = time.monotonic() - started
-    text = render(report, fmt, verbose=args.verbose, color=args.output in (None, "-") and sys.stdout.isatty())
+    text = render(report, fmt, verbose=args.verbose, redact=args.redact,
+                  color=args.output in (None, "-") and sys.stdout.isatty() and not args.redact)
     write_text(args.output, text)
     return exit_code_for(_as_check_report(report), fail_on=fail_on, exit_zero=args.exit_zero)
 
@@ -169,13 +176,16 @@ def _as_check_report(report):
     return Report(results=list(report.findings))
 
 
-def render(report, fmt: str, *, verbose: bool = False, color: bool = False) -> str:
+def render(report, fmt: str, *, verbose: bool = False, color: bool = False, redact: bool = False) -> str:
+    """Every format from the report's prepared document (redacted with ``redact``, validated), read back."""
     from tpudoctor.documents import hang_document
+    from tpudoctor.hang.report import HangReport
 
-    document = hang_document(report)  # validated once, whatever the format
+    document = hang_document(report, redact=redact)
     if fmt == "json":
         from tpudoctor.reports.hang_json import render_document as render_json
         return render_json(document)
+    report = HangReport.from_dict(document)
     if fmt == "markdown":
         from tpudoctor.reports.hang_markdown import render as render_markdown
         return render_markdown(report, verbose=verbose)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tpudoctor.commands.common import add_output_flags, add_plugin_flag
+from tpudoctor.commands.common import add_output_flags, add_plugin_flag, add_redact_flag
 from tpudoctor.exitcodes import ExitCode
 
 SETTINGS = {"api_timeout": "30s", "format": "text", "fail_on": "fail", "disable_plugins": None}
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None, help="lowest status that exits 1 (default: fail)")
     gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks")
     add_output_flags(parser)
-    parser.add_argument("--redact", action="store_true", help="replace identifying names before sharing")
+    add_redact_flag(parser)
     add_plugin_flag(parser)
     parser.set_defaults(handler=run, settings_spec=SETTINGS)
 

@@ -10,7 +10,7 @@ import argparse
 import sys
 import time
 
-from tpudoctor.commands.common import add_cluster_flag, add_plugin_flag
+from tpudoctor.commands.common import add_cluster_flag, add_plugin_flag, add_redact_flag
 from tpudoctor.exitcodes import ExitCode
 
 PROFILE_FORMATS = ("text", "json", "markdown", "html")
@@ -52,8 +52,7 @@ def _register_analyze(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--format", choices=PROFILE_FORMATS, default=None,
                         help="report format (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
-    parser.add_argument("--redact", action="store_true",
-                        help="replace host names, IPs, bucket names, projects and e-mails before sharing the report")
+    add_redact_flag(parser)
     add_cluster_flag(parser)
     add_plugin_flag(parser)
     parser.set_defaults(handler=run_analyze, settings_spec=ANALYZE_SETTINGS)

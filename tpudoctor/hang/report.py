@@ -105,6 +105,16 @@ class StackGroup:
                 "members": [{"worker": w, "pid": p} for w, p in self.members],
                 "stack": [f.to_dict() for f in self.stack], "thread": self.thread, "odd_one_out": self.odd_one_out}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StackGroup:
+        return cls(category=data["category"], signature=data["signature"], members=_members(data["members"]),
+                   stack=[Frame.from_dict(f) for f in data["stack"]], thread=data["thread"],
+                   odd_one_out=bool(data.get("odd_one_out")))
+
+
+def _members(rows: list[dict[str, Any]]) -> list[tuple[str | None, int]]:
+    return [(row.get("worker"), int(row["pid"])) for row in rows]
+
 
 @dataclasses.dataclass
 class Decision:
@@ -118,6 +128,11 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Decision:
+        return cls(action=data["action"], confidence=data["confidence"], why=data["why"], text=data["text"],
+                   commands=list(data["commands"]))
 
 
 @dataclasses.dataclass
@@ -142,6 +157,14 @@ class RootCause:
                 "frame": self.frame.to_dict() if self.frame else None, "detail": self.detail, "waiting": self.waiting,
                 "waiting_workers": list(self.waiting_workers), "stalled_since": _iso(self.stalled_since),
                 "evidence": self.evidence}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RootCause:
+        return cls(category=data["category"], headline=data["headline"], members=_members(data["members"]),
+                   hosts=list(data["hosts"]), frame=Frame.from_dict(data["frame"]) if data.get("frame") else None,
+                   detail=data["detail"], waiting=int(data["waiting"]),
+                   waiting_workers=list(data["waiting_workers"]), stalled_since=_time(data.get("stalled_since")),
+                   evidence=dict(data.get("evidence") or {}))
 
 
 @dataclasses.dataclass
@@ -198,3 +221,23 @@ class HangReport:
             "environment": self.environment,
             "captures": [c.to_dict() for c in self.captures],
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HangReport:
+        """The report a document holds (``to_dict``'s inverse): the renderers format the prepared document
+        (``tpudoctor.documents.hang_document``) read back, so every format shows what the JSON says."""
+        return cls(
+            verdict=data["verdict"], verdict_why=data["verdict_why"], confidence=data["confidence"],
+            target=Target(**(data.get("target") or {})), host=data.get("host") or "",
+            started_at=_dt.datetime.fromisoformat(data["started_at"]), interval_s=float(data["interval_s"]),
+            samples=int(data["samples"]), processes=[ProcessState.from_dict(p) for p in data["processes"]],
+            groups=[StackGroup.from_dict(g) for g in data["groups"]],
+            findings=[Finding.from_dict(f) for f in data["findings"]],
+            root_cause=RootCause.from_dict(data["root_cause"]) if data.get("root_cause") else None,
+            decision=Decision.from_dict(data["decision"]) if data.get("decision") else None,
+            steps_per_s=data.get("steps_per_s"), digests=[HangDigest.from_dict(d) for d in data["digests"]],
+            captures=[ProcessCapture.from_dict(c) for c in data["captures"]],
+            workers={worker: dict(row) for worker, row in (data.get("workers") or {}).items()},
+            duration_s=float(data.get("duration_s") or 0.0), tool_version=(data.get("tool") or {}).get("version", ""),
+            environment=dict(data.get("environment") or {}),
+        )
