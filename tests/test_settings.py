@@ -126,6 +126,14 @@ def test_the_flag_is_repeatable_and_each_plugin_loading_command_takes_it():
         assert resolved.disable_plugins == ("acme", "b", "c"), argv
 
 
+def test_every_command_that_writes_a_report_can_redact_it():
+    parser = build_parser()
+    for argv in (["check"], ["merge", "reports/"], ["profile", "analyze", "x.xplane.pb"], ["compare", "a.json", "b.json"],
+                 ["hang"], ["goodput", "train.log"]):
+        assert parser.parse_args([*argv, "--redact"]).redact is True, argv
+        assert parser.parse_args(argv).redact is False, argv
+
+
 def test_the_hang_fanout_passes_the_plugins_left_out_to_each_worker():
     from tpudoctor.hang.pod import remote_command as hang_remote_command
 
