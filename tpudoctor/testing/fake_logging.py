@@ -166,6 +166,8 @@ class FakeLoggingServer:
                     matched = [e for e in fake.entries if filter_matches(e, body.get("filter", ""))]
                 except ValueError as exc:
                     return self._reply(400, {"error": {"code": 400, "message": str(exc)}})
+                # Cloud Logging orders by timestamp (ascending unless asked otherwise); ties keep arrival order
+                matched.sort(key=lambda e: _parse_time(str(e["timestamp"])))
                 if "desc" in str(body.get("orderBy", "")):
                     matched.reverse()
                 start = int(body.get("pageToken") or 0)
