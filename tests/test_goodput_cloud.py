@@ -102,9 +102,12 @@ def recorder_payloads(job: str = "llama-run") -> list[dict]:
 
 
 def test_recorder_entries_are_read_and_the_accounts_compared(fake, tmp_path):
-    """The recorder says the loop began at 60 s and step 10 started at 295 s (so step 9 ended then): its account
-    agrees with the log's on wall time (300 s), initialisation and the save; it has one step fewer (the
-    recorder records starts: step 10 has no end), so the accounts differ on steps and productive time."""
+    """The recorder's account follows ml-goodput-measurement's rules (tests/test_goodput_oracle.py checks them
+    against the library): steps 0..10 start at 60, 180, 190 .. 220, 245 .. 285 s and the job ends at 300 s, so
+    the last step counts (15 s); the first interval (120 s) less the mean of the others (105 / 9) is
+    PROGRAM_STARTUP 108.33 s; productive = 120 + 105 - 108.33 + 15 - the 15 s save = 116.67 s, and nothing is
+    left for OTHER. The log's account (median-based, the time after the last step line as OTHER) agrees on wall
+    time, initialisation, the save and steps, and differs on productive time, ETTR and OTHER."""
     seed_job(fake, worker="0")
     for i, payload in enumerate(recorder_payloads()):
         fake.add_entry(json_payload=payload, severity="INFO", timestamp=at(i * 0.001), log_id="goodput",
@@ -119,7 +122,11 @@ def test_recorder_entries_are_read_and_the_accounts_compared(fake, tmp_path):
     assert rows["wall_s"]["recorder"] == 300.0 and rows["wall_s"]["agree"] is True
     assert rows["TPU_INITIALIZATION %"]["agree"] is True
     assert rows["UNPRODUCTIVE_CHECKPOINT_SAVE_TIME %"]["recorder"] == 5.0
-    assert rows["steps"]["log"] == 11 and rows["steps"]["recorder"] == 10 and "steps" in inst["differ"]
+    assert rows["steps"]["log"] == rows["steps"]["recorder"] == 11
+    account = inst["account"]
+    assert account["productive_s"] == 116.667 and account["badput"]["PROGRAM_STARTUP"]["seconds"] == 108.333
+    assert account["badput"]["OTHER"]["seconds"] == 0.0 and account["max_productive_step"] == 10
+    assert inst["differ"] == ["productive_s", "ettr", "OTHER %"]
     recorder_filter = next(r["body"]["filter"] for r in fake.requests if "jsonPayload.job_name" in r["body"]["filter"])
     assert 'logName="projects/my-project/logs/goodput"' in recorder_filter and "severity=INFO" in recorder_filter
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 from tpudoctor.commands.common import add_plugin_flag, add_redact_flag
 from tpudoctor.exitcodes import ExitCode
@@ -125,9 +126,9 @@ def _from_cloud(args: argparse.Namespace, settings, step_pattern, update) -> dic
         CloudTarget,
         compare_accounts,
         job_events,
-        recorder_account,
         recorder_entries,
     )
+    from tpudoctor.goodput.recorder import recorder_account
     from tpudoctor.resource_names import check_resource_name
 
     # Every name goes into a Cloud Logging filter: each valid by its own rule before it does (the project and
@@ -162,9 +163,8 @@ def _from_cloud(args: argparse.Namespace, settings, step_pattern, update) -> dic
             info["lines"] = [f"no entries for job {args.goodput_job} in log {args.goodput_log}: the job did not use "
                              "ml-goodput-measurement's recorder, or wrote elsewhere (--goodput-log)"]
         else:
-            recorded = recorder_account(payloads, f"recorder:{args.goodput_job}")
-            info["account"] = {k: recorded.get(k) for k in ("wall_s", "productive_s", "ettr", "steps", "restarts",
-                                                            "repeated_steps", "badput")}
+            recorded = recorder_account(payloads, now=time.time())
+            info["account"] = recorded
             info.update(compare_accounts(document["goodput"], recorded))
     return document
 

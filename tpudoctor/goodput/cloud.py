@@ -1,6 +1,7 @@
 """A job's logs from Cloud Logging (a TPU node's workers or a GKE workload's pods), through the same
 ``google-cloud-logging`` client as ``tpudoctor check``; and, where the job used ml-goodput-measurement,
-its recorder's entries, read the same way and set against the log-derived account.
+its recorder's entries, read the same way (``recorder.py`` makes their account) and set against the
+log-derived account.
 
 Entries are streamed page by page (``LoggingApi.iter_entries``) into the line readers, each line carrying
 the entry's timestamp and worker, so Cloud Logging is read like a file with every worker labelled.
@@ -14,18 +15,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from tpudoctor.errors import TpudoctorError
-from tpudoctor.goodput.lines import Event, Kind, LineReader, read_events
+from tpudoctor.goodput.lines import Event, LineReader, read_events
 from tpudoctor.goodput.stamps import Clock
-from tpudoctor.goodput.timeline import BUCKETS, Timeline
+from tpudoctor.goodput.timeline import BUCKETS
 
 PAGE_SIZE = 1000
 MAX_ENTRIES = 500_000
-# ml-goodput-measurement's recorder keys (goodput.py) and its Orbax checkpoint logger's (checkpoint_badput_calculator)
-JOB_START, JOB_END, STEP_START, STEP_COUNT = "job_start_time", "job_end_time", "step_start_time", "step_count"
-INTERVALS = {"tpu_init": ("tpu_init_start_time", "tpu_init_end_time", "TPU_INITIALIZATION"),
-             "training_prep": ("training_prep_start_time", "training_prep_end_time", "TRAINING_PREP"),
-             "data_loading": ("data_loading_start_time", "data_loading_end_time", "DATA_LOADING_SYNC")}
-CKPT_SAVE_S, CKPT_RESTORE_S = "checkpoint_manager_blocking_duration_secs", "checkpoint_manager_duration_secs"
 
 
 @dataclasses.dataclass
@@ -137,71 +132,6 @@ def recorder_entries(project: str, log_name: str, job_name: str, since_s: float,
                 if isinstance(e.payload, dict)]
     except ApiCallFailed as exc:
         raise _failed(exc, "ml-goodput-measurement's entries", api, project) from None
-
-
-def recorder_events(payloads: list[dict[str, Any]], source: str) -> list[Event]:
-    """The recorder's entries as timeline events: job start/end, step starts, its intervals, checkpoints.
-
-    A recorded step start is the end of the step before it, so step ``n``'s start becomes a step line for
-    ``n - 1``; the first step start after a job start ends training preparation (as the library counts
-    it, the first step's excess is PROGRAM_STARTUP); the intervals become the same marks the log readers give.
-    """
-    out: list[Event] = []
-
-    def ev(kind: Kind, t: float | None, **kw: Any) -> None:
-        out.append(Event(kind, t, framework="ml-goodput-measurement", source=source, text=str(kw.pop("text", "")),
-                         **kw))
-
-    loop_started = False
-    for p in payloads:
-        if JOB_START in p:
-            ev(Kind.START, float(p[JOB_START]), text="job_start_time")
-            loop_started = False
-        if STEP_START in p and STEP_COUNT in p:
-            if not loop_started:  # the loop's first step start: training preparation ends here
-                ev(Kind.PREP_END, float(p[STEP_START]), text="first step_start_time")
-                loop_started = True
-            else:
-                ev(Kind.STEP, float(p[STEP_START]), step=int(p[STEP_COUNT]) - 1, text="step_start_time")
-        for _name, (start_key, end_key, bucket) in INTERVALS.items():
-            if end_key in p:
-                kind = {"TPU_INITIALIZATION": Kind.INIT_END, "TRAINING_PREP": Kind.PREP_END,
-                        "DATA_LOADING_SYNC": Kind.DATA_END}[bucket]
-                ev(kind, float(p[end_key]), text=end_key)
-            elif start_key in p and bucket == "DATA_LOADING_SYNC":
-                ev(Kind.DATA_START, float(p[start_key]), text=start_key)
-        if p.get("event_type") == "save" and p.get(CKPT_SAVE_S) is not None:
-            start = p.get("checkpoint_manager_blocking_start_time")
-            ev(Kind.SAVE_START, float(start) if start is not None else None, step=_step(p), mode="sync",
-               text="checkpoint save")
-            ev(Kind.SAVE_BLOCKING_END, None, step=_step(p), seconds=float(p[CKPT_SAVE_S]), mode="sync",
-               text="checkpoint save")
-            ev(Kind.SAVE_END, None, step=_step(p), seconds=float(p[CKPT_SAVE_S]), mode="sync",
-               text="checkpoint save")
-        if p.get("event_type") in ("restore", "emergency_restore") and p.get(CKPT_RESTORE_S) is not None:
-            ev(Kind.RESTORE_END, None, step=_step(p), seconds=float(p[CKPT_RESTORE_S]), text="checkpoint restore")
-        if JOB_END in p:
-            ev(Kind.EXIT, float(p[JOB_END]), text="job_end_time")
-    return out
-
-
-def _step(p: dict[str, Any]) -> int | None:
-    try:
-        return int(p.get("step"))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-
-
-def recorder_account(payloads: list[dict[str, Any]], source: str) -> dict[str, Any]:
-    """The account rebuilt from the recorder's entries alone, with the same rules as a log's."""
-    from tpudoctor.goodput.account import account
-
-    events = recorder_events(payloads, source)
-    times = [e.t for e in events if e.t is not None]
-    timeline = Timeline()
-    timeline.feed(events, source)
-    timeline.finish({source: max(times) if times else None})
-    return account(timeline, wall_start=min(times) if times else None, wall_end=max(times) if times else None)
 
 
 COMPARED = ("wall_s", "productive_s", "ettr", "steps", "restarts", "repeated_steps")

@@ -8,7 +8,10 @@
 It serves ``POST /v2/entries:list`` on 127.0.0.1 (a free port), understands the filter
 clauses tpudoctor sends (``field op "value"`` joined by AND: resource.type, resource.labels.*,
 severity, timestamp), pages with ``nextPageToken``, and records every request body so tests
-can assert what was asked. It binds loopback only and stops on ``__exit__``.
+can assert what was asked. ``POST /v2/entries:write`` stores what a writer sends (the request's
+logName, resource and labels fill in what an entry leaves out; no timestamp means the time it
+arrived), so a real writer such as ml-goodput-measurement's recorder can log into it. It binds
+loopback only and stops on ``__exit__``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 SEVERITY_ORDER = ["DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT", "EMERGENCY"]
+SEVERITY_NUMBERS = {0: "DEFAULT", 100: "DEBUG", 200: "INFO", 300: "NOTICE", 400: "WARNING", 500: "ERROR",
+                    600: "CRITICAL", 700: "ALERT", 800: "EMERGENCY"}
 _CLAUSE = re.compile(r'^\s*([A-Za-z_.]+)\s*(>=|<=|=|>|<|:)\s*"?([^"]*)"?\s*$')
 
 
@@ -70,6 +75,7 @@ class FakeLoggingServer:
         self.page_size = page_size
         self.fail_with: tuple[int, str] | None = None
         """Set to (status, message) to make every request fail (403, say)."""
+        self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -105,6 +111,22 @@ class FakeLoggingServer:
         self.entries.append(entry)
         return entry
 
+    def write_entries(self, body: dict[str, Any]) -> None:
+        """Store an ``entries:write`` request's entries as Cloud Logging would (defaults from the request)."""
+        now = _dt.datetime.now(_dt.timezone.utc).isoformat().replace("+00:00", "Z")
+        for sent in body.get("entries") or []:
+            entry = dict(sent)
+            entry.setdefault("logName", body.get("logName", ""))
+            entry.setdefault("resource", body.get("resource") or {"type": "global", "labels": {}})
+            if body.get("labels"):
+                entry["labels"] = {**body["labels"], **(entry.get("labels") or {})}
+            # a writer may send the LogSeverity number (the logging handler sends 200); Cloud Logging stores the name
+            severity = entry.get("severity", "DEFAULT")
+            entry["severity"] = SEVERITY_NUMBERS.get(severity, severity) if isinstance(severity, int) else severity
+            entry.setdefault("timestamp", now)
+            entry.setdefault("insertId", f"fake-{len(self.entries)}")
+            self.entries.append(entry)
+
     # server ----------------------------------------------------------------------------------
     @property
     def endpoint(self) -> str:
@@ -131,15 +153,21 @@ class FakeLoggingServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fake.requests.append({"path": self.path, "body": body})
-                if not self.path.startswith("/v2/entries:list"):
+                if not self.path.startswith(("/v2/entries:list", "/v2/entries:write")):
                     return self._reply(404, {"error": {"code": 404, "message": f"no route {self.path}"}})
                 if fake.fail_with:
                     code, message = fake.fail_with
                     return self._reply(code, {"error": {"code": code, "message": message}})
+                if self.path.startswith("/v2/entries:write"):
+                    with fake._lock:
+                        fake.write_entries(body)
+                    return self._reply(200, {})
                 try:
                     matched = [e for e in fake.entries if filter_matches(e, body.get("filter", ""))]
                 except ValueError as exc:
                     return self._reply(400, {"error": {"code": 400, "message": str(exc)}})
+                # Cloud Logging orders by timestamp (ascending unless asked otherwise); ties keep arrival order
+                matched.sort(key=lambda e: _parse_time(str(e["timestamp"])))
                 if "desc" in str(body.get("orderBy", "")):
                     matched.reverse()
                 start = int(body.get("pageToken") or 0)
