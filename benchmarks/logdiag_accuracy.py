@@ -4,7 +4,7 @@
     python benchmarks/logdiag_accuracy.py --misses         # also list the misses of the tuned corpus
     python benchmarks/logdiag_accuracy.py --manifest other.toml --misses
 
-The headline is the **first score of the frozen held-out set** (tests/data/logs/heldout/): logs copied
+The headline is the **first score of each frozen held-out set** (tests/data/logs/heldout/, heldout2/): logs copied
 verbatim from public threads nobody here had used, frozen (FROZEN.sha256) before the change they could
 inform, scored once (FIRST_SCORE.toml records that score and the commit it was taken on). The same set's
 score now is shown beside it, then the tuned corpus (tests/data/logs/real/, whose logs tuned the catalog).
@@ -28,6 +28,7 @@ DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "logs"
 TUNED_MANIFEST = DATA / "real" / "corpus.toml"
 HELD_OUT = DATA / "heldout"
 FIRST_SCORE = HELD_OUT / "FIRST_SCORE.toml"
+HELD_OUT_SETS = (("held out", HELD_OUT), ("held out 2", DATA / "heldout2"))
 
 
 def _pct(part: int, whole: int) -> str:
@@ -57,6 +58,23 @@ def misses(report: AccuracyReport) -> None:
         print(f"MISS ({held}) {miss.log.file.name}: expected {miss.log.expected}, got {miss.predicted}")
 
 
+def _first_score_rows(name: str, first: dict | None) -> None:
+    """The frozen first score (the headline), its uncontaminated part and the score before a change, as recorded."""
+    if not first:
+        return
+    logs, failing, healthy = first["logs"], first["failing"], first["healthy"]
+    print(f"{name + ', FIRST SCORE (' + first['commit'][:8] + ')':<44}{logs:>5}  "
+          f"{_pct(first['top1_right'], logs):<18}{_pct(first['failing_called_pass'], failing):<16}"
+          f"{_pct(first['healthy_alarms'], healthy):<14}")
+    for key, label in (("clean", "first score, uncontaminated logs"), ("before", "before the change")):
+        if key in first:
+            part = first[key]
+            commit = f" ({part['commit'][:8]})" if "commit" in part else ""
+            n, f, h = part.get("logs", logs), part.get("failing", failing), part.get("healthy", healthy)
+            print(f"{name + ', ' + label + commit:<44}{n:>5}  {_pct(part['top1_right'], n):<18}"
+                  f"{_pct(part['failing_called_pass'], f):<16}{_pct(part['healthy_alarms'], h):<14}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--manifest", type=Path, help="score this manifest only")
@@ -74,31 +92,26 @@ def main(argv: list[str] | None = None) -> int:
             misses(report)
         return 0
 
-    problem = frozen_problem(HELD_OUT)
-    held_out = score_corpus(load_corpus(HELD_OUT / "manifest.toml"))
     tuned = score_corpus(load_corpus(TUNED_MANIFEST))
-    first = tomllib.loads(FIRST_SCORE.read_text(encoding="utf-8")) if FIRST_SCORE.exists() else None
     print("Log diagnosis accuracy: top-1 right = the first finding is the class the thread settled on")
     print("('none' for a healthy run); failing: PASS = a failed run with no finding at all.")
     print()
     print(HEADER)
-    if first:
-        logs, failing, healthy = first["logs"], first["failing"], first["healthy"]
-        print(f"{'held out, FIRST SCORE (' + first['commit'][:8] + ')':<44}{logs:>5}  "
-              f"{_pct(first['top1_right'], logs):<18}{_pct(first['failing_called_pass'], failing):<16}"
-              f"{_pct(first['healthy_alarms'], healthy):<14}")
-    tuned_on = (first or {}).get("after", {}).get("tuned_on", [])
-    print(row(f"held out, now ({len(tuned_on)} tuned on since)" if tuned_on else "held out, now", held_out))
+    held_out_reports = []
+    for name, folder in HELD_OUT_SETS:
+        held_out = score_corpus(load_corpus(folder / "manifest.toml"))
+        held_out_reports.append(held_out)
+        first_file = folder / "FIRST_SCORE.toml"
+        first = tomllib.loads(first_file.read_text(encoding="utf-8")) if first_file.exists() else None
+        _first_score_rows(name, first)
+        tuned_on = (first or {}).get("after", {}).get("tuned_on", [])
+        print(row(f"{name}, now ({len(tuned_on)} tuned on since)" if tuned_on else f"{name}, now", held_out))
     print(row("tuned corpus (tests/data/logs/real)", tuned))
-    if first and "before" in first:
-        before = first["before"]
-        print(f"{'held out, before the change (' + before['commit'][:8] + ')':<44}{first['logs']:>5}  "
-              f"{_pct(before['top1_right'], first['logs']):<18}"
-              f"{_pct(before['failing_called_pass'], first['failing']):<16}"
-              f"{_pct(before['healthy_alarms'], first['healthy']):<14}")
     print()
-    print(f"held-out set: {HELD_OUT.relative_to(DATA.parents[1])}, "
-          + (f"NOT AS FROZEN: {problem}" if problem else "every file as frozen (FROZEN.sha256)"))
+    for name, folder in HELD_OUT_SETS:
+        problem = frozen_problem(folder)
+        print(f"{name}: {folder.relative_to(DATA.parents[1])}, "
+              + (f"NOT AS FROZEN: {problem}" if problem else "every file as frozen (FROZEN.sha256)"))
     print()
     print("tuned corpus, per class:")
     per_class(tuned)
@@ -106,8 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         print()
         misses(tuned)
     if args.heldout_misses:
-        print()
-        misses(held_out)
+        for held_out in held_out_reports:
+            print()
+            misses(held_out)
     return 0
 
 

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 from tpudoctor.findings import Status
 from tpudoctor.logdiag import load_catalog
@@ -87,12 +93,14 @@ def test_benchmark_prints_the_table(capsys):
     assert module.main([]) == 0
     out = capsys.readouterr().out
     assert "held out, FIRST SCORE (a6d0795)" in out and "36/55 (65.5 %)" in out  # the headline, as recorded
-    assert "every file as frozen" in out
+    assert "held out 2, FIRST SCORE (b93ac34)" in out and "27/33 (81.8 %)" in out
+    assert out.count("every file as frozen") == 2
     assert "socket-closed" in out and "precision" in out
     assert "MISS" not in out, "held-out misses are listed only when asked"
 
 
 HELD_OUT = Path(__file__).parent / "data" / "logs" / "heldout"
+HELD_OUT_2 = Path(__file__).parent / "data" / "logs" / "heldout2"
 ALL_LOGS = Path(__file__).parent / "data" / "logs"
 
 
@@ -103,9 +111,30 @@ def test_the_held_out_set_is_as_it_was_frozen():
     assert len(load_corpus(HELD_OUT / "manifest.toml")) >= 40
 
 
+def test_the_second_held_out_set_is_as_frozen_labelled_and_scored_once():
+    from tpudoctor.logdiag.accuracy import frozen_problem
+
+    assert frozen_problem(HELD_OUT_2) is None
+    logs = load_corpus(HELD_OUT_2 / "manifest.toml")
+    assert len(logs) >= 30 and sum(log.healthy for log in logs) >= 8
+    assert {log.file.name for log in logs} == {p.name for p in HELD_OUT_2.glob("*.log")}
+    assert len({log.url for log in logs}) == len(logs), "one log per thread"
+    catalog_ids = set(load_catalog().ids())
+    for log in logs:
+        assert re.match(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+$", log.url), log.url
+        assert log.healthy == (log.expected == NO_DIAGNOSIS) and log.cause.strip()
+        assert log.expected in catalog_ids | {NO_DIAGNOSIS}
+    first = tomllib.loads((HELD_OUT_2 / "FIRST_SCORE.toml").read_text(encoding="utf-8"))
+    assert (first["logs"], first["failing"], first["healthy"]) == (len(logs), sum(not log.healthy for log in logs),
+                                                                   sum(log.healthy for log in logs))
+    tuned = sorted(log.file.name[:5] for log in logs if log.tuned)
+    assert tuned == sorted(first["after"]["tuned_on"]), "every log read after the first score is marked tuned"
+
+
 def _every_labelled_log() -> list[tuple[str, bool]]:
-    """(path, healthy) of every log the project holds: both corpora, the signature and multi-failure logs."""
-    logs = [(str(log.file), log.healthy) for manifest in (REAL / "corpus.toml", HELD_OUT / "manifest.toml")
+    """(path, healthy) of every log the project holds: the corpora, the signature and multi-failure logs."""
+    logs = [(str(log.file), log.healthy)
+            for manifest in (REAL / "corpus.toml", HELD_OUT / "manifest.toml", HELD_OUT_2 / "manifest.toml")
             for log in load_corpus(manifest)]
     logs += [(str(p), p.name.startswith("healthy_")) for p in sorted(ALL_LOGS.glob("*.log"))]
     return logs
@@ -121,6 +150,6 @@ def test_no_failing_log_is_pass_and_no_healthy_log_is_warn_or_fail_over_the_whol
             alarmed_healthy.append((Path(path).name, found[0].id, found[0].status.value))
         if not healthy and not found:
             passed_failures.append(Path(path).name)
-    assert len(_every_labelled_log()) > 250
+    assert len(_every_labelled_log()) > 280
     assert passed_failures == []
     assert alarmed_healthy == []

@@ -195,6 +195,9 @@ BENIGN_AS_PRINTED = {
     "grappler-layout-permutation": "2020-08-01 11:02:44.154325: E tensorflow/core/grappler/optimizers/"
                                    "meta_optimizer.cc:581] layout failed: Invalid argument: Size of values 0 does "
                                    "not match size of permutation 4 @ fanin shape ingradient_tape/replica_1/SelectV2_4",
+    "jax-tpu-backend-probe-no-libtpu": "xla_bridge.py:841] Unable to initialize backend 'tpu': INTERNAL: Failed to "
+                                       "open libtpu.so: libtpu.so: cannot open shared object file: No such file or "
+                                       "directory",
 }
 
 
@@ -241,7 +244,7 @@ def test_a_medium_warning_before_an_unknown_crash_leads_a_minor_one_does_not():
     assert ids[-1] == "unrecognised-failure" and len(ids) == 2
 
 
-# Known causes in the forms the held-out set showed them in after its first score (the lines as printed).
+# Known causes in the forms the held-out sets showed them in after their first scores (the lines as printed).
 KNOWN_FORMS = {
     "tpu-in-use": "jax.errors.JaxRuntimeError: UNKNOWN: TPU initialization failed: open(/dev/vfio/0): Device or "
                   "resource busy: Device or resource busy; Couldn't open iommu group /dev/vfio/0",
@@ -249,6 +252,8 @@ KNOWN_FORMS = {
                 "memory space vmem. Used 65.05M of 64.00M vmem. Exceeded vmem capacity by 1.05M",
     "tpu-quota": "google.api_core.exceptions.ResourceExhausted: 429 The following quota metrics exceed quota "
                  "limits: aiplatform.googleapis.com/custom_model_training_tpu_v2",
+    "xla-client-twice": "RuntimeError: Runtime is already initialized. Do not use the XLA device before calling "
+                        "xmp.spawn.",
     "libtpu-crash": "*** SIGABRT received by PID 545434 (TID 545434) on cpu 25 from PID 545434; stack trace: ***\n"
                     "PC: @     0x7fcf5129603b  (unknown)  raise\n"
                     "    @     0x7fcf42732dbc       1328  TpuCompiler_RunHloPasses\n",
@@ -259,3 +264,28 @@ KNOWN_FORMS = {
 def test_known_causes_in_the_forms_real_logs_print_them(signature_id):
     found = diagnose_text(NOISE + KNOWN_FORMS[signature_id] + "\n" + NOISE)
     assert found[0].id == signature_id, [d.id for d in found]
+
+
+def test_tensorflow_gcs_http_error_status_on_a_continuation_line_is_never_a_pass():
+    # TPUEstimator logs the error at INFO and wraps it; the failing line carries no level prefix.
+    line = ("All 10 retry attempts failed. The last failure: Unavailable: Error executing an HTTP request: "
+            "HTTP response code 503")
+    assert mark_line(line) == ("an HTTP error", 1)
+    assert [d.id for d in diagnose_text(NOISE + line + "\n")] == ["unrecognised-failure"]
+
+
+OP_NOT_REGISTERED = ("tensorflow.python.framework.errors_impl.NotFoundError: Op type not registered 'SentencepieceOp' "
+                     "in binary running on {host}. Make sure the Op and Kernel are registered in the binary running "
+                     "in this process.")
+
+
+def test_an_op_missing_on_a_remote_tpu_worker_is_a_version_mismatch_but_not_on_a_tpu_vm_itself():
+    remote = diagnose_text(OP_NOT_REGISTERED.format(host="n-050d2992-w-0") + "\n")
+    assert remote[0].id == "tf-tpu-version-mismatch"
+    local = diagnose_text(OP_NOT_REGISTERED.format(host="t1v-n-e076a4c2-w-0") + "\n")
+    assert [d.id for d in local] == ["unrecognised-failure"]
+
+
+def test_a_missing_libtpu_is_still_named_outside_jaxs_start_up_probe():
+    line = "E0501 10:00:01.000000 42 tpu_library.cc:9] Failed to open libtpu.so: No such file or directory"
+    assert [d.id for d in diagnose_text(line + "\n")] == ["libtpu-missing"]

@@ -66,8 +66,9 @@ _SYSTEM_EXIT = re.compile(r"^SystemExit: (?!0\s*$)\S")
 _EXCEPTION_IN = re.compile(r"^Exception in (?:thread|device)\b")
 _LOWER_ERROR = re.compile(r"^(?:error|ERROR|FATAL|fatal):\s+\S")
 _REPR = re.compile(r"<(?:[\w.]+\.)?_?[A-Z]\w*(?:Error|Exception)\b[^>\n]*")
-# An HTTP error as client libraries print it (googleapi: Error 403: ..., HTTP Error 404, 503 Service Unavailable).
-_HTTP_ERROR = re.compile(r"\b(?:Error|HTTP(?:Error)?|HttpError) [45]\d\d\b|\b[45]\d\d (?:Forbidden|Not Found|Unauthorized|"
+# An HTTP error as client libraries print it (googleapi: Error 403: ..., HTTP Error 404, 503 Service Unavailable,
+# TensorFlow's GCS file system: "Error executing an HTTP request: HTTP response code 503").
+_HTTP_ERROR = re.compile(r"\b(?:Error|HTTP(?:Error)?|HttpError|HTTP response code) [45]\d\d\b|\b[45]\d\d (?:Forbidden|Not Found|Unauthorized|"
                          r"Too Many Requests|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Timeout)\b")
 # Something "failed:" (or "is Failed :"), the wording of a caught error re-printed by a program.
 _FAILED_COLON = re.compile(r"(?i)\bfailed\s*:(?!\s*0\b)")
