@@ -62,6 +62,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "worker's report")
     keep.add_argument("--replay", metavar="DIR",
                       help="analyse a --dump-dir capture again instead of live processes")
+    keep.add_argument("--stacks", nargs="+", action="append", default=None, metavar="FILE|DIR",
+                      help="read stack dumps users already have instead of live processes: `py-spy dump` text "
+                           "(also --native, --locals) or faulthandler dumps, a file per process or worker (a file "
+                           "may hold several py-spy dumps; a folder reads its files). Give it twice (same file "
+                           "names) or two dumps of the same pid to tell moving from hung")
     keep.add_argument("--merge", nargs="+", metavar="REPORT|DIR",
                       help="merge the JSON hang reports that the workers wrote themselves (GKE: kubectl exec ... "
                            "tpudoctor hang --format json > POD.json) into one slice-wide analysis")
@@ -91,6 +96,8 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         raise UsageError("--dump-timeout must be positive")
     if args.replay and args.pid:
         raise UsageError("--replay reads a saved capture; --pid names live processes: give one of them")
+    if args.stacks and (args.replay or args.pid or args.merge or wants_fanout(args)):
+        raise UsageError("--stacks reads dumps already taken: it takes no --pid, --replay, --merge or --all-workers")
     if args.merge and (args.replay or args.pid or wants_fanout(args)):
         raise UsageError("--merge reads the workers' reports: it takes no --replay, --pid or --all-workers")
     fmt = settings.format_for(HANG_FORMATS)
@@ -131,6 +138,8 @@ def _local(args: argparse.Namespace, target, interval_s: float, settings):
     from tpudoctor.progress import progress
 
     since_s = settings.since_s
+    if args.stacks:
+        return _from_stack_files(args, target, settings)
     if args.replay:
         capture = read_dump_dir(args.replay)
         if args.worker not in (None, ""):
@@ -153,6 +162,22 @@ def _local(args: argparse.Namespace, target, interval_s: float, settings):
     return analyze(capture.captures, target=target, host=capture.host, started_at=capture.started_at,
                    interval_s=capture.interval_s, samples=capture.samples, digests=digests, environment=environment,
                    disabled_plugins=settings.disable_plugins)
+
+
+def _from_stack_files(args: argparse.Namespace, target, settings):
+    import datetime as _dt
+
+    from tpudoctor.hang.analyze import analyze
+    from tpudoctor.hang.textdump import read_stack_files
+
+    captures = read_stack_files(args.stacks)
+    if args.worker not in (None, "") and len(captures) == 1:
+        captures[0].worker = str(args.worker)
+    samples = max((len(c.samples) for c in captures), default=0)
+    taken = min((s.taken_at for c in captures for s in c.samples), default=_dt.datetime.now(_dt.timezone.utc))
+    files = ", ".join(p for group in args.stacks for p in group)
+    return analyze(captures, target=target, host="(stack dumps)", started_at=taken, interval_s=0.0, samples=samples,
+                   environment={"source": f"stack dumps: {files}"}, disabled_plugins=settings.disable_plugins)
 
 
 def _cloud_digests(args: argparse.Namespace, target, settings, *, worker: str | None = None):

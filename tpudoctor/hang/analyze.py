@@ -15,6 +15,7 @@ finish with no software cause (or a digest naming bad chips). Each comes with ho
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import shlex
 from collections.abc import Collection, Iterable
@@ -22,7 +23,7 @@ from typing import Any
 
 from tpudoctor.cloud_knowledge import gcloud
 from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Severity, Status, Target
-from tpudoctor.hang.classify import process_state
+from tpudoctor.hang.classify import ONE_SNAPSHOT, process_state
 from tpudoctor.hang.digest import HangDigest, worker_of_host
 from tpudoctor.hang.model import ProcessCapture
 from tpudoctor.hang.report import Decision, HangReport, ProcessState, RootCause, StackGroup
@@ -72,8 +73,17 @@ def analyze(captures: Iterable[ProcessCapture], *, target: Target, host: str, st
         report.root_cause = root_cause(states, groups, digests, workers)
         if report.root_cause is not None and verdict == "hung":
             report.decision = decide(report.root_cause, report)
+        elif report.root_cause is not None and why == ONE_SNAPSHOT:
+            report.decision = _from_snapshots(decide(report.root_cause, report))
     report.findings = findings(report, captures, list(worker_problems) + plugin_problem_findings(rules))
     return report
+
+
+def _from_snapshots(decision: Decision) -> Decision:
+    """One dump per process shows where each stands, not that it stays there: one level less sure."""
+    lower = {"high": "medium", "medium": "low", "low": "low"}[decision.confidence]
+    return dataclasses.replace(decision, confidence=lower,
+                               why=f"{decision.why} (from one snapshot per process: if the job is in fact hung)")
 
 
 # -- groups and the verdict -------------------------------------------------------------------------
@@ -146,6 +156,8 @@ def job_verdict(states: list[ProcessState], groups: list[StackGroup]) -> tuple[s
     if frozen and moving:
         return ("unknown", f"{len(moving)} process(es) moved while {len(frozen)} did not "
                            f"({_label(frozen[0])}: {frozen[0].progress_why})", "low")
+    if states and all(s.progress_why == ONE_SNAPSHOT for s in states):
+        return "unknown", ONE_SNAPSHOT, "low"
     deadlocked = [s for s in states if s.category == Category.LOCK.value and s.detail.startswith("deadlock")]
     if deadlocked and not moving:
         return "hung", f"{_label(deadlocked[0])}: {deadlocked[0].detail}", "high"

@@ -23,6 +23,8 @@ from tpudoctor.hang.report import ProcessState
 from tpudoctor.hang.rule import Category, HangRule, Match, ThreadView, is_library
 
 FRAMEWORK_FILES = ("/jax/", "/jaxlib/", "/torch_xla/", "/tensorflow/", "/flax/", "/optax/")
+ONE_SNAPSHOT = ("one snapshot per process; take two (tpudoctor hang on the VM, or two dumps --interval apart) "
+                "to tell")
 WAITING_FOR_THREADS = ("Thread.join", "Event.wait", "Condition.wait", "_wait_for_tstate_lock", "pause")
 BUSY_CPU_SHARE = 0.05  # of one core: a loaded machine gives a spinning thread far less than all of it
 """Of one core: a spinning thread gets less than a whole core on a loaded machine."""
@@ -199,7 +201,9 @@ def _progress(capture: ProcessCapture):
         span = (capture.counters[-1].taken_at - capture.counters[0].taken_at).total_seconds()
         return "frozen", f"its training thread did not run once in {span:.1f}s, and its stack did not change", None, log
     if len(samples) < 2:
-        return "unknown", "one sample only: nothing to compare", None, log
+        return "unknown", ONE_SNAPSHOT, None, log
+    if not capture.counters:  # dumps read from text: no kernel counters, the stacks alone must tell
+        return "frozen", f"the same stack in {len(samples)} dumps of the process", None, log
     why = f"the same stack in {len(samples)} samples, but the thread ran in between"
     why += ("; the log's step counter did not move either" if log.moved is False
             else "; no step counter found in its logs (give --log-file, or a longer --interval)")
