@@ -43,6 +43,15 @@ def training_thread(sample: StackSample) -> ThreadStack | None:
     return runs_framework[0] if runs_framework else main
 
 
+def _background_only(sample: StackSample) -> bool:
+    """No MainThread and every thread with frames started by ``threading``: the main thread is not in the dump."""
+    if any(t.name == "MainThread" for t in sample.threads):
+        return False
+    with_frames = [t for t in sample.threads if python_frames(t.frames)]
+    return bool(with_frames) and all(python_frames(t.frames)[-1].function in ("_bootstrap", "Thread._bootstrap")
+                                     for t in with_frames)
+
+
 def python_frames(frames: Iterable[Frame]) -> list[Frame]:
     return [f for f in frames if not f.native]
 
@@ -120,8 +129,14 @@ def process_state(capture: ProcessCapture, rules: list[type[HangRule]]) -> Proce
     if thread is None:
         return ProcessState(category=Category.UNKNOWN.value, rule=None, frame=None, thread="",
                             detail="the dump had no Python thread", signature="", stack=[], **common)
+    if _background_only(last):
+        return ProcessState(category=Category.UNKNOWN.value, rule=None, frame=None, thread=thread.name,
+                            detail="the dump shows only threads started by threading, not the main thread (a dump "
+                                   "cut short?): paste the whole dump", signature="", stack=[], **common)
     frames = python_frames(thread.frames)
-    native = native_below(capture.native, thread.tid)
+    # a ``--native`` dump read from text carries its native frames inline: no separate native sample
+    native = native_below(capture.native if capture.native is not None else (last if last.native else None),
+                          thread.tid)
     view = ThreadView(name=thread.name, frames=tuple(frames), native_frames=tuple(native), active=thread.active,
                       busy=_busy(capture, thread, cpu), others=tuple(t for t in last.threads if t.tid != thread.tid),
                       frameworks=tuple(capture.frameworks))

@@ -17,6 +17,11 @@ PYTHON = (
     ("tensorflow/python/ops/collective_ops.py", None),
 )
 WAIT_FUNCTIONS = re.compile(r"wait_at_barrier|blocking_key_value_get|barrier", re.IGNORECASE)
+# Wrappers named after the collective they issue (DeepSpeed's ``all_gather_coalesced``, ``deepspeed/comm``'s
+# ``all_gather_into_tensor``; accelerate#3104, DeepSpeed#6524 dumps).
+COLLECTIVE_FUNCTIONS = re.compile(r"all_?gather|all_?reduce|reduce_scatter|all_to_all|broadcast_coalesced",
+                                  re.IGNORECASE)
+LIBRARY_COLLECTIVES = ("deepspeed/comm/",)
 
 
 def _python_collective(frame) -> bool:
@@ -50,6 +55,25 @@ class CollectiveWait(HangRule):
     )
 
     def match(self, thread: ThreadView) -> Match | None:
-        return self.first_frame(
-            thread, lambda f: (f.native and bool(NATIVE.search(f.function))) or (
-                not f.native and (_python_collective(f) or bool(WAIT_FUNCTIONS.search(f.function)))))
+        own = self.first_frame(thread, _collective_frame)
+        if own is not None or thread.active:
+            return own
+        # The training thread waits inside a native call (autograd's ``backward``) while a thread it started
+        # issues the collective (ZeRO-3/FSDP gradient hooks): the process waits in that collective.
+        for other in thread.others:
+            frame = next((f for f in other.frames if _collective_frame(f)), None)
+            if frame is not None and thread.frames and not _started_by_threading(thread):
+                return Match(frame=frame, depth=0, detail=f"its thread {other.name or other.tid} is in {frame.function}")
+        return None
+
+
+def _collective_frame(f) -> bool:
+    if f.native:
+        return bool(NATIVE.search(f.function))
+    return (_python_collective(f) or bool(WAIT_FUNCTIONS.search(f.function))
+            or (bool(COLLECTIVE_FUNCTIONS.search(f.function))
+                and (in_files(f, LIBRARY_COLLECTIVES) or "deepspeed/" in f.file or "torch/distributed/" in f.file)))
+
+
+def _started_by_threading(thread: ThreadView) -> bool:
+    return bool(thread.frames) and thread.frames[-1].function in ("_bootstrap", "Thread._bootstrap")

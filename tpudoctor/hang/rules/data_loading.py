@@ -50,5 +50,15 @@ class DataLoading(HangRule):
 
     def match(self, thread: ThreadView) -> Match | None:
         return self.first_frame(
-            thread, lambda f: in_files(f, LIBRARIES) or (not is_library(f) and bool(words_of(f) & WORDS)),
-            python_only=True)
+            thread, lambda f: in_files(f, LIBRARIES) or (not is_library(f) and _loads_data(f)), python_only=True)
+
+
+# A function that runs, processes or forwards a batch computes on data it already has (a server's
+# ``run_batch``, ``process_batch_result``, ``forward_batch_generation``; sglang watchdog dumps): not loading.
+COMPUTE_WORDS = {"run", "process", "forward", "generation", "generate", "result", "results", "eval", "train",
+                 "step", "apply", "verify"}
+
+
+def _loads_data(frame) -> bool:
+    words = words_of(frame)
+    return bool(words & WORDS) and not (set(frame.function.lower().replace(".", "_").split("_")) & COMPUTE_WORDS)

@@ -12,6 +12,10 @@ PYTHON = (
     ("jax/_src/dispatch.py", None),
     ("torch_xla/core/xla_model.py", {"mark_step", "wait_device_ops", "_fetch_gradients"}),
     ("torch_xla/_internal/", None),
+    # torch.cuda.synchronize / Stream.synchronize / Event.synchronize block the host until the device's
+    # queued work is done (PyTorch CUDA semantics docs); pytorch/pytorch#126624 shows a job deadlocked there.
+    ("torch/cuda/__init__.py", {"synchronize"}),
+    ("torch/cuda/streams.py", {"synchronize"}),
     ("tensorflow/python/framework/ops.py", {"numpy", "_numpy", "_numpy_internal"}),
     ("tensorflow/python/eager/execute.py", {"quick_execute"}),
 )
