@@ -22,9 +22,9 @@ def members_words(members: Sequence[tuple[str | None, int]]) -> str:
     workers = sorted({w for w, _ in members if w is not None}, key=lambda w: (0, int(w), w) if w.isdigit() else (1, 0, w))
     pids = [p for _, p in members if p]
     if workers:
-        if len(workers) == 1:
+        if len(workers) == 1:  # pid 0: a pasted dump that does not name its process
             return f"worker {workers[0]}" + (f" (pid {pids[0]})" if len(pids) == 1 else
-                                               f" ({len(pids)} processes)" if pids else " (no process)")
+                                               f" ({len(pids)} processes)" if pids else "")
         return f"{len(workers)} workers: {describe_workers(workers, limit=10)}"
     if len(pids) == 1:
         return f"pid {pids[0]}"
@@ -78,10 +78,12 @@ def first_member_state(report: HangReport, group: StackGroup) -> ProcessState | 
 
 
 def summary_line(report: HangReport) -> str:
-    count = len([p for p in report.processes if p.pid])
+    count = len([p for p in report.processes if p.pid or p.stack])  # a pasted dump may not name its pid
     if report.workers:
         silent = sum(1 for w in report.workers.values() if w.get("status") == "no_report")
         where = f" on {len(report.workers)} workers" + (f" ({silent} sent no report)" if silent else "")
     else:
-        where = f" on {report.host}" if report.host else ""
-    return f"{count} process(es){where}, {report.samples} sample(s) {report.interval_s:g}s apart"
+        where = (" from stack dumps" if str(report.environment.get("source", "")).startswith("stack dumps") else
+                 f" on {report.host}" if report.host else "")
+    samples = f"{report.samples} sample(s)" + (f" {report.interval_s:g}s apart" if report.samples > 1 else "")
+    return f"{count} process(es){where}, {samples}"

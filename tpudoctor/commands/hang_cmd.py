@@ -176,7 +176,7 @@ def _from_stack_files(args: argparse.Namespace, target, settings):
     samples = max((len(c.samples) for c in captures), default=0)
     taken = min((s.taken_at for c in captures for s in c.samples), default=_dt.datetime.now(_dt.timezone.utc))
     files = ", ".join(p for group in args.stacks for p in group)
-    return analyze(captures, target=target, host="(stack dumps)", started_at=taken, interval_s=0.0, samples=samples,
+    return analyze(captures, target=target, host="", started_at=taken, interval_s=0.0, samples=samples,
                    environment={"source": f"stack dumps: {files}"}, disabled_plugins=settings.disable_plugins)
 
 

@@ -76,7 +76,7 @@ def score_set(folder: Path) -> SetResult:
         captures = read_stack_files([files])
     except InputError as exc:
         return SetResult(folder.name, label, "parse-failure", "", False, expected, parse_error=str(exc))
-    report = analyze(captures, target=Target(), host="(stack dumps)",
+    report = analyze(captures, target=Target(), host="",
                      started_at=_dt.datetime.now(_dt.timezone.utc), interval_s=0.0, samples=1)
     stuck = _stuck_state(report)
     said = stuck.category if stuck else "unknown"

@@ -289,7 +289,8 @@ def _different_programs(smallest: StackGroup, waiting: list[StackGroup], by_key:
     members = _members(smallest, by_key)
     others = [s for g in waiting if g is not smallest for s in _members(g, by_key)]
     first, other = members[0], others[0]
-    headline = (f"{_who(members)} waits{_where(first)} while {_count(others)} wait{_where(other)}: "
+    verb = "waits" if _count(others).startswith("1 ") else "wait"
+    headline = (f"{_who(members)} waits{_where(first)} while {_count(others)} {verb}{_where(other)}: "
                 "they run different programs, so their collectives never match")
     return RootCause(category="inconsistent_program", headline=headline, members=smallest.members,
                      hosts=sorted({s.host for s in members if s.host}), frame=first.frame,
@@ -576,10 +577,16 @@ def _progress_finding(report: HangReport) -> Finding:
         message = report.verdict_why
         if cause is not None:
             message += f". If it is stuck: {cause.headline}"
-        return _finding(PROGRESS, title, Status.WARN, message, evidence=evidence,
-                        remediation=Remediation(
-                            text="Give the job's log (--log-file) or a longer --interval so its step counter tells.",
-                            commands=("tpudoctor hang --interval 30s --log-file /path/to/train.log",)))
+        if str(report.environment.get("source", "")).startswith("stack dumps"):
+            remediation = Remediation(
+                text="Take a second dump of each process some seconds after the first and give both (a stack that "
+                     "did not change is frozen), or run tpudoctor hang on the VM while the job runs.",
+                commands=("py-spy dump --pid PID > later/worker-N.txt", "tpudoctor hang --stacks first/ --stacks later/"))
+        else:
+            remediation = Remediation(
+                text="Give the job's log (--log-file) or a longer --interval so its step counter tells.",
+                commands=("tpudoctor hang --interval 30s --log-file /path/to/train.log",))
+        return _finding(PROGRESS, title, Status.WARN, message, evidence=evidence, remediation=remediation)
     message = cause.headline if cause else report.verdict_why
     if cause is not None and cause.stalled_since is not None:
         ago = (report.started_at - cause.stalled_since).total_seconds()
