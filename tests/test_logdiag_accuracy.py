@@ -94,13 +94,15 @@ def test_benchmark_prints_the_table(capsys):
     out = capsys.readouterr().out
     assert "held out, FIRST SCORE (a6d0795)" in out and "36/55 (65.5 %)" in out  # the headline, as recorded
     assert "held out 2, FIRST SCORE (b93ac34)" in out and "27/33 (81.8 %)" in out
-    assert out.count("every file as frozen") == 2
+    assert "held out 3, FIRST SCORE (a4bab90)" in out and "20/36 (55.6 %)" in out
+    assert out.count("every file as frozen") == 3
     assert "socket-closed" in out and "precision" in out
     assert "MISS" not in out, "held-out misses are listed only when asked"
 
 
 HELD_OUT = Path(__file__).parent / "data" / "logs" / "heldout"
 HELD_OUT_2 = Path(__file__).parent / "data" / "logs" / "heldout2"
+HELD_OUT_3 = Path(__file__).parent / "data" / "logs" / "heldout3"
 ALL_LOGS = Path(__file__).parent / "data" / "logs"
 
 
@@ -129,6 +131,47 @@ def test_the_second_held_out_set_is_as_frozen_labelled_and_scored_once():
                                                                    sum(log.healthy for log in logs))
     tuned = sorted(log.file.name[:5] for log in logs if log.tuned)
     assert tuned == sorted(first["after"]["tuned_on"]), "every log read after the first score is marked tuned"
+
+
+def test_the_third_held_out_set_is_as_frozen_labelled_and_scored_once():
+    from tpudoctor.logdiag.accuracy import frozen_problem
+
+    assert frozen_problem(HELD_OUT_3) is None
+    logs = load_corpus(HELD_OUT_3 / "manifest.toml")
+    assert len(logs) >= 35 and sum(log.healthy for log in logs) >= 9
+    assert {log.file.name for log in logs} == {p.name for p in HELD_OUT_3.glob("*.log")}
+    assert len({log.url for log in logs}) == len(logs), "one log per thread"
+    earlier = {log.url for manifest in (REAL / "corpus.toml", HELD_OUT / "manifest.toml", HELD_OUT_2 / "manifest.toml")
+               for log in load_corpus(manifest)}
+    cited = set()
+    for name in ("catalog.toml", "benign.toml"):
+        text = (Path(__file__).resolve().parents[1] / "tpudoctor" / "logdiag" / name).read_text(encoding="utf-8")
+        cited |= {c.lower() for c in re.findall(r"[\w.-]+/[\w.-]+#\d+", text)}
+    catalog_ids = set(load_catalog().ids())
+    for log in logs:
+        assert re.match(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+$", log.url), log.url
+        assert log.healthy == (log.expected == NO_DIAGNOSIS) and log.cause.strip()
+        assert log.expected in catalog_ids | {NO_DIAGNOSIS}
+        assert log.url not in earlier, f"{log.file.name} comes from a thread an earlier set uses"
+        repo, number = re.match(r"https://github\.com/([\w.-]+/[\w.-]+)/\w+/(\d+)$", log.url).groups()
+        if log.tuned:
+            continue  # a tuned log's thread may be cited by the signature it informed
+        assert f"{repo}#{number}".lower() not in cited, f"{log.file.name}: the catalog cites its thread"
+    first = tomllib.loads((HELD_OUT_3 / "FIRST_SCORE.toml").read_text(encoding="utf-8"))
+    assert (first["logs"], first["failing"], first["healthy"]) == (len(logs), sum(not log.healthy for log in logs),
+                                                                   sum(log.healthy for log in logs))
+    tuned = sorted(log.file.name[:5] for log in logs if log.tuned)
+    assert tuned == sorted(first["after"]["tuned_on"]), "every log read after the first score is marked tuned"
+
+
+def test_the_third_held_out_set_has_no_failing_pass_and_no_healthy_fail():
+    report = score_corpus(load_corpus(HELD_OUT_3 / "manifest.toml"))
+    assert [s.log.file.name for s in report.failing_called_pass] == []
+    assert [s.log.file.name for s in report.healthy if s.predicted_status == Status.FAIL.value] == []
+    # The one healthy WARN left was read and kept: "No GPU/TPU found" on CPU nodes reads the same as on a TPU
+    # host without libtpu (FIRST_SCORE.toml). Any other alarm is a regression.
+    assert [s.log.file.name[:5] for s in report.healthy_alarms] == ["h3_18"]
+    assert report.healthy_alarms[0].predicted_status == Status.WARN.value
 
 
 def _every_labelled_log() -> list[tuple[str, bool]]:

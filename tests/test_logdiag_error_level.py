@@ -254,6 +254,15 @@ KNOWN_FORMS = {
                  "limits: aiplatform.googleapis.com/custom_model_training_tpu_v2",
     "xla-client-twice": "RuntimeError: Runtime is already initialized. Do not use the XLA device before calling "
                         "xmp.spawn.",
+    "host-oom-killed": "The node was low on resource: memory.\nKilling container with id docker://notebook:Need to kill Pod",
+    "tpu-metadata": ("/home/chris/.local/lib/python3.8/site-packages/jax/__init__.py:27: UserWarning: cloud_tpu_init failed: "
+                     "ConnectionError(MaxRetryError(\"HTTPConnectionPool(host='metadata.google.internal', port=80): Max "
+                     "retries exceeded with url: /computeMetadata/v1/instance/attributes/agent-worker-number (Caused by "
+                     "NewConnectionError('<urllib3.connection.HTTPConnection object at 0x7f266e9d5640>: Failed to "
+                     "establish a new connection: [Errno -2] Name or service not known'))\"))"),
+    "jax-libtpu-incompatible": ("/home/user/.local/lib/python3.11/site-packages/jax/__init__.py:31: UserWarning: "
+                                "cloud_tpu_init failed: AttributeError(\"module 'libtpu' has no attribute "
+                                "'get_library_path'\")"),
     "libtpu-crash": "*** SIGABRT received by PID 545434 (TID 545434) on cpu 25 from PID 545434; stack trace: ***\n"
                     "PC: @     0x7fcf5129603b  (unknown)  raise\n"
                     "    @     0x7fcf42732dbc       1328  TpuCompiler_RunHloPasses\n",
@@ -289,3 +298,63 @@ def test_an_op_missing_on_a_remote_tpu_worker_is_a_version_mismatch_but_not_on_a
 def test_a_missing_libtpu_is_still_named_outside_jaxs_start_up_probe():
     line = "E0501 10:00:01.000000 42 tpu_library.cc:9] Failed to open libtpu.so: No such file or directory"
     assert [d.id for d in diagnose_text(line + "\n")] == ["libtpu-missing"]
+
+
+# Lines as log viewers and launchers hand them over: the wrapper is stripped and the payload decides.
+WRAPPED_ERRORS = {
+    "xla_dist worker prefix": ("2021-07-14 09:36:10 10.164.0.60 [0] E0714 09:36:10.816310  779217 process_state.cc:771] "
+                               "RAW: Raising signal 15 with default behavior"),
+    "xla_dist bare worker index": "[5] ERROR: (gcloud.compute.ssh) [/usr/bin/ssh] exited with return code [255].",
+    "vLLM process tag without a pid": ("(APIServer) RuntimeError: Engine core initialization failed. See root cause "
+                                       "above. Failed core proc(s): {}"),
+    "Colab runtime log row": "Oct 10, 2024, 6:28:34 PM\tWARNING\tERROR: Unknown command line flag 'xla_latency_hiding_scheduler_rerun'",
+    "Colab kernel restarted": "May 18, 2020, 4:16:25 PM | INFO | KernelRestarter: restarting kernel (1/5), keep random ports",
+    "torchelastic restarted its workers": ("INFO:torch.distributed.elastic.multiprocessing:Setting worker0 reply file to: "
+                                           "/tmp/torchelastic_jwt9x5s5/none_kh_3ngxe/attempt_1/0/error.json"),
+    "a TPU runtime warning of a deadlock": ("Aug 20, 2023, 5:54:14 PM | WARNING | 2023-08-20 22:54:14.269232: W external/org_tensorflow/"
+                                            "tensorflow/compiler/xla/python/tpu_driver/client/tpu_client.cc:617] TPU Execute is "
+                                            "taking a long time. This might be due to a deadlock between multiple TPU cores or a "
+                                            "very slow program."),
+    "the Cloud TPU API's 400": ('Cloud TPU received a bad request. The requested accelerator configuration for accelerator '
+                                'type, "v6e-8", could not be found in the zonal accelerator configurations for "us-east5-a"'),
+}
+
+
+@pytest.mark.parametrize("form", sorted(WRAPPED_ERRORS))
+def test_an_error_handed_over_by_a_viewer_or_launcher_is_never_a_pass(form):
+    assert mark_line(WRAPPED_ERRORS[form]) is not None
+    assert diagnose_text(NOISE + WRAPPED_ERRORS[form] + "\n" + NOISE), form
+
+
+def test_a_kernel_restart_and_a_worker_group_restart_are_crashes():
+    assert mark_line(WRAPPED_ERRORS["Colab kernel restarted"]) == ("a restarted process", 3)
+    assert mark_line(WRAPPED_ERRORS["torchelastic restarted its workers"]) == ("a restarted process", 3)
+    first_attempt = WRAPPED_ERRORS["torchelastic restarted its workers"].replace("attempt_1", "attempt_0")
+    assert mark_line(first_attempt) is None
+
+
+def test_a_viewers_severity_column_is_not_the_programs():
+    # Vertex AI files every stderr line (a progress bar here) as ERROR; Colab files stderr as WARNING.
+    vertex = ("ERROR   2022-01-26 14:19:34 +1100       workerpool0-0    31%|???       | 5974/19120 [31:21<59:25,  "
+              "3.69it/s]\n"
+              "ERROR   2022-01-26 14:19:41 +1100       workerpool0-0   Configuration saved in "
+              "/tmp/xlm-roberta-large/checkpoint-6000/config.json\n")
+    assert diagnose_text(vertex) == []
+    colab = "May 18, 2020, 4:16:24 PM | WARNING | 2020-05-18 20:16:24.381403: I tensorflow/core/distributed_runtime/" \
+            "rpc/grpc_server_lib.cc:390] Started server with target: grpc://localhost:30569\n"
+    assert diagnose_text(colab) == []
+    traceback_row = "ERROR   2022-08-03 08:42:13 +0200       workerpool0-0   ValueError: Please provide a TPU Name to connect to."
+    assert [d.id for d in diagnose_text(traceback_row + "\n")] == ["unrecognised-failure"]
+
+
+def test_jaxs_probe_of_a_backend_this_host_does_not_have_names_nothing():
+    # Each MPI rank of a CPU job logs JAX's probing at INFO; 'TpuPlatform is not available' there is an absence.
+    probe = ("[000002.72]  05-21 10:20  absl                         INFO     Unable to initialize backend 'tpu': "
+             "INVALID_ARGUMENT: TpuPlatform is not available.\n")
+    assert diagnose_text(probe) == []
+    # A probe that found the TPU busy still names the cause, and the same words outside a probe still do.
+    busy = ("INFO:2024-06-25 00:34:55,142:jax._src.xla_bridge:889: Unable to initialize backend 'tpu': ABORTED: The TPU "
+            "is already in use by process with pid 176028. Not attempting to load libtpu.so in this process.\n")
+    assert diagnose_text(busy)[0].id == "tpu-in-use"
+    raised = "RuntimeError: Unable to initialize backend 'tpu': INVALID_ARGUMENT: TpuPlatform is not available.\n"
+    assert "tpu-platform-unavailable" in [d.id for d in diagnose_text(raised)]

@@ -193,7 +193,7 @@ class Diagnoser:
             if signature.fallback:
                 continue
             match = signature.first_match(text, folded)
-            if match is not None:
+            if match is not None and not _on_backend_probe(text, match.start()):
                 hits.append((signature, match.start()))
         if len(hits) > 1:
             superseded = {sid for sig, _ in hits for sid in sig.supersedes}
@@ -395,3 +395,10 @@ def explain_with_node(
             remediation=join.remediation if join.remediation and join.remediation.text else finding.remediation,
         ))
     return out
+
+
+def _on_backend_probe(text: str, offset: int) -> bool:
+    """The match sits on JAX's info-level note that a backend is not installed, not on a failure."""
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    return errorlevel.is_absent_backend_probe(text[start:end if end >= 0 else len(text)])

@@ -37,10 +37,22 @@ CRASH = 3  # a traceback, a fatal line, a failed check, a signal, a non-zero exi
 EXCEPTION = 2  # an exception line outside a traceback, ``Error: ...``, an exception's repr
 ERROR_LINE = 1  # an error-level log line, a gRPC/absl error status
 
-# The prefixes that wrap a worker's lines (``(pid=123)``, ``[rank0]:``, ``[1,0]<stderr>:``, ``err:``).
+# A row copied from a log viewer, whose severity column is the viewer's, not the program's: Vertex AI and
+# the Cloud Logging console file every stderr line as ERROR (GoogleCloudPlatform/vertex-ai-samples#242),
+# Colab's "View runtime logs" files every stderr line as WARNING. The payload after it decides the level.
+_CONSOLE_ROW = (
+    r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?"
+    r" [+-]\d{4} +[\w.-]+ +"
+    r"|[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d\d:\d\d [AP]M(?: \| |\t)(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: \| |\t)"
+)
+# The prefixes that wrap a worker's lines (``(pid=123)``, ``(APIServer)``, ``[rank0]:``, ``[1,0]<stderr>:``,
+# ``err:``, xla_dist's ``2021-07-14 09:36:10 10.164.0.60 [0]`` and ``[5]``). The line inside decides its level.
 _WRAPPER = re.compile(
-    r"^(?:\([^()\n]*\bpid=\d+[^()\n]*\)\s+|\[(?:rank|default)\d+\]:\s*|\[\d+,\d+\]<std(?:out|err)>:\s*"
-    r"|(?:err|out):\s+|\[(?!(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\])[A-Za-z][\w .-]*\]\s+(?=\S))"
+    r"^(?:\([^()\n]*\bpid=\d+[^()\n]*\)\s+|\([A-Z][A-Za-z0-9_]*\)\s+(?=\S)|\[(?:rank|default)\d+\]:\s*"
+    r"|\[\d+,\d+\]<std(?:out|err)>:\s*|(?:err|out):\s+"
+    r"|\[(?!(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\])[A-Za-z][\w .-]*\]\s+(?=\S)"
+    r"|(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d{1,3}(?:\.\d{1,3}){3} )?\[\d{1,4}\]\s+(?=\S)"
+    r"|" + _CONSOLE_ROW + r")"
 )
 _GLOG = re.compile(r"^([IWEF])\d{4}\s+\d\d:\d\d:\d+(?:\.\d+)?\s+\S")
 _TF_CPP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: ([IWEF]) ")
@@ -50,6 +62,7 @@ _LEVEL_FIRST = re.compile(rf"^\[?({_LEVEL_WORDS})\]?(?=[:\s\]]|$)")
 _TIMESTAMP_FIRST = re.compile(
     r"^\[?(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
     r"|\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?|[A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d)\]?"
+    r"|^\[\d+\.\d+\](?=  )"  # elapsed seconds, then the date and level columns (mpytools/pypower logging)
 )
 _LEVEL_AFTER_TIMESTAMP = re.compile(rf"(?:^|[\s\[|(:-])({_LEVEL_WORDS})(?=[\s\]|):-]|$)")
 _ERROR_LEVELS = {"E", "F", "ERROR", "CRITICAL", "FATAL"}
@@ -68,8 +81,10 @@ _LOWER_ERROR = re.compile(r"^(?:error|ERROR|FATAL|fatal):\s+\S")
 _REPR = re.compile(r"<(?:[\w.]+\.)?_?[A-Z]\w*(?:Error|Exception)\b[^>\n]*")
 # An HTTP error as client libraries print it (googleapi: Error 403: ..., HTTP Error 404, 503 Service Unavailable,
 # TensorFlow's GCS file system: "Error executing an HTTP request: HTTP response code 503").
+# The Cloud TPU API words its 400s "Cloud TPU received a bad request." (also inside gcloud's INVALID_ARGUMENT).
 _HTTP_ERROR = re.compile(r"\b(?:Error|HTTP(?:Error)?|HttpError|HTTP response code) [45]\d\d\b|\b[45]\d\d (?:Forbidden|Not Found|Unauthorized|"
-                         r"Too Many Requests|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Timeout)\b")
+                         r"Too Many Requests|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Timeout|Bad Request)\b"
+                         r"|\breceived a bad request\b")
 # Something "failed:" (or "is Failed :"), the wording of a caught error re-printed by a program.
 _FAILED_COLON = re.compile(r"(?i)\bfailed\s*:(?!\s*0\b)")
 # A structured (JSON) log line at error level: GKE, Cloud Logging exports, structlog.
@@ -92,6 +107,11 @@ _CRASH_TEXT = re.compile(
     r"|Ran out of memory in memory space|Total hbm usage >=|Program hbm requirement|Largest program allocations in"
     r"|^\s*Allocation type: HLO temp|Out of memory while trying to allocate"
 )
+# A supervisor reporting that the process it watched died without a word of its own: Jupyter/Colab
+# restarting a dead kernel, torchelastic starting a worker group again (attempt_N counts restarts from 0).
+_RESTARTED = re.compile(r"KernelRestarter: restarting kernel|/attempt_[1-9]\d*/\d+/error\.json")
+# A runtime warning that the program may be stuck (the only trace a hung TPU program leaves).
+_STALL = re.compile(r"\bdeadlock\b")
 _EXIT = re.compile(
     r"(?i)\bexit(?:ed)?[ _]?(?:with )?(?:exit )?(?:code|status)\s*[:=]?\s*(-?\d+)"
     r"|\bterminated with (?:exit )?(?:code|status)\s*[:=]?\s*(-?\d+)|\bexitcode\s*:\s*(-?\d+)"
@@ -105,7 +125,8 @@ _TRIGGERS = (
     "PRECONDITION", "OUT_OF_RANGE", "UNIMPLEMENTED", "DATA_LOSS", "UNAUTHENTICATED", "ALREADY_EXISTS", "StatusCode",
     "grpc_status", "hbm", "emory", "Allocation type", "OpKernel", "[Op:", "Traceback", "panic", "Illegal",
     "Floating", "Assertion", "crashed", "severity", "level", "ailed", "AILED", "Forbidden", "Not Found",
-    "Unauthorized", "Too Many", "Server Error", "Bad Gateway", "Unavailable", "Timeout",
+    "Unauthorized", "Too Many", "Server Error", "Bad Gateway", "Unavailable", "Timeout", "bad request", "Bad Request",
+    "KernelRestarter", "attempt_", "deadlock",
 )
 # Error-level glog/absl lines (month 01-12) and TensorFlow C++ lines, by substrings.
 _LEVEL_TRIGGERS = ("\nE0", "\nE1", "\nF0", "\nF1", ": E ", ": F ", "\nE ", "\nF ", ") E0", ") E1", ") F0", ") F1", ": E0", ": E1", ": F0",
@@ -152,6 +173,23 @@ def line_level(line: str) -> str | None:
     return None
 
 
+# Why JAX's start-up probe found a backend absent: the platform is not built into this jaxlib or its
+# library is not installed (a CPU or GPU host). A probe that found a TPU busy or broken says more.
+_ABSENT_BACKEND = re.compile(
+    r"Unable to initialize backend '\w+': (?:[A-Z_]+: )?(?:TpuPlatform is not available|Failed to open libtpu\.so"
+    r"|Unable to find driver in registry|Could not find registered platform|module 'jaxlib\.\S+' has no attribute)"
+)
+
+
+def is_absent_backend_probe(line: str) -> bool:
+    """JAX's info-level note that a backend is not installed on this host
+    (``I... xla_bridge.py] Unable to initialize backend 'tpu': ... TpuPlatform is not available``)."""
+    if "Unable to initialize backend '" not in line or not _ABSENT_BACKEND.search(line):
+        return False
+    level = line_level(_unwrapped(line))
+    return level is not None and level.upper() in ("I", "INFO", "DEBUG")
+
+
 def opens_message(line: str) -> bool:
     """An unprefixed line whose message may go on over the next lines: an exception line
     (``RuntimeError:`` then the message) or an error status (``DEADLINE_EXCEEDED: ...`` then ``RPC: ...``)."""
@@ -186,12 +224,18 @@ def mark_line(raw: str) -> tuple[str, int] | None:
         if level in _CRASH_LEVELS:
             return ("a fatal log line", CRASH)
         if level not in _ERROR_LEVELS:
+            if level in ("W", "WARNING", "WARN") and _STALL.search(line):
+                return ("a stall warning", ERROR_LINE)
+            if _RESTARTED.search(line):
+                return ("a restarted process", CRASH)
             return None  # the runtime itself said info or warning
         body = line
     else:
         body = line.strip()
         if not body or not any(t in body for t in _TRIGGERS):
             return None
+    if _RESTARTED.search(body):
+        return ("a restarted process", CRASH)
     if _CRASH_TEXT.search(body):
         if "Kill" in body:
             return ("a killed process", CRASH)
