@@ -113,55 +113,46 @@ def test_the_held_out_set_is_as_it_was_frozen():
     assert len(load_corpus(HELD_OUT / "manifest.toml")) >= 40
 
 
-def test_the_second_held_out_set_is_as_frozen_labelled_and_scored_once():
+def _frozen_labelled_and_scored_once(folder: Path, *, min_logs: int, min_healthy: int) -> list:
+    """A held-out set's logs, once it is as frozen, labelled by threads (one each) and its first score and its
+    tuned list agree with the manifest."""
     from tpudoctor.logdiag.accuracy import frozen_problem
 
-    assert frozen_problem(HELD_OUT_2) is None
-    logs = load_corpus(HELD_OUT_2 / "manifest.toml")
-    assert len(logs) >= 30 and sum(log.healthy for log in logs) >= 8
-    assert {log.file.name for log in logs} == {p.name for p in HELD_OUT_2.glob("*.log")}
+    assert frozen_problem(folder) is None
+    logs = load_corpus(folder / "manifest.toml")
+    assert len(logs) >= min_logs and sum(log.healthy for log in logs) >= min_healthy
+    assert {log.file.name for log in logs} == {p.name for p in folder.glob("*.log")}
     assert len({log.url for log in logs}) == len(logs), "one log per thread"
     catalog_ids = set(load_catalog().ids())
     for log in logs:
         assert re.match(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+$", log.url), log.url
         assert log.healthy == (log.expected == NO_DIAGNOSIS) and log.cause.strip()
         assert log.expected in catalog_ids | {NO_DIAGNOSIS}
-    first = tomllib.loads((HELD_OUT_2 / "FIRST_SCORE.toml").read_text(encoding="utf-8"))
+    first = tomllib.loads((folder / "FIRST_SCORE.toml").read_text(encoding="utf-8"))
     assert (first["logs"], first["failing"], first["healthy"]) == (len(logs), sum(not log.healthy for log in logs),
                                                                    sum(log.healthy for log in logs))
     tuned = sorted(log.file.name[:5] for log in logs if log.tuned)
     assert tuned == sorted(first["after"]["tuned_on"]), "every log read after the first score is marked tuned"
+    return logs
+
+
+def test_the_second_held_out_set_is_as_frozen_labelled_and_scored_once():
+    _frozen_labelled_and_scored_once(HELD_OUT_2, min_logs=30, min_healthy=8)
 
 
 def test_the_third_held_out_set_is_as_frozen_labelled_and_scored_once():
-    from tpudoctor.logdiag.accuracy import frozen_problem
-
-    assert frozen_problem(HELD_OUT_3) is None
-    logs = load_corpus(HELD_OUT_3 / "manifest.toml")
-    assert len(logs) >= 35 and sum(log.healthy for log in logs) >= 9
-    assert {log.file.name for log in logs} == {p.name for p in HELD_OUT_3.glob("*.log")}
-    assert len({log.url for log in logs}) == len(logs), "one log per thread"
+    logs = _frozen_labelled_and_scored_once(HELD_OUT_3, min_logs=35, min_healthy=9)
     earlier = {log.url for manifest in (REAL / "corpus.toml", HELD_OUT / "manifest.toml", HELD_OUT_2 / "manifest.toml")
                for log in load_corpus(manifest)}
     cited = set()
     for name in ("catalog.toml", "benign.toml"):
         text = (Path(__file__).resolve().parents[1] / "tpudoctor" / "logdiag" / name).read_text(encoding="utf-8")
         cited |= {c.lower() for c in re.findall(r"[\w.-]+/[\w.-]+#\d+", text)}
-    catalog_ids = set(load_catalog().ids())
     for log in logs:
-        assert re.match(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+$", log.url), log.url
-        assert log.healthy == (log.expected == NO_DIAGNOSIS) and log.cause.strip()
-        assert log.expected in catalog_ids | {NO_DIAGNOSIS}
         assert log.url not in earlier, f"{log.file.name} comes from a thread an earlier set uses"
         repo, number = re.match(r"https://github\.com/([\w.-]+/[\w.-]+)/\w+/(\d+)$", log.url).groups()
-        if log.tuned:
-            continue  # a tuned log's thread may be cited by the signature it informed
-        assert f"{repo}#{number}".lower() not in cited, f"{log.file.name}: the catalog cites its thread"
-    first = tomllib.loads((HELD_OUT_3 / "FIRST_SCORE.toml").read_text(encoding="utf-8"))
-    assert (first["logs"], first["failing"], first["healthy"]) == (len(logs), sum(not log.healthy for log in logs),
-                                                                   sum(log.healthy for log in logs))
-    tuned = sorted(log.file.name[:5] for log in logs if log.tuned)
-    assert tuned == sorted(first["after"]["tuned_on"]), "every log read after the first score is marked tuned"
+        if not log.tuned:  # a tuned log's thread may be cited by the signature it informed
+            assert f"{repo}#{number}".lower() not in cited, f"{log.file.name}: the catalog cites its thread"
 
 
 def test_the_third_held_out_set_has_no_failing_pass_and_no_healthy_fail():
