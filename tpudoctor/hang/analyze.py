@@ -245,6 +245,12 @@ def _count(states: list[ProcessState]) -> str:
     return f"{len(states)} other process{'es' if len(states) != 1 else ''}"
 
 
+def _count_wait(states: list[ProcessState]) -> str:
+    """``1 other worker waits``, ``3 other processes wait``."""
+    count = _count(states)
+    return f"{count} {'waits' if count.startswith('1 ') else 'wait'}"
+
+
 def _since(states: list[ProcessState]) -> _dt.datetime | None:
     stamps = [s.last_step_at for s in states if s.last_step_at is not None]
     return max(stamps) if stamps else None
@@ -274,7 +280,7 @@ def _cause(group: StackGroup, waiting: list[ProcessState], by_key: dict, states:
     headline = f"{_who(members)} {words}{_where(first)}"
     if waiting:
         kinds = sorted({Category(s.category).label for s in waiting})
-        headline += f"; {_count(waiting)} wait for it ({' / '.join(kinds)})"
+        headline += f"; {_count_wait(waiting)} for it ({' / '.join(kinds)})"
     evidence: dict[str, Any] = {"category": category.value, "rule": first.rule}
     if digest is not None:
         evidence["megascale_digest"] = {"cause": digest.cause, "culprit_hosts": digest.culprit_hosts}
@@ -289,8 +295,7 @@ def _different_programs(smallest: StackGroup, waiting: list[StackGroup], by_key:
     members = _members(smallest, by_key)
     others = [s for g in waiting if g is not smallest for s in _members(g, by_key)]
     first, other = members[0], others[0]
-    verb = "waits" if _count(others).startswith("1 ") else "wait"
-    headline = (f"{_who(members)} waits{_where(first)} while {_count(others)} {verb}{_where(other)}: "
+    headline = (f"{_who(members)} waits{_where(first)} while {_count_wait(others)}{_where(other)}: "
                 "they run different programs, so their collectives never match")
     return RootCause(category="inconsistent_program", headline=headline, members=smallest.members,
                      hosts=sorted({s.host for s in members if s.host}), frame=first.frame,
@@ -305,7 +310,7 @@ def _device_stuck(group: StackGroup, waiting: list[StackGroup], by_key: dict, st
     keys = set(group.members)
     others = [s for s in states if (s.worker, s.pid) not in keys]
     first = members[0]
-    headline = (f"{_who(members)} does not finish its device work{_where(first)}; {_count(others)} wait for it "
+    headline = (f"{_who(members)} does not finish its device work{_where(first)}; {_count_wait(others)} for it "
                 f"({why})")
     return RootCause(category="device_stuck", headline=headline, members=group.members,
                      hosts=sorted({s.host for s in members if s.host}), frame=first.frame, detail=why,
