@@ -233,10 +233,14 @@ class HungJob:
 
 
 def _replace_with_fifo(path: str) -> None:
+    """``path`` becomes a FIFO in one step: made beside it and renamed over it (an unlink then mkfifo raced
+    the running job, whose next append re-created the file in between)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    fifo = f"{path}.fifo-{os.getpid()}"
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    os.mkfifo(path)
+        os.unlink(fifo)
+    os.mkfifo(fifo)
+    os.replace(fifo, path)
 
 
 def _open_fifos_with_reader(paths: list[str]) -> list[tuple[int, str]]:
