@@ -83,7 +83,7 @@ def summary_line(report: HangReport) -> str:
         silent = sum(1 for w in report.workers.values() if w.get("status") == "no_report")
         where = f" on {len(report.workers)} workers" + (f" ({silent} sent no report)" if silent else "")
     else:
-        where = (" from stack dumps" if str(report.environment.get("source", "")).startswith("stack dumps") else
+        where = (" from stack dumps" if report.from_stack_dumps else
                  f" on {report.host}" if report.host else "")
     samples = f"{report.samples} sample(s)" + (f" {report.interval_s:g}s apart" if report.samples > 1 else "")
     return f"{count} process(es){where}, {samples}"

@@ -168,6 +168,7 @@ def _from_stack_files(args: argparse.Namespace, target, settings):
     import datetime as _dt
 
     from tpudoctor.hang.analyze import analyze
+    from tpudoctor.hang.report import STACK_DUMPS_SOURCE
     from tpudoctor.hang.textdump import read_stack_files
 
     captures = read_stack_files(args.stacks)
@@ -177,7 +178,7 @@ def _from_stack_files(args: argparse.Namespace, target, settings):
     taken = min((s.taken_at for c in captures for s in c.samples), default=_dt.datetime.now(_dt.timezone.utc))
     files = ", ".join(p for group in args.stacks for p in group)
     return analyze(captures, target=target, host="", started_at=taken, interval_s=0.0, samples=samples,
-                   environment={"source": f"stack dumps: {files}"}, disabled_plugins=settings.disable_plugins)
+                   environment={"source": f"{STACK_DUMPS_SOURCE}: {files}"}, disabled_plugins=settings.disable_plugins)
 
 
 def _cloud_digests(args: argparse.Namespace, target, settings, *, worker: str | None = None):

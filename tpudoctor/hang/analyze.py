@@ -582,7 +582,7 @@ def _progress_finding(report: HangReport) -> Finding:
         message = report.verdict_why
         if cause is not None:
             message += f". If it is stuck: {cause.headline}"
-        if str(report.environment.get("source", "")).startswith("stack dumps"):
+        if report.from_stack_dumps:
             remediation = Remediation(
                 text="Take a second dump of each process some seconds after the first and give both (a stack that "
                      "did not change is frozen), or run tpudoctor hang on the VM while the job runs.",

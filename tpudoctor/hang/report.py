@@ -16,6 +16,8 @@ SCHEMA_VERSION = "1.0"
 DOCUMENT_KIND = "hang"
 VERDICTS = ("hung", "progressing", "unknown", "no_process")
 DECISIONS = ("RESTART", "FIX CODE", "REPLACE HOST")
+STACK_DUMPS_SOURCE = "stack dumps"
+"""``environment["source"]`` of a report read from pasted dumps (``--stacks``), then ``: FILES``."""
 
 
 def _iso(value: _dt.datetime | None) -> str | None:
@@ -195,6 +197,11 @@ class HangReport:
     @property
     def is_pod(self) -> bool:
         return bool(self.workers)
+
+    @property
+    def from_stack_dumps(self) -> bool:
+        """Read from dumps someone already took (``--stacks``), not from live processes."""
+        return str(self.environment.get("source", "")).startswith(STACK_DUMPS_SOURCE)
 
     def to_dict(self) -> dict[str, Any]:
         return {
