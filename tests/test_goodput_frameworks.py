@@ -9,7 +9,7 @@ import pytest
 
 from tpudoctor.goodput.analyze import analyze_paths
 from tpudoctor.goodput.lines import READERS, Kind, read_events
-from tpudoctor.goodput.stamps import Clock
+from tpudoctor.logs.clock import Clock
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "goodput"
 

@@ -123,10 +123,10 @@ def test_a_digest_that_cannot_tell():
     ("I0813 17:19:52.231616 140 metric_logger.py:226] completed step: 8, seconds: 14.265, TFLOP/s/device: 3.1, "
      "Tokens/s/device: 571.2, total_weights: 8192, loss: 10.4", 8, "maxtext"),
     ("completed step: 12, seconds: 1.002, TFLOP/s/device: 3.1, loss: 9.8", 12, "maxtext"),
-    ("INFO:tensorflow:loss = 0.208, step = 1023436 (3473.152 sec)", 1023436, "tpu-estimator"),
-    ("Train Step: 59/90  / loss = 2.1 / time = 0.143 sec", 59, "tf2-custom-loop"),
+    ("INFO:tensorflow:loss = 0.208, step = 1023436 (3473.152 sec)", 1023436, "tpuestimator"),
+    ("Train Step: 59/90  / loss = 2.1 / time = 0.143 sec", 59, "tf2-official"),
     ("| Training Device=xla:0/3 Epoch=1 Step=320 Loss=0.10231 Rate=1610.21 GlobalRate=1401.12 Time=07:29:42", 320,
-     "torch-xla"),
+     "torch_xla"),
     ("train:  12%|█▏        | 1200/10000 [01:02<07:36, 19.27it/s, loss=3.21]", 1200, "tqdm"),
     ("{'loss': 2.1, 'grad_norm': 1.3, 'learning_rate': 4.9e-05, 'epoch': 0.62}", 0.62, "hf-trainer"),
     ("2026-11-30 10:00:00,123 INFO step 41: loss 0.5", 41, "step"),

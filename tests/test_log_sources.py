@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tpudoctor.logdiag import Diagnoser
-from tpudoctor.logdiag.reading import binary_reason, feed_path
+from tpudoctor.logdiag.reading import feed_path
+from tpudoctor.logs.sources import binary_reason
 
 CRASH = ("I0501 10:00:00.000000  4242 tpu_runtime.cc:118] Executing program 100 on 8 cores\n"
          "Traceback (most recent call last):\n"

@@ -60,7 +60,7 @@ def test_deep_traceback_is_diagnosed_in_bounded_time():
 def test_bounded_lines_reads_an_overlong_line_in_overlapping_windows_and_keeps_the_next_line():
     import io
 
-    from tpudoctor.logdiag.events import MAX_LINE_CHARS, WINDOW_OVERLAP, LinePiece, bounded_lines
+    from tpudoctor.logs.sources import MAX_LINE_CHARS, WINDOW_OVERLAP, LinePiece, bounded_lines
 
     long = "".join(chr(ord("a") + i % 26) for i in range(3 * MAX_LINE_CHARS))
     lines = list(bounded_lines(io.StringIO(long + "\nnext line\nlast")))
@@ -76,7 +76,7 @@ def test_bounded_lines_reads_an_overlong_line_in_overlapping_windows_and_keeps_t
 @pytest.mark.parametrize("where", ["start", "window edge", "end"])
 def test_a_failure_anywhere_in_an_overlong_line_is_found(where):
     """'x'*4100 + ' UNAVAILABLE: Socket closed' was PASS: the line was cut at 4,000 characters."""
-    from tpudoctor.logdiag.events import MAX_LINE_CHARS
+    from tpudoctor.logs.sources import MAX_LINE_CHARS
 
     failure = "UNAVAILABLE: Socket closed"
     at = {"start": 0, "window edge": MAX_LINE_CHARS - len(failure) // 2, "end": 5 * MAX_LINE_CHARS}[where]

@@ -137,7 +137,7 @@ def _check_log_files(paths: list[str]) -> None:
     """A log that cannot be read is a usage error (exit 2), not a check result. Any readable stream will
     do: a file, ``-``, ``/dev/stdin``, a FIFO, ``<(cmd)``, or a folder of logs."""
     from tpudoctor.errors import InputError
-    from tpudoctor.logdiag.reading import readable_problem
+    from tpudoctor.logs.sources import readable_problem
 
     if paths.count("-") > 1:
         raise InputError("--log-file - (stdin) can be given only once")

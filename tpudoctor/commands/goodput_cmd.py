@@ -57,6 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     reading.add_argument("--year", type=int, default=None,
                          help="year of glog/absl lines (they print none) when the log has no full date; default: "
                               "a date in the log, else this year")
+    reading.add_argument("--tz", default="UTC", metavar="ZONE",
+                         help="zone of times that print none (glog/absl, Python logging): UTC (default: TPU VMs and "
+                              "GKE log in UTC), local, an offset such as +05:30, or a name such as Europe/Paris")
     gate = parser.add_argument_group("exit status")
     gate.add_argument("--min-ettr", type=float, default=None, metavar="RATIO",
                       help="exit 1 when ETTR (productive step time / wall time) is below RATIO, e.g. 0.9; exit 2 "
@@ -87,6 +90,12 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
             step_pattern = make_step_pattern(args.step_pattern)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    from tpudoctor.logs.clock import zone
+
+    try:
+        tz = zone(args.tz)
+    except ValueError as exc:
+        raise UsageError(f"--tz: {exc}") from None
     cloud = bool(args.tpu or args.gke_cluster or args.gke_workload)
     if cloud and args.logs:
         raise UsageError("give LOG files or a Cloud Logging target (--tpu, --gke-cluster), not both")
@@ -101,7 +110,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         else:
             from tpudoctor.goodput.analyze import analyze_paths
 
-            document = analyze_paths(args.logs, step_pattern=step_pattern, year=args.year,
+            document = analyze_paths(args.logs, step_pattern=step_pattern, year=args.year, tz=tz,
                                      min_ettr=args.min_ettr, on_progress=update,
                                      disabled_plugins=settings.disable_plugins)
     from tpudoctor.documents import goodput_document

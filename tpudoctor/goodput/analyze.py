@@ -9,20 +9,61 @@ The document is plain data (``kind: goodput``, ``schema_version``) that every re
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 from tpudoctor.errors import InputError
 from tpudoctor.goodput.account import account
 from tpudoctor.goodput.lines import READERS, Event, LineReader, read_events
-from tpudoctor.goodput.sources import SourceInfo, open_binary, text_lines
-from tpudoctor.goodput.stamps import Clock
 from tpudoctor.goodput.timeline import Timeline
+from tpudoctor.logs import sources
+from tpudoctor.logs.clock import UTC, Clock, Zone
 
 SCHEMA_VERSION = "1.0"
 DOCUMENT_KIND = "goodput"
 ProgressFn = Callable[[str], None]
+
+
+@dataclasses.dataclass
+class SourceInfo:
+    """What reading one log source found (the document's ``sources``)."""
+
+    name: str
+    lines: int = 0
+    non_utf8_lines: int = 0
+    problem: str | None = None
+    first_t: float | None = None
+    last_t: float | None = None
+    timed_events: int = 0
+    year_source: str | None = None
+    by_worker: dict = dataclasses.field(default_factory=dict)
+    """Labelled worker -> [first, last] time of its lines."""
+
+    def to_dict(self) -> dict:
+        return {"source": self.name, "lines": self.lines, "timed_events": self.timed_events,
+                "non_utf8_lines": self.non_utf8_lines, "problem": self.problem, "year_from": self.year_source}
+
+
+def text_lines(binary: Any, info: SourceInfo) -> Iterator[str]:
+    """The text lines of one source (the windows of an overlong line left out: no step line is that long);
+    ``info.problem`` says why a binary, empty or unreadable source gave none."""
+    handle = sources.buffered(binary)
+    sniffed = sources.sniff(handle)
+    if sniffed.state != "text":
+        info.problem = "empty" if sniffed.state == "empty" else \
+            (f"binary, {sniffed.reason}" if sniffed.state == "binary" else sniffed.reason)
+        return
+    try:
+        for line in sources.decoded_lines(handle):
+            if isinstance(line, sources.LinePiece):
+                continue
+            if "\ufffd" in line:
+                info.non_utf8_lines += 1
+            yield line
+    except (OSError, EOFError) as exc:
+        info.problem = f"stopped reading: {exc}"
 
 
 def readers_for(step_pattern: Any = None) -> tuple[LineReader, ...]:
@@ -30,23 +71,24 @@ def readers_for(step_pattern: Any = None) -> tuple[LineReader, ...]:
 
 
 def analyze_paths(paths: Sequence[str], *, step_pattern: LineReader | None = None, year: int | None = None,
-                  min_ettr: float | None = None, on_progress: ProgressFn | None = None,
+                  tz: Zone = UTC, min_ettr: float | None = None, on_progress: ProgressFn | None = None,
                   disabled_plugins: Collection[str] = ()) -> dict[str, Any]:
-    """Read log files (``-``: standard input) and account for their time; the rules are the registered
-    ones less ``disabled_plugins`` (the run's ``disable_plugins`` setting)."""
+    """Read log files or folders of them (``-``: standard input) and account for their time; the rules are the
+    registered ones less ``disabled_plugins`` (the run's ``disable_plugins`` setting)."""
     timeline = Timeline()
     infos: list[SourceInfo] = []
     readers = readers_for(step_pattern)
-    for path in paths:
+    expanded = [p for path in paths for p in (sources.expand(path) or [path])]
+    for path in expanded:
         name = "<stdin>" if path == "-" else path
         info = SourceInfo(name)
         infos.append(info)
         if on_progress:
             on_progress(f"reading {name}")
-        handle = open_binary(path)
+        handle = sources.open_binary(path)
         try:
             stats: dict[str, Any] = {}
-            clock = Clock(year)
+            clock = Clock(year, tz=tz)
             timeline.feed(read_events(text_lines(handle, info), name, clock=clock, readers=readers, stats=stats),
                           name)
             _fill(info, stats)
@@ -59,12 +101,12 @@ def analyze_paths(paths: Sequence[str], *, step_pattern: LineReader | None = Non
         raise InputError(f"nothing to read: {detail}",
                          hint="give the job's text log (a file, '-' for stdin, or --tpu NAME for Cloud Logging)")
     return build_document(timeline, infos, min_ettr=min_ettr, by_worker=_by_worker(infos),
-                          disabled_plugins=disabled_plugins)
+                          disabled_plugins=disabled_plugins, tz=tz)
 
 
 def analyze_events(batches: Iterable[tuple[str, Iterable[Event], dict[str, Any]]], *,
                    min_ettr: float | None = None, extra: dict[str, Any] | None = None,
-                   disabled_plugins: Collection[str] = ()) -> dict[str, Any]:
+                   disabled_plugins: Collection[str] = (), tz: Zone = UTC) -> dict[str, Any]:
     """Account for pre-read events (Cloud Logging entries), one ``(source, events, stats)`` per source."""
     timeline = Timeline()
     infos = []
@@ -74,7 +116,7 @@ def analyze_events(batches: Iterable[tuple[str, Iterable[Event], dict[str, Any]]
         _fill(info, stats)
         infos.append(info)
     return build_document(timeline, infos, min_ettr=min_ettr, by_worker=_by_worker(infos), extra=extra,
-                          disabled_plugins=disabled_plugins)
+                          disabled_plugins=disabled_plugins, tz=tz)
 
 
 def _fill(info: SourceInfo, stats: dict[str, Any]) -> None:
@@ -96,7 +138,8 @@ def _by_worker(infos: list[SourceInfo]) -> dict[str, list[float]]:
 
 def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: float | None = None,
                    by_worker: dict[str, list[float]] | None = None,
-                   extra: dict[str, Any] | None = None, disabled_plugins: Collection[str] = ()) -> dict[str, Any]:
+                   extra: dict[str, Any] | None = None, disabled_plugins: Collection[str] = (),
+                   tz: Zone = UTC) -> dict[str, Any]:
     last_by_source = {i.name: i.last_t for i in infos}
     for worker, (_a, b) in (by_worker or {}).items():
         last_by_source.setdefault(f"*{worker}", b)
@@ -124,7 +167,7 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
         "lead_worker": _stream_name(primary) if primary is not None else None,
         "wall_start": _iso(wall_start),
         "wall_end": _iso(wall_end),
-        "clock": {"zone": "times without a zone are read as UTC",
+        "clock": {"zone": f"times without a zone are read as {tz.name}",
                   "year_from": sorted({i.year_source for i in infos if i.year_source})},
         "frameworks": dict(sorted(((k, v) for k, v in (primary.frameworks.items() if primary else [])),
                                   key=lambda kv: -kv[1])),

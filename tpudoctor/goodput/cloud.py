@@ -16,7 +16,7 @@ from typing import Any
 
 from tpudoctor.errors import TpudoctorError
 from tpudoctor.goodput.lines import Event, LineReader, read_events
-from tpudoctor.goodput.stamps import Clock
+from tpudoctor.logs.clock import Clock
 from tpudoctor.goodput.timeline import BUCKETS
 
 PAGE_SIZE = 1000

@@ -5,9 +5,13 @@ them) and ``patterns`` (a regex per event). Lines are matched as the frameworks 
 any glog/absl, ISO or Python-logging prefix in front (the time comes from the prefix; see
 ``stamps``). ``read_events`` streams a source's lines through every reader in bounded memory.
 
+Step lines are not written here: each reader takes its framework's forms from the one step-line grammar
+(``tpudoctor/logs/step_forms.toml``, shared with ``hang``); times come from ``tpudoctor.logs.clock`` and
+prefixes are taken off by ``tpudoctor.logs.prefixes``, so a line gets the same time and fields in every reader.
+
 Named groups a pattern may set: ``step`` (int), ``seconds`` (a duration the line reports), ``dur``
 (``4m40.88s``), ``mode`` (``sync``/``async``), ``path`` (a checkpoint path whose last number is the
-step), ``code`` (an exit code), ``approx_step`` (tqdm's ``4.50k``).
+step), ``code`` (an exit code), ``approx_step`` (Levanter's ``4.50k``).
 """
 
 from __future__ import annotations
@@ -18,11 +22,11 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from tpudoctor.goodput.stamps import ASCTIME, Clock, asctime_seconds, duration_s, time_of_day_s
+from tpudoctor.logs import steps
+from tpudoctor.logs.clock import ASCTIME, Clock, asctime_seconds, duration_s, time_of_day_s
+from tpudoctor.logs.prefixes import clean, kubectl_worker
 
 MAX_TEXT_CHARS = 300
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-KUBECTL_PREFIX = re.compile(r"\[pod/([^/\]\s]+)(?:/[^\]\s]*)?\] ")
 TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
 
 
@@ -81,10 +85,24 @@ class Pattern:
     kind: Kind
     regex: re.Pattern
     mode: str | None = None
+    unless: re.Pattern | None = None
 
 
 def P(kind: Kind, regex: str, mode: str | None = None) -> Pattern:  # noqa: N802 - reads as a table row
     return Pattern(kind, re.compile(regex), mode)
+
+
+def step_patterns(framework: str) -> tuple[Pattern, ...]:
+    """A framework's training-step forms from the shared grammar."""
+    return tuple(Pattern(Kind.STEP, f.regex, unless=f.unless) for f in steps.forms_of(framework) if f.kind == "step")
+
+
+def step_keywords(framework: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(f.keyword for f in steps.forms_of(framework) if f.kind == "step"))
+
+
+def step_examples(framework: str) -> tuple[str, ...]:
+    return tuple(line for f in steps.forms_of(framework) if f.kind == "step" for line in f.examples)
 
 
 class LineReader:
@@ -99,17 +117,17 @@ class LineReader:
     def first_hit(self, line: str) -> tuple[Pattern, re.Match] | None:
         for pattern in self.patterns:
             m = pattern.regex.search(line)
-            if m:
+            if m and not (pattern.unless is not None and pattern.unless.search(line)):
                 return pattern, m
         return None
 
 
 class MaxText(LineReader):
     framework = "maxtext"
-    keywords = ("completed step:", "System Information:", "checkpoint", "restoring from this run", "Elastic attempt",
+    keywords = (*step_keywords('maxtext'), "completed step:", "System Information:", "checkpoint", "restoring from this run", "Elastic attempt",
                 "Memstats: After params")
     patterns = (
-        P(Kind.STEP, r"completed step: (?P<step>\d+), seconds: (?P<seconds>[\d.]+)"),
+        *step_patterns('maxtext'),
         P(Kind.START, r"System Information: Jax Version:"),
         P(Kind.INIT_END, r"System Information: Jax Backend:"),
         P(Kind.PREP_END, r"Memstats: After params initialized"),
@@ -120,8 +138,7 @@ class MaxText(LineReader):
         P(Kind.START, r"Elastic attempt \d+ out of \d+"),
     )
     example_lines = (
-        "I0811 21:54:55.531340 138304841739136 metric_logger.py:226] completed step: 1, seconds: 0.631, "
-        "TFLOP/s/device: 5688.282, Tokens/s/device: 311629.521, total_weights: 1572864, loss: 12.979",
+        *step_examples('maxtext'),
         "System Information: Jax Version: 0.7.2.dev20250826",
         "System Information: Jax Backend: PJRT C API",
         "Memstats: After params initialized:",
@@ -174,11 +191,11 @@ class TPUEstimator(LineReader):
     """TF1 Estimator/TPUEstimator hooks; each line may come twice (``INFO:tensorflow:`` and absl)."""
 
     framework = "tpuestimator"
-    keywords = ("step = ", "Saving checkpoints for", "Restoring parameters from", "Init TPU system",
+    keywords = (*step_keywords('tpuestimator'), "step = ", "Saving checkpoints for", "Restoring parameters from", "Init TPU system",
                 "Initialized TPU in", "Done running local_init_op", "An error was raised", "shuffle buffer",
                 "Shuffle buffer")
     patterns = (
-        P(Kind.STEP, r"loss = [-\w.+]+, step = (?P<step>\d+)(?: \((?P<seconds>[\d.]+) sec\))?"),
+        *step_patterns('tpuestimator'),
         P(Kind.SAVE_START, r"Saving checkpoints for (?P<step>\d+) into (?P<path>\S+?)\.?$", mode="sync"),
         P(Kind.RESTORE_START, r"Restoring parameters from (?P<path>\S+)"),
         P(Kind.START, r"Init TPU system"),
@@ -189,7 +206,7 @@ class TPUEstimator(LineReader):
         P(Kind.DATA_END, r"Shuffle buffer filled\."),
     )
     example_lines = (
-        "INFO:tensorflow:loss = 4.264659, step = 100 (124.394 sec)",
+        *step_examples('tpuestimator'),
         "I0326 17:01:28.233227 140456655849280 basic_session_run_hooks.py:606] Saving checkpoints for 1000 into "
         "gs://bucket/model/model.ckpt.",
         "INFO:tensorflow:Restoring parameters from gs://bucket/model/model.ckpt-72000",
@@ -209,11 +226,9 @@ class TF2Official(LineReader):
     """TensorFlow Model Garden: the custom training loops, Orbit's controller, the object detection loop."""
 
     framework = "tf2-official"
-    keywords = ("Train Step:", "train | step:", "per-step time", "checkpoint", "restor")
+    keywords = (*step_keywords('tf2-official'), "Train Step:", "train | step:", "per-step time", "checkpoint", "restor")
     patterns = (
-        P(Kind.STEP, r"Train Step: (?P<step>\d+)/\d+ +/ loss = [^/]*?(?:/ time = (?P<seconds>[\d.]+) sec)?(?: |$)"),
-        P(Kind.STEP, r"train \| step: +(?P<step>\d+) \| steps/sec:"),
-        P(Kind.STEP, r"Step (?P<step>\d+) per-step time (?P<seconds>[\d.]+)s"),
+        *step_patterns('tf2-official'),
         P(Kind.SAVE_END, r"saved checkpoint to (?P<path>\S+?)\.?$", mode="sync"),
         P(Kind.SAVE_END, r"Saved checkpoint to (?P<path>\S+)\s*$", mode="sync"),
         P(Kind.SAVE_START, r"Saving model as TF checkpoint: (?P<path>\S+)", mode="sync"),
@@ -222,11 +237,7 @@ class TF2Official(LineReader):
         P(Kind.PREP_END, r"train \| step: +\d+ \| training until step"),
     )
     example_lines = (
-        "I0912 11:40:27.956218 139735407601536 model_training_utils.py:491] Train Step: 59/90  / loss = "
-        "2.1434 / time = 0.143 sec",
-        "I0101 00:10:00.000000 1 controller.py:476] train | step:   2000 | steps/sec:    5.3 | output: "
-        "{'learning_rate': 0.1, 'training_loss': 2.08}",
-        "I0912 11:40:27.956218 139735407601536 model_lib_v2.py:652] Step 100 per-step time 0.813s loss=1.396",
+        *step_examples('tf2-official'),
         "I0101 00:10:01.000000 1 controller.py:495] saved checkpoint to gs://b/model/ckpt-2000.",
         "Saved checkpoint to gs://b/model/ckpt-59",
         "Saving model as TF checkpoint: gs://b/model/ctl_step_100.ckpt-1",
@@ -240,30 +251,28 @@ class TorchXLA(LineReader):
     """torch_xla's ``print_training_update``: one line per device, ``Time=`` a time of day (or ``asctime``)."""
 
     framework = "torch_xla"
-    keywords = ("Training Device=", ") Loss=")
+    keywords = step_keywords('torch_xla')
     patterns = (
-        P(Kind.STEP, r"\| Training Device=\S+(?: Epoch=\d+)? Step=(?P<step>\d+) Loss=\S+ Rate=\S+ GlobalRate=\S+ "
-                     r"Time=(?P<tod>\d\d:\d\d:\d\d)"),
-        P(Kind.STEP, r"^\[xla:\d+\]\((?P<step>\d+)\) Loss=\S+ Rate=\S+ GlobalRate=\S+ Time=(?P<asctime>.+)$"),
+        *step_patterns('torch_xla'),
     )
     example_lines = (
-        "| Training Device=xla:0/3 Epoch=1 Step=320 Loss=0.10232 Rate=1752.03 GlobalRate=1431.32 Time=07:29:42",
-        "[xla:1](320) Loss=0.10232 Rate=1752.03 GlobalRate=1431.32 Time=Mon Jan  6 07:29:42 2020",
+        *step_examples('torch_xla'),
     )
 
 
 class Levanter(LineReader):
     framework = "levanter"
-    keywords = ("checkpoint", "Progress on:")
+    keywords = (*step_keywords('levanter'), "checkpoint", "Progress on:")
     patterns = (
+        *step_patterns('levanter'),
         P(Kind.SAVE_START, r"Saving checkpoint to (?P<path>\S+) for step (?P<step>\d+)", mode="async"),
         P(Kind.SAVE_START, r"Saving (?:temporary )?checkpoint at step (?P<step>\d+) to (?P<path>\S+)", mode="async"),
         P(Kind.SAVE_END, r"Saved checkpoint to (?P<path>\S+) for step (?P<step>\d+)", mode="async"),
         P(Kind.RESTORE_START, r"Loading checkpoint from (?P<path>\S+)"),
         P(Kind.PREP_END, r"Checkpoint not found at \S+\. Initializing from scratch"),
-        P(Kind.STEP, r"Progress on:train (?P<approx_step>[\d.]+[kMG]?)/\S+ rate:\S+ remaining:\S+ elapsed:"),
     )
     example_lines = (
+        *step_examples('levanter'),
         "2024-02-24T13:38:44 - 3 - levanter.checkpoint - checkpoint.py:246 - INFO :: Saving checkpoint to "
         "gs://levanter-checkpoints/llama2/run/step-9485 for step 9485",
         "2024-02-24T13:38:44 - 0 - levanter.checkpoint - checkpoint.py:221 - INFO :: Saving checkpoint at step 9485 "
@@ -274,8 +283,6 @@ class Levanter(LineReader):
         "gs://levanter-checkpoints/llama2/run/step-9000",
         "2024-02-24T12:00:31 - 0 - levanter.checkpoint - checkpoint.py:401 - INFO :: Checkpoint not found at "
         "gs://levanter-checkpoints/llama2/run. Initializing from scratch.",
-        "2024-02-24T13:38:10 - 0 - tqdm_loggable.tqdm_logging - tqdm_logging.py:139 - INFO :: Progress on:train "
-        "9.48k/10.0k rate:1.2it/s remaining:07:15 elapsed:1:37:10 postfix:loss=2.95",
     )
 
 
@@ -283,17 +290,17 @@ class HFTrainer(LineReader):
     """Hugging Face Trainer: its loss dicts carry no time and no step; ``train_runtime`` closes a run."""
 
     framework = "hf-trainer"
-    keywords = ("{'loss':", "'train_runtime':", "Saving model checkpoint to", "***** Running training *****",
+    keywords = (*step_keywords('hf-trainer'), "{'loss':", "'train_runtime':", "Saving model checkpoint to", "***** Running training *****",
                 "Continuing training from checkpoint")
     patterns = (
-        P(Kind.STEP, r"^\{'loss': [-\w.+]+,.*'epoch': [\d.]+\}\s*$"),
+        *step_patterns('hf-trainer'),
         P(Kind.EXIT, r"^\{'train_runtime': (?P<seconds>[\d.]+),"),
         P(Kind.SAVE_START, r"Saving model checkpoint to (?P<path>\S+)", mode="sync"),
         P(Kind.PREP_END, r"\*\*\*\*\* Running training \*\*\*\*\*"),
         P(Kind.RESTORE_END, r"Continuing training from checkpoint, will skip to saved global_step"),
     )
     example_lines = (
-        "{'loss': 2.1488, 'grad_norm': 1.5078125, 'learning_rate': 0.00011470588235294115, 'epoch': 0.62}      ",
+        *step_examples('hf-trainer'),
         "{'train_runtime': 1523.4411, 'train_samples_per_second': 10.503, 'train_steps_per_second': 0.328, "
         "'train_loss': 2.0312, 'epoch': 1.0}",
         "[INFO|trainer.py:3705] 2024-06-10 12:25:03,118 >> Saving model checkpoint to out/checkpoint-500",
@@ -307,17 +314,14 @@ class Keras(LineReader):
     """Keras ``fit`` (Keras 2 and 3): one line per epoch with its steps, seconds and time per step."""
 
     framework = "keras"
-    keywords = ("/step", "saving model to", "Epoch ")
+    keywords = (*step_keywords('keras'), "/step", "saving model to", "Epoch ")
     patterns = (
-        P(Kind.STEP, r"(?:^|\s)(?P<epoch_steps>\d+)/(?P=epoch_steps) (?:\[=+\]|━+|-) (?:- )?(?P<dur>\d+m?s)"
-                     r"(?: - \d+m?s/epoch)?(?: - | )(?P<per_step>[\d.]+m?s)/step"),
+        *step_patterns('keras'),
         P(Kind.SAVE_START, r"Epoch (?P<epoch>\d+): saving model to (?P<path>\S+)", mode="sync"),
         P(Kind.NOTE, r"^Epoch (?P<epoch>\d+)/\d+\s*$"),
     )
     example_lines = (
-        "100/100 [==============================] - 12s 120ms/step - loss: 0.5432 - accuracy: 0.8125",
-        "\x1b[1m100/100\x1b[0m \x1b[32m━━━━━━━━━━━━━━━━━━━━\x1b[0m\x1b[37m\x1b[0m \x1b[1m12s\x1b[0m 120ms/step - "
-        "loss: 0.5432",
+        *step_examples('keras'),
         "Epoch 3: saving model to /tmp/ckpt/model.keras",
         "Epoch 3/10",
     )
@@ -431,14 +435,6 @@ def _int(text: str | None) -> int | None:
     return int(text) if text and text.isdigit() else None
 
 
-def _approx_int(text: str) -> int | None:
-    scale = {"k": 1e3, "M": 1e6, "G": 1e9}.get(text[-1:], 1.0)
-    try:
-        return int(round(float(text.rstrip("kMG")) * scale))
-    except ValueError:
-        return None
-
-
 class _Counters:
     """Steps of frameworks whose lines carry no step number: HF Trainer's loss dicts are numbered in order
     (one logging interval each); a Keras epoch line ends step ``epoch x steps per epoch``."""
@@ -484,16 +480,10 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
         line_worker = worker
         if isinstance(raw, tuple):  # (text, time, worker) from a source that stamps entries (Cloud Logging)
             raw, given_t, line_worker = raw
-        if "\r" in raw:  # progress bars redraw with carriage returns: the last state counts
-            raw = raw.rstrip("\r\n").rsplit("\r", 1)[-1]
-        line = raw.rstrip("\n")
-        if "\x1b" in line:
-            line = ANSI.sub("", line)
-        if line[:5] == "[pod/":
-            m = KUBECTL_PREFIX.match(line)
-            if m:
-                line_worker = m.group(1)
-                line = line[m.end():]
+        line = clean(raw)
+        pod, line = kubectl_worker(line)
+        if pod is not None:
+            line_worker = pod
         # Times are read lazily (parsing every prefix was half the cost): the source's first timed line, each
         # worker's first, every event line, and at the end the last timed line.
         stampable = line[:1] in STAMP_STARTS
@@ -535,7 +525,7 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
                     n = TRAILING_NUMBER.search(groups["path"].rstrip("`'\"./"))
                     event.step = int(n.group(1)) if n else None
                 if groups.get("approx_step"):
-                    event.step, event.approx = _approx_int(groups["approx_step"]), True
+                    event.step, event.approx = steps.approx_int(groups["approx_step"]), True
                 if groups.get("seconds"):
                     event.seconds = float(groups["seconds"])
                 elif groups.get("dur"):

@@ -1,10 +1,9 @@
 """Is a process moving? Its logs' step counters, and its stacks between two samples.
 
-Progress lines in the shapes training code prints them (one pattern each, first match wins):
-MaxText ``completed step: 8, seconds: 14.265, ...``, TPUEstimator ``loss = 0.2, step = 1023436``,
-TF2 custom loops ``Train Step: 59/90``, torch_xla ``| Training Device=xla:0/3 Epoch=1 Step=320``,
-tqdm bars ``1200/10000 [01:02<...``, HF Trainer ``{'loss': 2.1, ..., 'epoch': 0.62}`` (epochs only) and a
-plain ``step N``. Only the tail of a log is read (a hang is about its last lines).
+Progress lines are read with the one step-line grammar (``tpudoctor/logs/step_forms.toml``: MaxText,
+TPUEstimator, TF2, torch_xla, Levanter, HF Trainer (epochs only), tqdm bars and a plain ``step N``), and
+their times with the one clock (``tpudoctor.logs.clock``: zone-less times in ``--tz``, UTC by default).
+Only the tail of a log is read (a hang is about its last lines).
 """
 
 from __future__ import annotations
@@ -12,26 +11,16 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import os
-import re
 import statistics
 from collections.abc import Iterable
 
 from tpudoctor.hang.model import StepReading
+from tpudoctor.logs import steps
+from tpudoctor.logs.clock import UTC, Clock, Zone
+from tpudoctor.logs.prefixes import clean, kubectl_worker
 
 TAIL_BYTES = 512 * 1024
 RECENT_STEPS = 50
-STEP_FORMATS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("maxtext", re.compile(r"completed step: (\d+)(?:, seconds: ([0-9.]+))?")),
-    ("tpu-estimator", re.compile(r"\bloss = [^,]+, step = (\d+)")),
-    ("tf2-custom-loop", re.compile(r"\bTrain Step: (\d+)/\d+")),
-    ("torch-xla", re.compile(r"\| Training Device=\S+ Epoch=\d+ Step=(\d+)")),
-    ("tqdm", re.compile(r"\b(\d+)/\d+ \[\d+:\d\d")),
-    ("hf-trainer", re.compile(r"\{'loss': [^}]*'epoch': ([0-9.]+)")),
-    ("step", re.compile(r"\b[Ss]tep[:= ]+(\d+)\b")),
-)
-NOT_PROGRESS = re.compile(r"checkpoint|restor|saving|loading", re.IGNORECASE)
-_GLOG_TIME = re.compile(r"^[IWEF](\d\d)(\d\d)\s+(\d\d):(\d\d):(\d\d)(?:\.(\d+))?\s")
-_ISO_TIME = re.compile(r"^\[?(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?(Z|[+-]\d\d:?\d\d)?")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,42 +32,19 @@ class StepLine:
 
 
 def parse_step_line(line: str) -> StepLine | None:
-    for name, pattern in STEP_FORMATS:
-        match = pattern.search(line)
-        if match is None:
-            continue
-        if name == "step" and NOT_PROGRESS.search(line):
-            return None
-        seconds = float(match.group(2)) if name == "maxtext" and match.group(2) else None
-        return StepLine(step=float(match.group(1)), format=name, seconds=seconds)
-    return None
+    """The progress a line reports (the grammar's step, else HF Trainer's epoch fraction), or None."""
+    match = steps.match_step(kubectl_worker(clean(line))[1])
+    if match is None or match.progress is None:
+        return None
+    return StepLine(step=match.progress, format=match.framework, seconds=match.seconds)
 
 
-def line_time(line: str, now: _dt.datetime) -> _dt.datetime | None:
-    """A line's own time stamp as UTC: glog/absl ``I1130 10:00:00.123456`` (local time, no year: this year,
-    or last year when that would be in the future) or ISO 8601 (local time unless it says its zone)."""
-    if match := _GLOG_TIME.match(line):
-        month, day, hour, minute, second, frac = match.groups()
-        local_now = now.astimezone()
-        try:
-            stamp = local_now.replace(month=int(month), day=int(day), hour=int(hour), minute=int(minute),
-                                      second=int(second), microsecond=int((frac or "0")[:6].ljust(6, "0")))
-        except ValueError:
-            return None
-        if stamp - local_now > _dt.timedelta(days=1):
-            stamp = stamp.replace(year=stamp.year - 1)
-        return stamp.astimezone(_dt.timezone.utc)
-    if match := _ISO_TIME.match(line):
-        day, clock, frac, zone = match.groups()
-        text = f"{day}T{clock}" + (f".{frac[:6]}" if frac else "")
-        if zone:
-            text += "+00:00" if zone == "Z" else zone
-        try:
-            stamp = _dt.datetime.fromisoformat(text)
-        except ValueError:
-            return None
-        return (stamp if stamp.tzinfo else stamp.astimezone()).astimezone(_dt.timezone.utc)
-    return None
+def line_time(line: str, now: _dt.datetime, tz: Zone = UTC) -> _dt.datetime | None:
+    """A line's own time stamp as UTC, read by the one clock (a glog line's year: ``now``'s, or the year
+    before when that would put it more than a day after ``now``)."""
+    clock = Clock(tz=tz, now=now.timestamp())
+    t = clock.read(kubectl_worker(clean(line))[1])
+    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc) if t is not None else None
 
 
 def tail_lines(path: str, max_bytes: int = TAIL_BYTES) -> list[str]:

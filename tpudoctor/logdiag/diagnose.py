@@ -13,7 +13,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import io
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,10 @@ from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Severit
 from tpudoctor.logdiag import errorlevel
 from tpudoctor.logdiag.catalog import DIAGNOSIS_FACTS, Catalog, Signature, load_catalog
 from tpudoctor.logdiag.errorlevel import ErrorMark
-from tpudoctor.logdiag.events import LinePiece, LogEvent, group_events
+from tpudoctor.logdiag.events import LogEvent, group_events
 from tpudoctor.logdiag.parsers import PARSERS
+from tpudoctor.logs.clock import sort_key
+from tpudoctor.logs.sources import LinePiece
 
 EXCERPT_LINES = 8
 BATCH_LINES = 4096
@@ -284,7 +285,7 @@ class Diagnoser:
         found = list(self._found.values())
         if any(a.signature.fatal for a in found):  # a known root cause: an unrecognised crash is its consequence
             found = [a for a in found if not a.signature.fallback]
-        keys = {id(a): time_key(a.first_timestamp) for a in found}
+        keys = {id(a): sort_key(a.first_timestamp) for a in found}
         by_time = len({a.source for a in found}) > 1 and all(keys.values())
 
         def minor(a: _Accumulated) -> bool:
@@ -293,21 +294,6 @@ class Diagnoser:
         ranked = sorted(found, key=lambda a: (not a.signature.fatal, minor(a),
                                               keys[id(a)] if by_time else "", a.order))
         return [a.finding() for a in ranked]
-
-
-_ISO_TIME = re.compile(r"^\d{4}-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
-_GLOG_TIME = re.compile(r"^(\d\d)(\d\d)\s+(\d\d):(\d\d):(\d\d)(?:\.(\d+))?")
-
-
-def time_key(timestamp: str | None) -> str | None:
-    """A sortable ``MMDDhhmmss.ffffff`` from ISO or glog timestamps (glog has no year)."""
-    if not timestamp:
-        return None
-    match = _ISO_TIME.match(timestamp) or _GLOG_TIME.match(timestamp)
-    if match is None:
-        return None
-    month, day, hour, minute, second, fraction = match.groups()
-    return f"{month}{day}{hour}{minute}{second}.{(fraction or '').ljust(6, '0')[:6]}"
 
 
 class _Placeholders(dict):

@@ -25,6 +25,8 @@ import sys
 from functools import cache
 from importlib import resources
 
+from tpudoctor.logs.prefixes import unwrapped as _unwrapped
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -37,23 +39,6 @@ CRASH = 3  # a traceback, a fatal line, a failed check, a signal, a non-zero exi
 EXCEPTION = 2  # an exception line outside a traceback, ``Error: ...``, an exception's repr
 ERROR_LINE = 1  # an error-level log line, a gRPC/absl error status
 
-# A row copied from a log viewer, whose severity column is the viewer's, not the program's: Vertex AI and
-# the Cloud Logging console file every stderr line as ERROR (GoogleCloudPlatform/vertex-ai-samples#242),
-# Colab's "View runtime logs" files every stderr line as WARNING. The payload after it decides the level.
-_CONSOLE_ROW = (
-    r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?"
-    r" [+-]\d{4} +[\w.-]+ +"
-    r"|[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d\d:\d\d [AP]M(?: \| |\t)(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: \| |\t)"
-)
-# The prefixes that wrap a worker's lines (``(pid=123)``, ``(APIServer)``, ``[rank0]:``, ``[1,0]<stderr>:``,
-# ``err:``, xla_dist's ``2021-07-14 09:36:10 10.164.0.60 [0]`` and ``[5]``). The line inside decides its level.
-_WRAPPER = re.compile(
-    r"^(?:\([^()\n]*\bpid=\d+[^()\n]*\)\s+|\([A-Z][A-Za-z0-9_]*\)\s+(?=\S)|\[(?:rank|default)\d+\]:\s*"
-    r"|\[\d+,\d+\]<std(?:out|err)>:\s*|(?:err|out):\s+"
-    r"|\[(?!(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\])[A-Za-z][\w .-]*\]\s+(?=\S)"
-    r"|(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d{1,3}(?:\.\d{1,3}){3} )?\[\d{1,4}\]\s+(?=\S)"
-    r"|" + _CONSOLE_ROW + r")"
-)
 _GLOG = re.compile(r"^([IWEF])\d{4}\s+\d\d:\d\d:\d+(?:\.\d+)?\s+\S")
 _TF_CPP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: ([IWEF]) ")
 _TF_CPP_OLD = re.compile(r"^([IWEF]) [\w./\\-]+\.(?:cc|cpp|h|py):\d+\] ")  # TensorFlow before 1.3: no timestamp
@@ -195,15 +180,6 @@ def opens_message(line: str) -> bool:
     (``RuntimeError:`` then the message) or an error status (``DEADLINE_EXCEEDED: ...`` then ``RPC: ...``)."""
     body = _unwrapped(line)
     return bool(_is_exception_line(body) or _LOWER_ERROR.match(body) or _STATUS.match(body))
-
-
-def _unwrapped(line: str) -> str:
-    for _ in range(2):
-        match = _WRAPPER.match(line)
-        if match is None:
-            break
-        line = line[match.end():]
-    return line
 
 
 def _exit_code(match: re.Match[str]) -> int | None:

@@ -1,10 +1,8 @@
 """Groups a stream of log lines into events: one log record, or one whole Python traceback.
 
 Streaming and bounded: an event keeps at most ``MAX_HEAD_LINES`` lines from its start and
-the last ``MAX_TAIL_LINES`` after that (where the exception line of a long traceback sits). A line
-longer than ``MAX_LINE_CHARS`` is not cut: it is read in windows of that size that overlap by
-``WINDOW_OVERLAP`` characters, so every match shorter than the overlap lies whole in one window,
-and a 1 GB log (or a 1 GB line) needs no more memory than a short one.
+the last ``MAX_TAIL_LINES`` after that (where the exception line of a long traceback sits). Lines come
+from ``tpudoctor.logs.sources`` (overlong ones as overlapping windows); times from ``tpudoctor.logs.clock``.
 """
 
 from __future__ import annotations
@@ -15,45 +13,15 @@ import re
 from collections.abc import Iterable, Iterator
 
 from tpudoctor.logdiag.errorlevel import is_exception_line, is_ipython_traceback, opens_message
+from tpudoctor.logs.clock import stamp_text
+from tpudoctor.logs.sources import MAX_LINE_CHARS, LinePiece, windows
 
 MAX_HEAD_LINES = 120
 MAX_TAIL_LINES = 40
-MAX_LINE_CHARS = 16384
-WINDOW_OVERLAP = 1024
 MAX_MESSAGE_LINES = 150
 """Unprefixed lines after a traceback's exception line, or after a prefixed record, that still
 belong to its message."""
 
-
-
-class LinePiece(str):
-    """A further window of an overlong line: it carries the line before it on (same line number)."""
-
-    __slots__ = ()
-
-
-def _windows(line: str, size: int = MAX_LINE_CHARS) -> Iterator[str]:
-    """An overlong line as its first ``size`` characters, then overlapping ``LinePiece`` windows."""
-    yield line[:size]
-    step = size - WINDOW_OVERLAP
-    for start in range(step, len(line) - WINDOW_OVERLAP, step):
-        yield LinePiece(line[start:start + size])
-
-
-def bounded_lines(handle, max_chars: int = MAX_LINE_CHARS) -> Iterator[str]:
-    """The lines of a text stream, an overlong one as overlapping windows *while reading*: iterating
-    a file reads a whole line first, so one 1 GB line without a newline (a binary blob) took 2 GB."""
-    while True:
-        line = handle.readline(max_chars)
-        if not line:
-            return
-        yield line
-        while len(line) >= max_chars and not line.endswith("\n"):
-            more = handle.readline(max_chars - WINDOW_OVERLAP)
-            if not more:
-                return
-            line = LinePiece(line[-WINDOW_OVERLAP:] + more)
-            yield line
 
 
 # A line that starts a new log record (as opposed to continuing the previous one).
@@ -69,9 +37,6 @@ RECORD_START = re.compile(
       | Fatal\ Python\ error:                         # faulthandler
     )""",
     re.VERBOSE,
-)
-TIMESTAMP = re.compile(
-    r"^\[?(?:[IWEF](\d{4}\s+\d\d:\d\d:\d\d\.\d+)|(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?))"
 )
 TRACEBACK_START = "Traceback (most recent call last):"
 _CHAIN_MARKERS = (
@@ -101,8 +66,7 @@ class LogEvent:
     def timestamp(self) -> str | None:
         if self.given_timestamp:
             return self.given_timestamp
-        match = TIMESTAMP.match(self.lines[0]) if self.lines else None
-        return (match.group(1) or match.group(2)) if match else None
+        return stamp_text(self.lines[0]) if self.lines else None
 
     @property
     def text(self) -> str:
@@ -162,7 +126,7 @@ def _pieces(lines: Iterable[str]) -> Iterator[str]:
     """Lines held in memory that are overlong, split into windows as ``bounded_lines`` reads them."""
     for raw in lines:
         if len(raw) > MAX_LINE_CHARS + 2 and not isinstance(raw, LinePiece):
-            yield from _windows(raw.rstrip("\r\n"))
+            yield from windows(raw.rstrip("\r\n"))
         else:
             yield raw
 

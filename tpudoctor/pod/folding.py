@@ -64,10 +64,10 @@ def cause_of(result: Finding) -> str | None:
 def timeline_key(worker: str, result: Finding) -> tuple:
     """Where a result sits on the cross-worker timeline: causes before their consequences, then by the
     time of the first fatal line (one without a time after every timed one), then by worker."""
-    from tpudoctor.logdiag.diagnose import time_key
+    from tpudoctor.logs.clock import sort_key
 
     stamp = result.evidence.get("first_timestamp")
-    key = time_key(stamp) if isinstance(stamp, str) else None
+    key = sort_key(stamp) if isinstance(stamp, str) else None
     return (cause_of(result) in consequence_signatures(), key is None, key or "", natural_key(worker))
 
 

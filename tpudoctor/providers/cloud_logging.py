@@ -47,7 +47,8 @@ def entry_text(payload: Any) -> str:
 
 def entry_event(entry: Any, index: int) -> Any:
     from tpudoctor.logdiag import LogEvent
-    from tpudoctor.logdiag.events import MAX_HEAD_LINES, MAX_LINE_CHARS
+    from tpudoctor.logdiag.events import MAX_HEAD_LINES
+    from tpudoctor.logs.sources import MAX_LINE_CHARS
 
     lines = [line[:MAX_LINE_CHARS] for line in entry_text(entry.payload).splitlines()[:MAX_HEAD_LINES]] or [""]
     stamp = entry.timestamp.isoformat() if entry.timestamp else None

@@ -1,0 +1,60 @@
+"""What tools put in front of a program's own line, taken off before any reader looks at it.
+
+- terminal colours (ANSI escapes) and progress bars redrawn with carriage returns (the last state counts);
+- ``kubectl logs --prefix``'s ``[pod/NAME/container]`` (the pod is the worker);
+- launchers' and viewers' wrappers: Ray ``(pid=123, ip=...)``, vLLM ``(APIServer)``, torchrun ``[rank0]:``,
+  MPI ``[1,0]<stderr>:``, Colab ``err:``, docker-compose ``name  | ``-style ``[name]``, xla_dist's
+  ``2021-07-14 09:36:10 10.164.0.60 [0]`` and ``[5]``, and rows copied from a log viewer whose severity
+  column is the viewer's, not the program's (Vertex AI and the Cloud Logging console file every stderr line
+  as ERROR, GoogleCloudPlatform/vertex-ai-samples#242; Colab's "View runtime logs" files it as WARNING).
+
+The payload after them decides a line's level, time and fields.
+"""
+
+from __future__ import annotations
+
+import re
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+KUBECTL_PREFIX = re.compile(r"\[pod/([^/\]\s]+)(?:/[^\]\s]*)?\] ")
+_CONSOLE_ROW = (
+    r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?"
+    r" [+-]\d{4} +[\w.-]+ +"
+    r"|[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d\d:\d\d [AP]M(?: \| |\t)(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: \| |\t)"
+)
+WRAPPER = re.compile(
+    r"^(?:\([^()\n]*\bpid=\d+[^()\n]*\)\s+|\([A-Z][A-Za-z0-9_]*\)\s+(?=\S)|\[(?:rank|default)\d+\]:\s*"
+    r"|\[\d+,\d+\]<std(?:out|err)>:\s*|(?:err|out):\s+"
+    r"|\[(?!(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\])[A-Za-z][\w .-]*\]\s+(?=\S)"
+    r"|(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d{1,3}(?:\.\d{1,3}){3} )?\[\d{1,4}\]\s+(?=\S)"
+    r"|" + _CONSOLE_ROW + r")"
+)
+
+
+def clean(raw: str) -> str:
+    """A line without its newline, its colours, and the earlier states of a redrawn progress bar."""
+    if "\r" in raw:
+        raw = raw.rstrip("\r\n").rsplit("\r", 1)[-1]
+    line = raw.rstrip("\n")
+    if "\x1b" in line:
+        line = ANSI.sub("", line)
+    return line
+
+
+def kubectl_worker(line: str) -> tuple[str | None, str]:
+    """(pod, the rest) of a ``kubectl logs --prefix`` line; (None, line) without the prefix."""
+    if line[:5] == "[pod/":
+        m = KUBECTL_PREFIX.match(line)
+        if m:
+            return m.group(1), line[m.end():]
+    return None, line
+
+
+def unwrapped(line: str) -> str:
+    """The program's own line inside up to two launcher/viewer wrappers."""
+    for _ in range(2):
+        match = WRAPPER.match(line)
+        if match is None:
+            break
+        line = line[match.end():]
+    return line

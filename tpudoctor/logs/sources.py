@@ -1,0 +1,143 @@
+"""Opening logs to read, for every reader: files (plain or ``.gz``), folders of logs, standard input, FIFOs and
+``<(cmd)``, as bounded text lines, each source told apart as text, empty, binary or unreadable first.
+
+Bounded: a line longer than ``MAX_LINE_CHARS`` is read in windows of that size that overlap by
+``WINDOW_OVERLAP`` characters (``LinePiece``), so every match shorter than the overlap lies whole in one
+window and a 1 GB line needs no more memory than a short one. Bytes that are not UTF-8 are read as U+FFFD,
+so a log with a stray Latin-1 byte still reads. A source is peeked, never rewound: FIFOs and pipes read once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import io
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from tpudoctor.errors import InputError
+
+SNIFF_BYTES = 8192
+MAX_FOLDER_FILES = 200
+MAX_LINE_CHARS = 16384
+WINDOW_OVERLAP = 1024
+_TEXT_CONTROLS = {9, 10, 12, 13, 27, 8}  # tab, newline, form feed, carriage return, ESC (colours), backspace
+
+
+class LinePiece(str):
+    """A further window of an overlong line: it carries the line before it on (same line number)."""
+
+    __slots__ = ()
+
+
+def windows(line: str, size: int = MAX_LINE_CHARS) -> Iterator[str]:
+    """An overlong line held in memory as its first ``size`` characters, then overlapping ``LinePiece``s."""
+    yield line[:size]
+    step = size - WINDOW_OVERLAP
+    for start in range(step, len(line) - WINDOW_OVERLAP, step):
+        yield LinePiece(line[start:start + size])
+
+
+def bounded_lines(handle, max_chars: int = MAX_LINE_CHARS) -> Iterator[str]:
+    """The lines of a text stream, an overlong one as overlapping windows *while reading*: iterating
+    a file reads a whole line first, so one 1 GB line without a newline (a binary blob) took 2 GB."""
+    while True:
+        line = handle.readline(max_chars)
+        if not line:
+            return
+        yield line
+        while len(line) >= max_chars and not line.endswith("\n"):
+            more = handle.readline(max_chars - WINDOW_OVERLAP)
+            if not more:
+                return
+            line = LinePiece(line[-WINDOW_OVERLAP:] + more)
+            yield line
+
+
+def binary_reason(head: bytes) -> str | None:
+    """Why the first bytes of a source are not a text log, or None when they look like one."""
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        return f"holds NUL bytes (the first at byte {nul}): not a text log"
+    controls = sum(1 for b in head if b < 32 and b not in _TEXT_CONTROLS)
+    if head and controls > len(head) // 10:
+        return f"{100 * controls // len(head)}% of its first {len(head):,} bytes are control characters: not a text log"
+    undecodable = head.decode("utf-8", errors="replace").count("\ufffd")
+    if head and undecodable > len(head) // 10:
+        return f"{undecodable:,} of its first {len(head):,} bytes are not UTF-8: not a text log"
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Sniffed:
+    """What the first bytes of a source say it is."""
+
+    state: str
+    """``text``, ``empty`` (no byte at all), ``binary`` (not a text log) or ``unreadable``."""
+    reason: str | None = None
+
+
+def buffered(stream: BinaryIO) -> io.BufferedReader:
+    return stream if hasattr(stream, "peek") else io.BufferedReader(stream, 1 << 16)  # type: ignore[return-value,arg-type]
+
+
+def sniff(stream: io.BufferedReader) -> Sniffed:
+    """Peek at a buffered stream (nothing is consumed) and say whether it is a text log."""
+    try:
+        head = stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        return Sniffed("unreadable", f"cannot be read: {exc}")
+    if not head:
+        return Sniffed("empty", "is empty: there is nothing to read")
+    reason = binary_reason(head)
+    return Sniffed("binary", reason) if reason is not None else Sniffed("text")
+
+
+def decoded_lines(stream: io.BufferedReader) -> Iterator[str]:
+    """The bounded text lines of a sniffed stream; the stream stays open (the caller closes it)."""
+    text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=None)
+    try:
+        yield from bounded_lines(text)
+    finally:
+        text.detach()
+
+
+def open_binary(path: str) -> BinaryIO:
+    """A binary handle on ``path`` (``-``: standard input), gunzipped when it ends in ``.gz``; ``InputError``
+    with the reason when it cannot be opened."""
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        if os.path.isdir(path):
+            raise InputError(f"{path} is a directory, not a log file", hint="give the log files inside it")
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the caller
+    except FileNotFoundError:
+        raise InputError(f"log {path} does not exist") from None
+    except OSError as exc:
+        raise InputError(f"cannot read log {path}: {exc.strerror or exc}") from None
+    if path.endswith(".gz"):
+        return gzip.GzipFile(fileobj=handle)  # type: ignore[return-value]
+    return handle
+
+
+def expand(path: str) -> list[str]:
+    """The sources ``path`` names: itself, or the files of a folder (sorted, hidden ones left out, at most
+    ``MAX_FOLDER_FILES``); an empty list for a folder without files."""
+    if path != "-" and os.path.isdir(path):
+        files = sorted(p for p in Path(path).iterdir() if p.is_file() and not p.name.startswith("."))
+        return [str(p) for p in files[:MAX_FOLDER_FILES]]
+    return [path]
+
+
+def readable_problem(path: str) -> str | None:
+    """Why ``path`` cannot be read as a log here (missing, unreadable), or None. Any readable stream is fine."""
+    if path == "-":
+        return None
+    if not os.path.exists(path):
+        return "no such file or folder"
+    if not os.access(path, os.R_OK):
+        return "not readable (check its permissions)"
+    return None
