@@ -4,7 +4,7 @@
     python benchmarks/logdiag_accuracy.py --misses         # also list the misses of the tuned corpus
     python benchmarks/logdiag_accuracy.py --manifest other.toml --misses
 
-The headline is the **first score of each frozen held-out set** (tests/data/logs/heldout/, heldout2/, heldout3/): logs copied
+The headline is the **first score of each frozen held-out set** (tests/data/logs/heldout/, heldout2/, heldout3/, heldout4/): logs copied
 verbatim from public threads nobody here had used, frozen (FROZEN.sha256) before the change they could
 inform, scored once (FIRST_SCORE.toml records that score and the commit it was taken on). The same set's
 score now is shown beside it, then the tuned corpus (tests/data/logs/real/, whose logs tuned the catalog).
@@ -28,7 +28,8 @@ DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "logs"
 TUNED_MANIFEST = DATA / "real" / "corpus.toml"
 HELD_OUT = DATA / "heldout"
 FIRST_SCORE = HELD_OUT / "FIRST_SCORE.toml"
-HELD_OUT_SETS = (("held out", HELD_OUT), ("held out 2", DATA / "heldout2"), ("held out 3", DATA / "heldout3"))
+HELD_OUT_SETS = (("held out", HELD_OUT), ("held out 2", DATA / "heldout2"), ("held out 3", DATA / "heldout3"),
+                 ("held out 4", DATA / "heldout4"))
 
 
 def _pct(part: int, whole: int) -> str:

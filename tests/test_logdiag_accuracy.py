@@ -95,7 +95,8 @@ def test_benchmark_prints_the_table(capsys):
     assert "held out, FIRST SCORE (a6d0795)" in out and "36/55 (65.5 %)" in out  # the headline, as recorded
     assert "held out 2, FIRST SCORE (b93ac34)" in out and "27/33 (81.8 %)" in out
     assert "held out 3, FIRST SCORE (a4bab90)" in out and "20/36 (55.6 %)" in out
-    assert out.count("every file as frozen") == 3
+    assert "held out 4, FIRST SCORE (84cd0a7)" in out and "25/37 (67.6 %)" in out
+    assert out.count("every file as frozen") == 4
     assert "socket-closed" in out and "precision" in out
     assert "MISS" not in out, "held-out misses are listed only when asked"
 
@@ -103,6 +104,7 @@ def test_benchmark_prints_the_table(capsys):
 HELD_OUT = Path(__file__).parent / "data" / "logs" / "heldout"
 HELD_OUT_2 = Path(__file__).parent / "data" / "logs" / "heldout2"
 HELD_OUT_3 = Path(__file__).parent / "data" / "logs" / "heldout3"
+HELD_OUT_4 = Path(__file__).parent / "data" / "logs" / "heldout4"
 ALL_LOGS = Path(__file__).parent / "data" / "logs"
 
 
@@ -141,9 +143,18 @@ def test_the_second_held_out_set_is_as_frozen_labelled_and_scored_once():
 
 
 def test_the_third_held_out_set_is_as_frozen_labelled_and_scored_once():
-    logs = _frozen_labelled_and_scored_once(HELD_OUT_3, min_logs=35, min_healthy=9)
-    earlier = {log.url for manifest in (REAL / "corpus.toml", HELD_OUT / "manifest.toml", HELD_OUT_2 / "manifest.toml")
-               for log in load_corpus(manifest)}
+    _no_earlier_thread(_frozen_labelled_and_scored_once(HELD_OUT_3, min_logs=35, min_healthy=9),
+                       (REAL / "corpus.toml", HELD_OUT / "manifest.toml", HELD_OUT_2 / "manifest.toml"))
+
+
+def test_the_fourth_held_out_set_is_as_frozen_labelled_and_scored_once():
+    _no_earlier_thread(_frozen_labelled_and_scored_once(HELD_OUT_4, min_logs=35, min_healthy=7),
+                       (REAL / "corpus.toml", HELD_OUT / "manifest.toml", HELD_OUT_2 / "manifest.toml",
+                        HELD_OUT_3 / "manifest.toml"))
+
+
+def _no_earlier_thread(logs: list, manifests: tuple) -> None:
+    earlier = {log.url for manifest in manifests for log in load_corpus(manifest)}
     cited = set()
     for name in ("catalog.toml", "benign.toml"):
         text = (Path(__file__).resolve().parents[1] / "tpudoctor" / "logdiag" / name).read_text(encoding="utf-8")
@@ -163,6 +174,27 @@ def test_the_third_held_out_set_has_no_failing_pass_and_no_healthy_fail():
     # host without libtpu (FIRST_SCORE.toml). Any other alarm is a regression.
     assert [s.log.file.name[:5] for s in report.healthy_alarms] == ["h3_18"]
     assert report.healthy_alarms[0].predicted_status == Status.WARN.value
+
+
+def test_the_fourth_held_out_set_has_no_failing_pass_and_no_healthy_fail():
+    report = score_corpus(load_corpus(HELD_OUT_4 / "manifest.toml"))
+    assert [s.log.file.name for s in report.failing_called_pass] == []
+    assert [s.log.file.name for s in report.healthy if s.predicted_status == Status.FAIL.value] == []
+    # The two healthy WARNs were read and kept, as h3_18: "No GPU/TPU found" on a CPU machine (FIRST_SCORE.toml).
+    assert sorted(s.log.file.name[:5] for s in report.healthy_alarms) == ["h4_29", "h4_30"]
+    assert {s.predicted_status for s in report.healthy_alarms} == {Status.WARN.value}
+
+
+def test_no_failing_run_is_called_pass_in_any_set_the_project_holds():
+    """Every manifest under tests/data/logs/ (the tuned corpus and every held-out set, found by the folder, so a
+    new set cannot be left out) and the signature logs: no failing run is PASS."""
+    from tpudoctor.logdiag import diagnose_file
+
+    manifests = sorted(ALL_LOGS.glob("heldout*/manifest.toml")) + [REAL / "corpus.toml"]
+    assert {m.parent.name for m in manifests} >= {"real", "heldout", "heldout2", "heldout3", "heldout4"}
+    passed = [log.file.name for manifest in manifests for log in load_corpus(manifest)
+              if not log.healthy and not diagnose_file(log.file)]
+    assert passed == []
 
 
 def _every_labelled_log() -> list[tuple[str, bool]]:

@@ -31,6 +31,9 @@ BATCH_LINES = 4096
 BATCH_CHARS = 1 << 20
 MAX_SOURCES_LISTED = 10
 MAX_OTHER_ERRORS = 5
+SHORT_PASTE_LINES = 5
+SHORT_PASTE_CHARS = 65536
+"""A source of at most this many lines is a pasted excerpt: its lines are read for failure words too."""
 
 
 @dataclasses.dataclass
@@ -120,6 +123,7 @@ class Diagnoser:
         self._found: dict[str, _Accumulated] = {}
         self._context: dict[str, Any] = {}  # latest value of each catalog context (bounded: one per name)
         self._sequence = 0
+        self._recorded = 0
         self.events_scanned = 0
         self.lines_scanned = 0
 
@@ -158,11 +162,37 @@ class Diagnoser:
                 hot.append((first, line_no))
             yield from batch
 
+        recorded_before = self._recorded
+        short: list[LogEvent] | None = []  # the events of a pasted excerpt: read once more if nothing matched
+        short_chars = 0
         for event in group_events(batches()):
             while hot and hot[0][1] < event.first_line_no:
                 hot.popleft()
             is_hot = bool(hot) and hot[0][0] <= event.last_line_no
             self._scan(event, source, is_hot, scope)
+            if short is not None and event.last_line_no <= SHORT_PASTE_LINES:
+                short.append(event)
+                short_chars += sum(len(line) for line in event.lines)
+                if short_chars > SHORT_PASTE_CHARS:
+                    short = None
+            elif short:
+                short = None
+        if short and self._recorded == recorded_before and self._fallback is not None \
+                and short[-1].last_line_no <= SHORT_PASTE_LINES:
+            self._bare_message(short, source, scope)
+
+    def _bare_message(self, events: list[LogEvent], source: str, scope: Scope | None) -> None:
+        """A pasted excerpt of a few lines with no error-level form: a message printed without its class or
+        level (``Failed to connect to ...``) still says the job failed when its words do."""
+        for event in events:
+            text = event.text
+            offset = 0
+            for line in text.split("\n"):
+                if line.strip() and errorlevel.is_bare_failure(line):
+                    mark = ErrorMark(offset, line, "a failure message", errorlevel.ERROR_LINE)
+                    self._record(self._fallback, event, text, offset, source, scope, mark)
+                    return
+                offset += len(line) + 1
 
     def _scan(self, event: LogEvent, source: str, hot: bool, scope: Scope | None = None) -> None:
         """``hot``: the batch around the event may hold a match (a cheap test already made)."""
@@ -207,6 +237,7 @@ class Diagnoser:
 
     def _record(self, signature: Signature, event: LogEvent, text: str, offset: int, source: str,
                 scope: Scope | None, mark: ErrorMark | None = None) -> None:
+        self._recorded += 1
         evidence = signature.evidence(text)
         if mark is not None:
             evidence["error_kind"] = mark.kind

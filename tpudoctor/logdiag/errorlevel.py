@@ -84,7 +84,7 @@ _STATUS_NAMES = (
 _STATUS = re.compile(rf"(?:^|[\s:(\[])(?:{_STATUS_NAMES}):\s*\S")
 _STATUS_CODE = re.compile(r"StatusCode\.(?!OK\b)[A-Z_]{4,}|\"grpc_status\":\s*[1-9]")
 _CRASH_TEXT = re.compile(
-    r"Check failed|\*\*\* SIG[A-Z]+\b|\*\*\* Received signal \d+|Fatal Python error:|Segmentation fault"
+    r"Check failed|CHECK failed|\[libprotobuf FATAL\b|\*\*\* SIG[A-Z]+\b|\*\*\* Received signal \d+|Fatal Python error:|Segmentation fault"
     r"|\(core dumped\)|^Aborted\b|^Bus error\b|terminate called after throwing|Signals\.SIG(?:KILL|SEGV|ABRT|BUS)"
     r"|^Illegal instruction\b|^Floating point exception\b|Check failure stack trace|Assertion `.*' failed"
     r"|^panic: |Your session crashed"
@@ -92,6 +92,29 @@ _CRASH_TEXT = re.compile(
     r"|Ran out of memory in memory space|Total hbm usage >=|Program hbm requirement|Largest program allocations in"
     r"|^\s*Allocation type: HLO temp|Out of memory while trying to allocate"
 )
+# Test runners' verdicts: pytest's ``FAILED path::test - Error: ...`` / ``ERROR path`` rows and its
+# ``=== 1 failed, 3 passed in 2.1s ===`` summary, unittest's ``FAIL: test_x (Case)`` and ``FAILED (errors=1)``,
+# bazel's ``//pkg:target FAILED in 3.2s``, ``FAIL: //pkg:target``, ``Executed 1 out of 1 test: 1 fails locally.``
+# and its progress line's ``216 failed;``, and a CI step's ``##[error]`` annotation. (xfailed/xpassed are not failures.)
+_TEST_FAILED = re.compile(
+    r"^(?:FAILED|ERROR) \S+\.py(?:::\S+)?(?: - .*)?$|^(?:FAIL|ERROR): test\w* \(|^FAILED \((?:failures|errors)=[1-9]"
+    r"|^=+ (?:.*, )?[1-9]\d* (?:failed|errors?)\b.* in [\d.]+s|^//\S+ +(?:\([^)]*\) +)?(?:FAILED|TIMEOUT|NO STATUS)\b"
+    r"|^FAIL: [/@]\S+|^Executed \d+ out of \d+ tests?: .*\b[1-9]\d* (?:fails?|failed)\b|\btests, [1-9]\d* failed\b"
+    r"|^##\[error\]|^::error\b"
+)
+# API servers and controllers refusing a request: Kubernetes (``The Job "x" is invalid: spec...``,
+# ``Error from server (Forbidden): ...``, ``admission webhook "..." denied the request``, a ``Status`` body with
+# ``"status":"Failure"``), and ``kubectl get events`` / ``describe`` rows of type Warning with a failure reason.
+_REJECTED = re.compile(
+    r"\bis invalid: |^Error from server \(\w+\)|\badmission webhook \S+ denied the request\b"
+    r"|\"kind\":\s*\"Status\".*\"status\":\s*\"Failure\""
+)
+_EVENT_ROW = re.compile(
+    r"^\s*(?:\S+\s+)?Warning\s+(?:FailedScheduling|Evicted|BackOff|Failed|FailedMount|FailedAttachVolume|FailedCreate"
+    r"|FailedCreatePodSandBox|OOMKilling|FailedKillPod|FailedPreStopHook|NodeNotReady|Unhealthy|FailedSync"
+    r"|NotTriggerScaleUp|FailedJob|BackoffLimitExceeded|DeadlineExceeded)\s"
+)
+
 # A supervisor reporting that the process it watched died without a word of its own: Jupyter/Colab
 # restarting a dead kernel, torchelastic starting a worker group again (attempt_N counts restarts from 0).
 _RESTARTED = re.compile(r"KernelRestarter: restarting kernel|/attempt_[1-9]\d*/\d+/error\.json")
@@ -111,7 +134,8 @@ _TRIGGERS = (
     "grpc_status", "hbm", "emory", "Allocation type", "OpKernel", "[Op:", "Traceback", "panic", "Illegal",
     "Floating", "Assertion", "crashed", "severity", "level", "ailed", "AILED", "Forbidden", "Not Found",
     "Unauthorized", "Too Many", "Server Error", "Bad Gateway", "Unavailable", "Timeout", "bad request", "Bad Request",
-    "KernelRestarter", "attempt_", "deadlock",
+    "KernelRestarter", "attempt_", "deadlock", "FAIL", "##[error]", "::error", "invalid", "Error from server",
+    "denied", "Warning", "\"Failure\"", "fails locally",
 )
 # Error-level glog/absl lines (month 01-12) and TensorFlow C++ lines, by substrings.
 _LEVEL_TRIGGERS = ("\nE0", "\nE1", "\nF0", "\nF1", ": E ", ": F ", "\nE ", "\nF ", ") E0", ") E1", ") F0", ") F1", ": E0", ": E1", ": F0",
@@ -215,7 +239,7 @@ def mark_line(raw: str) -> tuple[str, int] | None:
     if _CRASH_TEXT.search(body):
         if "Kill" in body:
             return ("a killed process", CRASH)
-        if "Check fail" in body or "Assertion" in body:
+        if "Check fail" in body or "CHECK fail" in body or "Assertion" in body or "libprotobuf FATAL" in body:
             return ("a failed check", CRASH)
         if body.startswith("panic: "):
             return ("a panic", CRASH)
@@ -229,6 +253,13 @@ def mark_line(raw: str) -> tuple[str, int] | None:
     if level is None:
         if _IPYTHON_HEADER.match(body):
             return ("a traceback", CRASH)
+        if "FAIL" in body or "ERROR" in body or "rror]" in body or "::error" in body or "tests, " in body:
+            if _TEST_FAILED.search(body):
+                return ("a failed test", EXCEPTION)
+        if _REJECTED.search(body):
+            return ("a rejected request", EXCEPTION)
+        if "Warning" in body and _EVENT_ROW.match(body):
+            return ("a failure event", EXCEPTION)
         if _is_exception_line(body) or _EXCEPTION_IN.match(body):
             return ("an exception", EXCEPTION)
         if _LOWER_ERROR.match(body):
@@ -247,6 +278,29 @@ def mark_line(raw: str) -> tuple[str, int] | None:
             return ("an error line", ERROR_LINE)
         return None
     return ("an error log line", ERROR_LINE)
+
+
+# The words of a failure a program printed without an exception class or a level, as users paste it:
+# "Failed to connect to the TPU", "Could not find a TPU", "Unable to initialize backend 'tpu'". Read only
+# in pasted excerpts of a few lines (a long healthy log says "not found" in passing).
+_BARE_FAILURE = re.compile(
+    r"(?i)\b(?:failed to|failed with|failure|fatal|cannot|can't|could not|couldn't|unable to|not found|no such|"
+    r"denied|refused|forbidden|invalid|not allowed|not supported|unsupported|timed out|exceeded|exhausted|"
+    r"crashed|aborted|killed|out of memory|does not exist|doesn't exist|not compatible|incompatible|"
+    r"mismatch)\b"
+)
+_BARE_HEALTHY = re.compile(r"(?i)\b(?:0 errors|no errors?|without errors?|succeeded|successfully|passed|retrying|will retry|retry in)\b")
+
+
+def is_bare_failure(line: str) -> bool:
+    """A line of a pasted excerpt whose own words say something failed (and whose level does not say info)."""
+    body = _unwrapped(line).strip()
+    level = line_level(body)
+    if level is not None and level.upper() in ("I", "W", "INFO", "WARNING", "WARN", "DEBUG", "TRACE", "NOTICE"):
+        return False  # the program itself said it was not an error
+    if "Unable to initialize backend '" in body and _ABSENT_BACKEND.search(body):
+        return False  # JAX's probe of a backend this host lacks, its level cut off
+    return bool(_BARE_FAILURE.search(body)) and not _BARE_HEALTHY.search(body) and not is_benign(body, load_benign())
 
 
 def is_ipython_traceback(line: str) -> bool:

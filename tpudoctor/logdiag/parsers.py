@@ -3,15 +3,25 @@
 ``hbm_allocations``: XLA's out-of-memory report (the largest allocations, each with its size,
 shape, padding, op and source line). ``grpc_status``: the gRPC status code in a ``grpc_status``
 JSON field, with its name. ``fatal_event``: what an unrecognised crash was (exception type and
-message, the failing line, the last Python frame).
+message, the failing line, the last Python frame; for a native abort, the line that tells its cause).
+``cause_family``: the family of cause an unrecognised error's own words name (``cause_families.toml``).
 Each parser takes the event's text and the offset of the signature's match and returns evidence.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import sys
 from collections.abc import Callable
+from functools import cache
+from importlib import resources
 from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 MAX_ALLOCATIONS = 10
 MAX_FIELD_CHARS = 300
@@ -132,6 +142,14 @@ def fatal_event(text: str, offset: int) -> dict[str, Any]:
         after = [ln for ln in after if ln and not _ROOT_ERRORS.match(ln)][:1]
         if after:
             found["failure_message"] = f"{found['failure_message']} {after[0]}"[:MAX_FIELD_CHARS]
+    native = native_cause(text, offset)
+    if native is not None:
+        found["native_cause"] = native
+        if found["failure_type"] in ("fatal", "SIGABRT", "SIGSEGV") or "terminate called" in line:
+            thrown = _THROWN.search(line)
+            if thrown:
+                found["failure_type"] = thrown.group(1)
+            found["failure_message"] = native[:MAX_FIELD_CHARS]
     frames = list(_FRAME.finditer(text, 0, offset))
     if frames:
         last = frames[-1]
@@ -139,8 +157,88 @@ def fatal_event(text: str, offset: int) -> dict[str, Any]:
     return found
 
 
+_NATIVE_ABORT = re.compile(r"terminate called|SIGABRT|SIGSEGV|Aborted|Segmentation fault|signal (?:6|11)\b|core dumped")
+_THROWN = re.compile(r"terminate called after throwing an instance of '([^']+)'")
+# The lines a native abort's cause is printed in, before it (or, for std::terminate, right after it).
+_NATIVE_TELLS = re.compile(r"^\s*what\(\):\s*(\S.*)$|\[libprotobuf (?:FATAL|ERROR) [^\]]*\]\s*(\S.*)$"
+                           r"|\b(?:Check|CHECK) failed:?\s*(\S.*)$|^F\d{4} [^\]]*\]\s*(\S.*)$")
+_CLASH = re.compile(r"File already exists in database|already registered")
+NATIVE_LOOKBACK_LINES = 12
+
+
+def native_cause(text: str, offset: int) -> str | None:
+    """For a native abort (``terminate called``, SIGABRT, a segfault): the line that says why, from
+    ``what():`` after it or the last FATAL / ERROR / failed-check line of the few before it."""
+    end = text.find("\n", offset)
+    line = text[offset: end if end >= 0 else len(text)]
+    if not _NATIVE_ABORT.search(line) and not _NATIVE_TELLS.search(line):
+        return None
+    after = text[end + 1:].split("\n", 3)[:3] if end >= 0 and "terminate called" in line else []
+    for candidate in after:
+        m = _NATIVE_TELLS.match(candidate)
+        if m and m.group(1):
+            return m.group(1).strip()[:MAX_FIELD_CHARS]
+    before = text[:offset].split("\n")[-NATIVE_LOOKBACK_LINES - 1:-1]
+    told = None
+    for candidate in before:
+        m = _NATIVE_TELLS.search(candidate)
+        if m:
+            told = next(g for g in m.groups() if g)
+            if _CLASH.search(candidate):
+                break  # the descriptor clash itself says more than the CHECK it trips
+    if told is None and _NATIVE_ABORT.search(line) is None:
+        return None  # a failed check with nothing before it: the line says it all
+    return told.strip()[:MAX_FIELD_CHARS] if told else None
+
+
+@dataclasses.dataclass(frozen=True)
+class CauseFamily:
+    id: str
+    label: str
+    words: re.Pattern[str]
+    check: str
+
+
+CAUSE_FAMILIES_FILE = "cause_families.toml"
+
+
+@cache
+def load_cause_families() -> tuple[CauseFamily, ...]:
+    data = tomllib.loads(resources.files(__package__).joinpath(CAUSE_FAMILIES_FILE).read_text(encoding="utf-8"))
+    return tuple(CauseFamily(f["id"], f["label"], re.compile(f["words"], re.IGNORECASE), f["check"])
+                 for f in data["family"])
+
+
+def family_of(text: str) -> tuple[CauseFamily, str] | None:
+    """The first family whose words ``text`` holds, with the words."""
+    for family in load_cause_families():
+        m = family.words.search(text)
+        if m:
+            return family, m.group(0)
+    return None
+
+
+def cause_family(text: str, offset: int) -> dict[str, Any]:
+    """What the unrecognised error is about, by its own words: the failing line, and for a native abort the
+    line that tells its cause. Always sets ``cause_family_text`` (empty when no family's words are there)."""
+    end = text.find("\n", offset)
+    line = text[offset: end if end >= 0 else len(text)].strip()
+    told = native_cause(text, offset)
+    found = family_of(f"{told}\n{line}" if told else line)
+    if found is None:
+        check = ("a native crash that printed no cause: rerun with PYTHONFAULTHANDLER=1 for the Python frames, or "
+                 "under `gdb -batch -ex bt --args python ...` for the native ones" if _NATIVE_ABORT.search(line)
+                 else "the lines just before it: the first error in time is usually the cause")
+        return {"cause_family": "unknown", "cause_family_text": "", "cause_family_check": check}
+    family, words = found
+    return {"cause_family": family.id, "cause_family_words": words[:80],
+            "cause_family_text": f"; by its own words ({words[:80]!r}) {family.label}",
+            "cause_family_check": family.check}
+
+
 PARSERS: dict[str, Callable[[str, int], dict[str, Any]]] = {
     "hbm_allocations": hbm_allocations,
     "grpc_status": grpc_status,
     "fatal_event": fatal_event,
+    "cause_family": cause_family,
 }

@@ -4,7 +4,8 @@
 - ``kubectl logs --prefix``'s ``[pod/NAME/container]`` (the pod is the worker);
 - launchers' and viewers' wrappers: Ray ``(pid=123, ip=...)``, vLLM ``(APIServer)``, torchrun ``[rank0]:``,
   MPI ``[1,0]<stderr>:``, Colab ``err:``, docker-compose ``name  | ``-style ``[name]``, xla_dist's
-  ``2021-07-14 09:36:10 10.164.0.60 [0]`` and ``[5]``, and rows copied from a log viewer whose severity
+  ``2021-07-14 09:36:10 10.164.0.60 [0]`` and ``[5]``, a CI viewer's line numbers copied with the text
+  (``351AssertionError: ...``), and rows copied from a log viewer whose severity
   column is the viewer's, not the program's (Vertex AI and the Cloud Logging console file every stderr line
   as ERROR, GoogleCloudPlatform/vertex-ai-samples#242; Colab's "View runtime logs" files it as WARNING).
 
@@ -27,6 +28,7 @@ WRAPPER = re.compile(
     r"|\[\d+,\d+\]<std(?:out|err)>:\s*|(?:err|out):\s+"
     r"|\[(?!(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\])[A-Za-z][\w .-]*\]\s+(?=\S)"
     r"|(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d{1,3}(?:\.\d{1,3}){3} )?\[\d{1,4}\]\s+(?=\S)"
+    r"|\d{1,6}(?=Traceback \(|FAIL: |ERROR: |[A-Z]\w*(?:Error|Exception): )"  # a CI viewer's line numbers, glued on
     r"|" + _CONSOLE_ROW + r")"
 )
 
