@@ -158,6 +158,14 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
             figures.notes.append(f"the parts add up to {(-remainder):.1f} s more than the wall time (overlapping "
                                  "lines); OTHER absorbs nothing")
     steps_union, first_step, last_step = _step_union(runs)
+    known_step = any(r.saves or r.restored_step is not None for r in runs)
+    reached_first_step = any(run.stepped for run in runs)
+    if steps_union is None and not known_step:
+        steps_union = 0  # it started and stopped before its first step: 0 steps ran (not "unknown")
+        figures.notes.append("no training step ran: the job started and stopped before its first step line")
+    elif steps_union is None:
+        nulls["steps"] = ("no step line, but a checkpoint or restore names a step: the job was training; its steps "
+                          "in this log are unknown")
     saves = [s for run in runs for s in run.saves]
     reported_sum = sum(run.reported_seconds_sum for run in runs)
     span = sum((run.last_step_t - run.first_step_t) for run in runs
@@ -187,6 +195,18 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
             entry["parts"] = {k: _r(v) for k, v in sorted(figures.other_parts.items(), key=lambda kv: -kv[1])}
         badput[bucket] = entry
     productive = figures.productive if timed else None
+    if timed and median is None and any(run.stepped for run in runs):
+        # One step line: no interval to time a step by, so how much of the wall was steps is unknown (not 0).
+        productive = None
+        nulls["productive_s"] = nulls["ettr"] = ("one step line with no time of its own: a step's length is "
+                                                 "unknown, so how much of the wall time was training is unknown")
+    elif timed and any(run.stepped for run in runs) and not any(run.first_step_t is not None for run in runs):
+        productive = None
+        nulls["productive_s"] = nulls["ettr"] = ("the step lines carry no timestamps (only the lines around them "
+                                                 "do): where the steps fall in the wall time is unknown")
+    elif timed and not any(run.stepped for run in runs) and steps_union is None:
+        productive = None
+        nulls["productive_s"] = nulls["ettr"] = nulls["steps"]
     ettr = productive / wall if productive is not None and wall else None
     notes = figures.notes + [n for run in runs for n in run.notes]
     if stats["sampled"]:
@@ -201,6 +221,7 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
     outliers.sort(key=lambda o: -o["excess_s"])
     return {
         "steps": steps_union,
+        "reached_first_step": reached_first_step if (reached_first_step or not known_step) else None,
         "first_step": first_step,
         "last_step": last_step,
         "median_step_s": _r(median, 4),
@@ -387,7 +408,7 @@ def _step_union(runs: list[Run]) -> tuple[int | None, int | None, int | None]:
 
 def _empty(reason: str, timeline: Timeline) -> dict[str, Any]:
     nulls = {k: reason for k in ("steps", "wall_s", "ettr", "median_step_s", "productive_s")}
-    return {"steps": None, "first_step": None, "last_step": None, "median_step_s": None, "step_time_mad_s": None,
+    return {"steps": None, "reached_first_step": None, "first_step": None, "last_step": None, "median_step_s": None, "step_time_mad_s": None,
             "step_time_source": None, "outlier_steps": [], "outlier_count": 0, "restarts": None,
             "repeated_steps": None, "checkpoint_saves": None, "checkpoint_saves_sync": None,
             "checkpoint_saves_async": None, "saves": [], "restores": [],

@@ -38,6 +38,8 @@ class SourceInfo:
     last_t: float | None = None
     timed_events: int = 0
     year_source: str | None = None
+    time_of_day_only: bool = False
+    """Its only times were a step line's time-of-day column (no date): step intervals, not a clock."""
     by_worker: dict = dataclasses.field(default_factory=dict)
     """Labelled worker -> [first, last] time of its lines."""
 
@@ -124,6 +126,7 @@ def _fill(info: SourceInfo, stats: dict[str, Any]) -> None:
     info.timed_events = stats.get("timed_events", 0)
     info.first_t, info.last_t = stats.get("first_t"), stats.get("last_t")
     info.year_source = stats.get("year_source")
+    info.time_of_day_only = bool(stats.get("time_of_day_only"))
     info.by_worker = stats.get("by_worker") or {}
 
 
@@ -153,9 +156,15 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
             info = next((i for i in infos if i.name == primary.source), None)
             if info is not None:
                 wall_start, wall_end = info.first_t, info.last_t
-        if wall_start is None and primary.first_t is not None:  # times only in the events (torch_xla, XPK)
+        time_of_day_only = any(i.time_of_day_only for i in infos if i.name == primary.source)
+        if wall_start is None and primary.first_t is not None and not time_of_day_only:  # dates in events (XPK)
             wall_start, wall_end = primary.first_t, primary.last_t
     figures = account(timeline, wall_start=wall_start, wall_end=wall_end)
+    if primary is not None and wall_start is None and any(i.time_of_day_only for i in infos):
+        reason = ("the step lines carry a time of day only (torch_xla's Time=), no date and no line timestamps: they "
+                  "time the steps, not the job (its start and end are on no line), so the wall time is unknown")
+        figures["nulls"]["wall_s"] = reason
+        figures["nulls"]["ettr"] = figures["nulls"]["productive_s"] = "needs the wall time: " + reason.split(":")[0]
     from tpudoctor import __version__
 
     document: dict[str, Any] = {

@@ -16,6 +16,7 @@ step), ``code`` (an exit code), ``approx_step`` (Levanter's ``4.50k``).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import enum
 import re
@@ -27,6 +28,8 @@ from tpudoctor.logs.clock import ASCTIME, Clock, asctime_seconds, duration_s, ti
 from tpudoctor.logs.prefixes import clean, kubectl_worker
 
 MAX_TEXT_CHARS = 300
+LAST_STAMP_CANDIDATES = 64
+"""The last lines that start like a timestamp, tried newest first for the source's end time."""
 TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
 
 
@@ -192,7 +195,7 @@ class TPUEstimator(LineReader):
 
     framework = "tpuestimator"
     keywords = (*step_keywords('tpuestimator'), "step = ", "Saving checkpoints for", "Restoring parameters from", "Init TPU system",
-                "Initialized TPU in", "Done running local_init_op", "An error was raised", "shuffle buffer",
+                "Initialized TPU in", "Done running local_init_op", "An error was raised", "lame workers", "shuffle buffer",
                 "Shuffle buffer")
     patterns = (
         *step_patterns('tpuestimator'),
@@ -201,7 +204,9 @@ class TPUEstimator(LineReader):
         P(Kind.START, r"Init TPU system"),
         P(Kind.INIT_END, r"Initialized TPU in (?P<seconds>[\d.]+) seconds"),
         P(Kind.PREP_END, r"Done running local_init_op"),
-        P(Kind.FAILURE, r"An error was raised\. This may be due to a preemption"),
+        P(Kind.FAILURE, r"An error was raised\. This may be due to a preemption.*(?:a new session will be created)?",
+          mode="new-session"),
+        P(Kind.FAILURE, r"ShutdownHook: lame workers found"),  # a worker lost its TPU (preempted, unhealthy)
         P(Kind.DATA_START, r"Filling up shuffle buffer \(this may take a while\)"),
         P(Kind.DATA_END, r"Shuffle buffer filled\."),
     )
@@ -216,6 +221,7 @@ class TPUEstimator(LineReader):
         "INFO:tensorflow:An error was raised. This may be due to a preemption in a connected worker or parameter "
         "server. The current session will be closed and a new session will be created. This error may also occur "
         "due to a gRPC failure caused by high memory or network bandwidth usage in the parameter servers.",
+        "INFO:tensorflow:ShutdownHook: lame workers found: HeartbeatManager(/job:worker/replica:0/task:0/device:CPU:0)",
         "2020-09-07 12:33:40.101: I tensorflow/core/kernels/data/shuffle_dataset_op.cc:177] Filling up shuffle "
         "buffer (this may take a while): 9351 of 10000",
         "2020-09-07 12:33:41.901: I tensorflow/core/kernels/data/shuffle_dataset_op.cc:230] Shuffle buffer filled.",
@@ -371,7 +377,7 @@ class Failures(LineReader):
     """Lines that end a process: fatal errors, kills and hang digests (``tpudoctor check`` names the cause)."""
 
     framework = "failure"
-    keywords = ("Error", "Fatal", "SIG", "Megascale detects a hang", "Killed", "preempt", "failed:")
+    keywords = ("Error", "Exception", "Fatal", "SIG", "Megascale detects a hang", "Killed", "preempt", "failed:")
     patterns = (
         P(Kind.FAILURE, r"Execution of replica \d+ failed: \w+"),
         P(Kind.FAILURE, r"^(?:jaxlib\.xla_extension\.|jax\.errors\.)?XlaRuntimeError: \w+"),
@@ -379,7 +385,8 @@ class Failures(LineReader):
         P(Kind.FAILURE, r"Fatal Python error:"),
         P(Kind.FAILURE, r"\*\*\* SIG(?:TERM|KILL|SEGV|ABRT|BUS) (?:received|signal)"),
         P(Kind.FAILURE, r"Megascale detects a hang"),
-        P(Kind.FAILURE, r"Received SIGTERM|preemption notice|[Pp]reempted"),
+        P(Kind.FAILURE, r"Received SIGTERM|preemption notice|(?<![\w/])[Pp]reempted(?![\w.])"),
+        P(Kind.FAILURE, r"^(?:[\w.]+\.)?\w+(?:Error|Exception)\s{2,}Traceback \(most recent call last\)"),
     )
     example_lines = (
         "E0813 10:06:40.000000 2501 pjrt_stream_executor_client.cc:2985] Execution of replica 0 failed: INTERNAL: "
@@ -390,6 +397,7 @@ class Failures(LineReader):
         "*** SIGTERM received at time=1723570000 on cpu 3 ***",
         "E0813 18:02:11.000 1 megascale.cc:120] Megascale detects a hang",
         "I0813 18:02:11.000 1 preemption_sync_manager.cc:90] Received SIGTERM: preemption notice",
+        "ResourceExhaustedError                    Traceback (most recent call last)",
     )
 
 
@@ -469,7 +477,7 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
     by_worker: dict[str, list[float]] = state.setdefault("by_worker", {})
     last_by_worker: dict[str, tuple[str, float | None]] = {}
     first_t = last_t = None
-    last_stamp_line: str | None = None
+    last_stamped: collections.deque[str] = collections.deque(maxlen=LAST_STAMP_CANDIDATES)
     last_given: float | None = None
     tod_base: float | None = None
     tod_last: float | None = None
@@ -489,7 +497,7 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
         stampable = line[:1] in STAMP_STARTS
         t = None
         if stampable:
-            last_stamp_line = line
+            last_stamped.append(line)
             if line_worker is not None:
                 last_by_worker[line_worker] = (line, given_t)
             if first_t is None or (line_worker is not None and line_worker not in by_worker):
@@ -554,11 +562,14 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
                             tod_base += 86400
                         tod_last = tod
                         event.t = tod_base + tod
-                        event.approx = event.approx or first_t is None  # no date: times of day only
+                        if first_t is None:  # no date anywhere: a time of day times steps, not the job
+                            state["time_of_day_only"] = True
                         last_t = event.t if last_t is None else max(last_t, event.t)
                 if groups.get("epoch"):
                     counters.keras_epoch = int(groups["epoch"])
-                if groups.get("epoch_steps"):  # Keras: an epoch's last line
+                if groups.get("epoch_batch"):  # Keras: a batch within an unfinished epoch
+                    event.step = (counters.keras_epoch - 1) * int(groups["epoch_total"]) + int(groups["epoch_batch"])
+                elif groups.get("epoch_steps"):  # Keras: an epoch's last line
                     event.seconds = duration_s(groups["dur"]) if groups.get("dur") else None
                     event.step = counters.keras_epoch * int(groups["epoch_steps"])
                 elif reader.framework == "hf-trainer" and pattern.kind is Kind.STEP:
@@ -566,7 +577,11 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
                     event.step, event.approx, event.mode = counters.hf_logs, True, "logging-interval"
                 yield event
                 break
-    end_t = _read_time(clock, last_stamp_line, None) if last_stamp_line is not None else None
+    end_t = None
+    for candidate in reversed(last_stamped):  # a line may start like a stamp and hold none ("Finished ...")
+        end_t = _read_time(clock, candidate, None)
+        if end_t is not None:
+            break
     end_t = max(x for x in (end_t, last_t, last_given) if x is not None) \
         if any(x is not None for x in (end_t, last_t, last_given)) else None
     for worker, (line, given) in last_by_worker.items():

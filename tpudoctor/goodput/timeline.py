@@ -316,6 +316,8 @@ class Stream:
         self.steps = 0
         self.out_of_order = 0
         self.frameworks: dict[str, int] = {}
+        self.new_session: str | None = None
+        """Set when the job said it will start a new session (TPUEstimator): the next event opens a run."""
 
     # ------------------------------------------------------------------ feed
     def feed(self, event: Event) -> None:
@@ -339,11 +341,17 @@ class Stream:
         if last_t is not None and (self.last_t is None or last_t > self.last_t):
             self.last_t = last_t
         if self.run is not None:
+            if self.new_session is not None:
+                self.run.notes.append(f"the job said it would start a new session ({self.new_session}); the log "
+                                      "ends before that session's first line")
             self._close_run(self.last_t)
 
     # ------------------------------------------------------------- machinery
     def _process(self, e: Event) -> None:
         if e.kind is Kind.NOTE:
+            if self.run is None:  # Keras' "Epoch 1/3": the training loop began, even if no step ends
+                self.frameworks[e.framework] = self.frameworks.get(e.framework, 0) + 1
+                self._open(e.t, "the log begins", e.where)
             return
         self.events += 1
         self.frameworks[e.framework] = self.frameworks.get(e.framework, 0) + 1
@@ -353,6 +361,10 @@ class Stream:
             if self.last_t is None or e.t > self.last_t:
                 self.last_t = e.t
         run = self.run
+        if run is not None and self.new_session is not None and e.kind is not Kind.FAILURE:
+            self._close_run(self._last_time_before(e))
+            run = self._open(e.t, self.new_session, e.where)
+            self.new_session = None
         if run is None:
             run = self._open(e.t, "the log begins" if e.kind is not Kind.START else _reason(e), e.where)
         elif e.kind in REOPENING_KINDS and (run.ended or (e.kind is Kind.START and run.stepped)):
@@ -424,7 +436,11 @@ class Stream:
             self._save(run, e)
         elif kind is Kind.FAILURE:
             run.add_failure(e)
-            if run.stepped:
+            if e.mode == "new-session":  # TPUEstimator closes the session and makes a new one: a restart
+                run.ended = True
+                run.end_reason = "failure; the session was closed and a new one created"
+                self.new_session = f"a new session after the error at {e.where}"
+            elif run.stepped:
                 run.ended = True
                 run.end_reason = f"failure: {e.text[:160]}"
         elif kind is Kind.EXIT:
