@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as _dt
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -130,8 +131,6 @@ def test_a_glog_year_is_never_more_than_a_day_after_now():
 
 def test_the_old_per_reader_parsers_are_gone():
     """One timestamp reader, one step grammar: no reader keeps a timestamp or step regex of its own."""
-    from pathlib import Path
-
     root = Path(clock.__file__).resolve().parents[1]
     offenders = []
     for path in root.rglob("*.py"):
@@ -143,3 +142,55 @@ def test_the_old_per_reader_parsers_are_gone():
             if needle in text:
                 offenders.append(f"{path.relative_to(root)}: {needle}")
     assert offenders == []
+
+
+def _events(events):
+    return [(e.kind, e.step, e.t, e.line_no, e.seconds, e.worker, e.text) for e in events]
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parent / "data" / "logs" / "training").glob("*.log"))
+                         + sorted((Path(__file__).parent / "fixtures" / "goodput").glob("*.log")),
+                         ids=lambda p: p.stem)
+def test_the_block_reader_gives_the_events_the_line_reader_gives(path):
+    """goodput reads files in blocks and decodes only the lines with a keyword; on real logs, cut into small
+    blocks so lines fall on every boundary, it gives the same events, times and line numbers as reading every
+    line, and the same source statistics."""
+    import io
+
+    from tpudoctor.goodput.lines import read_event_blocks
+    from tpudoctor.logs.sources import byte_blocks
+
+    data = path.read_bytes()
+    text_lines = data.decode("utf-8", errors="replace").splitlines()
+    line_stats, block_stats = {}, {}
+    by_line = _events(read_events(text_lines, path.name, clock=Clock(2024), stats=line_stats))
+    blocks = byte_blocks(io.BufferedReader(io.BytesIO(data)), block_bytes=512)
+    by_block = _events(read_event_blocks(blocks, path.name, clock=Clock(2024), stats=block_stats))
+    assert by_block == by_line
+    for key in ("lines", "first_t", "last_t", "timed_events"):
+        assert block_stats[key] == line_stats[key], key
+
+
+def test_the_prefilter_finds_the_same_lines_without_re2():
+    from tpudoctor.logs import prefilter
+
+    data = b"noise\nI0101 00:00:01.000 1 t.py:1] completed step: 1\nSOCKET CLOSED by peer\nmore noise\nError x"
+    fast = prefilter.Literals(["completed step:", "Error"], ["socket closed"])
+    saved = prefilter._re2
+    try:
+        prefilter._re2 = None
+        slow = prefilter.Literals(["completed step:", "Error"], ["socket closed"])
+    finally:
+        prefilter._re2 = saved
+    assert list(fast.line_spans(data)) == list(slow.line_spans(data)) == [(6, 52), (53, 74), (86, 93)]
+
+
+def test_byte_blocks_keep_whole_lines_and_cut_an_overlong_one():
+    import io
+
+    from tpudoctor.logs.sources import byte_blocks
+
+    data = b"a\n" + b"x" * 100 + b"\nb\nc"
+    blocks = list(byte_blocks(io.BufferedReader(io.BytesIO(data)), block_bytes=7, max_line_bytes=10))
+    assert b"".join(blocks).split(b"\n") == [b"a", b"x" * 10, b"b", b"c"]
+    assert all(block.endswith(b"\n") for block in blocks[:-1])

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import gzip
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 from tpudoctor.errors import InputError
 from tpudoctor.goodput.account import account
-from tpudoctor.goodput.lines import READERS, Event, LineReader, read_events
+from tpudoctor.goodput.lines import READERS, Event, LineReader, read_event_blocks
 from tpudoctor.goodput.timeline import Timeline
 from tpudoctor.logs import sources
 from tpudoctor.logs.clock import UTC, Clock, Zone
@@ -48,9 +49,9 @@ class SourceInfo:
                 "non_utf8_lines": self.non_utf8_lines, "problem": self.problem, "year_from": self.year_source}
 
 
-def text_lines(binary: Any, info: SourceInfo) -> Iterator[str]:
-    """The text lines of one source (the windows of an overlong line left out: no step line is that long);
-    ``info.problem`` says why a binary, empty or unreadable source gave none."""
+def text_blocks(binary: Any, info: SourceInfo) -> Iterator[bytes]:
+    """One source as blocks of whole lines (an overlong line cut: no step line is that long); ``info.problem``
+    says why a binary, empty or unreadable source gave none, ``info.non_utf8_lines`` counts lines read as U+FFFD."""
     handle = sources.buffered(binary)
     sniffed = sources.sniff(handle)
     if sniffed.state != "text":
@@ -58,14 +59,22 @@ def text_lines(binary: Any, info: SourceInfo) -> Iterator[str]:
             (f"binary, {sniffed.reason}" if sniffed.state == "binary" else sniffed.reason)
         return
     try:
-        for line in sources.decoded_lines(handle):
-            if isinstance(line, sources.LinePiece):
-                continue
-            if "\ufffd" in line:
-                info.non_utf8_lines += 1
-            yield line
-    except (OSError, EOFError) as exc:
+        for block in sources.byte_blocks(handle):
+            try:
+                block.decode("utf-8")
+            except UnicodeDecodeError:
+                info.non_utf8_lines += sum(1 for line in block.split(b"\n") if not _utf8(line))
+            yield block
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
         info.problem = f"stopped reading: {exc}"
+
+
+def _utf8(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def readers_for(step_pattern: Any = None) -> tuple[LineReader, ...]:
@@ -91,8 +100,8 @@ def analyze_paths(paths: Sequence[str], *, step_pattern: LineReader | None = Non
         try:
             stats: dict[str, Any] = {}
             clock = Clock(year, tz=tz)
-            timeline.feed(read_events(text_lines(handle, info), name, clock=clock, readers=readers, stats=stats),
-                          name)
+            timeline.feed(read_event_blocks(text_blocks(handle, info), name, clock=clock, readers=readers,
+                                            stats=stats), name)
             _fill(info, stats)
         finally:
             if path != "-":

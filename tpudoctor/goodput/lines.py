@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
-from tpudoctor.logs import steps
+from tpudoctor.logs import prefilter, steps
 from tpudoctor.logs.clock import ASCTIME, Clock, asctime_seconds, duration_s, time_of_day_s
 from tpudoctor.logs.prefixes import clean, kubectl_worker
 
@@ -465,27 +465,89 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
     ``stats`` (a dict) is filled with ``lines``, ``timed_events``, ``first_t`` and ``last_t`` (the source's
     first and last timestamps, any line), ``by_worker`` (the same per labelled worker) and ``year_source``.
     """
-    clock = clock or Clock()
-    readers = tuple(readers)
-    keywords = tuple({k for r in readers for k in r.keywords})
-    any_keyword = re.compile("|".join(re.escape(k) for k in sorted(keywords, key=len, reverse=True))) \
-        if keywords and all(r.keywords for r in readers) else None
-    counters = _Counters()
-    state = stats if stats is not None else {}
-    state.setdefault("lines", 0)
-    state.setdefault("timed_events", 0)
-    by_worker: dict[str, list[float]] = state.setdefault("by_worker", {})
-    last_by_worker: dict[str, tuple[str, float | None]] = {}
-    first_t = last_t = None
-    last_stamped: collections.deque[str] = collections.deque(maxlen=LAST_STAMP_CANDIDATES)
-    last_given: float | None = None
-    tod_base: float | None = None
-    tod_last: float | None = None
-    line_no = 0
+    reader = EventReader(source, clock=clock, readers=readers, worker=worker, stats=stats)
     for raw in lines:
-        line_no += 1
+        event = reader.line(raw)
+        if event is not None:
+            yield event
+    reader.finish()
+
+
+def read_event_blocks(blocks: Iterable[bytes], source: str, *, clock: Clock | None = None,
+                      readers: Iterable[LineReader] = READERS, stats: dict | None = None) -> Iterator[Event]:
+    """The same events from blocks of whole lines as raw bytes (``tpudoctor.logs.sources.byte_blocks``): once the
+    source's first time is read, only the lines that hold a reader's keyword are decoded and read (one RE2 pass
+    over each block), so a long log of noise costs little more than reading it."""
+    reader = EventReader(source, clock=clock, readers=readers, stats=stats)
+    for block in blocks:
+        yield from reader.block(block)
+    reader.finish()
+
+
+_SLOW_PATH_MARKS = (b"\r", b"\x1b", b"[pod/")
+"""Bytes that need every line read (redrawn bars, colours that may split a keyword, worker prefixes)."""
+
+
+class EventReader:
+    """One source's lines in order -> events; keeps the clock, the counters and the source's first and last times."""
+
+    def __init__(self, source: str, *, clock: Clock | None = None, readers: Iterable[LineReader] = READERS,
+                 worker: str | None = None, stats: dict | None = None):
+        self.source = source
+        self.clock = clock or Clock()
+        self.readers = tuple(readers)
+        self.worker = worker
+        keywords = tuple({k for r in self.readers for k in r.keywords})
+        every_reader_has_keywords = bool(keywords) and all(r.keywords for r in self.readers)
+        self.any_keyword = re.compile("|".join(re.escape(k) for k in sorted(keywords, key=len, reverse=True))) \
+            if every_reader_has_keywords else None
+        self.prefilter = prefilter.Literals(keywords) if every_reader_has_keywords else None
+        self.counters = _Counters()
+        self.state = stats if stats is not None else {}
+        self.state.setdefault("lines", 0)
+        self.state.setdefault("timed_events", 0)
+        self.by_worker: dict[str, list[float]] = self.state.setdefault("by_worker", {})
+        self.last_by_worker: dict[str, tuple[str, float | None]] = {}
+        self.first_t: float | None = None
+        self.last_t: float | None = None
+        self.last_stamped: collections.deque[str] = collections.deque(maxlen=LAST_STAMP_CANDIDATES)
+        self.last_given: float | None = None
+        self.tod_base: float | None = None
+        self.tod_last: float | None = None
+        self.line_no = 0
+
+    # ------------------------------------------------------------------ blocks
+    def block(self, data: bytes) -> Iterator[Event]:
+        if self.prefilter is None or self.first_t is None or any(mark in data for mark in _SLOW_PATH_MARKS):
+            text = data.decode("utf-8", errors="replace")
+            for line in _NEWLINE.split(text[:-1] if text.endswith("\n") else text) if text else ():
+                event = self.line(line)
+                if event is not None:
+                    yield event
+            return
+        base, at = self.line_no, 0
+        for start, end in self.prefilter.line_spans(data):
+            base += data.count(b"\n", at, start)
+            at = start
+            self.line_no = base  # line() adds the line itself
+            event = self.line(data[start:end].decode("utf-8", errors="replace"), prefiltered=True)
+            if event is not None:
+                yield event
+        self.line_no = base + data.count(b"\n", at)
+        if data and not data.endswith(b"\n"):
+            self.line_no += 1
+        for tail in data.rstrip(b"\n").rsplit(b"\n", LAST_STAMP_CANDIDATES)[-LAST_STAMP_CANDIDATES:]:
+            if tail[:1] in _STAMP_START_BYTES:
+                self.last_stamped.append(tail.decode("utf-8", errors="replace"))
+
+    # ------------------------------------------------------------------- lines
+    def line(self, raw: str | tuple[str, float | None, str | None], *, prefiltered: bool = False) -> Event | None:
+        """The event of one line, or None; ``prefiltered``: the line is known to hold a reader's keyword."""
+        self.line_no += 1
+        line_no = self.line_no
+        clock, state, by_worker = self.clock, self.state, self.by_worker
         given_t = None
-        line_worker = worker
+        line_worker = self.worker
         if isinstance(raw, tuple):  # (text, time, worker) from a source that stamps entries (Cloud Logging)
             raw, given_t, line_worker = raw
         line = clean(raw)
@@ -497,98 +559,112 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
         stampable = line[:1] in STAMP_STARTS
         t = None
         if stampable:
-            last_stamped.append(line)
+            self.last_stamped.append(line)
             if line_worker is not None:
-                last_by_worker[line_worker] = (line, given_t)
-            if first_t is None or (line_worker is not None and line_worker not in by_worker):
+                self.last_by_worker[line_worker] = (line, given_t)
+            if self.first_t is None or (line_worker is not None and line_worker not in by_worker):
                 t = _read_time(clock, line, given_t)
                 if t is not None:
-                    first_t = t if first_t is None else first_t
+                    self.first_t = t if self.first_t is None else self.first_t
                     if line_worker is not None:
                         by_worker.setdefault(line_worker, [t, t])
         elif given_t is not None:
-            last_given = given_t
-            if first_t is None:
-                first_t = t = _read_time(clock, line, given_t)
+            self.last_given = given_t
+            if self.first_t is None:
+                self.first_t = t = _read_time(clock, line, given_t)
             if line_worker is not None:
-                last_by_worker[line_worker] = (line, given_t)
+                self.last_by_worker[line_worker] = (line, given_t)
                 by_worker.setdefault(line_worker, [given_t, given_t])
-        if any_keyword is not None and not any_keyword.search(line):
-            continue
-        for reader in readers:
+        if not prefiltered and self.any_keyword is not None and not self.any_keyword.search(line):
+            return None
+        for reader in self.readers:
             if reader.keywords and not any(k in line for k in reader.keywords):
                 continue
             hit = reader.first_hit(line)
-            if hit is not None:
-                pattern, m = hit
-                if t is None and (stampable or given_t is not None):
-                    t = _read_time(clock, line, given_t)
-                if t is not None:
-                    state["timed_events"] += 1
-                groups = m.groupdict()
-                event = Event(pattern.kind, t, worker=line_worker, framework=reader.framework, source=source,
-                              line_no=line_no, text=line[:MAX_TEXT_CHARS], mode=pattern.mode or groups.get("mode"))
-                event.step = _int(groups.get("step"))
-                if event.step is None and groups.get("path"):
-                    n = TRAILING_NUMBER.search(groups["path"].rstrip("`'\"./"))
-                    event.step = int(n.group(1)) if n else None
-                if groups.get("approx_step"):
-                    event.step, event.approx = steps.approx_int(groups["approx_step"]), True
-                if groups.get("seconds"):
-                    event.seconds = float(groups["seconds"])
-                elif groups.get("dur"):
-                    event.seconds = duration_s(groups["dur"])
-                if groups.get("code") is not None:
-                    event.code = int(groups["code"])
-                if groups.get("date"):
-                    d = ASCTIME.search(groups["date"])
-                    if d:
-                        event.t = asctime_seconds(d)
-                        if event.t is not None:
-                            clock.anchor(event.t)
-                            if first_t is None:
-                                first_t = event.t
-                            last_t = event.t if last_t is None else max(last_t, event.t)
-                if groups.get("asctime") and event.t is None:
-                    d = ASCTIME.search(groups["asctime"])
-                    event.t = asctime_seconds(d) if d else None
-                if groups.get("tod") and event.t is None:
-                    tod = time_of_day_s(groups["tod"])
-                    if tod is not None:
-                        if tod_base is None:
-                            base = last_t if last_t is not None else first_t
-                            tod_base = (base // 86400 * 86400) if base is not None else 0.0
-                        elif tod_last is not None and tod < tod_last - 43200:  # past midnight
-                            tod_base += 86400
-                        tod_last = tod
-                        event.t = tod_base + tod
-                        if first_t is None:  # no date anywhere: a time of day times steps, not the job
-                            state["time_of_day_only"] = True
-                        last_t = event.t if last_t is None else max(last_t, event.t)
-                if groups.get("epoch"):
-                    counters.keras_epoch = int(groups["epoch"])
-                if groups.get("epoch_batch"):  # Keras: a batch within an unfinished epoch
-                    event.step = (counters.keras_epoch - 1) * int(groups["epoch_total"]) + int(groups["epoch_batch"])
-                elif groups.get("epoch_steps"):  # Keras: an epoch's last line
-                    event.seconds = duration_s(groups["dur"]) if groups.get("dur") else None
-                    event.step = counters.keras_epoch * int(groups["epoch_steps"])
-                elif reader.framework == "hf-trainer" and pattern.kind is Kind.STEP:
-                    counters.hf_logs += 1
-                    event.step, event.approx, event.mode = counters.hf_logs, True, "logging-interval"
-                yield event
+            if hit is None:
+                continue
+            pattern, m = hit
+            if t is None and (stampable or given_t is not None):
+                t = _read_time(clock, line, given_t)
+            if t is not None:
+                state["timed_events"] += 1
+            return self._event(reader, pattern, m, line, line_no, line_worker, t)
+        return None
+
+    def _event(self, reader: LineReader, pattern: Pattern, m: re.Match, line: str, line_no: int,
+               line_worker: str | None, t: float | None) -> Event:
+        clock, counters = self.clock, self.counters
+        groups = m.groupdict()
+        event = Event(pattern.kind, t, worker=line_worker, framework=reader.framework, source=self.source,
+                      line_no=line_no, text=line[:MAX_TEXT_CHARS], mode=pattern.mode or groups.get("mode"))
+        event.step = _int(groups.get("step"))
+        if event.step is None and groups.get("path"):
+            n = TRAILING_NUMBER.search(groups["path"].rstrip("`'\"./"))
+            event.step = int(n.group(1)) if n else None
+        if groups.get("approx_step"):
+            event.step, event.approx = steps.approx_int(groups["approx_step"]), True
+        if groups.get("seconds"):
+            event.seconds = float(groups["seconds"])
+        elif groups.get("dur"):
+            event.seconds = duration_s(groups["dur"])
+        if groups.get("code") is not None:
+            event.code = int(groups["code"])
+        if groups.get("date"):
+            d = ASCTIME.search(groups["date"])
+            if d:
+                event.t = asctime_seconds(d, clock.tz)
+                if event.t is not None:
+                    clock.anchor(event.t)
+                    if self.first_t is None:
+                        self.first_t = event.t
+                    self.last_t = event.t if self.last_t is None else max(self.last_t, event.t)
+        if groups.get("asctime") and event.t is None:
+            d = ASCTIME.search(groups["asctime"])
+            event.t = asctime_seconds(d, clock.tz) if d else None
+        if groups.get("tod") and event.t is None:
+            tod = time_of_day_s(groups["tod"])
+            if tod is not None:
+                if self.tod_base is None:
+                    base = self.last_t if self.last_t is not None else self.first_t
+                    self.tod_base = (base // 86400 * 86400) if base is not None else 0.0
+                elif self.tod_last is not None and tod < self.tod_last - 43200:  # past midnight
+                    self.tod_base += 86400
+                self.tod_last = tod
+                event.t = self.tod_base + tod
+                if self.first_t is None:  # no date anywhere: a time of day times steps, not the job
+                    self.state["time_of_day_only"] = True
+                self.last_t = event.t if self.last_t is None else max(self.last_t, event.t)
+        if groups.get("epoch"):
+            counters.keras_epoch = int(groups["epoch"])
+        if groups.get("epoch_batch"):  # Keras: a batch within an unfinished epoch
+            event.step = (counters.keras_epoch - 1) * int(groups["epoch_total"]) + int(groups["epoch_batch"])
+        elif groups.get("epoch_steps"):  # Keras: an epoch's last line
+            event.seconds = duration_s(groups["dur"]) if groups.get("dur") else None
+            event.step = counters.keras_epoch * int(groups["epoch_steps"])
+        elif reader.framework == "hf-trainer" and pattern.kind is Kind.STEP:
+            counters.hf_logs += 1
+            event.step, event.approx, event.mode = counters.hf_logs, True, "logging-interval"
+        return event
+
+    # ------------------------------------------------------------------ finish
+    def finish(self) -> None:
+        clock, state = self.clock, self.state
+        end_t = None
+        for candidate in reversed(self.last_stamped):  # a line may start like a stamp and hold none ("Finished")
+            end_t = _read_time(clock, candidate, None)
+            if end_t is not None:
                 break
-    end_t = None
-    for candidate in reversed(last_stamped):  # a line may start like a stamp and hold none ("Finished ...")
-        end_t = _read_time(clock, candidate, None)
-        if end_t is not None:
-            break
-    end_t = max(x for x in (end_t, last_t, last_given) if x is not None) \
-        if any(x is not None for x in (end_t, last_t, last_given)) else None
-    for worker, (line, given) in last_by_worker.items():
-        wt = _read_time(clock, line, given)
-        if wt is not None and worker in by_worker:
-            by_worker[worker][1] = max(by_worker[worker][1], wt)
-    state["lines"] += line_no
-    state["first_t"] = first_t if state.get("first_t") is None else state["first_t"]
-    state["last_t"] = end_t if end_t is not None else state.get("last_t")
-    state["year_source"] = clock.year_source
+        known = [x for x in (end_t, self.last_t, self.last_given) if x is not None]
+        end_t = max(known) if known else None
+        for worker, (line, given) in self.last_by_worker.items():
+            wt = _read_time(clock, line, given)
+            if wt is not None and worker in self.by_worker:
+                self.by_worker[worker][1] = max(self.by_worker[worker][1], wt)
+        state["lines"] += self.line_no
+        state["first_t"] = self.first_t if state.get("first_t") is None else state["first_t"]
+        state["last_t"] = end_t if end_t is not None else state.get("last_t")
+        state["year_source"] = clock.year_source
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")  # as universal newlines read them
+_STAMP_START_BYTES = frozenset(bytes([c]) for c in b"IWEF[0123456789")

@@ -105,6 +105,45 @@ def decoded_lines(stream: io.BufferedReader) -> Iterator[str]:
         text.detach()
 
 
+BLOCK_BYTES = 1 << 20
+
+
+def byte_blocks(stream: io.BufferedReader, *, block_bytes: int = BLOCK_BYTES,
+                max_line_bytes: int = MAX_LINE_CHARS) -> Iterator[bytes]:
+    """The bytes of a stream as blocks of whole lines (the last may lack its newline). A line longer than
+    ``max_line_bytes`` keeps only its first ``max_line_bytes`` (readers that need all of an overlong line read
+    ``bounded_lines``), so memory stays bounded by the block size."""
+    carry = b""
+    skipping = False  # inside the rest of an overlong line
+    while True:
+        chunk = stream.read(block_bytes)
+        if not chunk:
+            break
+        if skipping:
+            cut = chunk.find(b"\n")
+            if cut < 0:
+                continue
+            chunk, skipping = chunk[cut + 1:], False
+        data = carry + chunk if carry else chunk
+        last = data.rfind(b"\n")
+        if last < 0:
+            if len(data) > max_line_bytes:
+                yield data[:max_line_bytes] + b"\n"
+                carry, skipping = b"", True
+            else:
+                carry = data
+            continue
+        carry = data[last + 1:]
+        if len(carry) > max_line_bytes:
+            carry, skipping = carry[:max_line_bytes], True
+            yield data[:last + 1] + carry + b"\n"
+            carry = b""
+            continue
+        yield data[:last + 1]
+    if carry:
+        yield carry
+
+
 def open_binary(path: str) -> BinaryIO:
     """A binary handle on ``path`` (``-``: standard input), gunzipped when it ends in ``.gz``; ``InputError``
     with the reason when it cannot be opened."""
