@@ -57,9 +57,9 @@ SCAN = """
 import json, resource, sys, time
 from tpudoctor.logdiag import Diagnoser
 t0 = time.perf_counter()
+from tpudoctor.logdiag.reading import feed_path
 d = Diagnoser()
-with open(sys.argv[1], encoding="utf-8", errors="replace") as fh:
-    d.feed_lines(fh, sys.argv[1])
+feed_path(d, sys.argv[1])  # what check --log-file reads a file with
 found = d.diagnoses()
 print(json.dumps({
     "wall_s": time.perf_counter() - t0,

@@ -194,3 +194,33 @@ def test_byte_blocks_keep_whole_lines_and_cut_an_overlong_one():
     blocks = list(byte_blocks(io.BufferedReader(io.BytesIO(data)), block_bytes=7, max_line_bytes=10))
     assert b"".join(blocks).split(b"\n") == [b"a", b"x" * 10, b"b", b"c"]
     assert all(block.endswith(b"\n") for block in blocks[:-1])
+
+
+LOG_ROOT = Path(__file__).parent / "data" / "logs"
+
+
+@pytest.mark.parametrize("block_bytes", [256, 4096, 1 << 20])
+def test_log_diagnosis_skipping_cold_blocks_finds_what_reading_every_line_finds(block_bytes):
+    """Every real log the project holds (corpus, held-out sets, training logs, signature logs), read as the
+    command reads a file (blocks of raw bytes, cold ones skipped unread) and line by line: the same findings, in
+    the same order, at the same lines, with the same counts, and the same number of lines."""
+    import io
+
+    from tpudoctor.logdiag import Diagnoser
+    from tpudoctor.logs.sources import blocks_then_lines
+
+    def summary(d):
+        return [(f.id, f.status, f.evidence.get("first_line_no"), f.evidence.get("count"), f.message)
+                for f in d.diagnoses()]
+
+    paths = sorted(LOG_ROOT.rglob("*.log"))
+    assert len(paths) > 300
+    for path in paths:
+        data = path.read_bytes()
+        by_line = Diagnoser()
+        by_line.feed_lines(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace"), path.name)
+        by_block = Diagnoser()
+        by_block.feed_blocks(blocks_then_lines(io.BufferedReader(io.BytesIO(data)), block_bytes=block_bytes),
+                             path.name)
+        assert summary(by_block) == summary(by_line), path.name
+        assert by_block.lines_scanned == by_line.lines_scanned, path.name

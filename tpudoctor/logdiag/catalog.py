@@ -174,6 +174,15 @@ class Catalog:
         object.__setattr__(self, "_unfiltered", tuple(unfiltered))
 
     @property
+    def exact_keywords(self) -> tuple[str, ...]:
+        """The case-sensitive literals without which no signature can match (the prefilter's)."""
+        return self._keywords  # type: ignore[attr-defined]
+
+    @property
+    def folded_keywords(self) -> tuple[str, ...]:
+        return self._folded_keywords  # type: ignore[attr-defined]
+
+    @property
     def has_folded_keywords(self) -> bool:
         return bool(self._folded_keywords)  # type: ignore[attr-defined]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import io
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,11 @@ from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Severit
 from tpudoctor.logdiag import errorlevel
 from tpudoctor.logdiag.catalog import DIAGNOSIS_FACTS, Catalog, Signature, load_catalog
 from tpudoctor.logdiag.errorlevel import ErrorMark
-from tpudoctor.logdiag.events import LogEvent, group_events
+from tpudoctor.logdiag.events import MAX_MESSAGE_LINES, Gap, LogEvent, group_events
 from tpudoctor.logdiag.parsers import PARSERS
+from tpudoctor.logs import prefilter
 from tpudoctor.logs.clock import sort_key
-from tpudoctor.logs.sources import LinePiece
+from tpudoctor.logs.sources import LinePiece, count_lines
 
 EXCERPT_LINES = 8
 BATCH_LINES = 4096
@@ -124,6 +126,7 @@ class Diagnoser:
         self._context: dict[str, Any] = {}  # latest value of each catalog context (bounded: one per name)
         self._sequence = 0
         self._recorded = 0
+        self._prefilter: prefilter.Literals | None = None
         self.events_scanned = 0
         self.lines_scanned = 0
 
@@ -193,6 +196,76 @@ class Diagnoser:
                     self._record(self._fallback, event, text, offset, source, scope, mark)
                     return
                 offset += len(line) + 1
+
+    def feed_blocks(self, items: Iterable[bytes | str], source: str, *, scope: Scope | None = None) -> None:
+        """A file or stream read as blocks of whole lines in raw bytes (``sources.blocks_then_lines``): a block in
+        which one RE2 pass finds no trigger of any signature or error-level form is skipped unread (its lines
+        only counted), so a long healthy log costs little more than reading it; a block that holds one is
+        decoded and grouped into events as ``feed_lines`` does, with the lines after it that may still belong
+        to its last event. Text lines (after an overlong line) are read one by one."""
+        hot: collections.deque[tuple[int, float]] = collections.deque()
+        prefilter = self._block_prefilter()
+
+        def lines() -> Iterator[str | Gap]:
+            line_no = 0
+            margin = 0  # lines of a cold block that may still belong to the last event of a hot one
+            held = b""  # the last lines of the cold stretch before: the start of a record a hot block continues
+            held_lines = 0
+            for item in items:
+                if isinstance(item, str):  # the line reader took over (an overlong line): read everything
+                    if held:
+                        yield from _split_lines(held)
+                        held, held_lines = b"", 0
+                    if not hot or hot[-1][1] != float("inf"):
+                        hot.append((line_no + 1 - held_lines, float("inf")))
+                    if not isinstance(item, LinePiece):
+                        line_no += 1
+                    yield item
+                    continue
+                n = count_lines(item)
+                if prefilter.search(item) >= 0 or item.startswith(errorlevel.LINE_START_TRIGGERS):
+                    if held:
+                        yield from _split_lines(held)
+                        held, held_lines = b"", 0
+                    hot.append((line_no + 1, line_no + n))
+                    yield from _split_lines(item)
+                    line_no += n
+                    margin = MAX_MESSAGE_LINES
+                    continue
+                kept = 0
+                if margin:
+                    head = _split_lines(item)[:margin]
+                    kept = len(head)
+                    yield from head
+                    margin -= kept
+                    if kept == n:
+                        line_no += n
+                        continue
+                    item = b"\n".join(item.split(b"\n", kept)[kept:]) if kept else item
+                # hold the cold stretch's last lines back; what falls out of the look-behind is skipped unread
+                stretch = held + item
+                cut = _tail_start(stretch, LOOK_BEHIND_LINES)
+                skipped = count_lines(stretch[:cut]) if cut else 0
+                held, held_lines = stretch[cut:], held_lines + (n - kept) - skipped
+                if skipped:
+                    self.lines_scanned += skipped
+                    yield Gap(skipped)
+                line_no += n
+            if held:
+                self.lines_scanned += held_lines
+                yield Gap(held_lines)
+
+        for event in group_events(lines()):
+            while hot and hot[0][1] < event.first_line_no:
+                hot.popleft()
+            self._scan(event, source, bool(hot) and hot[0][0] <= event.last_line_no, scope)
+
+    def _block_prefilter(self) -> prefilter.Literals:
+        if self._prefilter is None:
+            self._prefilter = prefilter.Literals(
+                (*self.catalog.exact_keywords, *errorlevel.TRIGGERS, *errorlevel.LEVEL_TRIGGERS),
+                self.catalog.folded_keywords)
+        return self._prefilter
 
     def _scan(self, event: LogEvent, source: str, hot: bool, scope: Scope | None = None) -> None:
         """``hot``: the batch around the event may hold a match (a cheap test already made)."""
@@ -325,6 +398,29 @@ class Diagnoser:
         ranked = sorted(found, key=lambda a: (not a.signature.fatal, minor(a),
                                               keys[id(a)] if by_time else "", a.order))
         return [a.finding() for a in ranked]
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")  # as universal newlines read them
+LOOK_BEHIND_LINES = MAX_MESSAGE_LINES + 1
+"""Cold lines kept before a hot block: a record that starts there and goes on into the block is read whole."""
+
+
+def _tail_start(data: bytes, lines: int) -> int:
+    """The offset where the last ``lines`` lines of ``data`` (whole lines, newline-ended) begin."""
+    at = len(data) - 1 if data.endswith(b"\n") else len(data)
+    for _ in range(lines):
+        at = data.rfind(b"\n", 0, at)
+        if at < 0:
+            return 0
+    return at + 1
+
+
+def _split_lines(block: bytes) -> list[str]:
+    text = block.decode("utf-8", errors="replace")
+    if not text:
+        return []
+    parts = _NEWLINE.split(text)
+    return parts[:-1] if parts[-1] == "" else parts
 
 
 class _Placeholders(dict):

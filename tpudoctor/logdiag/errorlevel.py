@@ -162,6 +162,12 @@ class BenignLine:
     source: str
 
 
+TRIGGERS = _TRIGGERS
+LEVEL_TRIGGERS = _LEVEL_TRIGGERS
+LINE_START_TRIGGERS = (b"E0", b"E1", b"F0", b"F1", b"E ", b"F ")
+"""An error-level glog/TensorFlow line at the very start of a text (the level triggers look after a newline)."""
+
+
 def may_hold(text: str) -> bool:
     """Cheap pre-filter: could any line of ``text`` be error-level?"""
     return (any(t in text for t in _TRIGGERS) or any(t in text for t in _LEVEL_TRIGGERS)

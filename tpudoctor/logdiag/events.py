@@ -122,16 +122,27 @@ class _Builder:
         return LogEvent(lines, self.first, self.last, None, self.dropped, line_numbers=numbers)
 
 
-def _pieces(lines: Iterable[str]) -> Iterator[str]:
+class Gap:
+    """Lines a prefilter proved hold nothing to diagnose, skipped unread: they end the event before them."""
+
+    __slots__ = ("lines",)
+
+    def __init__(self, lines: int):
+        self.lines = lines
+
+
+def _pieces(lines: Iterable[str | Gap]) -> Iterator[str | Gap]:
     """Lines held in memory that are overlong, split into windows as ``bounded_lines`` reads them."""
     for raw in lines:
-        if len(raw) > MAX_LINE_CHARS + 2 and not isinstance(raw, LinePiece):
+        if isinstance(raw, Gap):
+            yield raw
+        elif len(raw) > MAX_LINE_CHARS + 2 and not isinstance(raw, LinePiece):
             yield from windows(raw.rstrip("\r\n"))
         else:
             yield raw
 
 
-def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEvent]:
+def group_events(lines: Iterable[str | Gap], first_line_no: int = 1) -> Iterator[LogEvent]:
     """Yield events from raw lines (with or without trailing newlines), in order.
 
     A bare exception line or error status outside a traceback (``...UnavailableError: ...``,
@@ -142,6 +153,12 @@ def group_events(lines: Iterable[str], first_line_no: int = 1) -> Iterator[LogEv
     is_traceback = False  # the current event is a traceback
     line_no = first_line_no - 1
     for raw in _pieces(lines):
+        if isinstance(raw, Gap):
+            if current is not None:
+                yield current.finish()
+                current, is_traceback = None, False
+            line_no += raw.lines
+            continue
         if isinstance(raw, LinePiece):  # a window of the line before: same line number
             piece = raw.rstrip("\r\n")
             if current is not None and len(current.head) < MAX_HEAD_LINES:

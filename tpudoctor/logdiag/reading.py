@@ -42,7 +42,7 @@ def feed_stream(diagnoser: Any, stream: BinaryIO, source: str, *, scope: Scope |
     if sniffed.state != "text":
         return SourceRead(source, 0, sniffed.state, sniffed.reason)
     before = diagnoser.lines_scanned
-    diagnoser.feed_lines(sources.decoded_lines(handle), source, scope=scope)
+    diagnoser.feed_blocks(sources.blocks_then_lines(handle), source, scope=scope)
     return SourceRead(source, diagnoser.lines_scanned - before, "text")
 
 

@@ -144,6 +144,58 @@ def byte_blocks(stream: io.BufferedReader, *, block_bytes: int = BLOCK_BYTES,
         yield carry
 
 
+class _Chained(io.RawIOBase):
+    """Bytes already read, then the rest of a stream: hands a stream over to a line reader mid-way."""
+
+    def __init__(self, head: bytes, rest: io.BufferedReader):
+        self._head, self._rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n], self._head = self._head[:n], self._head[n:]
+            return n
+        data = self._rest.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def blocks_then_lines(stream: io.BufferedReader, *, block_bytes: int = BLOCK_BYTES,
+                      max_line_bytes: int = MAX_LINE_CHARS) -> Iterator[bytes | str]:
+    """Blocks of whole lines as bytes while the lines are short; from the first line longer than
+    ``max_line_bytes`` on, bounded text lines (``bounded_lines``: an overlong line in overlapping windows)."""
+    carry = b""
+    while True:
+        chunk = stream.read(block_bytes)
+        if not chunk:
+            break
+        data = carry + chunk if carry else chunk
+        last = data.rfind(b"\n")
+        if len(data) - last - 1 > max_line_bytes:  # an overlong line: read the rest line by line, in windows
+            if last >= 0:
+                yield data[:last + 1]
+            yield from decoded_lines(io.BufferedReader(_Chained(data[last + 1:], stream)))
+            return
+        carry = data[last + 1:]
+        if last >= 0:
+            yield data[:last + 1]
+    if carry:
+        yield carry
+
+
+def count_lines(block: bytes) -> int:
+    """Lines in a block as universal newlines count them (a bare carriage return ends a line too)."""
+    n = block.count(b"\n")
+    if b"\r" in block:
+        n += block.count(b"\r") - block.count(b"\r\n")
+    if block and not block.endswith((b"\n", b"\r")):
+        n += 1
+    return n
+
+
 def open_binary(path: str) -> BinaryIO:
     """A binary handle on ``path`` (``-``: standard input), gunzipped when it ends in ``.gz``; ``InputError``
     with the reason when it cannot be opened."""
