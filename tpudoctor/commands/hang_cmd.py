@@ -94,6 +94,10 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     interval_s = config.parse_duration_s(args.interval)
     if config.parse_duration_s(args.dump_timeout) <= 0:
         raise UsageError("--dump-timeout must be positive")
+    bad_pids = [pid for pid in args.pid or () if pid <= 0]
+    if bad_pids:
+        raise UsageError(f"--pid {bad_pids[0]}: not a valid process id (a process id is a whole number from 1 up)",
+                         hint="list the job's processes with: ps -ef | grep python")
     if args.replay and args.pid:
         raise UsageError("--replay reads a saved capture; --pid names live processes: give one of them")
     if args.stacks and (args.replay or args.pid or args.merge or wants_fanout(args)):

@@ -101,8 +101,10 @@ def _redo_from(runs: list[Run]) -> list[int | None]:
     return list(reversed(out))
 
 
-def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | None) -> dict[str, Any]:
-    """The ``goodput`` section (data only) from the lead worker's timeline."""
+def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | None,
+            clock_jumps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The ``goodput`` section (data only) from the lead worker's timeline. ``clock_jumps``: where the lead source's
+    clock went back, in line order (the reader's); without them, the jumps seen between step lines."""
     stream = timeline.primary()
     nulls: dict[str, str] = {}
     if stream is None or not stream.runs:
@@ -112,7 +114,7 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
     median, mad = stats["median_s"], stats["mad_s"]
     figures = Figures()
     outliers: list[dict[str, Any]] = []
-    jumps = [j for run in runs for j in run.clock_jumps]
+    jumps = clock_jumps if clock_jumps else [j for run in runs for j in run.clock_jumps]
     timed = wall_start is not None and wall_end is not None and \
         wall_end - wall_start - sum(j["jump_s"] for j in jumps) > 0
     if timed:
@@ -171,10 +173,14 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
     span = sum((run.last_step_t - run.first_step_t) for run in runs
                if run.last_step_t is not None and run.first_step_t is not None)
     if jumps:
-        figures.notes.append(f"the clock jumped back {len(jumps)} time(s) (first at {jumps[0]['at']}, "
-                             f"{jumps[0]['jump_s']} s): wall time adds the jumps back; the step interval across "
-                             "a jump is not timed")
-    if not timed:
+        figures.notes.append(f"the clock went back {len(jumps)} time(s) (first at {jumps[0]['at']}, by "
+                             f"{-jumps[0]['jump_s']:g} s): the wall time is the sum of the segments between the "
+                             "jumps; the step interval across a jump is not timed")
+    if not timed and wall_start is not None and wall_end is not None:
+        nulls["wall_s"] = (f"the log's last time ({_iso(wall_end)}) is not after its first ({_iso(wall_start)}) and "
+                           "no backward step of the clock in between explains it, so the wall time is unknown")
+        nulls["ettr"] = nulls["productive_s"] = "needs the wall time: " + nulls["wall_s"].split(", so")[0]
+    elif not timed:
         nulls["wall_s"] = ("the log's lines carry no timestamps, so the wall time is unknown (step lines' own "
                            "durations such as MaxText's `seconds:` are the time since the previous step line: "
                            "their sum is not wall time); give a log with glog/absl or ISO time prefixes, or "
@@ -417,6 +423,12 @@ def _empty(reason: str, timeline: Timeline) -> dict[str, Any]:
             "badput": {b: {"seconds": None, "percent": None, "reason": reason} for b in BUCKETS},
             "nulls": nulls, "notes": [], "runs": [], "reported_step_seconds_sum": None, "step_span_s": None,
             "clock_jumps": [], "failures": []}
+
+
+def _iso(t: float) -> str:
+    import datetime as _dt
+
+    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def _r(x: float | None, nd: int = 3) -> float | None:

@@ -39,6 +39,8 @@ class SourceInfo:
     last_t: float | None = None
     timed_events: int = 0
     year_source: str | None = None
+    clock_jumps: list = dataclasses.field(default_factory=list)
+    """Where its clock went back (line order), each with by how much."""
     time_of_day_only: bool = False
     """Its only times were a step line's time-of-day column (no date): step intervals, not a clock."""
     by_worker: dict = dataclasses.field(default_factory=dict)
@@ -46,7 +48,8 @@ class SourceInfo:
 
     def to_dict(self) -> dict:
         return {"source": self.name, "lines": self.lines, "timed_events": self.timed_events,
-                "non_utf8_lines": self.non_utf8_lines, "problem": self.problem, "year_from": self.year_source}
+                "non_utf8_lines": self.non_utf8_lines, "problem": self.problem, "year_from": self.year_source,
+                "clock_jumps": len(self.clock_jumps)}
 
 
 def text_blocks(binary: Any, info: SourceInfo) -> Iterator[bytes]:
@@ -136,6 +139,7 @@ def _fill(info: SourceInfo, stats: dict[str, Any]) -> None:
     info.first_t, info.last_t = stats.get("first_t"), stats.get("last_t")
     info.year_source = stats.get("year_source")
     info.time_of_day_only = bool(stats.get("time_of_day_only"))
+    info.clock_jumps = list(stats.get("clock_jumps") or [])
     info.by_worker = stats.get("by_worker") or {}
 
 
@@ -168,7 +172,9 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
         time_of_day_only = any(i.time_of_day_only for i in infos if i.name == primary.source)
         if wall_start is None and primary.first_t is not None and not time_of_day_only:  # dates in events (XPK)
             wall_start, wall_end = primary.first_t, primary.last_t
-    figures = account(timeline, wall_start=wall_start, wall_end=wall_end)
+    lead = next((i for i in infos if primary is not None and i.name == primary.source), None)
+    figures = account(timeline, wall_start=wall_start, wall_end=wall_end,
+                      clock_jumps=lead.clock_jumps if lead is not None and primary.worker is None else None)
     if primary is not None and wall_start is None and any(i.time_of_day_only for i in infos):
         reason = ("the step lines carry a time of day only (torch_xla's Time=), no date and no line timestamps: they "
                   "time the steps, not the job (its start and end are on no line), so the wall time is unknown")

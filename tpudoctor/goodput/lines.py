@@ -29,6 +29,11 @@ from tpudoctor.logs.prefixes import clean, kubectl_worker
 
 MAX_TEXT_CHARS = 300
 LAST_STAMP_CANDIDATES = 64
+CLOCK_JUMP_S = 1.0
+"""A line this much earlier than the latest before it: the clock went back."""
+MAX_CLOCK_JUMPS = 20
+PROBE_BYTES = 4096
+PROBE_LINES = 8
 """The last lines that start like a timestamp, tried newest first for the source's end time."""
 TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
 
@@ -510,20 +515,26 @@ class EventReader:
         self.last_by_worker: dict[str, tuple[str, float | None]] = {}
         self.first_t: float | None = None
         self.last_t: float | None = None
-        self.last_stamped: collections.deque[str] = collections.deque(maxlen=LAST_STAMP_CANDIDATES)
+        self.last_stamped: collections.deque[tuple[int, str]] = collections.deque(maxlen=LAST_STAMP_CANDIDATES)
         self.last_given: float | None = None
         self.tod_base: float | None = None
         self.tod_last: float | None = None
         self.line_no = 0
+        self.latest: float | None = None
+        """The latest time read so far in this clock segment (a backward jump starts a new segment)."""
+        self.jumps: list[dict] = []
+        self.jump_count = 0
+        self.observe_every_line = False
 
     # ------------------------------------------------------------------ blocks
     def block(self, data: bytes) -> Iterator[Event]:
-        if self.prefilter is None or self.first_t is None or any(mark in data for mark in _SLOW_PATH_MARKS):
-            text = data.decode("utf-8", errors="replace")
-            for line in _NEWLINE.split(text[:-1] if text.endswith("\n") else text) if text else ():
-                event = self.line(line)
-                if event is not None:
-                    yield event
+        back = self._clock_goes_back_in(data)
+        if back or self.prefilter is None or self.first_t is None or any(m in data for m in _SLOW_PATH_MARKS):
+            self.observe_every_line = back  # where the clock went back, exactly: every stamped line is read
+            try:
+                yield from self._every_line(data)
+            finally:
+                self.observe_every_line = False
             return
         base, at = self.line_no, 0
         for start, end in self.prefilter.line_spans(data):
@@ -536,9 +547,47 @@ class EventReader:
         self.line_no = base + data.count(b"\n", at)
         if data and not data.endswith(b"\n"):
             self.line_no += 1
-        for tail in data.rstrip(b"\n").rsplit(b"\n", LAST_STAMP_CANDIDATES)[-LAST_STAMP_CANDIDATES:]:
-            if tail[:1] in _STAMP_START_BYTES:
-                self.last_stamped.append(tail.decode("utf-8", errors="replace"))
+        tails = data.rstrip(b"\n").rsplit(b"\n", LAST_STAMP_CANDIDATES)[-LAST_STAMP_CANDIDATES:]
+        last_no = self.line_no - len(tails) + 1
+        self.last_stamped.extend((last_no + i, tail.decode("utf-8", errors="replace"))
+                                 for i, tail in enumerate(tails) if tail[:1] in _STAMP_START_BYTES)
+
+    def _every_line(self, data: bytes) -> Iterator[Event]:
+        text = data.decode("utf-8", errors="replace")
+        for line in _NEWLINE.split(text[:-1] if text.endswith("\n") else text) if text else ():
+            event = self.line(line)
+            if event is not None:
+                yield event
+
+    def _clock_goes_back_in(self, data: bytes) -> bool:
+        """Whether the block's first or last stamped line is earlier than the time before it (cheap: two reads)."""
+        first = last = None
+        clock = self.clock.copy()  # a probe out of line order must not move the source's year
+        for raw in data[:PROBE_BYTES].split(b"\n")[:PROBE_LINES]:
+            if raw[:1] in _STAMP_START_BYTES:
+                first = _read_time(clock, raw.decode("utf-8", errors="replace"), None)
+                if first is not None:
+                    break
+        for raw in reversed(data[-PROBE_BYTES:].split(b"\n")[-PROBE_LINES:]):
+            if raw[:1] in _STAMP_START_BYTES:
+                last = _read_time(clock, raw.decode("utf-8", errors="replace"), None)
+                if last is not None:
+                    break
+        before = self.latest
+        return (first is not None and before is not None and first < before - CLOCK_JUMP_S) or \
+            (first is not None and last is not None and last < first - CLOCK_JUMP_S)
+
+    def _observe(self, t: float, line_no: int) -> None:
+        """Times in the order their lines stand: one earlier than the latest by more than CLOCK_JUMP_S is a clock
+        that went back (a clock step, two files' lines concatenated); a new segment starts there."""
+        if self.latest is not None and t < self.latest - CLOCK_JUMP_S:
+            self.jump_count += 1
+            if len(self.jumps) < MAX_CLOCK_JUMPS:
+                self.jumps.append({"at": f"{self.source}:{line_no}", "jump_s": round(t - self.latest, 3),
+                                   "from": _iso(self.latest), "to": _iso(t), "step": None})
+            self.latest = t
+        elif self.latest is None or t > self.latest:
+            self.latest = t
 
     # ------------------------------------------------------------------- lines
     def line(self, raw: str | tuple[str, float | None, str | None], *, prefiltered: bool = False) -> Event | None:
@@ -559,7 +608,7 @@ class EventReader:
         stampable = line[:1] in STAMP_STARTS
         t = None
         if stampable:
-            self.last_stamped.append(line)
+            self.last_stamped.append((line_no, line))
             if line_worker is not None:
                 self.last_by_worker[line_worker] = (line, given_t)
             if self.first_t is None or (line_worker is not None and line_worker not in by_worker):
@@ -568,6 +617,10 @@ class EventReader:
                     self.first_t = t if self.first_t is None else self.first_t
                     if line_worker is not None:
                         by_worker.setdefault(line_worker, [t, t])
+            elif self.observe_every_line:
+                t = _read_time(clock, line, given_t)
+            if t is not None:
+                self._observe(t, line_no)
         elif given_t is not None:
             self.last_given = given_t
             if self.first_t is None:
@@ -586,9 +639,14 @@ class EventReader:
             pattern, m = hit
             if t is None and (stampable or given_t is not None):
                 t = _read_time(clock, line, given_t)
+                if t is not None:
+                    self._observe(t, line_no)
             if t is not None:
                 state["timed_events"] += 1
-            return self._event(reader, pattern, m, line, line_no, line_worker, t)
+            event = self._event(reader, pattern, m, line, line_no, line_worker, t)
+            if self.jumps and event.kind is Kind.STEP and self.jumps[-1]["at"] == event.where:
+                self.jumps[-1]["step"] = event.step  # the clock went back on this step's line
+            return event
         return None
 
     def _event(self, reader: LineReader, pattern: Pattern, m: re.Match, line: str, line_no: int,
@@ -650,9 +708,10 @@ class EventReader:
     def finish(self) -> None:
         clock, state = self.clock, self.state
         end_t = None
-        for candidate in reversed(self.last_stamped):  # a line may start like a stamp and hold none ("Finished")
+        for end_no, candidate in reversed(self.last_stamped):  # a line may start like a stamp and hold none
             end_t = _read_time(clock, candidate, None)
             if end_t is not None:
+                self._observe(end_t, end_no)
                 break
         known = [x for x in (end_t, self.last_t, self.last_given) if x is not None]
         end_t = max(known) if known else None
@@ -664,6 +723,14 @@ class EventReader:
         state["first_t"] = self.first_t if state.get("first_t") is None else state["first_t"]
         state["last_t"] = end_t if end_t is not None else state.get("last_t")
         state["year_source"] = clock.year_source
+        state["clock_jumps"] = state.get("clock_jumps", []) + self.jumps
+        state["clock_jump_count"] = state.get("clock_jump_count", 0) + self.jump_count
+
+
+def _iso(t: float) -> str:
+    import datetime as _dt
+
+    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # as universal newlines read them

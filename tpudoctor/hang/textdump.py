@@ -41,6 +41,8 @@ _FAULT_FRAME = re.compile(r"^(?P<p>.*?)\s*File \"(?P<file>.+)\", line (?P<line>\
 _TB_HEADER = re.compile(r"^(?P<p>.*?)(?:Traceback \(most recent call last\):|~+ Stack of (?P<name>.+?) "
                         r"\((?P<tid>\d+)\) ~+)\s*$")
 _TB_FRAME = re.compile(r"^(?P<p>.*?)\s*File \"(?P<file>.+)\", line (?P<line>\d+), in (?P<func>.+?)\s*$")
+UNREAD_FILE = "<frame not read: quoted as printed, line of the dump>"
+MAX_QUOTED_FRAME = 160
 _FRAME_LIKE = re.compile(r"^\s*File \"|^ {4}\S.*\(.*:\d*\S*$")
 _BOOTSTRAP = ("_bootstrap", "_bootstrap_inner")
 
@@ -148,9 +150,11 @@ def parse_stack_text(text: str, *, source: str = "<text>") -> list[_Process]:
                 thread.frames[-1] = dataclasses.replace(last, code=body.strip())
                 continue
         if thread is not None and _FRAME_LIKE.match(body):
-            raise InputError(f"{source}:{number}: a stack frame tpudoctor cannot read: {line.strip()[:160]!r} "
-                             "(expected py-spy's '    function (file.py:LINE)' or faulthandler's "
-                             "'  File \"file.py\", line N in function')")
+            # A frame in a form no pattern reads (a path with parentheses, say): kept where it stands, quoted as
+            # printed, so the rest of the dump is judged and the reader sees what was not understood.
+            thread.frames.append(Frame(function=body.strip()[:MAX_QUOTED_FRAME], file=UNREAD_FILE,
+                                       line=number))
+            continue
         thread = None  # any other line (a log line between dumps) ends the thread it follows
     if not any(p.threads for p in processes):
         where = _first_text_line(text)
@@ -220,6 +224,8 @@ def expand_paths(paths: Iterable[str]) -> list[Path]:
             files.extend(inside)
         elif path.is_file():
             files.append(path)
+        elif path.exists():  # a FIFO, <(py-spy dump ...), /dev/stdin, /dev/null: read what it holds
+            files.append(path)
         else:
             raise InputError(f"{given}: no such file or folder")
     return files
@@ -229,9 +235,17 @@ def read_text(path: Path) -> str:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             raise InputError(f"{path}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB: not a stack dump")
-        return path.read_text(encoding="utf-8", errors="replace")
+        with path.open("rb") as handle:  # bounded: a device or a pipe has no size to check first
+            data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(f"{path}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB: not a stack dump")
+    if not data.strip():
+        kind = "" if path.is_file() else " (not a regular file)"
+        raise InputError(f"{path}: is empty{kind}: there is no stack dump in it",
+                         hint="give the file py-spy dump or faulthandler wrote, e.g. py-spy dump --pid PID > dump.txt")
+    return data.decode("utf-8", errors="replace")
 
 
 def read_stack_files(groups: Sequence[Sequence[str]]) -> list[ProcessCapture]:

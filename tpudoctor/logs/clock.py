@@ -148,6 +148,12 @@ class Clock:
         self.now = now
         """When the log is read: a zone-less year never puts a line more than a day after it."""
 
+    def copy(self) -> Clock:
+        other = Clock(self.year, tz=self.tz, now=self.now)
+        other.year_source, other.last_t = self.year_source, self.last_t
+        other.glog_lines, other.dated_lines = self.glog_lines, self.dated_lines
+        return other
+
     def anchor(self, t: float) -> None:
         """A full date seen in the source (an ISO stamp, a ``date`` line): its year holds from here on."""
         year = _year_of(t)

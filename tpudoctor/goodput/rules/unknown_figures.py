@@ -25,10 +25,25 @@ class GoodputMeasurable(GoodputRule):
         GoodputExample("no timestamps", {"ettr": None, "nulls": {"ettr": "the log's lines carry no timestamps"},
                                          "steps": 10}, Status.WARN),
         GoodputExample("no steps", {"ettr": None, "nulls": {"ettr": "no step line"}, "steps": None}, Status.WARN),
+        GoodputExample("the clock went back", {"ettr": 0.8, "nulls": {}, "steps": 10, "clock_jumps": [
+            {"at": "train.log:11", "jump_s": -3618.0, "from": "2026-08-13T10:00:18Z", "to": "2026-08-13T09:00:00Z"}]},
+            Status.WARN),
     )
 
     def evaluate(self, goodput):
         nulls = goodput.get("nulls") or {}
+        jumps = goodput.get("clock_jumps") or []
+        if goodput.get("ettr") is not None and jumps:
+            first = jumps[0]
+            return self.fired(
+                Severity.LOW, f"the clock went back {len(jumps)} time(s), first at {first['at']} by "
+                              f"{-first['jump_s']:g} s",
+                f"The log's times go back at {first['at']} (from {first.get('from')} to {first.get('to')}): a clock "
+                "step on the host, or lines of two runs or files put together. The wall time is the sum of the "
+                "segments between the jumps; check the figures against the job's own start and end.",
+                evidence={"clock_jumps": jumps[:5]},
+                fixes=("Give each run's log as its own file (tpudoctor goodput run1.log run2.log), or read the job "
+                       "from Cloud Logging, whose entries carry their own time: tpudoctor goodput --tpu NAME",))
         if goodput.get("ettr") is not None:
             return self.passed("timed step lines: wall time, ETTR and the badput buckets are measured",
                                evidence={"steps": goodput.get("steps")})
