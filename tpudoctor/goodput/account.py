@@ -31,6 +31,7 @@ from tpudoctor.goodput.timeline import (
     Stream,
     Timeline,
 )
+from tpudoctor.logs.clock import iso_utc
 
 OUTLIER_MADS = 3.0
 OUTLIER_MIN_RATIO = 1.5
@@ -177,8 +178,8 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
                              f"{-jumps[0]['jump_s']:g} s): the wall time is the sum of the segments between the "
                              "jumps; the step interval across a jump is not timed")
     if not timed and wall_start is not None and wall_end is not None:
-        nulls["wall_s"] = (f"the log's last time ({_iso(wall_end)}) is not after its first ({_iso(wall_start)}) and "
-                           "no backward step of the clock in between explains it, so the wall time is unknown")
+        nulls["wall_s"] = (f"the log's last time ({iso_utc(wall_end)}) is not after its first "
+                           f"({iso_utc(wall_start)}) and no backward step of the clock in between explains it, so the wall time is unknown")
         nulls["ettr"] = nulls["productive_s"] = "needs the wall time: " + nulls["wall_s"].split(", so")[0]
     elif not timed:
         nulls["wall_s"] = ("the log's lines carry no timestamps, so the wall time is unknown (step lines' own "
@@ -425,10 +426,6 @@ def _empty(reason: str, timeline: Timeline) -> dict[str, Any]:
             "clock_jumps": [], "failures": []}
 
 
-def _iso(t: float) -> str:
-    import datetime as _dt
-
-    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def _r(x: float | None, nd: int = 3) -> float | None:

@@ -20,7 +20,7 @@ from tpudoctor.goodput.account import account
 from tpudoctor.goodput.lines import READERS, Event, LineReader, read_event_blocks
 from tpudoctor.goodput.timeline import Timeline
 from tpudoctor.logs import sources
-from tpudoctor.logs.clock import UTC, Clock, Zone
+from tpudoctor.logs.clock import UTC, Clock, Zone, iso_utc
 
 SCHEMA_VERSION = "1.0"
 DOCUMENT_KIND = "goodput"
@@ -189,8 +189,8 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
         "sources": [i.to_dict() for i in infos],
         "lead_worker": _stream_name(primary) if primary is not None else None,
-        "wall_start": _iso(wall_start),
-        "wall_end": _iso(wall_end),
+        "wall_start": iso_utc(wall_start),
+        "wall_end": iso_utc(wall_end),
         "clock": {"zone": f"times without a zone are read as {tz.name}",
                   "year_from": sorted({i.year_source for i in infos if i.year_source})},
         "frameworks": dict(sorted(((k, v) for k, v in (primary.frameworks.items() if primary else [])),
@@ -230,11 +230,7 @@ def _worker_row(stream: Any) -> dict[str, Any]:
     last = stream.runs[-1] if stream.runs else None
     return {"worker": _stream_name(stream), "step_lines": stream.steps, "runs": len(stream.runs),
             "last_step": max((r.last_step for r in stream.runs if r.last_step is not None), default=None),
-            "out_of_order_steps": stream.out_of_order, "last_time": _iso(stream.last_t),
+            "out_of_order_steps": stream.out_of_order, "last_time": iso_utc(stream.last_t),
             "end_reason": last.end_reason if last else None}
 
 
-def _iso(t: float | None) -> str | None:
-    if t is None:
-        return None
-    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat().replace("+00:00", "Z")

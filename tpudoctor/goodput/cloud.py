@@ -16,8 +16,8 @@ from typing import Any
 
 from tpudoctor.errors import TpudoctorError
 from tpudoctor.goodput.lines import Event, LineReader, read_events
-from tpudoctor.logs.clock import Clock
 from tpudoctor.goodput.timeline import BUCKETS
+from tpudoctor.logs.clock import Clock
 
 PAGE_SIZE = 1000
 MAX_ENTRIES = 500_000

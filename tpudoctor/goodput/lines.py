@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
 from tpudoctor.logs import prefilter, steps
-from tpudoctor.logs.clock import ASCTIME, Clock, asctime_seconds, duration_s, time_of_day_s
+from tpudoctor.logs.clock import ASCTIME, Clock, asctime_seconds, duration_s, iso_utc, time_of_day_s
 from tpudoctor.logs.prefixes import clean, kubectl_worker
 
 MAX_TEXT_CHARS = 300
@@ -584,7 +584,7 @@ class EventReader:
             self.jump_count += 1
             if len(self.jumps) < MAX_CLOCK_JUMPS:
                 self.jumps.append({"at": f"{self.source}:{line_no}", "jump_s": round(t - self.latest, 3),
-                                   "from": _iso(self.latest), "to": _iso(t), "step": None})
+                                   "from": iso_utc(self.latest), "to": iso_utc(t), "step": None})
             self.latest = t
         elif self.latest is None or t > self.latest:
             self.latest = t
@@ -727,10 +727,6 @@ class EventReader:
         state["clock_jump_count"] = state.get("clock_jump_count", 0) + self.jump_count
 
 
-def _iso(t: float) -> str:
-    import datetime as _dt
-
-    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # as universal newlines read them

@@ -237,6 +237,15 @@ def _year_of(t: float) -> int:
     return _time.gmtime(t).tm_year
 
 
+def iso_utc(t: float | None) -> str | None:
+    """Epoch seconds as ISO 8601 in UTC with a ``Z`` (how every document writes a time)."""
+    if t is None:
+        return None
+    import datetime as _dt
+
+    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
 def stamp_text(line: str) -> str | None:
     """The leading timestamp of a line as printed (``0813 17:19:52.231616`` of a glog line, the ISO text), for
     quoting; None when the line has none."""
