@@ -89,7 +89,7 @@ def table_rows(data: Path) -> list[tuple[str, ...]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder of real captures (../shared/data)")
-    parser.add_argument("--markdown", action="store_true", help="print a markdown table (the README's)")
+    parser.add_argument("--markdown", action="store_true", help="print a markdown table (the one in docs/guide/profile.md)")
     args = parser.parse_args()
     if not args.data.is_dir() or not captures(args.data):
         print(f"no real capture under {args.data} (../shared/data lives beside the checkout; or set "

@@ -7,4 +7,14 @@ text; ``Settings.format_for`` narrows it to the formats a command has.
 from __future__ import annotations
 
 CHECK_FORMATS = ("text", "json", "markdown", "html", "junit")
+PROFILE_FORMATS = ("text", "json", "markdown", "html")
+COMPARE_FORMATS = ("text", "json", "markdown", "html", "junit")
+GOODPUT_FORMATS = ("text", "json", "markdown", "html", "junit")
+HANG_FORMATS = ("text", "json", "markdown", "html", "junit")
+BENCH_FORMATS = ("text", "json", "markdown", "junit")
+LIST_FORMATS = ("text", "json")
+COMMAND_FORMATS = {"check": CHECK_FORMATS, "merge": CHECK_FORMATS, "profile analyze": PROFILE_FORMATS,
+                   "compare": COMPARE_FORMATS, "goodput": GOODPUT_FORMATS, "hang": HANG_FORMATS,
+                   "bench": BENCH_FORMATS, "list-checks": LIST_FORMATS}
+"""What each command's ``--format`` takes (the reference page lists it)."""
 FORMAT_ENV = "TPUDOCTOR_FORMAT"

@@ -7,8 +7,7 @@ import sys
 from typing import Any
 
 from tpudoctor.exitcodes import ExitCode
-
-BENCH_FORMATS = ("text", "json", "markdown", "junit")
+from tpudoctor.formats import BENCH_FORMATS
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -14,8 +14,8 @@ from tpudoctor.commands.common import (
 )
 from tpudoctor.errors import UsageError
 from tpudoctor.exitcodes import ExitCode
+from tpudoctor.formats import COMPARE_FORMATS
 
-COMPARE_FORMATS = ("text", "json", "markdown", "html", "junit")
 HISTORY_TIMEOUT_S = 30.0  # each Cloud Storage call reading --history
 
 

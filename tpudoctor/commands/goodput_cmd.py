@@ -12,8 +12,8 @@ import time
 
 from tpudoctor.commands.common import add_plugin_flag, add_redact_flag
 from tpudoctor.exitcodes import ExitCode
+from tpudoctor.formats import GOODPUT_FORMATS
 
-GOODPUT_FORMATS = ("text", "json", "markdown", "html", "junit")
 SETTINGS = {"project": None, "zone": None, "since": "24h", "api_timeout": "30s", "format": "text",
             "disable_plugins": None}
 """The settings ``goodput`` takes (flag > environment > config file > these defaults); ``--tpu`` and

@@ -19,8 +19,8 @@ from tpudoctor.commands.common import (
 )
 from tpudoctor.commands.pod_check import add_pod_flags, wants_fanout
 from tpudoctor.exitcodes import ExitCode
+from tpudoctor.formats import HANG_FORMATS
 
-HANG_FORMATS = ("text", "json", "markdown", "html", "junit")
 SETTINGS = {"project": None, "zone": None, "tpu": None, "worker": None, "since": "1h", "api_timeout": "10s",
             "format": "text", "fail_on": "fail", "disable_plugins": None}
 """The settings ``hang`` takes (flag > environment > config file > these defaults)."""

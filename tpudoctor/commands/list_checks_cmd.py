@@ -7,8 +7,7 @@ import json
 
 from tpudoctor.commands.common import add_plugin_flag
 from tpudoctor.exitcodes import ExitCode
-
-LIST_FORMATS = ("text", "json")
+from tpudoctor.formats import LIST_FORMATS
 
 
 def register(sub: argparse._SubParsersAction) -> None:

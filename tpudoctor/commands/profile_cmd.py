@@ -12,8 +12,8 @@ import time
 
 from tpudoctor.commands.common import add_cluster_flag, add_plugin_flag, add_redact_flag
 from tpudoctor.exitcodes import ExitCode
+from tpudoctor.formats import PROFILE_FORMATS
 
-PROFILE_FORMATS = ("text", "json", "markdown", "html")
 ANALYZE_SETTINGS = {"format": "text", "cluster": None, "disable_plugins": None}
 CAPTURE_SETTINGS = {"project": None, "zone": None, "tpu": None}
 """The settings each sub-command takes (flag > environment > config file > these defaults)."""

@@ -1,0 +1,58 @@
+"""The reference pages in docs/reference/ are what the registries give today (``tpudoctor docs --check``), and
+every registered check, signature, step form, cause family and rule has its entry; the README stays short."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tpudoctor.cli import main
+from tpudoctor.reports import escape
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "docs" / "reference"
+
+
+def test_the_committed_reference_is_what_the_registries_give(capsys):
+    assert main(["docs", "--check", "--out", str(REFERENCE)]) == 0, capsys.readouterr().out
+
+
+def test_a_stale_or_stray_page_fails_the_check(tmp_path, capsys):
+    assert main(["docs", "--out", str(tmp_path)]) == 0
+    (tmp_path / "rules.md").write_text("old\n")
+    (tmp_path / "notes.md").write_text("mine\n")
+    assert main(["docs", "--check", "--out", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "rules.md: out of date" in out and "notes.md: no registry makes this page" in out
+
+
+def test_every_registered_id_has_its_entry():
+    from tpudoctor.goodput.rule_registry import load_rules as goodput_rules
+    from tpudoctor.hang.rule_registry import load_rules as hang_rules
+    from tpudoctor.logdiag.catalog import load_catalog
+    from tpudoctor.logdiag.parsers import load_cause_families
+    from tpudoctor.logs.steps import load_forms
+    from tpudoctor.profile.rule_registry import load_rules as profile_rules
+    from tpudoctor.registry import load_registry
+
+    pages = {p.name: p.read_text(encoding="utf-8") for p in REFERENCE.glob("*.md")}
+    expected = {
+        "checks.md": [c.id for c in load_registry(plugins=False).check_classes()],
+        "signatures.md": [s.id for s in load_catalog().signatures] + [f.id for f in load_cause_families()],
+        "rules.md": [*profile_rules(plugins=False), *hang_rules(plugins=False), *goodput_rules(plugins=False)],
+    }
+    missing = [f"{page}: {ident}" for page, ids in expected.items() for ident in ids if f"`{ident}`" not in pages[page]]
+    missing += [f"log-forms.md: {f.keyword}" for f in load_forms()
+                if escape.markdown_code(f.keyword, in_table=True) not in pages["log-forms.md"]]
+    assert missing == []
+    assert len(expected["rules.md"]) >= 30 and len(expected["checks.md"]) >= 35
+
+
+def test_the_readme_is_short_and_links_every_guide_and_reference_page():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.encode()) <= 12 * 1024
+    for folder in ("guide", "reference"):
+        for page in (ROOT / "docs" / folder).glob("*.md"):
+            if page.name != "index.md":
+                assert f"docs/{folder}/{page.name}" in readme, page.name
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert ci in readme, "the README's test command is the one CI runs"
