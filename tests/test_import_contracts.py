@@ -109,3 +109,43 @@ def test_pod_and_command_circles_an_engine_importing_the_pod_and_a_renderer_impo
     assert "No cycles are allowed in tpudoctor.commands" in output and ".pod_check -> .check_cmd" in output, output
     for line in ("tpudoctor.runner -> tpudoctor.pod.fanout", "tpudoctor.reports.folds -> tpudoctor.pod.merge"):
         assert line in output, output
+
+
+CIRCLES = """
+import sys
+import grimp
+
+graph = grimp.build_graph("tpudoctor", exclude_type_checking_imports=True)
+sys.setrecursionlimit(20000)
+index, low, stack, on, found = {}, {}, [], set(), []
+def visit(v):  # Tarjan: strongly connected components of more than one module are circles
+    index[v] = low[v] = len(index); stack.append(v); on.add(v)
+    for w in graph.find_modules_directly_imported_by(v):
+        if w not in index:
+            visit(w); low[v] = min(low[v], low[w])
+        elif w in on:
+            low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+        part = []
+        while True:
+            w = stack.pop(); on.discard(w); part.append(w)
+            if w == v:
+                break
+        if len(part) > 1:
+            found.append(sorted(part))
+for module in sorted(graph.modules):
+    if module not in index:
+        visit(module)
+print(found)
+"""
+
+
+def test_no_module_imports_itself_back_anywhere_in_the_package(tmp_path):
+    """Every import, lazy ones inside functions too (annotations only excluded): no circle of modules anywhere,
+    across packages as well as inside them (settings once imported the CLI for a helper, the signature catalog
+    and its parsers imported each other)."""
+    root = installed_layout(tmp_path)
+    done = subprocess.run([sys.executable, "-c", CIRCLES], capture_output=True, text=True, cwd=root,
+                          env=dict(os.environ, PYTHONPATH=str(root)), timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout

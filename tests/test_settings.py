@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tpudoctor.cli import build_parser, main
+from tpudoctor.cli import build_parser, main, settings_from_argv
 from tpudoctor.commands import check_cmd
 from tpudoctor.commands.pod_check import remote_command
 from tpudoctor.errors import UsageError
@@ -46,7 +46,7 @@ def _comparable(settings: Settings) -> Settings:
 
 def _round_trip(settings: Settings, command: tuple[str, ...] = ("check",)) -> Settings:
     argv = shlex.split(shlex.join([*command, *to_argv(settings)]))  # through the worker's shell too
-    return Settings.from_argv(argv)
+    return settings_from_argv(argv)
 
 
 @pytest.mark.parametrize("path", AWKWARD_PATHS)
@@ -195,7 +195,7 @@ def test_the_worker_command_line_carries_the_settings_resolved_here(tmp_path, mo
     line = remote_command(args, settings, worker="7", timeout_s=112.5)
     argv = shlex.split(line)
     assert argv[:2] == ["tpudoctor", "check"]
-    worker = Settings.from_argv(argv[1:])
+    worker = settings_from_argv(argv[1:])
     expected = settings.replace(format="json", timeout_s=112.5, worker="7")
     assert _comparable(worker) == _comparable(expected)
     assert worker.data == ("gs://b/train set", "-odd") and worker.since_s == 7200.0

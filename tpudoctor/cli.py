@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tpudoctor import __version__
 from tpudoctor.commands import COMMANDS
@@ -124,3 +125,13 @@ def _print_error(message: str, hint: str | None) -> None:
 
 if __name__ == "__main__":
     run()
+
+
+def settings_from_argv(argv: Sequence[str], *, environ: Mapping[str, str] | None = None,
+                       config: Mapping[str, Any] | None = None):
+    """What a ``tpudoctor`` command line resolves to: the inverse of ``settings.to_argv`` (a worker's view)."""
+    from tpudoctor.settings import Settings
+
+    args = build_parser().parse_args(list(argv))
+    spec = getattr(args, "settings_spec", None) or {}
+    return Settings.resolve(args, spec, environ={} if environ is None else environ, config=config)

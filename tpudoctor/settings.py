@@ -125,16 +125,6 @@ class Settings:
 
         return cls(**values, keys=tuple(spec), sources=tuple(sources), endpoints=Endpoints.from_environ(environ))
 
-    @classmethod
-    def from_argv(cls, argv: Sequence[str], *, environ: Mapping[str, str] | None = None,
-                  config: Mapping[str, Any] | None = None) -> Settings:
-        """What a ``tpudoctor`` command line resolves to: the inverse of ``to_argv`` (a worker's view)."""
-        from tpudoctor.cli import build_parser
-
-        args = build_parser().parse_args(list(argv))
-        spec = getattr(args, "settings_spec", None) or {}
-        return cls.resolve(args, spec, environ={} if environ is None else environ, config=config)
-
     # --- reading ----------------------------------------------------------------------------------
     def source(self, key: str) -> str | None:
         """Where ``key`` came from: ``flag``, an environment variable's name, ``config`` or ``default``."""
@@ -165,7 +155,7 @@ class Settings:
 
 
 def to_argv(settings: Settings) -> list[str]:
-    """The command-line flags that make a ``tpudoctor`` elsewhere resolve the same settings (``from_argv``).
+    """The command-line flags that make a ``tpudoctor`` elsewhere resolve the same settings (``tpudoctor.cli.settings_from_argv``).
 
     Every value is passed as ``--flag=value`` so that one starting with ``-`` stays a value; durations are
     passed in seconds, exactly (``90s``, ``0.1s``, ``1234567.5s``). Keys that are None are left out: the

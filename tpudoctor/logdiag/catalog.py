@@ -20,7 +20,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from tpudoctor.findings import Remediation, Severity
-from tpudoctor.logdiag.parsers import PARSERS
+from tpudoctor.logdiag.parsers import PARSERS, parse_bytes
 
 CATALOG_FILE = "catalog.toml"
 _VALUE_TYPES = ("bytes", "int", "float", "str")
@@ -205,18 +205,6 @@ class Catalog:
             if any(k in folded for k in self._folded_keywords):  # type: ignore[attr-defined]
                 return True
         return any(p.search(line) for p in self._unfiltered)  # type: ignore[attr-defined]
-
-
-_BYTE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
-_BYTES_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*([KMGTP]?)(?:i?B)?$")
-
-
-def parse_bytes(text: str) -> int:
-    """XLA's human-readable sizes (``15.48G``, ``530.00M``, ``0B``, ``2.5GiB``) as bytes (1024-based)."""
-    match = _BYTES_RE.match(text.strip())
-    if match is None:
-        raise ValueError(f"not a byte size: {text!r}")
-    return int(round(float(match.group(1)) * _BYTE_UNITS[match.group(2)]))
 
 
 def required_literal(pattern: str) -> str | None:
