@@ -97,3 +97,18 @@ def test_an_unreadable_log_warns_and_fail_on_warn_gates_on_it(content, tmp_path,
     report = json.loads(capsys.readouterr().out)
     assert next(r for r in report["results"] if r["id"] == "LOGS-001")["status"] == "WARN"
     assert main(["check", "--step", "4", "--log-file", str(log), "--format", "json", "--fail-on", "warn"]) == 1
+
+
+@pytest.mark.parametrize("command", [["goodput", "train.log"], ["hang", "--pid", "4242"]])
+def test_an_unknown_time_zone_is_a_usage_error_naming_the_forms(command, capsys):
+    assert main([*command, "--tz", "Mars/Olympus"]) == 2
+    err = capsys.readouterr().err
+    assert "--tz: unknown time zone 'Mars/Olympus'" in err and "local" in err and "+05:30" in err
+
+
+def test_goodput_reads_zone_less_times_in_the_zone_given(tmp_path, capsys):
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(_glog(10, 0, 2 * i, f"completed step: {i}, seconds: 2.000") for i in range(5)) + "\n")
+    assert main(["goodput", str(log), "--format", "json", "--year", "2024", "--tz", "+05:30"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["wall_start"] == "2024-08-13T04:30:00Z" and doc["clock"]["zone"] == "times without a zone are read as +05:30"

@@ -52,6 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     inputs = parser.add_argument_group("logs")
     inputs.add_argument("--log-file", action="append", default=None, metavar="FILE",
                         help="the job's log (repeatable); the processes' own open logs and $TPU_LOG_DIR are read too")
+    inputs.add_argument("--tz", default="UTC", metavar="ZONE",
+                        help="zone of log times that print none (glog/absl): UTC (default: TPU VMs and GKE log in UTC), "
+                             "local, an offset such as +05:30, or a name such as Europe/Paris")
     inputs.add_argument("--since", default=None, metavar="DURATION",
                         help="also read Megascale hang digests from Cloud Logging this far back (needs --tpu and "
                              "--project); and how old a libtpu log may be (default 1h)")
@@ -154,7 +157,8 @@ def _local(args: argparse.Namespace, target, interval_s: float, settings):
         options = CaptureOptions(pids=args.pid, interval_s=interval_s, native=args.native,
                                  dump_timeout_s=config.parse_duration_s(args.dump_timeout),
                                  log_files=list(args.log_file or []), worker=args.worker, since_s=since_s,
-                                 dump_dir=args.dump_dir, disabled_plugins=settings.disable_plugins)
+                                 dump_dir=args.dump_dir, disabled_plugins=settings.disable_plugins,
+                                 tz=_zone(args.tz))
         with progress("tpudoctor hang") as update:
             capture = capture_live(options, on_progress=update)
     found, note = _cloud_digests(args, target, settings, worker=capture.worker)
@@ -227,3 +231,13 @@ def render(report, fmt: str, *, verbose: bool = False, color: bool = False, reda
         return render_junit(report)
     from tpudoctor.reports.hang_text import render as render_text
     return render_text(report, verbose=verbose, color=color)
+
+
+def _zone(name: str):
+    from tpudoctor.errors import UsageError
+    from tpudoctor.logs.clock import zone
+
+    try:
+        return zone(name)
+    except ValueError as exc:
+        raise UsageError(f"--tz: {exc}") from None

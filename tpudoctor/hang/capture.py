@@ -26,6 +26,7 @@ from tpudoctor.hang import discover, procstat, stacks
 from tpudoctor.hang.digest import HangDigest, find_digests, worker_of_host
 from tpudoctor.hang.model import CaptureFailure, ProcessCapture, StackSample
 from tpudoctor.hang.progress import read_steps, tail_lines
+from tpudoctor.logs.clock import UTC, Zone
 
 NATIVE_MODES = ("auto", "always", "never")
 NATIVE_WHEN = ("device", "native", "collective", "unknown", "lock")
@@ -47,6 +48,8 @@ class CaptureOptions:
     dump_dir: str | None = None
     disabled_plugins: tuple[str, ...] = ()
     """Hang rule plugins to leave out (the run's ``disable_plugins`` setting)."""
+    tz: Zone = UTC
+    """The zone of log times that print none (``--tz``)."""
 
 
 @dataclasses.dataclass
@@ -109,7 +112,7 @@ def capture_live(options: CaptureOptions, *, on_progress: Callable[[str], None] 
             say(f"native frames of {len(wanted)} process(es) that did not move")
             _parallel(wanted, lambda c: _native(c, pyspy, options))
     log_sources = _log_sources(captures, options)
-    digests = [d for source in log_sources for d in _digests_in(source)]
+    digests = [d for source in log_sources for d in _digests_in(source, options.tz)]
     environment = {"ptrace_scope": _ptrace_scope(), "platform": "gke" if os.environ.get("KUBERNETES_SERVICE_HOST")
                    else "vm", "log_sources": log_sources, "pyspy": pyspy, "native": options.native}
     if any(c.devices or "libtpu" in c.frameworks for c in captures):  # only where a TPU is in use
@@ -150,7 +153,7 @@ def _sample(capture: ProcessCapture, pyspy: str | None, options: CaptureOptions)
     first = not capture.samples and not capture.steps
     if not first:
         _count(capture)
-    capture.steps += [_reading(path, capture.pid) for path in capture.log_files]
+    capture.steps += [_reading(path, capture.pid, options.tz) for path in capture.log_files]
     if capture.failure is not None and capture.failure.kind != "timeout":
         if first:
             _count(capture)
@@ -171,8 +174,8 @@ def _sample(capture: ProcessCapture, pyspy: str | None, options: CaptureOptions)
         _count(capture)
 
 
-def _reading(path: str, pid: int):
-    reading = read_steps(stacks.in_process_root(path, pid))
+def _reading(path: str, pid: int, tz: Zone = UTC):
+    reading = read_steps(stacks.in_process_root(path, pid), tz=tz)
     reading.source = path  # the name the job knows it by
     return reading
 
@@ -200,9 +203,9 @@ def _log_sources(captures: list[ProcessCapture], options: CaptureOptions) -> lis
     return list(dict.fromkeys(sources))
 
 
-def _digests_in(path: str) -> list[HangDigest]:
+def _digests_in(path: str, tz: Zone = UTC) -> list[HangDigest]:
     try:
-        return find_digests(tail_lines(path), path)
+        return find_digests(tail_lines(path), path, tz=tz)
     except OSError:
         return []
 

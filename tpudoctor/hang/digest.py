@@ -17,6 +17,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from tpudoctor.logs.clock import UTC, Zone
+
 MAX_DIGEST_LINES = 400
 MAX_TEXT_CHARS = 8000
 _PREFIX = re.compile(r"^[IWEF]\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[^\]\s]+\]\s?")
@@ -105,8 +107,9 @@ def strip_prefix(line: str) -> str:
     return _PREFIX.sub("", line.rstrip("\n"))
 
 
-def find_digests(lines: Iterable[str], source: str, *, now: _dt.datetime | None = None) -> list[HangDigest]:
-    """Every digest and HANG_DETECTED line in a log's lines, in order."""
+def find_digests(lines: Iterable[str], source: str, *, now: _dt.datetime | None = None,
+                 tz: Zone = UTC) -> list[HangDigest]:
+    """Every digest and HANG_DETECTED line in a log's lines, in order; zone-less times read in ``tz``."""
     from tpudoctor.hang.progress import line_time
 
     now = now or _dt.datetime.now(_dt.timezone.utc)
@@ -124,9 +127,9 @@ def find_digests(lines: Iterable[str], source: str, *, now: _dt.datetime | None 
             found.append(parse_block(block, source, start_no, start_time))
             block = None
         if _START.search(line):
-            block, start_no, start_time = [line[_START.search(line).start():]], number, line_time(raw, now)
+            block, start_no, start_time = [line[_START.search(line).start():]], number, line_time(raw, now, tz)
         elif match := _DETECTED.search(line):
-            found.append(HangDigest(source=source, line_no=number, logged_at=line_time(raw, now), kind="timed_out",
+            found.append(HangDigest(source=source, line_no=number, logged_at=line_time(raw, now, tz), kind="timed_out",
                                     headline=line[match.start():].strip()[:500], launch_id=int(match.group(2)),
                                     timeout=match.group(5)))
     if block is not None:

@@ -30,6 +30,8 @@ def remote_command(args: argparse.Namespace, *, worker: str, interval_s: float,
 
     argv = ["tpudoctor", "hang", "--format", "json", "--worker", worker, "--interval", f"{interval_s:g}s",
             "--native", args.native, "--dump-timeout", args.dump_timeout]
+    if getattr(args, "tz", "UTC") != "UTC":
+        argv += ["--tz", args.tz]
     argv += [f"{DISABLE_FLAG}={name}" for name in disabled_plugins]
     for path in args.log_file or ():
         argv += ["--log-file", path]

@@ -57,7 +57,7 @@ def tail_lines(path: str, max_bytes: int = TAIL_BYTES) -> list[str]:
     return lines[1:] if size > max_bytes else lines  # the first one is cut
 
 
-def read_steps(path: str, *, now: _dt.datetime | None = None) -> StepReading:
+def read_steps(path: str, *, now: _dt.datetime | None = None, tz: Zone = UTC) -> StepReading:
     """The last progress line of a log file (None fields when it has none or cannot be read)."""
     now = now or _dt.datetime.now(_dt.timezone.utc)
     try:
@@ -65,11 +65,11 @@ def read_steps(path: str, *, now: _dt.datetime | None = None) -> StepReading:
         mtime = _dt.datetime.fromtimestamp(os.stat(path).st_mtime, _dt.timezone.utc)
     except OSError:
         return StepReading(source=path, step=None, line=None, logged_at=None, read_at=now)
-    return reading_from_lines(path, lines, now=now, fallback_time=mtime)
+    return reading_from_lines(path, lines, now=now, fallback_time=mtime, tz=tz)
 
 
 def reading_from_lines(source: str, lines: Iterable[str], *, now: _dt.datetime,
-                       fallback_time: _dt.datetime | None = None) -> StepReading:
+                       fallback_time: _dt.datetime | None = None, tz: Zone = UTC) -> StepReading:
     found: list[tuple[str, StepLine]] = []
     for line in reversed(list(lines)):
         parsed = parse_step_line(line)
@@ -86,16 +86,16 @@ def reading_from_lines(source: str, lines: Iterable[str], *, now: _dt.datetime,
 
     last_line, last = found[0]
     return StepReading(source=source, step=last.step, line=scrub_secrets(last_line.strip()[:500]),
-                       logged_at=line_time(last_line, now) or fallback_time, read_at=now,
-                       seconds_per_step=_seconds_per_step(found, now), format=last.format)
+                       logged_at=line_time(last_line, now, tz) or fallback_time, read_at=now,
+                       seconds_per_step=_seconds_per_step(found, now, tz), format=last.format)
 
 
-def _seconds_per_step(found: list[tuple[str, StepLine]], now: _dt.datetime) -> float | None:
+def _seconds_per_step(found: list[tuple[str, StepLine]], now: _dt.datetime, tz: Zone = UTC) -> float | None:
     """The median step time of the recent lines: their own ``seconds:`` where given, else time stamps."""
     own = [s.seconds for _line, s in found if s.seconds is not None]
     if len(own) >= 2:
         return round(statistics.median(own), 6)
-    stamped = [(line_time(line, now), s.step) for line, s in found]
+    stamped = [(line_time(line, now, tz), s.step) for line, s in found]
     stamped = [(t, step) for t, step in stamped if t is not None]
     rates = []
     for (t1, s1), (t0, s0) in zip(stamped, stamped[1:], strict=False):  # newest first
