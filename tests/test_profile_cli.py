@@ -260,3 +260,17 @@ def test_the_command_process_flushes_its_report_and_exits_with_the_code_of_main(
     missing = subprocess.run([*command, str(tmp_path / "missing.xplane.pb")], capture_output=True, text=True,
                              timeout=300)
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_profile_analyze_gates_on_its_findings_with_fail_on(tmp_path):
+    """Issue 29: profile analyze exits 1 when --fail-on is given and a finding is at or above it (an input-bound
+    capture FAILs its input rule), 0 without the gate; the format never changes it."""
+    from tpudoctor.cli import main
+
+    capture = str(Path(__file__).parent / "fixtures" / "profiles" / "tf_input_bound")
+    out = str(tmp_path / "r.json")
+    assert main(["profile", "analyze", capture, "--format", "json", "-o", out]) == 0
+    findings = json.loads(Path(out).read_text())["findings"]
+    assert any(f["status"] == "FAIL" for f in findings)
+    for fmt in ("text", "json", "markdown", "html"):
+        assert main(["profile", "analyze", capture, "--format", fmt, "-o", out, "--fail-on", "fail"]) == 1

@@ -14,7 +14,7 @@ from tpudoctor.commands.common import add_cluster_flag, add_plugin_flag, add_red
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import PROFILE_FORMATS
 
-ANALYZE_SETTINGS = {"format": "text", "cluster": None, "disable_plugins": None}
+ANALYZE_SETTINGS = {"format": "text", "cluster": None, "disable_plugins": None, "fail_on": None}
 CAPTURE_SETTINGS = {"project": None, "zone": None, "tpu": None}
 """The settings each sub-command takes (flag > environment > config file > these defaults)."""
 
@@ -52,6 +52,9 @@ def _register_analyze(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--format", choices=PROFILE_FORMATS, default=None,
                         help="report format (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--fail-on", choices=("warn", "fail"), default=None,
+                        help="exit 1 when a finding is at or above this status (a CI gate; default: no gate, "
+                             "exit 0 whatever the capture shows)")
     add_redact_flag(parser)
     add_cluster_flag(parser)
     add_plugin_flag(parser)
@@ -80,7 +83,13 @@ def run_analyze(args: argparse.Namespace, settings) -> ExitCode:
         document = profile_document(report, redact=args.redact)
         text = render(document, fmt, color=args.output in (None, "-") and sys.stdout.isatty() and not args.redact)
     write_text(args.output, text)
-    return ExitCode.OK
+    if settings.fail_on is None:  # no gate asked for (flag, TPUDOCTOR_FAIL_ON or the config file)
+        return ExitCode.OK
+    import types
+
+    from tpudoctor.findings import exit_code_for
+
+    return exit_code_for(types.SimpleNamespace(results=report.findings), fail_on=settings.fail_on)
 
 
 def build_report(path: str, *, run: str | None = None, on_progress=None, cluster: str | None = None,
