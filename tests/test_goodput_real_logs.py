@@ -86,3 +86,11 @@ def test_a_new_session_after_an_error_is_a_restart(tmp_path):
     g = analyze_paths([str(more)])["goodput"]
     assert g["restarts"] == 1
     assert g["runs"][1]["start_reason"].startswith("a new session after the error at")
+
+
+def test_the_log_diagnosis_never_calls_a_crashed_training_log_clean():
+    from tpudoctor.logdiag import diagnose_file
+
+    crashed = [log["file"] for log in LOGS if log["crashed"]]
+    assert len(crashed) >= 4
+    assert [f for f in crashed if not diagnose_file(TRAINING / f)] == []
