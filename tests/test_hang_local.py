@@ -114,7 +114,6 @@ DEADLOCK = """\
 
 def test_a_deadlock_names_both_threads_and_says_fix_code(spawn, tmp_path):
     proc = spawn("deadlock", DEADLOCK, ready="ready")
-    time.sleep(0.3)  # 'ready' is touched just before the last acquire: let the thread reach it (a loaded machine)
     code, report = hang_json(tmp_path, "--pid", str(proc.pid), "--interval", "0.5s")
     assert code == 1
     assert report["verdict"] == "hung"

@@ -55,17 +55,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def render(document: dict[str, Any], fmt: str) -> str:
-    if fmt == "json":
-        from tpudoctor.reports.bench_json import render as render_json
-        return render_json(document)
-    if fmt == "markdown":
-        from tpudoctor.reports.bench_markdown import render as render_markdown
-        return render_markdown(document)
-    if fmt == "junit":
-        from tpudoctor.reports.bench_junit import render as render_junit
-        return render_junit(document)
-    from tpudoctor.reports.bench_text import render as render_text
-    return render_text(document)
+    from tpudoctor.rendering import render as render_document
+
+    return render_document(document, fmt)
 
 
 def run(args: argparse.Namespace, settings) -> ExitCode:

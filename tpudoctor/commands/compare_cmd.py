@@ -163,14 +163,7 @@ def _load(paths: list[str], settings) -> list[dict]:
 def _write(args: argparse.Namespace, result: dict, settings) -> None:
     from tpudoctor.documents import compare_document
     from tpudoctor.output import write_text
-    from tpudoctor.reports.profile_compare import render
+    from tpudoctor.rendering import render
 
     fmt = settings.format_for(COMPARE_FORMATS)
-    document = compare_document(result, redact=args.redact)
-    if document.get("kind") == "tpudoctor.goodput_compare":
-        from tpudoctor.reports.goodput_compare import render as render_goodput
-
-        text = render_goodput(document, fmt)
-    else:
-        text = render(document, fmt)
-    write_text(args.output, text)
+    write_text(args.output, render(compare_document(result, redact=args.redact), fmt))

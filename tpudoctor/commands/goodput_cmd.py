@@ -179,17 +179,6 @@ def _from_cloud(args: argparse.Namespace, settings, step_pattern, update) -> dic
 
 
 def render(document: dict, fmt: str, *, verbose: bool = False) -> str:
-    if fmt == "json":
-        from tpudoctor.reports.goodput_json import render as render_json
-        return render_json(document)
-    if fmt == "markdown":
-        from tpudoctor.reports.goodput_markdown import render as render_markdown
-        return render_markdown(document)
-    if fmt == "html":
-        from tpudoctor.reports.goodput_html import render as render_html
-        return render_html(document)
-    if fmt == "junit":
-        from tpudoctor.reports.goodput_junit import render as render_junit
-        return render_junit(document)
-    from tpudoctor.reports.goodput_text import render as render_text
-    return render_text(document, verbose=verbose)
+    from tpudoctor.rendering import render as render_document
+
+    return render_document(document, fmt, verbose=verbose)

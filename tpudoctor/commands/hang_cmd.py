@@ -213,24 +213,9 @@ def _as_check_report(report):
 def render(report, fmt: str, *, verbose: bool = False, color: bool = False, redact: bool = False) -> str:
     """Every format from the report's prepared document (redacted with ``redact``, validated), read back."""
     from tpudoctor.documents import hang_document
-    from tpudoctor.hang.report import HangReport
+    from tpudoctor.rendering import render as render_document
 
-    document = hang_document(report, redact=redact)
-    if fmt == "json":
-        from tpudoctor.reports.hang_json import render_document as render_json
-        return render_json(document)
-    report = HangReport.from_dict(document)
-    if fmt == "markdown":
-        from tpudoctor.reports.hang_markdown import render as render_markdown
-        return render_markdown(report, verbose=verbose)
-    if fmt == "html":
-        from tpudoctor.reports.hang_html import render as render_html
-        return render_html(report)
-    if fmt == "junit":
-        from tpudoctor.reports.hang_junit import render as render_junit
-        return render_junit(report)
-    from tpudoctor.reports.hang_text import render as render_text
-    return render_text(report, verbose=verbose, color=color)
+    return render_document(hang_document(report, redact=redact), fmt, verbose=verbose, color=color)
 
 
 def _zone(name: str):

@@ -102,17 +102,9 @@ def build_report(path: str, *, run: str | None = None, on_progress=None, cluster
 
 def render(document: dict, fmt: str, *, color: bool = False) -> str:
     """A profile report's prepared document (``tpudoctor.documents.profile_document``) in ``fmt``."""
-    if fmt == "json":
-        from tpudoctor.reports.profile_json import render_document as render_json
-        return render_json(document)
-    if fmt == "markdown":
-        from tpudoctor.reports.profile_markdown import render_document as render_markdown
-        return render_markdown(document)
-    if fmt == "html":
-        from tpudoctor.reports.profile_html import render_document as render_html
-        return render_html(document)
-    from tpudoctor.reports.profile_text import render_document as render_text
-    return render_text(document, color=color)
+    from tpudoctor.rendering import render as render_document
+
+    return render_document(document, fmt, color=color)
 
 
 def _register_capture(commands: argparse._SubParsersAction) -> None:

@@ -1,0 +1,32 @@
+"""One renderer table (tpudoctor.rendering.RENDERERS) serves every command's report: each format a command
+offers has its entry, each entry loads, and a document of no known kind is a clear error, not a guess."""
+
+from __future__ import annotations
+
+import pytest
+
+from tpudoctor.errors import TpudoctorError
+from tpudoctor.formats import COMMAND_FORMATS
+from tpudoctor.rendering import RENDERERS, _load, render
+
+KINDS = {"profile analyze": ["profile"], "goodput": ["goodput"], "hang": ["hang"], "bench": ["bench"],
+         "compare": ["tpudoctor.profile_compare", "tpudoctor.profile_history", "tpudoctor.goodput_compare"]}
+
+
+def test_every_format_of_every_command_has_one_renderer():
+    missing = [(kind, fmt) for command, kinds in KINDS.items() for kind in kinds
+               for fmt in COMMAND_FORMATS[command] if (kind, fmt) not in RENDERERS]
+    assert missing == []
+
+
+@pytest.mark.parametrize("key", sorted(RENDERERS), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_every_entry_loads(key):
+    renderer = RENDERERS[key]
+    assert callable(_load(renderer.target))
+    if renderer.reads_back:
+        assert callable(_load(renderer.reads_back))
+
+
+def test_a_document_of_no_known_kind_is_a_clear_error():
+    with pytest.raises(TpudoctorError, match="no markdown renderer for a mystery document"):
+        render({"kind": "mystery"}, "markdown")
