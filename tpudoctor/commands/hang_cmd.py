@@ -1,7 +1,7 @@
 """``tpudoctor hang``: is the job stuck, which process does it wait for, where does it stand, what to do.
 
 Layers: ``tpudoctor.hang.capture`` takes the stacks, counters and log lines (or reads a ``--dump-dir``
-back), ``tpudoctor.hang.analyze`` makes the ``HangReport``, ``tpudoctor.reports.hang_<format>`` renders it.
+back), ``tpudoctor.hang.analyze`` makes the ``HangReport`` (verdict, cause, decide, report_findings: one stage each), ``tpudoctor.reports.hang_<format>`` renders it.
 ``--all-workers`` / ``--workers`` run it on every worker of a slice (``tpudoctor.hang.pod``).
 """
 
