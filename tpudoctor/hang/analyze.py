@@ -75,7 +75,6 @@ def _from_snapshots(decision: Decision) -> Decision:
                                why=f"{decision.why} (from one snapshot per process: if the job is in fact hung)")
 
 
-# -- groups and the verdict -------------------------------------------------------------------------
 def _absent_workers(workers: dict[str, dict[str, Any]]) -> list[ProcessState]:
     """A worker without a training process is GONE; one that sent no report is UNKNOWN."""
     absent = []
