@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tpudoctor.goodput.analyze import analyze_paths
-from tpudoctor.goodput.lines import READERS, Kind, read_events
+from tpudoctor.goodput.lines import read_events
+from tpudoctor.goodput.readers import READERS, Kind
 from tpudoctor.logs.clock import Clock
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "goodput"
@@ -327,7 +328,7 @@ def test_keras_epoch_lines_with_ansi_colour(tmp_path):
 
 
 def test_step_pattern_reads_any_other_framework(tmp_path):
-    from tpudoctor.goodput.lines import step_pattern
+    from tpudoctor.goodput.readers import step_pattern
 
     text = "".join(f"2025-05-05 10:00:{s:02d},000 trainer INFO iter {n} took {2.0:.1f}s\n"
                    for n, s in ((1, 2), (2, 4), (3, 6)))

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         raise UsageError(f"--min-ettr is a ratio between 0 and 1, e.g. 0.9 (got {args.min_ettr})")
     step_pattern = None
     if args.step_pattern:
-        from tpudoctor.goodput.lines import step_pattern as make_step_pattern
+        from tpudoctor.goodput.readers import step_pattern as make_step_pattern
 
         try:
             step_pattern = make_step_pattern(args.step_pattern)

@@ -5,7 +5,7 @@
 >>> doc["goodput"]["ettr"], doc["goodput"]["badput"]["PROGRAM_STARTUP"]
 
 Pipeline, one module each, over the shared log layer (``tpudoctor.logs``: sources, prefixes, the one clock
-and the one step grammar): ``lines`` (framework line readers -> typed events), ``timeline`` (runs, step intervals, saves, restores; streamed, bounded), ``account``
+and the one step grammar): ``readers`` (the framework line readers), ``lines`` (a source's lines -> typed events), ``timeline`` (runs, step intervals, saves, restores; streamed, bounded), ``account``
 (ETTR and ml-goodput-measurement's buckets), ``rules`` (findings), ``cloud`` (Cloud Logging and the
 recorder's entries), ``analyze`` (the document), ``compare`` (two documents).
 """

@@ -17,7 +17,8 @@ from typing import Any
 
 from tpudoctor.errors import InputError
 from tpudoctor.goodput.account import account
-from tpudoctor.goodput.lines import READERS, Event, LineReader, read_event_blocks
+from tpudoctor.goodput.lines import read_event_blocks
+from tpudoctor.goodput.readers import READERS, Event, LineReader
 from tpudoctor.goodput.timeline import Timeline
 from tpudoctor.logs import sources
 from tpudoctor.logs.clock import UTC, Clock, Zone, iso_utc

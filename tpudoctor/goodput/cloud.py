@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from tpudoctor.errors import TpudoctorError
-from tpudoctor.goodput.lines import Event, LineReader, read_events
+from tpudoctor.goodput.lines import read_events
+from tpudoctor.goodput.readers import Event, LineReader
 from tpudoctor.goodput.timeline import BUCKETS
 from tpudoctor.logs.clock import Clock
 

@@ -23,7 +23,7 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
-from tpudoctor.goodput.lines import Event, Kind
+from tpudoctor.goodput.readers import Event, Kind
 
 MAX_INTERVALS = 200_000
 """Step intervals kept one by one per run (past that, plain ones are summed and sampled)."""
