@@ -171,7 +171,7 @@ def _sample(capture: ProcessCapture, pyspy: str | None, options: CaptureOptions)
         else:
             capture.failure = result
     if first:
-        _count(capture)
+        _count(capture, settle=True)
 
 
 def _reading(path: str, pid: int, tz: Zone = UTC):
@@ -180,8 +180,20 @@ def _reading(path: str, pid: int, tz: Zone = UTC):
     return reading
 
 
-def _count(capture: ProcessCapture) -> None:
+SETTLE_READS = 10
+SETTLE_PAUSE_S = 0.02
+
+
+def _count(capture: ProcessCapture, *, settle: bool = False) -> None:
+    """The kernel's counters now; ``settle``: right after a dump, once the threads py-spy stopped have gone back
+    to where they wait (on a loaded host that takes a scheduling round or two, which would count as running)."""
     counters = procstat.read_counters(capture.pid)
+    for _ in range(SETTLE_READS if settle and counters is not None else 0):
+        time.sleep(SETTLE_PAUSE_S)
+        again = procstat.read_counters(capture.pid)
+        if again is None or again.switches == counters.switches:
+            break
+        counters = again
     if counters is not None:
         capture.counters.append(counters)
 
