@@ -170,6 +170,11 @@ def test_the_block_reader_gives_the_events_the_line_reader_gives(path):
     assert by_block == by_line
     for key in ("lines", "first_t", "last_t", "timed_events"):
         assert block_stats[key] == line_stats[key], key
+    # the same log as Windows or a web form saves it (CRLF): the same events at the same lines
+    crlf_stats: dict = {}
+    crlf = byte_blocks(io.BufferedReader(io.BytesIO(data.replace(b"\n", b"\r\n"))), block_bytes=512)
+    assert _events(read_event_blocks(crlf, path.name, clock=Clock(2024), stats=crlf_stats)) == by_line
+    assert crlf_stats["lines"] == line_stats["lines"]
 
 
 def test_the_prefilter_finds_the_same_lines_without_re2():

@@ -15,6 +15,7 @@ from tpudoctor.goodput.readers import READERS, Event, Kind, LineReader, Pattern
 from tpudoctor.logs import prefilter, steps
 from tpudoctor.logs.clock import ASCTIME, Clock, asctime_seconds, duration_s, iso_utc, time_of_day_s
 from tpudoctor.logs.prefixes import clean, kubectl_worker
+from tpudoctor.logs.sources import split_lines
 
 MAX_TEXT_CHARS = 300
 LAST_STAMP_CANDIDATES = 64
@@ -146,8 +147,7 @@ class EventReader:
                                  for i, tail in enumerate(tails) if tail[:1] in _STAMP_START_BYTES)
 
     def _every_line(self, data: bytes) -> Iterator[Event]:
-        text = data.decode("utf-8", errors="replace")
-        for line in _NEWLINE.split(text[:-1] if text.endswith("\n") else text) if text else ():
+        for line in split_lines(data):
             event = self.line(line)
             if event is not None:
                 yield event
@@ -322,5 +322,4 @@ class EventReader:
 
 
 
-_NEWLINE = re.compile(r"\r\n|\r|\n")  # as universal newlines read them
 _STAMP_START_BYTES = frozenset(bytes([c]) for c in b"IWEF[0123456789")

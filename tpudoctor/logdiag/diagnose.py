@@ -13,7 +13,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import io
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from tpudoctor.logdiag.events import MAX_MESSAGE_LINES, Gap, LogEvent, group_eve
 from tpudoctor.logdiag.parsers import PARSERS
 from tpudoctor.logs import prefilter
 from tpudoctor.logs.clock import sort_key
-from tpudoctor.logs.sources import LinePiece, count_lines
+from tpudoctor.logs.sources import LinePiece, count_lines, split_lines
 
 EXCERPT_LINES = 8
 BATCH_LINES = 4096
@@ -214,7 +213,7 @@ class Diagnoser:
             for item in items:
                 if isinstance(item, str):  # the line reader took over (an overlong line): read everything
                     if held:
-                        yield from _split_lines(held)
+                        yield from split_lines(held)
                         held, held_lines = b"", 0
                     if not hot or hot[-1][1] != float("inf"):
                         hot.append((line_no + 1 - held_lines, float("inf")))
@@ -225,16 +224,16 @@ class Diagnoser:
                 n = count_lines(item)
                 if prefilter.search(item) >= 0 or item.startswith(errorlevel.LINE_START_TRIGGERS):
                     if held:
-                        yield from _split_lines(held)
+                        yield from split_lines(held)
                         held, held_lines = b"", 0
                     hot.append((line_no + 1, line_no + n))
-                    yield from _split_lines(item)
+                    yield from split_lines(item)
                     line_no += n
                     margin = MAX_MESSAGE_LINES
                     continue
                 kept = 0
                 if margin:
-                    head = _split_lines(item)[:margin]
+                    head = split_lines(item)[:margin]
                     kept = len(head)
                     yield from head
                     margin -= kept
@@ -400,7 +399,6 @@ class Diagnoser:
         return [a.finding() for a in ranked]
 
 
-_NEWLINE = re.compile(r"\r\n|\r|\n")  # as universal newlines read them
 LOOK_BEHIND_LINES = MAX_MESSAGE_LINES + 1
 """Cold lines kept before a hot block: a record that starts there and goes on into the block is read whole."""
 
@@ -413,14 +411,6 @@ def _tail_start(data: bytes, lines: int) -> int:
         if at < 0:
             return 0
     return at + 1
-
-
-def _split_lines(block: bytes) -> list[str]:
-    text = block.decode("utf-8", errors="replace")
-    if not text:
-        return []
-    parts = _NEWLINE.split(text)
-    return parts[:-1] if parts[-1] == "" else parts
 
 
 class _Placeholders(dict):

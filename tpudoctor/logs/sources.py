@@ -13,6 +13,7 @@ import dataclasses
 import gzip
 import io
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,6 +185,18 @@ def blocks_then_lines(stream: io.BufferedReader, *, block_bytes: int = BLOCK_BYT
             yield data[:last + 1]
     if carry:
         yield carry
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")  # as universal newlines read them
+
+
+def split_lines(block: bytes) -> list[str]:
+    """A block of whole lines (raw bytes) as text lines, split as universal newlines split them."""
+    text = block.decode("utf-8", errors="replace")
+    if not text:
+        return []
+    parts = _NEWLINE.split(text)
+    return parts[:-1] if parts[-1] == "" else parts
 
 
 def count_lines(block: bytes) -> int:
