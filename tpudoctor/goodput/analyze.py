@@ -64,9 +64,7 @@ def text_blocks(binary: Any, info: SourceInfo) -> Iterator[bytes]:
         return
     try:
         for block in sources.byte_blocks(handle):
-            try:
-                block.decode("utf-8")
-            except UnicodeDecodeError:
+            if not block.isascii() and not _utf8(block):  # ASCII (most logs) needs no decoding to be told
                 info.non_utf8_lines += sum(1 for line in block.split(b"\n") if not _utf8(line))
             yield block
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
