@@ -81,16 +81,17 @@ def log_forms_page(ref: dict[str, Any]) -> str:
 
 def rules_page(ref: dict[str, Any]) -> str:
     body: list[str] = []
-    for key, title, what in (("profile_rules", "Profile rules", "`tpudoctor profile analyze`"),
-                             ("hang_rules", "Hang rules", "`tpudoctor hang` (where a thread stands)"),
-                             ("goodput_rules", "Goodput rules", "`tpudoctor goodput`")):
-        body += [f"## {title}", "", f"Judge {what}.", ""]
-        for r in ref[key]:
+    for family in ref["rule_families"]:
+        body += [f"## {esc.markdown(family['what'].capitalize())}s", "", f"Judge {_prose(family['judges'])}.",
+                 f"Its own entry-point group, also read: {esc.markdown_code(family['alias_group'])}.", ""]
+        for r in family["rules"]:
             heading = f"### {esc.markdown_code(r['id'])}" + (f" {esc.markdown(r['title'])}" if r["title"] else "")
             body += [heading, "", _prose(r["doc"]) or "-", ""]
             tail = f"{r['examples']} example(s) tested; from {esc.markdown(r['source'])}."
             body += [tail + (f" See {esc.markdown_link(r['docs'])}." if r["docs"] else ""), ""]
-    return _page("Rules", "The rules of the analysing commands; third parties add more through entry points.", body)
+    return _page("Rules", "The rules of the analysing commands, every family on the one `tpudoctor.rule.Rule` base; "
+                          f"third parties add more through the {esc.markdown_code(ref['entry_point_group'])} "
+                          "entry-point group (a module there may hold checks and rules of any family).", body)
 
 
 def exit_codes_page(ref: dict[str, Any]) -> str:
@@ -121,7 +122,7 @@ def render_pages(ref: dict[str, Any]) -> dict[str, str]:
     pages = {name: make(ref) for name, make in PAGES.items()}
     counts = {"checks.md": len(ref["checks"]), "signatures.md": len(ref["signatures"]),
               "log-forms.md": len(ref["step_forms"]),
-              "rules.md": len(ref["profile_rules"]) + len(ref["hang_rules"]) + len(ref["goodput_rules"]),
+              "rules.md": sum(len(f["rules"]) for f in ref["rule_families"]),
               "exit-codes.md": len(ref["exit_codes"]), "formats.md": len(ref["formats"])}
     index = [f"- [{name.removesuffix('.md')}]({name}) ({counts[name]})" for name in PAGES]
     pages["index.md"] = _page("Reference", "Generated from the registries by `tpudoctor docs`.", index)

@@ -13,8 +13,8 @@ import pytest
 
 from tpudoctor.cli import main
 from tpudoctor.findings import Status
-from tpudoctor.goodput.rule import evaluate_rule
 from tpudoctor.goodput.rule_registry import load_rules
+from tpudoctor.rule import evaluate_rule
 from tpudoctor.schema import validate
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "goodput" / "maxtext_restart.log"

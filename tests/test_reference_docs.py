@@ -26,19 +26,17 @@ def test_a_stale_or_stray_page_fails_the_check(tmp_path, capsys):
 
 
 def test_every_registered_id_has_its_entry():
-    from tpudoctor.goodput.rule_registry import load_rules as goodput_rules
-    from tpudoctor.hang.rule_registry import load_rules as hang_rules
     from tpudoctor.logdiag.catalog import load_catalog
     from tpudoctor.logdiag.parsers import load_cause_families
     from tpudoctor.logs.steps import load_forms
-    from tpudoctor.profile.rule_registry import load_rules as profile_rules
+    from tpudoctor.plugins import families
     from tpudoctor.registry import load_registry
 
     pages = {p.name: p.read_text(encoding="utf-8") for p in REFERENCE.glob("*.md")}
     expected = {
         "checks.md": [c.id for c in load_registry(plugins=False).check_classes()],
         "signatures.md": [s.id for s in load_catalog().signatures] + [f.id for f in load_cause_families()],
-        "rules.md": [*profile_rules(plugins=False), *hang_rules(plugins=False), *goodput_rules(plugins=False)],
+        "rules.md": [rule_id for f in families() if f.name != "checks" for rule_id in f.load(plugins=False)],
     }
     missing = [f"{page}: {ident}" for page, ids in expected.items() for ident in ids if f"`{ident}`" not in pages[page]]
     missing += [f"log-forms.md: {f.keyword}" for f in load_forms()

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from tpudoctor.facts import Facts
 from tpudoctor.findings import CheckResult, Remediation, Severity, Status, Step
+from tpudoctor.rule import Rule
 
 CHECK_ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*-[0-9]{3}$")
 
@@ -27,19 +28,15 @@ class Example:
     status: Status
 
 
-class Check:
+class Check(Rule[Facts]):
     """Base class for every check. Subclasses set the metadata and implement ``evaluate``."""
 
-    id: ClassVar[str] = ""
-    title: ClassVar[str] = ""
     step: ClassVar[Step]
     requires: ClassVar[tuple[str, ...]] = ()
     facts: ClassVar[tuple[str, ...]] = ()
     severity: ClassVar[Severity] = Severity.HIGH
     timeout_s: ClassVar[float] = 5.0
-    docs: ClassVar[str] = ""
     examples: ClassVar[tuple[Example, ...]] = ()
-    source: ClassVar[str] = "builtin"
     runs_on: ClassVar[str] = "worker"
     """``worker``: ``tpudoctor check`` on one machine; ``slice``: a merged view of every worker's report
     (``tpudoctor merge``, ``check --all-workers``), where the workers' reports are the facts."""
@@ -47,14 +44,14 @@ class Check:
     def evaluate(self, facts: Facts) -> CheckResult:
         raise NotImplementedError
 
+    @classmethod
+    def example_input(cls, example: Example) -> Facts:
+        return example.facts if isinstance(example.facts, Facts) else Facts(example.facts)
+
     def applies(self, facts: Facts) -> bool:
         """False: the check has nothing to say on these facts and the run records no result for it (a
         slice check about workers' trouble that no worker had). Most checks always apply."""
         return True
-
-    @classmethod
-    def description(cls) -> str:
-        return (cls.__doc__ or "").strip()
 
     # Result builders keep the check's identity in one place.
     def _result(

@@ -1,9 +1,12 @@
 """The one plugin registry: checks, fact providers, profile, hang and goodput rules, found the same way.
 
-Each family names its entry-point group, the built-in package(s) registered directly (so a source
-checkout works too) and the base class(es) it takes. An entry point may name a module or package
-(every public subclass of a base defined in it), a single class, or a callable returning classes,
-like pytest's ``pytest11`` plugins.
+Every extension is a ``Family``: its name, what its members are called, the built-in packages registered
+directly (so a source checkout works too), the base class(es) it takes and its id rule. Third parties use one
+entry-point group, ``tpudoctor`` (like pytest's ``pytest11``): an entry point names a module or package (every
+public subclass of a family's base defined in it, whatever the family), a single class, or a callable
+returning classes; each family takes the classes of its own bases. The groups each family had before
+(``tpudoctor.checks``, ``tpudoctor.profile_rules``, ``tpudoctor.hang_rules``, ``tpudoctor.goodput_rules``)
+are still read, as aliases.
 
 A plugin that fails to import or to construct is not a traceback and is not dropped silently: it
 becomes a ``PluginProblem`` naming it, which each family shows as an ERROR entry in its report, and
@@ -116,9 +119,10 @@ def _modules_of(module: ModuleType) -> list[ModuleType]:
     return modules
 
 
-def classes_in(target: object, bases: tuple[type, ...], what: str) -> dict[type, list[type]]:
+def classes_in(target: object, bases: tuple[type, ...], what: str, *, strict: bool = True) -> dict[type, list[type]]:
     """Base -> the classes ``target`` (a module or package, a class, or a callable returning classes)
-    provides; ``RegistryError`` for an object that is none of the bases."""
+    provides; ``RegistryError`` for an object that is none of the bases, unless not ``strict`` (the shared
+    group's entry points hold other families' classes too)."""
     found: dict[type, list[type]] = {base: [] for base in bases}
     if isinstance(target, ModuleType):
         for module in _modules_of(target):
@@ -135,32 +139,42 @@ def classes_in(target: object, bases: tuple[type, ...], what: str) -> dict[type,
     for item in items:  # type: ignore[union-attr]
         base = next((b for b in bases if inspect.isclass(item) and issubclass(item, b)), None)
         if base is None:
+            if not strict:
+                continue
             raise RegistryError(f"entry point object {item!r} is not a {what}")
         found[base].append(item)
     return found
 
 
+ENTRY_POINT_GROUP = "tpudoctor"
+"""The one entry-point group for every family's plugins."""
+
+
 def discover(*, group: str, builtin: Iterable[str], bases: tuple[type, ...], what: str,
              extra_sources: Iterable[tuple[str, object]] = (), plugins: bool = True,
              disabled: Collection[str] = ()) -> Discovery:
-    """Built-in packages, then the entry points of ``group`` (less ``disabled``: the run's
-    ``disable_plugins`` setting), then ``extra_sources``. A plugin that fails to import or to give
-    its classes is a ``PluginProblem``; a broken built-in or extra source is an error."""
+    """Built-in packages, then the entry points of the shared ``tpudoctor`` group and of the family's alias
+    ``group`` (less ``disabled``: the run's ``disable_plugins`` setting), then ``extra_sources``. A plugin
+    that fails to import or to give its classes is a ``PluginProblem``; a broken built-in or extra source is
+    an error. From the shared group a family takes only the classes of its own bases."""
     builtin = list(builtin)
     sources = [("builtin", classes_in(importlib.import_module(name), bases, what)) for name in builtin]
     problems: list[PluginProblem] = []
     if plugins:
         from importlib import metadata
 
-        for ep in metadata.entry_points(group=group):
-            if ep.value in builtin or _is_own(ep) or _is_disabled(ep, disabled):
-                continue
-            source = f"{ep.dist.name if ep.dist else ep.name}:{ep.name}"
-            try:
-                sources.append((source, classes_in(ep.load(), bases, what)))
-            except Exception as exc:  # noqa: BLE001 - a broken plugin is a named entry, not a crash
-                problems.append(PluginProblem(name=ep.name, source=source, group=group, what=what,
-                                              error=f"{type(exc).__name__}: {exc}"))
+        seen: set[tuple[str, str]] = set()
+        for ep_group, strict in ((ENTRY_POINT_GROUP, False), (group, True)):
+            for ep in metadata.entry_points(group=ep_group):
+                if ep.value in builtin or _is_own(ep) or _is_disabled(ep, disabled) or (ep.name, ep.value) in seen:
+                    continue
+                seen.add((ep.name, ep.value))
+                source = f"{ep.dist.name if ep.dist else ep.name}:{ep.name}"
+                try:
+                    sources.append((source, classes_in(ep.load(), bases, what, strict=strict)))
+                except Exception as exc:  # noqa: BLE001 - a broken plugin is a named entry, not a crash
+                    problems.append(PluginProblem(name=ep.name, source=source, group=ep_group, what=what,
+                                                  error=f"{type(exc).__name__}: {exc}"))
     sources += [(source, classes_in(target, bases, what)) for source, target in extra_sources]
     return Discovery(sources=sources, problems=problems)
 
@@ -203,21 +217,75 @@ def placeholder_slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unnamed"
 
 
-def load_rule_classes(*, builtin_package: str, group: str, base: type, id_pattern: re.Pattern[str], what: str,
-                      placeholder: Callable[[PluginProblem], type],
-                      extra_sources: Iterable[tuple[str, object]] = (), plugins: bool = True,
-                      disabled: Collection[str] = ()) -> dict[str, type]:
-    """Id -> rule class for a rule family, built-ins first, in id order within each source; a plugin that
-    could not be loaded is there as ``placeholder(problem)``, a rule that reports it."""
-    discovery = discover(group=group, builtin=[builtin_package], bases=(base,), what=what,
-                         extra_sources=extra_sources, plugins=plugins, disabled=disabled)
-    found = register_by_id(((source, sorted(by_base[base], key=lambda c: c.id))
-                            for source, by_base in discovery.sources), id_pattern=id_pattern, what=what,
-                           id_example=" (lowercase words joined by '-', e.g. acme-slow-io)")
-    for problem in discovery.problems:
-        cls = placeholder(problem)
-        found.setdefault(cls.id, cls)
-    return found
+class Rules(dict):
+    """What one family registered: id -> class, built-ins first, each source's classes in id order; a plugin
+    that could not be loaded is there as its family's placeholder, a rule that reports it."""
+
+    def __init__(self, family: Family, found: dict[str, type]):
+        super().__init__(found)
+        self.family = family
+
+    def plugin_problems(self) -> list[type]:
+        return [cls for cls in self.values() if plugin_problem_of(cls) is not None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """One kind of extension: what it is called, where its built-ins live, what it takes, its id rule."""
+
+    name: str
+    """The family's name in the reference and the conformance test: ``profile-rules``."""
+    what: str
+    """One member in words: "profile rule"."""
+    builtin: tuple[str, ...]
+    bases: tuple[type, ...]
+    alias_group: str
+    """The entry-point group this family had before the shared ``tpudoctor`` one; still read."""
+    id_pattern: re.Pattern[str]
+    id_example: str = " (lowercase words joined by '-', e.g. acme-slow-io)"
+    placeholder: Callable[[PluginProblem], type] | None = None
+    """The rule that stands for a plugin that could not be loaded (its finding is an ERROR naming it)."""
+    judges: str = ""
+    """What its members judge, for the reference: "`tpudoctor goodput`'s figures"."""
+    conformance: str = "tpudoctor.rule:conformance_problems"
+    """``module:function`` listing what a member gets wrong (its examples run); the conformance test runs it on
+    every member of every family, plugins included."""
+
+    def discover(self, extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
+                 disabled: Collection[str] = (), builtin: Iterable[str] | None = None) -> Discovery:
+        return discover(group=self.alias_group, builtin=list(self.builtin if builtin is None else builtin),
+                        bases=self.bases, what=self.what, extra_sources=extra_sources, plugins=plugins,
+                        disabled=disabled)
+
+    def load(self, extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
+             disabled: Collection[str] = ()) -> Rules:
+        """Id -> class of the family's first base; ``disabled`` names plugins to leave out (the run's
+        ``disable_plugins`` setting)."""
+        discovery = self.discover(extra_sources, plugins=plugins, disabled=disabled)
+        base = self.bases[0]
+        found = register_by_id(((source, sorted(by_base[base], key=lambda c: c.id))
+                                for source, by_base in discovery.sources), id_pattern=self.id_pattern,
+                               what=self.what, id_example=self.id_example)
+        if self.placeholder is not None:
+            for problem in discovery.problems:
+                cls = self.placeholder(problem)
+                found.setdefault(cls.id, cls)
+        return Rules(self, found)
+
+
+FAMILY_MODULES = {
+    "checks": "tpudoctor.registry",
+    "profile-rules": "tpudoctor.profile.rule_registry",
+    "hang-rules": "tpudoctor.hang.rule_registry",
+    "hang-report-rules": "tpudoctor.hang.report_rule_registry",
+    "goodput-rules": "tpudoctor.goodput.rule_registry",
+}
+"""Every family, by name -> the module whose ``FAMILY`` it is (imported only when asked for)."""
+
+
+def families() -> list[Family]:
+    """Every registered family (imports each family's module)."""
+    return [importlib.import_module(module).FAMILY for module in FAMILY_MODULES.values()]
 
 
 def plugin_problem_of(cls: type) -> PluginProblem | None:

@@ -17,13 +17,12 @@ def _doc(cls: type) -> str:
 def gather(*, plugins: bool = False) -> dict[str, Any]:
     """The reference as data; ``plugins``: also third parties' checks and rules installed here."""
     from tpudoctor.exitcodes import ExitCode
-    from tpudoctor.goodput.rule_registry import load_rules as goodput_rules
-    from tpudoctor.hang.rule_registry import load_rules as hang_rules
     from tpudoctor.logdiag.catalog import load_catalog
     from tpudoctor.logdiag.errorlevel import load_benign
     from tpudoctor.logdiag.parsers import load_cause_families
     from tpudoctor.logs.steps import load_forms
-    from tpudoctor.profile.rule_registry import load_rules as profile_rules
+    from tpudoctor.plugins import ENTRY_POINT_GROUP
+    from tpudoctor.plugins import families as rule_families
     from tpudoctor.registry import load_registry
 
     registry = load_registry(plugins=plugins)
@@ -54,9 +53,9 @@ def gather(*, plugins: bool = False) -> dict[str, Any]:
         "benign_lines": benign,
         "cause_families": families,
         "step_forms": forms,
-        "profile_rules": rules(profile_rules(plugins=plugins)),
-        "hang_rules": rules(hang_rules(plugins=plugins)),
-        "goodput_rules": rules(goodput_rules(plugins=plugins)),
+        "entry_point_group": ENTRY_POINT_GROUP,
+        "rule_families": [{"name": f.name, "what": f.what, "judges": f.judges, "alias_group": f.alias_group,
+                           "rules": rules(f.load(plugins=plugins))} for f in rule_families() if f.name != "checks"],
         "exit_codes": [{"code": int(c), "name": c.name, "meaning": _exit_doc(c)} for c in ExitCode],
         "formats": {command: list(names) for command, names in COMMAND_FORMATS.items()},
     }

@@ -1,4 +1,5 @@
-"""Finds checks and fact providers: the built-in packages plus the ``tpudoctor.checks`` entry points.
+"""The check family: checks and fact providers, the built-in packages plus plugins of the shared ``tpudoctor``
+entry-point group (and its old ``tpudoctor.checks`` group).
 
 Discovery is ``tpudoctor.plugins``' (the one plugin registry): an entry point may name a module or
 package, a single class, or a callable returning classes. Duplicate check ids or fact keys are an error
@@ -13,9 +14,10 @@ from collections.abc import Collection, Iterable, Sequence
 from tpudoctor.check import CHECK_ID_PATTERN, Check
 from tpudoctor.findings import CheckResult, FindingKind, Step
 from tpudoctor.plugins import (
+    Family,
     PluginProblem,
     RegistryError,
-    discover,
+    Rules,
     plugin_problem_of,
     register_by_id,
 )
@@ -24,13 +26,19 @@ from tpudoctor.provider import FactProvider
 __all__ = ["Registry", "RegistryError", "load_registry"]
 
 ENTRY_POINT_GROUP = "tpudoctor.checks"
+"""The family's old entry-point group, still read (new plugins use the shared ``tpudoctor`` group)."""
 BUILTIN_CHECK_PACKAGE = "tpudoctor.checks"
 BUILTIN_PROVIDER_PACKAGE = "tpudoctor.providers"
+FAMILY = Family(judges='`tpudoctor check`: the facts gathered once',
+                name="checks", what="check", builtin=(BUILTIN_CHECK_PACKAGE, BUILTIN_PROVIDER_PACKAGE),
+                bases=(Check, FactProvider), alias_group=ENTRY_POINT_GROUP, id_pattern=CHECK_ID_PATTERN,
+                id_example=" (like STEP-001)", conformance="tpudoctor.testing:conformance_problems")
 
 
 @dataclasses.dataclass
 class Registry:
-    checks: dict[str, type[Check]]
+    checks: Rules
+    """Check id -> class (the one registry type every family has)."""
     providers: dict[str, type[FactProvider]]
     """Fact key -> the provider class that fills it."""
 
@@ -67,12 +75,9 @@ def load_registry(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: 
                   builtin: Sequence[str] = (BUILTIN_CHECK_PACKAGE, BUILTIN_PROVIDER_PACKAGE)) -> Registry:
     """Every check and provider; ``disabled`` names plugins to leave out (the run's ``disable_plugins`` setting);
     ``builtin``: the built-in packages or modules to import (a merge needs only the slice checks)."""
-    discovery = discover(group=ENTRY_POINT_GROUP, builtin=list(builtin),
-                         bases=(Check, FactProvider), what="check", extra_sources=extra_sources, plugins=plugins,
-                         disabled=disabled)
-    checks: dict[str, type[Check]] = register_by_id(
-        ((source, by_base[Check]) for source, by_base in discovery.sources), id_pattern=CHECK_ID_PATTERN,
-        what="check")
+    discovery = FAMILY.discover(extra_sources, plugins=plugins, disabled=disabled, builtin=builtin)
+    checks = Rules(FAMILY, register_by_id(((source, by_base[Check]) for source, by_base in discovery.sources),
+                                          id_pattern=CHECK_ID_PATTERN, what="check"))
     for number, problem in enumerate(discovery.problems, start=1):
         cls = _problem_check(problem, number)
         checks[cls.id] = cls

@@ -1,5 +1,6 @@
-"""Finds goodput rules: the built-in ``tpudoctor.goodput.rules`` plus the ``tpudoctor.goodput_rules`` entry
-points, through the one plugin registry (``tpudoctor.plugins``), exactly as profile rules are found."""
+"""The goodput rule family: the built-in ``tpudoctor.goodput.rules`` plus plugins of the shared ``tpudoctor``
+entry-point group (and its old ``tpudoctor.goodput_rules`` group), through the one plugin registry
+(``tpudoctor.plugins``), exactly as profile rules are found."""
 
 from __future__ import annotations
 
@@ -7,19 +8,13 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from tpudoctor.findings import Finding, FindingKind
-from tpudoctor.goodput.rule import RULE_ID_PATTERN, GoodputRule, evaluate_rule
-from tpudoctor.plugins import PluginProblem, load_rule_classes, placeholder_slug
+from tpudoctor.goodput.rule import RULE_ID_PATTERN, GoodputRule
+from tpudoctor.plugins import Family, PluginProblem, Rules, placeholder_slug
+from tpudoctor.rule import evaluate_rule
 
 ENTRY_POINT_GROUP = "tpudoctor.goodput_rules"
+"""The family's old entry-point group, still read (new plugins use the shared ``tpudoctor`` group)."""
 BUILTIN_RULE_PACKAGE = "tpudoctor.goodput.rules"
-
-
-def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
-               disabled: Collection[str] = ()) -> dict[str, type[GoodputRule]]:
-    """Rule id -> rule class; ``disabled`` names plugins to leave out (the run's ``disable_plugins`` setting)."""
-    return load_rule_classes(builtin_package=BUILTIN_RULE_PACKAGE, group=ENTRY_POINT_GROUP, base=GoodputRule,
-                             id_pattern=RULE_ID_PATTERN, what="goodput rule", placeholder=_problem_rule,
-                             extra_sources=extra_sources, plugins=plugins, disabled=disabled)
 
 
 def _problem_rule(problem: PluginProblem) -> type[GoodputRule]:
@@ -34,6 +29,17 @@ def _problem_rule(problem: PluginProblem) -> type[GoodputRule]:
             return problem.finding(self.id, FindingKind.GOODPUT)
 
     return PluginProblemRule
+
+
+FAMILY = Family(judges="`tpudoctor goodput`: the run's goodput figures",
+                name="goodput-rules", what="goodput rule", builtin=(BUILTIN_RULE_PACKAGE,), bases=(GoodputRule,),
+                alias_group=ENTRY_POINT_GROUP, id_pattern=RULE_ID_PATTERN, placeholder=_problem_rule)
+
+
+def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
+               disabled: Collection[str] = ()) -> Rules:
+    """Rule id -> rule class; ``disabled`` names plugins to leave out (the run's ``disable_plugins`` setting)."""
+    return FAMILY.load(extra_sources, plugins=plugins, disabled=disabled)
 
 
 def evaluate_rules(document: Mapping[str, Any], rules: Mapping[str, type[GoodputRule]] | None = None

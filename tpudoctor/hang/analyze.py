@@ -64,7 +64,8 @@ def analyze(captures: Iterable[ProcessCapture], *, target: Target, host: str, st
             report.decision = decide(report.root_cause, report)
         elif report.root_cause is not None and why == ONE_SNAPSHOT:
             report.decision = _from_snapshots(decide(report.root_cause, report))
-    report.findings = findings(report, captures, list(worker_problems) + plugin_problem_findings(rules))
+    report.findings = findings(report, list(worker_problems) + plugin_problem_findings(rules),
+                               disabled_plugins=disabled_plugins)
     return report
 
 

@@ -17,7 +17,9 @@ import re
 from collections.abc import Iterable
 from typing import ClassVar
 
+from tpudoctor.findings import FindingKind
 from tpudoctor.hang.model import Frame, ThreadStack
+from tpudoctor.rule import Rule
 
 RULE_ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/lib64/python3", "<frozen ")
@@ -157,25 +159,29 @@ def words_of(frame: Frame) -> set[str]:
     return words
 
 
-class HangRule:
-    """Base class for every hang rule. Subclasses set the metadata and implement ``match``."""
+class HangRule(Rule[ThreadView]):
+    """Base class for every hang rule. Subclasses set the metadata and implement ``match``: where a thread
+    stands, not a finding (``classify`` weighs every rule's match)."""
 
-    id: ClassVar[str] = ""
+    kind: ClassVar[FindingKind] = FindingKind.HANG
     category: ClassVar[Category] = Category.UNKNOWN
     rank: ClassVar[int] = 50
     """Among matches at the same depth, lower ranks win (specific before generic)."""
     fallback: ClassVar[bool] = False
     """Answers only when no other rule matched at any depth."""
-    docs: ClassVar[str] = ""
     examples: ClassVar[tuple[RuleExample, ...]] = ()
-    source: ClassVar[str] = "builtin"
 
     def match(self, thread: ThreadView) -> Match | None:
         raise NotImplementedError
 
     @classmethod
-    def description(cls) -> str:
-        return (cls.__doc__ or "").strip()
+    def example_problem(cls, example: RuleExample) -> str | None:
+        found = cls().match(example.view())
+        if (found is not None) != example.matches:
+            return f"{cls.id}: example {example.name!r} {'did not match' if example.matches else 'matched'}"
+        if found is not None and not (isinstance(found, Match) and found.depth >= 0):
+            return f"{cls.id}: example {example.name!r} gave {found!r}, not a Match"
+        return None
 
     # Helpers for subclasses.
     @staticmethod

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Severity, Status
+from tpudoctor.findings import Finding, FindingKind, Scope, Status
 from tpudoctor.profile.host_result import HostResult
+from tpudoctor.rule import Rule
+from tpudoctor.rule import evaluate_rule as evaluate_one
 
 RULE_ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 SHARE_OF_STEP = "share_of_step_percent"
@@ -51,11 +52,10 @@ class RuleExample:
     status: Status
 
 
-class ProfileRule:
+class ProfileRule(Rule[HostResult]):
     """Base class for every profile rule. Subclasses set the metadata and implement ``evaluate``."""
 
-    id: ClassVar[str] = ""
-    title: ClassVar[str] = ""
+    kind: ClassVar[FindingKind] = FindingKind.PROFILE
     bottleneck: ClassVar[str | None] = None
     """The verdict this rule's finding explains (one of ``BOTTLENECKS``), or None."""
     scores_verdict: ClassVar[bool] = False
@@ -68,45 +68,16 @@ class ProfileRule:
     lead_rank: ClassVar[int] = 100
     """Among the findings that explain the verdict, lower ranks are named first (specific causes
     before generic ones)."""
-    docs: ClassVar[str] = ""
     examples: ClassVar[tuple[RuleExample, ...]] = ()
-    source: ClassVar[str] = "builtin"
-
-    def evaluate(self, host: HostResult) -> Finding:
-        raise NotImplementedError
 
     @classmethod
-    def description(cls) -> str:
-        return (cls.__doc__ or "").strip()
-
-    def passed(self, message: str, *, evidence: Mapping[str, Any] | None = None) -> Finding:
-        return self._finding(Status.PASS, Severity.INFO, self.title, message, evidence, None)
-
-    def fired(self, severity: Severity, title: str, message: str, *, evidence: Mapping[str, Any],
-              fixes: Iterable[str], commands: Iterable[str] = ()) -> Finding:
-        """The rule holds: FAIL for a high or critical cause, WARN otherwise. ``fixes`` are prose, one
-        per line of the remediation text; ``commands`` are what a person can copy and run."""
-        status = Status.FAIL if severity.rank >= Severity.HIGH.rank else Status.WARN
-        remediation = Remediation(text="\n".join(fixes), commands=tuple(commands), docs_url=self.docs or None)
-        return self._finding(status, severity, title, message, evidence, remediation)
-
-    def _finding(self, status: Status, severity: Severity, title: str, message: str,
-                 evidence: Mapping[str, Any] | None, remediation: Remediation | None) -> Finding:
-        return Finding(id=self.id, step=None, title=title, status=status, message=message, severity=severity,
-                       evidence=dict(evidence or {}), remediation=remediation, kind=FindingKind.PROFILE)
+    def example_input(cls, example: RuleExample) -> HostResult:
+        return example.host
 
 
 def evaluate_rule(rule: type[ProfileRule] | ProfileRule, host: HostResult) -> Finding:
     """One rule on one host, its scope set to that host; a crashing rule is an ERROR result."""
-    instance = rule() if isinstance(rule, type) else rule
-    try:
-        finding = instance.evaluate(host)
-        if not isinstance(finding, Finding):
-            raise TypeError(f"evaluate returned {type(finding).__name__}, not a Finding")
-    except Exception as exc:  # noqa: BLE001 - one broken rule must not take the report down
-        finding = Finding(id=instance.id, step=None, title=instance.title or instance.id, status=Status.ERROR,
-                          message=f"rule {instance.id} crashed: {type(exc).__name__}: {exc}",
-                          severity=Severity.MEDIUM, kind=FindingKind.PROFILE)
+    finding = evaluate_one(rule, host)
     finding.scope = Scope.of(hosts=[host.host])
     return finding
 

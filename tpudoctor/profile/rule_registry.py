@@ -1,33 +1,23 @@
-"""Finds profile rules: the built-in ``tpudoctor.profile.rules`` plus the ``tpudoctor.profile_rules``
-entry points (a module or package, a rule class, or a callable returning rule classes), through the one
-plugin registry (``tpudoctor.plugins``). Duplicate or malformed ids are an error at load time; a plugin
-that cannot be loaded is a ``plugin-<name>`` rule whose finding is an ERROR naming it.
+"""The profile rule family: the built-in ``tpudoctor.profile.rules`` plus plugins of the shared ``tpudoctor``
+entry-point group (and its old ``tpudoctor.profile_rules`` group), through the one plugin registry
+(``tpudoctor.plugins``). Duplicate or malformed ids are an error at load time; a plugin that cannot be loaded
+is a ``plugin-<name>`` rule whose finding is an ERROR naming it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
+from tpudoctor.plugins import Family, PluginProblem, Rules, placeholder_slug
 from tpudoctor.profile.rule import RULE_ID_PATTERN, ProfileRule
 
 ENTRY_POINT_GROUP = "tpudoctor.profile_rules"
+"""The family's old entry-point group, still read (new plugins use the shared ``tpudoctor`` group)."""
 BUILTIN_RULE_PACKAGE = "tpudoctor.profile.rules"
 
 
-def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
-               disabled: Collection[str] = ()) -> dict[str, type[ProfileRule]]:
-    """Rule id -> rule class, built-ins first, in id order within each source; ``disabled`` names plugins
-    to leave out (the run's ``disable_plugins`` setting)."""
-    from tpudoctor.plugins import load_rule_classes
-
-    return load_rule_classes(builtin_package=BUILTIN_RULE_PACKAGE, group=ENTRY_POINT_GROUP, base=ProfileRule,
-                             id_pattern=RULE_ID_PATTERN, what="profile rule", placeholder=_problem_rule,
-                             extra_sources=extra_sources, plugins=plugins, disabled=disabled)
-
-
-def _problem_rule(problem) -> type[ProfileRule]:
+def _problem_rule(problem: PluginProblem) -> type[ProfileRule]:
     from tpudoctor.findings import FindingKind
-    from tpudoctor.plugins import placeholder_slug
 
     class PluginProblemRule(ProfileRule):
         __doc__ = f"The profile rule plugin {problem.name} ({problem.source}) loads."
@@ -40,3 +30,16 @@ def _problem_rule(problem) -> type[ProfileRule]:
             return problem.finding(self.id, FindingKind.PROFILE)
 
     return PluginProblemRule
+
+
+FAMILY = Family(judges="`tpudoctor profile analyze`: one host's profile figures",
+                name="profile-rules", what="profile rule", builtin=(BUILTIN_RULE_PACKAGE,), bases=(ProfileRule,),
+                alias_group=ENTRY_POINT_GROUP, id_pattern=RULE_ID_PATTERN, placeholder=_problem_rule,
+                conformance="tpudoctor.testing:profile_rule_conformance_problems")
+
+
+def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
+               disabled: Collection[str] = ()) -> Rules:
+    """Rule id -> rule class, built-ins first, in id order within each source; ``disabled`` names plugins
+    to leave out (the run's ``disable_plugins`` setting)."""
+    return FAMILY.load(extra_sources, plugins=plugins, disabled=disabled)

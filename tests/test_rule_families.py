@@ -1,0 +1,162 @@
+"""One extension model: every family (checks, profile, hang, hang report and goodput rules) is a ``Family`` of
+the one plugin registry, its members derive from the one ``Rule[Input]`` base, and one conformance test runs
+every member's examples. A plugin in the shared ``tpudoctor`` group is found by each family whose base its
+classes have; the old per-family groups still work."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+
+import pytest
+
+from tpudoctor.findings import Status
+from tpudoctor.plugins import FAMILY_MODULES, Family, Rules, families
+from tpudoctor.rule import Rule
+
+FAMILIES = families()
+
+
+def _members(family: Family) -> Rules:
+    if family.name == "checks":
+        from tpudoctor.registry import load_registry
+
+        return load_registry(plugins=False).checks
+    return family.load(plugins=False)
+
+
+def _conformance(family: Family):
+    module, _, name = family.conformance.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def test_every_family_is_listed_once_and_named_as_its_module_says():
+    assert [f.name for f in FAMILIES] == list(FAMILY_MODULES)
+    assert {f.name for f in FAMILIES} >= {"checks", "profile-rules", "hang-rules", "hang-report-rules", "goodput-rules"}
+    assert len({f.alias_group for f in FAMILIES}) == len(FAMILIES)
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_every_member_of_every_family_derives_from_the_one_rule_base_and_conforms(family):
+    members = _members(family)
+    assert isinstance(members, Rules) and members.family is family and len(members) >= 5
+    check = _conformance(family)
+    problems = []
+    for rule_id, cls in members.items():
+        assert issubclass(cls, Rule), f"{rule_id} is not a tpudoctor.rule.Rule"
+        assert family.id_pattern.match(rule_id), rule_id
+        assert cls.examples, f"{rule_id} has no examples"
+        problems += check(cls)
+    assert problems == []
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_a_rule_whose_example_is_wrong_does_not_conform(family):
+    """The conformance test can fail: a member whose first example claims the wrong status (or match) is named."""
+    cls = next(iter(_members(family).values()))
+    example = cls.examples[0]
+    import dataclasses
+
+    if hasattr(example, "matches"):
+        wrong = dataclasses.replace(example, matches=not example.matches)
+    else:
+        wrong = dataclasses.replace(example, status=Status.ERROR if example.status is not Status.ERROR else Status.PASS)
+    liar = type(cls.__name__, (cls,), {"examples": (wrong,), "__doc__": cls.__doc__})
+    assert any(example.name in p for p in _conformance(family)(liar))
+
+
+def test_the_hang_report_findings_are_registered_rules_in_id_order():
+    from tpudoctor.hang.report_rule import example_capture, example_report
+    from tpudoctor.hang.report_rule_registry import evaluate_rules, load_rules
+
+    rules = load_rules(plugins=False)
+    assert list(rules) == [f"HANG-00{n}" for n in range(1, 7)]
+    report = example_report(captures=[example_capture(), example_capture(7, failure="exited", detail="gone")])
+    assert [f.id for f in evaluate_rules(report, rules)] == ["HANG-001", "HANG-002", "HANG-004", "HANG-005"]
+
+
+PLUGIN = '''
+from tpudoctor.findings import Status
+from tpudoctor.goodput.rule import GoodputExample, GoodputRule
+from tpudoctor.hang.report_rule import HangReportRule, ReportExample, example_report
+
+
+class AcmeQuota(GoodputRule):
+    """Acme's quota bucket."""
+    id = "acme-quota"
+    title = "Acme quota"
+    examples = (GoodputExample("any", {}, Status.PASS),)
+
+    def evaluate(self, goodput):
+        return self.passed("fine")
+
+
+class AcmeHang(HangReportRule):
+    """Acme's hang note."""
+    id = "ACME-001"
+    title = "Acme hang note"
+    examples = (ReportExample("any", example_report(), Status.PASS),)
+
+    def evaluate(self, report):
+        return self.finding(Status.PASS, "fine")
+'''
+
+
+def _install(tmp_path, monkeypatch, group: str, module: str) -> None:
+    (tmp_path / f"{module}.py").write_text(textwrap.dedent(PLUGIN))
+    info = tmp_path / f"{module}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\nacme = {module}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_one_entry_point_in_the_shared_group_gives_each_family_its_own_classes(tmp_path, monkeypatch):
+    from tpudoctor.goodput.rule_registry import load_rules as goodput_rules
+    from tpudoctor.hang.report_rule_registry import load_rules as report_rules
+    from tpudoctor.profile.rule_registry import load_rules as profile_rules
+
+    _install(tmp_path, monkeypatch, "tpudoctor", "acme_shared_plugin")
+    try:
+        assert goodput_rules()["acme-quota"].source == "acme_shared_plugin:acme"
+        assert "ACME-001" in report_rules() and "acme-quota" not in report_rules()
+        assert not any(k.startswith("acme") or k.startswith("plugin-") for k in profile_rules())
+        assert "acme-quota" not in goodput_rules(disabled={"acme"})
+    finally:
+        sys.modules.pop("acme_shared_plugin", None)
+
+
+def test_the_old_group_of_a_family_is_still_read(tmp_path, monkeypatch):
+    from tpudoctor.goodput.rule_registry import ENTRY_POINT_GROUP, load_rules
+
+    assert ENTRY_POINT_GROUP == "tpudoctor.goodput_rules"
+    _install(tmp_path, monkeypatch, ENTRY_POINT_GROUP, "acme_old_group_plugin")
+    try:
+        assert "acme-quota" in load_rules()
+    finally:
+        sys.modules.pop("acme_old_group_plugin", None)
+
+
+def test_no_second_registry_finds_plugins_or_declares_a_family_outside_the_table():
+    """Only tpudoctor.plugins reads entry points or walks packages for classes; every ``FAMILY = Family(...)`` is
+    one of ``FAMILY_MODULES``."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readers, declared = [], set()
+    for path in [*root.glob("tpudoctor/**/*.py"), *root.glob("checks/**/*.py"), *root.glob("reports/**/*.py")]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        rel = path.relative_to(root).as_posix()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+                if name in ("entry_points", "walk_packages") and rel != "tpudoctor/plugins.py" \
+                        and not rel.startswith("tpudoctor/testing/"):
+                    readers.append(f"{rel}:{node.lineno}")
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "FAMILY" for t in node.targets) \
+                    and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) == "Family":
+                declared.add(rel.removesuffix(".py").replace("/", "."))
+    assert readers == []
+    assert declared == set(FAMILY_MODULES.values())
