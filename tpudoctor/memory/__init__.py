@@ -1,0 +1,1 @@
+"""Memory: what fills HBM at the peak and what to shrink."""
