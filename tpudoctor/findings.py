@@ -59,12 +59,23 @@ def worst_status(statuses: Iterable[Status]) -> Status:
 
 
 def exit_code_for(report: Any, *, fail_on: str = "fail", exit_zero: bool = False) -> ExitCode:
-    """FINDINGS when a result of ``report`` (anything with ``results``) is at or above the fail level
-    (``fail``: FAIL or ERROR; ``warn``: WARN too). The format never changes this."""
+    """FINDINGS when a finding ``report`` is judged on (``judged_findings``) is at or above the fail level
+    (``fail``: FAIL or ERROR; ``warn``: WARN too); OK otherwise, and always with ``exit_zero``. The one
+    exit-status rule of every command's report; the format never changes it."""
     if exit_zero:
         return ExitCode.OK
     failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if fail_on == "warn" else set())
-    return ExitCode.FINDINGS if any(r.status in failing for r in report.results) else ExitCode.OK
+    return ExitCode.FINDINGS if any(r.status in failing for r in judged_findings(report)) else ExitCode.OK
+
+
+def judged_findings(report: Any) -> Iterable[Finding]:
+    """What a report's exit status is judged on: its ``results`` (a check report's results; a goodput,
+    bench or compare report's gate outcome), else its ``findings`` (a hang report's; a profile report's
+    findings that fired, its ``results`` being every rule's result per host, a mapping)."""
+    results = getattr(report, "results", None)
+    if results is not None and not isinstance(results, Mapping):
+        return results
+    return report.findings
 
 
 class Severity(str, enum.Enum):
