@@ -12,6 +12,7 @@ import importlib
 from typing import Any
 
 from tpudoctor.errors import TpudoctorError
+from tpudoctor.profile.compare_report import GOODPUT_COMPARE, PROFILE_COMPARE, PROFILE_HISTORY
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,9 +49,8 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
     ("bench", "markdown"): Renderer("tpudoctor.reports.bench_markdown:render"),
     ("bench", "junit"): Renderer("tpudoctor.reports.bench_junit:render"),
     **{(kind, fmt): Renderer("tpudoctor.reports.profile_compare:render", takes_format=True)
-       for kind in ("tpudoctor.profile_compare", "tpudoctor.profile_history")
-       for fmt in ("text", "json", "markdown", "html", "junit")},
-    **{("tpudoctor.goodput_compare", fmt): Renderer("tpudoctor.reports.goodput_compare:render", takes_format=True)
+       for kind in (PROFILE_COMPARE, PROFILE_HISTORY) for fmt in ("text", "json", "markdown", "html", "junit")},
+    **{(GOODPUT_COMPARE, fmt): Renderer("tpudoctor.reports.goodput_compare:render", takes_format=True)
        for fmt in ("text", "json", "markdown", "html", "junit")},
 }
 

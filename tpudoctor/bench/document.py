@@ -19,6 +19,7 @@ import numpy as np
 
 SCHEMA_VERSION = "1.0"  # findings were added as an optional field: no required field changed
 SCHEMA_NAME = "bench_result"
+DOCUMENT_KIND = "bench"
 METRIC = {"name": "examples_per_s", "unit": "examples/s", "direction": "higher_is_better"}
 
 
@@ -31,7 +32,7 @@ def build_document(run_result: Mapping[str, Any], *, tool_version: str) -> dict[
     q1, q3 = (float(v) for v in np.percentile(samples, [25, 75]))
     return with_findings({
         "schema_version": SCHEMA_VERSION,
-        "kind": "bench",
+        "kind": DOCUMENT_KIND,
         "tool": {"name": "tpudoctor", "version": tool_version},
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
         "host": socket.gethostname(),

@@ -7,6 +7,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from tpudoctor.errors import UsageError
+from tpudoctor.profile.compare_report import PROFILE_COMPARE
 
 # kpi -> (lower_is_better, unit label)
 KPIS = {
@@ -98,7 +99,7 @@ def compare(a, b, *, threshold_percent: float | None = None) -> dict:
         ops.append({"program": program, "name": name, "baseline_self_ms": sa, "candidate_self_ms": sb,
                     "delta_ms": round(sb - sa, 4) if sa is not None and sb is not None else None})
     return {
-        "kind": "tpudoctor.profile_compare",
+        "kind": PROFILE_COMPARE,
         "comparable": comparability.comparable,
         "comparability": comparability.to_dict(),
         "baseline": {"source": a.get("source"), "verdict": a.get("verdict")},
