@@ -5,6 +5,7 @@ goodput reports (``tpudoctor goodput --format json``);
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from tpudoctor.commands.common import (
     add_cluster_flag,
@@ -15,6 +16,9 @@ from tpudoctor.commands.common import (
 from tpudoctor.errors import UsageError
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import COMPARE_FORMATS
+
+if TYPE_CHECKING:
+    from tpudoctor.profile.compare_report import CompareReport
 
 HISTORY_TIMEOUT_S = 30.0  # each Cloud Storage call reading --history
 
@@ -54,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings) -> ExitCode:
+    from tpudoctor.findings import exit_code_for
     from tpudoctor.output import check_writable
 
     check_writable(args.output)  # before captures are analysed
@@ -78,16 +83,17 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     gate_refused = threshold is not None and not result["comparable"] and not args.force
     if gate_refused:
         result["regressed"], result["regressed_by"] = False, []
-    _write(args, result, settings)
+    report = _write(args, result, settings)
     if gate_refused:  # the comparison is written; the gate's refusal is an error like any other
         reasons = "; ".join(result["comparability"]["reasons"])
         raise UsageError(f"not comparable: {reasons}. --fail-on-regression cannot judge a regression between "
                          "different hardware", hint="--force judges anyway")
-    return ExitCode.FINDINGS if result["regressed"] else ExitCode.OK
+    return exit_code_for(report)
 
 
 def run_goodput(args: argparse.Namespace, kinds: list[bool], settings) -> ExitCode:
     """Two ``tpudoctor goodput --format json`` reports: --fail-on-regression is in ETTR percentage points."""
+    from tpudoctor.findings import exit_code_for
     from tpudoctor.goodput.compare import compare_goodput, load_goodput_document
     from tpudoctor.profile.compare import parse_percent
 
@@ -97,16 +103,18 @@ def run_goodput(args: argparse.Namespace, kinds: list[bool], settings) -> ExitCo
     threshold = parse_percent(args.fail_on_regression) if args.fail_on_regression is not None else None
     baseline, candidate = (load_goodput_document(p) for p in args.profiles)
     result = compare_goodput(baseline, candidate, threshold_points=threshold)
-    _write(args, result, settings)
+    report = _write(args, result, settings)
     if threshold is not None and not result["comparable"] and not args.force:
         raise UsageError(f"not comparable: {'; '.join(result['comparability']['reasons'])}. --fail-on-regression "
                          "cannot judge ETTR between them", hint="--force judges anyway")
-    return ExitCode.FINDINGS if result["regressed"] else ExitCode.OK
+    return exit_code_for(report)
 
 
 def run_history(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.errors import InputError
+    from tpudoctor.findings import exit_code_for
     from tpudoctor.profile.comparability import compare_documents
+    from tpudoctor.profile.compare_report import PROFILE_HISTORY
     from tpudoctor.profile.history import DEFAULT_LAST_N, MIN_HISTORY, judge_history, read_history
 
     if len(args.profiles) != 1:
@@ -133,18 +141,18 @@ def run_history(args: argparse.Namespace, settings) -> ExitCode:
     comparability = compare_documents(entries[-1].document, candidate)
     gate = judge_history([e.document for e in entries], candidate, last_n=last_n,
                          history_names=[e.name for e in entries])
-    result = {"kind": "tpudoctor.profile_history", "history": args.history,
+    result = {"kind": PROFILE_HISTORY, "history": args.history,
               "candidate": {"source": candidate.get("source"), "verdict": candidate.get("verdict")},
               "comparable": comparability.comparable, "comparability": comparability.to_dict(),
               "forced": bool(args.force), "gate": gate.to_dict()}
-    _write(args, result, settings)
+    report = _write(args, result, settings)
     if not comparability.comparable and not args.force:
         raise UsageError("the candidate is not comparable with the latest history report: "
                          + "; ".join(comparability.reasons), hint="--force judges anyway")
     if gate.verdict == "not_judged":
         raise InputError("no gated KPI could be judged: "
                          + "; ".join(f"{j.kpi}: {j.reason}" for j in gate.kpis if j.gated))
-    return ExitCode.FINDINGS if gate.regressed else ExitCode.OK
+    return exit_code_for(report)
 
 
 def _load(paths: list[str], settings) -> list[dict]:
@@ -160,10 +168,14 @@ def _load(paths: list[str], settings) -> list[dict]:
     return documents
 
 
-def _write(args: argparse.Namespace, result: dict, settings) -> None:
-    from tpudoctor.documents import compare_document
+def _write(args: argparse.Namespace, result: dict, settings) -> CompareReport:
+    """Write the comparison ``result`` (prepared once, then rendered); its report, for the exit status."""
+    from tpudoctor.documents import prepare
     from tpudoctor.output import write_text
+    from tpudoctor.profile.compare_report import CompareReport
     from tpudoctor.rendering import render
 
+    report = CompareReport(result)
     fmt = settings.format_for(COMPARE_FORMATS)
-    write_text(args.output, render(compare_document(result, redact=args.redact), fmt))
+    write_text(args.output, render(prepare(report, redact=args.redact), fmt))
+    return report

@@ -113,18 +113,18 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
             document = analyze_paths(args.logs, step_pattern=step_pattern, year=args.year, tz=tz,
                                      min_ettr=args.min_ettr, on_progress=update,
                                      disabled_plugins=settings.disable_plugins)
-    from tpudoctor.documents import goodput_document
+    from tpudoctor.documents import prepare
+    from tpudoctor.findings import exit_code_for
+    from tpudoctor.goodput.report import GoodputReport
 
-    document = goodput_document(document, redact=args.redact)  # once, before any renderer
-    text = render(document, fmt, verbose=args.verbose)
-    write_text(args.output, text)
-    gate = document.get("gate")
-    if gate and gate["verdict"] == "not_judged":
+    report = GoodputReport(document)
+    prepared = prepare(report, redact=args.redact)  # once, before any renderer
+    write_text(args.output, render(prepared, fmt, verbose=args.verbose))
+    gate = prepared.get("gate")
+    if gate and gate["verdict"] == "not_judged":  # not a finding: the question --min-ettr asks has no answer
         sys.stderr.write(f"tpudoctor goodput: --min-ettr cannot be judged: {gate['reason']}\n")
         return ExitCode.USAGE_ERROR
-    if gate and gate["verdict"] == "failed":
-        return ExitCode.FINDINGS
-    return ExitCode.OK
+    return exit_code_for(report)  # the --min-ettr gate: exit 1 below it
 
 
 def _from_cloud(args: argparse.Namespace, settings, step_pattern, update) -> dict:

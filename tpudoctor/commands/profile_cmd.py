@@ -78,18 +78,15 @@ def run_analyze(args: argparse.Namespace, settings) -> ExitCode:
             report = build_report(args.path, run=args.run, on_progress=update, cluster=cluster,
                                   disabled_plugins=settings.disable_plugins)
         report.duration_s = time.monotonic() - started
-        from tpudoctor.documents import profile_document
+        from tpudoctor.documents import prepare
 
-        document = profile_document(report, redact=args.redact)
+        document = prepare(report, redact=args.redact)
         text = render(document, fmt, color=args.output in (None, "-") and sys.stdout.isatty() and not args.redact)
     write_text(args.output, text)
-    if settings.fail_on is None:  # no gate asked for (flag, TPUDOCTOR_FAIL_ON or the config file)
-        return ExitCode.OK
-    import types
-
     from tpudoctor.findings import exit_code_for
 
-    return exit_code_for(types.SimpleNamespace(results=report.findings), fail_on=settings.fail_on)
+    # no gate unless one is asked for (--fail-on, TPUDOCTOR_FAIL_ON or the config file): exit 0 whatever it shows
+    return exit_code_for(report, fail_on=settings.fail_on or "fail", exit_zero=settings.fail_on is None)
 
 
 def build_report(path: str, *, run: str | None = None, on_progress=None, cluster: str | None = None,
@@ -101,7 +98,7 @@ def build_report(path: str, *, run: str | None = None, on_progress=None, cluster
 
 
 def render(document: dict, fmt: str, *, color: bool = False) -> str:
-    """A profile report's prepared document (``tpudoctor.documents.profile_document``) in ``fmt``."""
+    """A profile report's prepared document (``tpudoctor.documents.prepare``) in ``fmt``."""
     from tpudoctor.rendering import render as render_document
 
     return render_document(document, fmt, color=color)
