@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from tpudoctor.commands.common import add_redact_flag
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import BENCH_FORMATS
 
@@ -51,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     out.add_argument("--junit", metavar="FILE", help="also write a JUnit XML file")
     out.add_argument("--markdown-summary", metavar="FILE",
                      help="also write a Markdown summary (append it to $GITHUB_STEP_SUMMARY)")
+    add_redact_flag(out)
     parser.set_defaults(handler=run, settings_spec={"format": "text"})
 
 
@@ -65,7 +67,10 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.bench import document as bench_document
     from tpudoctor.bench import gate
     from tpudoctor.bench.launch import RunRequest, framework_installed
+    from tpudoctor.bench.report import BenchReport
+    from tpudoctor.documents import prepare
     from tpudoctor.errors import InputError, UsageError
+    from tpudoctor.findings import exit_code_for
     from tpudoctor.output import write_text
 
     for name, value in (("--steps", args.steps), ("--repeats", args.repeats), ("--batch-size", args.batch_size)):
@@ -111,7 +116,6 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         _report_failed_run(outcome, args.junit, args.model)
     doc = bench_document.build_document(result, tool_version=__version__)
 
-    exit_code = ExitCode.OK
     if baseline is not None:
         mismatches = gate.key_mismatches(baseline["key"], doc["key"])
         if mismatches and not args.allow_mismatch:
@@ -134,23 +138,23 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
             "gate": verdict.to_dict(),
         }
     bench_document.with_findings(doc)
-    if any(finding["status"] == "FAIL" for finding in doc["findings"]):  # BENCH-001 regression, BENCH-002 loss
-        exit_code = ExitCode.FINDINGS
-    bench_document.validate_document(doc)
+    report = BenchReport(doc)
+    prepared = prepare(report, redact=args.redact)  # once, before any renderer: every file is made from it
 
     if args.save_baseline and result["loss_dropped"]:  # a model that does not learn is no reference
-        write_text(args.save_baseline, render(bench_document.as_baseline(doc), "json"))
+        baseline_doc = prepare(BenchReport(bench_document.as_baseline(doc)), redact=args.redact)
+        write_text(args.save_baseline, render(baseline_doc, "json"))
     if args.junit:
-        write_text(args.junit, render(doc, "junit"))
+        write_text(args.junit, render(prepared, "junit"))
     if args.markdown_summary:
-        write_text(args.markdown_summary, render(doc, "markdown"))
-    write_text(args.output, render(doc, fmt))
+        write_text(args.markdown_summary, render(prepared, "markdown"))
+    write_text(args.output, render(prepared, fmt))
     if not result["loss_dropped"]:
         saved = f"; {args.save_baseline} was not written" if args.save_baseline else ""
         sys.stderr.write(f"tpudoctor: the loss of {args.model} did not drop "
                          f"({result['loss_start']:.4g} -> {result['loss_end']:.4g}); its throughput is not "
                          f"meaningful{saved}\n")
-    return exit_code
+    return exit_code_for(report)  # a FAIL is exit 1: BENCH-001 a regression, BENCH-002 a loss that did not drop
 
 
 def _run_with_progress(request: Any, timeout_s: float) -> Any:
