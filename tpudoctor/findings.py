@@ -146,6 +146,8 @@ class FindingKind(str, enum.Enum):
     BENCH = "bench"
     GOODPUT = "goodput"
     HANG = "hang"
+    MEMORY = "memory"
+    DIAG = "diag"
 
 
 @dataclasses.dataclass(frozen=True)
