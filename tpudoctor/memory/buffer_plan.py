@@ -250,6 +250,7 @@ class HeapPeak:
     allocation: int
     live_bytes: int
     buffer_ids: tuple[int, ...]
+    """The live buffers, in the order their bytes were allocated (the schedule's order)."""
     instruction: str
     computation: str
     event_index: int
@@ -275,6 +276,40 @@ class ProgramPlan:
     parameter_shapes: tuple[Shape, ...] = ()
     event_name: str = ""
     """The capture's name for the program (``jit_f(6)``); the module name where decoded on its own."""
+    computation_ids: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    @cached_property
+    def callers(self) -> dict[str, list[Instruction]]:
+        """Computation name -> the instructions that call it (a while, call, conditional or fusion)."""
+        names = {cid: name for name, cid in self.computation_ids.items()}
+        out: dict[str, list[Instruction]] = {}
+        for inst in self.instructions.values():
+            for cid in inst.called_computation_ids:
+                if cid in names:
+                    out.setdefault(names[cid], []).append(inst)
+        return out
+
+    def origin(self, instruction: Instruction | None, depth: int = 8) -> Instruction | None:
+        """The instruction whose ``op_name`` says where a value comes from: itself where it has one; else, for
+        a parameter of a called computation, its caller; for a copy, bitcast, tuple or get-tuple-element the
+        compiler added, its first operand (``depth`` steps at most)."""
+        while instruction is not None and not instruction.op_name and depth > 0:
+            depth -= 1
+            if instruction.opcode == "parameter" and instruction.computation != self.entry_computation:
+                callers = self.callers.get(instruction.computation)
+                instruction = callers[0] if callers else None
+            elif instruction.operand_ids:
+                instruction = self.instructions.get(instruction.operand_ids[0])
+            else:
+                return instruction
+        return instruction
+
+    def op_name_of(self, buffer: Buffer) -> str:
+        """The buffer's ``op_name``, or that of its ``origin`` where the compiler left it empty."""
+        if buffer.op_name:
+            return buffer.op_name
+        origin = self.origin(self.instructions.get(buffer.instruction_id))
+        return origin.op_name if origin is not None else ""
 
     @cached_property
     def by_name(self) -> dict[str, Instruction]:
@@ -428,6 +463,7 @@ def decode_hlo_proto(data: bytes | Any, *, program_id: int | None = None, event_
     module = proto.hlo_module
     frames = _Frames(module.stack_frame_index)
     instructions: dict[int, Instruction] = {}
+    computation_ids = {c.name: c.id for c in module.computations}
     for computation in module.computations:
         for inst in computation.instructions:
             meta = inst.metadata
@@ -483,8 +519,9 @@ def decode_hlo_proto(data: bytes | Any, *, program_id: int | None = None, event_
             is_thread_local=a.is_thread_local, is_constant=a.is_constant, is_tuple=a.is_tuple, color=a.color))
     sizes = {lb.id: lb.size for lb in assignment.logical_buffers}
     heap_peaks: dict[int, HeapPeak] = {}
+    allocation_of = {b.id: a.index for a in allocations for b in a.buffers}
     for trace in assignment.heap_simulator_traces:
-        peak = _heap_peak(trace, sizes)
+        peak = _heap_peak(trace, sizes, allocation_of)
         if peak is not None and (peak.allocation not in heap_peaks
                                  or peak.live_bytes > heap_peaks[peak.allocation].live_bytes):
             heap_peaks[peak.allocation] = peak
@@ -498,31 +535,42 @@ def decode_hlo_proto(data: bytes | Any, *, program_id: int | None = None, event_
         parameter_names=tuple(program.parameter_names), io_aliases=aliases,
         partitions=max(1, devices.computation_count), replicas=max(1, devices.replica_count),
         result_shape=_shape(program.result) if program.HasField("result") else None,
-        parameter_shapes=tuple(_shape(s) for s in program.parameters), event_name=event_name or module.name)
+        parameter_shapes=tuple(_shape(s) for s in program.parameters), event_name=event_name or module.name,
+        computation_ids=computation_ids)
 
 
-def _heap_peak(trace, sizes: Mapping[int, int]) -> HeapPeak | None:
+def _heap_peak(trace, sizes: Mapping[int, int], allocation_of: Mapping[int, int]) -> HeapPeak | None:
     """Replay one heap-simulator trace: ALLOC adds a buffer's bytes; SHARE_WITH puts a buffer in the bytes of
     another (XLA frees an operand just before its in-place user shares its bytes: the bytes are live again);
     FREE takes the bytes away once no buffer sharing them is live. A second replay up to the peak gives the
-    live set then (per shared group, the buffer written there last)."""
+    live set then (per shared group, the buffer written there last).
+
+    The trace's allocation is the one its buffers are assigned to: ``buffer_allocation_index`` does not number
+    the allocations as the assignment does once constants are added (JAX 0.10 on CPU: 4 for allocation 10)."""
     events = trace.events
     if not events:
         return None
+    counts: dict[int, int] = {}
+    for ev in events:
+        if ev.kind == HEAP_ALLOC and ev.buffer_id in allocation_of:
+            counts[allocation_of[ev.buffer_id]] = counts.get(allocation_of[ev.buffer_id], 0) + 1
+    allocation = max(counts, key=counts.__getitem__) if counts else trace.buffer_allocation_index
     best, best_index, _ = _replay(events, sizes, len(events))
     if best_index < 0:
         return None
     _, _, holders = _replay(events, sizes, best_index + 1)
     at = events[best_index]
-    return HeapPeak(allocation=trace.buffer_allocation_index, live_bytes=best, buffer_ids=holders,
+    return HeapPeak(allocation=allocation, live_bytes=best, buffer_ids=holders,
                     instruction=at.instruction_name, computation=at.computation_name, event_index=best_index,
                     events=len(events))
 
 
 def _replay(events, sizes: Mapping[int, int], stop: int) -> tuple[int, int, tuple[int, ...]]:
-    """(peak bytes, index of the event that reached it, live buffers after event ``stop - 1``)."""
+    """(peak bytes, index of the event that reached it, live buffers after event ``stop - 1`` in the order
+    their bytes were allocated)."""
     root_of: dict[int, int] = {}
     live_members: dict[int, list[int]] = {}
+    allocated_at: dict[int, int] = {}
     live = best = 0
     best_index = -1
     for i in range(stop):
@@ -546,10 +594,12 @@ def _replay(events, sizes: Mapping[int, int], stop: int) -> tuple[int, int, tupl
         members = live_members.setdefault(root, [])
         if not members:
             live += sizes.get(root, 0)
+            allocated_at[root] = i
         members.append(ev.buffer_id)
         if live > best:
             best, best_index = live, i
-    return best, best_index, tuple(sorted(m[-1] for m in live_members.values()))
+    order = sorted(live_members, key=allocated_at.__getitem__)
+    return best, best_index, tuple(live_members[root][-1] for root in order)
 
 
 # --- the capture side ---------------------------------------------------------------------------------------
