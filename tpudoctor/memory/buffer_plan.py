@@ -277,6 +277,26 @@ class ProgramPlan:
     event_name: str = ""
     """The capture's name for the program (``jit_f(6)``); the module name where decoded on its own."""
     computation_ids: dict[str, int] = dataclasses.field(default_factory=dict)
+    root_ids: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Computation name -> its root instruction's id."""
+
+    def outputs(self) -> list[tuple[tuple[int, ...], Shape, Instruction | None]]:
+        """The entry computation's result leaves: (output shape index, shape, the instruction that makes it)."""
+        root = self.instructions.get(self.root_ids.get(self.entry_computation, -1))
+        if root is None:
+            return []
+        out: list[tuple[tuple[int, ...], Shape, Instruction | None]] = []
+
+        def walk(inst: Instruction | None, shape: Shape, index: tuple[int, ...]) -> None:
+            if shape.dtype == "tuple":
+                operands = inst.operand_ids if inst is not None and inst.opcode == "tuple" else ()
+                for i, sub in enumerate(shape.tuple_shapes):
+                    walk(self.instructions.get(operands[i]) if i < len(operands) else None, sub, index + (i,))
+            elif shape.is_array:
+                out.append((index, shape, self.origin(inst) if inst is not None else None))
+
+        walk(root, root.shape, ())
+        return out
 
     @cached_property
     def callers(self) -> dict[str, list[Instruction]]:
@@ -464,6 +484,7 @@ def decode_hlo_proto(data: bytes | Any, *, program_id: int | None = None, event_
     frames = _Frames(module.stack_frame_index)
     instructions: dict[int, Instruction] = {}
     computation_ids = {c.name: c.id for c in module.computations}
+    root_ids = {c.name: c.root_id for c in module.computations}
     for computation in module.computations:
         for inst in computation.instructions:
             meta = inst.metadata
@@ -536,7 +557,7 @@ def decode_hlo_proto(data: bytes | Any, *, program_id: int | None = None, event_
         partitions=max(1, devices.computation_count), replicas=max(1, devices.replica_count),
         result_shape=_shape(program.result) if program.HasField("result") else None,
         parameter_shapes=tuple(_shape(s) for s in program.parameters), event_name=event_name or module.name,
-        computation_ids=computation_ids)
+        computation_ids=computation_ids, root_ids=root_ids)
 
 
 def _heap_peak(trace, sizes: Mapping[int, int], allocation_of: Mapping[int, int]) -> HeapPeak | None:
