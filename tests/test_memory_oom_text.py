@@ -1,0 +1,218 @@
+"""The OOM text forms XLA and libtpu print, and memory_analysis() output (tpudoctor.memory.oom_text), one
+test per form on the real listings in tests/data/memory (manifest.toml: the thread each comes from)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tpudoctor.memory.oom_text import (
+    CompiledMemoryStats,
+    parse_memory_analysis,
+    parse_oom_report,
+    parse_oom_reports,
+    parse_size,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DATA = Path(__file__).resolve().parent / "data" / "memory"
+REPO = Path(__file__).resolve().parents[1]
+G, M, K = 1 << 30, 1 << 20, 1 << 10
+
+
+def _report(name: str):
+    reports = parse_oom_reports((DATA / name).read_text())
+    assert len(reports) == 1, reports
+    return reports[0]
+
+
+def _close(value: int | None, printed: float, unit: int) -> bool:
+    """``value`` is the printed figure (two decimals of its unit)."""
+    return value is not None and abs(value - printed * unit) <= 0.005 * unit
+
+
+def test_manifest_names_every_file_and_the_copies_are_byte_for_byte():
+    manifest = tomllib.loads((DATA / "manifest.toml").read_text())["text"]
+    listed = {entry["file"] for entry in manifest}
+    assert listed == {path.name for path in DATA.iterdir() if path.name != "manifest.toml"}
+    for entry in manifest:
+        if entry["copied"]:
+            assert (DATA / entry["file"]).read_bytes() == (REPO / entry["copied"]).read_bytes(), entry["file"]
+        assert entry["url"].startswith("https://github.com/") or entry["file"].startswith("jax_cpu")
+
+
+def test_header_ran_out_of_memory_in_memory_space_hbm():
+    report = _report("easydel_78_compile_hbm_header.log")
+    header = report.header
+    assert header.memory_space == "hbm" and header.at_compile and header.status == "RESOURCE_EXHAUSTED"
+    assert _close(header.used_bytes, 21.90, G) and _close(header.capacity_bytes, 7.48, G)
+    assert _close(header.exceeded_bytes, 14.42, G)
+    assert header.line.startswith("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile")
+    assert [r.what for r in report.reconciliations] == ["used hbm = capacity + exceeded"]
+    assert report.problems == []
+
+
+def test_total_hbm_usage_with_an_unknown_size_item_and_tf_status_line():
+    report = _report("torchxla_pr1926_hbm_unknown_arguments.log")
+    assert report.header.status == "Resource exhausted" and not report.header.at_compile
+    assert _close(report.header.exceeded_bytes, 17.02, M)  # 8.00G - 7.98G, rounded: within the printed digits
+    total = report.total
+    assert total.kind == "total" and total.at_least and total.memory_space == "hbm" and _close(total.total_bytes,
+                                                                                               8.02, G)
+    assert [(item.name, item.bytes) for item in total.items] == [
+        ("reserved", 17 * M), ("program", 8 * G), ("arguments", None)]
+    assert report.problems == [] and len(report.reconciliations) == 2
+
+
+def test_program_hbm_requirement_breakdown_and_output_size():
+    report = _report("easydel_166_compile_hbm_report.log")
+    program = report.program
+    assert program.kind == "program" and not program.at_least and _close(program.total_bytes, 63.80, G)
+    assert [item.name for item in program.items] == ["global", "scoped", "HLO temp"]
+    temp = program.item("HLO temp")
+    assert (temp.utilization_percent, temp.fragmentation_percent) == (100.0, 0.3)
+    assert _close(temp.unpadded_bytes, 63.58, G) and _close(temp.padded_bytes, 63.58, G)
+    assert _close(temp.fragmentation_bytes, 210.89, M)
+    assert (report.output.bytes, report.output.shared_with_arguments_bytes) == (0, 0)
+    assert [(item.name, item.bytes) for item in report.total.items] == [
+        ("reserved", parse_size("1.25G")), ("program", parse_size("63.80G")), ("arguments", 0)]
+    assert report.problems == []
+    assert {r.what for r in report.reconciliations} >= {
+        "Total hbm usage >= 65.05G: sum of its items", "Program hbm requirement 63.80G: sum of its items",
+        "HLO temp = padded + fragmentation",
+        "Total hbm usage >= 65.05G: its program item = Program hbm requirement 63.80G"}
+
+
+def test_largest_program_allocations_in_hbm_with_op_source_line_and_shape():
+    report = _report("easydel_166_compile_hbm_report.log")
+    first, second = report.allocations
+    assert (first.rank, first.memory_space, first.size_bytes, first.unpadded_bytes) == (1, "hbm", 2 * G, 2 * G)
+    assert first.op_name.startswith("jit(casual_language_model_train_step)/jit(main)/jvp(FlaxFalconForCausalLMModule)")
+    assert first.op_name.endswith("preferred_element_type=bfloat16]")  # spaces inside the quotes are kept
+    assert first.source == "/home/air/workspace/EasyDel/src/easydel/modules/attention_module.py:1059"
+    assert (first.shape, first.dtype, first.dims) == ("f32[32,4096,4096]{1,2,0:T(8,128)}", "f32", (32, 4096, 4096))
+    assert first.shape_bytes == 2 * G and first.padding_bytes is None and first.allocation_type == "HLO temp"
+    assert first.xla_label.startswith("fusion.1265.remat3 = fusion(custom-call.224")
+    # the excerpt ends at the second entry's size
+    assert (second.rank, second.size_bytes, second.shape, second.op_name) == (2, 2 * G, None, None)
+    assert report.listed_allocation_bytes == 4 * G
+
+
+def test_allocations_with_padding_and_old_tf_operator_attributes():
+    report = _report("flowpm_27_compile_padding_reconstructed.log")
+    (allocation,) = report.allocations
+    assert (allocation.op_type, allocation.op_name, allocation.source) == (
+        "FloorMod", "slicewise_79/cic_update/FloorMod", None)
+    assert (allocation.size_bytes, allocation.unpadded_bytes, allocation.padding_bytes) == (32 * G, G, 31 * G)
+    assert allocation.padding_expansion == 32.0 and allocation.shape_bytes == G
+    assert report.header.at_compile and report.header.status is None  # "Compilation failure: Ran out of memory..."
+    assert report.output.bytes is None  # "Output size unknown."
+    assert report.total.item("arguments").bytes is None and report.problems == []
+
+
+def test_three_allocations_each_reconciled_with_its_shape():
+    report = _report("lwm_60_compile_allocations_reconstructed.log")
+    assert [(a.rank, a.size_bytes, a.dtype, a.source) for a in report.allocations] == [
+        (1, 8 * G, "f32", "/home/lwm/lwm/llama.py:1021"), (2, 4 * G, "bf16", "/home/lwm/lwm/llama.py:588"),
+        (3, G, "s32", None)]
+    shape_checks = [r for r in report.reconciliations if "bytes of" in r.what]
+    assert len(shape_checks) == 3 and all(r.ok and r.difference_bytes == 0 for r in shape_checks)
+    assert report.problems == []
+
+
+def test_runtime_reservation_failure_with_its_capacity_table_and_a_listing_that_does_not_add_up():
+    report = _report("torchxla_1735_runtime_reserve_report.log")
+    reservation = report.reservation
+    assert _close(reservation.requested_bytes, 3.95, G) and _close(reservation.free_bytes, 1.92, G)
+    assert reservation.reserved_bytes == 0 and reservation.capacity_bytes == 8 * G
+    assert reservation.table == {"Top-of-Memory reserved": 554_696_704, "Currently allocated": 6_532_939_776,
+                                 "Program requirement": 4_237_689_856, "Available after request": -2_735_391_744}
+    capacity = next(r for r in report.reconciliations if r.what.startswith("HBM capacity"))
+    assert capacity.ok and capacity.difference_bytes == 0  # exact bytes: 8 GiB to the byte
+    assert report.header is None
+    assert [item.name for item in report.total.items] == [
+        "reserved(Infeed/Outfeed/Continuations)", "heap allocations (without fragmentation)", "program"]
+    assert report.total.item("reserved").bytes == parse_size("529.00M")
+    assert report.heap_status.items[0].name == "Max free chunk" and report.heap_status.items[0].fragmentation_percent == 0
+    assert [(i.name, i.utilization_percent) for i in report.persistent.items] == [("arguments", 89.4), ("output", 71.6)]
+    # the real listing: 'Program hbm requirement 4.34G' whose items add up to 3.95G (-9.1 %), reported
+    (problem,) = report.problems
+    assert problem.what == "Program hbm requirement 4.34G: sum of its items"
+    assert problem.difference_share == pytest.approx(-0.0905, abs=0.001)
+
+
+def test_runtime_allocation_failure_with_and_without_fragmentation():
+    trax = _report("trax_431_runtime_allocate_fragmentation.log").allocation_failure
+    assert (trax.requested_bytes, trax.free_bytes, trax.largest_free_bytes, trax.device) == (
+        parse_size("31.06M"), parse_size("58.64M"), parse_size("30.56M"), "0x0x0_HBM0")
+    colab = _report("colabtools_5126_runtime_allocate.log").allocation_failure
+    assert (colab.requested_bytes, colab.free_bytes, colab.largest_free_bytes) == (
+        parse_size("129.50M"), parse_size("78.17M"), None)
+
+
+def test_compiled_memory_analysis_as_jax_prints_it():
+    (stats,) = parse_memory_analysis((DATA / "jax_cpu_memory_analysis.txt").read_text())
+    assert isinstance(stats, CompiledMemoryStats)
+    assert stats.get("argument_size_in_bytes") == 786432 and stats.get("output_size_in_bytes") == 512
+    assert len(stats.fields) == 10 and stats.device_bytes == 786432 + 512 and stats.host_bytes == 0
+
+
+def test_compiled_memory_analysis_one_field_a_line():
+    text = "\n".join(["# CompiledMemoryStats(", "#     generated_code_size_in_bytes=100,",
+                      "#     argument_size_in_bytes=4096,", "#     output_size_in_bytes=2048,",
+                      "#     alias_size_in_bytes=2048,", "#     temp_size_in_bytes=512)"])
+    (stats,) = parse_memory_analysis(text)
+    assert stats.device_bytes == 100 + 4096 + 2048 - 2048 + 512
+
+
+@pytest.mark.slow
+def test_memory_analysis_printed_live_by_jax_reads_back_as_its_attributes():
+    pytest.importorskip("jax", reason="JAX is not installed (test extra)")
+    script = (
+        "import jax, jax.numpy as jnp\n"
+        "c = jax.jit(lambda a, b: jnp.tanh(a @ b).sum(0), donate_argnums=(0,)).lower("
+        "jnp.ones((128, 128)), jnp.ones((128, 64))).compile()\n"
+        "m = c.memory_analysis()\n"
+        "print(m)\n"
+        "print({n: getattr(m, n) for n in dir(m) if n.endswith('_in_bytes')})\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    printed, attributes = done.stdout.strip().splitlines()[-2:]
+    (stats,) = parse_memory_analysis(printed)
+    expected = ast.literal_eval(attributes)  # a dict of ints printed by the child above
+    assert stats.fields == {name: value for name, value in expected.items() if name in stats.fields}
+    assert stats.get("argument_size_in_bytes") == 128 * 128 * 4 + 128 * 64 * 4
+
+
+def test_a_listing_off_its_header_by_more_than_one_percent_is_reported():
+    text = ("Program hbm requirement 10.00G:\n"
+            "    global            1.00G\n"
+            "    HLO temp          8.00G (50.0% utilization: Unpadded (4.00G) Padded (4.00G), 10.0% fragmentation (1.00G))\n")
+    report = parse_oom_report(text)
+    assert [(r.what, r.ok) for r in report.reconciliations] == [
+        ("Program hbm requirement 10.00G: sum of its items", False), ("HLO temp = padded + fragmentation", False)]
+    assert report.problems[0].difference_bytes == -G and report.problems[0].difference_share == pytest.approx(-0.1)
+
+
+def test_two_reports_in_one_log_and_text_without_one():
+    one = (DATA / "easydel_78_compile_hbm_header.log").read_text()
+    two = (DATA / "trax_431_runtime_allocate_fragmentation.log").read_text()
+    reports = parse_oom_reports(one + "\n" + two)
+    assert [(r.header is not None, r.allocation_failure is not None) for r in reports] == [(True, False), (False, True)]
+    assert parse_oom_reports("step 10 loss 1.5\nall good\n") == []
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("0B", 0), ("4.0K", 4096), ("256.0K", 262144), ("530.00M", 530 * M), ("1.25G", int(1.25 * G)),
+    ("-2.55G", -int(round(2.55 * G))), ("2.5GiB", int(2.5 * G)), ("17", 17)])
+def test_sizes_are_1024_based_as_xla_prints_them(text, expected):
+    assert parse_size(text) == expected
