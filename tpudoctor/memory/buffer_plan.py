@@ -336,6 +336,10 @@ class ProgramPlan:
         return {i.name: i for i in self.instructions.values()}
 
     @cached_property
+    def allocations_by_index(self) -> dict[int, Allocation]:
+        return {a.index: a for a in self.allocations}
+
+    @cached_property
     def buffers(self) -> dict[int, Buffer]:
         return {b.id: b for a in self.allocations for b in a.buffers}
 

@@ -1,0 +1,86 @@
+"""A smaller per-device batch (with gradient accumulation to keep the global batch)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from tpudoctor.findings import Status
+from tpudoctor.memory.fix_rule import MemoryExample, MemoryPlanInput, MemoryRule, Saving
+from tpudoctor.memory.plan_spec import Value, synthetic_plan
+from tpudoctor.memory.rules._common import live_temporary_shares, parameters
+
+FACTOR = 2
+"""The batch is halved."""
+
+
+def infer_batch(subject: MemoryPlanInput) -> int | None:
+    """The dimension most bytes live at the peak lead with that is also an input's leading dimension."""
+    plan = subject.plan
+    leading = {inst.shape.dims[0] for inst, _, _ in parameters(plan) if len(inst.shape.dims) >= 1}
+    weights: Counter[int] = Counter()
+    for bid, size in live_temporary_shares(subject).items():
+        dims = plan.buffers[bid].shape.dims
+        if dims and dims[0] in leading and dims[0] > 1:
+            weights[dims[0]] += size
+    return weights.most_common(1)[0][0] if weights else None
+
+
+def _program(batch: int) -> MemoryPlanInput:
+    values = [Value("w", dtype="bf16", dims=(1024, 1024), kind="parameter", op_name="w"),
+              Value("x", dtype="bf16", dims=(batch, 1024), kind="parameter", op_name="x"),
+              Value("h", dtype="bf16", dims=(batch, 4096), op_name="jit(f)/dot_general"),
+              Value("y", dtype="bf16", dims=(batch, 1024), kind="output", op_name="jit(f)/dot_general")]
+    return MemoryPlanInput(synthetic_plan(values, name="jit_f"), batch_size=batch)
+
+
+class SmallerBatch(MemoryRule):
+    """Halving the per-device batch halves every buffer with a batch dimension: the inputs, the outputs and the
+    buffers live at the peak whose shape has the batch size in it. The batch size is the caller's (confidence
+    medium: a dimension of the same size that is not the batch would count too), else inferred as the leading
+    dimension of most live bytes that an input also leads with (confidence low); unknown where neither tells.
+    Accumulating gradients over micro-batches keeps the global batch (and the training) the same."""
+
+    id = "smaller-batch"
+    title = "The batch is not what fills memory"
+    fix = "halve the per-device batch (accumulate gradients)"
+    keeps_numerics = False
+    docs = "https://optax.readthedocs.io/en/latest/api/optimizer_wrappers.html#optax.MultiSteps"
+    examples = (
+        MemoryExample("batch-bound forward", _program(8192), Status.WARN,
+                      saving_bytes=(8192 * 1024 * 2 * 2 + 8192 * 4096 * 2) // FACTOR),
+        MemoryExample("no batch dimension", MemoryPlanInput(synthetic_plan(
+            [Value("w", dims=(1024, 1024), kind="parameter", op_name="w"),
+             Value("out", dims=(1024, 1024), kind="output", op_name="jit(f)/sub")], name="jit_f")), Status.PASS,
+            saving_bytes=0),
+    )
+
+    def saving(self, subject: MemoryPlanInput) -> Saving:
+        plan = subject.plan
+        batch = subject.batch_size
+        confidence = "medium"
+        if batch is None:
+            batch = infer_batch(subject)
+            confidence = "low"
+        if batch is None:
+            return Saving.unknown("no batch size given and none inferred (no live buffer leads with an input's "
+                                  "leading dimension): pass the per-device batch size")
+        with_batch = 0
+        for inst, alloc, _ in parameters(plan):
+            if alloc is not None and batch in inst.shape.dims:
+                with_batch += alloc.size_bytes
+        for _, shape, _ in plan.outputs():
+            if batch in shape.dims:
+                with_batch += shape.tiled_bytes
+        for bid, size in live_temporary_shares(subject).items():
+            if batch in plan.buffers[bid].shape.dims:
+                with_batch += size
+        saved = with_batch - with_batch // FACTOR
+        how = "given" if confidence == "medium" else "inferred"
+        return Saving(saved, confidence, f"batch size {batch} ({how}); {with_batch:,} bytes of the peak have it "
+                      "in their shape and halve with it",
+                      what=f"halve the per-device batch ({batch} -> {batch // FACTOR}) and accumulate gradients "
+                           f"over {FACTOR} micro-batches",
+                      details={"batch_size": batch, "batch_size_source": how, "batch_bytes": with_batch},
+                      fixes=(f"Run {FACTOR} micro-batches of {batch // FACTOR} and accumulate gradients "
+                             f"(optax.MultiSteps(opt, every_k_schedule={FACTOR})) to keep the global batch",
+                             "Or spread the batch over more devices (a larger data axis)"))
