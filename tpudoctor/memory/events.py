@@ -15,8 +15,8 @@ A free carries no size of its own on TPU: ``match_frees`` gives it its allocatio
 
 Read with the profile loader's wire decoder (``tpudoctor.profile.xspace.decoder``), on the host
 plane only: its events' fields and stats decoded batch by batch with numpy, the memory events'
-stats gathered into columns; no Python object per event (strings are categoricals of the distinct
-values, allocator ids are decoded once per distinct id).
+stats gathered into columns; no Python object per event: string values are compared as bytes with
+numpy and decoded once per distinct value (categoricals), allocator ids once per distinct id.
 """
 
 from __future__ import annotations
@@ -32,7 +32,16 @@ import pandas as pd
 from tpudoctor.errors import InputError
 from tpudoctor.profile import wire
 from tpudoctor.profile.schema import message_class
-from tpudoctor.profile.xspace.decoder import DOUBLE, INT64, REF, UINT64, EventFields, XSpaceDecoder
+from tpudoctor.profile.xspace.decoder import (
+    BYTES,
+    DOUBLE,
+    INT64,
+    REF,
+    STR,
+    UINT64,
+    EventFields,
+    XSpaceDecoder,
+)
 
 HOST_PLANE = "/host:CPU"
 ALLOCATION, DEALLOCATION = "MemoryAllocation", "MemoryDeallocation"
@@ -171,12 +180,13 @@ class _Gathered:
         self.text_code: list[np.ndarray] = []  # STR/BYTES values: code in ``texts`` (-1: not a text)
         self.texts: dict[str, int] = {}
 
-    def add(self, event, name, raw, kind, text_rows, text_values) -> None:
+    def add(self, event, name, raw, kind, text_rows, text_codes, distinct: list[str]) -> None:
+        """One batch's stats; ``text_codes`` index ``distinct`` (that batch's distinct texts)."""
         codes = np.full(len(event), -1, dtype=np.int64)
         if len(text_rows):
             index = self.texts
-            codes[text_rows] = np.fromiter((index.setdefault(v, len(index)) for v in text_values),
-                                           dtype=np.int64, count=len(text_values))
+            to_global = np.asarray([index.setdefault(text, len(index)) for text in distinct], dtype=np.int64)
+            codes[text_rows] = to_global[text_codes]
         self.event.append(event)
         self.name.append(name)
         self.raw.append(raw)
@@ -190,6 +200,42 @@ class _Gathered:
         order = np.argsort(event, kind="stable")  # each event's stats together, in their order in the event
         return (event[order], joined(self.name, np.int16)[order], joined(self.raw, np.uint64)[order],
                 joined(self.kind, np.int8)[order], joined(self.text_code, np.int64)[order])
+
+
+TEXT_BLOCK_BYTES = 1 << 24  # bytes of string values compared at a time
+
+
+def _text_codes(batch, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """(code of each stat row's string value, the distinct values): the values compared as bytes
+    with numpy, one string decoded per distinct value. Reads the batch's buffer and value spans
+    (``StatBatch``'s own fields: the decoder has no public accessor for them yet); where a decoder
+    lacks them, its ``texts``."""
+    stats, strings = getattr(batch, "_stats", None), getattr(batch, "_strings", None)
+    data = getattr(getattr(strings, "buffer", None), "bytes", None)
+    if stats is None or data is None or "text_start" not in stats:
+        values = batch.texts(rows)
+        index: dict[str, int] = {}
+        codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=len(values))
+        return codes, list(index)
+    start, length = stats["text_start"][rows], stats["text_length"][rows]
+    codes = np.empty(len(rows), dtype=np.int64)
+    distinct: list[str] = []
+    for size in np.unique(length).tolist():
+        same = np.flatnonzero(length == size)
+        if size == 0:
+            codes[same] = len(distinct)
+            distinct.append("")
+            continue
+        step = max(1, TEXT_BLOCK_BYTES // size)
+        found: dict[bytes, int] = {}
+        for low in range(0, len(same), step):
+            part = same[low:low + step]
+            block = np.ascontiguousarray(data[start[part, None] + np.arange(size)])
+            unique, inverse = np.unique(block.view(np.dtype((np.void, size))).ravel(), return_inverse=True)
+            local = np.asarray([found.setdefault(value.tobytes(), len(found)) for value in unique], dtype=np.int64)
+            codes[part] = local[np.asarray(inverse).reshape(-1)] + len(distinct)
+        distinct.extend(value.decode("utf-8", errors="replace") for value in found)
+    return codes, distinct
 
 
 MEMORY_STAT_ORDER = (*INT_STATS, *FLOAT_STATS, *TEXT_STATS, *ALLOCATOR_STATS)
@@ -223,9 +269,10 @@ def _memory_events(decoder: XSpaceDecoder, source: str) -> MemoryEvents:
             rows = np.flatnonzero(keep)
             if len(rows):
                 raw, kind = batch.numbers(rows)
-                text_rows = np.flatnonzero((kind == 5) | (kind == 6))  # STR, BYTES
-                text_values = batch.texts(rows[text_rows]) if len(text_rows) else []
-                gathered.add(event[rows], name_table[batch.name_row[rows]], raw, kind, text_rows, text_values)
+                text_rows = np.flatnonzero((kind == STR) | (kind == BYTES))
+                text_codes, distinct = _text_codes(batch, rows[text_rows]) if len(text_rows) else (None, [])
+                gathered.add(event[rows], name_table[batch.name_row[rows]], raw, kind, text_rows, text_codes,
+                             distinct)
             del batch
     else:
         for batch in decoder.read_events(headers, fields, wanted=()):

@@ -1,0 +1,132 @@
+"""Parse time and peak RSS of the memory-event reader (tpudoctor.memory), beside xprof's memory_profile.
+
+    .venv/bin/python benchmarks/memory_events.py                  # the largest capture in ../shared/data, x10, x50
+    .venv/bin/python benchmarks/memory_events.py [--source X.xplane.pb] [--scales 10,50] [--runs 3] [--skip-xprof]
+
+The largest capture in ../shared/data (the TF GPU multi-worker one, 3.0 MB, 2,493 memory events of
+23,128) and larger ones made from it by repetition (``benchmarks/make_big_capture.py``: every
+line's events repeated N times, shifted in time; under /tmp/tpudoctor-bench). Each figure is the
+median of ``--runs`` fresh processes, modules imported before the clock starts:
+
+* ``read``: ``read_memory_events`` (the host plane's events decoded, the memory events' columns);
+* ``analyse``: ``read`` + ``allocator_timelines`` + ``peak_breakdown`` of every allocator;
+* ``xprof``: xprof's ``xspace_to_tool_data(..., "memory_profile")`` (its JSON included) on a fresh copy;
+
+peak RSS is the process's VmHWM after the work (the imports' share included: ``baseline`` is the
+RSS after the imports alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "data"
+WORK = Path(tempfile.gettempdir()) / "tpudoctor-bench"
+
+_CHILD = r"""
+import json, sys, time, shutil, os
+mode, path = sys.argv[1], sys.argv[2]
+def vm(name):
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(name):
+                return int(line.split()[1]) * 1024
+if mode == "xprof":
+    from xprof.convert import raw_to_tool_data as raw
+    copy = sys.argv[3]
+    shutil.copyfile(path, copy)
+else:
+    from tpudoctor.memory.events import read_memory_events
+    from tpudoctor.memory.timeline import allocator_timelines
+    from tpudoctor.memory.buffers import peak_breakdown
+baseline = vm("VmRSS:")
+start = time.perf_counter()
+if mode == "xprof":
+    data, _ = raw.xspace_to_tool_data([copy], "memory_profile", {"use_saved_result": False})
+    n = len(json.loads(data)["memoryIds"])
+else:
+    events = read_memory_events(path)
+    n = len(events)
+    if mode == "analyse":
+        for timeline in allocator_timelines(events).values():
+            peak_breakdown(timeline)
+seconds = time.perf_counter() - start
+print(json.dumps({"seconds": seconds, "peak_rss": vm("VmHWM:"), "baseline_rss": baseline, "n": n}))
+"""
+
+
+def _largest_capture() -> Path:
+    captures = sorted(SHARED.glob("**/*.xplane.pb"), key=lambda p: p.stat().st_size)
+    if not captures:
+        sys.exit(f"no capture under {SHARED}")
+    return captures[-1]
+
+
+def _scaled(source: Path, factor: int) -> Path:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from make_big_capture import scale_capture
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    target = WORK / f"{source.name.removesuffix('.xplane.pb')}.memory_x{factor}.xplane.pb"
+    if not target.exists():
+        scale_capture(source, factor, target)
+    return target
+
+
+def _run(mode: str, path: Path, runs: int) -> dict:
+    results = []
+    for index in range(runs + 1):  # the first run warms the page cache and bytecode: not counted
+        args = [sys.executable, "-c", _CHILD, mode, str(path)]
+        if mode == "xprof":
+            folder = Path(tempfile.mkdtemp(prefix="xprof-", dir=WORK))
+            args.append(str(folder / path.name))
+        done = subprocess.run(args, capture_output=True, text=True, check=False)
+        if mode == "xprof":
+            shutil.rmtree(folder, ignore_errors=True)
+        if done.returncode != 0:
+            return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"rc {done.returncode}"}
+        if index:
+            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {key: statistics.median(r[key] for r in results) for key in results[0]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source", type=Path, default=None)
+    parser.add_argument("--scales", default="10,50")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--skip-xprof", action="store_true")
+    args = parser.parse_args(argv)
+    source = args.source or _largest_capture()
+    captures = [(1, source)] + [(int(s), _scaled(source, int(s))) for s in args.scales.split(",") if s.strip()]
+    modes = ["read", "analyse"] + ([] if args.skip_xprof else ["xprof"])
+    print(f"source: {source.name}; medians of {args.runs} fresh processes; RSS in MB (baseline: after imports)")
+    print(f"{'capture':>10} {'file MB':>8} {'events':>9} " + " ".join(f"{m + ' s':>10} {m + ' RSS':>11}" for m in modes)
+          + f" {'baseline':>9}")
+    for factor, path in captures:
+        row = {mode: _run(mode, path, args.runs) for mode in modes}
+        read = row["read"]
+        cells = []
+        for mode in modes:
+            result = row[mode]
+            if "error" in result:
+                cells.append(f"{'error':>10} {result['error'][:11]:>11}")
+            else:
+                cells.append(f"{result['seconds']:>10.3f} {result['peak_rss'] / 1e6:>11.1f}")
+        events = int(read.get("n", 0))
+        baseline = read.get("baseline_rss", 0) / 1e6
+        print(f"{'x' + str(factor):>10} {path.stat().st_size / 1e6:>8.1f} {events:>9,} " + " ".join(cells)
+              + f" {baseline:>9.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
