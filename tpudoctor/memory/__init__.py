@@ -1,1 +1,15 @@
-"""Memory: what fills HBM at the peak and what to shrink."""
+"""Memory: what fills HBM at the peak and what to shrink, before or after an out-of-memory.
+
+Analysers return data (dataclasses and DataFrames), never text; rendering is the CLI's job.
+
+* ``events``: the allocators' ``MemoryAllocation`` / ``MemoryDeallocation`` events of an XSpace
+  capture (host plane), read columnar with the profile loader's decoder: ``read_memory_events``.
+* ``timeline``: one timeline per allocator (bytes in use, heap, stack, free over time) and its peak,
+  by xprof memory_profile's rules: ``allocator_timelines``.
+* ``buffers``: the buffers live at a peak, merged and ranked (``peak_breakdown``), and xprof's own
+  active-allocation table (``xprof_active_allocations``).
+* ``oom_text``: the out-of-memory reports XLA and libtpu print (``Ran out of memory in memory space
+  hbm``, ``Total hbm usage >=``, ``Program hbm requirement``, ``Largest program allocations in hbm``,
+  run-time reserve/allocate failures) and ``compiled.memory_analysis()`` output, each listing
+  reconciled with its own header: ``parse_oom_reports``, ``parse_memory_analysis``.
+"""

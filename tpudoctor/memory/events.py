@@ -251,6 +251,10 @@ def _memory_events(decoder: XSpaceDecoder, source: str) -> MemoryEvents:
     alloc_ids = [row[1] for row in plane_meta if row[2] == ALLOCATION]
     free_ids = [row[1] for row in plane_meta if row[2] == DEALLOCATION]
     memory_ids = np.asarray(alloc_ids + free_ids, dtype=np.int64)
+    if not len(memory_ids):  # no event can be a memory event: nothing to decode
+        warnings = list(decoder.warnings)
+        decoder.close()
+        return _empty(source, warnings=warnings)
     n_plane0 = int(headers.line_counts[headers.line_plane == 0].sum())
     fields = EventFields.allocate(headers)
     # stat name row (all planes' stat names end to end) -> position in MEMORY_STAT_ORDER (-1: not read)
@@ -260,26 +264,19 @@ def _memory_events(decoder: XSpaceDecoder, source: str) -> MemoryEvents:
     ref_names = headers.stat_names[0]
     ref_ids = headers.stat_ids[0]
     gathered = _Gathered()
-    if len(memory_ids):
-        for batch in decoder.read_events(headers, fields, wanted=MEMORY_STATS):
-            event = batch.event
-            keep = (event < n_plane0) & np.isin(fields.metadata_id[np.minimum(event, len(fields.metadata_id) - 1)],
-                                                memory_ids)
-            keep &= name_table[batch.name_row] >= 0
-            rows = np.flatnonzero(keep)
-            if len(rows):
-                raw, kind = batch.numbers(rows)
-                text_rows = np.flatnonzero((kind == STR) | (kind == BYTES))
-                text_codes, distinct = _text_codes(batch, rows[text_rows]) if len(text_rows) else (None, [])
-                gathered.add(event[rows], name_table[batch.name_row[rows]], raw, kind, text_rows, text_codes,
-                             distinct)
-            del batch
-    else:
-        for batch in decoder.read_events(headers, fields, wanted=()):
-            del batch
-    errors, warnings = decoder.errors, decoder.warnings
+    for batch in decoder.read_events(headers, fields, wanted=MEMORY_STATS):
+        event = batch.event
+        keep = (event < n_plane0) & np.isin(fields.metadata_id[event], memory_ids)
+        keep &= name_table[batch.name_row] >= 0
+        rows = np.flatnonzero(keep)
+        if len(rows):
+            raw, kind = batch.numbers(rows)
+            text_rows = np.flatnonzero((kind == STR) | (kind == BYTES))
+            text_codes, distinct = _text_codes(batch, rows[text_rows]) if len(text_rows) else (None, [])
+            gathered.add(event[rows], name_table[batch.name_row[rows]], raw, kind, text_rows, text_codes, distinct)
+        del batch  # one batch's buffer at a time
+    warnings = list(decoder.warnings)
     decoder.close()
-    del errors
 
     plane0 = slice(0, n_plane0)
     metadata_id = fields.metadata_id[plane0]
