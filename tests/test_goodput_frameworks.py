@@ -401,7 +401,7 @@ def test_clock_reads_each_prefix_shape():
 def test_bounded_memory_keeps_the_figures_of_a_long_run(tmp_path, monkeypatch):
     """Past MAX_INTERVALS step intervals a run keeps only its latest ones one by one (the steps a restart redoes
     are the latest) and folds the middle: the figures stay those of the unbounded read."""
-    from tpudoctor.goodput import timeline
+    from tpudoctor.goodput import run as goodput_run
 
     lines = ["XPK Start: Fri Mar 07 12:00:00 UTC 2025"]
     for n in range(0, 300):
@@ -415,8 +415,8 @@ def test_bounded_memory_keeps_the_figures_of_a_long_run(tmp_path, monkeypatch):
               "I0307 12:13:02.000000 1 metric_logger.py:226] completed step: 291, seconds: 2.000"]
     text = "\n".join(lines) + "\n"
     full = run(tmp_path, text, name="full.log")["goodput"]
-    monkeypatch.setattr(timeline, "MAX_INTERVALS", 50)
-    monkeypatch.setattr(timeline, "TAIL_INTERVALS", 20)
+    monkeypatch.setattr(goodput_run, "MAX_INTERVALS", 50)
+    monkeypatch.setattr(goodput_run, "TAIL_INTERVALS", 20)
     bounded = run(tmp_path, text, name="bounded.log")["goodput"]
     # steps 290-299 (10 intervals of 2 s) were redone; 60 s after step 299 (12:10:58) to the end line lost too
     assert full["badput"]["WASTED_PROGRESS_FROM_DISRUPTION"]["seconds"] == 20.0 + 2.0

@@ -18,7 +18,7 @@ import dataclasses
 import statistics
 from typing import Any
 
-from tpudoctor.goodput.timeline import (
+from tpudoctor.goodput.buckets import (
     BUCKET_CODES,
     BUCKETS,
     OTHER,
@@ -27,10 +27,9 @@ from tpudoctor.goodput.timeline import (
     RESTORE,
     SAVE,
     WASTED,
-    Run,
-    Stream,
-    Timeline,
 )
+from tpudoctor.goodput.run import Run
+from tpudoctor.goodput.timeline import Stream, Timeline
 from tpudoctor.logs.clock import iso_utc
 
 OUTLIER_MADS = 3.0

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from tpudoctor.errors import TpudoctorError
+from tpudoctor.goodput.buckets import BUCKETS
 from tpudoctor.goodput.lines import read_events
 from tpudoctor.goodput.readers import Event, LineReader
-from tpudoctor.goodput.timeline import BUCKETS
 from tpudoctor.logs.clock import Clock
 
 PAGE_SIZE = 1000

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tpudoctor.goodput.timeline import BUCKETS
+from tpudoctor.goodput.buckets import BUCKETS
 
 FIGURES = (("ettr", False, ""), ("goodput_percent", False, "%"), ("wall_s", None, "s"), ("productive_s", False, "s"),
            ("median_step_s", True, "s"), ("restarts", True, ""), ("repeated_steps", True, ""),

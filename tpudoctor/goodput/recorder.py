@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tpudoctor.goodput.timeline import (
+from tpudoctor.goodput.buckets import (
     BUCKETS,
     DATA_LOADING_SYNC,
     OTHER,

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tpudoctor.goodput.timeline import BUCKETS
+from tpudoctor.goodput.buckets import BUCKETS
 
 PROJECT, LOG_NAME = "my-project", "goodput"
 T0 = _dt.datetime(2026, 3, 2, 8, 0, 0, tzinfo=_dt.timezone.utc)
