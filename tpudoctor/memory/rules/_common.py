@@ -8,6 +8,10 @@ from tpudoctor.memory.attribution import is_backward, is_optimizer_name, paramet
 from tpudoctor.memory.buffer_plan import Allocation, Instruction, ProgramPlan, Shape
 from tpudoctor.memory.fix_rule import MemoryPlanInput
 
+DATA_NAME = re.compile(r"(?<![a-z])(x|y|batch|inputs?|tokens?|labels?|targets?|images?|ids|data|features|masks?)"
+                       r"(?![a-z])", re.IGNORECASE)
+"""Argument names of the data rather than the model (JAX names a parameter after its argument's path)."""
+
 
 def parameters(plan: ProgramPlan) -> list[tuple[Instruction, Allocation | None, str]]:
     """Each array entry parameter, its allocation (None where the plan has none of its own) and its name."""

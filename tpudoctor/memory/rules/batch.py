@@ -7,16 +7,19 @@ from collections import Counter
 from tpudoctor.findings import Status
 from tpudoctor.memory.fix_rule import MemoryExample, MemoryPlanInput, MemoryRule, Saving
 from tpudoctor.memory.plan_spec import Value, synthetic_plan
-from tpudoctor.memory.rules._common import live_temporary_shares, parameters
+from tpudoctor.memory.rules._common import DATA_NAME, live_temporary_shares, parameters
 
 FACTOR = 2
 """The batch is halved."""
 
 
 def infer_batch(subject: MemoryPlanInput) -> int | None:
-    """The dimension most bytes live at the peak lead with that is also an input's leading dimension."""
+    """The dimension most bytes live at the peak lead with that is also an input's leading dimension (an input
+    named like data, ``x`` or ``batch``, where the program has one)."""
     plan = subject.plan
-    leading = {inst.shape.dims[0] for inst, _, _ in parameters(plan) if len(inst.shape.dims) >= 1}
+    inputs = [inst for inst, _, name in parameters(plan) if inst.shape.dims]
+    data = [inst for inst, _, name in parameters(plan) if inst.shape.dims and DATA_NAME.search(name or "")]
+    leading = {inst.shape.dims[0] for inst in (data or inputs)}
     weights: Counter[int] = Counter()
     for bid, size in live_temporary_shares(subject).items():
         dims = plan.buffers[bid].shape.dims

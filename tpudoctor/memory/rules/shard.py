@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 from tpudoctor.findings import Status
 from tpudoctor.memory.fix_rule import MemoryExample, MemoryPlanInput, MemoryRule, Saving
 from tpudoctor.memory.plan_spec import Value, synthetic_plan
-from tpudoctor.memory.rules._common import parameters
+from tpudoctor.memory.rules._common import DATA_NAME, parameters
 
 MIN_DIMS = 2
 """Vectors (biases, norms' scales) are left replicated: sharding them saves little and costs collectives."""
-DATA_NAME = re.compile(r"(?<![a-z])(x|y|batch|inputs?|tokens?|labels?|targets?|images?|ids|data|features|masks?)"
-                       r"(?![a-z])", re.IGNORECASE)
-"""Argument names of the data rather than the model: a batch is sharded along the data axis, not this rule's."""
 
 
 def _program(sharding, partitions: int, mesh=None) -> MemoryPlanInput:
