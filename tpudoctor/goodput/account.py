@@ -14,20 +14,17 @@ wall time), never an estimate presented as a measurement.
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 from typing import Any
 
-from tpudoctor.goodput.buckets import (
-    BUCKET_CODES,
-    BUCKETS,
-    OTHER,
-    PROGRAM_STARTUP,
-    RECOVERY,
-    RESTORE,
-    SAVE,
-    WASTED,
+from tpudoctor.goodput.attribution import (
+    Figures,
+    attribute_startup,
+    attribute_steady,
+    attribute_tail,
+    band,
 )
+from tpudoctor.goodput.buckets import BUCKETS, OTHER, RECOVERY, RESTORE, SAVE, WASTED
 from tpudoctor.goodput.run import Run
 from tpudoctor.goodput.timeline import Stream, Timeline
 from tpudoctor.logs.clock import iso_utc
@@ -36,28 +33,6 @@ OUTLIER_MADS = 3.0
 OUTLIER_MIN_RATIO = 1.5
 """An interval stands out when its time per step exceeds median + 3 MAD and 1.5 x the median."""
 MAX_OUTLIERS_LISTED = 10
-MAX_BANDS_PER_RUN = 120
-CODE_BUCKETS = {code: name for name, code in BUCKET_CODES.items()}
-
-
-@dataclasses.dataclass
-class Figures:
-    """Accumulates seconds per bucket and the pieces of the timeline to draw."""
-
-    buckets: dict[str, float] = dataclasses.field(default_factory=lambda: {b: 0.0 for b in BUCKETS})
-    productive: float = 0.0
-    estimated: set[str] = dataclasses.field(default_factory=set)
-    other_parts: dict[str, float] = dataclasses.field(default_factory=dict)
-    notes: list[str] = dataclasses.field(default_factory=list)
-
-    def add(self, bucket: str, seconds: float, *, estimated: bool = False, other_part: str | None = None) -> None:
-        if seconds <= 0:
-            return
-        self.buckets[bucket] += seconds
-        if estimated:
-            self.estimated.add(bucket)
-        if bucket == OTHER and other_part:
-            self.other_parts[other_part] = self.other_parts.get(other_part, 0.0) + seconds
 
 
 def step_statistics(stream: Stream) -> dict[str, Any]:
@@ -118,47 +93,9 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
     timed = wall_start is not None and wall_end is not None and \
         wall_end - wall_start - sum(j["jump_s"] for j in jumps) > 0
     if timed:
-        for run in runs:
-            if run.start_t is None:
-                run.start_t = wall_start
-        if runs[0].start_reason == "the log begins":
-            runs[0].start_t = wall_start
-        runs[-1].end_t = wall_end if jumps else max(runs[-1].end_t or wall_end, wall_end)
-    redo_from = _redo_from(runs)
-    repeated = 0
-    bands: list[dict[str, Any]] = []
-    for i, run in enumerate(runs):
-        run_bands: list[dict[str, Any]] = []
-        if timed:
-            gap_start = wall_start if i == 0 else runs[i - 1].end_t
-            if gap_start is not None and run.start_t is not None and run.start_t > gap_start:
-                bucket = OTHER if i == 0 else RECOVERY
-                figures.add(bucket, run.start_t - gap_start, other_part="before the first start line")
-                run_bands.append(_band(bucket, gap_start, run.start_t - gap_start, wall_start,
-                                       "before the first start" if i == 0 else "down until the next start"))
-        if median is not None and timed and run.stepped:
-            _startup(run, median, figures, run_bands, wall_start)
-            _steady(run, median, _threshold(median, mad or 0.0), redo_from[i], figures, outliers, run_bands,
-                    wall_start)
-            _tail(run, i == len(runs) - 1, figures, run_bands, wall_start)
-        elif timed and not run.stepped and run.start_t is not None and run.end_t is not None:
-            # a start that never reached its first step: all of it lost to the disruption
-            bucket = OTHER if i == len(runs) - 1 else WASTED
-            figures.add(bucket, run.end_t - run.start_t, other_part="a start that never reached a step")
-            run_bands.append(_band(bucket, run.start_t, run.end_t - run.start_t, wall_start, "start-up, no step"))
-        if redo_from[i] is not None and run.last_step is not None and run.last_step >= redo_from[i]:
-            repeated += run.last_step - max(redo_from[i], run.first_step) + 1
-        bands.append(_run_summary(run, run_bands))
-    wall = None
-    if timed:
-        wall = wall_end - wall_start + sum(-j["jump_s"] for j in jumps)
-        known = figures.productive + sum(figures.buckets[b] for b in BUCKETS if b != OTHER)
-        remainder = wall - known - figures.buckets[OTHER]
-        if remainder > 0:
-            figures.add(OTHER, remainder, other_part="between the lines the log explains")
-        elif remainder < -1e-6:
-            figures.notes.append(f"the parts add up to {(-remainder):.1f} s more than the wall time (overlapping "
-                                 "lines); OTHER absorbs nothing")
+        _anchor(runs, wall_start, wall_end, jumps)
+    bands, repeated = _attribute_runs(runs, timed, median, mad, wall_start, figures, outliers)
+    wall = _charge_remainder(figures, wall_start, wall_end, jumps) if timed else None
     steps_union, first_step, last_step = _step_union(runs)
     known_step = any(r.saves or r.restored_step is not None for r in runs)
     reached_first_step = any(run.stepped for run in runs)
@@ -169,61 +106,16 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
         nulls["steps"] = ("no step line, but a checkpoint or restore names a step: the job was training; its steps "
                           "in this log are unknown")
     saves = [s for run in runs for s in run.saves]
-    reported_sum = sum(run.reported_seconds_sum for run in runs)
-    span = sum((run.last_step_t - run.first_step_t) for run in runs
-               if run.last_step_t is not None and run.first_step_t is not None)
     if jumps:
         figures.notes.append(f"the clock went back {len(jumps)} time(s) (first at {jumps[0]['at']}, by "
                              f"{-jumps[0]['jump_s']:g} s): the wall time is the sum of the segments between the "
                              "jumps; the step interval across a jump is not timed")
-    if not timed and wall_start is not None and wall_end is not None:
-        nulls["wall_s"] = (f"the log's last time ({iso_utc(wall_end)}) is not after its first "
-                           f"({iso_utc(wall_start)}) and no backward step of the clock in between explains it, so the wall time is unknown")
-        nulls["ettr"] = nulls["productive_s"] = "needs the wall time: " + nulls["wall_s"].split(", so")[0]
-    elif not timed:
-        nulls["wall_s"] = ("the log's lines carry no timestamps, so the wall time is unknown (step lines' own "
-                           "durations such as MaxText's `seconds:` are the time since the previous step line: "
-                           "their sum is not wall time); give a log with glog/absl or ISO time prefixes, or "
-                           "read it from Cloud Logging (--tpu)")
-        nulls["ettr"] = nulls["productive_s"] = "needs the wall time: " + nulls["wall_s"].split(",")[0]
+    _wall_nulls(nulls, timed, wall_start, wall_end)
     if median is None:
         nulls["median_step_s"] = "fewer than two step lines with a time or a reported duration"
-    badput = {}
-    for bucket in BUCKETS:
-        seconds = figures.buckets[bucket] if timed else _reported_only(bucket, saves, runs)
-        entry: dict[str, Any] = {"seconds": _r(seconds), "percent": _r(100.0 * seconds / wall, 2)
-                                 if seconds is not None and wall else None}
-        if seconds is None:
-            entry["reason"] = nulls.get("wall_s", "not measurable from this log")
-        elif bucket in figures.estimated:
-            entry["estimated"] = True
-        if bucket == OTHER and figures.other_parts:
-            entry["parts"] = {k: _r(v) for k, v in sorted(figures.other_parts.items(), key=lambda kv: -kv[1])}
-        badput[bucket] = entry
-    productive = figures.productive if timed else None
-    if timed and median is None and any(run.stepped for run in runs):
-        # One step line: no interval to time a step by, so how much of the wall was steps is unknown (not 0).
-        productive = None
-        nulls["productive_s"] = nulls["ettr"] = ("one step line with no time of its own: a step's length is "
-                                                 "unknown, so how much of the wall time was training is unknown")
-    elif timed and any(run.stepped for run in runs) and not any(run.first_step_t is not None for run in runs):
-        productive = None
-        nulls["productive_s"] = nulls["ettr"] = ("the step lines carry no timestamps (only the lines around them "
-                                                 "do): where the steps fall in the wall time is unknown")
-    elif timed and not any(run.stepped for run in runs) and steps_union is None:
-        productive = None
-        nulls["productive_s"] = nulls["ettr"] = nulls["steps"]
+    badput = _badput(figures, timed, wall, saves, runs, nulls)
+    productive = _productive(figures, timed, median, runs, steps_union, nulls)
     ettr = productive / wall if productive is not None and wall else None
-    notes = figures.notes + [n for run in runs for n in run.notes]
-    if stats["sampled"]:
-        notes.append("more step intervals than kept one by one: the median comes from a fixed-size sample, "
-                     "outliers from the intervals kept")
-    if stream.out_of_order:
-        notes.append(f"{stream.out_of_order} step line(s) went back without a restart: several workers print into "
-                     "this log without a worker label; the figures follow the lead worker's pace")
-    if runs and any(r.approx_steps for r in runs):
-        notes.append("step numbers are approximate (HF Trainer loss dicts are numbered in order; tqdm-loggable "
-                     "rounds to 3 significant digits): repeated steps are not counted")
     outliers.sort(key=lambda o: -o["excess_s"])
     return {
         "steps": steps_union,
@@ -252,13 +144,138 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
         "goodput_percent": _r(100 * ettr, 2) if ettr is not None else None,
         "badput": badput,
         "nulls": nulls,
-        "notes": notes,
+        "notes": _notes(figures, runs, stats, stream),
         "runs": bands,
-        "reported_step_seconds_sum": _r(reported_sum) if any(r.reported_seconds_n for r in runs) else None,
-        "step_span_s": _r(span) if timed else None,
+        "reported_step_seconds_sum": _r(sum(run.reported_seconds_sum for run in runs))
+        if any(r.reported_seconds_n for r in runs) else None,
+        "step_span_s": _r(_step_span(runs)) if timed else None,
         "clock_jumps": jumps[:20],
         "failures": [f for r in runs for f in r.failures][:20],
     }
+
+
+def _anchor(runs: list[Run], wall_start: float, wall_end: float, jumps: list[dict[str, Any]]) -> None:
+    """Runs whose start (or the last one's end) no line timed take the log's first (last) time."""
+    for run in runs:
+        if run.start_t is None:
+            run.start_t = wall_start
+    if runs[0].start_reason == "the log begins":
+        runs[0].start_t = wall_start
+    runs[-1].end_t = wall_end if jumps else max(runs[-1].end_t or wall_end, wall_end)
+
+
+def _attribute_runs(runs: list[Run], timed: bool, median: float | None, mad: float | None,
+                    wall_start: float | None, figures: Figures,
+                    outliers: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """Each run's time into ``figures`` (and its gap before it, its outliers): its summary with its bands, and
+    the steps done again after a restart."""
+    redo_from = _redo_from(runs)
+    repeated = 0
+    bands: list[dict[str, Any]] = []
+    for i, run in enumerate(runs):
+        run_bands: list[dict[str, Any]] = []
+        if timed:
+            gap_start = wall_start if i == 0 else runs[i - 1].end_t
+            if gap_start is not None and run.start_t is not None and run.start_t > gap_start:
+                bucket = OTHER if i == 0 else RECOVERY
+                figures.add(bucket, run.start_t - gap_start, other_part="before the first start line")
+                run_bands.append(band(bucket, gap_start, run.start_t - gap_start, wall_start,
+                                      "before the first start" if i == 0 else "down until the next start"))
+        if median is not None and timed and run.stepped:
+            attribute_startup(run, median, figures, run_bands, wall_start)
+            attribute_steady(run, median, _threshold(median, mad or 0.0), redo_from[i], figures, outliers,
+                             run_bands, wall_start)
+            attribute_tail(run, i == len(runs) - 1, figures, run_bands, wall_start)
+        elif timed and not run.stepped and run.start_t is not None and run.end_t is not None:
+            # a start that never reached its first step: all of it lost to the disruption
+            bucket = OTHER if i == len(runs) - 1 else WASTED
+            figures.add(bucket, run.end_t - run.start_t, other_part="a start that never reached a step")
+            run_bands.append(band(bucket, run.start_t, run.end_t - run.start_t, wall_start, "start-up, no step"))
+        if redo_from[i] is not None and run.last_step is not None and run.last_step >= redo_from[i]:
+            repeated += run.last_step - max(redo_from[i], run.first_step) + 1
+        bands.append(_run_summary(run, run_bands))
+    return bands, repeated
+
+
+def _charge_remainder(figures: Figures, wall_start: float, wall_end: float, jumps: list[dict[str, Any]]) -> float:
+    """The wall time (less the clock's jumps back); what no line explains goes to OTHER."""
+    wall = wall_end - wall_start + sum(-j["jump_s"] for j in jumps)
+    known = figures.productive + sum(figures.buckets[b] for b in BUCKETS if b != OTHER)
+    remainder = wall - known - figures.buckets[OTHER]
+    if remainder > 0:
+        figures.add(OTHER, remainder, other_part="between the lines the log explains")
+    elif remainder < -1e-6:
+        figures.notes.append(f"the parts add up to {(-remainder):.1f} s more than the wall time (overlapping "
+                             "lines); OTHER absorbs nothing")
+    return wall
+
+
+def _wall_nulls(nulls: dict[str, str], timed: bool, wall_start: float | None, wall_end: float | None) -> None:
+    if not timed and wall_start is not None and wall_end is not None:
+        nulls["wall_s"] = (f"the log's last time ({iso_utc(wall_end)}) is not after its first "
+                           f"({iso_utc(wall_start)}) and no backward step of the clock in between explains it, so the wall time is unknown")
+        nulls["ettr"] = nulls["productive_s"] = "needs the wall time: " + nulls["wall_s"].split(", so")[0]
+    elif not timed:
+        nulls["wall_s"] = ("the log's lines carry no timestamps, so the wall time is unknown (step lines' own "
+                           "durations such as MaxText's `seconds:` are the time since the previous step line: "
+                           "their sum is not wall time); give a log with glog/absl or ISO time prefixes, or "
+                           "read it from Cloud Logging (--tpu)")
+        nulls["ettr"] = nulls["productive_s"] = "needs the wall time: " + nulls["wall_s"].split(",")[0]
+
+
+def _badput(figures: Figures, timed: bool, wall: float | None, saves: list, runs: list[Run],
+            nulls: dict[str, str]) -> dict[str, Any]:
+    badput = {}
+    for bucket in BUCKETS:
+        seconds = figures.buckets[bucket] if timed else _reported_only(bucket, saves, runs)
+        entry: dict[str, Any] = {"seconds": _r(seconds), "percent": _r(100.0 * seconds / wall, 2)
+                                 if seconds is not None and wall else None}
+        if seconds is None:
+            entry["reason"] = nulls.get("wall_s", "not measurable from this log")
+        elif bucket in figures.estimated:
+            entry["estimated"] = True
+        if bucket == OTHER and figures.other_parts:
+            entry["parts"] = {k: _r(v) for k, v in sorted(figures.other_parts.items(), key=lambda kv: -kv[1])}
+        badput[bucket] = entry
+    return badput
+
+
+def _productive(figures: Figures, timed: bool, median: float | None, runs: list[Run], steps_union: int | None,
+                nulls: dict[str, str]) -> float | None:
+    """Productive seconds, or None (its reason in ``nulls``) where the log cannot place the steps in the wall."""
+    productive = figures.productive if timed else None
+    if timed and median is None and any(run.stepped for run in runs):
+        # One step line: no interval to time a step by, so how much of the wall was steps is unknown (not 0).
+        productive = None
+        nulls["productive_s"] = nulls["ettr"] = ("one step line with no time of its own: a step's length is "
+                                                 "unknown, so how much of the wall time was training is unknown")
+    elif timed and any(run.stepped for run in runs) and not any(run.first_step_t is not None for run in runs):
+        productive = None
+        nulls["productive_s"] = nulls["ettr"] = ("the step lines carry no timestamps (only the lines around them "
+                                                 "do): where the steps fall in the wall time is unknown")
+    elif timed and not any(run.stepped for run in runs) and steps_union is None:
+        productive = None
+        nulls["productive_s"] = nulls["ettr"] = nulls["steps"]
+    return productive
+
+
+def _notes(figures: Figures, runs: list[Run], stats: dict[str, Any], stream: Stream) -> list[str]:
+    notes = figures.notes + [n for run in runs for n in run.notes]
+    if stats["sampled"]:
+        notes.append("more step intervals than kept one by one: the median comes from a fixed-size sample, "
+                     "outliers from the intervals kept")
+    if stream.out_of_order:
+        notes.append(f"{stream.out_of_order} step line(s) went back without a restart: several workers print into "
+                     "this log without a worker label; the figures follow the lead worker's pace")
+    if runs and any(r.approx_steps for r in runs):
+        notes.append("step numbers are approximate (HF Trainer loss dicts are numbered in order; tqdm-loggable "
+                     "rounds to 3 significant digits): repeated steps are not counted")
+    return notes
+
+
+def _step_span(runs: list[Run]) -> float:
+    return sum((run.last_step_t - run.first_step_t) for run in runs
+               if run.last_step_t is not None and run.first_step_t is not None)
 
 
 def _reported_only(bucket: str, saves: list, runs: list[Run]) -> float | None:
@@ -270,121 +287,6 @@ def _reported_only(bucket: str, saves: list, runs: list[Run]) -> float | None:
         spans = [sp for r in runs for sp in r.spans if sp.kind == "restore"]
         return sum(sp.seconds for sp in spans) if spans and all(sp.source == "reported" for sp in spans) else None
     return None
-
-
-def _startup(run: Run, median: float, figures: Figures, bands: list, origin: float) -> None:
-    if run.first_step_t is None or run.start_t is None:
-        return
-    prev = run.start_t
-    marks = sorted((m for m in run.marks if run.start_t <= m.t <= run.first_step_t), key=lambda m: m.t)
-    for m in marks:
-        if m.t > prev:
-            figures.add(m.bucket, m.t - prev)
-            bands.append(_band(m.bucket, prev, m.t - prev, origin, m.label))
-            prev = m.t
-    last = run.first_step_t - prev
-    first_steps = _typical_dn(run)
-    productive_first = min(median * first_steps, max(last, 0.0))
-    if not marks and run.first_step_seconds is not None and run.first_step_seconds <= last:
-        unsplit = last - run.first_step_seconds
-        figures.add(OTHER, unsplit, other_part="start-up the log does not split (no initialisation, restore or "
-                                               "compile lines)")
-        bands.append(_band(OTHER, prev, unsplit, origin, "start-up, not split"))
-        prev += unsplit
-        last = run.first_step_seconds
-        productive_first = min(median * first_steps, last)
-    elif not marks:
-        figures.add(OTHER, max(last - productive_first, 0.0),
-                    other_part="start-up the log does not split (no initialisation, restore or compile lines)")
-        bands.append(_band(OTHER, prev, max(last - productive_first, 0.0), origin, "start-up, not split"))
-        figures.productive += productive_first
-        bands.append(_band("PRODUCTIVE", run.first_step_t - productive_first, productive_first, origin, "first step"))
-        return
-    figures.add(PROGRAM_STARTUP, last - productive_first)
-    bands.append(_band(PROGRAM_STARTUP, prev, last - productive_first, origin, "compilation and first step"))
-    figures.productive += productive_first
-    bands.append(_band("PRODUCTIVE", run.first_step_t - productive_first, productive_first, origin, "first step"))
-
-
-def _typical_dn(run: Run) -> int:
-    if not run.iv_dn:
-        return 1
-    values = sorted(run.iv_dn[:1000])
-    return max(int(values[len(values) // 2]), 1)
-
-
-def _steady(run: Run, median: float, threshold: float, redo_from: int | None, figures: Figures,
-            outliers: list, bands: list, origin: float) -> None:
-    if run.first_step_t is None or run.last_step_t is None:
-        return
-    productive = 0.0
-    wasted = 0.0
-    for dt, dn, end, known, unknown in run.intervals():
-        expected = median * dn
-        rest = max(dt - known, 0.0)
-        excess = max(rest - expected, 0.0)
-        if unknown >= 0:
-            figures.add(CODE_BUCKETS[unknown], excess, estimated=True)
-            rest -= excess
-        elif dn > 0 and rest / dn > threshold:
-            figures.add(OTHER, excess, other_part="step intervals far above the median, nothing in the log "
-                                                  "says why")
-            outliers.append({"step": end, "steps": dn, "seconds": _r(dt), "excess_s": _r(excess),
-                             "run": run.index})
-            rest -= excess
-        if redo_from is not None and end >= redo_from:
-            wasted += rest
-        else:
-            productive += rest
-    productive += run.folded_dt
-    for bucket, seconds in run.steady_known.items():
-        figures.add(bucket, seconds)
-    if redo_from is not None and run.first_step is not None and run.first_step >= redo_from:
-        # the first step's productive share was counted in _startup: it was redone too
-        first = min(median * _typical_dn(run), figures.productive)
-        figures.productive -= first
-        wasted += first
-    figures.productive += productive
-    figures.add(WASTED, wasted)
-    span = run.last_step_t - run.first_step_t
-    bands.append(_band("PRODUCTIVE", run.first_step_t, span, origin,
-                       f"steps {run.first_step} to {run.last_step}"))
-    if wasted > 0 and redo_from is not None:
-        t_redo, _exact = run.time_of_step(redo_from - 1)
-        if t_redo is not None:
-            bands.append(_band(WASTED, t_redo, run.last_step_t - t_redo, origin,
-                               f"steps {redo_from} to {run.last_step}, done again after the restart"))
-    for s in run.saves:
-        if s.region == "steady" and s.blocking_s and s.start_t is not None and len(bands) < MAX_BANDS_PER_RUN:
-            bands.append(_band(SAVE, s.start_t, s.blocking_s, origin, f"{s.mode or ''} save, step {s.step}".strip()))
-    for o in outliers:
-        if o["run"] == run.index and len(bands) < MAX_BANDS_PER_RUN:
-            t, _ = run.time_of_step(o["step"])
-            if t is not None:
-                bands.append(_band(OTHER, t - o["excess_s"], o["excess_s"], origin, f"slow step {o['step']}"))
-
-
-def _tail(run: Run, last: bool, figures: Figures, bands: list, origin: float) -> None:
-    if run.end_t is None or run.last_step_t is None or run.end_t <= run.last_step_t:
-        return
-    tail = run.end_t - run.last_step_t
-    known = 0.0
-    for bucket, seconds, _record in run.pending:
-        if seconds is not None:
-            figures.add(bucket, min(seconds, tail - known))
-            known += min(seconds, tail - known)
-    rest = tail - known
-    if last:
-        figures.add(OTHER, rest, other_part="after the last step (final save, evaluation, shutdown)")
-        bands.append(_band(OTHER, run.last_step_t, tail, origin, "after the last step"))
-    else:
-        figures.add(WASTED, rest)
-        bands.append(_band(WASTED, run.last_step_t, tail, origin, "progress lost: after the last step line, "
-                                                                  "before the failure"))
-
-
-def _band(bucket: str, start: float, seconds: float, origin: float, label: str) -> dict[str, Any]:
-    return {"bucket": bucket, "start_s": _r(start - origin), "seconds": _r(max(seconds, 0.0)), "label": label}
 
 
 def _run_summary(run: Run, bands: list) -> dict[str, Any]:
