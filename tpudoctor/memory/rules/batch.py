@@ -69,10 +69,11 @@ class SmallerBatch(MemoryRule):
                                   "leading dimension): pass the per-device batch size")
         with_batch = 0
         for inst, alloc, _ in parameters(plan):
-            if alloc is not None and batch in inst.shape.dims:
+            if alloc is not None and alloc.counted and batch in inst.shape.dims:
                 with_batch += alloc.size_bytes
-        for _, shape, _ in plan.outputs():
-            if batch in shape.dims:
+        aliased = {out for _, _, out in plan.io_aliases}
+        for index, shape, _ in plan.outputs():
+            if index not in aliased and batch in shape.dims:  # a donated parameter's bytes are counted above
                 with_batch += shape.tiled_bytes
         for bid, size in live_temporary_shares(subject).items():
             if batch in plan.buffers[bid].shape.dims:

@@ -46,7 +46,7 @@ class Bfloat16Parameters(MemoryRule):
         out_shapes = [shape for _, shape, _ in plan.outputs()]
         chosen = []
         for inst, alloc, name in parameters(plan):
-            if inst.shape.dtype != FLOAT32 or len(inst.shape.dims) < 2 or alloc is None:
+            if inst.shape.dtype != FLOAT32 or len(inst.shape.dims) < 2 or alloc is None or not alloc.counted:
                 continue
             if is_optimizer_parameter(subject, inst.parameter_number, name):
                 continue

@@ -52,7 +52,7 @@ class ShardUnusedAxis(MemoryRule):
             return Saving(0, "high", "one device: nothing to shard across")
         chosen = []
         for inst, alloc, name in parameters(plan):
-            if alloc is None or len(inst.shape.dims) < MIN_DIMS or DATA_NAME.search(name or ""):
+            if alloc is None or not alloc.counted or len(inst.shape.dims) < MIN_DIMS or DATA_NAME.search(name or ""):
                 continue
             sharding = inst.sharding
             replication = sharding.replication if sharding is not None else devices
