@@ -8,8 +8,8 @@ builds one frozen ``Settings`` from them and hands it to the command. Nothing el
 these environment variables. On a TPU VM the metadata server fills what is still missing: that is a fact
 (``tpu.target``), not a setting.
 
-A pod fan-out passes the settings to each worker's ``tpudoctor`` on its command line (``to_argv``): the worker
-runs in its own folder, without our config file or our environment.
+A pod fan-out passes the settings to each worker's ``tpudoctor`` on its command line (``Settings.worker_argv``,
+through ``to_argv``): the worker runs in its own folder, without our config file or our environment.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from tpudoctor.errors import UsageError
@@ -153,6 +153,28 @@ class Settings:
             sources[key.removesuffix("_s") if key.removesuffix("_s") in DURATION_KEYS else key] = FLAG
         return dataclasses.replace(self, **changes, sources=tuple(sources.items()))
 
+    def worker_argv(self, command: str | Sequence[str], *, keys: Collection[str] | None = None,
+                    args: argparse.Namespace | Mapping[str, Any] | None = None, flags: Sequence[str] = (),
+                    positional: Sequence[str] = (), **changes: Any) -> list[str]:
+        """The ``tpudoctor COMMAND ...`` a worker of a pod fan-out runs (``tpudoctor.pod.FanOut``): the one place a
+        worker's command line is written.
+
+        These settings through ``to_argv`` (the worker has neither our config file nor our environment), with
+        ``changes`` given as flags (the worker's own number, format and limit), only the ``keys`` the worker
+        takes where given; then the command's own behaviour flags named in ``flags`` as ``args`` holds them
+        (``passed_flags``); then ``positional``."""
+        mine = self.replace(**changes) if changes else self
+        if keys is not None:
+            unknown = set(keys) - set(self.keys)
+            if unknown:
+                raise ValueError(f"{sorted(unknown)}: not settings of this command ({', '.join(self.keys)})")
+            changed = {key.removesuffix("_s") if key.removesuffix("_s") in DURATION_KEYS else key for key in changes}
+            if changed - set(keys):
+                raise ValueError(f"{sorted(changed - set(keys))}: changed, but not among the worker's keys")
+            mine = dataclasses.replace(mine, keys=tuple(key for key in self.keys if key in keys))
+        words = [command] if isinstance(command, str) else list(command)
+        return ["tpudoctor", *words, *to_argv(mine), *passed_flags(args, flags), *positional]
+
 
 def to_argv(settings: Settings) -> list[str]:
     """The command-line flags that make a ``tpudoctor`` elsewhere resolve the same settings (``tpudoctor.cli.settings_from_argv``).
@@ -173,6 +195,28 @@ def to_argv(settings: Settings) -> list[str]:
             value = getattr(settings, key)
             if value is not None:
                 argv.append(f"{flag}={value}")
+    return argv
+
+
+def passed_flags(args: argparse.Namespace | Mapping[str, Any] | None, flags: Sequence[str]) -> list[str]:
+    """A command's own flags (not settings) as ``args`` holds them, for a worker's command line: ``--flag=value``
+    (a value that starts with ``-`` stays a value), a list once per item, a switch that is on bare, one that is
+    off or unset left out. A flag whose value ``args`` lacks is a programming error."""
+    values = args if isinstance(args, Mapping) else vars(args) if args is not None else {}
+    argv: list[str] = []
+    for flag in flags:
+        dest = flag.lstrip("-").replace("-", "_")
+        if dest not in values:
+            raise ValueError(f"{flag}: not a flag of this command (no {dest!r} in its arguments)")
+        value = values[dest]
+        if value is True:
+            argv.append(flag)
+        elif value is None or value is False:
+            continue
+        elif isinstance(value, (list, tuple)):
+            argv += [f"{flag}={item}" for item in value]
+        else:
+            argv.append(f"{flag}={value}")
     return argv
 
 

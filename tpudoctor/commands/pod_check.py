@@ -1,7 +1,8 @@
 """``tpudoctor check --tpu NAME --all-workers`` (or ``--workers 0,3-5``): the check on every worker, one report.
 
 Kept apart from ``check_cmd`` so the single-worker path stays as it was; ``check_cmd`` hands over here when
-either flag is given.
+either flag is given. The pod flags and ``slice_fan_out`` (the ``tpudoctor.pod.FanOut`` they name) serve every
+command that fans out (``hang`` too).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import shutil
+from collections.abc import Callable
 
 from tpudoctor.errors import InputError, UsageError
 from tpudoctor.exitcodes import ExitCode
@@ -36,22 +38,24 @@ def wants_fanout(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "all_workers", False) or getattr(args, "workers", None))
 
 
-def remote_command(args: argparse.Namespace, settings, *, worker: str, timeout_s: float) -> str:
-    """The ``tpudoctor check`` each worker runs: our settings as resolved here (``settings.to_argv``: the worker
+WORKER_FLAGS = ("--step", "--probe", "--write-probe", "--redact")
+"""``check``'s own flags (not settings) that each worker takes as they were given here."""
+
+
+def worker_argv(args: argparse.Namespace, settings, *, worker: str, timeout_s: float) -> list[str]:
+    """The ``tpudoctor check`` each worker runs: our settings as resolved here (``Settings.worker_argv``: the worker
     has neither our config file nor our environment), its own number and limit, the user's selection, JSON on
     stdout."""
-    from tpudoctor.settings import to_argv
+    flags = WORKER_FLAGS + (("--reference-model",) if args.step is None or 5 in args.step else ())
+    # --exit-zero always: a worker's findings travel in its report, and its exit status tells only how it ran
+    return settings.worker_argv("check", args=dict(vars(args), exit_zero=True), flags=(*flags, "--exit-zero"),
+                                positional=list(args.ids), format="json", timeout_s=max(1.0, timeout_s),
+                                worker=worker)
 
-    mine = settings.replace(format="json", timeout_s=max(1.0, timeout_s), worker=worker)
-    argv = ["tpudoctor", "check", *to_argv(mine), "--exit-zero"]
-    for step in args.step or ():
-        argv += ["--step", str(step)]
-    for flag, given in (("--probe", args.probe), ("--write-probe", args.write_probe), ("--redact", args.redact)):
-        if given:
-            argv.append(flag)
-    if args.step is None or 5 in args.step:
-        argv.append(f"--reference-model={args.reference_model}")
-    return shlex.join(argv + list(args.ids))
+
+def remote_command(args: argparse.Namespace, settings, *, worker: str, timeout_s: float) -> str:
+    """``worker_argv`` as the worker's shell reads it."""
+    return shlex.join(worker_argv(args, settings, worker=worker, timeout_s=timeout_s))
 
 
 def discover_workers(target, session) -> list[str]:
@@ -74,37 +78,32 @@ def discover_workers(target, session) -> list[str]:
     return [str(i) for i in range(count)]
 
 
-def run_fanout(args: argparse.Namespace, settings, *, fmt: str, fail_on: str) -> ExitCode:
+def slice_fan_out(args: argparse.Namespace, settings, *, command: str, refuse: Callable[[], None] | None = None,
+                  longer_than: tuple[float, str] | None = None):
+    """The ``FanOut`` to the workers the pod flags name on the slice the settings name, with the usage errors
+    every fan-out shares. ``refuse`` raises the command's own (what cannot go to every worker);
+    ``longer_than``: (seconds, what) the worker timeout must exceed."""
     from tpudoctor import config
     from tpudoctor.commands.common import session_for
-    from tpudoctor.documents import merged_document
-    from tpudoctor.findings import exit_code_for
-    from tpudoctor.output import write_text
-    from tpudoctor.pod.fanout import SshTarget, outcome_of, run_workers
-    from tpudoctor.pod.merge import merge_outcomes, slice_registry
+    from tpudoctor.pod.fanout import FanOut, SshTarget
     from tpudoctor.pod.worker_ids import parse_worker_spec
-    from tpudoctor.progress import progress
-    from tpudoctor.reports.merged import render_merged_document
 
     target = settings.target()
     if not target.tpu or not target.zone:
         raise UsageError("--all-workers and --workers need --tpu NAME and --zone ZONE",
-                         hint="e.g. tpudoctor check --tpu my-pod --zone us-central2-b --all-workers")
+                         hint=f"e.g. tpudoctor {command} --tpu my-pod --zone us-central2-b --all-workers")
     if args.all_workers and not target.project:
         raise UsageError("--all-workers needs --project to read the node's workers from the TPU API",
                          hint="pass --project PROJECT (or set CLOUDSDK_CORE_PROJECT), or list them: --workers 0-15")
-    if "-" in (args.log_file or []):
-        raise UsageError("--log-file - (stdin) cannot go to every worker", hint="give a path on the workers")
-    from tpudoctor.pod.report_store import has_placeholder
-
-    if has_placeholder(args.output) or (args.output or "").startswith("gs://"):
-        raise UsageError(f"-o {args.output}: the fan-out writes one merged report to a local file or stdout",
-                         hint="the per-worker reports are inside the merged JSON (--format json), under 'workers'")
+    if refuse is not None:
+        refuse()
     if args.parallel < 1:
         raise UsageError("--parallel must be at least 1")
     timeout_s = config.parse_duration_s(args.worker_timeout)
-    if timeout_s <= 0:
+    if longer_than is None and timeout_s <= 0:
         raise UsageError("--worker-timeout must be positive")
+    if longer_than is not None and timeout_s <= longer_than[0]:
+        raise UsageError(f"--worker-timeout {args.worker_timeout} must be longer than {longer_than[1]}")
     gcloud = shutil.which("gcloud")
     if gcloud is None:
         raise InputError("gcloud is not on PATH: the workers are reached through 'gcloud compute tpus tpu-vm ssh'",
@@ -114,20 +113,39 @@ def run_fanout(args: argparse.Namespace, settings, *, fmt: str, fail_on: str) ->
                                                          project=target.project)))
     ssh = SshTarget(tpu=target.tpu, zone=target.zone, project=target.project, internal_ip=args.internal_ip,
                     tunnel_through_iap=args.tunnel_through_iap, ssh_flags=tuple(args.ssh_flag), gcloud=gcloud)
-    # The worker's own limit ends before ours so that a slow worker still sends what it has.
-    inner_s = timeout_s - min(10.0, timeout_s * 0.25)
-    with progress(f"tpudoctor check on {len(workers)} workers of {target.tpu}") as update:
-        runs = run_workers(workers, lambda w: ssh.argv(w, remote_command(args, settings, worker=w,
-                                                                          timeout_s=inner_s)),
-                           timeout_s=timeout_s, parallel=args.parallel, progress=update)
-    outcomes = [outcome_of(run, ssh, timeout_s=timeout_s) for run in runs.values()]
-    merged = merge_outcomes(outcomes, expected=workers, target=target,
-                            source=f"gcloud compute tpus tpu-vm ssh {target.tpu} --worker=N",
-                            registry=slice_registry(settings.disable_plugins))
+    return FanOut(ssh, workers, timeout_s=timeout_s, parallel=args.parallel, name=target.tpu)
+
+
+def run_fanout(args: argparse.Namespace, settings, *, fmt: str, fail_on: str) -> ExitCode:
+    from tpudoctor.documents import merged_document
+    from tpudoctor.findings import exit_code_for
+    from tpudoctor.output import write_text
+    from tpudoctor.pod.documents import report_from_document
+    from tpudoctor.pod.fanout import WorkerCommand
+    from tpudoctor.pod.merge import merge_outcomes, slice_registry
+    from tpudoctor.reports.merged import render_merged_document
+
+    fan = slice_fan_out(args, settings, command="check", refuse=lambda: _refuse(args))
+    check = WorkerCommand("check", lambda w: worker_argv(args, settings, worker=w, timeout_s=fan.worker_limit_s),
+                          kind="check", what="check report", read=report_from_document)
+    merged = fan.run(check, lambda outcomes: merge_outcomes(
+        outcomes, expected=fan.workers, target=settings.target(), source=fan.via,
+        registry=slice_registry(settings.disable_plugins)))
     text = render_merged_document(merged_document(merged, redact=args.redact), fmt, verbose=args.verbose,
                                   color=_color_wanted(args))
     write_text(args.output, text)
     return exit_code_for(merged.report, fail_on=fail_on, exit_zero=args.exit_zero)
+
+
+def _refuse(args: argparse.Namespace) -> None:
+    """What ``check`` cannot send to every worker."""
+    from tpudoctor.pod.report_store import has_placeholder
+
+    if "-" in (args.log_file or []):
+        raise UsageError("--log-file - (stdin) cannot go to every worker", hint="give a path on the workers")
+    if has_placeholder(args.output) or (args.output or "").startswith("gs://"):
+        raise UsageError(f"-o {args.output}: the fan-out writes one merged report to a local file or stdout",
+                         hint="the per-worker reports are inside the merged JSON (--format json), under 'workers'")
 
 
 def _color_wanted(args: argparse.Namespace) -> bool:

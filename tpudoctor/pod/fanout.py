@@ -1,23 +1,24 @@
-"""Run ``tpudoctor check --format json`` on every worker through ``gcloud compute tpus tpu-vm ssh --worker=N``.
+"""The one pod fan-out: run a ``tpudoctor`` subcommand on every worker of a slice, collect each worker's JSON
+document (or the finding that says why there is none), and hand them to the command's merge.
 
-One gcloud process per worker, at most ``parallel`` at a time, each in its own process group so that a
-worker past its timeout is killed with everything it started (the ssh client included). Each worker's
-stdout is read on its own pipe, never interleaved with another's. A worker that gives no report becomes
-a finding scoped to it; the others still report.
+    fan = FanOut(SshTarget(tpu="pod", zone=ZONE), ["0", "1"], timeout_s=300)
+    merged = fan.run(WorkerCommand("check", argv_for, kind="check", what="check report"), merge)
+
+``check --all-workers`` and ``hang --all-workers`` both run through it; a command gives three things: the
+subcommand, each worker's command line (``Settings.worker_argv``: the worker has neither our config file nor
+our environment) and a merge of the outcomes. How a worker is reached is a ``Reach``
+(``tpudoctor.pod.reach``; gcloud's ssh today). A worker that gives no document (no answer in time, ssh
+failed, no tpudoctor, output that is not a readable document) becomes a finding scoped to it; the others
+still report. Every worker's process is bounded by ``timeout_s``.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import datetime as _dt
-import os
 import shlex
-import signal
-import subprocess
-import threading
-import time
 from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from tpudoctor.errors import InputError
 from tpudoctor.findings import Finding, Remediation, Status
@@ -27,135 +28,102 @@ from tpudoctor.pod.outcomes import (
     WorkerOutcome,
     worker_problem,
 )
+from tpudoctor.pod.reach import (
+    STDERR_TAIL_CHARS,
+    Reach,
+    SshTarget,
+    WorkerRun,
+    last_line,
+    run_workers,
+)
 
-STDERR_TAIL_CHARS = 1500
-KILL_GRACE_S = 2.0
+__all__ = ["FanOut", "Reach", "SshTarget", "WorkerCommand", "WorkerRun", "run_problem", "unreadable_answer"]
+
+DEFAULT_PARALLEL = 64  # gcloud's own --worker=all contacts every worker at once
+T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True)
-class SshTarget:
-    """Where and how to reach the workers, in gcloud's own flags."""
+class WorkerCommand:
+    """What each worker runs and how its answer is read."""
 
-    tpu: str
-    zone: str
-    project: str | None = None
-    internal_ip: bool = False
-    tunnel_through_iap: bool = False
-    ssh_flags: tuple[str, ...] = ()
-    gcloud: str = "gcloud"
+    subcommand: str
+    """``check``, ``hang``: the answer is that command's JSON document on stdout."""
+    argv: Callable[[str], Sequence[str]]
+    """A worker's whole command line, ``["tpudoctor", SUBCOMMAND, ...]`` (``Settings.worker_argv``)."""
+    kind: str
+    """The ``kind`` of the document the worker prints (the first JSON object of that kind is its answer)."""
+    what: str
+    """The document, in messages: ``check report``."""
+    read: Callable[[dict[str, Any], str], Any] | None = None
+    """Checks the document (an ``InputError`` makes the answer unreadable) and returns what the merge folds as
+    the outcome's ``report`` (a check ``Report``), or None where the document is all the merge needs."""
+    label: Callable[[str], str] | None = None
+    """How messages about a worker's document name it (default: where it came from, ``gcloud ssh worker 3``)."""
 
-    def __post_init__(self) -> None:
-        from tpudoctor.resource_names import check_target_names
-
-        check_target_names({"tpu": self.tpu, "zone": self.zone, "project": self.project},
-                           {"tpu": "the TPU name", "zone": "the zone", "project": "the project"})
-
-    def argv(self, worker: str, command: str) -> list[str]:
-        argv = [self.gcloud, "compute", "tpus", "tpu-vm", "ssh", self.tpu, "--zone", self.zone]
-        if self.project:
-            argv += ["--project", self.project]
-        argv += [f"--worker={worker}", "--quiet"]
-        if self.internal_ip:
-            argv.append("--internal-ip")
-        if self.tunnel_through_iap:
-            argv.append("--tunnel-through-iap")
-        argv += [f"--ssh-flag={flag}" for flag in self.ssh_flags]
-        return argv + ["--command", command]
-
-    def shown(self, worker: str, command: str) -> str:
-        """The same command for a person to paste (``gcloud`` by name, not the resolved path)."""
-        return shlex.join([os.path.basename(self.gcloud), *self.argv(worker, command)[1:]])
+    @property
+    def line(self) -> str:
+        """The command in fixes: ``tpudoctor check --format json``."""
+        return f"tpudoctor {self.subcommand} --format json"
 
 
-@dataclasses.dataclass
-class WorkerRun:
-    worker: str
-    returncode: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool
-    sent_at: _dt.datetime
-    received_at: _dt.datetime
-    duration_s: float
+class FanOut:
+    """One fan-out to ``workers`` through ``reach``: at most ``parallel`` at a time, each within ``timeout_s``."""
 
+    def __init__(self, reach: Reach, workers: Sequence[str], *, timeout_s: float,
+                 parallel: int = DEFAULT_PARALLEL, name: str = "the slice"):
+        if timeout_s <= 0 or parallel < 1:
+            raise ValueError(f"a fan-out needs a positive timeout and parallelism, got {timeout_s}, {parallel}")
+        self.reach, self.workers, self.timeout_s, self.parallel, self.name = (
+            reach, list(workers), float(timeout_s), int(parallel), name)
+        self.started_at: _dt.datetime | None = None
+        """When the last ``collect`` started (a merge's own start time)."""
 
-def run_one(worker: str, argv: Sequence[str], timeout_s: float) -> WorkerRun:
-    """One worker's command; past ``timeout_s`` its whole process group is killed."""
-    sent = _dt.datetime.now(_dt.timezone.utc)
-    started = time.monotonic()
-    try:
-        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
-    except OSError as exc:
-        return WorkerRun(worker, None, "", f"cannot start {argv[0]}: {exc}", False, sent,
-                         _dt.datetime.now(_dt.timezone.utc), 0.0)
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc)
+    @property
+    def via(self) -> str:
+        """How the answers came, for the merged report's source."""
+        return self.reach.via
+
+    @property
+    def worker_limit_s(self) -> float:
+        """A limit for the worker's own run that ends before ours, so that a slow worker still sends what it has."""
+        return max(1.0, self.timeout_s - min(10.0, self.timeout_s * 0.25))
+
+    def run(self, command: WorkerCommand, merge: Callable[[list[WorkerOutcome]], T]) -> T:
+        """Every worker's outcome, merged by ``merge``."""
+        return merge(self.collect(command))
+
+    def collect(self, command: WorkerCommand) -> list[WorkerOutcome]:
+        """Each worker's outcome, in the order of ``workers``: its document, or the problem in its place."""
+        from tpudoctor.progress import progress
+
+        self.started_at = _dt.datetime.now(_dt.timezone.utc)
+        with progress(f"tpudoctor {command.subcommand} on {len(self.workers)} workers of {self.name}") as update:
+            runs = run_workers(self.workers, lambda w: self.reach.argv(w, shlex.join(command.argv(w))),
+                               timeout_s=self.timeout_s, parallel=self.parallel, progress=update)
+        return [self.outcome(run, command) for run in runs.values()]
+
+    def outcome(self, run: WorkerRun, command: WorkerCommand) -> WorkerOutcome:
+        """The worker's document (read by ``command.read``), or the finding that says why there is none."""
+        from tpudoctor.pod.documents import document_from_output
+
+        source = self.reach.source(run.worker)
+        common = dict(source=source, sent_at=run.sent_at, received_at=run.received_at)
+        problem = run_problem(run, self.reach, timeout_s=self.timeout_s, command=command.line)
+        if problem is not None:
+            return WorkerOutcome(run.worker, **common, problem=problem)
+        label = command.label(run.worker) if command.label else source
         try:
-            out, err = proc.communicate(timeout=KILL_GRACE_S)
-        except subprocess.TimeoutExpired:  # a grandchild left its own group and holds the pipe: stop reading
-            proc.kill()
-            out, err = b"", b""
-    received = _dt.datetime.now(_dt.timezone.utc)
-    return WorkerRun(worker, None if timed_out else proc.returncode, _text(out), _text(err), timed_out, sent,
-                     received, time.monotonic() - started)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _text(data: bytes | None) -> str:
-    return (data or b"").decode("utf-8", errors="replace")
-
-
-def run_workers(workers: Sequence[str], argv_for: Callable[[str], Sequence[str]], *, timeout_s: float,
-                parallel: int, progress: Callable[[str], None] | None = None) -> dict[str, WorkerRun]:
-    """Every worker's run, ``parallel`` at a time; ``progress`` hears how many are still out."""
-    runs: dict[str, WorkerRun] = {}
-    lock = threading.Lock()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(parallel, len(workers)))) as pool:
-        futures = {pool.submit(run_one, w, argv_for(w), timeout_s): w for w in workers}
-        for future in concurrent.futures.as_completed(futures):
-            run = future.result()
-            with lock:
-                runs[run.worker] = run
-                waiting = [w for w in workers if w not in runs]
-            if progress:
-                tail = f"; waiting for {_few(waiting)}" if waiting else ""
-                progress(f"{len(runs)} of {len(workers)} workers answered{tail}")
-    return {w: runs[w] for w in workers}
-
-
-def _few(workers: list[str]) -> str:
-    from tpudoctor.pod.worker_ids import describe_workers
-
-    return f"worker(s) {describe_workers(workers, limit=6)}"
-
-
-def outcome_of(run: WorkerRun, target: SshTarget, *, timeout_s: float) -> WorkerOutcome:
-    """The worker's report, or the finding that says why there is none (with the fix)."""
-    from tpudoctor.pod.documents import report_from_output
-
-    source = f"gcloud ssh worker {run.worker}"
-    common = dict(source=source, sent_at=run.sent_at, received_at=run.received_at)
-    problem = run_problem(run, target, timeout_s=timeout_s, command="tpudoctor check --format json")
-    if problem is not None:
-        return WorkerOutcome(run.worker, **common, problem=problem)
-    try:
-        report, document = report_from_output(run.stdout, source)
-    except InputError as exc:
-        return WorkerOutcome(run.worker, **common, problem=unreadable_answer(run, target, exc.message,
-                                                                             command="tpudoctor check --format json",
-                                                                             what="check report"))
-    return WorkerOutcome(run.worker, report=report, document=document, **common)
+            document = document_from_output(run.stdout, label, kind=command.kind, what=command.what)
+            report = command.read(document, label) if command.read else None
+        except InputError as exc:
+            reason = exc.message
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a document the reader did not expect
+            reason = f"{label}: {type(exc).__name__}: {exc}"
+        else:
+            return WorkerOutcome(run.worker, report=report, document=document, **common)
+        return WorkerOutcome(run.worker, **common, problem=unreadable_answer(run, self.reach, reason,
+                                                                             command=command.line, what=command.what))
 
 
 def _evidence(run: WorkerRun) -> dict:
@@ -163,12 +131,11 @@ def _evidence(run: WorkerRun) -> dict:
             "seconds": round(run.duration_s, 3)}
 
 
-def run_problem(run: WorkerRun, target: SshTarget, *, timeout_s: float, command: str) -> Finding | None:
-    """Why a worker's run gave no answer to read (no answer in time, no tpudoctor, ssh failed), as a finding
+def run_problem(run: WorkerRun, reach: Reach, *, timeout_s: float, command: str) -> Finding | None:
+    """Why a worker's run gave no answer to read (no answer in time, no tpudoctor, not reached), as a finding
     scoped to it with the fix; None when its output is worth reading. ``command`` is what it was asked to run."""
-    err_tail = run.stderr[-STDERR_TAIL_CHARS:].strip()
     evidence = _evidence(run)
-    check_worker = target.shown(run.worker, "uptime; pgrep -af tpudoctor; df -h /tmp")
+    check_worker = reach.shown(run.worker, "uptime; pgrep -af tpudoctor; df -h /tmp")
     if run.timed_out:
         return worker_problem(
             WORKER_ANSWERED, "Every worker answered", run.worker, Status.FAIL,
@@ -176,7 +143,7 @@ def run_problem(run: WorkerRun, target: SshTarget, *, timeout_s: float, command:
             remediation=Remediation(
                 text="The worker did not finish in time: it may be down, overloaded or stuck on a hung "
                      "process. Look at it, and at the node's state.",
-                commands=(check_worker, _describe(target))))
+                commands=(check_worker, reach.describe())))
     if run.returncode == 127 or "tpudoctor: command not found" in run.stderr or (
             "tpudoctor: not found" in run.stderr):
         return worker_problem(
@@ -184,36 +151,21 @@ def run_problem(run: WorkerRun, target: SshTarget, *, timeout_s: float, command:
             "tpudoctor is not installed (or not on the login PATH)", evidence=evidence,
             remediation=Remediation(
                 text=f"Install tpudoctor on every worker of the slice, then run {command.split(' --', 1)[0]} again.",
-                commands=(target.shown("all", "pip install tpudoctor"),)))
-    if run.returncode == 255 or run.returncode is None:
-        return worker_problem(
-            WORKER_ANSWERED, "Every worker answered", run.worker, Status.FAIL,
-            f"gcloud ssh to worker {run.worker} failed: {_last_line(err_tail) or 'no message'}", evidence=evidence,
-            remediation=Remediation(
-                text="ssh did not connect. Without an external IP, tunnel through IAP (or use --internal-ip "
-                     "from inside the VPC); check that a firewall rule allows port 22 to the workers.",
-                commands=(target.shown(run.worker, "true") + " --tunnel-through-iap", _describe(target))))
+                commands=(reach.shown("all", "pip install tpudoctor"),)))
+    failed = reach.not_connected(run)
+    if failed is not None:
+        message, remediation = failed
+        return worker_problem(WORKER_ANSWERED, "Every worker answered", run.worker, Status.FAIL, message,
+                              evidence=evidence, remediation=remediation)
     return None
 
 
-def unreadable_answer(run: WorkerRun, target: SshTarget, reason: str, *, command: str, what: str) -> Finding:
+def unreadable_answer(run: WorkerRun, reach: Reach, reason: str, *, command: str, what: str) -> Finding:
     """A worker answered but its output holds no readable document."""
     return worker_problem(
         WORKER_ANSWERED, "Every worker answered", run.worker, Status.ERROR,
         f"worker {run.worker} answered (exit {run.returncode}) but sent no readable {what}: "
-        f"{_last_line(run.stderr[-STDERR_TAIL_CHARS:].strip()) or reason}",
+        f"{last_line(run.stderr[-STDERR_TAIL_CHARS:].strip()) or reason}",
         evidence=_evidence(run) | {"stdout_head": run.stdout[:400]},
         remediation=Remediation(text="Run the command on that worker by hand and read its error.",
-                                commands=(target.shown(run.worker, command),)))
-
-
-def _describe(target: SshTarget) -> str:
-    argv = ["gcloud", "compute", "tpus", "tpu-vm", "describe", target.tpu, "--zone", target.zone]
-    if target.project:
-        argv += ["--project", target.project]
-    return shlex.join(argv)
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
+                                commands=(reach.shown(run.worker, command),)))
