@@ -135,11 +135,11 @@ def test_every_command_that_writes_a_report_can_redact_it():
 
 
 def test_the_hang_fanout_passes_the_plugins_left_out_to_each_worker():
-    from tpudoctor.hang.pod import remote_command as hang_remote_command
+    from tpudoctor.commands.hang_cmd import worker_argv as hang_worker_argv
 
     args = build_parser().parse_args(["hang", "--tpu", "pod", "--all-workers", "--disable-plugin", "acme,-odd"])
-    line = hang_remote_command(args, worker="3", interval_s=5.0, disabled_plugins=("acme", "-odd"))
-    argv = shlex.split(line)
+    settings = Settings.resolve(args, args.settings_spec, environ={}, config={})
+    argv = shlex.split(shlex.join(hang_worker_argv(args, settings, worker="3")))
     worker = build_parser().parse_args(argv[1:])
     assert Settings.resolve(worker, worker.settings_spec, environ={}, config={}).disable_plugins == ("acme", "-odd")
 

@@ -2,7 +2,8 @@
 
 Layers: ``tpudoctor.hang.capture`` takes the stacks, counters and log lines (or reads a ``--dump-dir``
 back), ``tpudoctor.hang.analyze`` makes the ``HangReport`` (verdict, cause, decide, report_findings: one stage each), ``tpudoctor.reports.hang_<format>`` renders it.
-``--all-workers`` / ``--workers`` run it on every worker of a slice (``tpudoctor.hang.pod``).
+``--all-workers`` / ``--workers`` run it on every worker of a slice through the one fan-out
+(``tpudoctor.pod.FanOut``) and analyse the captures together (``tpudoctor.hang.pod``).
 """
 
 from __future__ import annotations
@@ -120,15 +121,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
                                source=", ".join(args.merge), digests=_cloud_digests(args, target, settings)[0],
                                disabled_plugins=settings.disable_plugins)
     elif wants_fanout(args):
-        from tpudoctor.commands.common import session_for
-        from tpudoctor.commands.pod_check import discover_workers
-        from tpudoctor.hang.pod import run_fanout
-
-        session = session_for(settings, timeout_s=settings.api_timeout_s, project=target.project)
-        report = run_fanout(args, target, interval_s=interval_s,
-                            discover_workers=lambda target: discover_workers(target, session),
-                            digests=_cloud_digests(args, target, settings)[0],
-                            disabled_plugins=settings.disable_plugins)
+        report = _fanout(args, target, interval_s, settings)
     else:
         report = _local(args, target, interval_s, settings)
         report.duration_s = time.monotonic() - started
@@ -136,6 +129,43 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
                   color=args.output in (None, "-") and sys.stdout.isatty() and not args.redact)
     write_text(args.output, text)
     return exit_code_for(_as_check_report(report), fail_on=fail_on, exit_zero=args.exit_zero)
+
+
+WORKER_SETTINGS = ("worker", "format", "disable_plugins")
+"""The settings each worker of a fan-out takes from here; its target, ``--since`` and API limits are its own
+(the slice's Megascale digests are read once, here, not by every worker)."""
+WORKER_FLAGS = ("--interval", "--native", "--dump-timeout", "--tz", "--log-file", "--replay")
+"""``hang``'s own flags (not settings) that each worker takes as they were given here. Not ``--redact``: the
+merge redacts the slice's report with one set of placeholders for every worker."""
+
+
+def worker_argv(args: argparse.Namespace, settings, *, worker: str) -> list[str]:
+    """The ``tpudoctor hang`` each worker runs (``Settings.worker_argv``): its own number, this run's choices, the
+    plugins left out here too (the worker has neither our config file nor our environment), JSON on stdout."""
+    return settings.worker_argv("hang", keys=WORKER_SETTINGS, args=args, flags=WORKER_FLAGS, format="json",
+                                worker=worker)
+
+
+def _fanout(args: argparse.Namespace, target, interval_s: float, settings):
+    """Every chosen worker's capture through the one fan-out (``tpudoctor.pod.FanOut``), analysed as one slice."""
+    from tpudoctor.commands.pod_check import slice_fan_out
+    from tpudoctor.errors import UsageError
+    from tpudoctor.hang.pod import check_document, merge_outcomes
+    from tpudoctor.hang.report import DOCUMENT_KIND
+    from tpudoctor.pod.fanout import WorkerCommand
+
+    def refuse() -> None:
+        if args.pid:
+            raise UsageError("--pid names processes on this VM; with --all-workers each worker finds its own")
+
+    fan = slice_fan_out(args, settings, command="hang", refuse=refuse,
+                        longer_than=(interval_s, f"--interval {interval_s:g}s"))
+    digests = _cloud_digests(args, target, settings)[0]
+    hang = WorkerCommand("hang", lambda w: worker_argv(args, settings, worker=w), kind=DOCUMENT_KIND,
+                         what="hang report", read=check_document, label=lambda w: f"worker {w}")
+    return fan.run(hang, lambda outcomes: merge_outcomes(
+        outcomes, target=target, started_at=fan.started_at, interval_s=interval_s, source=fan.via, digests=digests,
+        disabled_plugins=settings.disable_plugins, dump_dir=args.dump_dir))
 
 
 def _local(args: argparse.Namespace, target, interval_s: float, settings):

@@ -1,5 +1,6 @@
 """``tpudoctor hang --tpu NAME --all-workers``: every worker runs ``tpudoctor hang --format json`` through the
-same gcloud fan-out as ``check`` (``tpudoctor.pod.fanout``), and their captures are analysed together.
+one fan-out (``tpudoctor.pod.FanOut``, driven by ``tpudoctor.commands.hang_cmd``), and their captures are
+analysed together here.
 
 A worker's answer is its hang document; the merge reads each worker's raw captures back and analyses all
 processes of the slice at once, so the groups, the odd one out and the decision span the slice. A worker
@@ -9,103 +10,35 @@ for it. All workers sample at about the same time (each waits its own ``--interv
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
-import shlex
 from collections.abc import Collection, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tpudoctor.errors import InputError, UsageError
+from tpudoctor.errors import InputError
 from tpudoctor.findings import Finding, Target
 from tpudoctor.hang.digest import HangDigest
 from tpudoctor.hang.model import ProcessCapture
 from tpudoctor.hang.report import DOCUMENT_KIND, SCHEMA_VERSION, HangReport
 
-
-def remote_command(args: argparse.Namespace, *, worker: str, interval_s: float,
-                   disabled_plugins: Iterable[str] = ()) -> str:
-    """What each worker runs: this run's choices (the plugins left out here too: the worker has neither our
-    config file nor our environment), JSON on stdout."""
-    from tpudoctor.plugins import DISABLE_FLAG
-
-    argv = ["tpudoctor", "hang", "--format", "json", "--worker", worker, "--interval", f"{interval_s:g}s",
-            "--native", args.native, "--dump-timeout", args.dump_timeout]
-    if getattr(args, "tz", "UTC") != "UTC":
-        argv += ["--tz", args.tz]
-    argv += [f"{DISABLE_FLAG}={name}" for name in disabled_plugins]
-    for path in args.log_file or ():
-        argv += ["--log-file", path]
-    if args.replay:
-        argv += ["--replay", args.replay]
-    return shlex.join(argv)
+if TYPE_CHECKING:
+    from tpudoctor.pod.outcomes import WorkerOutcome
 
 
-def run_fanout(args: argparse.Namespace, target: Target, *, interval_s: float, discover_workers,
-               digests: list[HangDigest] | None = None, disabled_plugins: tuple[str, ...] = ()) -> HangReport:
-    """Every chosen worker's capture, analysed as one slice. ``discover_workers(target)`` counts the node's
-    workers for ``--all-workers`` (through the TPU API); ``disabled_plugins`` are left out here and on every
-    worker."""
-    import shutil
-
-    from tpudoctor import config
-    from tpudoctor.pod.fanout import SshTarget, run_workers
-    from tpudoctor.pod.worker_ids import parse_worker_spec
-    from tpudoctor.progress import progress
-
-    if not target.tpu or not target.zone:
-        raise UsageError("--all-workers and --workers need --tpu NAME and --zone ZONE",
-                         hint="e.g. tpudoctor hang --tpu my-pod --zone us-central2-b --all-workers")
-    if args.all_workers and not target.project:
-        raise UsageError("--all-workers needs --project to read the node's workers from the TPU API",
-                         hint="pass --project PROJECT (or set CLOUDSDK_CORE_PROJECT), or list them: --workers 0-15")
-    if args.pid:
-        raise UsageError("--pid names processes on this VM; with --all-workers each worker finds its own")
-    if args.parallel < 1:
-        raise UsageError("--parallel must be at least 1")
-    timeout_s = config.parse_duration_s(args.worker_timeout)
-    if timeout_s <= interval_s:
-        raise UsageError(f"--worker-timeout {args.worker_timeout} must be longer than --interval {interval_s:g}s")
-    gcloud = shutil.which("gcloud")
-    if gcloud is None:
-        raise InputError("gcloud is not on PATH: the workers are reached through 'gcloud compute tpus tpu-vm ssh'",
-                         hint="install the Google Cloud CLI: https://cloud.google.com/sdk/docs/install")
-    workers = (parse_worker_spec(args.workers) if args.workers
-               else discover_workers(target))
-    ssh = SshTarget(tpu=target.tpu, zone=target.zone, project=target.project, internal_ip=args.internal_ip,
-                    tunnel_through_iap=args.tunnel_through_iap, ssh_flags=tuple(args.ssh_flag), gcloud=gcloud)
-    started_at = _dt.datetime.now(_dt.timezone.utc)
-    with progress(f"tpudoctor hang on {len(workers)} workers of {target.tpu}") as update:
-        runs = run_workers(workers, lambda w: ssh.argv(w, remote_command(args, worker=w, interval_s=interval_s,
-                                                                          disabled_plugins=disabled_plugins)),
-                           timeout_s=timeout_s, parallel=args.parallel, progress=update)
-    answers: dict[str, dict[str, Any] | Finding] = {}
-    for worker, run in runs.items():
-        answers[worker] = worker_answer(run, ssh, timeout_s=timeout_s)
-    if args.dump_dir:
-        _keep_documents(answers, args.dump_dir)
-    return merge_answers(answers, target=target, started_at=started_at, interval_s=interval_s,
-                         source=f"gcloud compute tpus tpu-vm ssh {target.tpu} --worker=N", digests=digests,
-                         disabled_plugins=disabled_plugins)
-
-
-def worker_answer(run, ssh, *, timeout_s: float) -> dict[str, Any] | Finding:
-    """A worker's hang document, or the finding that says why there is none."""
-    from tpudoctor.pod.documents import document_from_output
-    from tpudoctor.pod.fanout import run_problem, unreadable_answer
-
-    command = "tpudoctor hang --format json"
-    problem = run_problem(run, ssh, timeout_s=timeout_s, command=command)
-    if problem is not None:
-        return problem
-    try:
-        document = document_from_output(run.stdout, f"worker {run.worker}", kind=DOCUMENT_KIND, what="hang report")
-        check_document(document, f"worker {run.worker}")
-    except InputError as exc:
-        return unreadable_answer(run, ssh, exc.message, command=command, what="hang report")
-    return document
+def merge_outcomes(outcomes: Iterable[WorkerOutcome], *, target: Target, started_at: _dt.datetime,
+                   interval_s: float, source: str, digests: list[HangDigest] | None = None,
+                   disabled_plugins: Collection[str] = (), dump_dir: str | None = None) -> HangReport:
+    """The fan-out's outcomes (``tpudoctor.pod.FanOut``: each worker's hang document, or the finding in its
+    place) as one report for the slice (``merge_answers``); with ``dump_dir``, each worker's document kept."""
+    answers: dict[str, dict[str, Any] | Finding] = {
+        o.worker: o.problem if o.problem is not None else o.document for o in outcomes}
+    if dump_dir:
+        _keep_documents(answers, dump_dir)
+    return merge_answers(answers, target=target, started_at=started_at, interval_s=interval_s, source=source,
+                         digests=digests, disabled_plugins=disabled_plugins)
 
 
 def check_document(document: dict[str, Any], source: str) -> None:
+    """A hang report this tpudoctor reads (a worker's answer to the fan-out, or a file to ``--merge``)."""
     version = str(document.get("schema_version") or "")
     if version.split(".", 1)[0] != SCHEMA_VERSION.split(".", 1)[0]:
         raise InputError(f"{source}: hang report schema {version or '?'}, this tpudoctor reads {SCHEMA_VERSION}",
