@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from tpudoctor.goodput.analyze import analyze_paths
+from tpudoctor.goodput.line_patterns import Kind
 from tpudoctor.goodput.lines import read_events
-from tpudoctor.goodput.readers import READERS, Kind
+from tpudoctor.goodput.readers import READERS
 from tpudoctor.logs.clock import Clock
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "goodput"

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tpudoctor.goodput.line_patterns import Kind
 from tpudoctor.goodput.lines import read_events
-from tpudoctor.goodput.readers import READERS, Kind
+from tpudoctor.goodput.readers import READERS
 from tpudoctor.hang.progress import line_time, parse_step_line
 from tpudoctor.logdiag.events import LogEvent
 from tpudoctor.logs import clock, steps

@@ -11,7 +11,8 @@ import collections
 import re
 from collections.abc import Iterable, Iterator
 
-from tpudoctor.goodput.readers import READERS, Event, Kind, LineReader, Pattern
+from tpudoctor.goodput.line_patterns import Kind, Pattern
+from tpudoctor.goodput.readers import READERS, Event, LineReader
 from tpudoctor.logs import prefilter, steps
 from tpudoctor.logs.clock import ASCTIME, Clock, asctime_seconds, duration_s, iso_utc, time_of_day_s
 from tpudoctor.logs.prefixes import clean, kubectl_worker

@@ -5,7 +5,8 @@ its run: frameworks say each part differently, and some say it twice (MaxText af
 from __future__ import annotations
 
 from tpudoctor.goodput.buckets import SAVE, TRAINING_PREP
-from tpudoctor.goodput.readers import Event, Kind
+from tpudoctor.goodput.line_patterns import Kind
+from tpudoctor.goodput.readers import Event
 from tpudoctor.goodput.run import MAX_SAVES, Run, Save
 
 

@@ -22,7 +22,8 @@ from tpudoctor.goodput.buckets import (
     TPU_INITIALIZATION,
     TRAINING_PREP,
 )
-from tpudoctor.goodput.readers import Event, Kind
+from tpudoctor.goodput.line_patterns import Kind
+from tpudoctor.goodput.readers import Event
 from tpudoctor.goodput.run import MAX_SAVES, Run, Span
 from tpudoctor.goodput.saves import record_save, settle_save
 
