@@ -129,6 +129,12 @@ def bench_document(document: dict[str, Any] | BenchReport, *, redact: bool) -> d
     return validated(_redacted(document) if redact else document, "bench_result")
 
 
+def diag_document(report: Any, *, redact: bool) -> dict[str, Any]:
+    """A diag document: secrets scrubbed always (its findings quote runtime errors), identities with ``redact``."""
+    document = scrub_secrets_in(_document_of(report))
+    return validated(_redacted(document) if redact else document, "diag_report")
+
+
 def compare_document(result: dict[str, Any] | CompareReport, *, redact: bool) -> dict[str, Any]:
     """A comparison's document (of two profiles, of a profile with its history, or of two goodput reports).
     Its parts were validated as they were read; the comparison itself has no schema."""
@@ -157,6 +163,7 @@ _PREPARERS: dict[str, Callable[[Any, bool], dict[str, Any]]] = {
     "hang": lambda report, redact: hang_document(report, redact=redact),
     "goodput": lambda report, redact: goodput_document(report, redact=redact),
     "bench": lambda report, redact: bench_document(report, redact=redact),
+    "diag": lambda report, redact: diag_document(report, redact=redact),
     **{kind: (lambda report, redact: compare_document(report, redact=redact))
        for kind in COMPARE_KINDS},
 }

@@ -43,13 +43,15 @@ def bucket_create(bucket: str, region: str | None, project: str | None) -> str:
             f"--project={_q(project, 'PROJECT')} --uniform-bucket-level-access")
 
 
-def report_host_as_faulty(node: str | None, zone: str | None, project: str | None, description: str) -> str:
-    """Report the host of a TPU VM in All Capacity mode as faulty (Compute Engine repairs it; 3-14 days).
-    gcloud splits ``--fault-reasons`` at commas, so the description has none."""
+def report_host_as_faulty(node: str | None, zone: str | None, project: str | None, description: str,
+                          behavior: str = "BEHAVIOR_UNSPECIFIED") -> str:
+    """Report the host of a TPU VM in All Capacity mode as faulty (Compute Engine repairs it; 3-14 days);
+    ``behavior``: ``PERFORMANCE``, ``SILENT_DATA_CORRUPTION`` or ``BEHAVIOR_UNSPECIFIED``. gcloud splits
+    ``--fault-reasons`` at commas, so the description has none."""
     description = description.replace(",", ";")
     return (f"gcloud compute instances report-host-as-faulty {_q(node, 'TPU_NAME')} --zone {_q(zone, 'ZONE')} "
             f"--project {_q(project, 'PROJECT')} "
-            f"--fault-reasons={shlex.quote(f'behavior=BEHAVIOR_UNSPECIFIED,description={description}')} "
+            f"--fault-reasons={shlex.quote(f'behavior={behavior},description={description}')} "
             "--disruption-schedule=IMMEDIATE")
 
 

@@ -6,6 +6,7 @@ from tpudoctor.commands import (
     bench_cmd,
     check_cmd,
     compare_cmd,
+    diag_cmd,
     docs_cmd,
     explain_cmd,
     goodput_cmd,
@@ -15,4 +16,4 @@ from tpudoctor.commands import (
     profile_cmd,
 )
 
-COMMANDS = [check_cmd, list_checks_cmd, profile_cmd, goodput_cmd, hang_cmd, compare_cmd, bench_cmd, merge_cmd, explain_cmd, docs_cmd]
+COMMANDS = [check_cmd, list_checks_cmd, profile_cmd, goodput_cmd, hang_cmd, compare_cmd, bench_cmd, diag_cmd, merge_cmd, explain_cmd, docs_cmd]

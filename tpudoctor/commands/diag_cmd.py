@@ -1,0 +1,134 @@
+"""``tpudoctor diag -r 1..3``: levelled health tests of this VM's chips, judged against their peers and the
+generation's published peaks, with the host-replacement command when a chip fails.
+
+Layers: r1's node and runtime checks come from the check engine; ``tpudoctor.diag.pipeline`` measures the
+level on the local devices and judges it with the diag rules (data only); ``tpudoctor.reports.diag_<format>``
+renders the prepared document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from tpudoctor.commands.common import add_plugin_flag, add_redact_flag, add_target_flags
+from tpudoctor.exitcodes import ExitCode
+from tpudoctor.formats import DIAG_FORMATS
+
+SETTINGS = {"project": None, "zone": None, "tpu": None, "worker": None, "api_timeout": "30s", "format": "text",
+            "fail_on": "fail", "disable_plugins": None}
+R1_STEPS = (1, 3)
+"""r1 reuses the checks of these triage steps: the node's state and health, the framework and runtime versions."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "diag", help="health tests of this VM's chips: -r 1 (seconds), -r 2 (~2 min), -r 3 (~15 min soak)",
+        description="Levelled health tests of the accelerator chips of this VM, with JAX on whatever backend is "
+                    "present (TPU, GPU, or CPU: --cpu-devices N for N virtual devices). r1: the runtime loads, every "
+                    "chip enumerates, the node's health and versions. r2: a GEMM against a golden result and "
+                    "bitwise across chips, sustained matmul rate and memory bandwidth against the peers and the "
+                    "published peak, all-reduce per mesh axis. r3: r2 and a soak with a slowdown detector.")
+    parser.add_argument("-r", "--level", type=int, choices=(1, 2, 3), default=1, help="test level (default 1)")
+    add_target_flags(parser)
+    tuning = parser.add_argument_group("sizes and faults")
+    tuning.add_argument("--expect-chips", type=int, default=None, metavar="N",
+                        help="chips this VM should show (default: from its accelerator type, where known)")
+    tuning.add_argument("--cpu-devices", type=int, default=None, metavar="N",
+                        help="on the CPU backend, run on N virtual devices (XLA's host platform device count)")
+    tuning.add_argument("--hbm-gib", type=float, default=None, metavar="GIB",
+                        help="size of the bandwidth test's array (default 1 GiB on a CPU, 4 GiB on an accelerator)")
+    tuning.add_argument("--soak", default=None, metavar="DURATION", help="r3's soak length (default 13m)")
+    tuning.add_argument("--reps", type=int, default=None, metavar="N", help="repetitions of each timed test")
+    tuning.add_argument("--inject", action="append", default=[], metavar="FAULT",
+                        help="inject a fault to test the detectors: slow:DEVICE:FRACTION, bitflip:DEVICE, "
+                             "slowdown:DEVICE:FRACTION@AT (repeatable)")
+    out = parser.add_argument_group("output")
+    out.add_argument("--format", choices=DIAG_FORMATS, default=None,
+                     help="report format (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
+    out.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    out.add_argument("-v", "--verbose", action="store_true", help="show every finding's evidence")
+    add_redact_flag(out)
+    gate = parser.add_argument_group("exit status")
+    gate.add_argument("--fail-on", choices=("warn", "fail"), default=None,
+                      help="lowest status that exits 1 (default: fail)")
+    gate.add_argument("--exit-zero", action="store_true", help="exit 0 even when a chip fails")
+    add_plugin_flag(parser)
+    parser.set_defaults(handler=run, settings_spec=SETTINGS)
+
+
+def _set_cpu_devices(count: int | None) -> None:
+    """XLA reads the device count when JAX first loads its backend: set it before, refuse once too late."""
+    from tpudoctor.errors import UsageError
+
+    if count is None:
+        return
+    if count < 1:
+        raise UsageError("--cpu-devices must be at least 1")
+    flag = f"--xla_force_host_platform_device_count={count}"
+    if "jax" in sys.modules:
+        import jax
+
+        if jax.default_backend() == "cpu" and len(jax.local_devices()) != count:
+            raise UsageError(f"--cpu-devices {count}: JAX is already loaded in this process with "
+                             f"{len(jax.local_devices())} device(s)", hint=f"XLA_FLAGS={flag} tpudoctor diag ...")
+        return
+    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if "host_platform_device_count" not in f]
+    os.environ["XLA_FLAGS"] = " ".join([*flags, flag])
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+def _node_findings(settings, target) -> list:
+    """r1's checks of the node's state and the runtime, from the check engine (each a finding of kind check)."""
+    from tpudoctor.commands.common import session_for
+    from tpudoctor.context import CheckOptions, RunContext
+    from tpudoctor.registry import load_registry
+    from tpudoctor.runner import Runner
+
+    registry = load_registry(disabled=settings.disable_plugins)
+    selected = [c for c in registry.check_classes() if c.runs_on == "worker" and int(c.step) in R1_STEPS]
+    options = CheckOptions(api_timeout_s=settings.api_timeout_s)
+    session = session_for(settings, timeout_s=settings.api_timeout_s, project=target.project)
+    ctx = RunContext(target=target, options=options, run_timeout_s=120.0, session=session)
+    report = Runner(registry, ctx).run(selected)
+    return [r for r in report.results if r.status.value != "SKIP"]
+
+
+def run(args: argparse.Namespace, settings) -> ExitCode:
+    from tpudoctor.diag.faults import FaultPlan
+    from tpudoctor.diag.pipeline import DiagOptions
+    from tpudoctor.diag.pipeline import run as run_diag
+    from tpudoctor.documents import prepare
+    from tpudoctor.errors import UsageError
+    from tpudoctor.findings import exit_code_for
+    from tpudoctor.output import check_writable, write_text
+    from tpudoctor.progress import progress
+    from tpudoctor.rendering import render
+
+    fmt = settings.format_for(DIAG_FORMATS)
+    check_writable(args.output)
+    faults = FaultPlan.parse(args.inject)
+    if args.reps is not None and args.reps < 3:
+        raise UsageError("--reps must be at least 3 (a median of repetitions)")
+    if args.hbm_gib is not None and not 0 < args.hbm_gib <= 64:
+        raise UsageError("--hbm-gib must be in (0, 64]")
+    soak_s = None
+    if args.soak:
+        from tpudoctor.config import parse_duration_s
+
+        soak_s = parse_duration_s(args.soak)
+    _set_cpu_devices(args.cpu_devices)
+    target = settings.target()
+    options = DiagOptions(level=args.level, faults=faults, expected_chips=args.expect_chips, hbm_gib=args.hbm_gib,
+                          soak_s=soak_s, reps=args.reps, disabled_plugins=settings.disable_plugins,
+                          node={"project": target.project, "zone": target.zone, "tpu": target.tpu},
+                          worker=target.worker)
+    with progress(f"tpudoctor diag -r {args.level}") as update:
+        update("node and runtime checks")
+        node_findings = _node_findings(settings, target)
+        report = run_diag(options, node_findings=node_findings,
+                          progress=lambda what, fraction: update(f"{what} ({fraction:.0%})"))
+    prepared = prepare(report, redact=args.redact)
+    write_text(args.output, render(prepared, fmt, verbose=args.verbose))
+    return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)

@@ -1,0 +1,1 @@
+"""Built-in diag rules, one module each; found by ``tpudoctor.diag.rule_registry``."""

@@ -1,0 +1,24 @@
+"""matmul-peers: no chip's sustained matmul rate lags its peers'."""
+
+from __future__ import annotations
+
+from tpudoctor.diag.judging import PeerRateRule
+from tpudoctor.diag.rule import DiagExample, example_input, example_timings
+from tpudoctor.findings import Status
+
+
+class MatmulPeers(PeerRateRule):
+    """The same matmul chain timed on every chip, repetition by repetition in rotating order: a chip whose time
+    over its peers' median stays above 1 + margin (5 %, or four times the run's noise) is slow: a FAIL naming it
+    and by how much. Judged on the ratio in the same repetition, so a busy host slows every chip alike and flags
+    none. Fewer than three devices cannot be compared (unknown)."""
+
+    id = "matmul-peers"
+    title = "No chip's matmul rate lags its peers"
+    measurement = "matmul"
+    what = "sustained matmul rate"
+    docs = "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html"
+    examples = (DiagExample("even", example_input(8, matmul=example_timings([1.0] * 8)), Status.PASS),
+                DiagExample("chip 3 10% slow", example_input(8, matmul=example_timings([1.0] * 3 + [1.1] + [1.0] * 4)),
+                            Status.FAIL),
+                DiagExample("two devices", example_input(2, matmul=example_timings([1.0, 1.1])), Status.PASS))

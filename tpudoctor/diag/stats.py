@@ -1,0 +1,95 @@
+"""Peer comparison of timed runs, robust to a loaded host: each device's time in a repetition over the peers'
+median in that same repetition, then the median of those ratios over the repetitions. A burst of load falls on
+every device of a repetition alike and cancels; a device that is slower in every repetition does not.
+
+The margin a device must exceed is the larger of a floor (5 %: a real fault we want is bigger) and four times
+the spread of all devices' figures (a median absolute deviation, so the one slow device does not widen it): a
+run whose healthy chips scatter raises the bar instead of flagging one of them. Each device's own noise (the
+standard error of its median ratio) is kept beside it: a device flagged within twice that noise of its margin
+is flagged with medium confidence, not high.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+MIN_PEERS = 3
+"""Fewer devices than this: a median of peers cannot single one out."""
+FLOOR = 0.05
+NOISE_FACTOR = 4.0
+
+
+def peer_ratios(frame: pd.DataFrame, *, by: str = "rep") -> pd.DataFrame:
+    """``frame`` (rep, device, seconds) with ``ratio``: seconds over the median of its repetition."""
+    median = frame.groupby(by)["seconds"].transform("median")
+    return frame.assign(ratio=frame["seconds"] / median)
+
+
+def _noise(ratios: pd.Series) -> float:
+    values = ratios.to_numpy(dtype=float)
+    if len(values) < 2:
+        return float("inf")
+    mad = float(np.median(np.abs(values - np.median(values)))) * 1.4826
+    return 1.2533 * mad / np.sqrt(len(values))  # standard error of a median
+
+
+def compare_peers(frame: pd.DataFrame, rate: str, *, floor: float = FLOOR) -> pd.DataFrame:
+    """One row per device: median and p10 of ``rate``, ``slowness`` (median ratio, 1.0 = as its peers),
+    ``margin`` it had to exceed, and ``slow`` (None with fewer than ``MIN_PEERS`` devices: cannot tell)."""
+    ratios = peer_ratios(frame)
+    comparable = frame["device"].nunique() >= MIN_PEERS
+    groups = ratios.groupby("device")
+    slowness = groups["ratio"].median()
+    spread = float(np.median(np.abs(slowness - slowness.median()))) * 1.4826
+    margin = max(floor, NOISE_FACTOR * spread)
+    table = pd.DataFrame({f"{rate}_median": groups[rate].median(), f"{rate}_p10": groups[rate].quantile(0.10),
+                          f"{rate}_max": groups[rate].max(), "slowness": slowness, "margin": margin,
+                          "noise": groups["ratio"].apply(_noise), "reps": groups.size()})
+    table.index = table.index.astype(int)
+    table.index.name = "device"
+    table["slow"] = (table["slowness"] - 1.0 > margin) if comparable else None
+    return table
+
+
+def window_count(reps: int, most: int) -> int:
+    """As many windows as give each at least three repetitions (a median), at most ``most``, at least three."""
+    return max(3, min(most, reps // 3))
+
+
+def soak_windows(frame: pd.DataFrame, windows: int) -> pd.DataFrame:
+    """The soak's repetitions cut into ``windows`` by time; per (window, device): its median ratio to the peers
+    of its repetitions and its median rate."""
+    if frame.empty:
+        return pd.DataFrame(columns=["window", "device", "slowness", "seconds"])
+    span = max(float(frame["at_s"].max()), 1e-9)
+    window = np.minimum((frame["at_s"] / span * windows).astype(int), windows - 1)
+    ratios = peer_ratios(frame.assign(window=window))
+    return ratios.groupby(["window", "device"]).agg(slowness=("ratio", "median"),
+                                                    seconds=("seconds", "median")).reset_index()
+
+
+def window_margins(windows: pd.DataFrame, *, floor: float = FLOOR) -> pd.Series:
+    """Window -> the margin a chip must exceed in it: the floor, or four times the spread of all chips' slowness
+    in that window (a median absolute deviation, so the one slow chip does not widen it)."""
+    def margin(values: pd.Series) -> float:
+        spread = float(np.median(np.abs(values - values.median()))) * 1.4826
+        return max(floor, NOISE_FACTOR * spread)
+
+    return windows.groupby("window")["slowness"].apply(margin)
+
+
+def slowdown_onsets(windows: pd.DataFrame, *, consecutive: int = 2, floor: float = FLOOR) -> dict[int, int]:
+    """Device -> the first window from which it stayed slower than its peers by more than the window's margin for
+    ``consecutive`` windows running (the baseline is its peers, so a chip that degrades mid-run shows even when
+    its best figure was fine)."""
+    margins = window_margins(windows, floor=floor)
+    onsets: dict[int, int] = {}
+    for device, group in windows.groupby("device"):
+        run = 0
+        for window, slowness in zip(group["window"], group["slowness"], strict=True):
+            run = run + 1 if slowness - 1.0 > float(margins[window]) else 0
+            if run >= consecutive:
+                onsets[int(device)] = int(window) - consecutive + 1
+                break
+    return onsets
