@@ -140,7 +140,8 @@ def attribute(plan: ProgramPlan, *, optimizer_parameters: Collection[int] = (), 
     state; ``reserved_bytes`` / ``in_use_bytes``: the runtime's allocator figures at the memory peak."""
     shares: list[Share] = []
     confidence: dict[str, tuple[str, str]] = {}
-    is_gradient = any(is_backward(i.op_name) for i in plan.instructions.values())
+    is_gradient = any(is_backward(i.op_name) for i in plan.instructions.values()) or any(
+        is_backward(name) for name in plan.fused_op_names)
     peak_in_backward: bool | None = None
     peak_instruction = ""
 

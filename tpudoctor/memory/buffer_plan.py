@@ -266,6 +266,7 @@ class ProgramPlan:
     entry_computation: str
     allocations: list[Allocation]
     instructions: dict[int, Instruction]
+    """Id -> instruction, of every computation but fusions (whose inner instructions define no buffer)."""
     heap_peaks: dict[int, HeapPeak]
     parameter_names: tuple[str, ...] = ()
     io_aliases: tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...] = ()
@@ -279,6 +280,9 @@ class ProgramPlan:
     computation_ids: dict[str, int] = dataclasses.field(default_factory=dict)
     root_ids: dict[str, int] = dataclasses.field(default_factory=dict)
     """Computation name -> its root instruction's id."""
+    fused_op_names: tuple[str, ...] = ()
+    """The distinct op names inside fusion computations (whose instructions ``instructions`` leaves out: they
+    define no buffer)."""
 
     def outputs(self) -> list[tuple[tuple[int, ...], Shape, Instruction | None]]:
         """The entry computation's result leaves: (output shape index, shape, the instruction that makes it)."""
@@ -352,7 +356,7 @@ class ProgramPlan:
                 out.setdefault(op, []).append(inst)
         return out
 
-    @property
+    @cached_property
     def entry_parameters(self) -> list[Instruction]:
         return sorted((i for i in self.instructions.values()
                        if i.opcode == "parameter" and i.computation == self.entry_computation),
@@ -489,7 +493,12 @@ def decode_hlo_proto(data: bytes | Any, *, program_id: int | None = None, event_
     instructions: dict[int, Instruction] = {}
     computation_ids = {c.name: c.id for c in module.computations}
     root_ids = {c.name: c.root_id for c in module.computations}
+    fused_op_names: list[str] = []
     for computation in module.computations:
+        if computation.is_fusion_computation:
+            # a fusion's inner instructions define no buffer: only their op names are kept (backward ops)
+            fused_op_names.extend(inst.metadata.op_name for inst in computation.instructions)
+            continue
         for inst in computation.instructions:
             meta = inst.metadata
             source = f"{meta.source_file}:{meta.source_line}" if meta.source_file else frames.source(
@@ -561,7 +570,7 @@ def decode_hlo_proto(data: bytes | Any, *, program_id: int | None = None, event_
         partitions=max(1, devices.computation_count), replicas=max(1, devices.replica_count),
         result_shape=_shape(program.result) if program.HasField("result") else None,
         parameter_shapes=tuple(_shape(s) for s in program.parameters), event_name=event_name or module.name,
-        computation_ids=computation_ids, root_ids=root_ids)
+        computation_ids=computation_ids, root_ids=root_ids, fused_op_names=tuple(sorted(set(fused_op_names))))
 
 
 def _heap_peak(trace, sizes: Mapping[int, int], allocation_of: Mapping[int, int]) -> HeapPeak | None:
