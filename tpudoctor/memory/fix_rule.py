@@ -27,8 +27,8 @@ from tpudoctor.memory.attribution import Attribution, attribute
 from tpudoctor.memory.buffer_plan import ProgramPlan
 from tpudoctor.rule import Rule
 
-FINDING_KIND = FindingKind.PROFILE
-"""The kind of memory findings: ``FindingKind`` has no ``memory`` member yet; this is the one place to change."""
+FINDING_KIND = FindingKind.MEMORY
+"""The kind of every memory finding (one constant: the rules, the placeholder and the tests read it)."""
 
 RULE_ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
