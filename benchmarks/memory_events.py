@@ -12,7 +12,8 @@ median of ``--runs`` fresh processes, modules imported before the clock starts:
 * ``analyse``: ``read`` + ``allocator_timelines`` + ``peak_breakdown`` of every allocator;
 * ``xprof``: xprof's ``xspace_to_tool_data(..., "memory_profile")`` (its JSON included) on a fresh copy;
 
-peak RSS is the process's VmHWM after the work (the imports' share included: ``baseline`` is the
+wall and CPU seconds (``process_time``: steadier than the wall clock on a busy machine); peak RSS
+is the process's VmHWM after the work (the imports' share included: ``baseline`` is the
 RSS after the imports alone).
 """
 
@@ -48,7 +49,7 @@ else:
     from tpudoctor.memory.timeline import allocator_timelines
     from tpudoctor.memory.buffers import peak_breakdown
 baseline = vm("VmRSS:")
-start = time.perf_counter()
+start, cpu_start = time.perf_counter(), time.process_time()
 if mode == "xprof":
     data, _ = raw.xspace_to_tool_data([copy], "memory_profile", {"use_saved_result": False})
     n = len(json.loads(data)["memoryIds"])
@@ -58,8 +59,8 @@ else:
     if mode == "analyse":
         for timeline in allocator_timelines(events).values():
             peak_breakdown(timeline)
-seconds = time.perf_counter() - start
-print(json.dumps({"seconds": seconds, "peak_rss": vm("VmHWM:"), "baseline_rss": baseline, "n": n}))
+seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss": vm("VmHWM:"), "baseline_rss": baseline, "n": n}))
 """
 
 
@@ -109,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     captures = [(1, source)] + [(int(s), _scaled(source, int(s))) for s in args.scales.split(",") if s.strip()]
     modes = ["read", "analyse"] + ([] if args.skip_xprof else ["xprof"])
     print(f"source: {source.name}; medians of {args.runs} fresh processes; RSS in MB (baseline: after imports)")
-    print(f"{'capture':>10} {'file MB':>8} {'events':>9} " + " ".join(f"{m + ' s':>10} {m + ' RSS':>11}" for m in modes)
+    print(f"{'capture':>10} {'file MB':>8} {'mem events':>10} "
+          + " ".join(f"{m + ' s':>10} {m + ' cpu':>11} {m + ' RSS':>11}" for m in modes)
           + f" {'baseline':>9}")
     for factor, path in captures:
         row = {mode: _run(mode, path, args.runs) for mode in modes}
@@ -118,12 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         for mode in modes:
             result = row[mode]
             if "error" in result:
-                cells.append(f"{'error':>10} {result['error'][:11]:>11}")
+                cells.append(f"{'error':>10} {'':>11} {result['error'][:11]:>11}")
             else:
-                cells.append(f"{result['seconds']:>10.3f} {result['peak_rss'] / 1e6:>11.1f}")
+                cells.append(f"{result['seconds']:>10.3f} {result['cpu_seconds']:>11.3f} {result['peak_rss'] / 1e6:>11.1f}")
         events = int(read.get("n", 0))
         baseline = read.get("baseline_rss", 0) / 1e6
-        print(f"{'x' + str(factor):>10} {path.stat().st_size / 1e6:>8.1f} {events:>9,} " + " ".join(cells)
+        print(f"{'x' + str(factor):>10} {path.stat().st_size / 1e6:>8.1f} {events:>10,} " + " ".join(cells)
               + f" {baseline:>9.1f}")
     return 0
 
