@@ -2,6 +2,8 @@
 
 Analysers return data (dataclasses and DataFrames), never text; rendering is the CLI's job.
 
+What a capture and a log say about memory (other modules of the package plan buffers and fixes):
+
 * ``events``: the allocators' ``MemoryAllocation`` / ``MemoryDeallocation`` events of an XSpace
   capture (host plane), read columnar with the profile loader's decoder: ``read_memory_events``.
 * ``timeline``: one timeline per allocator (bytes in use, heap, stack, free over time) and its peak,
