@@ -280,6 +280,7 @@ FAMILY_MODULES = {
     "hang-report-rules": "tpudoctor.hang.report_rule_registry",
     "goodput-rules": "tpudoctor.goodput.rule_registry",
     "diag-rules": "tpudoctor.diag.rule_registry",
+    "memory-rules": "tpudoctor.memory.rule_registry",
 }
 """Every family, by name -> the module whose ``FAMILY`` it is (imported only when asked for)."""
 
