@@ -11,19 +11,17 @@ signatures is data (``catalog.toml``); ``Diagnoser`` streams events from any num
 (files, stdin, Cloud Logging entries) in bounded memory.
 """
 
-from tpudoctor.logdiag.catalog import Catalog, CatalogError, Signature, load_catalog, parse_bytes
-from tpudoctor.logdiag.diagnose import (
+from tpudoctor.logdiag.catalog import (
     DIAGNOSIS_FACTS,
-    Diagnoser,
-    cause_of,
-    diagnose_file,
-    diagnose_lines,
-    diagnose_text,
-    explain_with_node,
-    pulled_evidence,
-    where_found,
+    Catalog,
+    CatalogError,
+    Signature,
+    load_catalog,
+    parse_bytes,
 )
+from tpudoctor.logdiag.diagnose import Diagnoser, diagnose_file, diagnose_lines, diagnose_text
 from tpudoctor.logdiag.events import LogEvent, group_events
+from tpudoctor.logdiag.log_finding import cause_of, explain_with_node, pulled_evidence, where_found
 
 __all__ = [
     "DIAGNOSIS_FACTS",

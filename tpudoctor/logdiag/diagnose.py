@@ -11,23 +11,22 @@ non-fatal warnings come last and stay WARN.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import io
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Severity, Status, Step
+from tpudoctor.findings import Finding, Scope, Severity
 from tpudoctor.logdiag import errorlevel
-from tpudoctor.logdiag.catalog import DIAGNOSIS_FACTS, Catalog, Signature, load_catalog
+from tpudoctor.logdiag.catalog import Catalog, Signature, load_catalog
 from tpudoctor.logdiag.errorlevel import ErrorMark
 from tpudoctor.logdiag.events import MAX_MESSAGE_LINES, Gap, LogEvent, group_events
+from tpudoctor.logdiag.log_finding import Occurrences
 from tpudoctor.logdiag.parsers import PARSERS
 from tpudoctor.logs import prefilter
 from tpudoctor.logs.clock import sort_key
 from tpudoctor.logs.sources import LinePiece, count_lines, split_lines
 
-EXCERPT_LINES = 8
 BATCH_LINES = 4096
 BATCH_CHARS = 1 << 20
 MAX_SOURCES_LISTED = 10
@@ -35,73 +34,6 @@ MAX_OTHER_ERRORS = 5
 SHORT_PASTE_LINES = 5
 SHORT_PASTE_CHARS = 65536
 """A source of at most this many lines is a pasted excerpt: its lines are read for failure words too."""
-
-
-@dataclasses.dataclass
-class _Accumulated:
-    """All occurrences of one signature so far; private to the aggregator, one per signature."""
-
-    signature: Signature
-    cause: str
-    pulled: dict[str, Any]
-    remediation: Remediation
-    source: str
-    first_line_no: int | None
-    last_line_no: int | None
-    first_timestamp: str | None
-    excerpt: list[str]
-    order: tuple[int, int]
-    """(event sequence, line) of the first occurrence, for ranking across sources."""
-    count: int = 1
-    sources: list[str] = dataclasses.field(default_factory=list)
-    scope: Scope = dataclasses.field(default_factory=Scope)
-    strength: int = 0
-    """For the unrecognised failure: how strongly the quoted line says the job failed."""
-    other_errors: list[str] = dataclasses.field(default_factory=list)
-    """For the unrecognised failure: other error-level lines seen (``train.log:12: <line>``)."""
-
-    @property
-    def location(self) -> str:
-        if self.first_line_no:
-            return f"{self.source}:{self.first_line_no}"
-        return f"{self.source} at {self.first_timestamp}" if self.first_timestamp else self.source
-
-    def finding(self) -> Finding:
-        sig = self.signature
-        facts = {"location": self.location, "source": self.source, "first_line_no": self.first_line_no,
-                 "last_line_no": self.last_line_no, "first_timestamp": self.first_timestamp, "count": self.count,
-                 "log_excerpt": list(self.excerpt), "layer": sig.layer, "sources": list(self.sources)}
-        if self.other_errors:
-            facts["other_error_lines"] = list(self.other_errors)
-        return Finding(
-            id=sig.id, kind=FindingKind.LOG, step=Step.LOGS, title=sig.title,
-            status=Status.FAIL if sig.fatal else Status.WARN, severity=sig.severity,
-            message=_message(self.cause, self.location, self.count),
-            evidence={**self.pulled, **facts}, remediation=self.remediation, scope=self.scope,
-        )
-
-
-def where_found(finding: Finding) -> str:
-    """Where a log finding was seen: ``train.log:12``, with the repeats (``train.log:12, 3 times``)."""
-    count = int(finding.evidence.get("count") or 1)
-    return str(finding.evidence.get("location", "")) + (f", {count} times" if count > 1 else "")
-
-
-def cause_of(finding: Finding) -> str:
-    """The cause a log finding's message tells, without the place it was seen."""
-    prefix = f"{where_found(finding)}: "
-    return finding.message[len(prefix):] if finding.message.startswith(prefix) else finding.message
-
-
-def pulled_evidence(finding: Finding) -> dict[str, Any]:
-    """The values the signature pulled from the log (and the node facts that explain it), without
-    the facts every log finding carries (``DIAGNOSIS_FACTS``)."""
-    return {k: v for k, v in finding.evidence.items() if k not in DIAGNOSIS_FACTS}
-
-
-def _message(cause: str, location: str, count: int) -> str:
-    """``train.log:12, 3 times: <cause>``: where first, as compilers print a diagnostic."""
-    return f"{location}{f', {count} times' if count > 1 else ''}: {cause}"
 
 
 class Diagnoser:
@@ -121,7 +53,7 @@ class Diagnoser:
         self.catalog = catalog or load_catalog()
         self._fallback = next((s for s in self.catalog.signatures if s.fallback), None)
         self._benign = errorlevel.load_benign()
-        self._found: dict[str, _Accumulated] = {}
+        self._found: dict[str, Occurrences] = {}
         self._context: dict[str, Any] = {}  # latest value of each catalog context (bounded: one per name)
         self._sequence = 0
         self._recorded = 0
@@ -351,24 +283,12 @@ class Diagnoser:
         self._found[signature.id] = accumulated
 
     def _accumulated(self, signature: Signature, event: LogEvent, text: str, offset: int, source: str,
-                     scope: Scope | None, evidence: dict[str, Any], line_no: int | None) -> _Accumulated:
-        return _Accumulated(
-            signature=signature,
-            cause=_filled_text(signature.cause, evidence),
-            pulled=evidence,
-            remediation=_filled(signature.remediation, evidence),
-            source=source,
-            first_line_no=line_no,
-            last_line_no=line_no,
-            first_timestamp=event.timestamp,
-            excerpt=_excerpt(text, offset),
-            order=(self._sequence, line_no or 0),
-            sources=[source],
-            scope=scope or Scope(),
-        )
+                     scope: Scope | None, evidence: dict[str, Any], line_no: int | None) -> Occurrences:
+        return Occurrences.first(signature, event, text, offset, source, scope, evidence, line_no,
+                                 (self._sequence, line_no or 0))
 
     @staticmethod
-    def _note_other_error(known: _Accumulated, where: str, line: str) -> None:
+    def _note_other_error(known: Occurrences, where: str, line: str) -> None:
         if len(known.other_errors) >= MAX_OTHER_ERRORS:
             return
         quoted = f"{where}: {line.strip()[:300]}"
@@ -391,7 +311,7 @@ class Diagnoser:
         keys = {id(a): sort_key(a.first_timestamp) for a in found}
         by_time = len({a.source for a in found}) > 1 and all(keys.values())
 
-        def minor(a: _Accumulated) -> bool:
+        def minor(a: Occurrences) -> bool:
             return not a.signature.fallback and a.signature.severity is Severity.LOW
 
         ranked = sorted(found, key=lambda a: (not a.signature.fatal, minor(a),
@@ -411,35 +331,6 @@ def _tail_start(data: bytes, lines: int) -> int:
         if at < 0:
             return 0
     return at + 1
-
-
-class _Placeholders(dict):
-    def __missing__(self, key: str) -> str:
-        return f"<{key.upper()}>"
-
-
-def _filled_text(text: str, evidence: Mapping[str, Any]) -> str:
-    """A cause with the values from the log put in (``{failure}`` -> the failing line)."""
-    if "{" not in text:
-        return text
-    values = _Placeholders({k: v for k, v in evidence.items() if isinstance(v, (str, int, float))})
-    return text.format_map(values)
-
-
-def _filled(fix: Remediation, evidence: Mapping[str, Any]) -> Remediation:
-    """Fix commands with the numbers and names from the log put in (``kill {pid}`` -> ``kill 4242``)."""
-    if not any("{" in c for c in fix.commands):
-        return fix
-    values = _Placeholders({k: v for k, v in evidence.items() if isinstance(v, (str, int, float))})
-    return dataclasses.replace(fix, commands=tuple(c.format_map(values) for c in fix.commands))
-
-
-def _excerpt(text: str, offset: int) -> list[str]:
-    """The matched line with a little context, capped so evidence stays small."""
-    lines = text.split("\n")
-    at = text.count("\n", 0, offset)
-    start = max(0, at - 2)
-    return [line[:300] for line in lines[start : start + EXCERPT_LINES]]
 
 
 def diagnose_lines(lines: Iterable[str], source: str = "<text>", *, catalog: Catalog | None = None,
@@ -464,40 +355,6 @@ def diagnose_file(path: str | Path, *, catalog: Catalog | None = None, scope: Sc
     diagnoser = Diagnoser(catalog)
     feed_path(diagnoser, str(path), scope=scope)
     return diagnoser.diagnoses()
-
-
-def explain_with_node(
-    diagnoses: list[Finding], node: Mapping[str, Any] | None, *, catalog: Catalog | None = None
-) -> list[Finding]:
-    """Retell findings that the node's own state explains (step 1's ``tpu.node`` fact).
-
-    Returns new objects; a finding the node explains keeps its place (time order) and gains
-    ``node_state``/``node_health``/``node_symptoms`` evidence.
-    """
-    if not node:
-        return list(diagnoses)
-    catalog = catalog or load_catalog()
-    node = dict(node)
-    symptoms = [str(s.get("type")) for s in node.get("symptoms") or [] if isinstance(s, dict)]
-    fields = {"state": node.get("state") or "", "health": node.get("health") or "",
-              "symptoms": ", ".join(symptoms) or "none"}
-    out = []
-    for finding in diagnoses:
-        join = next((j for j in catalog.node_joins if j.applies(finding.id, node)), None)
-        if join is None:
-            out.append(finding)
-            continue
-        evidence = dict(finding.evidence)
-        evidence.update({"node_state": fields["state"], "node_health": fields["health"] or None,
-                         "node_symptoms": symptoms, "log_signature": finding.id})
-        out.append(dataclasses.replace(
-            finding,
-            title=join.title,
-            message=f"{where_found(finding)}: {join.cause.format(**fields)}",
-            evidence=evidence,
-            remediation=join.remediation if join.remediation and join.remediation.text else finding.remediation,
-        ))
-    return out
 
 
 def _on_backend_probe(text: str, offset: int) -> bool:
