@@ -135,6 +135,13 @@ def diag_document(report: Any, *, redact: bool) -> dict[str, Any]:
     return validated(_redacted(document) if redact else document, "diag_report")
 
 
+def memory_document(report: Any, *, redact: bool) -> dict[str, Any]:
+    """A memory document: secrets scrubbed always (it quotes log lines and capture paths), identities with
+    ``redact``."""
+    document = scrub_secrets_in(_document_of(report))
+    return validated(_redacted(document) if redact else document, "memory_report")
+
+
 def compare_document(result: dict[str, Any] | CompareReport, *, redact: bool) -> dict[str, Any]:
     """A comparison's document (of two profiles, of a profile with its history, or of two goodput reports).
     Its parts were validated as they were read; the comparison itself has no schema."""
@@ -164,6 +171,7 @@ _PREPARERS: dict[str, Callable[[Any, bool], dict[str, Any]]] = {
     "goodput": lambda report, redact: goodput_document(report, redact=redact),
     "bench": lambda report, redact: bench_document(report, redact=redact),
     "diag": lambda report, redact: diag_document(report, redact=redact),
+    "memory": lambda report, redact: memory_document(report, redact=redact),
     **{kind: (lambda report, redact: compare_document(report, redact=redact))
        for kind in COMPARE_KINDS},
 }

@@ -12,8 +12,9 @@ from tpudoctor.commands import (
     goodput_cmd,
     hang_cmd,
     list_checks_cmd,
+    memory_cmd,
     merge_cmd,
     profile_cmd,
 )
 
-COMMANDS = [check_cmd, list_checks_cmd, profile_cmd, goodput_cmd, hang_cmd, compare_cmd, bench_cmd, diag_cmd, merge_cmd, explain_cmd, docs_cmd]
+COMMANDS = [check_cmd, list_checks_cmd, profile_cmd, goodput_cmd, hang_cmd, compare_cmd, bench_cmd, diag_cmd, memory_cmd, merge_cmd, explain_cmd, docs_cmd]

@@ -1,0 +1,526 @@
+"""``tpudoctor memory``'s analysis: what fills memory at the peak, what to shrink and how much each fix saves.
+
+    from tpudoctor.memory.pipeline import MemoryOptions, analyze
+    report = analyze(["logdir/plugins/profile/run/", "oom.log"], MemoryOptions(mesh={"data": 8}))
+
+Inputs: ``*.xplane.pb`` captures (one file per host), profile run folders or logdirs (``<logdir>/plugins/
+profile/<run>/``: the newest run's host files, ``tpudoctor.profile.sources``), and text (anything else; ``-`` is
+stdin) holding XLA's or libtpu's out-of-memory listings or ``memory_analysis()`` output.
+
+Per capture (host): each allocator's peak (``timeline.allocator_timelines``: bytes in use, when, step, capacity,
+fragmentation) with the buffers live there (``buffers.peak_breakdown``) and a sampled timeline; the program
+running at the peak (``buffer_plan.plan_at``; where none ran then, the largest program, said so), its bytes by
+bucket (``attribution.attribute``) and the fixes ranked by saving (``rule_registry.evaluate_rules``). Per text:
+each out-of-memory listing (``oom_text.parse_oom_reports``) as a FAIL finding; text carries no buffer plan, so
+what each fix would save is ``unknown`` and the finding says how to take a capture that tells.
+
+Pod-wide: every chip's (device allocator's) peak across the hosts, their median, and the chips more than
+``max(OUTLIER_MIN_FRACTION x median, OUTLIER_MADS x MAD)`` above it (``chip_outliers``).
+
+Data only: the report's document is rendered by ``tpudoctor.reports.memory_<format>``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from tpudoctor.errors import InputError
+from tpudoctor.findings import (
+    Confidence,
+    ConfidenceLevel,
+    Finding,
+    Remediation,
+    Scope,
+    Severity,
+    Status,
+)
+from tpudoctor.memory.fix_rule import FINDING_KIND, format_bytes
+from tpudoctor.memory.report import MemoryReport
+
+OUTLIER_MIN_FRACTION = 0.05
+"""A chip is named only when this share of the median above it, at least..."""
+OUTLIER_MADS = 4.0
+"""...and more than this many median absolute deviations above it."""
+TOP_BUFFERS = 10
+"""Buffers listed per peak and per program."""
+TOP_OOM_ALLOCATIONS = 5
+"""Largest allocations quoted in an out-of-memory finding's message (the document keeps them all)."""
+CAPTURE_SUFFIXES = (".xplane.pb", ".pb")
+HOST_ALLOCATOR = re.compile(r"host|cpu|pinned", re.IGNORECASE)
+"""Allocators that are not a chip's memory (TensorFlow's ``gpu_host_bfc``, a CPU allocator)."""
+
+CAPTURE_COMMANDS = (
+    "python -c 'import jax; jax.profiler.start_trace(\"/tmp/trace\")'  # ...run the failing step, then "
+    "jax.profiler.stop_trace()",
+    "tpudoctor profile capture --service-addr localhost:9012 --logdir /tmp/trace  # with "
+    "jax.profiler.start_server(9012) in the job",
+    "tpudoctor memory /tmp/trace",
+)
+"""What tells which fix saves how much where a text cannot: a capture of the step (its buffer plan)."""
+CAPTURE_HINT = ("a text listing carries no buffer plan: take a capture of the step that runs out (with a smaller "
+                "batch so that it fits, or the largest that does) and run tpudoctor memory on it")
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryOptions:
+    mesh: Mapping[str, int] | None = None
+    batch_size: int | None = None
+    disabled_plugins: Sequence[str] = ()
+    timeline_points: int = 1000
+    """Points of each allocator's timeline the document carries (xprof draws 1000)."""
+
+
+# --- inputs ----------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Capture:
+    host: str
+    location: str
+    source: str
+    run: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Text:
+    name: str
+    text: str
+
+
+def parse_mesh(text: str | None) -> dict[str, int] | None:
+    """``data=8,model=4`` -> {"data": 8, "model": 4}; ValueError naming what is wrong."""
+    if not text:
+        return None
+    mesh: dict[str, int] = {}
+    for part in text.split(","):
+        name, sep, size = part.strip().partition("=")
+        if not sep or not name.strip() or not size.strip().isdigit() or int(size) < 1:
+            raise ValueError(f"mesh axis {part.strip()!r} is not NAME=SIZE (e.g. data=8,model=4)")
+        mesh[name.strip()] = int(size)
+    return mesh
+
+
+def _inputs(paths: Iterable[str], stdin: Callable[[], str]) -> list[_Capture | _Text]:
+    from tpudoctor.profile.sources import hostname_of, resolve
+
+    out: list[_Capture | _Text] = []
+    for path in paths:
+        if path == "-":
+            out.append(_Text("<stdin>", stdin()))
+            continue
+        if not os.path.exists(path):
+            raise InputError(f"{path} does not exist",
+                             hint="pass .xplane.pb captures, profile run folders or logdirs, or text logs ('-': stdin)")
+        if os.path.isdir(path):
+            resolved = resolve(path)
+            out += [_Capture(h.hostname, h.location, path, resolved.run) for h in resolved.hosts]
+        elif path.endswith(CAPTURE_SUFFIXES):
+            out.append(_Capture(hostname_of(os.path.basename(path)), path, path, None))
+        else:
+            out.append(_Text(path, _read_text(path)))
+    return out
+
+
+def _read_text(path: str) -> str:
+    try:
+        if path.endswith(".gz"):
+            import gzip
+
+            with gzip.open(path, "rt", encoding="utf-8", errors="replace") as handle:
+                return handle.read()
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except (OSError, EOFError) as exc:
+        raise InputError(f"cannot read {path}: {exc}") from None
+
+
+# --- one capture -----------------------------------------------------------------------------------------------
+
+
+def _top_buffers_of_peak(timeline) -> list[dict[str, Any]]:
+    from tpudoctor.memory.buffers import peak_breakdown
+
+    breakdown = peak_breakdown(timeline)
+    rows = []
+    for row in breakdown.top.head(TOP_BUFFERS).itertuples(index=False):
+        rows.append({"tf_op": str(row.tf_op), "shape": str(row.shape), "dtype": str(row.dtype),
+                     "region_type": str(row.region_type), "size_bytes": int(row.size_bytes), "count": int(row.count),
+                     "total_bytes": int(row.total_bytes), "share_of_peak": round(float(row.share_of_peak), 4)})
+    return rows
+
+
+def _timeline_points(timeline, points: int) -> dict[str, list]:
+    sampled = timeline.sampled(points)
+    return {"time_ms": [round(float(t), 6) for t in sampled["time_ms"]],
+            "bytes_in_use": [int(b) for b in sampled["bytes_in_use"]],
+            "peak_time_ms": round(timeline.peak.time_ms, 6), "points": len(sampled), "events": len(timeline)}
+
+
+def _plan_at_peak(plans, runs, absolute_ps: int, allocator: str):
+    from tpudoctor.memory.buffer_plan import plan_at
+
+    planes = {r.plane for r in runs}
+    own = [p for p in planes if p.rsplit(":", 1)[-1] == allocator and p.startswith("/device:")]
+    if own:
+        plan = plan_at(plans, runs, absolute_ps, plane=own[0])
+        if plan is not None:
+            return plan
+    return plan_at(plans, runs, absolute_ps)
+
+
+def _share_row(share) -> dict[str, Any]:
+    return {"bucket": share.bucket, "bytes": int(share.bytes), "instruction": share.instruction,
+            "shape": share.shape, "dtype": share.dtype, "op_name": share.op_name, "source": share.source}
+
+
+def _fix_row(finding: Finding) -> dict[str, Any]:
+    e = finding.evidence
+    return {"id": finding.id, "status": finding.status.value, "title": finding.title,
+            "saving_bytes": e.get("saving_bytes"), "saving_percent_of_peak": e.get("saving_percent_of_peak"),
+            "confidence": e.get("confidence"), "confidence_why": e.get("confidence_why"),
+            "keeps_numerics": e.get("keeps_numerics")}
+
+
+def _program(plan, why: str, allocators: list[str], peak, options: MemoryOptions, rules, host: str,
+             findings: list[Finding]) -> dict[str, Any]:
+    from tpudoctor.memory.fix_rule import MemoryPlanInput
+    from tpudoctor.memory.rule_registry import evaluate_rules
+
+    at_peak = peak is not None
+    subject = MemoryPlanInput(plan, mesh=options.mesh, batch_size=options.batch_size,
+                              capacity_bytes=peak.capacity_bytes if at_peak and peak.capacity_bytes else None,
+                              in_use_bytes=peak.bytes_in_use if at_peak else None)
+    attribution = subject.attribution
+    results = evaluate_rules(subject, rules)
+    fired = [f for f in results if f.status in (Status.WARN, Status.FAIL, Status.ERROR)]
+    scope = Scope.of(hosts=[host], chips=allocators)
+    for finding in fired:
+        finding.scope = scope
+        finding.evidence["host"] = host
+        findings.append(finding)
+    fixes = [f for f in fired if f.status is not Status.ERROR]
+    if not fixes:
+        findings.append(Finding(
+            id="memory-no-fix", step=None, title=f"no fix saves much of {plan.event_name}'s peak",
+            status=Status.PASS, severity=Severity.INFO, kind=FINDING_KIND, scope=scope,
+            message=f"no rule finds a fix worth {format_bytes(0.02 * plan.peak_bytes)} (2% of the "
+                    f"{format_bytes(plan.peak_bytes)} peak of {plan.event_name}) on {host}",
+            evidence={"host": host, "program": plan.event_name, "peak_bytes": plan.peak_bytes}))
+    top = sorted(attribution.shares, key=lambda s: -s.bytes)[:TOP_BUFFERS]
+    return {"program": plan.event_name, "module": plan.module_name, "program_id": str(plan.program_id)
+            if plan.program_id is not None else None, "why": why, "allocators": allocators,
+            "peak_bytes": plan.peak_bytes, "attribution": attribution.to_dict(),
+            "top_buffers": [_share_row(s) for s in top], "fixes": [_fix_row(f) for f in fixes],
+            "rules_run": len(results)}
+
+
+def _capture(capture: _Capture, options: MemoryOptions, rules, findings: list[Finding]) -> dict[str, Any]:
+    from tpudoctor.memory.buffer_plan import largest_plan, plans_from_xspace, program_runs
+    from tpudoctor.memory.events import read_memory_events
+    from tpudoctor.memory.timeline import allocator_timelines
+
+    location = capture.location
+    if os.path.getsize(location) == 0:
+        raise InputError(f"{location} is empty (0 bytes): not a capture",
+                         hint="the profiler may have been stopped before it wrote; capture again")
+    events = read_memory_events(location)
+    timelines = allocator_timelines(events)
+    plan_errors: list[str] = []
+    try:
+        plans = plans_from_xspace(location, errors=plan_errors)
+        runs = program_runs(location)
+    except Exception as exc:  # noqa: BLE001 - the events read; a metadata plane that does not is a note
+        plans, runs = {}, []
+        plan_errors.append(f"the capture's programs could not be read: {exc}")
+    notes = list(events.warnings) + plan_errors
+    if not events.has_host_plane:
+        notes.append("the capture has no host plane (/host:CPU): no allocator events")
+    elif not timelines:
+        notes.append("no allocator memory events (MemoryAllocation/MemoryDeallocation) in the capture: the "
+                     "runtime did not record them (JAX on CPU does not)")
+    if not plans:
+        notes.append("no compiled program's buffer plan (Hlo Proto on /host:metadata) in the capture: which fix "
+                     "saves how much is unknown")
+    allocators: list[dict[str, Any]] = []
+    chosen: dict[str, tuple[Any, str, list[str], Any]] = {}
+    for allocator, timeline in timelines.items():
+        peak = timeline.peak
+        is_chip = not HOST_ALLOCATOR.search(allocator)
+        plan = _plan_at_peak(plans, runs, events.time_origin_ns * 1000 + peak.time_ps, allocator) if plans else None
+        how = "running at the peak" if plan is not None else None
+        if plan is None and plans and is_chip:
+            plan = largest_plan(plans)
+            how = "the largest program (none of the capture's program runs covers the peak's time)"
+        row = {"allocator": allocator, "chip": is_chip, "peak_bytes": peak.bytes_in_use,
+               "heap_bytes": peak.heap_bytes, "stack_bytes": peak.stack_bytes, "free_bytes": peak.free_bytes,
+               "capacity_bytes": peak.capacity_bytes, "fragmentation": round(peak.fragmentation, 6),
+               "time_ms": round(peak.time_ms, 6), "step": peak.step, "lifetime_peak_bytes": peak.lifetime_peak_bytes,
+               "events": len(timeline), "unmatched_frees": timeline.unmatched_frees,
+               "program": plan.event_name if plan is not None else None, "program_how": how,
+               "peak_buffers": _top_buffers_of_peak(timeline),
+               "timeline": _timeline_points(timeline, options.timeline_points)}
+        allocators.append(row)
+        if plan is not None:  # one analysis per program: the figures at the first peak it was running at
+            entry = chosen.setdefault(plan.event_name, [plan, {}, [], None])
+            entry[1].setdefault(how, []).append(allocator)
+            entry[2].append(allocator)
+            if how == "running at the peak" and entry[3] is None:
+                entry[3] = peak
+    if not chosen and plans:  # no allocator events (JAX on CPU): the largest program is the one to judge
+        chosen["largest"] = [largest_plan(plans), {"the largest program (the capture has no allocator events to "
+                                                   "say which ran at the peak)": []}, [], None]
+    programs = [_program(plan, "; ".join(how + (f" of allocator(s) {', '.join(allocs)}" if allocs else "")
+                                         for how, allocs in hows.items()),
+                         allocs, peak, options, rules, capture.host, findings)
+                for plan, hows, allocs, peak in chosen.values()]
+    if not timelines and not plans:
+        findings.append(Finding(
+            id="memory-nothing-to-judge", step=None, title=f"nothing to judge in {capture.host}", status=Status.WARN,
+            severity=Severity.LOW, kind=FINDING_KIND, scope=Scope.of(hosts=[capture.host]),
+            message=f"{location} has neither allocator memory events nor a compiled program's buffer plan",
+            evidence={"host": capture.host, "source": location},
+            remediation=Remediation("capture the step with JAX or TensorFlow on XLA (the profiler records the "
+                                    "programs' buffer plans and the allocators' events)", CAPTURE_COMMANDS)))
+    elif not plans:
+        finding = Finding(
+            id="memory-fixes-unknown", step=None, title=f"which fix saves how much on {capture.host}: unknown",
+            status=Status.PASS, severity=Severity.INFO, kind=FINDING_KIND, scope=Scope.of(hosts=[capture.host]),
+            message=f"{location} shows the allocators' peaks but holds no buffer plan, so the fix rules cannot run; "
+                    "a JAX (or TensorFlow on XLA) capture of the step records one",
+            evidence={"host": capture.host, "source": location, "fixes": "unknown"})
+        finding.confidence = Confidence(ConfidenceLevel.UNKNOWN, ("no buffer plan in the capture",))
+        findings.append(finding)
+    return {"host": capture.host, "source": location, "run": capture.run, "allocators": allocators,
+            "programs": programs, "plans": len(plans), "program_runs": len(runs), "notes": notes}
+
+
+# --- one text --------------------------------------------------------------------------------------------------
+
+
+def _allocation_row(a) -> dict[str, Any]:
+    return {"rank": a.rank, "memory_space": a.memory_space, "size_bytes": a.size_bytes, "shape": a.shape,
+            "unpadded_bytes": a.unpadded_bytes, "padding_bytes": a.padding_bytes, "op_type": a.op_type,
+            "op_name": a.op_name, "source": a.source, "xla_label": a.xla_label, "allocation_type": a.allocation_type}
+
+
+def _block(block) -> dict[str, Any] | None:
+    if block is None:
+        return None
+    return {"title": block.title, "total_bytes": block.total_bytes, "at_least": block.at_least,
+            "items": [{"name": i.name, "bytes": i.bytes, "detail": i.detail} for i in block.items]}
+
+
+def _listing(report) -> dict[str, Any]:
+    header = report.header
+    return {
+        "header": None if header is None else {
+            "memory_space": header.memory_space, "used_bytes": header.used_bytes,
+            "capacity_bytes": header.capacity_bytes, "exceeded_bytes": header.exceeded_bytes,
+            "at_compile": header.at_compile, "status": header.status, "error_code": header.error_code},
+        "total": _block(report.total), "program": _block(report.program),
+        "allocations": [_allocation_row(a) for a in report.allocations],
+        "reservation": None if report.reservation is None else dataclasses.asdict(report.reservation),
+        "allocation_failure": None if report.allocation_failure is None
+        else dataclasses.asdict(report.allocation_failure),
+        "reconciliations": [{"what": r.what, "header_bytes": r.header_bytes, "listed_bytes": r.listed_bytes,
+                             "difference_bytes": r.difference_bytes, "ok": r.ok} for r in report.reconciliations],
+        "problems": [r.what for r in report.problems],
+        "fixes": "unknown", "fixes_why": CAPTURE_HINT}
+
+
+def _headline(report) -> tuple[str, dict[str, Any]]:
+    """What ran out, in a sentence, and its figures."""
+    header, figures = report.header, {}
+    space = (header.memory_space if header else None) or "hbm"
+    if header is not None:
+        figures = {"used_bytes": header.used_bytes, "capacity_bytes": header.capacity_bytes,
+                   "exceeded_bytes": header.exceeded_bytes}
+        when = "at compile time" if header.at_compile else "at run time"
+        return (f"ran out of {space.upper()} {when}: {format_bytes(header.used_bytes)} used of "
+                f"{format_bytes(header.capacity_bytes)} (over by {format_bytes(header.exceeded_bytes)})"), figures
+    if report.total is not None and report.total.total_bytes is not None:
+        figures = {"used_bytes": report.total.total_bytes}
+        return f"ran out of {space.upper()}: total usage {format_bytes(report.total.total_bytes)}", figures
+    if report.reservation is not None:
+        r = report.reservation
+        figures = {"requested_bytes": r.requested_bytes, "free_bytes": r.free_bytes,
+                   "capacity_bytes": r.capacity_bytes}
+        free = f", {format_bytes(r.free_bytes)} free" if r.free_bytes is not None else ""
+        return f"ran out of HBM: reserving {format_bytes(r.requested_bytes)} for the program failed{free}", figures
+    if report.allocation_failure is not None:
+        a = report.allocation_failure
+        figures = {"requested_bytes": a.requested_bytes, "free_bytes": a.free_bytes,
+                   "largest_free_bytes": a.largest_free_bytes}
+        extra = ""
+        if a.free_bytes is not None:
+            extra = f", {format_bytes(a.free_bytes)} free"
+        if a.largest_free_bytes is not None:
+            extra += f" but the largest contiguous region is {format_bytes(a.largest_free_bytes)} (fragmentation)"
+        return f"ran out of memory: allocating {format_bytes(a.requested_bytes)} failed{extra}", figures
+    if report.program is not None and report.program.total_bytes is not None:
+        figures = {"program_bytes": report.program.total_bytes}
+        return f"ran out of {space.upper()}: the program needs {format_bytes(report.program.total_bytes)}", figures
+    return "ran out of memory", figures
+
+
+def _text(text: _Text, findings: list[Finding]) -> dict[str, Any]:
+    from tpudoctor.memory.oom_text import parse_memory_analysis, parse_oom_reports
+
+    reports = parse_oom_reports(text.text)
+    stats = parse_memory_analysis(text.text)
+    listings = []
+    for index, report in enumerate(reports, 1):
+        listing = _listing(report)
+        listings.append(listing)
+        sentence, figures = _headline(report)
+        largest = [a for a in report.allocations if a.size_bytes is not None][:TOP_OOM_ALLOCATIONS]
+        if largest:
+            sentence += "; largest allocations: " + ", ".join(
+                f"{format_bytes(a.size_bytes)} {a.shape or '?'}" + (f" ({a.op_name})" if a.op_name else "")
+                for a in largest)
+        if report.problems:
+            sentence += "; the listing does not add up to its own header: " + ", ".join(
+                f"{r.what} (off by {format_bytes(abs(r.difference_bytes))})" for r in report.problems)
+        finding = Finding(
+            id="memory-oom", step=None, title=sentence.split(":", 1)[0] + f" ({text.name}, listing {index})",
+            status=Status.FAIL, severity=Severity.HIGH, kind=FINDING_KIND, message=sentence,
+            evidence={"source": text.name, "listing": index, **figures,
+                      "largest_allocations": [_allocation_row(a) for a in largest],
+                      "reconciliation_problems": [r.what for r in report.problems],
+                      "fixes": "unknown", "fixes_why": CAPTURE_HINT},
+            remediation=Remediation("which fix saves how much is unknown from text: " + CAPTURE_HINT,
+                                    CAPTURE_COMMANDS))
+        finding.confidence = Confidence(ConfidenceLevel.UNKNOWN, (CAPTURE_HINT,), {"fixes": "unknown"})
+        findings.append(finding)
+    compiled = [dict(s.fields, device_bytes=s.device_bytes, host_bytes=s.host_bytes) for s in stats]
+    for index, s in enumerate(stats, 1):
+        findings.append(Finding(
+            id="memory-analysis", step=None, title=f"compiled program's memory ({text.name}, {index})",
+            status=Status.PASS, severity=Severity.INFO, kind=FINDING_KIND,
+            message=f"memory_analysis(): the program needs {format_bytes(s.device_bytes)} of device memory "
+                    "(arguments + outputs - aliased + temporaries + code); which fix saves how much is unknown "
+                    "from text: " + CAPTURE_HINT,
+            evidence={"source": text.name, "device_bytes": s.device_bytes, "fixes": "unknown", **s.fields}))
+    return {"source": text.name, "listings": listings, "compiled_stats": compiled}
+
+
+# --- the pod ---------------------------------------------------------------------------------------------------
+
+
+def chip_outliers(peaks: Sequence[int]) -> dict[str, Any]:
+    """The median of ``peaks``, their MAD, the bytes above the median a chip must exceed to be named
+    (``max(OUTLIER_MIN_FRACTION x median, OUTLIER_MADS x MAD)``) and the indices of those that do."""
+    median = statistics.median(peaks)
+    mad = statistics.median(abs(p - median) for p in peaks)
+    threshold = max(OUTLIER_MIN_FRACTION * median, OUTLIER_MADS * mad)
+    return {"median_bytes": int(median), "mad_bytes": int(mad), "threshold_bytes": int(threshold),
+            "outliers": [i for i, p in enumerate(peaks) if p - median > threshold]}
+
+
+def _pod(hosts: list[dict[str, Any]], findings: list[Finding]) -> dict[str, Any]:
+    chips = [{"host": h["host"], "allocator": a["allocator"], "peak_bytes": a["peak_bytes"],
+              "capacity_bytes": a["capacity_bytes"], "time_ms": a["time_ms"], "step": a["step"]}
+             for h in hosts for a in h["allocators"] if a["chip"]]
+    pod: dict[str, Any] = {"chips": chips, "median_bytes": None, "mad_bytes": None, "threshold_bytes": None,
+                           "spread_fraction": None, "outliers": [], "verdict": ""}
+    if len(chips) < 2:
+        pod["verdict"] = ("no chip's allocator events in the input: no peaks to compare" if not chips
+                          else "one chip: no peers to compare its peak with")
+        return pod
+    peaks = [c["peak_bytes"] for c in chips]
+    judged = chip_outliers(peaks)
+    median = judged["median_bytes"]
+    pod.update({k: judged[k] for k in ("median_bytes", "mad_bytes", "threshold_bytes")})
+    pod["spread_fraction"] = round((max(peaks) - min(peaks)) / median, 6) if median else 0.0
+    for chip in chips:
+        chip["above_median_fraction"] = round((chip["peak_bytes"] - median) / median, 6) if median else 0.0
+    multi_host = len({c["host"] for c in chips}) > 1
+    name = (lambda c: f"{c['host']} chip {c['allocator']}") if multi_host else (lambda c: f"chip {c['allocator']}")
+    for i in judged["outliers"]:
+        chip = chips[i]
+        peers = statistics.median(p for j, p in enumerate(peaks) if j != i)
+        above = chip["peak_bytes"] - peers
+        pod["outliers"].append({"host": chip["host"], "allocator": chip["allocator"], "peak_bytes": chip["peak_bytes"],
+                                "peers_median_bytes": int(peers), "above_bytes": int(above),
+                                "above_fraction": round(above / peers, 6) if peers else None})
+    evidence = {k: pod[k] for k in ("median_bytes", "mad_bytes", "threshold_bytes", "spread_fraction")}
+    evidence["chips"] = len(chips)
+    if pod["outliers"]:
+        words = "; ".join(f"{name(chips[i])} peaks at {format_bytes(o['peak_bytes'])}, "
+                          f"{format_bytes(o['above_bytes'])} ({100 * (o['above_fraction'] or 0):.1f}%) above its "
+                          f"peers' median of {format_bytes(o['peers_median_bytes'])}"
+                          for i, o in zip(judged["outliers"], pod["outliers"], strict=True))
+        pod["verdict"] = words
+        findings.append(Finding(
+            id="memory-chip-outlier", step=None, title="a chip holds more memory than its peers", status=Status.WARN,
+            severity=Severity.MEDIUM, kind=FINDING_KIND, message=words + f" (threshold: "
+            f"{format_bytes(judged['threshold_bytes'])} above the median of {format_bytes(median)})",
+            scope=Scope.of(hosts=sorted({chips[i]["host"] for i in judged["outliers"]}),
+                           chips=[chips[i]["allocator"] for i in judged["outliers"]]),
+            evidence={**evidence, "outliers": pod["outliers"]},
+            remediation=Remediation("look at what that chip holds that its peers do not (its peak's buffers "
+                                    "below): an uneven sharding, a replicated array, or work only it does "
+                                    "(logging, checkpointing, the loss on chip 0)")))
+    else:
+        pod["verdict"] = (f"no chip stands out: {len(chips)} chips' peaks within {format_bytes(max(peaks) - min(peaks))}"
+                          f" ({100 * pod['spread_fraction']:.2f}%) of each other, median "
+                          f"{format_bytes(median)}, MAD {format_bytes(judged['mad_bytes'])}; a chip would need "
+                          f"more than {format_bytes(judged['threshold_bytes'])} above the median")
+        findings.append(Finding(
+            id="memory-chip-outlier", step=None, title="no chip holds more memory than its peers", status=Status.PASS,
+            severity=Severity.INFO, kind=FINDING_KIND, message=pod["verdict"], evidence=evidence))
+    return pod
+
+
+# --- the analysis ----------------------------------------------------------------------------------------------
+
+
+def analyze(paths: Sequence[str], options: MemoryOptions | None = None, *,
+            progress: Callable[[str], None] | None = None, stdin: Callable[[], str] | None = None) -> MemoryReport:
+    """The memory report of ``paths`` (captures, run folders, logdirs, texts; ``-``: stdin). ``InputError``
+    for a path that does not exist, a capture that does not read, or when no input holds anything to judge."""
+    from tpudoctor import __version__
+    from tpudoctor.memory.rule_registry import load_rules
+
+    options = options or MemoryOptions()
+    started = time.monotonic()
+    say = progress or (lambda what: None)
+    if not paths:
+        raise InputError("no input given", hint="tpudoctor memory PATH... (.xplane.pb, a profile run folder or "
+                                                "logdir, or a log with an out-of-memory report; '-': stdin)")
+    inputs = _inputs(paths, stdin or sys.stdin.read)
+    rules = load_rules(disabled=tuple(options.disabled_plugins or ())) if any(
+        isinstance(i, _Capture) for i in inputs) else None
+    findings: list[Finding] = []
+    hosts: list[dict[str, Any]] = []
+    texts: list[dict[str, Any]] = []
+    for n, item in enumerate(inputs, 1):
+        if isinstance(item, _Capture):
+            say(f"capture {n}/{len(inputs)}: {item.host}")
+            hosts.append(_capture(item, options, rules, findings))
+        else:
+            say(f"text {n}/{len(inputs)}: {item.name}")
+            texts.append(_text(item, findings))
+    empty = [t["source"] for t in texts if not t["listings"] and not t["compiled_stats"]]
+    if empty and not hosts and len(empty) == len(texts):
+        raise InputError(f"{', '.join(empty)}: no out-of-memory report (Ran out of memory, Total hbm usage, "
+                         "Largest program allocations, Attempting to allocate/reserve) nor memory_analysis() output",
+                         hint="pass the log of the run that failed, or a capture (.xplane.pb) of its step")
+    for source in empty:
+        findings.append(Finding(
+            id="memory-no-oom-report", step=None, title=f"no out-of-memory report in {source}", status=Status.WARN,
+            severity=Severity.LOW, kind=FINDING_KIND, evidence={"source": source},
+            message=f"{source} holds no out-of-memory report nor memory_analysis() output: nothing to judge in it"))
+    say("comparing the chips")
+    pod = _pod(hosts, findings)
+    return MemoryReport(inputs=list(paths), hosts=hosts, texts=texts, pod=pod, findings=findings,
+                        options={"mesh": dict(options.mesh) if options.mesh else None,
+                                 "batch_size": options.batch_size},
+                        duration_s=time.monotonic() - started, tool_version=__version__)
