@@ -13,6 +13,7 @@ import os
 import sys
 
 from tpudoctor.commands.common import add_plugin_flag, add_redact_flag, add_target_flags
+from tpudoctor.commands.pod_check import add_pod_flags, wants_fanout
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import DIAG_FORMATS
 
@@ -54,8 +55,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None,
                       help="lowest status that exits 1 (default: fail)")
     gate.add_argument("--exit-zero", action="store_true", help="exit 0 even when a chip fails")
+    add_pod_flags(parser, "tpudoctor diag")
     add_plugin_flag(parser)
     parser.set_defaults(handler=run, settings_spec=SETTINGS)
+
+
+WORKER_SETTINGS = ("worker", "format", "disable_plugins", "fail_on")
+"""The settings each worker of a fan-out takes from here (its target is its own)."""
+WORKER_FLAGS = ("--level", "--expect-chips", "--cpu-devices", "--hbm-gib", "--soak", "--reps", "--inject")
+"""``diag``'s own flags that each worker takes as they were given here (not ``--redact``: the merge redacts once)."""
+
+
+def _fanout(args: argparse.Namespace, settings):
+    from tpudoctor import __version__
+    from tpudoctor.commands.pod_check import slice_fan_out
+    from tpudoctor.diag.report import DOCUMENT_KIND
+    from tpudoctor.diag.slice import check_document, merge_outcomes
+    from tpudoctor.pod.fanout import WorkerCommand
+
+    fan = slice_fan_out(args, settings, command="diag")
+    diag = WorkerCommand("diag", lambda w: settings.worker_argv("diag", keys=WORKER_SETTINGS, args=args,
+                                                                flags=WORKER_FLAGS, format="json", worker=w),
+                         kind=DOCUMENT_KIND, what="diag report", read=check_document, label=lambda w: f"worker {w}")
+    return fan.run(diag, lambda outcomes: merge_outcomes(outcomes, name=fan.name, level=args.level,
+                                                          tool_version=__version__))
 
 
 def _set_cpu_devices(count: int | None) -> None:
@@ -118,6 +141,11 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         from tpudoctor.config import parse_duration_s
 
         soak_s = parse_duration_s(args.soak)
+    if wants_fanout(args):
+        report = _fanout(args, settings)
+        prepared = prepare(report, redact=args.redact)
+        write_text(args.output, render(prepared, fmt, verbose=args.verbose))
+        return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)
     _set_cpu_devices(args.cpu_devices)
     target = settings.target()
     options = DiagOptions(level=args.level, faults=faults, expected_chips=args.expect_chips, hbm_gib=args.hbm_gib,

@@ -1,0 +1,77 @@
+"""The diag detectors on eight virtual CPU devices: one full-size r2 timed, then N clean runs (no chip may be
+flagged), N with a chip made 10 % slower (it must be flagged), N with a bit flipped (it must be caught), and a
+mid-soak slowdown judged by the soak rule and by a peak-only rule. Prints the figures.
+
+    python benchmarks/diag_accuracy.py [--runs 20] [--reps 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+def full_r2_seconds() -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "tpudoctor", "diag", "-r", "2", "--cpu-devices", "8", "--format", "json",
+                    "-o", os.devnull], check=False, capture_output=True, timeout=900)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--reps", type=int, default=12)
+    parser.add_argument("--skip-full", action="store_true")
+    args = parser.parse_args()
+    if not args.skip_full:
+        print(f"full-size r2 on 8 CPU devices (tpudoctor diag -r 2, whole command): {full_r2_seconds():.1f} s")
+
+    from tpudoctor.diag import measure, stats
+    from tpudoctor.diag.faults import FaultPlan
+    from tpudoctor.diag.levels import sizes_for
+    from tpudoctor.diag.rule import DiagInput
+    from tpudoctor.diag.rules.soak_slowdown import SoakSlowdown
+    from tpudoctor.rule import evaluate_rule
+
+    sizes = sizes_for("cpu", reps=args.reps)
+    clean_flags = slow_caught = flips_caught = 0
+    slowness = []
+    started = time.perf_counter()
+    for run in range(args.runs):
+        clean = stats.compare_peers(measure.matmul_throughput(sizes, FaultPlan()).frame, "tflops")
+        clean_flags += int(clean["slow"].sum())
+        device = run % 8
+        slow = stats.compare_peers(measure.matmul_throughput(sizes, FaultPlan.parse([f"slow:{device}:0.10"])).frame,
+                                   "tflops")
+        slow_caught += bool(slow.loc[device, "slow"]) and int(slow["slow"].sum()) == 1
+        slowness.append(float(slow.loc[device, "slowness"]))
+        gemm = measure.gemm_check(sizes, FaultPlan.parse([f"bitflip:{(run + 3) % 8}"]))
+        flips_caught += int(gemm.digests.value_counts().iloc[-1] == 1 and
+                            gemm.digests[(run + 3) % 8] != gemm.digests.value_counts().index[0])
+    per_run = (time.perf_counter() - started) / args.runs
+    print(f"{args.runs} clean runs: {clean_flags} chip(s) flagged")
+    print(f"{args.runs} runs with a chip 10% slower: flagged alone {slow_caught}/{args.runs} "
+          f"(measured slowness min {min(slowness):.3f}, median {sorted(slowness)[len(slowness) // 2]:.3f})")
+    print(f"{args.runs} runs with a bit flipped: caught {flips_caught}/{args.runs}")
+    print(f"({per_run:.1f} s per round of the three, {args.reps} repetitions per timed test)")
+
+    soak = measure.matmul_throughput(sizes, FaultPlan.parse(["slowdown:2:0.20@0.5"]), soak_s=60.0)
+    inventory = measure.inventory()
+    subject = DiagInput(level=3, host="bench", inventory=inventory, soak=soak)
+    finding = evaluate_rule(SoakSlowdown, subject)
+    best = soak.frame.groupby("device")["tflops"].max()
+    peak_only_flags = bool(best[2] < 0.95 * best.drop(2).median())
+    print(f"mid-soak slowdown (chip 2, 20% from half-way, 60 s soak): soak rule {finding.status.value} "
+          f"({finding.message}); peak-only rule (best run within 5% of peers) "
+          f"{'FAIL' if peak_only_flags else 'PASS'}")
+
+
+if __name__ == "__main__":
+    main()
