@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from tpudoctor.diag.report import DOCUMENT_KIND, DiagReport
+from tpudoctor.diag.report import DiagReport
 from tpudoctor.diag.stats import FLOOR, NOISE_FACTOR
 from tpudoctor.errors import InputError
 from tpudoctor.findings import Finding, FindingKind, Scope, Severity, Status
