@@ -13,7 +13,8 @@ from tpudoctor.checks.logs.user_log_files import UserLogFilesDiagnosis
 from tpudoctor.facts import Facts
 from tpudoctor.findings import Status
 from tpudoctor.logdiag import cause_of, diagnose_text
-from tpudoctor.logdiag.errorlevel import load_benign, mark_line
+from tpudoctor.logdiag.benign import load_benign
+from tpudoctor.logdiag.errorlevel import mark_line
 
 NOISE = ("I0501 10:00:00.000000  4242 tpu_runtime.cc:118] Executing program 100 on 8 cores\n"
          "2024-05-01 10:00:00,001 INFO trainer.py:40] step 100 loss=2.3012\n")

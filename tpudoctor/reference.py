@@ -17,8 +17,8 @@ def _doc(cls: type) -> str:
 def gather(*, plugins: bool = False) -> dict[str, Any]:
     """The reference as data; ``plugins``: also third parties' checks and rules installed here."""
     from tpudoctor.exitcodes import ExitCode
+    from tpudoctor.logdiag.benign import load_benign
     from tpudoctor.logdiag.catalog import load_catalog
-    from tpudoctor.logdiag.errorlevel import load_benign
     from tpudoctor.logdiag.parsers import load_cause_families
     from tpudoctor.logs.steps import load_forms
     from tpudoctor.plugins import ENTRY_POINT_GROUP

@@ -18,6 +18,7 @@ from typing import Any
 
 from tpudoctor.findings import Finding, Scope, Severity
 from tpudoctor.logdiag import errorlevel
+from tpudoctor.logdiag.benign import load_benign
 from tpudoctor.logdiag.catalog import Catalog, Signature, load_catalog
 from tpudoctor.logdiag.errorlevel import ErrorMark
 from tpudoctor.logdiag.events import MAX_MESSAGE_LINES, Gap, LogEvent, group_events
@@ -52,7 +53,7 @@ class Diagnoser:
     def __init__(self, catalog: Catalog | None = None):
         self.catalog = catalog or load_catalog()
         self._fallback = next((s for s in self.catalog.signatures if s.fallback), None)
-        self._benign = errorlevel.load_benign()
+        self._benign = load_benign()
         self._found: dict[str, Occurrences] = {}
         self._context: dict[str, Any] = {}  # latest value of each catalog context (bounded: one per name)
         self._sequence = 0

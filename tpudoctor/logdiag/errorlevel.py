@@ -13,7 +13,8 @@ lines is, and a line is error-level by the form a runtime prints it in:
   (``DEADLINE_EXCEEDED: ...``, ``StatusCode.UNAVAILABLE``) and the fragments of XLA's out-of-memory report.
 
 Lines that healthy runs print at error level (a CUDA plugin registering twice on a TPU VM, say) are
-listed in ``benign.toml``, each with the public source that shows it is harmless; they do not count.
+listed in ``benign.toml`` (``tpudoctor.logdiag.benign``), each with the public source that shows it is
+harmless; they do not count.
 This module only marks events; naming the cause is the signature catalog's job.
 """
 
@@ -21,18 +22,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import sys
-from functools import cache
-from importlib import resources
 
+from tpudoctor.logdiag.benign import BenignLine, is_benign, load_benign
 from tpudoctor.logs.prefixes import unwrapped as _unwrapped
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-BENIGN_FILE = "benign.toml"
 
 # How strongly a mark says the job failed; the finding quotes the strongest mark of a log.
 CRASH = 3  # a traceback, a fatal line, a failed check, a signal, a non-zero exit, an OOM report
@@ -152,14 +144,6 @@ class ErrorMark:
     kind: str
     """A few words for a person: ``a traceback``, ``an error log line``, ``a non-zero exit`` ..."""
     strength: int
-
-
-@dataclasses.dataclass(frozen=True)
-class BenignLine:
-    id: str
-    pattern: re.Pattern[str]
-    why: str
-    source: str
 
 
 TRIGGERS = _TRIGGERS
@@ -364,38 +348,3 @@ def find(text: str, *, benign: tuple[BenignLine, ...] | None = None, given_level
         if not is_benign(lines[first], benign):
             best = ErrorMark(offsets[first], lines[first], "an error log entry", ERROR_LINE)
     return best
-
-
-def is_benign(line: str, benign: tuple[BenignLine, ...]) -> bool:
-    return any(entry.pattern.search(line) for entry in benign)
-
-
-class BenignCatalogError(ValueError):
-    """``benign.toml`` is malformed (a bug in the package)."""
-
-
-def parse_benign(text: str) -> tuple[BenignLine, ...]:
-    data = tomllib.loads(text)
-    entries = []
-    for raw in data.get("benign", []):
-        where = f"benign line {raw.get('id')!r}"
-        for key in ("id", "pattern", "why", "source"):
-            if not raw.get(key):
-                raise BenignCatalogError(f"{where}: missing '{key}'")
-        if not str(raw["source"]).startswith("https://"):
-            raise BenignCatalogError(f"{where}: source must be an https:// link to the thread or code that shows it")
-        try:
-            pattern = re.compile(raw["pattern"])
-        except re.error as exc:
-            raise BenignCatalogError(f"{where}: bad regex: {exc}") from exc
-        entries.append(BenignLine(raw["id"], pattern, raw["why"], raw["source"]))
-    ids = [e.id for e in entries]
-    if len(set(ids)) != len(ids):
-        raise BenignCatalogError("duplicate benign ids")
-    return tuple(entries)
-
-
-@cache
-def load_benign() -> tuple[BenignLine, ...]:
-    """The built-in catalog of error-level lines that healthy runs print."""
-    return parse_benign(resources.files(__package__).joinpath(BENIGN_FILE).read_text(encoding="utf-8"))
