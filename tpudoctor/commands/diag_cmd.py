@@ -33,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "published peak, all-reduce per mesh axis. r3: r2 and a soak with a slowdown detector.")
     parser.add_argument("-r", "--level", type=int, choices=(1, 2, 3), default=1, help="test level (default 1)")
     add_target_flags(parser)
+    parser.add_argument("--api-timeout", default=None, metavar="DURATION",
+                        help="limit for each Google Cloud API call of r1's node checks (default 30s)")
     tuning = parser.add_argument_group("sizes and faults")
     tuning.add_argument("--expect-chips", type=int, default=None, metavar="N",
                         help="chips this VM should show (default: from its accelerator type, where known)")
