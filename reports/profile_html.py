@@ -247,6 +247,10 @@ def render_document(doc: dict) -> str:
                                        ("total_ms", "total ms"), ("share_percent", "%"), ("share_of", "of")]))
         parts.append("<h2>Input stages</h2>" + sortable_table(
             doc["breakdown"]["input_stages"], [("stage", "stage"), ("count", "count"), ("total_ms", "total ms")]))
+        if (doc.get("analyses") or {}).get("straggler_whatif"):
+            from tpudoctor.reports.whatif_view import section
+
+            parts.append(section(doc["analyses"]["straggler_whatif"], sortable_table))
         if len(doc.get("hosts", [])) > 1:
             parts.append("<h2>Hosts</h2>" + sortable_table(
                 [{"host": h["host"], "verdict": h["verdict"], **h["kpis"]} for h in doc["hosts"]],

@@ -139,9 +139,19 @@ def _host_result(host) -> HostResult:
         errors=list(host.errors), warnings=list(host.warnings),
         evidence=evidence_of(a), versions=capture_versions(host),
         tables={OP_TABLE: records(ops, MAX_OPS_PER_HOST),
-                **(to_tables(a.collectives) if a.collectives is not None else {})},
+                **(to_tables(a.collectives) if a.collectives is not None else {}),
+                **_whatif_tables(host, a)},
         roofline=roofline,
     )
+
+
+def _whatif_tables(host, a) -> dict[str, list[dict[str, Any]]]:
+    """The straggler what-if's map part (``analysis.whatif``): each collective's and step's span."""
+    if a.collectives is None or not a.collectives.has_collectives:
+        return {}
+    from tpudoctor.profile.analysis.whatif import whatif_tables
+
+    return whatif_tables(host, a.steps)
 
 
 MAX_OPS_IN_REPORT = 200
@@ -223,6 +233,7 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
     rows = cross_host_rows(cross_host)
     hosts = {name: dataclasses.replace(h, tables={**h.tables, CROSS_HOST_TABLE: [rows[name]]}) if name in rows else h
              for name, h in hosts.items()}
+    hosts, analyses = _straggler_whatif(hosts)
     results = {name: with_confidence([evaluate_rule(rule, h) for rule in rules.values()], h, rules)
                for name, h in hosts.items()}
     verdicts, confidences = {}, {}
@@ -237,8 +248,22 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
         source=source, run=run, runs_available=list(runs_available), time_origin_ns=origin_ns, hosts=hosts,
         results=results, verdicts=verdicts, verdict_confidences=confidences, rules=dict(rules), cross_host=cross_host,
         failed_hosts=dict(failed_hosts or {}), notes=_notes(hosts.values()) + roofline_notes,
-        roofline=roofline, op_table=combined_op_table(hosts.values()),
+        roofline=roofline, op_table=combined_op_table(hosts.values()), analyses=analyses,
     )
+
+
+def _straggler_whatif(hosts: dict[str, HostResult]) -> tuple[dict[str, HostResult], dict[str, Any]]:
+    """The straggler what-if of a multi-host capture (``analysis.whatif``): each host's row of it in its
+    tables (what the ``straggler-cost`` rule reads), and the report's ``analyses`` section (none for one host)."""
+    if len(hosts) < 2:
+        return hosts, {}
+    from tpudoctor.profile.analysis.whatif import ROWS_TABLE, host_rows, straggler_whatif
+
+    result = straggler_whatif({name: h.tables for name, h in hosts.items()})
+    rows = host_rows(result)
+    hosts = {name: dataclasses.replace(h, tables={**h.tables, ROWS_TABLE: [rows[name]]}) if name in rows else h
+             for name, h in hosts.items()}
+    return hosts, {"straggler_whatif": result.to_dict()}
 
 
 MAX_ROOFLINE_OPS_IN_REPORT = 200

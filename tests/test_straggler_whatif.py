@@ -1,0 +1,140 @@
+"""The straggler what-if (issue 32): replay of the sync chain, savings per host, the critical path,
+the ``straggler-cost`` rule and its report sections, on real multi-process JAX captures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tpudoctor.findings import Status
+from tpudoctor.profile.analysis.whatif import UNKNOWN, build_timelines, straggler_whatif, whatif_of
+from tpudoctor.profile.analysis.whatif_synthetic import synthetic_tables
+
+ROOT = Path(__file__).resolve().parents[1]
+WHATIF = ROOT / "tests" / "data" / "whatif"
+FIXTURES = ROOT / "tests" / "fixtures" / "profiles"
+
+
+@pytest.fixture(scope="module")
+def reports():
+    from tpudoctor.profile.pipeline import analyze
+
+    return {"delayed": analyze(WHATIF / "delayed", max_workers=2),
+            "undelayed": analyze(WHATIF / "undelayed", max_workers=2),
+            "slow_host": analyze(FIXTURES / "multihost_slow_host", max_workers=2)}
+
+
+def _w(report) -> dict:
+    return report.analyses["straggler_whatif"]
+
+
+def _saved(w: dict, host: str) -> float:
+    return next(r["saved_ms"] for r in w["per_host"] if r["host"] == host)
+
+
+@pytest.mark.parametrize("case", ["delayed", "undelayed", "slow_host"])
+def test_simulated_step_time_is_within_2_percent_of_measured(reports, case):
+    w = _w(reports[case])
+    assert w["status"] == "known" and w["hosts"] == 4 and w["steps"] >= 12
+    assert abs(w["simulated_step_ms"] - w["measured_step_ms"]) <= 0.02 * w["measured_step_ms"]
+
+
+def test_predicted_saving_is_within_10_percent_of_the_rerun_without_the_delay(reports):
+    delayed, undelayed = _w(reports["delayed"]), _w(reports["undelayed"])
+    rerun_saving = delayed["measured_step_ms"] - undelayed["measured_step_ms"]
+    predicted = _saved(delayed, "worker2")
+    assert rerun_saving > 10.0  # the delay is far above the step-to-step noise
+    assert abs(predicted - rerun_saving) <= 0.10 * rerun_saving, (predicted, rerun_saving)
+    assert delayed["per_host"][0]["host"] == "worker2"
+    assert sum(r["slowdown_share"] for r in delayed["per_host"]) == pytest.approx(1.0, abs=1e-3)
+    worker2 = next(r for r in delayed["per_host"] if r["host"] == "worker2")
+    assert worker2["slowdown_share"] > 0.9 and worker2["critical_segments"] >= delayed["steps"] - 1
+    path = [r for r in delayed["critical_path"] if r["kind"] == "compute"]
+    assert {r["host"] for r in path[1:-1]} == {"worker2"}
+    assert all(r["end_ms"] >= r["start_ms"] for r in delayed["critical_path"])
+
+
+def test_the_rule_prices_the_straggler_and_stays_quiet_without_one(reports):
+    found = {f.id: f for f in reports["delayed"].findings}
+    cost = found["straggler-cost"]
+    assert cost.status is Status.FAIL and "worker2" in cost.title
+    assert cost.evidence["savings_per_host"][0]["host"] == "worker2"
+    assert "straggler-cost" not in {f.id for f in reports["undelayed"].findings}
+    assert "straggler-cost" in {f.id for f in reports["slow_host"].findings}
+
+
+def test_every_format_shows_the_finding_and_html_draws_the_critical_path(reports):
+    from tpudoctor.reports import profile_html, profile_json, profile_markdown
+    from tpudoctor.reports.profile_diagnosis_text import diagnosis_lines
+
+    report = reports["delayed"]
+    html = profile_html.render(report)
+    assert "What the straggler costs" in html and "<svg" in html and 'class="critical"' in html
+    assert html.count('class="critical"') >= 3
+    assert "straggler-cost" in profile_markdown.render(report)
+    assert "straggler-cost" in "\n".join(diagnosis_lines(report.to_dict()))
+    doc = json.loads(profile_json.render(report))
+    assert doc["analyses"]["straggler_whatif"]["per_host"][0]["host"] == "worker2"
+    assert any(f["id"] == "straggler-cost" for f in doc["findings"])
+
+
+def test_synthetic_chain_exact_saving_shares_and_chips():
+    tables = synthetic_tables(hosts=6, steps=8, chips=2, collectives=3, delay_ms=4.0, slow_host=2)
+    w = straggler_whatif(tables)
+    assert w.known and w.devices == 12 and w.steps == 8 and w.collectives_per_step == 3
+    assert w.simulated_step_ms == pytest.approx(w.measured_step_ms, rel=1e-3)
+    assert w.ideal_step_ms == pytest.approx(3 * 11.0, rel=1e-3)
+    assert w.saving_of("host002") == pytest.approx(3 * 4.0, rel=1e-3)  # 3 sync points x 4 ms per step
+    assert w.per_host["slowdown_share"].sum() == pytest.approx(1.0)
+    assert w.per_host.set_index("host").loc["host002", "slowdown_share"] == pytest.approx(1.0)
+    assert w.per_chip is not None and len(w.per_chip) == 12
+    # one chip of the slow host fixed: the other chip still holds the step back
+    assert w.per_chip[w.per_chip["host"] == "host002"]["saved_ms"].max() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_balanced_synthetic_has_no_slowdown_and_no_shares():
+    w = straggler_whatif(synthetic_tables(hosts=4, steps=5, delay_ms=0.0))
+    assert w.slowdown_ms == pytest.approx(0.0, abs=1e-9)
+    assert w.per_host["slowdown_share"].sum() == 0.0 and w.per_host["saved_ms"].abs().max() < 1e-9
+
+
+def test_thin_input_is_unknown_with_what_would_tell():
+    one = straggler_whatif(dict(list(synthetic_tables(hosts=2, steps=5).items())[:1]))
+    assert one.status == UNKNOWN and "one host" in one.reason
+    none = straggler_whatif({"a": {}, "b": {}})
+    assert none.status == UNKNOWN and "no collectives" in none.reason
+    few = straggler_whatif(synthetic_tables(hosts=3, steps=2))
+    assert few.status == UNKNOWN and "too few steps (2 < 3)" in few.reason
+
+
+def test_single_host_capture_gets_no_section():
+    from tpudoctor.profile.pipeline import analyze
+
+    report = analyze(FIXTURES / "jax_steady")
+    assert "straggler_whatif" not in report.analyses
+    assert "straggler-cost" not in {f.id for f in report.findings}
+
+
+def test_clock_offsets_are_taken_out():
+    tables = synthetic_tables(hosts=4, steps=6, delay_ms=3.0, slow_host=1)
+    for rows in tables["host000"].values():  # host000's clock runs 2 ms ahead
+        for r in rows:
+            r["start_at_ns"] += 2_000_000
+            r["end_at_ns"] += 2_000_000
+    w = straggler_whatif(tables)
+    assert w.saving_of("host001") == pytest.approx(2 * 3.0, rel=1e-3)
+    assert w.saving_of("host000") == pytest.approx(0.0, abs=1e-3)
+
+
+def test_build_timelines_and_whatif_of_are_public():
+    import pandas as pd
+
+    coll = pd.DataFrame([{"host": h, "core": "c", "step": s, "seq": 0, "name": "all-reduce",
+                          "start_at_ns": s * 10_000_000 + (5_000_000 if h == "b" else 2_000_000),
+                          "end_at_ns": s * 10_000_000 + 6_000_000} for h in "ab" for s in range(4)])
+    spans = pd.DataFrame([{"host": h, "core": "c", "step": s, "start_at_ns": s * 10_000_000,
+                           "end_at_ns": s * 10_000_000 + 10_000_000} for h in "ab" for s in range(4)])
+    w = whatif_of(build_timelines(coll, spans))
+    assert w.saving_of("b") > 0 and w.saving_of("a") == 0
