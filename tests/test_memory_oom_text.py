@@ -216,3 +216,119 @@ def test_two_reports_in_one_log_and_text_without_one():
     ("-2.55G", -int(round(2.55 * G))), ("2.5GiB", int(2.5 * G)), ("17", 17)])
 def test_sizes_are_1024_based_as_xla_prints_them(text, expected):
     assert parse_size(text) == expected
+
+
+# --- verbatim listings copied from the threads themselves (manifest.toml: url and what was cut) ---------------------
+
+def _header_is(report, space: str, used: float, capacity: float, exceeded: float, units: tuple[int, int, int]):
+    header = report.header
+    assert header.memory_space == space
+    assert _close(header.used_bytes, used, units[0]) and _close(header.capacity_bytes, capacity, units[1])
+    assert _close(header.exceeded_bytes, exceeded, units[2])
+
+
+def test_every_thread_listing_reconciles_within_one_percent_of_its_headers():
+    manifest = tomllib.loads((DATA / "manifest.toml").read_text())["text"]
+    threads = [e for e in manifest if e["verbatim"] and e["url"]]
+    assert len(threads) >= 12 and len({e["url"] for e in threads}) == len(threads)
+    for entry in threads:
+        (report,) = parse_oom_reports((DATA / entry["file"]).read_text())
+        problems = [r.what for r in report.problems]
+        if entry["file"] == "torchxla_1735_runtime_reserve_report.log":  # its real listing does not add up (above)
+            assert problems == ["Program hbm requirement 4.34G: sum of its items"]
+        else:
+            assert problems == [], entry["file"]
+            assert all(abs(r.difference_share) <= 0.01 or r.ok for r in report.reconciliations), entry["file"]
+
+
+def test_easydel_142_full_compile_report_with_arguments_and_output():
+    report = _report("easydel_142_compile_hbm_report.log")
+    _header_is(report, "hbm", 30.21, 15.48, 14.73, (G, G, G))
+    assert report.header.at_compile and report.header.line.startswith("XlaRuntimeError: RESOURCE_EXHAUSTED")
+    assert [(i.name, i.bytes) for i in report.total.items] == [
+        ("reserved", 530 * M), ("program", parse_size("14.31G")), ("arguments", parse_size("15.90G"))]
+    assert (report.output.bytes, report.output.shared_with_arguments_bytes) == (K, 0)
+    assert [i.name for i in report.program.items] == ["global", "scoped", "HLO temp"]
+    (first,) = report.allocations
+    assert first.dtype == "bf16" and first.dims == (256000, 3072) and first.source == "/tmp/ipykernel_1363/19855715.py:3"
+    assert first.xla_label == "convert.15982 = convert(param.72)" and first.allocation_type == "HLO temp"
+    assert report.problems == [] and len(report.reconciliations) == 7
+
+
+def test_trax_533_runtime_report_with_padding_and_no_operator():
+    report = _report("trax_533_runtime_hbm_report_padding.log")
+    _header_is(report, "hbm", 14.93, 8.00, 6.93, (G, G, G))
+    assert not report.header.at_compile and report.header.status == "Resource exhausted"
+    assert report.total.item("arguments").bytes is None and report.output.bytes is None
+    temp = report.program.item("HLO temp")
+    assert temp.utilization_percent == 98.3 and _close(temp.fragmentation_bytes, 7.25, M)
+    (first,) = report.allocations
+    assert first.op_name is None and first.shape_bytes == 512 * 100 * 30000 * 4
+    assert _close(first.padding_bytes, 250.62, M) and first.padding_expansion == 1.0
+    assert report.problems == []
+
+
+def test_tensorflow_30803_compilation_failure_with_64x_padding():
+    report = _report("tensorflow_30803_compile_hbm_padding.log")
+    _header_is(report, "hbm", 27.90, 16.00, 11.90, (G, G, G))
+    assert report.header.at_compile and report.header.status is None  # 'Compilation failed: Compilation failure:'
+    temp = report.program.item("HLO temp")
+    assert (temp.utilization_percent, temp.unpadded_bytes, temp.fragmentation_percent) == (5.6, None, 0.0)
+    (first,) = report.allocations
+    assert (first.op_type, first.op_name) == ("CrossReplicaSum", "tpu_140280287273760/CrossReplicaSum")
+    assert first.unpadded_bytes == first.shape_bytes == 128 * M and first.padding_expansion == 64.0
+    assert report.problems == []
+
+
+def test_flax_1733_listing_pasted_without_its_header():
+    report = _report("flax_1733_hbm_usage_no_header.log")
+    assert report.header is None and _close(report.total.total_bytes, 11.47, G)
+    temp = report.program.item("HLO temp")
+    assert temp.utilization_percent == 1.2 and _close(temp.unpadded_bytes, 140.25, M) and temp.fragmentation_bytes == 0
+    (first,) = report.allocations  # the excerpt ends at its size
+    assert _close(first.size_bytes, 8.77, G) and first.shape is None
+    assert report.problems == [] and len(report.reconciliations) == 4
+
+
+def test_xla_gpu_buffer_assignment_stats_reconcile_with_their_total():
+    report = _report("afprofile_8_gpu_buffer_assignment_stats.log")
+    assert report.header is None and report.allocation_failure.requested_bytes == 4770354232
+    stats = report.buffer_assignment
+    assert stats.kind == "buffer_assignment" and _close(stats.total_bytes, 14.44, G)
+    assert [i.name for i in stats.items] == [
+        "parameter allocation", "constant allocation", "maybe_live_out allocation", "preallocated temp allocation",
+        "total allocation", "total fragmentation"]
+    assert stats.item("constant").bytes == parse_size("48.5KiB") and stats.item("total fragmentation").detail == "(4.60%)"
+    (check,) = report.reconciliations
+    assert check.what == "BufferAssignment total allocation: sum of its allocations" and check.ok
+    assert abs(check.difference_share) < 0.001
+
+
+def test_xla_gpu_peak_buffers_with_operator_and_entry_parameter():
+    report = _report("jax_13428_gpu_buffer_assignment_peak_buffers.log")
+    assert report.allocation_failure.requested_bytes == 6291456 == 6 * M
+    assert report.buffer_assignment.total_bytes == 12 * M
+    first, second = report.allocations
+    assert (first.rank, first.memory_space, first.size_bytes, first.xla_label) == (1, "device", 6 * M, "concatenate")
+    assert first.source == "/media/gccrcv/Data/Opensources/multinerf/internal/models.py:689"
+    assert first.op_name == "jit(concatenate)/jit(main)/concatenate[dimension=0]" and first.dims == (4096, 128, 3)
+    assert (second.size_bytes, second.shape, second.allocation_type) == (384 * K, "f32[256,128,3]", "parameter")
+    assert [r.what for r in report.reconciliations] == [
+        "buffer 1: size = bytes of f32[4096,128,3]", "buffer 2: size = bytes of f32[256,128,3]",
+        "BufferAssignment total allocation: sum of its allocations"]
+    assert all(r.difference_bytes == 0 for r in report.reconciliations)
+
+
+def test_headers_of_other_memory_spaces_and_tf_log_lines():
+    tpu598 = _report("tensorflow_tpu_598_compile_hbm_header.log")
+    _header_is(tpu598, "hbm", 18.56, 16.00, 2.56, (G, G, G))
+    assert tpu598.header.at_compile and tpu598.header.status == "Resource exhausted"
+    assert tpu598.header.line.startswith("W1110 07:24:24.387306")
+    vmem = _report("torchxla_9524_compile_vmem_header.log")
+    _header_is(vmem, "vmem", 32.42, 16.00, 16.42, (M, M, M))  # the thread's line ends without its period
+    smem = _report("vllm_8318_compile_smem_header.log")
+    assert smem.header.memory_space == "smem" and smem.header.used_bytes == smem.header.capacity_bytes == M
+    assert smem.header.exceeded_bytes == parse_size("1.7K")  # 1.00M + 1.7K is 1.00M at the digits printed
+    for report in (tpu598, vmem, smem):
+        assert [r.what for r in report.reconciliations] == [
+            f"used {report.header.memory_space} = capacity + exceeded"] and report.problems == []

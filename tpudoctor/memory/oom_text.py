@@ -25,6 +25,10 @@ an excerpt or print the report's lines as separate log lines):
   1.92G free, 0B reserved, and 1.92G reservable.`` with its ``HBM capacity 8.00G:`` table (exact
   bytes in parentheses), and ``Attempting to allocate 31.06M. That was not possible. There are
   58.64M free. Due to fragmentation, the largest contiguous region of free memory is 30.56M.``
+* XLA GPU (run time): ``Out of memory while trying to allocate 6291456 bytes.`` then ``BufferAssignment OOM
+  Debugging.``, ``BufferAssignment stats:`` (``parameter allocation:    6.00MiB``, ``constant``, ``maybe_live_out``,
+  ``preallocated temp``, ``total allocation``, ``total fragmentation:  0B (0.00%)``) and ``Peak buffers:`` with
+  ``Buffer N:`` entries (``Size:``, ``Operator:``, ``XLA Label:``, ``Shape:`` or ``Entry Parameter Subshape:``).
 * ``CompiledMemoryStats(generated_code_size_in_bytes=..., argument_size_in_bytes=..., ...)``: what
   ``print(jax.jit(f).lower(...).compile().memory_analysis())`` writes (one line, or one field a line).
 
@@ -148,7 +152,8 @@ class UsageBlock:
     ``Heap allocator status``, ``Persistent allocations include some or all of``."""
 
     kind: str
-    """``total``, ``program``, ``heap_status`` or ``persistent``."""
+    """``total``, ``program``, ``heap_status``, ``persistent`` or ``buffer_assignment`` (XLA GPU's
+    ``BufferAssignment stats``: its ``total allocation`` is the total, the other ``* allocation`` lines its items)."""
     title: str
     memory_space: str | None
     total_bytes: int | None
@@ -171,7 +176,8 @@ class OutputSize:
 
 @dataclasses.dataclass(frozen=True)
 class ProgramAllocation:
-    """One entry of ``Largest program allocations in <space>``."""
+    """One entry of ``Largest program allocations in <space>`` (or of XLA GPU's ``Peak buffers``, space
+    ``device``; an ``Entry Parameter Subshape`` there is its shape, allocation type ``parameter``)."""
 
     rank: int
     memory_space: str
@@ -221,7 +227,8 @@ class ReservationFailure:
 
 @dataclasses.dataclass(frozen=True)
 class AllocationFailure:
-    """``Attempting to allocate X. That was not possible. There are F free.`` (run time)."""
+    """``Attempting to allocate X. That was not possible. There are F free.`` (run time); or XLA GPU's
+    ``Out of memory while trying to allocate N bytes.`` (exact bytes, nothing free said)."""
 
     requested_bytes: int
     free_bytes: int | None
@@ -273,6 +280,7 @@ class OomReport:
     program: UsageBlock | None = None
     heap_status: UsageBlock | None = None
     persistent: UsageBlock | None = None
+    buffer_assignment: UsageBlock | None = None
     allocations: list[ProgramAllocation] = dataclasses.field(default_factory=list)
     reservation: ReservationFailure | None = None
     allocation_failure: AllocationFailure | None = None
@@ -333,10 +341,21 @@ _ALLOCATE = re.compile(
     r"Attempting to allocate (?P<req>" + _SIZE + r")\. That was not possible\.(?:\s*There are (?P<free>" + _SIZE
     + r") free\.)?(?:\s*Due to fragmentation, the largest contiguous region of free memory is (?P<largest>" + _SIZE
     + r")\.)?(?:;?\s*\((?P<device>[^)\s]+)\))?")
+_GPU_ALLOCATE = re.compile(r"Out of\s+memory while trying to allocate (?P<req>\d+) bytes\.?")
+_BUFFER_STATS = re.compile(r"^[ \t]*BufferAssignment stats:[ \t]*$", re.MULTILINE)
+_BUFFER_STAT = re.compile(r"^[ \t]+(?P<name>[\w ]+?):[ \t]+(?P<size>" + _SIZE + r")(?P<rest>(?:[ \t].*)?)$")
+_PEAK = re.compile(r"^[ \t]*Peak buffers:[ \t]*$", re.MULTILINE)
+_BUFFER = re.compile(r"^[ \t]*Buffer (?P<rank>\d+):[ \t]*$", re.MULTILINE)
+_BUFFER_FIELDS = {
+    "size": re.compile(r"^[ \t]*Size:[ \t]*(" + _SIZE + r")[ \t]*$", re.MULTILINE),
+    "operator": _FIELDS["operator"],
+    "shape": re.compile(r"^[ \t]*(Shape|Entry Parameter Subshape):[ \t]*(\S.*?)[ \t]*$", re.MULTILINE),
+    "label": re.compile(r"^[ \t]*XLA Label:[ \t]*(\S.*?)[ \t]*$", re.MULTILINE),
+}
 _STATS = re.compile(r"CompiledMemoryStats\((?P<body>[^()]*)\)")
 _STATS_FIELD = re.compile(r"(\w+_in_bytes)\s*=\s*(-?\d+)")
 
-_STARTS = (_HEADER, _RESERVE, _ALLOCATE)
+_STARTS = (_HEADER, _RESERVE, _ALLOCATE, _GPU_ALLOCATE)
 
 
 def parse_oom_reports(text: str) -> list[OomReport]:
@@ -384,6 +403,9 @@ def parse_oom_report(text: str) -> OomReport | None:
         report.output = OutputSize(parse_size(m.group("size")) if m.group("size") else None,
                                    parse_size(m.group("shared")) if m.group("shared") else None)
     report.allocations = _allocations(text, report.reconciliations)
+    if not report.allocations:
+        report.allocations = _peak_buffers(text, report.reconciliations)
+    report.buffer_assignment = _buffer_assignment(text, report.reconciliations)
     _cross_checks(report, text)
     if (m := _RESERVE.search(text)) is not None:
         report.reservation = _reservation(text, m, report.reconciliations)
@@ -393,6 +415,8 @@ def parse_oom_report(text: str) -> OomReport | None:
             free_bytes=parse_size(m.group("free")) if m.group("free") else None,
             largest_free_bytes=parse_size(m.group("largest")) if m.group("largest") else None,
             device=m.group("device"))
+    elif (m := _GPU_ALLOCATE.search(text)) is not None:
+        report.allocation_failure = AllocationFailure(int(m.group("req")), None, None, None)
     empty = OomReport()
     return None if report == empty else report
 
@@ -500,6 +524,66 @@ def _allocations(text: str, reconciliations: list[Reconciliation]) -> list[Progr
             if shape_bytes is not None:
                 reconciliations.append(_reconcile(f"allocation {rank}: unpadded size = bytes of {shape}", unpadded,
                                                   [Size(shape_bytes, 0, str(shape_bytes))]))
+    return out
+
+
+def _buffer_assignment(text: str, reconciliations: list[Reconciliation]) -> UsageBlock | None:
+    """XLA GPU's ``BufferAssignment stats:``; its ``total allocation`` reconciled with the other allocations."""
+    title = _BUFFER_STATS.search(text)
+    if title is None:
+        return None
+    items, sizes = [], {}
+    for line in text[title.end():].split("\n")[1:]:
+        stat = _BUFFER_STAT.match(line)
+        if stat is None:
+            break
+        name, size = stat.group("name").strip(), Size.parse(stat.group("size"))
+        items.append(_usage_item(name, size, stat.group("rest").strip()))
+        sizes[name] = size
+    total = sizes.get("total allocation")
+    parts = [size for name, size in sizes.items() if name.endswith(" allocation") and name != "total allocation"]
+    if total is not None and parts:
+        reconciliations.append(_reconcile("BufferAssignment total allocation: sum of its allocations", total, parts))
+    return UsageBlock(kind="buffer_assignment", title="BufferAssignment stats", memory_space=None,
+                      total_bytes=total.bytes if total else None, at_least=False, items=tuple(items))
+
+
+def _peak_buffers(text: str, reconciliations: list[Reconciliation]) -> list[ProgramAllocation]:
+    """XLA GPU's ``Peak buffers:`` ``Buffer N:`` entries, each size reconciled with its shape's bytes."""
+    peak = _PEAK.search(text)
+    if peak is None:
+        return []
+    body = text[peak.end():]
+    entries = list(_BUFFER.finditer(body))
+    out = []
+    for index, entry in enumerate(entries):
+        block = body[entry.end():entries[index + 1].start() if index + 1 < len(entries) else len(body)]
+        stop = block.find("==========")
+        block = block[:stop] if stop >= 0 else block
+        fields = {name: pattern.search(block) for name, pattern in _BUFFER_FIELDS.items()}
+        if fields["size"] is None:
+            continue
+        attrs = {}
+        if fields["operator"] is not None:
+            for key, quoted, bare in _OPERATOR_ATTR.findall(fields["operator"].group(1)):
+                attrs.setdefault(key, quoted if quoted or not bare else bare)
+        shape = fields["shape"].group(2) if fields["shape"] else None
+        dtype, dims = None, None
+        if shape is not None and (parsed := _SHAPE.match(shape)) is not None:
+            dtype, dims = parsed.group("dtype"), tuple(int(d) for d in parsed.group("dims").split(",") if d)
+        size = Size.parse(fields["size"].group(1))
+        line = attrs.get("source_line")
+        allocation = ProgramAllocation(
+            rank=int(entry.group("rank")), memory_space="device", size_bytes=size.bytes, shape=shape, dtype=dtype,
+            dims=dims, unpadded_bytes=None, padding_bytes=None, padding_expansion=None,
+            op_type=attrs.get("op_type"), op_name=attrs.get("op_name"), source_file=attrs.get("source_file"),
+            source_line=int(line) if line and line.isdigit() else None,
+            xla_label=fields["label"].group(1) if fields["label"] else None,
+            allocation_type="parameter" if fields["shape"] and fields["shape"].group(1) != "Shape" else None)
+        out.append(allocation)
+        if allocation.shape_bytes is not None:
+            reconciliations.append(_reconcile(f"buffer {allocation.rank}: size = bytes of {shape}", size,
+                                              [Size(allocation.shape_bytes, 0, str(allocation.shape_bytes))]))
     return out
 
 
