@@ -202,4 +202,4 @@ def test_check_step_4_points_an_oom_log_to_tpudoctor_memory(capsys, tmp_path, mo
     (result,) = [r for r in doc["results"] if r["id"] == "LOGS-001"]
     commands = result["remediation"]["commands"]
     assert any(c.startswith("tpudoctor memory ") for c in commands), commands
-    assert any("jax.profiler.start_trace" in c for c in commands)
+    assert any("tpudoctor profile capture" in c and "tpudoctor memory" in c for c in commands)
