@@ -194,21 +194,7 @@ def group_events(lines: Iterable[str | Gap], first_line_no: int = 1) -> Iterator
             is_traceback = False
             continue
         if is_traceback:
-            if current.in_traceback and current.ipython and not starts_record:
-                # IPython's frames are not indented: the exception line ends them.
-                current.add(line, line_no)
-                if is_exception_line(line):
-                    current.in_traceback = False
-                continue
-            if current.in_traceback and not current.ipython:
-                # Frames are indented; the first unindented line is the exception itself.
-                current.add(line, line_no)
-                if line and not line[0].isspace():
-                    current.in_traceback = False
-                continue
-            if not starts_record and current.message_lines < MAX_MESSAGE_LINES:
-                current.message_lines += 1
-                current.add(line, line_no)
+            if _continues_traceback(current, line, line_no, starts_record):
                 continue
         elif not starts_record and (
             (not line or line[0].isspace())
@@ -225,3 +211,24 @@ def group_events(lines: Iterable[str | Gap], first_line_no: int = 1) -> Iterator
         is_traceback = False
     if current is not None:
         yield current.finish()
+
+
+def _continues_traceback(current: _Builder, line: str, line_no: int, starts_record: bool) -> bool:
+    """Add ``line`` to the traceback ``current`` when it belongs to it: a frame, the exception line, or its message."""
+    if current.in_traceback and current.ipython and not starts_record:
+        # IPython's frames are not indented: the exception line ends them.
+        current.add(line, line_no)
+        if is_exception_line(line):
+            current.in_traceback = False
+        return True
+    if current.in_traceback and not current.ipython:
+        # Frames are indented; the first unindented line is the exception itself.
+        current.add(line, line_no)
+        if line and not line[0].isspace():
+            current.in_traceback = False
+        return True
+    if not starts_record and current.message_lines < MAX_MESSAGE_LINES:
+        current.message_lines += 1
+        current.add(line, line_no)
+        return True
+    return False
