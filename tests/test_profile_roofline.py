@@ -10,15 +10,14 @@ import numpy as np
 import pytest
 from shared_data import SHARED_DATA
 
-from tpudoctor.profile.analysis.roofline import (
+from tpudoctor.profile.analysis.device_peaks import (
     PEAKS_BY_GENERATION,
-    analyze_roofline,
-    combine_rooflines,
-    decode_memory_access_breakdown,
     device_peaks,
     peaks_for_device_kind,
     tpu_generation,
 )
+from tpudoctor.profile.analysis.memory_access import decode_memory_access_breakdown
+from tpudoctor.profile.analysis.roofline import analyze_roofline, combine_rooflines
 
 SHARED = SHARED_DATA  # ../shared/data, or TPUDOCTOR_SHARED_DATA
 V6E = SHARED / "xprof_tpu_inference_2.xplane.pb"

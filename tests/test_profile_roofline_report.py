@@ -94,7 +94,8 @@ def test_two_host_logdir_combines_the_mapped_rooflines(v6e_report, tmp_path):
 def test_roofline_round_trips_through_plain_data():
     import pandas as pd
 
-    from tpudoctor.profile.analysis.roofline import DevicePeaks, _op_rates, _program
+    from tpudoctor.profile.analysis.device_peaks import DevicePeaks
+    from tpudoctor.profile.analysis.roofline import _op_rates, _program
 
     peaks = DevicePeaks("TPU v6 Lite", 918e12, 1.64e12)
     ops = pd.DataFrame({"program_id": ["7", "7"], "op_name": ["fusion", "copy"], "category": ["loop fusion", "copy"],

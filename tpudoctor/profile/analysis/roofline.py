@@ -4,7 +4,7 @@ Inputs are what the TPU runtime writes into the capture: per-op ``flops``, ``mod
 ``bytes_accessed`` and ``memory_access_breakdown`` (XLA op metadata of the device planes), and the
 roofs ``peak_teraflops_per_second``, ``peak_hbm_bw_gigabytes_per_second``,
 ``peak_{vmem,cmem}_{rd,wr}_bw_gigabytes_per_second`` on each ``/device:TPU:N`` plane. Where a
-capture has no roofs, ``PEAKS_BY_GENERATION`` (public per-chip figures) stands in.
+capture has no roofs, ``PEAKS_BY_GENERATION`` (public per-chip figures) stands in (both in ``device_peaks``).
 
 Aggregation follows xprof's roofline_model / hlo_stats tools (measured to agree within 1 % on the
 real v6e capture, see tests/test_profile_roofline.py):
@@ -27,79 +27,24 @@ distinct op metadata (hundreds), not per event.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from tpudoctor.profile.analysis.device_op_rows import device_ops
-from tpudoctor.profile.analysis.events import TPU_PLANE, device_kind, take
+from tpudoctor.profile.analysis.device_peaks import MEMORY_ROOFS, DevicePeaks, device_peaks
+from tpudoctor.profile.analysis.events import device_kind, take
 from tpudoctor.profile.analysis.grouping import Groups, float_total
+from tpudoctor.profile.analysis.memory_access import (
+    BYTE_COLUMNS,
+    breakdown_per_metadata,
+    metadata_rows,
+)
 from tpudoctor.profile.analysis.programs import op_programs
 
-GB = 1e9
-
-# Public per-chip peaks (dense bf16 FLOP/s, HBM bytes/s), used only when the capture's device
-# planes carry no roofs. Sources, Google Cloud TPU system architecture pages:
-#   v4:    https://cloud.google.com/tpu/docs/v4     (275 TFLOP/s bf16, 1,200 GB/s HBM)
-#   v5e:   https://cloud.google.com/tpu/docs/v5e    (197 TFLOP/s bf16, 819 GB/s HBM)
-#   v5p:   https://cloud.google.com/tpu/docs/v5p    (459 TFLOP/s bf16, 2,765 GB/s HBM)
-#   v6e:   https://cloud.google.com/tpu/docs/v6e    (918 TFLOP/s bf16, 1,640 GB/s HBM)
-#   TPU7x: https://cloud.google.com/tpu/docs/tpu7x  (2,307 TFLOP/s bf16, 4,614 fp8; 7.37 TB/s HBM)
-# These are per chip. The roofline's rates are per device plane; v4 and v5p run their two
-# TensorCores as one device (megacore), so chip = device there. A runtime that shows each TPU7x
-# TensorCore as its own device would need half: not verified here, so prefer the capture's roofs.
-PEAKS_BY_GENERATION: dict[str, tuple[float, float]] = {
-    "v4": (275e12, 1200e9),
-    "v5e": (197e12, 819e9),
-    "v5p": (459e12, 2765e9),
-    "v6e": (918e12, 1640e9),
-    "tpu7x": (2307e12, 7370e9),
-}
-# device_type_string as the runtime writes it -> generation key of PEAKS_BY_GENERATION
-_GENERATION_PATTERNS = (
-    (re.compile(r"^TPU\s*v4", re.I), "v4"),
-    (re.compile(r"^TPU\s*v5\s*(lite|e)\b", re.I), "v5e"),
-    (re.compile(r"^TPU\s*v5(p)?\b", re.I), "v5p"),
-    (re.compile(r"^TPU\s*v6\s*(lite|e)\b", re.I), "v6e"),
-    (re.compile(r"^TPU\s*7x|^TPU\s*v7|ironwood", re.I), "tpu7x"),
-)
-
-# memory_access_breakdown: repeated MemoryAccessed{operation_type 1 (READ=1, WRITE=2),
-# memory_space 2, bytes_accessed 3}; memory spaces as xprof numbers them.
-MEMORY_SPACE_HBM, MEMORY_SPACE_CMEM, MEMORY_SPACE_VMEM = 1, 2, 3
-_READ, _WRITE = 1, 2
-BYTE_COLUMNS = ("hbm_bytes", "cmem_read_bytes", "cmem_write_bytes", "vmem_read_bytes", "vmem_write_bytes")
-# resource -> (bytes column, DevicePeaks attribute) for every memory roof
-MEMORY_ROOFS = {
-    "hbm": ("hbm_bytes", "hbm_bytes_per_s"),
-    "cmem_read": ("cmem_read_bytes", "cmem_read_bytes_per_s"),
-    "cmem_write": ("cmem_write_bytes", "cmem_write_bytes_per_s"),
-    "vmem_read": ("vmem_read_bytes", "vmem_read_bytes_per_s"),
-    "vmem_write": ("vmem_write_bytes", "vmem_write_bytes_per_s"),
-}
 INFEED_OUTFEED_CATEGORIES = ("infeed", "outfeed")
 SUMMED_COLUMNS = ("total_time_ps", "self_time_ps", "flops", "model_flops", "bytes_accessed", *BYTE_COLUMNS)
-
-
-@dataclasses.dataclass(frozen=True)
-class DevicePeaks:
-    """The roofs of one TensorCore. Zero bandwidth: the chip has no such memory (or no figure)."""
-
-    device_kind: str | None
-    flops_per_s: float
-    hbm_bytes_per_s: float
-    vmem_read_bytes_per_s: float = 0.0
-    vmem_write_bytes_per_s: float = 0.0
-    cmem_read_bytes_per_s: float = 0.0
-    cmem_write_bytes_per_s: float = 0.0
-    source: str = "capture"
-    """"capture" (device plane stats) or "table:<generation>" (PEAKS_BY_GENERATION)."""
-
-    def ridge_point_flops_per_byte(self, resource: str = "hbm") -> float | None:
-        bandwidth = getattr(self, MEMORY_ROOFS[resource][1])
-        return self.flops_per_s / bandwidth if bandwidth > 0 else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,63 +113,6 @@ class Roofline:
                 ops[col] = pd.to_numeric(ops[col], errors="coerce").fillna(0).astype(np.float64)
             ops["occurrences"] = ops["occurrences"].astype(np.int64)
         return cls(peaks=DevicePeaks(**data["peaks"]), program=ProgramRoofline(**program), ops=ops)
-
-
-def device_peaks(host) -> DevicePeaks | None:
-    """The roofs from the first TPU plane that has them, else from the public table by device kind."""
-    kind = None
-    for plane_id, name in zip(host.planes["plane_id"], host.planes["plane_name"], strict=True):
-        if not TPU_PLANE.match(str(name)):
-            continue
-        stats = host.plane_stats.get(int(plane_id), {})
-        kind = kind or (stats.get("device_type_string") or None)
-        flops = _positive(stats.get("peak_teraflops_per_second"))
-        hbm = _positive(stats.get("peak_hbm_bw_gigabytes_per_second"))
-        if flops and hbm:
-            return DevicePeaks(
-                device_kind=kind, flops_per_s=flops * 1e12, hbm_bytes_per_s=hbm * GB,
-                vmem_read_bytes_per_s=_positive(stats.get("peak_vmem_rd_bw_gigabytes_per_second")) * GB,
-                vmem_write_bytes_per_s=_positive(stats.get("peak_vmem_wr_bw_gigabytes_per_second")) * GB,
-                cmem_read_bytes_per_s=_positive(stats.get("peak_cmem_rd_bw_gigabytes_per_second")) * GB,
-                cmem_write_bytes_per_s=_positive(stats.get("peak_cmem_wr_bw_gigabytes_per_second")) * GB,
-            )
-    return peaks_for_device_kind(kind) if kind else None
-
-
-def peaks_for_device_kind(kind: str) -> DevicePeaks | None:
-    """Roofs of a ``device_type_string`` such as "TPU v5 lite" from ``PEAKS_BY_GENERATION``."""
-    generation = tpu_generation(kind)
-    if generation is None:
-        return None
-    flops, hbm = PEAKS_BY_GENERATION[generation]
-    return DevicePeaks(device_kind=kind, flops_per_s=flops, hbm_bytes_per_s=hbm, source=f"table:{generation}")
-
-
-def tpu_generation(kind: str | None) -> str | None:
-    """"v4", "v5e", "v5p", "v6e", "tpu7x" for a device kind string; None when not known."""
-    for pattern, generation in _GENERATION_PATTERNS:
-        if kind and pattern.search(kind.strip()):
-            return generation
-    return None
-
-
-def decode_memory_access_breakdown(raw: bytes | None) -> dict[str, int]:
-    """Bytes per roof (``BYTE_COLUMNS``) of one op's serialized ``memory_access_breakdown``."""
-    out = dict.fromkeys(BYTE_COLUMNS, 0)
-    if not isinstance(raw, (bytes, bytearray)) or not raw:
-        return out
-    for entry in _length_delimited(bytes(raw), 1):
-        fields = _varints(entry)
-        operation, space, nbytes = fields.get(1, 0), fields.get(2, 0), fields.get(3, 0)
-        if space == MEMORY_SPACE_HBM:
-            out["hbm_bytes"] += nbytes
-        elif space in (MEMORY_SPACE_CMEM, MEMORY_SPACE_VMEM):
-            prefix = "cmem" if space == MEMORY_SPACE_CMEM else "vmem"
-            if operation == _READ:
-                out[f"{prefix}_read_bytes"] += nbytes
-            elif operation == _WRITE:
-                out[f"{prefix}_write_bytes"] += nbytes
-    return out
 
 
 def analyze_roofline(host, *, include_infeed_outfeed: bool = True,
@@ -304,9 +192,9 @@ def _op_table(host, ops, chosen: np.ndarray | None, category_ids: np.ndarray,
     })
     del program_ids, name_ids, categories
 
-    breakdown = _breakdown_per_metadata(host)
+    breakdown = breakdown_per_metadata(host)
     # each op's breakdown row (-1: none), gathered column by column instead of a merge over all ops
-    row = at(_metadata_rows(breakdown, take(ops.events, "plane_id", ops.rows),
+    row = at(metadata_rows(breakdown, take(ops.events, "plane_id", ops.rows),
                             take(ops.events, "metadata_id", ops.rows)))
     found = row >= 0
 
@@ -344,44 +232,6 @@ def _program_codes(ops) -> tuple[np.ndarray, pd.api.extensions.ExtensionArray]:
             codes[codes < 0] = len(programs)
             programs = pd.array(np.r_[programs.to_numpy(np.uint64), np.uint64(0)], dtype="UInt64")
     return codes, programs
-
-
-def _breakdown_per_metadata(host) -> pd.DataFrame:
-    meta = host.event_metadata
-    rows = {"plane_id": meta["plane_id"].to_numpy(np.int64), "metadata_id": meta["metadata_id"].to_numpy(np.int64)}
-    raw = meta["memory_access_breakdown"].tolist() if "memory_access_breakdown" in meta.columns else [None] * len(meta)
-    decoded = [decode_memory_access_breakdown(value) for value in raw]
-    for col in BYTE_COLUMNS:
-        rows[col] = np.fromiter((d[col] for d in decoded), dtype=np.float64, count=len(decoded))
-    rows["has_breakdown"] = np.fromiter((isinstance(v, (bytes, bytearray)) and len(v) > 0 for v in raw),
-                                        dtype=bool, count=len(raw))
-    return pd.DataFrame(rows)
-
-
-def _metadata_rows(meta: pd.DataFrame, plane_of_op: np.ndarray, id_of_op: np.ndarray) -> np.ndarray:
-    """Row of ``meta`` (one row per plane and metadata id) of each op's (plane_id, metadata_id); -1 where
-    absent. Looked up plane by plane in that plane's sorted ids (ops come grouped by plane)."""
-    out = np.full(len(id_of_op), -1, dtype=np.int64)
-    meta_plane = meta["plane_id"].to_numpy(np.int64)
-    meta_id = meta["metadata_id"].to_numpy(np.int64)
-    meta_order = np.lexsort((meta_id, meta_plane))  # by plane, then id
-    sorted_meta_plane = meta_plane[meta_order]
-    in_order = not len(plane_of_op) or bool(np.all(plane_of_op[1:] >= plane_of_op[:-1]))
-    op_order = None if in_order else np.argsort(plane_of_op, kind="stable")
-    sorted_op_plane = plane_of_op if op_order is None else plane_of_op[op_order]
-    for plane in np.unique(sorted_op_plane):
-        low, high = np.searchsorted(sorted_op_plane, [plane, plane + 1])
-        meta_low, meta_high = np.searchsorted(sorted_meta_plane, [plane, plane + 1])
-        if meta_low == meta_high:
-            continue
-        by_id = meta_order[meta_low:meta_high]
-        ids = meta_id[by_id]
-        ops_here = np.arange(low, high) if op_order is None else op_order[low:high]
-        wanted = id_of_op[ops_here]
-        position = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
-        hit = ids[position] == wanted
-        out[ops_here[hit]] = by_id[position[hit]]
-    return out
 
 
 def _program_time_ps(ops) -> tuple[int, int]:
@@ -458,62 +308,8 @@ def _plain(record: dict) -> dict:
     return out
 
 
-def _positive(value) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return 0.0
-    return number if np.isfinite(number) and number > 0 else 0.0
-
-
 def _finite(value) -> float | None:
     number = float(value)
     return number if np.isfinite(number) else None
 
 
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while pos < len(data):
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            break
-    raise ValueError("truncated or overlong varint")
-
-
-def _fields(data: bytes):
-    """(field number, wire type, value) of a protobuf message: int for varints, bytes for LEN."""
-    pos = 0
-    while pos < len(data):
-        key, pos = _read_varint(data, pos)
-        number, wire_type = key >> 3, key & 7
-        if wire_type == 0:
-            value, pos = _read_varint(data, pos)
-        elif wire_type == 2:
-            length, pos = _read_varint(data, pos)
-            value, pos = data[pos:pos + length], pos + length
-        elif wire_type == 1:
-            value, pos = data[pos:pos + 8], pos + 8
-        elif wire_type == 5:
-            value, pos = data[pos:pos + 4], pos + 4
-        else:
-            raise ValueError(f"unsupported wire type {wire_type}")
-        yield number, wire_type, value
-
-
-def _length_delimited(data: bytes, number: int) -> list[bytes]:
-    try:
-        return [v for n, w, v in _fields(data) if n == number and w == 2]
-    except ValueError:
-        return []  # a damaged breakdown counts as none: the op falls back to bytes_accessed
-
-
-def _varints(data: bytes) -> dict[int, int]:
-    try:
-        return {n: v for n, w, v in _fields(data) if w == 0}
-    except ValueError:
-        return {}
