@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/memory_events.py                  # the largest capture in ../shared/data, x10, x50
     .venv/bin/python benchmarks/memory_events.py [--source X.xplane.pb] [--scales 10,50] [--runs 3] [--skip-xprof]
+    .venv/bin/python benchmarks/memory_events.py --gigabyte [--runs 1]  # + a ~1 GB capture, "read" only
 
 The largest capture in ../shared/data (the TF GPU multi-worker one, 3.0 MB, 2,493 memory events of
 23,128) and larger ones made from it by repetition (``benchmarks/make_big_capture.py``: every
@@ -11,6 +12,12 @@ median of ``--runs`` fresh processes, modules imported before the clock starts:
 * ``read``: ``read_memory_events`` (the host plane's events decoded, the memory events' columns);
 * ``analyse``: ``read`` + ``allocator_timelines`` + ``peak_breakdown`` of every allocator;
 * ``xprof``: xprof's ``xspace_to_tool_data(..., "memory_profile")`` (its JSON included) on a fresh copy;
+
+``--gigabyte`` adds a ~1 GB capture: the x50 one with every host line's events (as bytes) repeated
+until the file is about 1 GB (copies not shifted in time: a reading benchmark, not an analysis
+one); written under /tmp/tpudoctor-bench (or ``.bench_tmp`` in the repository where /tmp has under
+3 GB free) and deleted after; only ``read`` is measured on it, with the child's
+``resource.getrusage`` peak RSS (``ru_maxrss``) beside VmHWM.
 
 wall and CPU seconds (``process_time``: steadier than the wall clock on a busy machine); peak RSS
 is the process's VmHWM after the work (the imports' share included: ``baseline`` is the
@@ -60,7 +67,9 @@ else:
         for timeline in allocator_timelines(events).values():
             peak_breakdown(timeline)
 seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss": vm("VmHWM:"), "baseline_rss": baseline, "n": n}))
+import resource
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss": vm("VmHWM:"), "baseline_rss": baseline, "n": n,
+                  "ru_maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 """
 
 
@@ -79,6 +88,53 @@ def _scaled(source: Path, factor: int) -> Path:
     target = WORK / f"{source.name.removesuffix('.xplane.pb')}.memory_x{factor}.xplane.pb"
     if not target.exists():
         scale_capture(source, factor, target)
+    return target
+
+
+GIGABYTE = 1 << 30
+
+
+def _gigabyte_capture(x50: Path) -> Path:
+    """A ~1 GB capture from the x50 one: each host line's events repeated (as bytes) so that the
+    host plane is about 1 GB; the other planes as they are. Built plane by plane, line by line."""
+    from tpudoctor.profile.schema import message_class
+    from tpudoctor.profile.wire import encode_varint
+
+    folder = WORK if shutil.disk_usage(tempfile.gettempdir()).free > 3 * GIGABYTE else REPO / ".bench_tmp"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "memory_1gb.xplane.pb"
+    space = message_class("XSpace", raw=True).FromString(x50.read_bytes())
+    raw_line = message_class("XLine", raw=True)
+    host = [plane for plane in space.planes if plane.name == "/host:CPU"][0]
+    host_bytes = sum(len(line) for line in host.lines)
+    repeat = max(1, round((GIGABYTE - (x50.stat().st_size - host_bytes)) / host_bytes))
+    with open(target, "wb") as out:
+        for plane in space.planes:
+            if plane is not host:
+                data = plane.SerializeToString()
+                out.write(b"\x0a" + encode_varint(len(data)) + data)
+                continue
+            lines = list(plane.lines)
+            del plane.lines[:]
+            head = plane.SerializeToString()
+            parts = [head]
+            size = len(head)
+            for line_bytes in lines:
+                line = raw_line.FromString(line_bytes)
+                events = list(line.events)
+                del line.events[:]
+                line.events.extend(events * repeat)
+                data = line.SerializeToString()
+                del line, events
+                field = b"\x1a" + encode_varint(len(data))
+                parts.append((field, data))
+                size += len(field) + len(data)
+            out.write(b"\x0a" + encode_varint(size))
+            out.write(head)
+            for field, data in parts[1:]:
+                out.write(field)
+                out.write(data)
+            del parts
     return target
 
 
@@ -105,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scales", default="10,50")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--skip-xprof", action="store_true")
+    parser.add_argument("--gigabyte", action="store_true", help="also a ~1 GB capture (read only; deleted after)")
     args = parser.parse_args(argv)
     source = args.source or _largest_capture()
     captures = [(1, source)] + [(int(s), _scaled(source, int(s))) for s in args.scales.split(",") if s.strip()]
@@ -127,6 +184,24 @@ def main(argv: list[str] | None = None) -> int:
         baseline = read.get("baseline_rss", 0) / 1e6
         print(f"{'x' + str(factor):>10} {path.stat().st_size / 1e6:>8.1f} {events:>10,} " + " ".join(cells)
               + f" {baseline:>9.1f}")
+    if args.gigabyte:
+        x50 = _scaled(source, 50)
+        # built in a child: ru_maxrss survives exec, so a big parent would inflate the reader's figure
+        code = (f"import sys; sys.path.insert(0, {str(REPO / 'benchmarks')!r}); import memory_events as m; "
+                f"print(m._gigabyte_capture(m.Path({str(x50)!r})))")
+        built = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+        big = Path(built.stdout.strip().splitlines()[-1])
+        try:
+            result = _run("read", big, args.runs)
+            if "error" in result:
+                print(f"{'~1 GB':>10} {big.stat().st_size / 1e6:>8.1f} error: {result['error']}")
+            else:
+                print(f"{'~1 GB':>10} {big.stat().st_size / 1e6:>8.1f} {int(result['n']):>10,} read: "
+                      f"{result['seconds']:.2f} s wall, {result['cpu_seconds']:.2f} s CPU, peak RSS "
+                      f"{result['ru_maxrss'] / 1e6:.0f} MB (ru_maxrss; VmHWM {result['peak_rss'] / 1e6:.0f} MB), "
+                      f"baseline {result['baseline_rss'] / 1e6:.0f} MB")
+        finally:
+            big.unlink(missing_ok=True)
     return 0
 
 

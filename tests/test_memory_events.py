@@ -474,23 +474,10 @@ def test_a_corrupt_or_foreign_file_is_an_input_error(tmp_path):
 
 @pytest.mark.needs_shared_data
 def test_small_batches_and_text_blocks_read_the_same_events(shared_data, monkeypatch):
-    """Stats gathered over many decoder batches, strings compared a few at a time, and the
-    decoder's own ``texts`` where a batch has no value spans: the same table."""
-    from tpudoctor.profile.xspace import decoder
-
+    """Stats gathered over many small batches of host-plane events, strings compared a few at a
+    time: the same table."""
     path = shared_data / "xprof_gpu_multi_worker_34.83.195.179_6003.xplane.pb"
     whole = read_memory_events(path).frame
-    monkeypatch.setattr(decoder, "BATCH_EVENTS", 997)
+    monkeypatch.setattr(events_module, "BATCH_EVENTS", 997)
     monkeypatch.setattr(events_module, "TEXT_BLOCK_BYTES", 64)
-    assert read_memory_events(path).frame.equals(whole)
-
-    class TextsOnly:  # a batch as a decoder without the value spans would give it
-        def __init__(self, batch):
-            self.batch = batch
-
-        def texts(self, rows):
-            return self.batch.texts(rows)
-
-    real = events_module._text_codes
-    monkeypatch.setattr(events_module, "_text_codes", lambda batch, rows: real(TextsOnly(batch), rows))
     assert read_memory_events(path).frame.equals(whole)

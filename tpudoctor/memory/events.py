@@ -13,9 +13,9 @@ TensorFlow's and PJRT's allocators (BFC, the TPU runtime's) write a ``MemoryAllo
 (a number) or ``allocator_name``; the last of them in the event wins, as in xprof's memory_profile.
 A free carries no size of its own on TPU: ``match_frees`` gives it its allocation's (by ``addr``).
 
-Read with the profile loader's wire decoder (``tpudoctor.profile.xspace.decoder``), on the host
-plane only: its events' fields and stats decoded batch by batch with numpy, the memory events'
-stats gathered into columns; no Python object per event: string values are compared as bytes with
+Read at the wire level (``tpudoctor.profile.wire``), on the first host plane only, line by line:
+each batch's metadata ids read first and only the memory events' fields and stats decoded, with
+numpy, into columns (memory bounded by the memory events, not the host plane's other events); no Python object per event: string values are compared as bytes with
 numpy and decoded once per distinct value (categoricals), allocator ids once per distinct id.
 """
 
@@ -32,19 +32,13 @@ import pandas as pd
 from tpudoctor.errors import InputError
 from tpudoctor.profile import wire
 from tpudoctor.profile.schema import message_class
-from tpudoctor.profile.xspace.decoder import (
-    BYTES,
-    DOUBLE,
-    INT64,
-    REF,
-    STR,
-    UINT64,
-    EventFields,
-    XSpaceDecoder,
-)
+
+# XStat value fields (their field numbers): the kind of each decoded stat value
+DOUBLE, UINT64, INT64, STR, BYTES, REF = 2, 3, 4, 5, 6, 7
 
 HOST_PLANE = "/host:CPU"
 ALLOCATION, DEALLOCATION = "MemoryAllocation", "MemoryDeallocation"
+BATCH_EVENTS = 1 << 17  # host-plane events whose metadata ids are read together: bounds the temporaries
 STREAM_MIN_BYTES = 64 << 20  # larger local files are read plane by plane (the profile loader's threshold)
 
 # stat name -> column, for the stats read as integers
@@ -161,12 +155,19 @@ def _host_planes(planes: Iterable[Any]) -> Iterator[Any]:
 
 
 def _decode(planes, source: str, errors: list[str], warnings: list[str], release=None) -> MemoryEvents:
-    decoder = XSpaceDecoder(planes, errors, warnings, release=release)
     try:
-        return _memory_events(decoder, source)
+        return _memory_events(planes, source, warnings, release)
     except wire.WireError as exc:
         raise InputError(f"{source} is corrupt: {exc}",
                          hint="the file was damaged after it was written; capture again") from exc
+
+
+def _parse_line(data: bytes):
+    """An XLine (its events as bytes) from its bytes; ``WireError`` when they do not decode."""
+    try:
+        return message_class("XLine", raw=True).FromString(data)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and RuntimeError on some builds)
+        raise wire.WireError("a line of the host plane does not decode") from exc
 
 
 class _Gathered:
@@ -182,7 +183,7 @@ class _Gathered:
 
     def add(self, event, name, raw, kind, text_rows, text_codes, distinct: list[str]) -> None:
         """One batch's stats; ``text_codes`` index ``distinct`` (that batch's distinct texts)."""
-        codes = np.full(len(event), -1, dtype=np.int64)
+        codes = np.full(len(event), -1, dtype=np.int32)
         if len(text_rows):
             index = self.texts
             to_global = np.asarray([index.setdefault(text, len(index)) for text in distinct], dtype=np.int64)
@@ -194,31 +195,23 @@ class _Gathered:
         self.text_code.append(codes)
 
     def arrays(self):
+        """The gathered arrays joined, one at a time (each list's parts dropped once joined); batches
+        come in file order and each batch's stats grouped by event, so no sort is needed."""
         def joined(parts, dtype):
-            return np.concatenate(parts) if parts else np.zeros(0, dtype)
-        event = joined(self.event, np.int64)
-        order = np.argsort(event, kind="stable")  # each event's stats together, in their order in the event
-        return (event[order], joined(self.name, np.int16)[order], joined(self.raw, np.uint64)[order],
-                joined(self.kind, np.int8)[order], joined(self.text_code, np.int64)[order])
+            out = np.concatenate(parts) if parts else np.zeros(0, dtype)
+            parts.clear()
+            return out
+        return (joined(self.event, np.int32), joined(self.name, np.int16), joined(self.raw, np.uint64),
+                joined(self.kind, np.int8), joined(self.text_code, np.int32))
 
 
 TEXT_BLOCK_BYTES = 1 << 24  # bytes of string values compared at a time
 
 
-def _text_codes(batch, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """(code of each stat row's string value, the distinct values): the values compared as bytes
-    with numpy, one string decoded per distinct value. Reads the batch's buffer and value spans
-    (``StatBatch``'s own fields: the decoder has no public accessor for them yet); where a decoder
-    lacks them, its ``texts``."""
-    stats, strings = getattr(batch, "_stats", None), getattr(batch, "_strings", None)
-    data = getattr(getattr(strings, "buffer", None), "bytes", None)
-    if stats is None or data is None or "text_start" not in stats:
-        values = batch.texts(rows)
-        index: dict[str, int] = {}
-        codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=len(values))
-        return codes, list(index)
-    start, length = stats["text_start"][rows], stats["text_length"][rows]
-    codes = np.empty(len(rows), dtype=np.int64)
+def _text_codes(data: np.ndarray, start: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """(code of each string value ``data[start:start + length]``, the distinct values): the values
+    compared as bytes with numpy, one string decoded per distinct value."""
+    codes = np.empty(len(start), dtype=np.int64)
     distinct: list[str] = []
     for size in np.unique(length).tolist():
         same = np.flatnonzero(length == size)
@@ -239,62 +232,165 @@ def _text_codes(batch, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
 
 
 MEMORY_STAT_ORDER = (*INT_STATS, *FLOAT_STATS, *TEXT_STATS, *ALLOCATOR_STATS)
+_PADDING = bytes(wire.PAD_BYTES)
+_TAG_METADATA_ID = 0x08  # XEvent.metadata_id as writers put it: the event's first field
 
 
-def _memory_events(decoder: XSpaceDecoder, source: str) -> MemoryEvents:
-    headers = decoder.read_headers()
-    if not headers.planes:
-        decoder.close()
-        return _empty(source, has_host_plane=False)
-    # one host plane (the first, if a capture ever had two: xprof reads the first too)
-    plane_meta = [row for row in headers.metadata if row[0] == 0]
-    alloc_ids = [row[1] for row in plane_meta if row[2] == ALLOCATION]
-    free_ids = [row[1] for row in plane_meta if row[2] == DEALLOCATION]
-    memory_ids = np.asarray(alloc_ids + free_ids, dtype=np.int64)
+def _metadata_ids(buffer: wire.Buffer, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Each event's metadata_id (field 1): read where writers put it (first), else by a field walk."""
+    data = buffer.bytes
+    metadata_id = np.zeros(len(starts), dtype=np.int64)
+    first = np.flatnonzero((data[starts] == _TAG_METADATA_ID) & (starts < ends))
+    if len(first):
+        metadata_id[first] = wire.read_varints(buffer, starts[first] + 1)[0].view(np.int64)
+    other = np.ones(len(starts), dtype=bool)
+    other[first] = False
+    other = np.flatnonzero(other)
+    if len(other):
+        for alive, field, wire_type, _, value, _ in wire.scan_fields(buffer, starts[other], ends[other]):
+            hit = (field == 1) & (wire_type == wire.WIRE_VARINT)
+            metadata_id[other[alive[hit]]] = value[hit].view(np.int64)
+    return metadata_id
+
+
+def _event_fields(buffer: wire.Buffer, starts: np.ndarray, ends: np.ndarray):
+    """(offset_ps, stats' event, start, end) of the XEvents at the spans: a field walk of each event
+    (only the memory events get here); stats grouped by event, in their order in it."""
+    offset_ps = np.zeros(len(starts), dtype=np.int64)
+    stat_event, stat_start, stat_end = [], [], []
+    for alive, field, wire_type, value_pos, value, length in wire.scan_fields(buffer, starts, ends):
+        hit = (field == 2) & (wire_type == wire.WIRE_VARINT)
+        offset_ps[alive[hit]] = value[hit].view(np.int64)
+        hit = np.flatnonzero((field == 4) & (wire_type == wire.WIRE_LEN))
+        stat_event.append(alive[hit])
+        stat_start.append(value_pos[hit])
+        stat_end.append(value_pos[hit] + length[hit])
+    event = np.concatenate(stat_event) if stat_event else np.zeros(0, np.int64)
+    order = np.argsort(event, kind="stable")
+    starts_out = np.concatenate(stat_start) if stat_start else np.zeros(0, np.int64)
+    ends_out = np.concatenate(stat_end) if stat_end else np.zeros(0, np.int64)
+    return offset_ps, event[order], starts_out[order], ends_out[order]
+
+
+def _stats(buffer: wire.Buffer, starts: np.ndarray, ends: np.ndarray):
+    """(metadata_id, kind, raw 64 bits, text start, text length) of the XStats at the spans; a
+    value field written twice: the last wins, as protobuf reads it."""
+    n = len(starts)
+    metadata_id = np.zeros(n, dtype=np.int64)
+    kind = np.zeros(n, dtype=np.int8)
+    raw = np.zeros(n, dtype=np.uint64)
+    text_start = np.zeros(n, dtype=np.int64)
+    text_length = np.zeros(n, dtype=np.int64)
+    for alive, field, wire_type, value_pos, value, length in wire.scan_fields(buffer, starts, ends):
+        varint = wire_type == wire.WIRE_VARINT
+        hit = (field == 1) & varint
+        metadata_id[alive[hit]] = value[hit].view(np.int64)
+        for number in (UINT64, INT64, REF):
+            hit = (field == number) & varint
+            kind[alive[hit]] = number
+            raw[alive[hit]] = value[hit]
+        hit = (field == DOUBLE) & (wire_type == wire.WIRE_FIXED64)
+        if hit.any():
+            kind[alive[hit]] = DOUBLE
+            raw[alive[hit]] = wire.read_fixed64(buffer, value_pos[hit])
+        for number in (STR, BYTES):
+            hit = (field == number) & (wire_type == wire.WIRE_LEN)
+            kind[alive[hit]] = number
+            text_start[alive[hit]] = value_pos[hit]
+            text_length[alive[hit]] = length[hit]
+    return metadata_id, kind, raw, text_start, text_length
+
+
+def _memory_events(planes, source: str, warnings: list[str], release) -> MemoryEvents:
+    """The first host plane's memory events: each line parsed in turn (its events as bytes), its
+    events' metadata ids read BATCH_EVENTS at a time, and only the memory events' fields and stats
+    decoded; the rest of the plane is never held beyond its batch."""
+    iterator = iter(planes())
+    try:
+        plane = next(iterator, None)
+        if plane is None:
+            return _empty(source, has_host_plane=False, warnings=list(warnings))
+        return _plane_memory_events(plane, source, warnings)
+    finally:
+        plane = None
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            close()
+        if release is not None:
+            release()
+
+
+def _plane_memory_events(plane, source: str, warnings: list[str]) -> MemoryEvents:
+    names_by_id = {int(key): value.name for key, value in plane.stat_metadata.items()}
+    ref_ids = np.asarray(sorted(names_by_id), dtype=np.int64)
+    ref_names = [names_by_id[key] for key in ref_ids.tolist()]
+    alloc_ids = np.asarray([int(k) for k, m in plane.event_metadata.items() if m.name == ALLOCATION], dtype=np.int64)
+    free_ids = np.asarray([int(k) for k, m in plane.event_metadata.items() if m.name == DEALLOCATION],
+                          dtype=np.int64)
+    memory_ids = np.concatenate([alloc_ids, free_ids])
     if not len(memory_ids):  # no event can be a memory event: nothing to decode
-        warnings = list(decoder.warnings)
-        decoder.close()
-        return _empty(source, warnings=warnings)
-    n_plane0 = int(headers.line_counts[headers.line_plane == 0].sum())
-    fields = EventFields.allocate(headers)
-    # stat name row (all planes' stat names end to end) -> position in MEMORY_STAT_ORDER (-1: not read)
-    position = {name: index for index, name in enumerate(MEMORY_STAT_ORDER)}
-    name_table = np.asarray([position.get(name, -1) for names in headers.stat_names for name in names] + [-1],
-                            dtype=np.int16)
-    ref_names = headers.stat_names[0]
-    ref_ids = headers.stat_ids[0]
-    gathered = _Gathered()
-    for batch in decoder.read_events(headers, fields, wanted=MEMORY_STATS):
-        event = batch.event
-        keep = (event < n_plane0) & np.isin(fields.metadata_id[event], memory_ids)
-        keep &= name_table[batch.name_row] >= 0
-        rows = np.flatnonzero(keep)
-        if len(rows):
-            raw, kind = batch.numbers(rows)
-            text_rows = np.flatnonzero((kind == STR) | (kind == BYTES))
-            text_codes, distinct = _text_codes(batch, rows[text_rows]) if len(text_rows) else (None, [])
-            gathered.add(event[rows], name_table[batch.name_row[rows]], raw, kind, text_rows, text_codes, distinct)
-        del batch  # one batch's buffer at a time
-    warnings = list(decoder.warnings)
-    decoder.close()
-
-    plane0 = slice(0, n_plane0)
-    metadata_id = fields.metadata_id[plane0]
-    is_alloc_all = np.isin(metadata_id, np.asarray(alloc_ids, dtype=np.int64))
-    is_memory = is_alloc_all | np.isin(metadata_id, np.asarray(free_ids, dtype=np.int64))
-    rows = np.flatnonzero(is_memory)
-    if not len(rows):
         return _empty(source, warnings=list(warnings))
-    n = len(rows)
-    line = fields.line[rows]
-    line_ts = headers.line_timestamp_ns[line]
-    offset_ps = fields.offset_ps[rows]
-    host_lines = (headers.line_plane == 0) & (headers.line_counts > 0)
-    origin_ns = int(headers.line_timestamp_ns[host_lines].min())
+    position = {name: index for index, name in enumerate(MEMORY_STAT_ORDER)}
+    # stat metadata row -> position in MEMORY_STAT_ORDER (-1: not read); the last row: unknown ids
+    name_table = np.asarray([position.get(name, -1) for name in ref_names] + [-1], dtype=np.int16)
+    line_ids: list[int] = []
+    line_ts: list[int] = []
+    line_with_events: list[bool] = []
+    event_line, event_offset, event_alloc = [], [], []
+    gathered = _Gathered()
+    n_memory = 0
+    for line_index, line_bytes in enumerate(plane.lines):
+        line = _parse_line(line_bytes)
+        del line_bytes
+        events = line.events
+        count = len(events)
+        line_ids.append(line.id)
+        line_ts.append(line.timestamp_ns)
+        line_with_events.append(count > 0)
+        for low in range(0, count, BATCH_EVENTS):
+            chunk = events[low:low + BATCH_EVENTS]
+            lengths = np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk))
+            chunk.append(_PADDING)
+            buffer = wire.Buffer(b"".join(chunk), padded=True)
+            del chunk
+            ends = np.cumsum(lengths)
+            starts = ends - lengths
+            metadata_id = _metadata_ids(buffer, starts, ends)
+            keep = np.flatnonzero(np.isin(metadata_id, memory_ids))
+            if not len(keep):
+                continue
+            offset_ps, stat_event, stat_start, stat_end = _event_fields(buffer, starts[keep], ends[keep])
+            event_line.append(np.full(len(keep), line_index, dtype=np.int64))
+            event_offset.append(offset_ps)
+            event_alloc.append(np.isin(metadata_id[keep], alloc_ids))
+            stat_id, kind, raw, text_start, text_length = _stats(buffer, stat_start, stat_end)
+            at = np.minimum(np.searchsorted(ref_ids, stat_id), len(ref_ids))
+            known = at < len(ref_ids)
+            known[known] = ref_ids[at[known]] == stat_id[known]
+            name = name_table[np.where(known, at, len(ref_ids))]
+            rows = np.flatnonzero(name >= 0)
+            if len(rows):
+                kind, raw = kind[rows], raw[rows]
+                text_rows = np.flatnonzero((kind == STR) | (kind == BYTES))
+                text_codes, distinct = (_text_codes(buffer.bytes, text_start[rows[text_rows]],
+                                                    text_length[rows[text_rows]])
+                                        if len(text_rows) else (None, []))
+                gathered.add((stat_event[rows] + n_memory).astype(np.int32), name[rows], raw, kind, text_rows, text_codes, distinct)
+            n_memory += len(keep)
+            del buffer
+        del line, events
+
+    n = n_memory
+    if not n:
+        return _empty(source, warnings=list(warnings))
+    line = np.concatenate(event_line)
+    line_ts_array = np.asarray(line_ts, dtype=np.int64)
+    offset_ps = np.concatenate(event_offset)
+    with_events = np.asarray(line_with_events, dtype=bool)
+    origin_ns = int(line_ts_array[with_events].min())
     columns: dict[str, Any] = {}
 
-    stat_event, stat_name, stat_raw, stat_kind, stat_text = gathered.arrays()
-    target = np.searchsorted(rows, stat_event)  # every gathered stat is of a memory event
+    target, stat_name, stat_raw, stat_kind, stat_text = gathered.arrays()
 
     def numbers(name: str) -> tuple[np.ndarray, np.ndarray]:
         """(int64 values, present) of an integer stat; doubles truncated, uint64 over 2^63 wrap."""
@@ -339,10 +435,10 @@ def _memory_events(decoder: XSpaceDecoder, source: str) -> MemoryEvents:
     columns["dtype"] = _dtype_column(data_type)
     frame = pd.DataFrame({
         "allocator": columns["allocator"],
-        "is_allocation": is_alloc_all[rows],
-        "time_ps": offset_ps + (line_ts - origin_ns) * 1000,
+        "is_allocation": np.concatenate(event_alloc),
+        "time_ps": offset_ps + (line_ts_array[line] - origin_ns) * 1000,
         "offset_ps": offset_ps,
-        "line_id": np.asarray([row[1] for row in headers.lines], dtype=np.int64)[line],
+        "line_id": np.asarray(line_ids, dtype=np.int64)[line],
         **{name: columns[name] for name in COLUMNS[5:-1] if name in columns},
         "file_order": np.arange(n, dtype=np.int64),
     }, copy=False)
