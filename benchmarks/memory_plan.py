@@ -50,7 +50,7 @@ def peak_rss_bytes():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
-from tpudoctor.memory.buffer_plan import largest_plan, plans_from_xspace
+from tpudoctor.memory.plan_capture import largest_plan, plans_from_xspace
 from tpudoctor.memory.fix_rule import MemoryPlanInput
 from tpudoctor.memory.rule_registry import load_rules, rank_fixes
 rules = load_rules(plugins=False)

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from tpudoctor.findings import FindingKind, Status
-from tpudoctor.memory.buffer_plan import plans_from_xspace
 from tpudoctor.memory.fix_rule import FINDING_KIND, MemoryPlanInput, MemoryRule
+from tpudoctor.memory.plan_capture import plans_from_xspace
 from tpudoctor.memory.plan_spec import Value, synthetic_plan
 from tpudoctor.memory.rule_registry import FAMILY, evaluate_rules, load_rules, rank_fixes
 from tpudoctor.rule import Rule, conformance_problems

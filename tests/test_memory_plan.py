@@ -19,18 +19,16 @@ from shared_data import SHARED_DATA
 
 from tpudoctor.memory import hlo_schema
 from tpudoctor.memory.attribution import BUCKETS, attribute, is_backward, is_optimizer_name
-from tpudoctor.memory.buffer_plan import (
-    PlanError,
-    Shape,
-    decode_hlo_proto,
+from tpudoctor.memory.hlo_schema import HEAP_ALLOC, HEAP_FREE, HEAP_SHARE_WITH, message_class
+from tpudoctor.memory.hlo_shapes import Shape, tiled_elements
+from tpudoctor.memory.plan_capture import (
     plan_at,
     plan_for,
     plans_from_xspace,
     program_runs,
     split_event_name,
-    tiled_elements,
 )
-from tpudoctor.memory.hlo_schema import HEAP_ALLOC, HEAP_FREE, HEAP_SHARE_WITH, message_class
+from tpudoctor.memory.plan_decode import PlanError, decode_hlo_proto
 from tpudoctor.memory.plan_spec import Value, synthetic_hlo_proto, synthetic_plan
 
 NAMED_FRACTION = 0.95

@@ -9,7 +9,7 @@ stdin) holding XLA's or libtpu's out-of-memory listings or ``memory_analysis()``
 
 Per capture (host): each allocator's peak (``timeline.allocator_timelines``: bytes in use, when, step, capacity,
 fragmentation) with the buffers live there (``buffers.peak_breakdown``) and a sampled timeline; the program
-running at the peak (``buffer_plan.plan_at``; where none ran then, the largest program, said so), its bytes by
+running at the peak (``plan_capture.plan_at``; where none ran then, the largest program, said so), its bytes by
 bucket (``attribution.attribute``) and the fixes ranked by saving (``rule_registry.evaluate_rules``). Per text:
 each out-of-memory listing (``oom_text.parse_oom_reports``) as a FAIL finding; text carries no buffer plan, so
 what each fix would save is ``unknown`` and the finding says how to take a capture that tells.
@@ -164,7 +164,7 @@ def _timeline_points(timeline, points: int) -> dict[str, list]:
 
 
 def _plan_at_peak(plans, runs, absolute_ps: int, allocator: str):
-    from tpudoctor.memory.buffer_plan import plan_at
+    from tpudoctor.memory.plan_capture import plan_at
 
     planes = {r.plane for r in runs}
     own = [p for p in planes if p.rsplit(":", 1)[-1] == allocator and p.startswith("/device:")]
@@ -222,8 +222,8 @@ def _program(plan, why: str, allocators: list[str], peak, options: MemoryOptions
 
 
 def _capture(capture: _Capture, options: MemoryOptions, rules, findings: list[Finding]) -> dict[str, Any]:
-    from tpudoctor.memory.buffer_plan import largest_plan, plans_from_xspace, program_runs
     from tpudoctor.memory.events import read_memory_events
+    from tpudoctor.memory.plan_capture import largest_plan, plans_from_xspace, program_runs
     from tpudoctor.memory.timeline import allocator_timelines
 
     location = capture.location

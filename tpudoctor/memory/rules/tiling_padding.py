@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tpudoctor.findings import Status
-from tpudoctor.memory.buffer_plan import Shape
 from tpudoctor.memory.fix_rule import MemoryExample, MemoryPlanInput, MemoryRule, Saving
+from tpudoctor.memory.hlo_shapes import Shape
 from tpudoctor.memory.plan_spec import Value, synthetic_plan
 
 SMALL_MINOR = 128
