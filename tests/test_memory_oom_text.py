@@ -10,13 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tpudoctor.memory.oom_text import (
-    CompiledMemoryStats,
-    parse_memory_analysis,
-    parse_oom_report,
-    parse_oom_reports,
-    parse_size,
-)
+from tpudoctor.memory.oom_report import CompiledMemoryStats, parse_size
+from tpudoctor.memory.oom_text import parse_memory_analysis, parse_oom_report, parse_oom_reports
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -1,0 +1,259 @@
+"""What an out-of-memory report says, as dataclasses: the header, usage blocks, program allocations, reservation
+and allocation failures, ``compiled.memory_analysis()``'s stats, and the ``Reconciliation`` of each listing with its
+own header; with ``Size``, a printed size and its rounding. ``oom_text`` fills them from the text."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
+TOLERANCE = 0.01  # a listing's total within 1 % of its header
+
+# bytes per element of XLA's primitive types (sub-byte types packed)
+ELEMENT_BYTES = {
+    "pred": 1, "s2": 0.25, "u2": 0.25, "s4": 0.5, "u4": 0.5, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "s32": 4, "u32": 4,
+    "s64": 8, "u64": 8, "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "c64": 8, "c128": 16, "f4e2m1fn": 0.5,
+    "f8e5m2": 1, "f8e4m3fn": 1, "f8e4m3b11fnuz": 1, "f8e5m2fnuz": 1, "f8e4m3fnuz": 1, "f8e4m3": 1, "f8e3m4": 1,
+    "f8e8m0fnu": 1,
+}
+
+SIZE_PATTERN = r"-?[0-9]+(?:\.[0-9]+)?\s*[KMGTPE]?(?:i?B)?"
+_SIZE_RE = re.compile(r"^(-?[0-9]+(?:\.([0-9]+))?)\s*([KMGTPE]?)(?:i?B)?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Size:
+    """A printed size: its bytes and how far the printed digits can be from the real figure."""
+
+    bytes: int
+    slack: int
+    text: str
+
+    @classmethod
+    def parse(cls, text: str) -> Size:
+        match = _SIZE_RE.match(text.strip())
+        if match is None:
+            raise ValueError(f"not a byte size: {text!r}")
+        unit = UNITS[match.group(3)]
+        decimals = len(match.group(2) or "")
+        value = float(match.group(1)) * unit
+        return cls(int(round(value)), int(math.ceil(0.5 * unit / 10**decimals)) if unit > 1 else 0, text.strip())
+
+
+def parse_size(text: str) -> int:
+    """XLA's human-readable size (``40.83G``, ``256.0K``, ``0B``, ``-2.55G``, ``2.5GiB``) as bytes (1024-based)."""
+    return Size.parse(text).bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class Reconciliation:
+    """A listing against its own header: ``listed_bytes`` (what its items add up to) against
+    ``header_bytes``; ``ok`` within ``tolerance_bytes`` (1 % of the header, or the rounding of the
+    printed figures where that is more)."""
+
+    what: str
+    header_bytes: int
+    listed_bytes: int
+    tolerance_bytes: int
+
+    @property
+    def difference_bytes(self) -> int:
+        return self.listed_bytes - self.header_bytes
+
+    @property
+    def difference_share(self) -> float:
+        return self.difference_bytes / self.header_bytes if self.header_bytes else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return abs(self.difference_bytes) <= self.tolerance_bytes
+
+
+def reconcile(what: str, header: Size, listed: list[Size], *, exact: bool = False) -> Reconciliation:
+    slack = 0 if exact else header.slack + sum(item.slack for item in listed)
+    return Reconciliation(what, header.bytes, sum(item.bytes for item in listed),
+                          max(int(TOLERANCE * abs(header.bytes)), slack))
+
+
+@dataclasses.dataclass(frozen=True)
+class OomHeader:
+    """``Ran out of memory in memory space hbm. Used X of Y hbm. Exceeded hbm capacity by Z.``"""
+
+    memory_space: str
+    used_bytes: int
+    capacity_bytes: int
+    exceeded_bytes: int
+    at_compile: bool
+    """XLA refused to compile (``compile permanent error``, ``Compilation failure``), not a run-time failure."""
+    status: str | None
+    """``RESOURCE_EXHAUSTED`` (or TF's ``Resource exhausted``) where the line says it."""
+    error_code: str | None
+    """libtpu's code where printed, e.g. ``E1000: CompileTimeHbmOom``."""
+    line: str
+
+
+@dataclasses.dataclass(frozen=True)
+class UsageItem:
+    """One line of a usage block: ``program          40.83G``; ``bytes`` None for ``unknown size``."""
+
+    name: str
+    bytes: int | None
+    detail: str
+    """What follows the size on its line, e.g. ``(89.4% utilization)``."""
+    utilization_percent: float | None = None
+    unpadded_bytes: int | None = None
+    padded_bytes: int | None = None
+    fragmentation_percent: float | None = None
+    fragmentation_bytes: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class UsageBlock:
+    """A titled block of usage items: ``Total hbm usage >= X``, ``Program hbm requirement X``,
+    ``Heap allocator status``, ``Persistent allocations include some or all of``."""
+
+    kind: str
+    """``total``, ``program``, ``heap_status``, ``persistent`` or ``buffer_assignment`` (XLA GPU's
+    ``BufferAssignment stats``: its ``total allocation`` is the total, the other ``* allocation`` lines its items)."""
+    title: str
+    memory_space: str | None
+    total_bytes: int | None
+    at_least: bool
+    """The total is a lower bound (``>=``)."""
+    items: tuple[UsageItem, ...]
+
+    def item(self, name: str) -> UsageItem | None:
+        """The first item whose name starts with ``name`` (``reserved`` finds ``reserved(Infeed/...)``)."""
+        return next((item for item in self.items if item.name.startswith(name)), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputSize:
+    """``Output size 0B; shares 0B with arguments.`` (None: ``unknown``)."""
+
+    bytes: int | None
+    shared_with_arguments_bytes: int | None
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramAllocation:
+    """One entry of ``Largest program allocations in <space>`` (or of XLA GPU's ``Peak buffers``, space
+    ``device``; an ``Entry Parameter Subshape`` there is its shape, allocation type ``parameter``)."""
+
+    rank: int
+    memory_space: str
+    size_bytes: int | None
+    shape: str | None
+    dtype: str | None
+    dims: tuple[int, ...] | None
+    unpadded_bytes: int | None
+    padding_bytes: int | None
+    padding_expansion: float | None
+    op_type: str | None
+    op_name: str | None
+    source_file: str | None
+    source_line: int | None
+    xla_label: str | None
+    allocation_type: str | None
+
+    @property
+    def source(self) -> str | None:
+        """``file:line`` of the framework op that made the buffer, where XLA kept it."""
+        if self.source_file is None:
+            return None
+        return f"{self.source_file}:{self.source_line}" if self.source_line is not None else self.source_file
+
+    @property
+    def shape_bytes(self) -> int | None:
+        """The buffer's bytes from its shape, unpadded (None for tuples and unknown element types)."""
+        if self.dims is None or self.dtype not in ELEMENT_BYTES:
+            return None
+        return int(math.ceil(math.prod(self.dims) * ELEMENT_BYTES[self.dtype]))
+
+
+@dataclasses.dataclass(frozen=True)
+class ReservationFailure:
+    """``Attempting to reserve X at the bottom of memory. That was not possible. There are F free,
+    R reserved, and V reservable.`` and its ``HBM capacity`` table (exact bytes where printed)."""
+
+    requested_bytes: int
+    free_bytes: int | None
+    reserved_bytes: int | None
+    reservable_bytes: int | None
+    capacity_bytes: int | None
+    table: dict[str, int]
+    """``HBM capacity`` table rows by name (``Top-of-Memory reserved``, ``Currently allocated``,
+    ``Program requirement``, ``Available after request``), in bytes."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AllocationFailure:
+    """``Attempting to allocate X. That was not possible. There are F free.`` (run time); or XLA GPU's
+    ``Out of memory while trying to allocate N bytes.`` (exact bytes, nothing free said)."""
+
+    requested_bytes: int
+    free_bytes: int | None
+    largest_free_bytes: int | None
+    """``Due to fragmentation, the largest contiguous region of free memory is N``."""
+    device: str | None
+    """The memory it names, e.g. ``0x0x0_HBM0``."""
+
+
+COMPILED_STATS_FIELDS = (
+    "generated_code_size_in_bytes", "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+    "temp_size_in_bytes", "host_generated_code_size_in_bytes", "host_argument_size_in_bytes",
+    "host_output_size_in_bytes", "host_alias_size_in_bytes", "host_temp_size_in_bytes", "peak_memory_in_bytes",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class CompiledMemoryStats:
+    """``compiled.memory_analysis()`` as printed: every ``*_in_bytes`` field (``fields``)."""
+
+    fields: dict[str, int]
+
+    def get(self, name: str) -> int | None:
+        return self.fields.get(name)
+
+    @property
+    def device_bytes(self) -> int:
+        """Device memory the executable needs: arguments + outputs - aliased + temporaries + code."""
+        f = self.fields
+        return (f.get("argument_size_in_bytes", 0) + f.get("output_size_in_bytes", 0)
+                - f.get("alias_size_in_bytes", 0) + f.get("temp_size_in_bytes", 0)
+                + f.get("generated_code_size_in_bytes", 0))
+
+    @property
+    def host_bytes(self) -> int:
+        f = self.fields
+        return (f.get("host_argument_size_in_bytes", 0) + f.get("host_output_size_in_bytes", 0)
+                - f.get("host_alias_size_in_bytes", 0) + f.get("host_temp_size_in_bytes", 0)
+                + f.get("host_generated_code_size_in_bytes", 0))
+
+
+@dataclasses.dataclass
+class OomReport:
+    """One out-of-memory report (or the parts of one a log holds), its ``reconciliations``."""
+
+    header: OomHeader | None = None
+    total: UsageBlock | None = None
+    output: OutputSize | None = None
+    program: UsageBlock | None = None
+    heap_status: UsageBlock | None = None
+    persistent: UsageBlock | None = None
+    buffer_assignment: UsageBlock | None = None
+    allocations: list[ProgramAllocation] = dataclasses.field(default_factory=list)
+    reservation: ReservationFailure | None = None
+    allocation_failure: AllocationFailure | None = None
+    reconciliations: list[Reconciliation] = dataclasses.field(default_factory=list)
+
+    @property
+    def problems(self) -> list[Reconciliation]:
+        """The listings whose items do not add up to their own header."""
+        return [r for r in self.reconciliations if not r.ok]
+
+    @property
+    def listed_allocation_bytes(self) -> int:
+        return sum(a.size_bytes or 0 for a in self.allocations)
