@@ -24,9 +24,11 @@ import pytest
 from profile_oracle import real_captures
 
 from tpudoctor.errors import InputError
+from tpudoctor.memory import event_stats
 from tpudoctor.memory import events as events_module
 from tpudoctor.memory.buffers import peak_breakdown, xprof_active_allocations
-from tpudoctor.memory.events import DATA_TYPE_NAMES, memory_events_from_bytes, read_memory_events
+from tpudoctor.memory.event_stats import DATA_TYPE_NAMES
+from tpudoctor.memory.events import memory_events_from_bytes, read_memory_events
 from tpudoctor.memory.timeline import allocator_timelines
 from tpudoctor.profile.schema import message_class
 
@@ -479,5 +481,5 @@ def test_small_batches_and_text_blocks_read_the_same_events(shared_data, monkeyp
     path = shared_data / "xprof_gpu_multi_worker_34.83.195.179_6003.xplane.pb"
     whole = read_memory_events(path).frame
     monkeypatch.setattr(events_module, "BATCH_EVENTS", 997)
-    monkeypatch.setattr(events_module, "TEXT_BLOCK_BYTES", 64)
+    monkeypatch.setattr(event_stats, "TEXT_BLOCK_BYTES", 64)
     assert read_memory_events(path).frame.equals(whole)
