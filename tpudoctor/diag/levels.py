@@ -38,7 +38,7 @@ class Sizes:
 _ACCELERATOR = Sizes(gemm_n=2048, matmul_n=8192, matmul_chain=8, reps=30, hbm_bytes=2**30 * 4,
                      allreduce_bytes=2**28, soak_s=780.0, hbm_reps=10)
 _CPU = Sizes(gemm_n=256, matmul_n=640, matmul_chain=8, reps=24, hbm_bytes=2**30, allreduce_bytes=2**22,
-             soak_s=780.0, hbm_reps=5)
+             soak_s=780.0, hbm_reps=4)
 
 
 def sizes_for(backend: str, *, hbm_gib: float | None = None, soak_s: float | None = None,
