@@ -73,7 +73,7 @@ def test_the_v6e_capture_per_chip_table_and_outlier_verdict(capsys):
 
 
 def test_the_outlier_rule_names_a_chip_well_above_its_peers():
-    from tpudoctor.memory.pipeline import chip_outliers
+    from tpudoctor.memory.pod_table import chip_outliers
 
     assert chip_outliers([100, 101, 99, 100, 130])["outliers"] == [4]
     assert chip_outliers([100, 101, 99, 100, 104])["outliers"] == []  # under 5 % of the median

@@ -15,7 +15,7 @@ each out-of-memory listing (``oom_text.parse_oom_reports``) as a FAIL finding; t
 what each fix would save is ``unknown`` and the finding says how to take a capture that tells.
 
 Pod-wide: every chip's (device allocator's) peak across the hosts, their median, and the chips more than
-``max(OUTLIER_MIN_FRACTION x median, OUTLIER_MADS x MAD)`` above it (``chip_outliers``).
+``max(OUTLIER_MIN_FRACTION x median, OUTLIER_MADS x MAD)`` above it (``pod_table.chip_outliers``).
 
 Data only: the report's document is rendered by ``tpudoctor.reports.memory_<format>``.
 """
@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
-import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -42,30 +40,14 @@ from tpudoctor.findings import (
     Status,
 )
 from tpudoctor.memory.fix_rule import FINDING_KIND, format_bytes
+from tpudoctor.memory.oom_section import CAPTURE_COMMANDS, TextInput, text_section
+from tpudoctor.memory.pod_table import HOST_ALLOCATOR, pod_section
 from tpudoctor.memory.report import MemoryReport
 
-OUTLIER_MIN_FRACTION = 0.05
-"""A chip is named only when this share of the median above it, at least..."""
-OUTLIER_MADS = 4.0
-"""...and more than this many median absolute deviations above it."""
 TOP_BUFFERS = 10
 """Buffers listed per peak and per program."""
-TOP_OOM_ALLOCATIONS = 5
-"""Largest allocations quoted in an out-of-memory finding's message (the document keeps them all)."""
 CAPTURE_SUFFIXES = (".xplane.pb", ".pb")
-HOST_ALLOCATOR = re.compile(r"host|cpu|pinned", re.IGNORECASE)
-"""Allocators that are not a chip's memory (TensorFlow's ``gpu_host_bfc``, a CPU allocator)."""
 
-CAPTURE_COMMANDS = (
-    "python -c 'import jax; jax.profiler.start_trace(\"/tmp/trace\")'  # ...run the failing step, then "
-    "jax.profiler.stop_trace()",
-    "tpudoctor profile capture --service-addr localhost:9012 --logdir /tmp/trace  # with "
-    "jax.profiler.start_server(9012) in the job",
-    "tpudoctor memory /tmp/trace",
-)
-"""What tells which fix saves how much where a text cannot: a capture of the step (its buffer plan)."""
-CAPTURE_HINT = ("a text listing carries no buffer plan: take a capture of the step that runs out (with a smaller "
-                "batch so that it fits, or the largest that does) and run tpudoctor memory on it")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,11 +70,6 @@ class _Capture:
     run: str | None
 
 
-@dataclasses.dataclass(frozen=True)
-class _Text:
-    name: str
-    text: str
-
 
 def parse_mesh(text: str | None) -> dict[str, int] | None:
     """``data=8,model=4`` -> {"data": 8, "model": 4}; ValueError naming what is wrong."""
@@ -107,13 +84,13 @@ def parse_mesh(text: str | None) -> dict[str, int] | None:
     return mesh
 
 
-def _inputs(paths: Iterable[str], stdin: Callable[[], str]) -> list[_Capture | _Text]:
+def _inputs(paths: Iterable[str], stdin: Callable[[], str]) -> list[_Capture | TextInput]:
     from tpudoctor.profile.sources import hostname_of, resolve
 
-    out: list[_Capture | _Text] = []
+    out: list[_Capture | TextInput] = []
     for path in paths:
         if path == "-":
-            out.append(_Text("<stdin>", stdin()))
+            out.append(TextInput("<stdin>", stdin()))
             continue
         if not os.path.exists(path):
             raise InputError(f"{path} does not exist",
@@ -124,7 +101,7 @@ def _inputs(paths: Iterable[str], stdin: Callable[[], str]) -> list[_Capture | _
         elif path.endswith(CAPTURE_SUFFIXES):
             out.append(_Capture(hostname_of(os.path.basename(path)), path, path, None))
         else:
-            out.append(_Text(path, _read_text(path)))
+            out.append(TextInput(path, _read_text(path)))
     return out
 
 
@@ -301,184 +278,6 @@ def _capture(capture: _Capture, options: MemoryOptions, rules, findings: list[Fi
             "programs": programs, "plans": len(plans), "program_runs": len(runs), "notes": notes}
 
 
-# --- one text --------------------------------------------------------------------------------------------------
-
-
-def _allocation_row(a) -> dict[str, Any]:
-    return {"rank": a.rank, "memory_space": a.memory_space, "size_bytes": a.size_bytes, "shape": a.shape,
-            "unpadded_bytes": a.unpadded_bytes, "padding_bytes": a.padding_bytes, "op_type": a.op_type,
-            "op_name": a.op_name, "source": a.source, "xla_label": a.xla_label, "allocation_type": a.allocation_type}
-
-
-def _block(block) -> dict[str, Any] | None:
-    if block is None:
-        return None
-    return {"title": block.title, "total_bytes": block.total_bytes, "at_least": block.at_least,
-            "items": [{"name": i.name, "bytes": i.bytes, "detail": i.detail} for i in block.items]}
-
-
-def _listing(report) -> dict[str, Any]:
-    header = report.header
-    return {
-        "header": None if header is None else {
-            "memory_space": header.memory_space, "used_bytes": header.used_bytes,
-            "capacity_bytes": header.capacity_bytes, "exceeded_bytes": header.exceeded_bytes,
-            "at_compile": header.at_compile, "status": header.status, "error_code": header.error_code},
-        "total": _block(report.total), "program": _block(report.program),
-        "allocations": [_allocation_row(a) for a in report.allocations],
-        "reservation": None if report.reservation is None else dataclasses.asdict(report.reservation),
-        "allocation_failure": None if report.allocation_failure is None
-        else dataclasses.asdict(report.allocation_failure),
-        "reconciliations": [{"what": r.what, "header_bytes": r.header_bytes, "listed_bytes": r.listed_bytes,
-                             "difference_bytes": r.difference_bytes, "ok": r.ok} for r in report.reconciliations],
-        "problems": [r.what for r in report.problems],
-        "fixes": "unknown", "fixes_why": CAPTURE_HINT}
-
-
-def _headline(report) -> tuple[str, dict[str, Any]]:
-    """What ran out, in a sentence, and its figures."""
-    header, figures = report.header, {}
-    space = (header.memory_space if header else None) or "hbm"
-    if header is not None:
-        figures = {"used_bytes": header.used_bytes, "capacity_bytes": header.capacity_bytes,
-                   "exceeded_bytes": header.exceeded_bytes}
-        when = "at compile time" if header.at_compile else "at run time"
-        return (f"ran out of {space.upper()} {when}: {format_bytes(header.used_bytes)} used of "
-                f"{format_bytes(header.capacity_bytes)} (over by {format_bytes(header.exceeded_bytes)})"), figures
-    if report.total is not None and report.total.total_bytes is not None:
-        figures = {"used_bytes": report.total.total_bytes}
-        return f"ran out of {space.upper()}: total usage {format_bytes(report.total.total_bytes)}", figures
-    if report.reservation is not None:
-        r = report.reservation
-        figures = {"requested_bytes": r.requested_bytes, "free_bytes": r.free_bytes,
-                   "capacity_bytes": r.capacity_bytes}
-        free = f", {format_bytes(r.free_bytes)} free" if r.free_bytes is not None else ""
-        return f"ran out of HBM: reserving {format_bytes(r.requested_bytes)} for the program failed{free}", figures
-    if report.allocation_failure is not None:
-        a = report.allocation_failure
-        figures = {"requested_bytes": a.requested_bytes, "free_bytes": a.free_bytes,
-                   "largest_free_bytes": a.largest_free_bytes}
-        extra = ""
-        if a.free_bytes is not None:
-            extra = f", {format_bytes(a.free_bytes)} free"
-        if a.largest_free_bytes is not None:
-            extra += f" but the largest contiguous region is {format_bytes(a.largest_free_bytes)} (fragmentation)"
-        return f"ran out of memory: allocating {format_bytes(a.requested_bytes)} failed{extra}", figures
-    if report.program is not None and report.program.total_bytes is not None:
-        figures = {"program_bytes": report.program.total_bytes}
-        return f"ran out of {space.upper()}: the program needs {format_bytes(report.program.total_bytes)}", figures
-    return "ran out of memory", figures
-
-
-def _text(text: _Text, findings: list[Finding]) -> dict[str, Any]:
-    from tpudoctor.memory.oom_text import parse_memory_analysis, parse_oom_reports
-
-    reports = parse_oom_reports(text.text)
-    stats = parse_memory_analysis(text.text)
-    listings = []
-    for index, report in enumerate(reports, 1):
-        listing = _listing(report)
-        listings.append(listing)
-        sentence, figures = _headline(report)
-        largest = [a for a in report.allocations if a.size_bytes is not None][:TOP_OOM_ALLOCATIONS]
-        if largest:
-            sentence += "; largest allocations: " + ", ".join(
-                f"{format_bytes(a.size_bytes)} {a.shape or '?'}" + (f" ({a.op_name})" if a.op_name else "")
-                for a in largest)
-        if report.problems:
-            sentence += "; the listing does not add up to its own header: " + ", ".join(
-                f"{r.what} (off by {format_bytes(abs(r.difference_bytes))})" for r in report.problems)
-        finding = Finding(
-            id="memory-oom", step=None, title=sentence.split(":", 1)[0] + f" ({text.name}, listing {index})",
-            status=Status.FAIL, severity=Severity.HIGH, kind=FINDING_KIND, message=sentence,
-            evidence={"source": text.name, "listing": index, **figures,
-                      "largest_allocations": [_allocation_row(a) for a in largest],
-                      "reconciliation_problems": [r.what for r in report.problems],
-                      "fixes": "unknown", "fixes_why": CAPTURE_HINT},
-            remediation=Remediation("which fix saves how much is unknown from text: " + CAPTURE_HINT,
-                                    CAPTURE_COMMANDS))
-        finding.confidence = Confidence(ConfidenceLevel.UNKNOWN, (CAPTURE_HINT,), {"fixes": "unknown"})
-        findings.append(finding)
-    compiled = [dict(s.fields, device_bytes=s.device_bytes, host_bytes=s.host_bytes) for s in stats]
-    for index, s in enumerate(stats, 1):
-        findings.append(Finding(
-            id="memory-analysis", step=None, title=f"compiled program's memory ({text.name}, {index})",
-            status=Status.PASS, severity=Severity.INFO, kind=FINDING_KIND,
-            message=f"memory_analysis(): the program needs {format_bytes(s.device_bytes)} of device memory "
-                    "(arguments + outputs - aliased + temporaries + code); which fix saves how much is unknown "
-                    "from text: " + CAPTURE_HINT,
-            evidence={"source": text.name, "device_bytes": s.device_bytes, "fixes": "unknown", **s.fields}))
-    return {"source": text.name, "listings": listings, "compiled_stats": compiled}
-
-
-# --- the pod ---------------------------------------------------------------------------------------------------
-
-
-def chip_outliers(peaks: Sequence[int]) -> dict[str, Any]:
-    """The median of ``peaks``, their MAD, the bytes above the median a chip must exceed to be named
-    (``max(OUTLIER_MIN_FRACTION x median, OUTLIER_MADS x MAD)``) and the indices of those that do."""
-    median = statistics.median(peaks)
-    mad = statistics.median(abs(p - median) for p in peaks)
-    threshold = max(OUTLIER_MIN_FRACTION * median, OUTLIER_MADS * mad)
-    return {"median_bytes": int(median), "mad_bytes": int(mad), "threshold_bytes": int(threshold),
-            "outliers": [i for i, p in enumerate(peaks) if p - median > threshold]}
-
-
-def _pod(hosts: list[dict[str, Any]], findings: list[Finding]) -> dict[str, Any]:
-    chips = [{"host": h["host"], "allocator": a["allocator"], "peak_bytes": a["peak_bytes"],
-              "capacity_bytes": a["capacity_bytes"], "time_ms": a["time_ms"], "step": a["step"]}
-             for h in hosts for a in h["allocators"] if a["chip"]]
-    pod: dict[str, Any] = {"chips": chips, "median_bytes": None, "mad_bytes": None, "threshold_bytes": None,
-                           "spread_fraction": None, "outliers": [], "verdict": ""}
-    if len(chips) < 2:
-        pod["verdict"] = ("no chip's allocator events in the input: no peaks to compare" if not chips
-                          else "one chip: no peers to compare its peak with")
-        return pod
-    peaks = [c["peak_bytes"] for c in chips]
-    judged = chip_outliers(peaks)
-    median = judged["median_bytes"]
-    pod.update({k: judged[k] for k in ("median_bytes", "mad_bytes", "threshold_bytes")})
-    pod["spread_fraction"] = round((max(peaks) - min(peaks)) / median, 6) if median else 0.0
-    for chip in chips:
-        chip["above_median_fraction"] = round((chip["peak_bytes"] - median) / median, 6) if median else 0.0
-    multi_host = len({c["host"] for c in chips}) > 1
-    name = (lambda c: f"{c['host']} chip {c['allocator']}") if multi_host else (lambda c: f"chip {c['allocator']}")
-    for i in judged["outliers"]:
-        chip = chips[i]
-        peers = statistics.median(p for j, p in enumerate(peaks) if j != i)
-        above = chip["peak_bytes"] - peers
-        pod["outliers"].append({"host": chip["host"], "allocator": chip["allocator"], "peak_bytes": chip["peak_bytes"],
-                                "peers_median_bytes": int(peers), "above_bytes": int(above),
-                                "above_fraction": round(above / peers, 6) if peers else None})
-    evidence = {k: pod[k] for k in ("median_bytes", "mad_bytes", "threshold_bytes", "spread_fraction")}
-    evidence["chips"] = len(chips)
-    if pod["outliers"]:
-        words = "; ".join(f"{name(chips[i])} peaks at {format_bytes(o['peak_bytes'])}, "
-                          f"{format_bytes(o['above_bytes'])} ({100 * (o['above_fraction'] or 0):.1f}%) above its "
-                          f"peers' median of {format_bytes(o['peers_median_bytes'])}"
-                          for i, o in zip(judged["outliers"], pod["outliers"], strict=True))
-        pod["verdict"] = words
-        findings.append(Finding(
-            id="memory-chip-outlier", step=None, title="a chip holds more memory than its peers", status=Status.WARN,
-            severity=Severity.MEDIUM, kind=FINDING_KIND, message=words + f" (threshold: "
-            f"{format_bytes(judged['threshold_bytes'])} above the median of {format_bytes(median)})",
-            scope=Scope.of(hosts=sorted({chips[i]["host"] for i in judged["outliers"]}),
-                           chips=[chips[i]["allocator"] for i in judged["outliers"]]),
-            evidence={**evidence, "outliers": pod["outliers"]},
-            remediation=Remediation("look at what that chip holds that its peers do not (its peak's buffers "
-                                    "below): an uneven sharding, a replicated array, or work only it does "
-                                    "(logging, checkpointing, the loss on chip 0)")))
-    else:
-        pod["verdict"] = (f"no chip stands out: {len(chips)} chips' peaks within {format_bytes(max(peaks) - min(peaks))}"
-                          f" ({100 * pod['spread_fraction']:.2f}%) of each other, median "
-                          f"{format_bytes(median)}, MAD {format_bytes(judged['mad_bytes'])}; a chip would need "
-                          f"more than {format_bytes(judged['threshold_bytes'])} above the median")
-        findings.append(Finding(
-            id="memory-chip-outlier", step=None, title="no chip holds more memory than its peers", status=Status.PASS,
-            severity=Severity.INFO, kind=FINDING_KIND, message=pod["verdict"], evidence=evidence))
-    return pod
-
-
 # --- the analysis ----------------------------------------------------------------------------------------------
 
 
@@ -507,7 +306,7 @@ def analyze(paths: Sequence[str], options: MemoryOptions | None = None, *,
             hosts.append(_capture(item, options, rules, findings))
         else:
             say(f"text {n}/{len(inputs)}: {item.name}")
-            texts.append(_text(item, findings))
+            texts.append(text_section(item, findings))
     empty = [t["source"] for t in texts if not t["listings"] and not t["compiled_stats"]]
     if empty and not hosts and len(empty) == len(texts):
         raise InputError(f"{', '.join(empty)}: no out-of-memory report (Ran out of memory, Total hbm usage, "
@@ -519,7 +318,7 @@ def analyze(paths: Sequence[str], options: MemoryOptions | None = None, *,
             severity=Severity.LOW, kind=FINDING_KIND, evidence={"source": source},
             message=f"{source} holds no out-of-memory report nor memory_analysis() output: nothing to judge in it"))
     say("comparing the chips")
-    pod = _pod(hosts, findings)
+    pod = pod_section(hosts, findings)
     return MemoryReport(inputs=list(paths), hosts=hosts, texts=texts, pod=pod, findings=findings,
                         options={"mesh": dict(options.mesh) if options.mesh else None,
                                  "batch_size": options.batch_size},

@@ -1,0 +1,143 @@
+"""The out-of-memory listings of a text (a log, a paste) as ``tpudoctor memory`` reports them: each listing a FAIL
+finding quoting used, capacity and the largest allocations, its items reconciled with its header; what each fix
+would save is ``unknown`` from text, and the finding says how to take a capture that tells."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tpudoctor.findings import (
+    Confidence,
+    ConfidenceLevel,
+    Finding,
+    Remediation,
+    Severity,
+    Status,
+)
+from tpudoctor.memory.fix_rule import FINDING_KIND, format_bytes
+
+TOP_OOM_ALLOCATIONS = 5
+"""Largest allocations quoted in an out-of-memory finding's message (the document keeps them all)."""
+
+CAPTURE_COMMANDS = (
+    "tpudoctor profile capture --service-addr localhost:9012 --logdir /tmp/trace  # with "
+    "jax.profiler.start_server(9012) in the job",
+    "tpudoctor memory /tmp/trace",
+)
+"""What tells which fix saves how much where a text cannot: a capture of the step (its buffer plan)."""
+CAPTURE_HINT = ("a text listing carries no buffer plan: take a capture of the step that runs out (with a smaller "
+                "batch so that it fits, or the largest that does) and run tpudoctor memory on it")
+
+
+@dataclasses.dataclass(frozen=True)
+class TextInput:
+    name: str
+    text: str
+
+
+def _allocation_row(a) -> dict[str, Any]:
+    return {"rank": a.rank, "memory_space": a.memory_space, "size_bytes": a.size_bytes, "shape": a.shape,
+            "unpadded_bytes": a.unpadded_bytes, "padding_bytes": a.padding_bytes, "op_type": a.op_type,
+            "op_name": a.op_name, "source": a.source, "xla_label": a.xla_label, "allocation_type": a.allocation_type}
+
+
+def _block(block) -> dict[str, Any] | None:
+    if block is None:
+        return None
+    return {"title": block.title, "total_bytes": block.total_bytes, "at_least": block.at_least,
+            "items": [{"name": i.name, "bytes": i.bytes, "detail": i.detail} for i in block.items]}
+
+
+def _listing(report) -> dict[str, Any]:
+    header = report.header
+    return {
+        "header": None if header is None else {
+            "memory_space": header.memory_space, "used_bytes": header.used_bytes,
+            "capacity_bytes": header.capacity_bytes, "exceeded_bytes": header.exceeded_bytes,
+            "at_compile": header.at_compile, "status": header.status, "error_code": header.error_code},
+        "total": _block(report.total), "program": _block(report.program),
+        "allocations": [_allocation_row(a) for a in report.allocations],
+        "reservation": None if report.reservation is None else dataclasses.asdict(report.reservation),
+        "allocation_failure": None if report.allocation_failure is None
+        else dataclasses.asdict(report.allocation_failure),
+        "reconciliations": [{"what": r.what, "header_bytes": r.header_bytes, "listed_bytes": r.listed_bytes,
+                             "difference_bytes": r.difference_bytes, "ok": r.ok} for r in report.reconciliations],
+        "problems": [r.what for r in report.problems],
+        "fixes": "unknown", "fixes_why": CAPTURE_HINT}
+
+
+def _headline(report) -> tuple[str, dict[str, Any]]:
+    """What ran out, in a sentence, and its figures."""
+    header, figures = report.header, {}
+    space = (header.memory_space if header else None) or "hbm"
+    if header is not None:
+        figures = {"used_bytes": header.used_bytes, "capacity_bytes": header.capacity_bytes,
+                   "exceeded_bytes": header.exceeded_bytes}
+        when = "at compile time" if header.at_compile else "at run time"
+        return (f"ran out of {space.upper()} {when}: {format_bytes(header.used_bytes)} used of "
+                f"{format_bytes(header.capacity_bytes)} (over by {format_bytes(header.exceeded_bytes)})"), figures
+    if report.total is not None and report.total.total_bytes is not None:
+        figures = {"used_bytes": report.total.total_bytes}
+        return f"ran out of {space.upper()}: total usage {format_bytes(report.total.total_bytes)}", figures
+    if report.reservation is not None:
+        r = report.reservation
+        figures = {"requested_bytes": r.requested_bytes, "free_bytes": r.free_bytes,
+                   "capacity_bytes": r.capacity_bytes}
+        free = f", {format_bytes(r.free_bytes)} free" if r.free_bytes is not None else ""
+        return f"ran out of HBM: reserving {format_bytes(r.requested_bytes)} for the program failed{free}", figures
+    if report.allocation_failure is not None:
+        a = report.allocation_failure
+        figures = {"requested_bytes": a.requested_bytes, "free_bytes": a.free_bytes,
+                   "largest_free_bytes": a.largest_free_bytes}
+        extra = ""
+        if a.free_bytes is not None:
+            extra = f", {format_bytes(a.free_bytes)} free"
+        if a.largest_free_bytes is not None:
+            extra += f" but the largest contiguous region is {format_bytes(a.largest_free_bytes)} (fragmentation)"
+        return f"ran out of memory: allocating {format_bytes(a.requested_bytes)} failed{extra}", figures
+    if report.program is not None and report.program.total_bytes is not None:
+        figures = {"program_bytes": report.program.total_bytes}
+        return f"ran out of {space.upper()}: the program needs {format_bytes(report.program.total_bytes)}", figures
+    return "ran out of memory", figures
+
+
+def text_section(text: TextInput, findings: list[Finding]) -> dict[str, Any]:
+    from tpudoctor.memory.oom_text import parse_memory_analysis, parse_oom_reports
+
+    reports = parse_oom_reports(text.text)
+    stats = parse_memory_analysis(text.text)
+    listings = []
+    for index, report in enumerate(reports, 1):
+        listing = _listing(report)
+        listings.append(listing)
+        sentence, figures = _headline(report)
+        largest = [a for a in report.allocations if a.size_bytes is not None][:TOP_OOM_ALLOCATIONS]
+        if largest:
+            sentence += "; largest allocations: " + ", ".join(
+                f"{format_bytes(a.size_bytes)} {a.shape or '?'}" + (f" ({a.op_name})" if a.op_name else "")
+                for a in largest)
+        if report.problems:
+            sentence += "; the listing does not add up to its own header: " + ", ".join(
+                f"{r.what} (off by {format_bytes(abs(r.difference_bytes))})" for r in report.problems)
+        finding = Finding(
+            id="memory-oom", step=None, title=sentence.split(":", 1)[0] + f" ({text.name}, listing {index})",
+            status=Status.FAIL, severity=Severity.HIGH, kind=FINDING_KIND, message=sentence,
+            evidence={"source": text.name, "listing": index, **figures,
+                      "largest_allocations": [_allocation_row(a) for a in largest],
+                      "reconciliation_problems": [r.what for r in report.problems],
+                      "fixes": "unknown", "fixes_why": CAPTURE_HINT},
+            remediation=Remediation("which fix saves how much is unknown from text: " + CAPTURE_HINT,
+                                    CAPTURE_COMMANDS))
+        finding.confidence = Confidence(ConfidenceLevel.UNKNOWN, (CAPTURE_HINT,), {"fixes": "unknown"})
+        findings.append(finding)
+    compiled = [dict(s.fields, device_bytes=s.device_bytes, host_bytes=s.host_bytes) for s in stats]
+    for index, s in enumerate(stats, 1):
+        findings.append(Finding(
+            id="memory-analysis", step=None, title=f"compiled program's memory ({text.name}, {index})",
+            status=Status.PASS, severity=Severity.INFO, kind=FINDING_KIND,
+            message=f"memory_analysis(): the program needs {format_bytes(s.device_bytes)} of device memory "
+                    "(arguments + outputs - aliased + temporaries + code); which fix saves how much is unknown "
+                    "from text: " + CAPTURE_HINT,
+            evidence={"source": text.name, "device_bytes": s.device_bytes, "fixes": "unknown", **s.fields}))
+    return {"source": text.name, "listings": listings, "compiled_stats": compiled}
