@@ -118,106 +118,119 @@ def _checkpoint_seconds(payloads: list[dict[str, Any]], event_types: tuple[str, 
     return sum(sum(v) / len(v) for v in per_step.values())
 
 
+class _Replay:
+    """The recorder's payloads replayed in order: the buckets, productive time and steps they give, start by
+    start (a step recorded again is a restart from it)."""
+
+    def __init__(self, intervals: list) -> None:
+        self.intervals = intervals
+        self.buckets = {b: 0.0 for b in BUCKETS}
+        self.custom: dict[str, float] = {}
+        self.productive = 0.0
+        self.steps: dict[int, float] = {}
+        self.all_steps: set[int] = set()
+        self.restarts = self.repeated = 0
+        self.job_start: float | None = None
+        self.job_end: float | None = None
+        self.first_start: float | None = None
+        self.tpu_open: float | None = None
+        self.prep_open: float | None = None
+        self.data_open: float | None = None
+        self.sync_data, self.last_data, self.data_total = True, None, 0.0
+
+    def add_segment(self, seg: _Segment) -> None:
+        self.buckets[PROGRAM_STARTUP] += seg.startup
+        self.buckets[WASTED] += seg.wasted
+        for kind, seconds in seg.custom.items():
+            self.custom[kind] = self.custom.get(kind, 0.0) + seconds
+
+    def feed(self, p: dict[str, Any]) -> None:
+        if JOB_START in p:
+            self.job_start = float(p[JOB_START])
+            self.first_start = self.job_start if self.first_start is None else self.first_start
+        if STEP_START in p and STEP_COUNT in p:
+            self._step(int(p[STEP_COUNT]), float(p[STEP_START]))
+        if JOB_END in p:
+            self.job_end = float(p[JOB_END])
+        self._phase(p)
+
+    def _step(self, n: int, t: float) -> None:
+        self.all_steps.add(n)
+        if n not in self.steps:
+            self.steps[n] = t
+            return
+        # the job restarted from step n: steps up to n - 1 were kept by a checkpoint
+        steps = self.steps
+        self.restarts += 1
+        self.repeated += max(sum(1 for k in steps if k >= n) - 1, 0)
+        disrupted_at = steps[list(steps)[-1]]
+        seg = _segment(steps, n, self.intervals)
+        self.productive += seg.productive
+        self.add_segment(seg)
+        self.sync_data = True
+        if self.last_data is not None:  # the data loading just before the restarted step blocked it
+            self.buckets[DATA_LOADING_SYNC] += self.last_data
+            self.last_data = None
+        if self.job_start is not None and self.job_start > disrupted_at:
+            self.buckets[RECOVERY] += self.job_start - disrupted_at
+        self.steps = {n: t}
+
+    def _phase(self, p: dict[str, Any]) -> None:
+        """A start or end of TPU initialisation, training preparation or data loading."""
+        buckets = self.buckets
+        if TPU_INIT[0] in p:
+            self.tpu_open = float(p[TPU_INIT[0]])
+        elif TPU_INIT[1] in p and self.tpu_open is not None:
+            buckets[TPU_INITIALIZATION] += float(p[TPU_INIT[1]]) - self.tpu_open
+            self.tpu_open = None
+        elif PREP[0] in p:
+            self.prep_open = float(p[PREP[0]])
+        elif PREP[1] in p and self.prep_open is not None:
+            buckets[TRAINING_PREP] += float(p[PREP[1]]) - self.prep_open
+            self.prep_open = None
+        elif DATA[0] in p:
+            self.data_open = float(p[DATA[0]])
+        elif DATA[1] in p and self.data_open is not None:
+            self.last_data = float(p[DATA[1]]) - self.data_open
+            self.data_total += self.last_data
+            if self.sync_data:  # the first data loading after a start blocks; later ones overlap the steps
+                buckets[DATA_LOADING_SYNC] += self.last_data
+                self.sync_data = False
+            self.data_open = None
+
+
 def recorder_account(payloads: list[dict[str, Any]], *, now: float) -> dict[str, Any]:
     """The ``goodput`` figures (data only) from the recorder's payloads, oldest first; ``now`` (POSIX
     seconds) ends the wall time of a job that has recorded no end."""
     nulls: dict[str, str] = {}
     notes: list[str] = []
-    buckets = {b: 0.0 for b in BUCKETS}
-    custom: dict[str, float] = {}
-    intervals = _custom_intervals(payloads)
-    productive = 0.0
-    steps: dict[int, float] = {}
-    all_steps: set[int] = set()
-    restarts = repeated = 0
-    job_start = job_end = first_start = None
-    tpu_open = prep_open = data_open = None
-    sync_data, last_data, data_total = True, None, 0.0
-
-    def add_segment(seg: _Segment) -> None:
-        buckets[PROGRAM_STARTUP] += seg.startup
-        buckets[WASTED] += seg.wasted
-        for kind, seconds in seg.custom.items():
-            custom[kind] = custom.get(kind, 0.0) + seconds
-
+    replay = _Replay(_custom_intervals(payloads))
     for p in payloads:
-        if JOB_START in p:
-            job_start = float(p[JOB_START])
-            first_start = job_start if first_start is None else first_start
-        if STEP_START in p and STEP_COUNT in p:
-            n, t = int(p[STEP_COUNT]), float(p[STEP_START])
-            all_steps.add(n)
-            if n not in steps:
-                steps[n] = t
-            else:  # the job restarted from step n: steps up to n - 1 were kept by a checkpoint
-                restarts += 1
-                repeated += max(sum(1 for k in steps if k >= n) - 1, 0)
-                disrupted_at = steps[list(steps)[-1]]
-                seg = _segment(steps, n, intervals)
-                productive += seg.productive
-                add_segment(seg)
-                sync_data = True
-                if last_data is not None:  # the data loading just before the restarted step blocked it
-                    buckets[DATA_LOADING_SYNC] += last_data
-                    last_data = None
-                if job_start is not None and job_start > disrupted_at:
-                    buckets[RECOVERY] += job_start - disrupted_at
-                steps = {n: t}
-        if JOB_END in p:
-            job_end = float(p[JOB_END])
-        if TPU_INIT[0] in p:
-            tpu_open = float(p[TPU_INIT[0]])
-        elif TPU_INIT[1] in p and tpu_open is not None:
-            buckets[TPU_INITIALIZATION] += float(p[TPU_INIT[1]]) - tpu_open
-            tpu_open = None
-        elif PREP[0] in p:
-            prep_open = float(p[PREP[0]])
-        elif PREP[1] in p and prep_open is not None:
-            buckets[TRAINING_PREP] += float(p[PREP[1]]) - prep_open
-            prep_open = None
-        elif DATA[0] in p:
-            data_open = float(p[DATA[0]])
-        elif DATA[1] in p and data_open is not None:
-            last_data = float(p[DATA[1]]) - data_open
-            data_total += last_data
-            if sync_data:  # the first data loading after a start blocks; later ones overlap the steps
-                buckets[DATA_LOADING_SYNC] += last_data
-                sync_data = False
-            data_open = None
-
+        replay.feed(p)
+    buckets, custom, steps, job_end = replay.buckets, replay.custom, replay.steps, replay.job_end
     save_s = _checkpoint_seconds(payloads, ("save",), CKPT_SAVE_S)
     buckets[SAVE] = save_s
     buckets[RESTORE] = _checkpoint_seconds(payloads, ("restore", "emergency_restore"), CKPT_RESTORE_S)
+    productive = replay.productive
     max_productive_step = 0
     if steps:
         last = max(steps)
-        seg = _segment(steps, last, intervals)
+        seg = _segment(steps, last, replay.intervals)
         productive += seg.productive
-        add_segment(seg)
+        replay.add_segment(seg)
         max_productive_step = seg.max_productive_step
         if job_end is not None:  # the last step counts only when the job recorded its end
             productive += job_end - steps[last]
             max_productive_step = last
         productive -= save_s  # blocking saves happen between steps (without steps, nothing to take them from)
-
-    wall = None
-    if first_start is None:
-        nulls["wall_s"] = "the recorder wrote no job_start_time for this job, so its wall time is unknown"
-    else:
-        wall = (job_end if job_end is not None else now) - first_start
-        if job_end is None:
-            notes.append("no job_end_time recorded: the wall time runs to the time of reading, as the library "
-                         "counts it (the job is running, or ended without recording its end)")
-        if wall <= 0:
-            nulls["wall_s"] = f"the recorded job end is not after its start ({wall:.1f} s)"
-            wall = None
+    counts = (replay.data_total, replay.all_steps, replay.restarts, replay.repeated, max_productive_step)
+    wall = _wall(replay.first_start, job_end, now, nulls, notes)
     if wall is not None and not 0.0 <= productive <= wall:
         nulls["productive_s"] = (f"the entries give {productive:.1f} s of productive time against {wall:.1f} s of "
                                  "wall time (the library rejects these entries too)")
     if wall is None or "productive_s" in nulls:
         nulls.setdefault("ettr", nulls.get("wall_s") or nulls["productive_s"])
-        return _result(None, None, buckets, custom, data_total, all_steps, restarts, repeated,
-                       max_productive_step, nulls, notes)
+        return _result(None, None, buckets, custom, *counts, nulls, notes)
     for name, seconds in list(buckets.items()):
         if seconds < 0 or seconds > wall:
             notes.append(f"{name} came out at {seconds:.1f} s, outside 0 to the wall time: counted as 0 "
@@ -228,8 +241,23 @@ def recorder_account(payloads: list[dict[str, Any]], *, now: float) -> dict[str,
             custom[kind] = 0.0
     known = sum(v for b, v in buckets.items() if b != OTHER) + sum(custom.values())
     buckets[OTHER] = max(0.0, wall - productive - known)
-    return _result(wall, productive, buckets, custom, data_total, all_steps, restarts, repeated,
-                   max_productive_step, nulls, notes)
+    return _result(wall, productive, buckets, custom, *counts, nulls, notes)
+
+
+def _wall(first_start: float | None, job_end: float | None, now: float, nulls: dict[str, str],
+          notes: list[str]) -> float | None:
+    """First job start to the recorded end (else ``now``); None, with its reason in ``nulls``, where unknown."""
+    if first_start is None:
+        nulls["wall_s"] = "the recorder wrote no job_start_time for this job, so its wall time is unknown"
+        return None
+    wall = (job_end if job_end is not None else now) - first_start
+    if job_end is None:
+        notes.append("no job_end_time recorded: the wall time runs to the time of reading, as the library "
+                     "counts it (the job is running, or ended without recording its end)")
+    if wall <= 0:
+        nulls["wall_s"] = f"the recorded job end is not after its start ({wall:.1f} s)"
+        return None
+    return wall
 
 
 def _result(wall, productive, buckets, custom, data_total, all_steps, restarts, repeated, max_productive_step,
