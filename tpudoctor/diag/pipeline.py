@@ -9,10 +9,10 @@ import socket
 import time
 from collections.abc import Callable, Collection
 
+from tpudoctor.accelerator_peaks import peaks_for
 from tpudoctor.diag import measure, stats
 from tpudoctor.diag.faults import FaultPlan
 from tpudoctor.diag.levels import MEASUREMENTS, Sizes, sizes_for
-from tpudoctor.diag.peaks import peaks_for
 from tpudoctor.diag.report import DiagReport
 from tpudoctor.diag.rule import DiagInput
 from tpudoctor.findings import Finding

@@ -13,9 +13,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from tpudoctor.accelerator_peaks import Peaks
 from tpudoctor.diag.faults import Fault
 from tpudoctor.diag.measure import AllReduce, DeviceInfo, GemmCheck, Inventory, Timings
-from tpudoctor.diag.peaks import Peaks
 from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Severity, Status
 from tpudoctor.rule import Rule
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from tpudoctor.accelerator_peaks import generations
 from tpudoctor.diag.measure import AllReduce
-from tpudoctor.diag.peaks import generations
 from tpudoctor.diag.rule import DiagExample, DiagInput, DiagRule, example_input
 from tpudoctor.findings import Finding, Remediation, Severity, Status
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from tpudoctor.accelerator_peaks import generations
 from tpudoctor.diag.judging import PeakRateRule
-from tpudoctor.diag.peaks import generations
 from tpudoctor.diag.rule import DiagExample, example_input, example_timings
 from tpudoctor.findings import Status
 

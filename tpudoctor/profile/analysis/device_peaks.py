@@ -10,35 +10,22 @@ import re
 
 import numpy as np
 
+from tpudoctor.accelerator_peaks import generation_patterns, generations
 from tpudoctor.profile.analysis.events import TPU_PLANE
 
 GB = 1e9
 
-# Public per-chip peaks (dense bf16 FLOP/s, HBM bytes/s), used only when the capture's device
-# planes carry no roofs. Sources, Google Cloud TPU system architecture pages:
-#   v4:    https://cloud.google.com/tpu/docs/v4     (275 TFLOP/s bf16, 1,200 GB/s HBM)
-#   v5e:   https://cloud.google.com/tpu/docs/v5e    (197 TFLOP/s bf16, 819 GB/s HBM)
-#   v5p:   https://cloud.google.com/tpu/docs/v5p    (459 TFLOP/s bf16, 2,765 GB/s HBM)
-#   v6e:   https://cloud.google.com/tpu/docs/v6e    (918 TFLOP/s bf16, 1,640 GB/s HBM)
-#   TPU7x: https://cloud.google.com/tpu/docs/tpu7x  (2,307 TFLOP/s bf16, 4,614 fp8; 7.37 TB/s HBM)
-# These are per chip. The roofline's rates are per device plane; v4 and v5p run their two
-# TensorCores as one device (megacore), so chip = device there. A runtime that shows each TPU7x
-# TensorCore as its own device would need half: not verified here, so prefer the capture's roofs.
+# Public per-chip peaks (dense bf16 FLOP/s, HBM bytes/s) from the one table (``tpudoctor.accelerator_peaks``,
+# with its sources), used only when the capture's device planes carry no roofs. These are per chip. The
+# roofline's rates are per device plane; v4 and v5p run their two TensorCores as one device (megacore), so chip =
+# device there. A runtime that shows each TPU7x TensorCore as its own device would need half: not verified here,
+# so prefer the capture's roofs.
+_TPU_GENERATIONS = {key: peaks for key, peaks in generations().items() if peaks.label.startswith("TPU")}
 PEAKS_BY_GENERATION: dict[str, tuple[float, float]] = {
-    "v4": (275e12, 1200e9),
-    "v5e": (197e12, 819e9),
-    "v5p": (459e12, 2765e9),
-    "v6e": (918e12, 1640e9),
-    "tpu7x": (2307e12, 7370e9),
-}
+    key: (peaks.bf16_tflops * 1e12, peaks.hbm_gbps * GB) for key, peaks in _TPU_GENERATIONS.items()}
 # device_type_string as the runtime writes it -> generation key of PEAKS_BY_GENERATION
-_GENERATION_PATTERNS = (
-    (re.compile(r"^TPU\s*v4", re.I), "v4"),
-    (re.compile(r"^TPU\s*v5\s*(lite|e)\b", re.I), "v5e"),
-    (re.compile(r"^TPU\s*v5(p)?\b", re.I), "v5p"),
-    (re.compile(r"^TPU\s*v6\s*(lite|e)\b", re.I), "v6e"),
-    (re.compile(r"^TPU\s*7x|^TPU\s*v7|ironwood", re.I), "tpu7x"),
-)
+_GENERATION_PATTERNS = tuple((re.compile(pattern, re.I), key) for key, pattern in generation_patterns().items()
+                             if key in _TPU_GENERATIONS)
 
 # resource -> (bytes column, DevicePeaks attribute) for every memory roof
 MEMORY_ROOFS = {

@@ -1,4 +1,5 @@
-"""The published per-chip peaks (``tpudoctor/data/accelerator_peaks.toml``), found by a device's kind."""
+"""The published per-chip peaks (``tpudoctor/data/accelerator_peaks.toml``), found by a device's kind: the one table that
+``tpudoctor diag`` judges against and a profile's roofline falls back to."""
 
 from __future__ import annotations
 
@@ -38,6 +39,11 @@ def generations() -> dict[str, Peaks]:
     return {key: Peaks(generation=key, label=g["label"], bf16_tflops=g.get("bf16_tflops"), hbm_gbps=g.get("hbm_gbps"),
                        ici_gbps=g.get("ici_gbps"), source=g["source"], table_version=int(table["version"]))
             for key, g in table["generations"].items()}
+
+
+def generation_patterns() -> dict[str, str]:
+    """Generation -> the regular expression its device kinds match, in the table's order (v5e before v5p)."""
+    return {key: entry["match"] for key, entry in _table()["generations"].items()}
 
 
 def peaks_for(device_kind: str) -> Peaks | None:
