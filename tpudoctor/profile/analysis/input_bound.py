@@ -135,10 +135,31 @@ def _input_events(host) -> np.ndarray:
 
 def _tpu_breakdown(host, steps: StepSet, inputs: np.ndarray) -> pd.DataFrame:
     ops = device_ops(host)
+    is_part, has_infeed_ops = _op_parts(ops)
+    st = steps.steps
+    out = _step_parts(ops, st, is_part)
+    if not has_infeed_ops and len(inputs):
+        _host_input_as_infeed(host, st, inputs, out)
+    nums = st.groupby("step_index")["step_num"].first()
+    # The max-core step can exceed the parts (which come from the shortest core): that is "other".
+    other = np.maximum(out["step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"]
+                                         + out["xfer_ps"] + out["offload_ps"] + out["idle_ps"]), 0)
+    return pd.DataFrame({
+        "step_index": out.index.to_numpy(), "step_num": nums.reindex(out.index).to_numpy(),
+        "step_ms": out["step_ps"].to_numpy() / 1e9, "compute_ms": np.maximum(out["compute_ps"].to_numpy(), 0) / 1e9,
+        "collective_ms": 0.0, "input_ms": out["infeed_ps"].to_numpy() / 1e9, "idle_ms": out["idle_ps"].to_numpy() / 1e9,
+        "compile_ms": 0.0, "host_callback_ms": 0.0, "host_offload_ms": out["offload_ps"].to_numpy() / 1e9,
+        "outfeed_ms": out["outfeed_ps"].to_numpy() / 1e9,
+        "host_transfer_ms": out["xfer_ps"].to_numpy() / 1e9, "other_ms": other.to_numpy() / 1e9,
+    })
+
+
+def _op_parts(ops) -> tuple[dict[str, np.ndarray], bool]:
+    """Which ops count as which part (masks by part column), and whether the device has infeed ops with time."""
     cat = ops.coded("hlo_category")
     is_infeed = cat.isin(INFEED_CATEGORIES)
-    # Which ops count as which part, as masks; the time columns are made per core for that core's ops
-    # only (never five float columns over all the ops of a big capture at once).
+    # Masks only: the time columns are made per core for that core's ops (never five float columns over all
+    # the ops of a big capture at once).
     is_part = {
         "infeed_ps": is_infeed,
         "outfeed_ps": cat.isin(OUTFEED_CATEGORIES),
@@ -148,9 +169,13 @@ def _tpu_breakdown(host, steps: StepSet, inputs: np.ndarray) -> pd.DataFrame:
         "offload_ps": is_host_offload_copy(ops.coded("name")) & ~is_infeed,
     }
     del cat
-    has_infeed_ops = bool((is_infeed & (ops.self_ps > 0)).any())
+    return is_part, bool((is_infeed & (ops.self_ps > 0)).any())
+
+
+def _step_parts(ops, st: pd.DataFrame, is_part: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Per step (index ``step_index``): its time and its parts in ps (compute, infeed, outfeed, xfer, offload,
+    idle), the parts clamped so that they never exceed the step."""
     all_op_start = ops.start_ps
-    st = steps.steps
     # Reduced core by core into one row per step (a step table can have millions of rows: no table of
     # every core's step). xprof combines a step across cores first: every core's step lasts the longest
     # core's step, so a core that finished early shows the difference as idle.
@@ -198,29 +223,20 @@ def _tpu_breakdown(host, steps: StepSet, inputs: np.ndarray) -> pd.DataFrame:
         out["step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"] + out["xfer_ps"]), 0))
     out["idle_ps"] = np.maximum(out["step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"]
                                                  + out["xfer_ps"] + out["offload_ps"]), 0)
-    if not has_infeed_ops and len(inputs):
-        # JAX has no infeed op: host input time in the step turns that much idle into input.
-        first = st.groupby("step_index")[["start_ps", "end_ps"]].agg({"start_ps": "min", "end_ps": "max"})
-        input_start = take(host.events, "start_ps", inputs)
-        host_input = overlap_ps(input_start, input_start + take(host.events, "duration_ps", inputs),
-                                first["start_ps"].to_numpy(np.int64), first["end_ps"].to_numpy(np.int64))
-        ratio = np.minimum(np.divide(host_input, out["idle_ps"].to_numpy(), out=np.zeros(len(out)),
-                                     where=out["idle_ps"].to_numpy() > 0), 1.0)
-        moved = out["idle_ps"].to_numpy() * ratio
-        out["infeed_ps"] += moved
-        out["idle_ps"] -= moved
-    nums = st.groupby("step_index")["step_num"].first()
-    # The max-core step can exceed the parts (which come from the shortest core): that is "other".
-    other = np.maximum(out["step_ps"] - (out["compute_ps"] + out["infeed_ps"] + out["outfeed_ps"]
-                                         + out["xfer_ps"] + out["offload_ps"] + out["idle_ps"]), 0)
-    return pd.DataFrame({
-        "step_index": out.index.to_numpy(), "step_num": nums.reindex(out.index).to_numpy(),
-        "step_ms": out["step_ps"].to_numpy() / 1e9, "compute_ms": np.maximum(out["compute_ps"].to_numpy(), 0) / 1e9,
-        "collective_ms": 0.0, "input_ms": out["infeed_ps"].to_numpy() / 1e9, "idle_ms": out["idle_ps"].to_numpy() / 1e9,
-        "compile_ms": 0.0, "host_callback_ms": 0.0, "host_offload_ms": out["offload_ps"].to_numpy() / 1e9,
-        "outfeed_ms": out["outfeed_ps"].to_numpy() / 1e9,
-        "host_transfer_ms": out["xfer_ps"].to_numpy() / 1e9, "other_ms": other.to_numpy() / 1e9,
-    })
+    return out
+
+
+def _host_input_as_infeed(host, st: pd.DataFrame, inputs: np.ndarray, out: pd.DataFrame) -> None:
+    """JAX has no infeed op: host input time in the step turns that much idle into input (in ``out``)."""
+    first = st.groupby("step_index")[["start_ps", "end_ps"]].agg({"start_ps": "min", "end_ps": "max"})
+    input_start = take(host.events, "start_ps", inputs)
+    host_input = overlap_ps(input_start, input_start + take(host.events, "duration_ps", inputs),
+                            first["start_ps"].to_numpy(np.int64), first["end_ps"].to_numpy(np.int64))
+    ratio = np.minimum(np.divide(host_input, out["idle_ps"].to_numpy(), out=np.zeros(len(out)),
+                                 where=out["idle_ps"].to_numpy() > 0), 1.0)
+    moved = out["idle_ps"].to_numpy() * ratio
+    out["infeed_ps"] += moved
+    out["idle_ps"] -= moved
 
 
 def _host_breakdown(host, steps: StepSet, inputs: np.ndarray, compile_intervals: pd.DataFrame,
