@@ -26,7 +26,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
 BUILTIN_IDS = {"no-step-markers", "input-bound", "device-idle", "host-overhead", "recompilation",
                "compilation-in-window", "host-offload", "host-callback", "outside-compilation", "host-transfers",
                "eager-execution", "step-time-variance", "device-bound", "insufficient-evidence", "collectives",
-               "straggler", "micro-benchmark"}
+               "straggler", "straggler-cost", "micro-benchmark"}
 
 
 def check_result_validator():

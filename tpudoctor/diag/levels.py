@@ -43,7 +43,8 @@ _CPU = Sizes(gemm_n=256, matmul_n=640, matmul_chain=8, reps=24, hbm_bytes=2**30,
 
 def sizes_for(backend: str, *, hbm_gib: float | None = None, soak_s: float | None = None,
               reps: int | None = None) -> Sizes:
-    """The sizes for ``backend``; ``hbm_gib``, ``soak_s`` and ``reps`` override (tests make them small)."""
+    """The sizes for ``backend``; ``hbm_gib``, ``soak_s`` and ``reps`` (every timed test's repetitions) override
+    (tests make them small)."""
     sizes = _CPU if backend == "cpu" else _ACCELERATOR
     changes = {}
     if hbm_gib is not None:
@@ -51,5 +52,5 @@ def sizes_for(backend: str, *, hbm_gib: float | None = None, soak_s: float | Non
     if soak_s is not None:
         changes["soak_s"] = float(soak_s)
     if reps is not None:
-        changes["reps"] = int(reps)
+        changes["reps"] = changes["hbm_reps"] = int(reps)
     return dataclasses.replace(sizes, **changes)
