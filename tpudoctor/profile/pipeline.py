@@ -149,7 +149,7 @@ def _whatif_tables(host, a) -> dict[str, list[dict[str, Any]]]:
     """The straggler what-if's map part (``analysis.whatif``): each collective's and step's span."""
     if a.collectives is None or not a.collectives.has_collectives:
         return {}
-    from tpudoctor.profile.analysis.whatif import whatif_tables
+    from tpudoctor.profile.analysis.whatif_tables import whatif_tables
 
     return whatif_tables(host, a.steps)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpudoctor.profile.analysis.whatif import COLLECTIVES_TABLE, STEPS_TABLE
+from tpudoctor.profile.analysis.whatif_tables import COLLECTIVES_TABLE, STEPS_TABLE
 
 
 def synthetic_tables(hosts: int = 64, steps: int = 100, *, chips: int = 1, collectives: int = 2,
