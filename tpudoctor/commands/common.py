@@ -15,7 +15,9 @@ def add_target_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--worker", help="worker index on a multi-host node (default: this VM's, or all)")
 
 
-def add_output_flags(parser: argparse.ArgumentParser, formats: tuple[str, ...] = CHECK_FORMATS) -> None:
+def add_output_flags(parser: argparse.ArgumentParser, formats: tuple[str, ...] = CHECK_FORMATS
+                     ) -> argparse._ArgumentGroup:
+    """``--format``, ``-o`` and ``-v``; the group, for the command's own output flags (``--redact``)."""
     group = parser.add_argument_group("output")
     group.add_argument(
         "--format", choices=formats, default=None,
@@ -23,6 +25,7 @@ def add_output_flags(parser: argparse.ArgumentParser, formats: tuple[str, ...] =
     )
     group.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     group.add_argument("-v", "--verbose", action="store_true", help="show evidence for every result")
+    return group
 
 
 def add_redact_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

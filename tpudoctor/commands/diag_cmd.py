@@ -12,7 +12,12 @@ import argparse
 import os
 import sys
 
-from tpudoctor.commands.common import add_plugin_flag, add_redact_flag, add_target_flags
+from tpudoctor.commands.common import (
+    add_output_flags,
+    add_plugin_flag,
+    add_redact_flag,
+    add_target_flags,
+)
 from tpudoctor.commands.pod_check import add_pod_flags, wants_fanout
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import DIAG_FORMATS
@@ -47,12 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     tuning.add_argument("--inject", action="append", default=[], metavar="FAULT",
                         help="inject a fault to test the detectors: slow:DEVICE:FRACTION, bitflip:DEVICE, "
                              "slowdown:DEVICE:FRACTION@AT (repeatable)")
-    out = parser.add_argument_group("output")
-    out.add_argument("--format", choices=DIAG_FORMATS, default=None,
-                     help="report format (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
-    out.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
-    out.add_argument("-v", "--verbose", action="store_true", help="show every finding's evidence")
-    add_redact_flag(out)
+    add_redact_flag(add_output_flags(parser, DIAG_FORMATS))
     gate = parser.add_argument_group("exit status")
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None,
                       help="lowest status that exits 1 (default: fail)")

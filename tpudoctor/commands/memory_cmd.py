@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from tpudoctor.commands.common import add_plugin_flag, add_redact_flag
+from tpudoctor.commands.common import add_output_flags, add_plugin_flag, add_redact_flag
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import MEMORY_FORMATS
 
@@ -32,12 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="the device mesh, e.g. data=8,model=4 (the sharding fix needs it)")
     sizes.add_argument("--batch-size", type=int, default=None, metavar="N",
                        help="the per-device batch size (the batch fix infers it otherwise, less sure)")
-    out = parser.add_argument_group("output")
-    out.add_argument("--format", choices=MEMORY_FORMATS, default=None,
-                     help="report format (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
-    out.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
-    out.add_argument("-v", "--verbose", action="store_true", help="show every finding's evidence")
-    add_redact_flag(out)
+    add_redact_flag(add_output_flags(parser, MEMORY_FORMATS))
     gate = parser.add_argument_group("exit status")
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None,
                       help="lowest status that exits 1 (default: fail: an out-of-memory report, or a fix that "
