@@ -34,8 +34,12 @@ def build_slice(root: Path, workers: int, *, tpu: str = "pod", zone: str = "us-c
                 logs: dict[int, list[str]] | None = None, slow: dict[int, float] | None = None,
                 hung: set[int] = frozenset(), no_tpudoctor: set[int] = frozenset(),
                 unreachable: set[int] = frozenset(),
-                banner: dict[int, str] | None = None) -> dict[str, str]:
-    """Write the slice; return the environment for the machine that fans out (PATH has the stand-in)."""
+                banner: dict[int, str] | None = None, replay_from: int | None = None) -> dict[str, str]:
+    """Write the slice; return the environment for the machine that fans out (PATH has the stand-in).
+
+    ``replay_from``: that worker runs for real and records its answer; every other plain worker (not hung, slow,
+    unreachable or bannered) answers the same command with that record, as identical workers would.
+    """
     chips_missing, versions, logs = chips_missing or {}, versions or {}, logs or {}
     slow, banner = slow or {}, banner or {}
     spec = {"tpu": tpu, "zone": zone, "workers": {}, "pid_log": str(root / "hung-pids.txt"),
@@ -56,6 +60,14 @@ def build_slice(root: Path, workers: int, *, tpu: str = "pod", zone: str = "us-c
             "banner": banner.get(i, ""),
             "path": BASE_PATH if i in no_tpudoctor else f"{TPUDOCTOR_BIN}:{BASE_PATH}",
         }
+        if replay_from is not None:
+            record = str(root / f"worker-{replay_from}-answer.json")
+            plain = not (i in hung or i in unreachable or i in slow or i in banner or i in no_tpudoctor
+                         or i in logs or i in versions or i in chips_missing)
+            if i == replay_from:
+                spec["workers"][str(i)]["record"] = record
+            elif plain:
+                spec["workers"][str(i)]["replay"] = record
     spec_path = root / "slice.json"
     spec_path.write_text(json.dumps(spec))
     return {"PATH": f"{STAND_IN_BIN}:{os.environ['PATH']}", "TPUDOCTOR_TEST_SLICE": str(spec_path)}
