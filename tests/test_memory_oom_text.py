@@ -4,12 +4,14 @@ test per form on the real listings in tests/data/memory (manifest.toml: the thre
 from __future__ import annotations
 
 import ast
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tpudoctor.logs.prefixes import log_prefix, payload, program_line
 from tpudoctor.memory.oom_report import CompiledMemoryStats, parse_size
 from tpudoctor.memory.oom_text import parse_memory_analysis, parse_oom_report, parse_oom_reports
 
@@ -225,15 +227,17 @@ def _header_is(report, space: str, used: float, capacity: float, exceeded: float
 def test_every_thread_listing_reconciles_within_one_percent_of_its_headers():
     manifest = tomllib.loads((DATA / "manifest.toml").read_text())["text"]
     threads = [e for e in manifest if e["verbatim"] and e["url"]]
-    assert len(threads) >= 12 and len({e["url"] for e in threads}) == len(threads)
+    assert len(threads) >= 17 and len({e["url"] for e in threads}) == len(threads)
     for entry in threads:
-        (report,) = parse_oom_reports((DATA / entry["file"]).read_text())
-        problems = [r.what for r in report.problems]
-        if entry["file"] == "torchxla_1735_runtime_reserve_report.log":  # its real listing does not add up (above)
-            assert problems == ["Program hbm requirement 4.34G: sum of its items"]
-        else:
-            assert problems == [], entry["file"]
-            assert all(abs(r.difference_share) <= 0.01 or r.ok for r in report.reconciliations), entry["file"]
+        reports = parse_oom_reports((DATA / entry["file"]).read_text())
+        assert reports, entry["file"]  # the logs that repeat one failure hold several reports (their tests below)
+        for report in reports:
+            problems = [r.what for r in report.problems]
+            if entry["file"] == "torchxla_1735_runtime_reserve_report.log":  # its real listing does not add up
+                assert problems == ["Program hbm requirement 4.34G: sum of its items"]
+            else:
+                assert problems == [], entry["file"]
+                assert all(abs(r.difference_share) <= 0.01 or r.ok for r in report.reconciliations), entry["file"]
 
 
 def test_easydel_142_full_compile_report_with_arguments_and_output():
@@ -327,3 +331,145 @@ def test_headers_of_other_memory_spaces_and_tf_log_lines():
     for report in (tpu598, vmem, smem):
         assert [r.what for r in report.reconciliations] == [
             f"used {report.header.memory_space} = capacity + exceeded"] and report.problems == []
+
+
+# --- listings printed one log line at a time, each line with its prefix (manifest.toml: "prefixes") ---------------
+
+TORCHPRIME = "torchprime_28_host_listing_glog_prefixed.log"
+
+
+def _without(text: str, prefix_end: str) -> str:
+    """The lines of ``text`` as the program wrote them, cut by hand after ``prefix_end`` (and its one space)."""
+    lines = []
+    for line in text.split("\n"):
+        head, found, rest = line.partition(prefix_end)
+        lines.append((rest[1:] if rest.startswith(" ") else rest) if found else head)
+    return "\n".join(lines)
+
+
+def test_log_prefix_keeps_what_follows_the_bracket_exactly():
+    assert log_prefix("E0110 18:36:27.929437    1590 2a886c8_compiler_base.cc:2121]      Shape: bf16[126]") == (
+        "1590 2a886c8_compiler_base.cc:2121", "     Shape: bf16[126]")
+    assert log_prefix("2020-05-04 09:05:40.721128: E    1578 tensorflow/compiler/xla/xla_client/xla_util.cc:76]"
+                      "   3. Size: 6.00G") == ("1578 tensorflow/compiler/xla/xla_client/xla_util.cc:76", "  3. Size: 6.00G")
+    assert log_prefix("2022-04-04 00:27:49.642385: E tensorflow/compiler/xla/xla_client/xla_util.cc:88] \t [[x]]") == (
+        "tensorflow/compiler/xla/xla_client/xla_util.cc:88", "\t [[x]]")
+    assert payload("E0110 18:36:27.929399    1590 2a886c8_compiler_base.cc:2121]") == ""
+    assert payload("    reserved        530.00M ") == "    reserved        530.00M "
+    assert payload("Epoch 1 [12/100] loss 0.3") == "Epoch 1 [12/100] loss 0.3"
+
+
+def test_program_line_keeps_the_indentation_a_wrapper_is_followed_by():
+    assert program_line("(pid=4242)     reserved        530.00M ") == "    reserved        530.00M "
+    assert program_line("[rank0]:   1. Size: 2.00G") == "  1. Size: 2.00G"
+    assert program_line("[rank0]: ") == "" and program_line("    HLO temp") == "    HLO temp"
+    assert program_line("[1,0]<stderr>:Total hbm usage >= 1.00G:") == "Total hbm usage >= 1.00G:"
+
+
+def test_torchprime_28_host_listing_with_a_glog_prefix_on_every_line():
+    report = _report(TORCHPRIME)
+    assert report.header is None and report.total is None  # the thread's block starts at the program requirement
+    program = report.program
+    assert (program.kind, program.memory_space) == ("program", "host") and _close(program.total_bytes, 145.69, G)
+    (temp,) = program.items
+    assert (temp.name, temp.utilization_percent, temp.fragmentation_bytes) == ("HLO temp", 100.0, 0)
+    assert _close(temp.unpadded_bytes, 145.69, G) and _close(temp.padded_bytes, 145.69, G)
+    first, second = report.allocations
+    assert (first.rank, first.memory_space, first.size_bytes, first.unpadded_bytes) == (1, "host", 63 * G, 63 * G)
+    assert first.dims == (126, 2, 8192, 16384) and first.dtype == "bf16" and first.shape_bytes == 63 * G
+    assert first.xla_label == 'custom-call.313 = custom-call(), custom_call_target="AllocateBuffer"'
+    assert first.allocation_type == "HLO temp" and first.op_name is None
+    assert (second.rank, second.size_bytes, second.shape) == (2, 63 * G, None)  # the excerpt ends at its size
+    assert [r.what for r in report.reconciliations] == [
+        "Program host requirement 145.69G: sum of its items", "HLO temp = padded + fragmentation",
+        "allocation 1: size = unpadded + padding",
+        "allocation 1: unpadded size = bytes of bf16[126,2,8192,16384]{3,2,1,0:T(8,128)(2,1)S(5)}"]
+    assert all(r.difference_bytes == 0 for r in report.reconciliations) and report.problems == []
+
+
+def test_torchxla_3470_reservation_logged_line_by_line_by_tensorflow_cpp():
+    reports = parse_oom_reports((DATA / "torchxla_3470_runtime_reserve_tf_prefixed.log").read_text())
+    assert len(reports) == 2  # the status, then the same failure among the recent error logs
+    for report in reports:
+        r = report.reservation
+        assert _close(r.requested_bytes, 6.48, G) and _close(r.free_bytes, 6.78, G) and r.reserved_bytes == 0
+        assert _close(r.reservable_bytes, 3.33, G) and r.capacity_bytes is None and r.table == {}
+        assert report.header is None and report.allocations == [] and report.reconciliations == []
+
+
+def test_transformers_22328_prefixed_lines_then_python_lines_without_a_prefix():
+    reports = parse_oom_reports((DATA / "transformers_22328_reserve_tf_prefixed_interleaved.log").read_text())
+    assert len(reports) == 3  # two xla_util.cc:90 lines, then the exception's '(0) RESOURCE_EXHAUSTED' line
+    assert {(r.reservation.requested_bytes, r.reservation.free_bytes, r.reservation.reservable_bytes)
+            for r in reports} == {(parse_size("10.51G"), parse_size("8.97G"), parse_size("8.97G"))}
+    assert all(r.problems == [] and r.allocations == [] for r in reports)
+
+
+def test_torchxla_2569_allocation_failure_inside_xla_dists_wrapper():
+    failure = _report("torchxla_2569_allocate_xla_dist_wrapped.log").allocation_failure
+    assert (failure.requested_bytes, failure.free_bytes, failure.largest_free_bytes, failure.device) == (
+        parse_size("180.59M"), parse_size("142.58M"), None, "0x3x0_HBM1")
+
+
+def test_jax_7822_compiler_aborts_early():
+    report = _report("jax_7822_compile_early_abort.log")
+    assert report.early_abort.required_bytes == parse_size("3.47E") and _close(
+        report.early_abort.available_bytes, 14.49, G)
+    assert report.header is None and report.reconciliations == []
+    # libtpu's later wording (XLA's error_1000 docs), with 'device' and a flag after it
+    (later,) = parse_oom_reports(
+        "RESOURCE_EXHAUSTED: Compilation failure: Aborting compilation early because it's unlikely to have enough "
+        "device memory. Requires 3.84T, has 90.96G available. If more detailed logging is desired, set "
+        "--xla_tpu_impure_oom_fast_exit_threshold=-1")
+    assert (later.early_abort.required_bytes, later.early_abort.available_bytes) == (
+        parse_size("3.84T"), parse_size("90.96G"))
+
+
+@pytest.mark.parametrize(("name", "prefix_end"), [
+    (TORCHPRIME, "2a886c8_compiler_base.cc:2121]"),
+    ("torchxla_3470_runtime_reserve_tf_prefixed.log", "xla_util.cc:88]")])
+def test_a_prefixed_listing_reads_as_the_same_listing_without_its_prefixes(name, prefix_end):
+    text = (DATA / name).read_text()
+    bare = _without(text, prefix_end)
+    assert "E0110" not in bare and "2022-04-04" not in bare and bare.count("\n") == text.count("\n")
+    assert parse_oom_reports(bare) == parse_oom_reports(text)
+
+
+@pytest.mark.parametrize("wrapper", ["[pod/train-job-0/jax] ", "(pid=4242, ip=10.0.0.2) ", "[rank0]: ",
+                                     "2024-05-04 09:05:40.721128: E    1578 tensorflow/compiler/xla/xla_util.cc:76] "])
+def test_a_listing_wrapped_by_a_launcher_or_logged_with_a_prefix_reads_the_same(wrapper):
+    text = (DATA / "easydel_166_compile_hbm_report.log").read_text()
+    wrapped = "\n".join(wrapper + line for line in text.split("\n"))
+    (bare,), (report,) = parse_oom_reports(text), parse_oom_reports(wrapped)
+    assert report.header.line == wrapper + bare.header.line  # the line as the log printed it
+    report.header = dataclasses.replace(report.header, line=bare.header.line)
+    assert report == bare and len(report.allocations) == 2 and report.problems == []
+
+
+def test_a_prefixed_listing_with_other_threads_lines_between_its_lines():
+    text = (DATA / TORCHPRIME).read_text()
+    others = ["I0110 18:36:27.929300    1601 tpu_runtime.cc:88] heartbeat from chip 3",
+              "2025-01-10 18:36:27.929301: W tensorflow/core/framework/op_kernel.cc:1745] OP_REQUIRES failed",
+              "W0110 18:36:27.929302    1590 other_file.cc:12]   1. Size: 1.00G"]
+    lines = text.split("\n")
+    mixed = []
+    for index, line in enumerate(lines):
+        mixed.append(line)
+        if index < len(lines) - 2:
+            mixed.append(others[index % len(others)])
+    (report,) = parse_oom_reports("\n".join(mixed))
+    assert report == _report(TORCHPRIME)
+    assert [a.size_bytes for a in report.allocations] == [63 * G, 63 * G]  # the other file's '1. Size' is not one
+
+
+def test_listings_of_two_pods_interleaved_read_as_two():
+    one = (DATA / "easydel_166_compile_hbm_report.log").read_text().split("\n")
+    two = (DATA / "easydel_142_compile_hbm_report.log").read_text().split("\n")
+    mixed = []
+    for index in range(max(len(one), len(two))):
+        mixed += [f"[pod/w-0/jax] {one[index]}"] if index < len(one) else []
+        mixed += [f"[pod/w-1/jax] {two[index]}"] if index < len(two) else []
+    second, first = parse_oom_reports("\n".join(mixed))  # in log order: w-1's header is on its first line
+    assert _close(first.header.used_bytes, 63.80, G) and _close(second.header.used_bytes, 30.21, G)
+    assert first.header.line.startswith("[pod/w-0/jax] ") and second.header.line.startswith("[pod/w-1/jax] ")
+    assert first.problems == second.problems == [] and len(second.reconciliations) == 7

@@ -23,11 +23,10 @@ import dataclasses
 import re
 import time as _time
 
-from tpudoctor.logs.prefixes import kubectl_worker
+from tpudoctor.logs.prefixes import GLOG, kubectl_worker
 
 HALF_YEAR_S = 183 * 86400.0
 
-GLOG = re.compile(r"[IWEF](\d\d)(\d\d) +(\d\d):(\d\d):(\d\d)(?:\.(\d+))?")
 ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(Z|[+-]\d\d:?\d\d)?")
 # HF examples' ``06/12/2020 10:05:38 - INFO - ...``; transformers' ``[INFO|trainer.py:2134] 2024-06-10 12:00:00,000 >>``
 SLASH_DATE = re.compile(r"(\d\d)/(\d\d)/(\d{4}) (\d\d):(\d\d):(\d\d)")

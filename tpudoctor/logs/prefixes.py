@@ -9,13 +9,24 @@
   column is the viewer's, not the program's (Vertex AI and the Cloud Logging console file every stderr line
   as ERROR, GoogleCloudPlatform/vertex-ai-samples#242; Colab's "View runtime logs" files it as WARNING).
 
-The payload after them decides a line's level, time and fields.
+The payload after them decides a line's level, time and fields. ``log_prefix`` takes off a C++ log line's own
+prefix too (glog/absl ``E0110 18:36:27.929281    1590 file.cc:2121] ``, TensorFlow C++'s ``2020-05-04
+09:05:40.721128: E    1578 tensorflow/.../xla_util.cc:76] ``) for readers of what the program printed through it,
+e.g. an out-of-memory listing logged one line at a time (pytorch/xla#1965).
 """
 
 from __future__ import annotations
 
 import re
 
+# glog/absl's time head (``E0110 18:36:27.929281``): month, day, hour, minute, second, fraction; logs.clock reads the
+# time with it, LOG_PREFIX below takes the whole prefix off
+GLOG = re.compile(r"[IWEF](\d\d)(\d\d) +(\d\d):(\d\d):(\d\d)(?:\.(\d+))?")
+# a C++ log line's whole prefix, through the ``] `` after its file:line; the thread id is optional (some TensorFlow
+# C++ builds print one, pytorch/xla#1965, others not, pytorch/xla#3470)
+LOG_PREFIX = re.compile(
+    r"(?:" + GLOG.pattern + r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: [IWEF])"
+    r" +(?:(?P<thread>\d+) +)?(?P<source>[^\s\]]+:\d+)\](?: |$)")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 KUBECTL_PREFIX = re.compile(r"\[pod/([^/\]\s]+)(?:/[^\]\s]*)?\] ")
 _CONSOLE_ROW = (
@@ -60,3 +71,31 @@ def unwrapped(line: str) -> str:
             break
         line = line[match.end():]
     return line
+
+
+def program_line(line: str) -> str:
+    """``unwrapped(line)`` with the line's own indentation kept: a wrapper is followed by one space (``[rank0]: ``,
+    ``(pid=123) ``), and what the program printed after it may begin with spaces that mean something (the items
+    of a listing); ``unwrapped`` takes them with the wrapper."""
+    inner = unwrapped(line)
+    if len(inner) == len(line):
+        return line
+    wrapper = line[:len(line) - len(inner)].rstrip()
+    if len(line) - len(wrapper) > len(inner):  # the wrapper ended in spaces: one of them was its separator
+        return line[len(wrapper) + 1:]
+    return inner
+
+
+def log_prefix(line: str) -> tuple[str | None, str]:
+    """(who printed it, the payload) of a glog/absl or TensorFlow C++ line: ``"1590 file.cc:2121"`` (thread and
+    file:line, the thread left out where the line has none) and the text after ``] `` exactly as the program wrote
+    it, leading spaces included; (None, line) for a line without that prefix."""
+    if line[:1] not in "IWEF0123456789" or (m := LOG_PREFIX.match(line)) is None:
+        return None, line
+    source = m.group("source") if m.group("thread") is None else f"{m.group('thread')} {m.group('source')}"
+    return source, line[m.end():]
+
+
+def payload(line: str) -> str:
+    """The text after a glog/absl or TensorFlow C++ log prefix, indentation kept; the line itself without one."""
+    return log_prefix(line)[1]

@@ -1,6 +1,7 @@
 """What an out-of-memory report says, as dataclasses: the header, usage blocks, program allocations, reservation
-and allocation failures, ``compiled.memory_analysis()``'s stats, and the ``Reconciliation`` of each listing with its
-own header; with ``Size``, a printed size and its rounding. ``oom_text`` fills them from the text."""
+and allocation failures, the compiler's early abort, ``compiled.memory_analysis()``'s stats, and the
+``Reconciliation`` of each listing with its own header; with ``Size``, a printed size and its rounding.
+``oom_text`` fills them from the text."""
 
 from __future__ import annotations
 
@@ -201,6 +202,16 @@ class AllocationFailure:
     """The memory it names, e.g. ``0x0x0_HBM0``."""
 
 
+@dataclasses.dataclass(frozen=True)
+class EarlyAbort:
+    """``Compilation failure: Aborting compilation early because it's unlikely to have enough [device ]memory.
+    Requires 3.47E, has 14.49G available.``: the compiler's estimate before it lays the program out, so no
+    listing follows (jax-ml/jax#7822)."""
+
+    required_bytes: int
+    available_bytes: int
+
+
 COMPILED_STATS_FIELDS = (
     "generated_code_size_in_bytes", "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
     "temp_size_in_bytes", "host_generated_code_size_in_bytes", "host_argument_size_in_bytes",
@@ -247,6 +258,7 @@ class OomReport:
     allocations: list[ProgramAllocation] = dataclasses.field(default_factory=list)
     reservation: ReservationFailure | None = None
     allocation_failure: AllocationFailure | None = None
+    early_abort: EarlyAbort | None = None
     reconciliations: list[Reconciliation] = dataclasses.field(default_factory=list)
 
     @property

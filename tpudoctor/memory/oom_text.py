@@ -29,8 +29,16 @@ an excerpt or print the report's lines as separate log lines):
   Debugging.``, ``BufferAssignment stats:`` (``parameter allocation:    6.00MiB``, ``constant``, ``maybe_live_out``,
   ``preallocated temp``, ``total allocation``, ``total fragmentation:  0B (0.00%)``) and ``Peak buffers:`` with
   ``Buffer N:`` entries (``Size:``, ``Operator:``, ``XLA Label:``, ``Shape:`` or ``Entry Parameter Subshape:``).
+* ``Compilation failure: Aborting compilation early because it's unlikely to have enough memory. Requires 3.47E,
+  has 14.49G available.``: the compiler's estimate, no listing after it (``OomReport.early_abort``).
 * ``CompiledMemoryStats(generated_code_size_in_bytes=..., argument_size_in_bytes=..., ...)``: what
   ``print(jax.jit(f).lower(...).compile().memory_analysis())`` writes (one line, or one field a line).
+
+Logs often print a listing one log line at a time, each with its prefix (pytorch/xla#1965: ``2020-05-04
+09:05:40.721128: E    1578 tensorflow/.../xla_util.cc:76]      Shape: bf16[512,16,3072]``), or a launcher or viewer
+wraps every line (``[pod/NAME/c] ``, ``(pid=123) ``, ``[rank0]: ``): the forms are read in what the program wrote
+(``tpudoctor.logs.prefixes``), one printer at a time, so other threads' lines between a listing's lines do not
+cut it; a line without a prefix continues the line before it (a multi-line log message).
 
 Sizes are XLA's human-readable bytes (``530.00M``: 1024-based, rounded to the digits shown).
 Every listing is reconciled with its own header (``Reconciliation``): the items of a usage block
@@ -41,13 +49,16 @@ rounding of the figures printed where that is more. ``OomReport.problems`` lists
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
+from tpudoctor.logs.prefixes import clean, kubectl_worker, log_prefix, program_line
 from tpudoctor.memory.oom_listings import largest_allocations, peak_buffers
 from tpudoctor.memory.oom_report import (
     SIZE_PATTERN,
     AllocationFailure,
     CompiledMemoryStats,
+    EarlyAbort,
     OomHeader,
     OomReport,
     OutputSize,
@@ -95,27 +106,65 @@ _ALLOCATE = re.compile(
 _GPU_ALLOCATE = re.compile(r"Out of\s+memory while trying to allocate (?P<req>\d+) bytes\.?")
 _BUFFER_STATS = re.compile(r"^[ \t]*BufferAssignment stats:[ \t]*$", re.MULTILINE)
 _BUFFER_STAT = re.compile(r"^[ \t]+(?P<name>[\w ]+?):[ \t]+(?P<size>" + SIZE_PATTERN + r")(?P<rest>(?:[ \t].*)?)$")
+_EARLY_ABORT = re.compile(
+    r"Aborting compilation early because it's unlikely to have enough (?:device )?memory\.\s*Requires (?P<req>"
+    + SIZE_PATTERN + r"), has (?P<avail>" + SIZE_PATTERN + r") available\.?")
 _STATS = re.compile(r"CompiledMemoryStats\((?P<body>[^()]*)\)")
 _STATS_FIELD = re.compile(r"(\w+_in_bytes)\s*=\s*(-?\d+)")
 
-_STARTS = (_HEADER, _RESERVE, _ALLOCATE, _GPU_ALLOCATE)
+_STARTS = (_HEADER, _RESERVE, _ALLOCATE, _GPU_ALLOCATE, _EARLY_ABORT)
+
+
+@dataclasses.dataclass
+class _Printed:
+    """The lines one printer wrote (a thread's file:line, in a pod), without their prefixes, and where each is in
+    the log."""
+
+    lines: list[str] = dataclasses.field(default_factory=list)
+    numbers: list[int] = dataclasses.field(default_factory=list)
 
 
 def parse_oom_reports(text: str) -> list[OomReport]:
-    """Every out-of-memory report in ``text``: one from each header (``Ran out of memory``,
-    ``Attempting to reserve``, ``Attempting to allocate``) to the next, or one for the whole text
-    where it holds report parts but no header. Empty when there is none."""
-    # each report from the start of its header's line (the exception type before the status stays with it)
-    starts = sorted({text.rfind("\n", 0, m.start()) + 1 for pattern in _STARTS for m in pattern.finditer(text)})
-    spans = [(start, starts[i + 1] if i + 1 < len(starts) else len(text)) for i, start in enumerate(starts)]
-    if not spans:
-        spans = [(0, len(text))]
-    reports = []
-    for start, end in spans:
-        report = parse_oom_report(text[start:end])
-        if report is not None:
-            reports.append(report)
-    return reports
+    """Every out-of-memory report in ``text``, in the order the log has them: one from each header (``Ran out of
+    memory``, ``Attempting to reserve``, ``Attempting to allocate``, ``Aborting compilation early``) to the next
+    one of the same printer, or one for all a printer wrote where it holds report parts but no header. Log
+    prefixes and launchers' wrappers are read through (the module's doc). Empty when there is none."""
+    raw = text.split("\n")
+    found = []
+    for printed in _printers(raw):
+        body = "\n".join(printed.lines)
+        # each report from the start of its header's line (the exception type before the status stays with it)
+        starts = sorted({body.rfind("\n", 0, m.start()) + 1 for pattern in _STARTS for m in pattern.finditer(body)})
+        spans = [(start, starts[i + 1] if i + 1 < len(starts) else len(body)) for i, start in enumerate(starts)]
+        for start, end in spans or [(0, len(body))]:
+            report = parse_oom_report(body[start:end])
+            if report is None:
+                continue
+            first = body.count("\n", 0, start)
+            if report.header is not None:  # the header's line as the log printed it, prefix and all
+                row = first + body.count("\n", start, _HEADER.search(body, start, end).start())
+                report.header = dataclasses.replace(report.header, line=clean(raw[printed.numbers[row]]).strip())
+            found.append((printed.numbers[first], report))
+    return [report for _, report in sorted(found, key=lambda pair: pair[0])]
+
+
+def _printers(raw: list[str]) -> list[_Printed]:
+    """The log's lines by who printed them: a glog/TensorFlow C++ line by its thread and file:line (in its pod
+    under ``kubectl logs --prefix``), a line without a log prefix with the line before it."""
+    printers: dict[tuple[str | None, str | None], _Printed] = {}
+    last_source: dict[str | None, str | None] = {}
+    key: tuple[str | None, str | None] = (None, None)
+    for number, line in enumerate(raw):
+        pod, rest = kubectl_worker(clean(line))
+        source, payload = log_prefix(program_line(rest))
+        if source is not None or pod is not None:
+            source = source if source is not None else last_source.get(pod)
+            last_source[pod] = source
+            key = (pod, source)
+        printed = printers.setdefault(key, _Printed())
+        printed.lines.append(payload)
+        printed.numbers.append(number)
+    return list(printers.values())
 
 
 def parse_oom_report(text: str) -> OomReport | None:
@@ -160,6 +209,8 @@ def parse_oom_report(text: str) -> OomReport | None:
             device=m.group("device"))
     elif (m := _GPU_ALLOCATE.search(text)) is not None:
         report.allocation_failure = AllocationFailure(int(m.group("req")), None, None, None)
+    if (m := _EARLY_ABORT.search(text)) is not None:
+        report.early_abort = EarlyAbort(parse_size(m.group("req")), parse_size(m.group("avail")))
     empty = OomReport()
     return None if report == empty else report
 
