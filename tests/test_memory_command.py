@@ -203,3 +203,26 @@ def test_check_step_4_points_an_oom_log_to_tpudoctor_memory(capsys, tmp_path, mo
     commands = result["remediation"]["commands"]
     assert any(c.startswith("tpudoctor memory ") for c in commands), commands
     assert any("tpudoctor profile capture" in c and "tpudoctor memory" in c for c in commands)
+
+
+def test_gs_inputs_through_the_storage_emulator(capsys, gcs_emulator):
+    """A capture run prefix and an OOM log in Cloud Storage read like local ones; the report names the URIs, and
+    nothing is written to the bucket."""
+    if not TPU.exists():
+        pytest.skip("the v6e capture is not here")
+    bucket = gcs_emulator.create_bucket("jobs")
+    run = "exp/plugins/profile/2026_12_01_10_00_00"
+    bucket.blob(f"{run}/t1v-n-0.xplane.pb").upload_from_filename(str(TPU))
+    bucket.blob("exp/logs/train.log").upload_from_string(OOM_LOG.read_bytes())
+    before = sorted(b.name for b in gcs_emulator.list_blobs("jobs"))
+    local = _doc(capsys, str(TPU))
+    doc = _doc(capsys, "gs://jobs/exp", "gs://jobs/exp/logs/train.log")
+    (host,) = doc["hosts"]
+    assert host["host"] == "t1v-n-0" and host["run"] == "2026_12_01_10_00_00"
+    assert host["source"] == f"gs://jobs/{run}/t1v-n-0.xplane.pb"
+    assert [(a["allocator"], a["peak_bytes"]) for a in host["allocators"]] == [
+        (a["allocator"], a["peak_bytes"]) for a in local["hosts"][0]["allocators"]]
+    assert doc["texts"][0]["source"] == "gs://jobs/exp/logs/train.log" and doc["texts"][0]["listings"]
+    assert sorted(b.name for b in gcs_emulator.list_blobs("jobs")) == before
+    code, _, err = _memory(capsys, "gs://jobs/none-here")
+    assert code == 2 and "Traceback" not in err and "gs://jobs/none-here" in err

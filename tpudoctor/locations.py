@@ -79,6 +79,18 @@ def read_bytes(location: str, *, session=None) -> bytes:
         raise InputError(f"cannot read {location}: {exc.strerror or exc}") from None
 
 
+def local_copy(location: str, folder: str, *, session=None) -> str:
+    """A local path holding the file: the path itself, or the object downloaded (streamed) into ``folder``.
+    For readers that need a file (seek, memory map); an ``InputError`` that says why it cannot be read."""
+    if not is_gcs(location):
+        return location
+    bucket, name = split_gs_uri(location)
+    path = str(Path(folder) / (name.rsplit("/", 1)[-1] or "object"))
+    _storage_call(_session(session), f"cannot read {location}", bucket, "storage.objects.get",
+                  lambda storage: storage.download_object(bucket, name, path))
+    return path
+
+
 # --- listing ------------------------------------------------------------------------------------
 
 def list_level(location: str, *, session=None) -> tuple[list[str], list[str]]:

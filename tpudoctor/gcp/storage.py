@@ -103,6 +103,12 @@ class StorageApi:
         return self._call(lambda: blob.download_as_bytes(timeout=self.timeout_s, retry=None),
                           "storage.objects.get")
 
+    def download_object(self, bucket: str, name: str, path: str) -> None:
+        """The object into a local file, streamed (a capture may be larger than the memory it is worth)."""
+        blob = self._client.bucket(bucket).blob(name)
+        self._call(lambda: blob.download_to_filename(path, timeout=self.timeout_s, retry=None),
+                   "storage.objects.get")
+
     def put_text(self, bucket: str, name: str, text: str, content_type: str) -> None:
         """Write (or replace) one object: only for a destination the user named (``-o gs://...``)."""
         blob = self._client.bucket(bucket).blob(name)

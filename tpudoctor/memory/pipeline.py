@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -85,12 +86,20 @@ def parse_mesh(text: str | None) -> dict[str, int] | None:
 
 
 def _inputs(paths: Iterable[str], stdin: Callable[[], str]) -> list[_Capture | TextInput]:
+    from tpudoctor import locations
     from tpudoctor.profile.sources import hostname_of, resolve
 
     out: list[_Capture | TextInput] = []
     for path in paths:
         if path == "-":
             out.append(TextInput("<stdin>", stdin()))
+            continue
+        if locations.is_gcs(path):
+            if _is_text_object(path):
+                out.append(TextInput(path, _decode_text(path, locations.read_bytes(path))))
+            else:  # a capture object, a run prefix or a logdir prefix: the profile loader's own resolution
+                resolved = resolve(path)
+                out += [_Capture(h.hostname, h.location, path, resolved.run) for h in resolved.hosts]
             continue
         if not os.path.exists(path):
             raise InputError(f"{path} does not exist",
@@ -105,17 +114,32 @@ def _inputs(paths: Iterable[str], stdin: Callable[[], str]) -> list[_Capture | T
     return out
 
 
+def _is_text_object(location: str) -> bool:
+    """A ``gs://`` location that is one object not named as a capture: a log (a prefix is a run or a logdir)."""
+    from tpudoctor import locations
+
+    if location.endswith("/") or location.endswith(CAPTURE_SUFFIXES):
+        return False
+    return locations.find_object(location) is not None
+
+
+def _decode_text(source: str, data: bytes) -> str:
+    if source.endswith(".gz"):
+        import gzip
+
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise InputError(f"cannot read {source}: {exc}") from None
+    return data.decode("utf-8", errors="replace")
+
+
 def _read_text(path: str) -> str:
     try:
-        if path.endswith(".gz"):
-            import gzip
-
-            with gzip.open(path, "rt", encoding="utf-8", errors="replace") as handle:
-                return handle.read()
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot read {path}: {exc}") from None
+        with open(path, "rb") as handle:
+            return _decode_text(path, handle.read())
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 # --- one capture -----------------------------------------------------------------------------------------------
@@ -199,20 +223,31 @@ def _program(plan, why: str, allocators: list[str], peak, options: MemoryOptions
 
 
 def _capture(capture: _Capture, options: MemoryOptions, rules, findings: list[Finding]) -> dict[str, Any]:
+    """One host's section; a ``gs://`` capture is read from a temporary local copy (removed after)."""
+    from tpudoctor import locations
+
+    if not locations.is_gcs(capture.location):
+        return _capture_file(capture, capture.location, options, rules, findings)
+    with tempfile.TemporaryDirectory(prefix="tpudoctor-memory-") as folder:  # the readers seek in a file
+        return _capture_file(capture, locations.local_copy(capture.location, folder), options, rules, findings)
+
+
+def _capture_file(capture: _Capture, path: str, options: MemoryOptions, rules, findings: list[Finding]
+                  ) -> dict[str, Any]:
     from tpudoctor.memory.events import read_memory_events
     from tpudoctor.memory.plan_capture import largest_plan, plans_from_xspace, program_runs
     from tpudoctor.memory.timeline import allocator_timelines
 
     location = capture.location
-    if os.path.getsize(location) == 0:
+    if os.path.getsize(path) == 0:
         raise InputError(f"{location} is empty (0 bytes): not a capture",
                          hint="the profiler may have been stopped before it wrote; capture again")
-    events = read_memory_events(location)
+    events = read_memory_events(path)
     timelines = allocator_timelines(events)
     plan_errors: list[str] = []
     try:
-        plans = plans_from_xspace(location, errors=plan_errors)
-        runs = program_runs(location)
+        plans = plans_from_xspace(path, errors=plan_errors)
+        runs = program_runs(path)
     except Exception as exc:  # noqa: BLE001 - the events read; a metadata plane that does not is a note
         plans, runs = {}, []
         plan_errors.append(f"the capture's programs could not be read: {exc}")
