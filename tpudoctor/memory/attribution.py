@@ -138,92 +138,123 @@ def attribute(plan: ProgramPlan, *, optimizer_parameters: Collection[int] = (), 
               in_use_bytes: int | None = None) -> Attribution:
     """The plan's peak by bucket; ``optimizer_parameters``: parameter numbers the caller knows hold optimizer
     state; ``reserved_bytes`` / ``in_use_bytes``: the runtime's allocator figures at the memory peak."""
-    shares: list[Share] = []
-    confidence: dict[str, tuple[str, str]] = {}
-    is_gradient = any(is_backward(i.op_name) for i in plan.instructions.values()) or any(
-        is_backward(name) for name in plan.fused_op_names)
-    peak_in_backward: bool | None = None
-    peak_instruction = ""
+    ledger = _Ledger(plan, set(optimizer_parameters))
+    for allocation in plan.allocations:
+        if allocation.counted:
+            ledger.allocation(allocation)
+    total = plan.peak_bytes + ledger.runtime(plan.peak_bytes, reserved_bytes, in_use_bytes)
+    buckets = {name: 0 for name in BUCKETS}
+    for share in ledger.shares:
+        buckets[share.bucket] += share.bytes
+    return Attribution(program=plan.event_name, peak_bytes=plan.peak_bytes, buckets=buckets, shares=ledger.shares,
+                       confidence=_confidence(ledger.confidence, buckets), total_bytes=total,
+                       is_gradient=ledger.is_gradient, peak_in_backward=ledger.peak_in_backward,
+                       peak_instruction=ledger.peak_instruction)
 
-    def add(bucket: str, amount: int, allocation: Allocation, buffer: Buffer | None = None) -> None:
+
+class _Ledger:
+    """The shares of one plan as they are added, with what each bucket's confidence rests on."""
+
+    def __init__(self, plan: ProgramPlan, optimizer_parameters: set[int]):
+        self.plan, self.optimizer_parameters = plan, optimizer_parameters
+        self.shares: list[Share] = []
+        self.confidence: dict[str, tuple[str, str]] = {}
+        self.is_gradient = any(is_backward(i.op_name) for i in plan.instructions.values()) or any(
+            is_backward(name) for name in plan.fused_op_names)
+        self.peak_in_backward: bool | None = None
+        self.peak_instruction = ""
+
+    def add(self, bucket: str, amount: int, allocation: Allocation, buffer: Buffer | None = None) -> None:
         if amount <= 0:
             return
         if buffer is None:
-            shares.append(Share(bucket, amount, allocation.index))
+            self.shares.append(Share(bucket, amount, allocation.index))
             return
-        shares.append(Share(bucket, amount, allocation.index, buffer.id, buffer.instruction, buffer.shape.text,
-                            buffer.dtype, plan.op_name_of(buffer), buffer.source))
+        self.shares.append(Share(bucket, amount, allocation.index, buffer.id, buffer.instruction, buffer.shape.text,
+                                 buffer.dtype, self.plan.op_name_of(buffer), buffer.source))
 
-    def add_buffer(bucket: str, amount: int, allocation: Allocation, buffer: Buffer) -> None:
+    def add_buffer(self, bucket: str, amount: int, allocation: Allocation, buffer: Buffer) -> None:
         padding = min(amount, buffer.padding_bytes)
-        add("padding", padding, allocation, buffer)
-        add(bucket, amount - padding, allocation, buffer)
+        self.add("padding", padding, allocation, buffer)
+        self.add(bucket, amount - padding, allocation, buffer)
 
-    def add_whole(bucket: str, allocation: Allocation) -> None:
+    def add_whole(self, bucket: str, allocation: Allocation) -> None:
         """An allocation one value fills: its largest buffer's padding, the rest to ``bucket``."""
         largest = max(allocation.buffers, key=lambda b: b.size_bytes, default=None)
         if largest is None:
-            add(bucket, allocation.size_bytes, allocation)
+            self.add(bucket, allocation.size_bytes, allocation)
             return
         padding = min(allocation.size_bytes, largest.padding_bytes)
-        add("padding", padding, allocation, largest)
-        add(bucket, allocation.size_bytes - padding, allocation, largest)
+        self.add("padding", padding, allocation, largest)
+        self.add(bucket, allocation.size_bytes - padding, allocation, largest)
 
-    for allocation in plan.allocations:
-        if not allocation.counted:
-            continue
+    def allocation(self, allocation: Allocation) -> None:
         if allocation.kind == "parameter":
-            named = allocation.parameter_number in set(optimizer_parameters)
-            by_name = is_optimizer_name(parameter_name(plan, allocation.parameter_number))
-            if named:
-                confidence["optimizer_state"] = ("high", "the caller named these parameters optimizer state")
-            elif by_name:
-                confidence.setdefault("optimizer_state", (
-                    "medium", "parameter names (JAX records the argument path) say optimizer state: opt_state, mu, "
-                              "nu, momentum"))
-            add_whole("optimizer_state" if named or by_name else "parameters", allocation)
-        elif allocation.kind == "output":
-            add_whole("outputs", allocation)
-        elif allocation.kind == "constant":
-            add_whole("constants", allocation)
+            self.parameter(allocation)
+        elif allocation.kind in ("output", "constant"):
+            self.add_whole(allocation.kind + "s", allocation)
         elif allocation.kind == "temporary":
-            peak = plan.heap_peaks.get(allocation.index)
-            if peak is not None:
-                peak_instruction = peak_instruction or peak.instruction
-                at = plan.by_name.get(peak.instruction)
-                if at is not None and peak_in_backward is None:
-                    origin = plan.origin(at)
-                    peak_in_backward = is_backward(origin.op_name if origin else at.op_name)
-                held = 0
-                for bid in peak.buffer_ids:
-                    buffer = plan.buffers.get(bid)
-                    if buffer is None:
-                        continue
-                    size = min(buffer.size_bytes, allocation.size_bytes - held)
-                    held += size
-                    forward = not is_backward(plan.op_name_of(buffer))
-                    add_buffer("activations" if is_gradient and forward else "temporaries", size, allocation, buffer)
-                add("fragmentation", allocation.size_bytes - held, allocation)
-            else:
-                _paint(allocation, add_buffer, add)
-                confidence["temporaries"] = ("low", "no heap-simulator trace: the temporary allocation is split by "
-                                                    "its buffers' offsets, not by what was live at its peak")
+            self.temporary(allocation)
         else:
-            add("other", allocation.size_bytes, allocation)
-    footprint = plan.peak_bytes
-    total = footprint
-    if reserved_bytes is not None and in_use_bytes is not None and reserved_bytes > in_use_bytes:
-        shares.append(Share("preallocated_unused", reserved_bytes - in_use_bytes, -1))
-        total += reserved_bytes - in_use_bytes
-        confidence["preallocated_unused"] = ("high", "the runtime's reserved bytes beyond those in use at the peak")
-    if in_use_bytes is not None and in_use_bytes > footprint:
-        shares.append(Share("outside_program", in_use_bytes - footprint, -1))
-        total += in_use_bytes - footprint
-        confidence["outside_program"] = ("medium", "bytes in use at the peak beyond this program's plan: arrays "
-                                                   "held outside it (another program's, a cache, a second copy)")
-    buckets = {name: 0 for name in BUCKETS}
-    for share in shares:
-        buckets[share.bucket] += share.bytes
+            self.add("other", allocation.size_bytes, allocation)
+
+    def parameter(self, allocation: Allocation) -> None:
+        named = allocation.parameter_number in self.optimizer_parameters
+        by_name = is_optimizer_name(parameter_name(self.plan, allocation.parameter_number))
+        if named:
+            self.confidence["optimizer_state"] = ("high", "the caller named these parameters optimizer state")
+        elif by_name:
+            self.confidence.setdefault("optimizer_state", (
+                "medium", "parameter names (JAX records the argument path) say optimizer state: opt_state, mu, "
+                          "nu, momentum"))
+        self.add_whole("optimizer_state" if named or by_name else "parameters", allocation)
+
+    def temporary(self, allocation: Allocation) -> None:
+        """The buffers live at the heap simulator's peak, the rest fragmentation; painted by offsets without it."""
+        plan = self.plan
+        peak = plan.heap_peaks.get(allocation.index)
+        if peak is None:
+            _paint(allocation, self.add_buffer, self.add)
+            self.confidence["temporaries"] = ("low", "no heap-simulator trace: the temporary allocation is split by "
+                                                     "its buffers' offsets, not by what was live at its peak")
+            return
+        self.peak_instruction = self.peak_instruction or peak.instruction
+        at = plan.by_name.get(peak.instruction)
+        if at is not None and self.peak_in_backward is None:
+            origin = plan.origin(at)
+            self.peak_in_backward = is_backward(origin.op_name if origin else at.op_name)
+        held = 0
+        for bid in peak.buffer_ids:
+            buffer = plan.buffers.get(bid)
+            if buffer is None:
+                continue
+            size = min(buffer.size_bytes, allocation.size_bytes - held)
+            held += size
+            forward = not is_backward(plan.op_name_of(buffer))
+            self.add_buffer("activations" if self.is_gradient and forward else "temporaries", size, allocation,
+                            buffer)
+        self.add("fragmentation", allocation.size_bytes - held, allocation)
+
+    def runtime(self, footprint: int, reserved_bytes: int | None, in_use_bytes: int | None) -> int:
+        """The allocator's bytes beyond the plan (reserved unused, in use outside the program); what they add."""
+        extra = 0
+        if reserved_bytes is not None and in_use_bytes is not None and reserved_bytes > in_use_bytes:
+            self.shares.append(Share("preallocated_unused", reserved_bytes - in_use_bytes, -1))
+            extra += reserved_bytes - in_use_bytes
+            self.confidence["preallocated_unused"] = (
+                "high", "the runtime's reserved bytes beyond those in use at the peak")
+        if in_use_bytes is not None and in_use_bytes > footprint:
+            self.shares.append(Share("outside_program", in_use_bytes - footprint, -1))
+            extra += in_use_bytes - footprint
+            self.confidence["outside_program"] = (
+                "medium", "bytes in use at the peak beyond this program's plan: arrays held outside it (another "
+                          "program's, a cache, a second copy)")
+        return extra
+
+
+def _confidence(found: dict[str, tuple[str, str]], buckets: dict[str, int]) -> dict[str, tuple[str, str]]:
+    """What the shares said, and what each bucket rests on where they said nothing."""
+    confidence = dict(found)
     confidence.setdefault("parameters", ("high", "entry parameter allocations of the buffer assignment"))
     confidence.setdefault("outputs", ("high", "maybe-live-out allocations of the buffer assignment"))
     if buckets["activations"]:
@@ -234,9 +265,7 @@ def attribute(plan: ProgramPlan, *, optimizer_parameters: Collection[int] = (), 
     confidence.setdefault("fragmentation", ("high", "the temporary allocation less the heap simulator's peak "
                                                     "live bytes"))
     confidence.setdefault("padding", ("high", "buffer sizes beyond their elements' bytes"))
-    return Attribution(program=plan.event_name, peak_bytes=footprint, buckets=buckets, shares=shares,
-                       confidence=confidence, total_bytes=total, is_gradient=is_gradient,
-                       peak_in_backward=peak_in_backward, peak_instruction=peak_instruction)
+    return confidence
 
 
 def _paint(allocation: Allocation, add_buffer, add) -> None:

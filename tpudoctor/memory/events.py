@@ -172,129 +172,159 @@ def _memory_events(planes, source: str, warnings: list[str], release) -> MemoryE
 
 
 def _plane_memory_events(plane, source: str, warnings: list[str]) -> MemoryEvents:
-    names_by_id = {int(key): value.name for key, value in plane.stat_metadata.items()}
-    ref_ids = np.asarray(sorted(names_by_id), dtype=np.int64)
-    ref_names = [names_by_id[key] for key in ref_ids.tolist()]
-    alloc_ids = np.asarray([int(k) for k, m in plane.event_metadata.items() if m.name == ALLOCATION], dtype=np.int64)
-    free_ids = np.asarray([int(k) for k, m in plane.event_metadata.items() if m.name == DEALLOCATION],
-                          dtype=np.int64)
-    memory_ids = np.concatenate([alloc_ids, free_ids])
-    if not len(memory_ids):  # no event can be a memory event: nothing to decode
+    scan = _PlaneScan.of(plane)
+    if scan is None or not scan.n:
         return _empty(source, warnings=list(warnings))
-    position = {name: index for index, name in enumerate(MEMORY_STAT_ORDER)}
-    # stat metadata row -> position in MEMORY_STAT_ORDER (-1: not read); the last row: unknown ids
-    name_table = np.asarray([position.get(name, -1) for name in ref_names] + [-1], dtype=np.int16)
-    line_ids: list[int] = []
-    line_ts: list[int] = []
-    line_with_events: list[bool] = []
-    event_line, event_offset, event_alloc = [], [], []
-    gathered = Gathered()
-    n_memory = 0
-    for line_index, line_bytes in enumerate(plane.lines):
-        line = parse_line(line_bytes)
-        del line_bytes
-        events = line.events
-        count = len(events)
-        line_ids.append(line.id)
-        line_ts.append(line.timestamp_ns)
-        line_with_events.append(count > 0)
-        for low in range(0, count, BATCH_EVENTS):
-            chunk = events[low:low + BATCH_EVENTS]
-            lengths = np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk))
-            chunk.append(PADDING)
-            buffer = wire.Buffer(b"".join(chunk), padded=True)
-            del chunk
-            ends = np.cumsum(lengths)
-            starts = ends - lengths
-            metadata_id = metadata_ids(buffer, starts, ends)
-            keep = np.flatnonzero(np.isin(metadata_id, memory_ids))
-            if not len(keep):
-                continue
-            offset_ps, stat_event, stat_start, stat_end = event_fields(buffer, starts[keep], ends[keep])
-            event_line.append(np.full(len(keep), line_index, dtype=np.int64))
-            event_offset.append(offset_ps)
-            event_alloc.append(np.isin(metadata_id[keep], alloc_ids))
-            stat_id, kind, raw, text_start, text_length = stats(buffer, stat_start, stat_end)
-            at = np.minimum(np.searchsorted(ref_ids, stat_id), len(ref_ids))
-            known = at < len(ref_ids)
-            known[known] = ref_ids[at[known]] == stat_id[known]
-            name = name_table[np.where(known, at, len(ref_ids))]
-            rows = np.flatnonzero(name >= 0)
-            if len(rows):
-                kind, raw = kind[rows], raw[rows]
-                text_rows = np.flatnonzero((kind == STR) | (kind == BYTES))
-                text_codes, distinct = (code_texts(buffer.bytes, text_start[rows[text_rows]],
-                                                    text_length[rows[text_rows]])
-                                        if len(text_rows) else (None, []))
-                gathered.add((stat_event[rows] + n_memory).astype(np.int32), name[rows], raw, kind, text_rows, text_codes, distinct)
-            n_memory += len(keep)
-            del buffer
-        del line, events
+    line = np.concatenate(scan.event_line)
+    line_ts = np.asarray(scan.line_ts, dtype=np.int64)
+    offset_ps = np.concatenate(scan.event_offset)
+    origin_ns = int(line_ts[np.asarray(scan.line_with_events, dtype=bool)].min())
+    columns = _stat_columns(scan)
+    frame = pd.DataFrame({
+        "allocator": columns["allocator"],
+        "is_allocation": np.concatenate(scan.event_alloc),
+        "time_ps": offset_ps + (line_ts[line] - origin_ns) * 1000,
+        "offset_ps": offset_ps,
+        "line_id": np.asarray(scan.line_ids, dtype=np.int64)[line],
+        **{name: columns[name] for name in COLUMNS[5:-1] if name in columns},
+        "file_order": np.arange(scan.n, dtype=np.int64),
+    }, copy=False)
+    frame = frame[list(COLUMNS)]
+    return MemoryEvents(source=source, frame=frame, time_origin_ns=origin_ns, warnings=list(warnings))
 
-    n = n_memory
-    if not n:
-        return _empty(source, warnings=list(warnings))
-    line = np.concatenate(event_line)
-    line_ts_array = np.asarray(line_ts, dtype=np.int64)
-    offset_ps = np.concatenate(event_offset)
-    with_events = np.asarray(line_with_events, dtype=bool)
-    origin_ns = int(line_ts_array[with_events].min())
+
+@dataclasses.dataclass
+class _PlaneScan:
+    """One pass over a host plane: per line its id, time and whether it has events; per memory event its
+    line, offset and kind; the stats of the memory events, gathered (``event_stats.Gathered``)."""
+
+    ref_ids: np.ndarray
+    ref_names: list[str]
+    alloc_ids: np.ndarray
+    memory_ids: np.ndarray
+    name_table: np.ndarray
+    line_ids: list[int] = dataclasses.field(default_factory=list)
+    line_ts: list[int] = dataclasses.field(default_factory=list)
+    line_with_events: list[bool] = dataclasses.field(default_factory=list)
+    event_line: list[np.ndarray] = dataclasses.field(default_factory=list)
+    event_offset: list[np.ndarray] = dataclasses.field(default_factory=list)
+    event_alloc: list[np.ndarray] = dataclasses.field(default_factory=list)
+    gathered: Gathered = dataclasses.field(default_factory=Gathered)
+    n: int = 0
+
+    @classmethod
+    def of(cls, plane) -> _PlaneScan | None:
+        """The plane scanned; None where no event metadata is a memory event (nothing to decode)."""
+        names_by_id = {int(key): value.name for key, value in plane.stat_metadata.items()}
+        ref_ids = np.asarray(sorted(names_by_id), dtype=np.int64)
+        ref_names = [names_by_id[key] for key in ref_ids.tolist()]
+        alloc_ids = np.asarray([int(k) for k, m in plane.event_metadata.items() if m.name == ALLOCATION],
+                               dtype=np.int64)
+        free_ids = np.asarray([int(k) for k, m in plane.event_metadata.items() if m.name == DEALLOCATION],
+                              dtype=np.int64)
+        memory_ids = np.concatenate([alloc_ids, free_ids])
+        if not len(memory_ids):
+            return None
+        position = {name: index for index, name in enumerate(MEMORY_STAT_ORDER)}
+        # stat metadata row -> position in MEMORY_STAT_ORDER (-1: not read); the last row: unknown ids
+        name_table = np.asarray([position.get(name, -1) for name in ref_names] + [-1], dtype=np.int16)
+        scan = cls(ref_ids, ref_names, alloc_ids, memory_ids, name_table)
+        for line_index, line_bytes in enumerate(plane.lines):
+            line = parse_line(line_bytes)
+            del line_bytes
+            events = line.events
+            scan.line_ids.append(line.id)
+            scan.line_ts.append(line.timestamp_ns)
+            scan.line_with_events.append(len(events) > 0)
+            for low in range(0, len(events), BATCH_EVENTS):
+                scan._batch(line_index, events[low:low + BATCH_EVENTS])
+            del line, events
+        return scan
+
+    def _batch(self, line_index: int, chunk: list[bytes]) -> None:
+        """One batch of a line's events: metadata ids first, then only the memory events' fields and stats."""
+        lengths = np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk))
+        chunk.append(PADDING)
+        buffer = wire.Buffer(b"".join(chunk), padded=True)
+        del chunk
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        metadata_id = metadata_ids(buffer, starts, ends)
+        keep = np.flatnonzero(np.isin(metadata_id, self.memory_ids))
+        if not len(keep):
+            return
+        offset_ps, stat_event, stat_start, stat_end = event_fields(buffer, starts[keep], ends[keep])
+        self.event_line.append(np.full(len(keep), line_index, dtype=np.int64))
+        self.event_offset.append(offset_ps)
+        self.event_alloc.append(np.isin(metadata_id[keep], self.alloc_ids))
+        stat_id, kind, raw, text_start, text_length = stats(buffer, stat_start, stat_end)
+        ref_ids = self.ref_ids
+        at = np.minimum(np.searchsorted(ref_ids, stat_id), len(ref_ids))
+        known = at < len(ref_ids)
+        known[known] = ref_ids[at[known]] == stat_id[known]
+        name = self.name_table[np.where(known, at, len(ref_ids))]
+        rows = np.flatnonzero(name >= 0)
+        if len(rows):
+            kind, raw = kind[rows], raw[rows]
+            text_rows = np.flatnonzero((kind == STR) | (kind == BYTES))
+            text_codes, distinct = (code_texts(buffer.bytes, text_start[rows[text_rows]],
+                                               text_length[rows[text_rows]])
+                                    if len(text_rows) else (None, []))
+            self.gathered.add((stat_event[rows] + self.n).astype(np.int32), name[rows], raw, kind, text_rows,
+                              text_codes, distinct)
+        self.n += len(keep)
+
+
+def _stat_columns(scan: _PlaneScan) -> dict[str, Any]:
+    """The memory events' stats as columns: integers (with presence where a stat may be absent),
+    fragmentation, texts as categoricals, the allocator, the dtype."""
+    n = scan.n
+    target, stat_name, stat_raw, stat_kind, stat_text = scan.gathered.arrays()
     columns: dict[str, Any] = {}
-
-    target, stat_name, stat_raw, stat_kind, stat_text = gathered.arrays()
-
-    def numbers(name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(int64 values, present) of an integer stat; doubles truncated, uint64 over 2^63 wrap."""
-        hit = np.flatnonzero(stat_name == MEMORY_STAT_ORDER.index(name))
-        values = np.zeros(n, dtype=np.int64)
-        present = np.zeros(n, dtype=bool)
-        raw, kind = stat_raw[hit], stat_kind[hit]
-        ints = (kind == INT64) | (kind == UINT64)
-        doubles = kind == DOUBLE
-        values[target[hit[ints]]] = raw[ints].view(np.int64)
-        as_float = raw[doubles].view(np.float64)
-        fits = np.isfinite(as_float) & (np.abs(as_float) < 2.0**63)
-        values[target[hit[doubles][fits]]] = as_float[fits].astype(np.int64)
-        present[target[hit[ints]]] = True
-        present[target[hit[doubles][fits]]] = True
-        return values, present
-
     for stat, column in INT_STATS.items():
-        values, present = numbers(stat)
-        if column in ("group_id", "annotation_step"):
-            columns[column] = pd.arrays.IntegerArray(values, ~present)
-        else:
-            columns[column] = values
+        values, present = _int_stat(MEMORY_STAT_ORDER.index(stat), n, target, stat_name, stat_raw, stat_kind)
+        columns[column] = (pd.arrays.IntegerArray(values, ~present) if column in ("group_id", "annotation_step")
+                           else values)
+    columns["fragmentation"] = _fragmentation(n, target, stat_name, stat_raw, stat_kind)
+    text_list = list(scan.gathered.texts)
+    for stat, column in TEXT_STATS.items():
+        columns[column] = text_column(stat, n, target, stat_name, stat_raw, stat_kind, stat_text, text_list,
+                                      scan.ref_ids, scan.ref_names)
+    columns["allocator"] = allocator_column(n, target, stat_name, stat_raw, stat_kind, stat_text, text_list,
+                                            scan.ref_ids, scan.ref_names)
+    columns["dtype"] = dtype_column(columns.pop("data_type_enum"))
+    return columns
+
+
+def _int_stat(code: int, n: int, target, stat_name, stat_raw, stat_kind) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 values, present) of an integer stat; doubles truncated, uint64 over 2^63 wrap."""
+    hit = np.flatnonzero(stat_name == code)
+    values = np.zeros(n, dtype=np.int64)
+    present = np.zeros(n, dtype=bool)
+    raw, kind = stat_raw[hit], stat_kind[hit]
+    ints = (kind == INT64) | (kind == UINT64)
+    doubles = kind == DOUBLE
+    values[target[hit[ints]]] = raw[ints].view(np.int64)
+    as_float = raw[doubles].view(np.float64)
+    fits = np.isfinite(as_float) & (np.abs(as_float) < 2.0**63)
+    values[target[hit[doubles][fits]]] = as_float[fits].astype(np.int64)
+    present[target[hit[ints]]] = True
+    present[target[hit[doubles][fits]]] = True
+    return values, present
+
+
+def _fragmentation(n: int, target, stat_name, stat_raw, stat_kind) -> np.ndarray:
+    """A double, or an int 0 where the allocator had no free chunk."""
     hit = np.flatnonzero(stat_name == MEMORY_STAT_ORDER.index("fragmentation"))
     fragmentation = np.zeros(n)
     raw, kind = stat_raw[hit], stat_kind[hit]
     doubles = kind == DOUBLE
     fragmentation[target[hit[doubles]]] = raw[doubles].view(np.float64)
     ints = kind == INT64
-    fragmentation[target[hit[ints]]] = raw[ints].view(np.int64)  # an int 0 where the allocator had no free chunk
+    fragmentation[target[hit[ints]]] = raw[ints].view(np.int64)
     uints = kind == UINT64
     fragmentation[target[hit[uints]]] = raw[uints]
-    columns["fragmentation"] = fragmentation
-
-    text_list = list(gathered.texts)
-    for stat, column in TEXT_STATS.items():
-        columns[column] = text_column(stat, n, target, stat_name, stat_raw, stat_kind, stat_text, text_list,
-                                       ref_ids, ref_names)
-    columns["allocator"] = allocator_column(n, target, stat_name, stat_raw, stat_kind, stat_text, text_list,
-                                             ref_ids, ref_names)
-    data_type = columns.pop("data_type_enum")
-    columns["dtype"] = dtype_column(data_type)
-    frame = pd.DataFrame({
-        "allocator": columns["allocator"],
-        "is_allocation": np.concatenate(event_alloc),
-        "time_ps": offset_ps + (line_ts_array[line] - origin_ns) * 1000,
-        "offset_ps": offset_ps,
-        "line_id": np.asarray(line_ids, dtype=np.int64)[line],
-        **{name: columns[name] for name in COLUMNS[5:-1] if name in columns},
-        "file_order": np.arange(n, dtype=np.int64),
-    }, copy=False)
-    frame = frame[list(COLUMNS)]
-    return MemoryEvents(source=source, frame=frame, time_origin_ns=origin_ns, warnings=list(warnings))
+    return fragmentation
 
 
 def _empty(source: str, *, has_host_plane: bool = True, warnings: list[str] | None = None) -> MemoryEvents:
