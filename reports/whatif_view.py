@@ -18,8 +18,10 @@ def summary_line(w: dict) -> str:
         return f"Straggler what-if unknown: {w.get('reason')}"
     top = (w.get("per_host") or [{}])[0]
     line = (f"{w['steps']} steps of {w['hosts']} hosts replayed as a chain of sync points: "
-            f"{w['simulated_step_ms']:.2f} ms per step (measured {w['measured_step_ms']:.2f} ms), "
-            f"{w['ideal_step_ms']:.2f} ms with every device's compute segments at their median")
+            f"{w['simulated_step_ms']:.2f} ms per step (measured {w['measured_step_ms']:.2f} ms"
+            + (f"; waits predicted from typical transfers: {w['modelled_step_ms']:.2f} ms, "
+               f"{w['model_error_percent']:+.1f}%" if w.get("modelled_step_ms") is not None else "")
+            + f"), {w['ideal_step_ms']:.2f} ms with every device's compute segments at their median")
     if top.get("host") is not None:
         line += (f"; {top['host']} not slow would save {top['saved_ms']:.2f} ms per step "
                  f"({top['saved_percent']:.1f}%, {100 * (top['slowdown_share'] or 0):.0f}% of the slowdown)")

@@ -39,6 +39,10 @@ def test_simulated_step_time_is_within_2_percent_of_measured(reports, case):
     w = _w(reports[case])
     assert w["status"] == "known" and w["hosts"] == 4 and w["steps"] >= 12
     assert abs(w["simulated_step_ms"] - w["measured_step_ms"]) <= 0.02 * w["measured_step_ms"]
+    # The replay above matches by construction. The model's own check predicts every wait from the arrivals,
+    # each collective's transfer taken as typical over the steps: measured -1.1 % (delayed), +2.4 % (undelayed:
+    # its gloo transfers vary most) and +1.1 % (slow_host) when it was written; the bound leaves that room.
+    assert w["modelled_step_ms"] is not None and abs(w["model_error_percent"]) <= 3.0, w["model_error_percent"]
 
 
 def test_predicted_saving_is_within_10_percent_of_the_rerun_without_the_delay(reports):

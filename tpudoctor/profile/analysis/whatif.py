@@ -10,7 +10,10 @@ it does there: device ops, host work, input: its own time). The model, per colle
     depart[j]      = complete[j]
 
 ``segment`` and ``transfer`` are measured (clock-corrected like ``cross_host``); replaying them
-gives the *simulated* step time, which must match the measured one. The *ideal* replaces each
+gives the *simulated* step time, which matches the measured one by construction. The model's own
+check is the *modelled* step time: every collective's transfer taken as typical for its place in the
+step (the median over the steps), so each wait is predicted by the max of the arrivals instead of
+replayed; ``model_error_percent`` is how far that lands from the measured step. The *ideal* replaces each
 device's segment by the per-segment median over devices. A host's *saving* is the step time the
 job would gain if that host were not slow (its segments capped at the median, every other device
 as measured). The *critical path* is the chain of last arrivals; the time by which each last
@@ -67,6 +70,7 @@ class StragglerWhatIf:
     aligned_by: str = ""
     measured_step_ms: float | None = None
     simulated_step_ms: float | None = None
+    modelled_step_ms: float | None = None
     ideal_step_ms: float | None = None
     slowdown_ms: float | None = None
     per_host: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=PER_HOST_COLUMNS))
@@ -85,6 +89,13 @@ class StragglerWhatIf:
             return None
         return 100 * (self.simulated_step_ms - self.measured_step_ms) / self.measured_step_ms
 
+    @property
+    def model_error_percent(self) -> float | None:
+        """The modelled step (waits predicted, transfers typical) against the measured one."""
+        if not self.measured_step_ms or self.modelled_step_ms is None:
+            return None
+        return 100 * (self.modelled_step_ms - self.measured_step_ms) / self.measured_step_ms
+
     def saving_of(self, host: str) -> float | None:
         rows = self.per_host[self.per_host["host"] == host]
         return None if rows.empty else float(rows["saved_ms"].iloc[0])
@@ -100,6 +111,8 @@ class StragglerWhatIf:
                 "simulated_step_ms": _plain(self.simulated_step_ms), "ideal_step_ms": _plain(self.ideal_step_ms),
                 "slowdown_ms": _plain(self.slowdown_ms),
                 "simulation_error_percent": _plain(self.simulation_error_percent),
+                "modelled_step_ms": _plain(self.modelled_step_ms),
+                "model_error_percent": _plain(self.model_error_percent),
                 "per_host": recs(self.per_host.sort_values("saved_ms", ascending=False, kind="stable")),
                 "per_chip": recs(self.per_chip) if self.per_chip is not None else None,
                 "critical_path": recs(self.critical_path), "critical_path_segments": int(len(self.critical_path)),
@@ -217,6 +230,17 @@ def simulate(segments: np.ndarray, transfer: np.ndarray, tail: np.ndarray) -> tu
     return total, complete, last
 
 
+def typical_transfer(transfer: np.ndarray, t: Timelines) -> np.ndarray:
+    """Each sync point's transfer as the median over the steps of the same collective (its place in the step
+    and its name): what the model predicts with, knowing no step's own transfer."""
+    keys = [(int(seq), name) for seq, name in zip(t.seq_of, t.names, strict=True)]
+    by_key: dict[tuple[int, str], list[float]] = {}
+    for key, value in zip(keys, transfer, strict=True):
+        by_key.setdefault(key, []).append(float(value))
+    medians = {key: float(np.median(values)) for key, values in by_key.items()}
+    return np.array([medians[key] for key in keys])
+
+
 def straggler_whatif(tables: Mapping[str, Mapping[str, list[dict]]]) -> StragglerWhatIf:
     """Host -> its ``HostResult.tables`` (the map's ``whatif_tables``): the what-if result."""
     t = timelines_from_tables(tables)
@@ -259,6 +283,7 @@ def whatif_of(t: Timelines) -> StragglerWhatIf:
         tail_fixed[g] = np.minimum(tail[g], tail_med)
         tails.append(tail_fixed)
     total, complete, last = simulate(np.stack(scenarios), transfer, np.stack(tails))
+    modelled_total = simulate(seg[None], typical_transfer(transfer, t), tail[None])[0][0]
     steps = np.unique(t.step_of)
     n_steps = len(steps)
     measured = (float(np.nanmax(stop)) - t0) / n_steps / 1e6
@@ -311,7 +336,8 @@ def whatif_of(t: Timelines) -> StragglerWhatIf:
         notes.append(f"clock offsets corrected: up to {np.max(np.abs(off)) / 1e3:.0f} us")
     return StragglerWhatIf(KNOWN, "simulated", hosts=len(host_names), devices=n_dev, steps=n_steps,
                            collectives_per_step=n_j / n_steps, aligned_by=t.aligned_by, measured_step_ms=measured,
-                           simulated_step_ms=simulated, ideal_step_ms=ideal, slowdown_ms=slowdown, per_host=per_host,
+                           simulated_step_ms=simulated, modelled_step_ms=modelled_total / n_steps / 1e6,
+                           ideal_step_ms=ideal, slowdown_ms=slowdown, per_host=per_host,
                            per_chip=chips, critical_path=critical, timeline=timeline, notes=notes)
 
 
@@ -336,6 +362,7 @@ def host_rows(result: StragglerWhatIf) -> dict[str, dict]:
     if not result.known:
         return {}
     common = {"measured_step_ms": _plain(result.measured_step_ms), "simulated_step_ms": _plain(result.simulated_step_ms),
+              "model_error_percent": _plain(result.model_error_percent),
               "ideal_step_ms": _plain(result.ideal_step_ms), "slowdown_ms": _plain(result.slowdown_ms),
               "hosts": result.hosts, "steps": result.steps,
               "savings": [{"host": r["host"], "saved_ms": _plain(r["saved_ms"]), "saved_percent": _plain(r["saved_percent"]),

@@ -32,6 +32,8 @@ class StragglerCost(ProfileRule):
     needs = ("steps", "device-ops", "other-hosts")
     MIN_SAVED_PERCENT = 5.0
     HIGH_SAVED_PERCENT = 20.0
+    MODEL_FIT_PERCENT = 5.0
+    """Beyond this, the model (waits predicted from typical transfers) misses the measured step: figures rough."""
     MIN_CRITICAL_FRACTION = 0.5
     """Below ``HIGH_SAVED_PERCENT`` the host must be the last arrival at most sync points: a host that is
     last now and then by a little is noise (on a balanced capture each host is last ~1/hosts of the time)."""
@@ -44,6 +46,12 @@ class StragglerCost(ProfileRule):
         RuleExample("single host", HostResult("h"), Status.PASS),
     )
 
+    def _fit_words(self, error_percent) -> str:
+        if error_percent is None or abs(float(error_percent)) <= self.MODEL_FIT_PERCENT:
+            return ""
+        return (f" The model fits this capture only to {float(error_percent):+.1f}% (each wait predicted from the "
+                "arrivals with typical transfers): treat these figures as rough.")
+
     def evaluate(self, host: HostResult):
         rows = host.tables.get(WHATIF_TABLE) or []
         if not rows:
@@ -53,7 +61,7 @@ class StragglerCost(ProfileRule):
         saved, percent = float(row.get("saved_ms") or 0.0), float(row.get("saved_percent") or 0.0)
         evidence = {k: row.get(k) for k in ("saved_ms", "saved_percent", "slowdown_share", "critical_segments",
                                             "critical_fraction", "measured_step_ms", "simulated_step_ms", "ideal_step_ms", "slowdown_ms",
-                                            "steps", "hosts")}
+                                            "model_error_percent", "steps", "hosts")}
         evidence["savings_per_host"] = row.get("savings") or []
         often = float(row.get("critical_fraction") or 0.0) >= self.MIN_CRITICAL_FRACTION
         if percent < self.MIN_SAVED_PERCENT or (percent < self.HIGH_SAVED_PERCENT and not often):
@@ -72,7 +80,8 @@ class StragglerCost(ProfileRule):
             f"the other devices' median it is {float(row.get('simulated_step_ms') or 0) - saved:.2f} ms, and with "
             f"every device at the median {float(row.get('ideal_step_ms') or 0):.2f} ms. {host.host} causes "
             f"{100 * share:.0f}% of the {float(row.get('slowdown_ms') or 0):.2f} ms slowdown (its last arrivals on the "
-            f"critical path: {row.get('critical_segments')} segments)." + (f" Other hosts: {others}." if others else ""),
+            f"critical path: {row.get('critical_segments')} segments)." + (f" Other hosts: {others}." if others else "")
+            + self._fit_words(row.get("model_error_percent")),
             evidence=evidence,
             fixes=(f"Fix {host.host} first: it is worth {saved:.1f} ms per step; see the straggler finding for what "
                    "to look at",
