@@ -2,7 +2,7 @@
 flagged), N with a chip made 10 % slower (it must be flagged), N with a bit flipped (it must be caught), and a
 mid-soak slowdown judged by the soak rule and by a peak-only rule. Prints the figures.
 
-    python benchmarks/diag_accuracy.py [--runs 20] [--reps 12]
+    python benchmarks/diag_accuracy.py [--runs 20] [--reps N]   (default: r2's own repetitions)
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def full_r2_seconds() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--reps", type=int, default=12)
+    parser.add_argument("--reps", type=int, default=None, help="repetitions per timed test (default: r2's)")
     parser.add_argument("--skip-full", action="store_true")
     args = parser.parse_args()
     if not args.skip_full:
@@ -60,7 +60,8 @@ def main() -> None:
     print(f"{args.runs} runs with a chip 10% slower: flagged alone {slow_caught}/{args.runs} "
           f"(measured slowness min {min(slowness):.3f}, median {sorted(slowness)[len(slowness) // 2]:.3f})")
     print(f"{args.runs} runs with a bit flipped: caught {flips_caught}/{args.runs}")
-    print(f"({per_run:.1f} s per round of the three, {args.reps} repetitions per timed test)")
+    print(f"({per_run:.1f} s per round of the three, {sizes.reps} repetitions per timed test, "
+          f"{sizes.matmul_chain} x {sizes.matmul_n}^3 matmuls per run)")
 
     soak = measure.matmul_throughput(sizes, FaultPlan.parse(["slowdown:2:0.20@0.5"]), soak_s=60.0)
     inventory = measure.inventory()

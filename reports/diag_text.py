@@ -35,4 +35,8 @@ def render(doc: dict[str, Any], *, verbose: bool = False) -> str:
         lines.append("all-reduce bus bandwidth: " + ", ".join(
             f"axis {escape.plain(a)} (x{doc['allreduce']['axes'][a]}) {v:.3g} GB/s"
             for a, v in doc["allreduce"]["bus_gbps_median"].items()))
+    if doc.get("dcn"):
+        dcn = doc["dcn"]
+        lines.append(f"all-reduce across {dcn['groups']} {escape.plain(dcn['across'])} (DCN): "
+                     f"{dcn['bus_gbps_median']:.3g} GB/s bus bandwidth")
     return "\n".join(lines) + "\n"

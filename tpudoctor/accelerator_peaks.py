@@ -23,6 +23,8 @@ class Peaks:
     ici_gbps: float | None
     source: str
     table_version: int
+    dcn_gbps: float | None = None
+    """Data-centre network bandwidth per chip, across slices (none published in a form we could verify yet)."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -37,7 +39,8 @@ def table_version() -> int:
 def generations() -> dict[str, Peaks]:
     table = _table()
     return {key: Peaks(generation=key, label=g["label"], bf16_tflops=g.get("bf16_tflops"), hbm_gbps=g.get("hbm_gbps"),
-                       ici_gbps=g.get("ici_gbps"), source=g["source"], table_version=int(table["version"]))
+                       ici_gbps=g.get("ici_gbps"), source=g["source"], table_version=int(table["version"]),
+                       dcn_gbps=g.get("dcn_gbps"))
             for key, g in table["generations"].items()}
 
 

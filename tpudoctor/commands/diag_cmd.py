@@ -52,6 +52,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     tuning.add_argument("--inject", action="append", default=[], metavar="FAULT",
                         help="inject a fault to test the detectors: slow:DEVICE:FRACTION, bitflip:DEVICE, "
                              "slowdown:DEVICE:FRACTION@AT (repeatable)")
+    multi = parser.add_argument_group("across slices (r3)")
+    multi.add_argument("--distributed", action="store_true",
+                       help="join the multi-process JAX run every worker starts at once (jax.distributed.initialize; "
+                            "on TPU VMs and GKE JAX finds the coordinator) and time the all-reduce across slices")
+    multi.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                       help="the coordinator, where JAX cannot find it (with --num-processes and --process-id)")
+    multi.add_argument("--num-processes", type=int, default=None, metavar="N", help="processes in the run")
+    multi.add_argument("--process-id", type=int, default=None, metavar="I", help="this process's number, from 0")
     add_redact_flag(add_output_flags(parser, DIAG_FORMATS))
     gate = parser.add_argument_group("exit status")
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None,
@@ -64,7 +72,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 WORKER_SETTINGS = ("worker", "format", "disable_plugins", "fail_on")
 """The settings each worker of a fan-out takes from here (its target is its own)."""
-WORKER_FLAGS = ("--level", "--expect-chips", "--cpu-devices", "--hbm-gib", "--soak", "--reps", "--inject")
+WORKER_FLAGS = ("--level", "--expect-chips", "--cpu-devices", "--hbm-gib", "--soak", "--reps", "--inject",
+                "--distributed")
 """``diag``'s own flags that each worker takes as they were given here (not ``--redact``: the merge redacts once)."""
 
 
@@ -102,6 +111,27 @@ def _set_cpu_devices(count: int | None) -> None:
     flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if "host_platform_device_count" not in f]
     os.environ["XLA_FLAGS"] = " ".join([*flags, flag])
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+def _distributed(args: argparse.Namespace) -> dict | None:
+    """``measure.join_distributed``'s arguments, or None without ``--distributed``."""
+    from tpudoctor.errors import UsageError
+
+    given = {"coordinator": args.coordinator, "num_processes": args.num_processes, "process_id": args.process_id}
+    if not args.distributed:
+        if any(v is not None for v in given.values()):
+            raise UsageError("--coordinator, --num-processes and --process-id go with --distributed")
+        return None
+    if args.level < 3:
+        raise UsageError("--distributed times the all-reduce across slices, an r3 test", hint="tpudoctor diag -r 3 "
+                                                                                              "--distributed")
+    set_ = [k for k, v in given.items() if v is not None]
+    if set_ and len(set_) != 3:
+        raise UsageError("--coordinator, --num-processes and --process-id go together (or none: JAX finds them "
+                         "on a TPU VM)")
+    if args.num_processes is not None and not 0 <= args.process_id < args.num_processes:
+        raise UsageError(f"--process-id must be in 0..{args.num_processes - 1}")
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def _node_findings(settings, target) -> list:
@@ -143,6 +173,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         from tpudoctor.config import parse_duration_s
 
         soak_s = parse_duration_s(args.soak)
+    distributed = _distributed(args)
     if wants_fanout(args):
         report = _fanout(args, settings)
         prepared = prepare(report, redact=args.redact)
@@ -153,7 +184,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     options = DiagOptions(level=args.level, faults=faults, expected_chips=args.expect_chips, hbm_gib=args.hbm_gib,
                           soak_s=soak_s, reps=args.reps, disabled_plugins=settings.disable_plugins,
                           node={"project": target.project, "zone": target.zone, "tpu": target.tpu},
-                          worker=target.worker)
+                          worker=target.worker, distributed=distributed)
     with progress(f"tpudoctor diag -r {args.level}") as update:
         update("node and runtime checks")
         node_findings = _node_findings(settings, target)

@@ -1,7 +1,8 @@
 """What each level runs and how big: r1 in seconds (the backend loads, every chip enumerates, device files, the
 node's health, versions), r2 in about two minutes (GEMM against a golden and bitwise across chips, sustained
 matmul rate, memory bandwidth on arrays of at least 1 GiB, all-reduce along each mesh axis), r3 about fifteen
-(r2, then a soak of the matmul with a slowdown detector over time).
+(r2, then a soak of the matmul with a slowdown detector over time, and the all-reduce across slices where the run
+joined several: ``--distributed`` on every worker).
 
 Sizes depend on the backend: a TPU or GPU runs bf16 matmuls big enough to reach its peak; the CPU stand-in
 (``--cpu-devices 8`` for eight virtual devices) runs float32 ones that keep r2 near a minute on two cores.
@@ -15,7 +16,7 @@ LEVELS = (1, 2, 3)
 MEASUREMENTS = {
     1: ("inventory",),
     2: ("inventory", "gemm", "matmul", "hbm", "allreduce"),
-    3: ("inventory", "gemm", "matmul", "hbm", "allreduce", "soak"),
+    3: ("inventory", "gemm", "matmul", "hbm", "allreduce", "soak", "dcn"),
 }
 
 
@@ -37,7 +38,7 @@ class Sizes:
 
 _ACCELERATOR = Sizes(gemm_n=2048, matmul_n=8192, matmul_chain=8, reps=30, hbm_bytes=2**30 * 4,
                      allreduce_bytes=2**28, soak_s=780.0, hbm_reps=10)
-_CPU = Sizes(gemm_n=256, matmul_n=640, matmul_chain=8, reps=24, hbm_bytes=2**30, allreduce_bytes=2**22,
+_CPU = Sizes(gemm_n=256, matmul_n=640, matmul_chain=8, reps=48, hbm_bytes=2**30, allreduce_bytes=2**22,
              soak_s=780.0, hbm_reps=4)
 
 

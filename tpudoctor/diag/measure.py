@@ -1,7 +1,7 @@
 """The measurements of a diag run, taken once on every local device with JAX (TPU, GPU or CPU).
 
 Each returns data (dataclasses with pandas frames, units in the column names), never a verdict: the rules judge.
-Timed runs go device by device, the order rotated each repetition, so a burst of load on the host falls on
+Timed runs go device by device, the order shuffled each repetition, so a burst of load on the host falls on
 every device alike and a device is compared with its peers *in the same repetition* (``stats``).
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -129,22 +130,26 @@ def gemm_check(sizes: Sizes, faults: FaultPlan) -> GemmCheck:
                      digests=pd.Series(digests, name="sha256"))
 
 
+SHUFFLE_SEED = 20261202
+
+
 def _timed(runs: dict[int, Callable[[], Any]], reps: int, faults: FaultPlan, *, soak_s: float | None = None,
            progress: Callable[[float], None] | None = None) -> pd.DataFrame:
-    """Each run once to compile and warm, then ``reps`` rounds (or rounds until ``soak_s`` has passed), device
-    order rotated each round."""
+    """Each run once to compile and warm, then ``reps`` rounds (or rounds until ``soak_s`` has passed), the device
+    order shuffled each round (seeded): a rotation keeps each device behind the same predecessor, whose after-effects
+    (a cooling thread pool, a busy core) then fall on it alone and read as a few per cent of its own."""
     for run in runs.values():
         run()
     rows = []
     order = list(runs)
+    shuffle = np.random.default_rng(SHUFFLE_SEED)
     started = time.perf_counter()
     for rep in itertools.count():
         elapsed_total = time.perf_counter() - started
         if soak_s is None and rep >= reps or soak_s is not None and elapsed_total >= soak_s:
             break
         fraction = elapsed_total / soak_s if soak_s else None
-        shift = rep % len(order)
-        for device in order[shift:] + order[:shift]:
+        for device in shuffle.permutation(order).tolist():
             t0 = time.perf_counter()
             runs[device]()
             seconds = stretch(t0, time.perf_counter() - t0, faults.extra_fraction(device, soak_fraction=fraction))
@@ -245,3 +250,68 @@ def all_reduce(sizes: Sizes, progress: Callable[[float], None] | None = None) ->
             progress((axis_number + 1) / len(axes))
     return AllReduce(axes=axes, frame=pd.DataFrame(rows, columns=["axis", "rep", "seconds", "bus_gbps"]),
                      bytes_per_device=per_device * 4)
+
+
+@dataclasses.dataclass
+class DcnAllReduce(AllReduce):
+    """The all-reduce across slices (or, where the devices name no slice, across the processes' hosts): the
+    data-centre network link a multi-slice job's gradients cross."""
+
+    across: str = "slices"
+    """``slices`` (devices carry ``slice_index``) or ``processes`` (one group per process: GPU/CPU hosts)."""
+    process_count: int = 1
+
+
+def join_distributed(coordinator: str | None = None, num_processes: int | None = None,
+                     process_id: int | None = None) -> None:
+    """Join the multi-process JAX run every worker starts together (``jax.distributed.initialize``; on a TPU VM
+    or under GKE it finds the coordinator itself). On the CPU backend collectives go over gloo."""
+    import jax
+
+    if os.environ.get("JAX_PLATFORMS", "") == "cpu":
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    kwargs = {k: v for k, v in (("coordinator_address", coordinator), ("num_processes", num_processes),
+                                 ("process_id", process_id)) if v is not None}
+    jax.distributed.initialize(**kwargs)
+
+
+def dcn_all_reduce(sizes: Sizes, progress: Callable[[float], None] | None = None) -> DcnAllReduce | None:
+    """psum of ``allreduce_bytes`` per device across the slices (or processes) of the run, every process in
+    step; None where the run has one slice and one process (no DCN link to test)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    devices = jax.devices()
+    slices = {getattr(d, "slice_index", None) for d in devices}
+    across = "slices" if None not in slices and len(slices) > 1 else "processes"
+    group = (lambda d: d.slice_index) if across == "slices" else (lambda d: d.process_index)
+    groups = sorted({group(d) for d in devices})
+    if len(groups) < 2:
+        return None
+    members = [sorted((d for d in devices if group(d) == g), key=lambda d: d.id) for g in groups]
+    if len({len(m) for m in members}) != 1:
+        return None  # uneven slices: no rectangular mesh to time one link on
+    mesh = Mesh(np.array(members), ("dcn", "ici"))
+    per_device = sizes.allreduce_bytes // 4
+    spec = P(("dcn", "ici"))
+    local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
+    sharding = NamedSharding(mesh, spec)
+    shape = (per_device * len(devices),)
+    chunk = jnp.ones((per_device,), jnp.float32)
+    data = jax.make_array_from_single_device_arrays(shape, sharding,
+                                                    [jax.device_put(chunk, d) for d in local])
+    reduce = jax.jit(jax.shard_map(lambda a: jax.lax.psum(a, "dcn"), mesh=mesh, in_specs=spec, out_specs=spec))
+    reduce(data).block_until_ready()
+    k = len(groups)
+    rows = []
+    for rep in range(sizes.reps):
+        t0 = time.perf_counter()
+        reduce(data).block_until_ready()
+        seconds = time.perf_counter() - t0
+        rows.append(("dcn", rep, seconds, per_device * 4 * 2 * (k - 1) / k / seconds / 1e9))
+        if progress is not None:
+            progress((rep + 1) / sizes.reps)
+    return DcnAllReduce(axes={"dcn": k}, frame=pd.DataFrame(rows, columns=["axis", "rep", "seconds", "bus_gbps"]),
+                        bytes_per_device=per_device * 4, across=across, process_count=jax.process_count())

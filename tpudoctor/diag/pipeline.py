@@ -31,18 +31,24 @@ class DiagOptions:
     node: dict = dataclasses.field(default_factory=dict)
     disabled_plugins: Collection[str] = ()
     worker: str | None = None
+    distributed: dict | None = None
+    """Join a multi-process JAX run first (``measure.join_distributed``'s arguments; {} to let JAX find them)."""
 
 
 def measure_level(options: DiagOptions, progress: Progress | None = None) -> tuple[DiagInput, Sizes]:
     """Every measurement of the level, taken once."""
     say = progress or (lambda what, fraction: None)
+    if options.distributed is not None:
+        say("joining the multi-process run", 0.0)
+        measure.join_distributed(**options.distributed)
     say("enumerating devices", 0.0)
     inventory = measure.inventory()
     sizes = sizes_for(inventory.backend, hbm_gib=options.hbm_gib, soak_s=options.soak_s, reps=options.reps)
     kind = inventory.devices[0].kind if inventory.devices else ""
     subject = DiagInput(level=options.level, host=socket.gethostname(), inventory=inventory,
                         expected_chips=options.expected_chips, soak_windows=sizes.soak_windows, peaks=peaks_for(kind),
-                        faults=options.faults.faults, node=dict(options.node))
+                        faults=options.faults.faults, node=dict(options.node),
+                        distributed=options.distributed is not None)
     wanted = MEASUREMENTS[options.level]
     if not inventory.devices:
         return subject, sizes
@@ -59,7 +65,9 @@ def measure_level(options: DiagOptions, progress: Progress | None = None) -> tup
         subject.allreduce = measure.all_reduce(sizes, progress=lambda f: say("all-reduce per mesh axis", 0.6 + 0.1 * f))
     if "soak" in wanted:
         subject.soak = measure.matmul_throughput(sizes, options.faults, soak_s=sizes.soak_s,
-                                                 progress=lambda f: say("soak", 0.7 + 0.3 * f))
+                                                 progress=lambda f: say("soak", 0.7 + 0.25 * f))
+    if "dcn" in wanted and options.distributed is not None:
+        subject.dcn = measure.dcn_all_reduce(sizes, progress=lambda f: say("all-reduce across slices", 0.95 + 0.05 * f))
     return subject, sizes
 
 
@@ -105,10 +113,15 @@ def run(options: DiagOptions, *, node_findings: list[Finding] = (), progress: Pr
         medians = subject.allreduce.frame.groupby("axis")["bus_gbps"].median()
         allreduce = {"axes": subject.allreduce.axes, "bytes_per_device": subject.allreduce.bytes_per_device,
                      "bus_gbps_median": {a: float(v) for a, v in medians.items()}}
+    dcn = None
+    if subject.dcn is not None:
+        dcn = {"across": subject.dcn.across, "groups": subject.dcn.axes["dcn"],
+               "process_count": subject.dcn.process_count, "bytes_per_device": subject.dcn.bytes_per_device,
+               "bus_gbps_median": float(subject.dcn.frame["bus_gbps"].median())}
     return DiagReport(level=options.level, host=subject.host, backend=subject.inventory.backend,
                       jax_version=subject.inventory.jax_version,
                       devices=[d.to_dict() for d in subject.inventory.devices], sizes=sizes.to_dict(),
-                      chips=chip_rows(subject), allreduce=allreduce, soak=soak_rows(subject),
+                      chips=chip_rows(subject), allreduce=allreduce, dcn=dcn, soak=soak_rows(subject),
                       peaks=dataclasses.asdict(subject.peaks) if subject.peaks else None,
                       faults_injected=options.faults.describe(), findings=findings,
                       duration_s=time.perf_counter() - started, tool_version=__version__, worker=options.worker)

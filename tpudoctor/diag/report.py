@@ -31,6 +31,8 @@ class DiagReport:
     duration_s: float
     tool_version: str
     worker: str | None = None
+    dcn: dict[str, Any] | None = None
+    """The all-reduce across slices or processes (r3 with ``--distributed``), None where none was run."""
 
     kind: ClassVar[str] = DOCUMENT_KIND
 
@@ -44,7 +46,7 @@ class DiagReport:
                 "tool": {"name": "tpudoctor", "version": self.tool_version},
                 "level": self.level, "host": self.host, "worker": self.worker, "backend": self.backend,
                 "jax_version": self.jax_version, "devices": self.devices, "sizes": self.sizes, "chips": self.chips,
-                "allreduce": self.allreduce, "soak": self.soak, "peaks": self.peaks,
+                "allreduce": self.allreduce, "dcn": self.dcn, "soak": self.soak, "peaks": self.peaks,
                 "faults_injected": self.faults_injected, "duration_s": round(self.duration_s, 3),
                 "summary": {s: statuses.count(s) for s in ("PASS", "WARN", "FAIL", "SKIP", "ERROR")},
                 "findings": [f.to_dict() for f in self.findings]}

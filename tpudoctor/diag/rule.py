@@ -15,7 +15,14 @@ import pandas as pd
 
 from tpudoctor.accelerator_peaks import Peaks
 from tpudoctor.diag.faults import Fault
-from tpudoctor.diag.measure import AllReduce, DeviceInfo, GemmCheck, Inventory, Timings
+from tpudoctor.diag.measure import (
+    AllReduce,
+    DcnAllReduce,
+    DeviceInfo,
+    GemmCheck,
+    Inventory,
+    Timings,
+)
 from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Severity, Status
 from tpudoctor.rule import Rule
 
@@ -32,6 +39,10 @@ class DiagInput:
     hbm: Timings | None = None
     allreduce: AllReduce | None = None
     soak: Timings | None = None
+    dcn: DcnAllReduce | None = None
+    """The all-reduce across slices (r3, where the run has more than one slice or process)."""
+    distributed: bool = False
+    """Whether this run joined a multi-process JAX run (``--distributed``): without it, no DCN link is tested."""
     soak_windows: int = 10
     peaks: Peaks | None = None
     faults: tuple[Fault, ...] = ()

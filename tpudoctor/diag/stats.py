@@ -21,9 +21,20 @@ NOISE_FACTOR = 4.0
 
 
 def peer_ratios(frame: pd.DataFrame, *, by: str = "rep") -> pd.DataFrame:
-    """``frame`` (rep, device, seconds) with ``ratio``: seconds over the median of its repetition."""
-    median = frame.groupby(by)["seconds"].transform("median")
-    return frame.assign(ratio=frame["seconds"] / median)
+    """``frame`` (rep, device, seconds) with ``ratio``: seconds over the median of the *other* devices' in its
+    repetition. Leaving the device out matters: with it in, a slow device is always the top value and lifts its
+    own repetition's median, so a 10 % slower chip reads about 8.5 % among eight."""
+    table = frame.pivot_table(index=by, columns="device", values="seconds", aggfunc="first")
+    values = table.to_numpy(dtype=float)
+    peers = np.empty_like(values)
+    for column in range(values.shape[1]):
+        others = np.delete(values, column, axis=1)
+        with np.errstate(all="ignore"):
+            peers[:, column] = (np.nanmedian(others, axis=1) if others.shape[1] and not np.isnan(others).all()
+                                else np.nan)
+    median = pd.DataFrame(peers, index=table.index, columns=table.columns).stack(future_stack=True)
+    median = median.reindex(pd.MultiIndex.from_arrays([frame[by], frame["device"]])).to_numpy()
+    return frame.assign(ratio=frame["seconds"].to_numpy() / median)
 
 
 def _noise(ratios: pd.Series) -> float:
