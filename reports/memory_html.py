@@ -16,6 +16,8 @@ from tpudoctor.reports.memory_words import (
     CHIP_COLUMNS,
     FIX_COLUMNS,
     LISTING_COLUMNS,
+    PROFILE_DEVICE_COLUMNS,
+    SITE_COLUMNS,
     allocator_row,
     bucket_rows,
     buffer_row,
@@ -24,6 +26,9 @@ from tpudoctor.reports.memory_words import (
     headline,
     listing_header,
     listing_row,
+    profile_device_row,
+    profile_title,
+    site_row,
     size,
 )
 
@@ -118,6 +123,12 @@ def render(doc: dict[str, Any]) -> str:
                 parts.append(_table(LISTING_COLUMNS, [listing_row(a) for a in listing["allocations"]]))
             parts += [f"<p>does not add up: {escape.html(p)}</p>" for p in listing["problems"]]
             parts.append(f"<p>fixes: unknown ({escape.html(listing['fixes_why'])})</p>")
+    for profile in doc.get("profiles") or []:
+        parts.append(f"<h2>{escape.html(profile_title(profile))}</h2>")
+        parts.append(_table(PROFILE_DEVICE_COLUMNS, [profile_device_row(d) for d in profile["devices"]]))
+        if profile["top_sites"]:
+            parts.append("<p>Where the bytes were made:</p>"
+                         + _table(SITE_COLUMNS, [site_row(t) for t in profile["top_sites"]]))
     pod = doc["pod"]
     parts.append("<h2>Chips across the pod</h2>")
     if pod["chips"]:

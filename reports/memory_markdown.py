@@ -15,6 +15,8 @@ from tpudoctor.reports.memory_words import (
     CHIP_COLUMNS,
     FIX_COLUMNS,
     LISTING_COLUMNS,
+    PROFILE_DEVICE_COLUMNS,
+    SITE_COLUMNS,
     allocator_row,
     bucket_rows,
     buffer_row,
@@ -23,6 +25,9 @@ from tpudoctor.reports.memory_words import (
     headline,
     listing_header,
     listing_row,
+    profile_device_row,
+    profile_title,
+    site_row,
     size,
 )
 
@@ -70,6 +75,11 @@ def render(doc: dict[str, Any], *, verbose: bool = False) -> str:
                 lines += _table(LISTING_COLUMNS, [listing_row(a) for a in listing["allocations"]])
             lines += [f"- does not add up: {escape.markdown(p)}" for p in listing["problems"]]
             lines += [f"- fixes: unknown ({escape.markdown(listing['fixes_why'])})", ""]
+    for profile in doc.get("profiles") or []:
+        lines += ["", f"## {escape.markdown(profile_title(profile))}", ""]
+        lines += _table(PROFILE_DEVICE_COLUMNS, [profile_device_row(d) for d in profile["devices"]])
+        if profile["top_sites"]:
+            lines += ["Where the bytes were made:"] + _table(SITE_COLUMNS, [site_row(t) for t in profile["top_sites"]])
     pod = doc["pod"]
     lines += ["", "## Chips across the pod"]
     if pod["chips"]:

@@ -15,6 +15,8 @@ from tpudoctor.reports.memory_words import (
     CHIP_COLUMNS,
     FIX_COLUMNS,
     LISTING_COLUMNS,
+    PROFILE_DEVICE_COLUMNS,
+    SITE_COLUMNS,
     allocator_row,
     bucket_rows,
     buffer_row,
@@ -23,6 +25,9 @@ from tpudoctor.reports.memory_words import (
     headline,
     listing_header,
     listing_row,
+    profile_device_row,
+    profile_title,
+    site_row,
 )
 
 
@@ -71,6 +76,12 @@ def render(doc: dict[str, Any], *, verbose: bool = False) -> str:
             for problem in listing["problems"]:
                 lines.append(f"    does not add up: {escape.plain(problem)}")
             lines.append(f"    fixes: unknown ({escape.plain(listing['fixes_why'])})")
+    for profile in doc.get("profiles") or []:
+        lines += ["", f"== {escape.plain(profile_title(profile))}"]
+        lines += _table(PROFILE_DEVICE_COLUMNS, [profile_device_row(d) for d in profile["devices"]])
+        if profile["top_sites"]:
+            lines += ["", "  where the bytes were made:"]
+            lines += _table(SITE_COLUMNS, [site_row(t) for t in profile["top_sites"]], "    ")
     pod = doc["pod"]
     if pod["chips"]:
         lines += ["", "== chips across the pod"]

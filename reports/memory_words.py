@@ -25,8 +25,9 @@ def headline(doc: dict[str, Any]) -> str:
     bad = s["FAIL"] + s["ERROR"]
     verdict = "out of memory or a fix that makes it fit" if bad else ("fixes to consider" if s["WARN"] else
                                                                        "nothing to shrink")
-    hosts, texts = len(doc["hosts"]), len(doc["texts"])
-    parts = [f"{hosts} capture(s)" if hosts else "", f"{texts} log(s)" if texts else ""]
+    hosts, texts, profiles = len(doc["hosts"]), len(doc["texts"]), len(doc.get("profiles") or [])
+    parts = [f"{hosts} capture(s)" if hosts else "", f"{texts} log(s)" if texts else "",
+             f"{profiles} device memory profile(s)" if profiles else ""]
     return (f"tpudoctor memory: {verdict} ({', '.join(p for p in parts if p)}; {s['FAIL']} failed, {s['WARN']} "
             f"warned, {s['PASS']} passed, {doc['duration_s']:.1f} s)")
 
@@ -96,3 +97,22 @@ def listing_header(listing: dict[str, Any]) -> str:
         if listing[key] and listing[key]["total_bytes"] is not None:
             return f"{listing[key]['title']}: {size(listing[key]['total_bytes'])}"
     return "out-of-memory report"
+
+
+PROFILE_DEVICE_COLUMNS = ("device", "live", "arrays", "array bytes", "executables")
+
+
+def profile_device_row(d: dict[str, Any]) -> list[str]:
+    return [d["device"], size(d["bytes"]), str(d["buffers"]), size(d["buffer_bytes"]), size(d["executable_bytes"])]
+
+
+SITE_COLUMNS = ("bytes", "share", "count", "devices", "kind", "made at")
+
+
+def site_row(s: dict[str, Any]) -> list[str]:
+    return [size(s["bytes"]), percent(s["share"]), str(s["count"]), str(s["devices"]), s["kind"], s["site"]]
+
+
+def profile_title(p: dict[str, Any]) -> str:
+    return (f"device memory profile {p['source']}: {size(p['total_bytes'])} live on {len(p['devices'])} device(s) "
+            f"({p['samples']} samples)")

@@ -201,7 +201,7 @@ def test_check_step_4_points_an_oom_log_to_tpudoctor_memory(capsys, tmp_path, mo
     assert code == 1
     (result,) = [r for r in doc["results"] if r["id"] == "LOGS-001"]
     commands = result["remediation"]["commands"]
-    assert any(c.startswith("tpudoctor memory ") for c in commands), commands
+    assert any(c.startswith(f"tpudoctor memory {OOM_LOG} ") for c in commands), commands  # this log, by its path
     assert any("tpudoctor profile capture" in c and "tpudoctor memory" in c for c in commands)
 
 

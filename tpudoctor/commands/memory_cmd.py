@@ -19,14 +19,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "memory", help="what fills memory at the peak, what to shrink and how much each fix saves",
         description="Read profiler captures (.xplane.pb files, a run folder <logdir>/plugins/profile/<run>/ with "
-                    "one file per host, or the logdir) and logs holding XLA's or libtpu's out-of-memory report "
+                    "one file per host, or the logdir; local or gs://), JAX device memory profiles (.prof, from "
+                    "jax.profiler.save_device_memory_profile) and logs holding XLA's or libtpu's out-of-memory report "
                     "('-' for stdin). Per host: each allocator's peak (bytes in use, when, step, capacity, "
                     "fragmentation) and the buffers live there, the program running at the peak by bucket "
                     "(parameters, optimizer state, activations, temporaries, padding, fragmentation...) and the "
                     "fixes ranked by what they save. Per log: the out-of-memory listing (fixes unknown: text has "
                     "no buffer plan). Across hosts: every chip's peak and the one that stands out, if any.")
     parser.add_argument("paths", nargs="*", metavar="PATH",
-                        help=".xplane.pb captures, profile run folders or logdirs, or text logs ('-': stdin)")
+                        help=".xplane.pb captures, profile run folders or logdirs, device memory profiles (.prof), "
+                             "or text logs ('-': stdin); local or gs://")
     sizes = parser.add_argument_group("what the capture does not say")
     sizes.add_argument("--mesh", metavar="AXIS=N,...", default=None,
                        help="the device mesh, e.g. data=8,model=4 (the sharding fix needs it)")

@@ -47,7 +47,7 @@ class Occurrences:
             signature=signature,
             cause=_filled_text(signature.cause, evidence),
             pulled=evidence,
-            remediation=_filled(signature.remediation, evidence),
+            remediation=_filled(signature.remediation, {**evidence, **_log_placeholder(source)}),
             source=source,
             first_line_no=line_no,
             last_line_no=line_no,
@@ -113,6 +113,16 @@ def _filled_text(text: str, evidence: Mapping[str, Any]) -> str:
         return text
     values = _Placeholders({k: v for k, v in evidence.items() if isinstance(v, (str, int, float))})
     return text.format_map(values)
+
+
+def _log_placeholder(source: str) -> dict[str, str]:
+    """``{log}`` in a fix command: the log file it was found in, ready for a shell; none (``<LOG>``) for Cloud
+    Logging or standard input, which no command can reopen."""
+    if not source or source.startswith("cloud-logging:") or source.startswith("<"):
+        return {}
+    import shlex
+
+    return {"log": shlex.quote(source)}
 
 
 def _filled(fix: Remediation, evidence: Mapping[str, Any]) -> Remediation:

@@ -1,9 +1,7 @@
 """The subset of XLA's ``HloProto`` the buffer plan reads, built at import from a descriptor written in Python.
 
-Like ``tpudoctor.profile.schema`` (XSpace): no generated ``*_pb2.py`` and no TensorFlow or jaxlib import, a
-descriptor built with ``descriptor_pb2`` in a private pool (so it never clashes with TensorFlow's own ``xla``
-classes in the default pool). Only the fields tpudoctor reads are declared; protobuf keeps the others as
-unknown fields and skips them.
+Built by ``proto_subset`` (a private descriptor pool, only the fields tpudoctor reads; the others are kept as
+unknown fields and skipped).
 
 Field numbers are XLA's, from ``xla/service/hlo.proto`` and ``xla/xla_data.proto`` (read from the descriptors of
 the ``hlo_pb2`` and ``xla_data_pb2`` modules TensorFlow 2.21 ships under ``tensorflow/compiler/xla``; a test
@@ -13,22 +11,11 @@ compares them where TensorFlow is installed). Enum fields (``element_type``, the
 
 from __future__ import annotations
 
-from functools import cache
-
-from google.protobuf import descriptor_pb2, descriptor_pool
-
-_F = descriptor_pb2.FieldDescriptorProto
-_SCALARS = {
-    "int64": _F.TYPE_INT64,
-    "int32": _F.TYPE_INT32,
-    "bool": _F.TYPE_BOOL,
-    "string": _F.TYPE_STRING,
-    "bytes": _F.TYPE_BYTES,
-}
+from tpudoctor.memory.proto_subset import ProtoSubset
 
 PACKAGE = "tpudoctor.xla"
 
-# (message, [(field name, number, type, repeated)]); a type not in _SCALARS is a message of this file.
+# (message, [(field name, number, type, repeated)]); a type not in proto_subset.SCALARS is a message of this file.
 MESSAGES: list[tuple[str, list[tuple[str, int, str, bool]]]] = [
     ("HloProto", [
         ("hlo_module", 1, "HloModuleProto", False),
@@ -209,35 +196,14 @@ ELEMENT_BITS = {
 """Bits per element of each array type (tuples, tokens and opaque types have none)."""
 
 
-def file_descriptor() -> descriptor_pb2.FileDescriptorProto:
-    proto = descriptor_pb2.FileDescriptorProto(name="tpudoctor/xla/hlo_subset.proto", package=PACKAGE,
-                                               syntax="proto3")
-    for message_name, fields in MESSAGES:
-        message = proto.message_type.add(name=message_name)
-        for name, number, type_name, repeated in fields:
-            field = message.field.add(name=name, number=number)
-            field.label = _F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL
-            if type_name in _SCALARS:
-                field.type = _SCALARS[type_name]
-            else:
-                field.type = _F.TYPE_MESSAGE
-                field.type_name = f".{PACKAGE}.{type_name}"
-    return proto
+SCHEMA = ProtoSubset("tpudoctor/xla/hlo_subset.proto", PACKAGE,
+                     tuple((name, tuple(fields)) for name, fields in MESSAGES))
 
 
-@cache
-def _pool() -> descriptor_pool.DescriptorPool:
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file_descriptor())
-    return pool
+def file_descriptor():
+    return SCHEMA.file_descriptor()
 
 
-@cache
 def message_class(name: str) -> type:
     """``message_class("HloProto")`` -> the message class of that subset message."""
-    from google.protobuf import message_factory
-
-    descriptor = _pool().FindMessageTypeByName(f"{PACKAGE}.{name}")
-    if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22
-        return message_factory.GetMessageClass(descriptor)
-    return message_factory.MessageFactory(_pool()).GetPrototype(descriptor)  # pragma: no cover - protobuf 4.21
+    return SCHEMA.message_class(name)

@@ -70,7 +70,8 @@ def _listing(report) -> dict[str, Any]:
 def _headline(report) -> tuple[str, dict[str, Any]]:
     """What ran out, in a sentence, and its figures."""
     header, figures = report.header, {}
-    space = (header.memory_space if header else None) or "hbm"
+    space = next((block.memory_space for block in (header, report.total, report.program)
+                  if block is not None and block.memory_space), None) or "hbm"
     if header is not None:
         figures = {"used_bytes": header.used_bytes, "capacity_bytes": header.capacity_bytes,
                    "exceeded_bytes": header.exceeded_bytes}
@@ -99,6 +100,11 @@ def _headline(report) -> tuple[str, dict[str, Any]]:
     if report.program is not None and report.program.total_bytes is not None:
         figures = {"program_bytes": report.program.total_bytes}
         return f"ran out of {space.upper()}: the program needs {format_bytes(report.program.total_bytes)}", figures
+    if report.early_abort is not None:
+        e = report.early_abort
+        figures = {"required_bytes": e.required_bytes, "available_bytes": e.available_bytes}
+        return (f"compilation aborted early: the program would need {format_bytes(e.required_bytes)}, "
+                f"{format_bytes(e.available_bytes)} available"), figures
     return "ran out of memory", figures
 
 

@@ -64,6 +64,13 @@ class MemoryOptions:
 
 
 @dataclasses.dataclass(frozen=True)
+class _DeviceProfile:
+    """A JAX device memory profile (pprof): a local path or a ``gs://`` object."""
+
+    location: str
+
+
+@dataclasses.dataclass(frozen=True)
 class _Capture:
     host: str
     location: str
@@ -85,14 +92,18 @@ def parse_mesh(text: str | None) -> dict[str, int] | None:
     return mesh
 
 
-def _inputs(paths: Iterable[str], stdin: Callable[[], str]) -> list[_Capture | TextInput]:
+def _inputs(paths: Iterable[str], stdin: Callable[[], str]) -> list[_Capture | TextInput | _DeviceProfile]:
     from tpudoctor import locations
+    from tpudoctor.memory.device_profile import is_device_profile_name
     from tpudoctor.profile.sources import hostname_of, resolve
 
-    out: list[_Capture | TextInput] = []
+    out: list[_Capture | TextInput | _DeviceProfile] = []
     for path in paths:
         if path == "-":
             out.append(TextInput("<stdin>", stdin()))
+            continue
+        if is_device_profile_name(path) and (locations.is_gcs(path) or os.path.isfile(path)):
+            out.append(_DeviceProfile(path))
             continue
         if locations.is_gcs(path):
             if _is_text_object(path):
@@ -313,6 +324,15 @@ def _capture_file(capture: _Capture, path: str, options: MemoryOptions, rules, f
             "programs": programs, "plans": len(plans), "program_runs": len(runs), "notes": notes}
 
 
+def _device_profile(item: _DeviceProfile, findings: list[Finding]) -> dict[str, Any]:
+    from tpudoctor import locations
+    from tpudoctor.memory.device_profile import device_profile_from_bytes
+    from tpudoctor.memory.profile_section import profile_section
+
+    profile = device_profile_from_bytes(locations.read_bytes(item.location), source=item.location)
+    return profile_section(profile, findings)
+
+
 # --- the analysis ----------------------------------------------------------------------------------------------
 
 
@@ -335,15 +355,19 @@ def analyze(paths: Sequence[str], options: MemoryOptions | None = None, *,
     findings: list[Finding] = []
     hosts: list[dict[str, Any]] = []
     texts: list[dict[str, Any]] = []
+    profiles: list[dict[str, Any]] = []
     for n, item in enumerate(inputs, 1):
-        if isinstance(item, _Capture):
+        if isinstance(item, _DeviceProfile):
+            say(f"device memory profile {n}/{len(inputs)}: {item.location}")
+            profiles.append(_device_profile(item, findings))
+        elif isinstance(item, _Capture):
             say(f"capture {n}/{len(inputs)}: {item.host}")
             hosts.append(_capture(item, options, rules, findings))
         else:
             say(f"text {n}/{len(inputs)}: {item.name}")
             texts.append(text_section(item, findings))
     empty = [t["source"] for t in texts if not t["listings"] and not t["compiled_stats"]]
-    if empty and not hosts and len(empty) == len(texts):
+    if empty and not hosts and not profiles and len(empty) == len(texts):
         raise InputError(f"{', '.join(empty)}: no out-of-memory report (Ran out of memory, Total hbm usage, "
                          "Largest program allocations, Attempting to allocate/reserve) nor memory_analysis() output",
                          hint="pass the log of the run that failed, or a capture (.xplane.pb) of its step")
@@ -354,7 +378,8 @@ def analyze(paths: Sequence[str], options: MemoryOptions | None = None, *,
             message=f"{source} holds no out-of-memory report nor memory_analysis() output: nothing to judge in it"))
     say("comparing the chips")
     pod = pod_section(hosts, findings)
-    return MemoryReport(inputs=list(paths), hosts=hosts, texts=texts, pod=pod, findings=findings,
+    return MemoryReport(inputs=list(paths), hosts=hosts, texts=texts, profiles=profiles, pod=pod,
+                        findings=findings,
                         options={"mesh": dict(options.mesh) if options.mesh else None,
                                  "batch_size": options.batch_size},
                         duration_s=time.monotonic() - started, tool_version=__version__)

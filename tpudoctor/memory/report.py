@@ -1,6 +1,6 @@
 """``MemoryReport``: what ``tpudoctor memory`` prepares, renders and judges its exit status on: per host (capture)
 each allocator's peak and the program judged there with its attribution and ranked fixes, per text its
-out-of-memory listings, the pod-wide table of chips' peaks, and the findings."""
+out-of-memory listings, per device memory profile what is live on each device, the pod-wide table of chips' peaks, and the findings."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ class MemoryReport:
     options: dict[str, Any]
     duration_s: float
     tool_version: str
+    profiles: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """One per JAX device memory profile (pprof): live bytes per device and the sites that made them."""
 
     kind: ClassVar[str] = DOCUMENT_KIND
 
@@ -39,6 +41,7 @@ class MemoryReport:
         return {"kind": DOCUMENT_KIND, "schema_version": SCHEMA_VERSION,
                 "tool": {"name": "tpudoctor", "version": self.tool_version},
                 "inputs": list(self.inputs), "options": dict(self.options), "hosts": self.hosts, "texts": self.texts,
+                "profiles": self.profiles,
                 "pod": self.pod, "duration_s": round(self.duration_s, 3),
                 "summary": {s: statuses.count(s) for s in ("PASS", "WARN", "FAIL", "SKIP", "ERROR")},
                 "findings": [f.to_dict() for f in self.findings]}
