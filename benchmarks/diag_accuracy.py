@@ -29,6 +29,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--reps", type=int, default=None, help="repetitions per timed test (default: r2's)")
     parser.add_argument("--skip-full", action="store_true")
+    parser.add_argument("--offset", type=int, default=0,
+                        help="shift which device each run slows or flips (a second set of runs: another offset)")
     args = parser.parse_args()
     if not args.skip_full:
         print(f"full-size r2 on 8 CPU devices (tpudoctor diag -r 2, whole command): {full_r2_seconds():.1f} s")
@@ -47,14 +49,22 @@ def main() -> None:
     for run in range(args.runs):
         clean = stats.compare_peers(measure.matmul_throughput(sizes, FaultPlan()).frame, "tflops")
         clean_flags += int(clean["slow"].sum())
-        device = run % 8
+        device = (run + args.offset) % 8
         slow = stats.compare_peers(measure.matmul_throughput(sizes, FaultPlan.parse([f"slow:{device}:0.10"])).frame,
                                    "tflops")
-        slow_caught += bool(slow.loc[device, "slow"]) and int(slow["slow"].sum()) == 1
+        alone = bool(slow.loc[device, "slow"]) and int(slow["slow"].sum()) == 1
+        slow_caught += alone
+        if not alone:
+            print(f"  run {run}: chip {device} at {slow.loc[device, 'slowness']:.3f}, margin "
+                  f"{slow['margin'].iloc[0]:.3f}, flagged {sorted(slow.index[slow['slow'].astype(bool)].tolist())}")
+        if clean["slow"].any():
+            print(f"  run {run}: clean run flagged {sorted(clean.index[clean['slow'].astype(bool)].tolist())} "
+                  f"(margin {clean['margin'].iloc[0]:.3f})")
         slowness.append(float(slow.loc[device, "slowness"]))
-        gemm = measure.gemm_check(sizes, FaultPlan.parse([f"bitflip:{(run + 3) % 8}"]))
+        flipped = (run + 3 + args.offset) % 8
+        gemm = measure.gemm_check(sizes, FaultPlan.parse([f"bitflip:{flipped}"]))
         flips_caught += int(gemm.digests.value_counts().iloc[-1] == 1 and
-                            gemm.digests[(run + 3) % 8] != gemm.digests.value_counts().index[0])
+                            gemm.digests[flipped] != gemm.digests.value_counts().index[0])
     per_run = (time.perf_counter() - started) / args.runs
     print(f"{args.runs} clean runs: {clean_flags} chip(s) flagged")
     print(f"{args.runs} runs with a chip 10% slower: flagged alone {slow_caught}/{args.runs} "

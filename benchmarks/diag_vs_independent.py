@@ -1,16 +1,20 @@
 """diag's throughput and bandwidth figures against independent measures on this machine: a plain JAX timing loop
-(``timeit`` of one jitted call, no diag harness: no chain rotation, no fault stretch) and NumPy (OpenBLAS matmul,
-``np.copyto`` for a read + write of the same bytes). Prints each figure, the independent one and the difference.
+(``timeit`` of jitted calls on one device, no diag harness: no shuffled order, no fault stretch, no chain) and
+NumPy (OpenBLAS matmul, ``np.copyto`` of the same bytes). Prints each figure, the independent one and the
+difference.
 
-    python benchmarks/diag_vs_independent.py [--cpu-devices 8] [--reps 12]
+    python benchmarks/diag_vs_independent.py [--cpu-devices 8] [--rounds 6]
 
-The issue's bar: within 5 % of the independent measure. The plain JAX loop is the like-for-like one (same
-compiler, same device); NumPy is a second opinion that also shows what the host itself can do.
+Rounds alternate diag's measurement and the independent ones, and the comparison is the median over rounds of
+each round's ratio: this VM's speed drifts by 10 % and more over a minute, which a before-and-after comparison
+would read as a difference. The issue's bar: within 5 % of the independent measure. The plain JAX loop is the
+like-for-like one (same compiler, same device); NumPy says what the host itself can do.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -20,7 +24,8 @@ import timeit
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cpu-devices", type=int, default=8)
-    parser.add_argument("--reps", type=int, default=12)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of each measure in a round")
     args = parser.parse_args()
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.cpu_devices}"
@@ -32,48 +37,50 @@ def main() -> int:
     from tpudoctor.diag.faults import FaultPlan
     from tpudoctor.diag.levels import sizes_for
 
-    sizes = sizes_for(jax.default_backend(), reps=args.reps)
-    n, chain = sizes.matmul_n, sizes.matmul_chain
+    sizes = dataclasses.replace(sizes_for(jax.default_backend()), reps=args.reps, hbm_reps=args.reps)
+    n, chain, count = sizes.matmul_n, sizes.matmul_chain, sizes.hbm_bytes // 4
     dtype = jnp.float32 if jax.default_backend() == "cpu" else jnp.bfloat16
-    diag_mm = measure.matmul_throughput(sizes, FaultPlan()).frame.groupby("device")["tflops"].median()
-    diag_bw = measure.hbm_bandwidth(sizes, FaultPlan()).frame.groupby("device")["gbps"].median()
-
-    # a plain JAX loop: one n x n matmul jitted on device 0, timed `chain` calls at a time
     device = jax.local_devices()[0]
     a = jax.device_put(jnp.asarray(np.random.default_rng(1).standard_normal((n, n)), dtype), device)
     one = jax.jit(jnp.matmul)
-    one(a, a).block_until_ready()
-    loop_s = timeit.repeat(lambda: [one(a, a) for _ in range(chain)][-1].block_until_ready(),
-                           number=1, repeat=args.reps)
-    jax_tflops = 2.0 * n ** 3 * chain / statistics.median(loop_s) / 1e12
-    count = sizes.hbm_bytes // 4
     x = jax.device_put(jnp.zeros((count,), jnp.float32), device)
     scale = jax.jit(lambda v: v * 1.000001 + 1.0)
-    scale(x).block_until_ready()
-    bw_s = timeit.repeat(lambda: scale(x).block_until_ready(), number=1, repeat=max(args.reps // 3, 3))
-    jax_gbps = 2.0 * count * 4 / statistics.median(bw_s) / 1e9
-
     host_a = np.asarray(np.random.default_rng(1).standard_normal((n, n)), np.float32)
-    np_s = timeit.repeat(lambda: host_a @ host_a, number=chain, repeat=args.reps)
-    np_tflops = 2.0 * n ** 3 * chain / statistics.median(np_s) / 1e12
     src, dst = np.ones(count, np.float32), np.empty(count, np.float32)
-    copy_s = timeit.repeat(lambda: np.copyto(dst, src), number=1, repeat=max(args.reps // 3, 3))
-    np_gbps = 2.0 * count * 4 / statistics.median(copy_s) / 1e9
+    one(a, a).block_until_ready()
+    scale(x).block_until_ready()
+
+    def median_s(fn, number=1):
+        return statistics.median(timeit.repeat(fn, number=number, repeat=args.reps)) / number
+
+    flops, moved = 2.0 * n ** 3 * chain, 2.0 * count * 4
+    rows = {key: [] for key in ("diag_mm0", "diag_mm", "jax_mm", "np_mm", "diag_bw0", "diag_bw", "jax_bw", "np_bw")}
+    for _ in range(args.rounds):
+        mm = measure.matmul_throughput(sizes, FaultPlan()).frame.groupby("device")["tflops"].median()
+        rows["diag_mm0"].append(float(mm.iloc[0]))
+        rows["diag_mm"].append(float(mm.median()))
+        rows["jax_mm"].append(flops / median_s(lambda: [one(a, a) for _ in range(chain)][-1].block_until_ready())
+                              / 1e12)
+        rows["np_mm"].append(flops / (chain * median_s(lambda: host_a @ host_a, number=chain)) / 1e12)
+        bw = measure.hbm_bandwidth(sizes, FaultPlan()).frame.groupby("device")["gbps"].median()
+        rows["diag_bw0"].append(float(bw.iloc[0]))
+        rows["diag_bw"].append(float(bw.median()))
+        rows["jax_bw"].append(moved / median_s(lambda: scale(x).block_until_ready()) / 1e9)
+        rows["np_bw"].append(moved / median_s(lambda: np.copyto(dst, src)) / 1e9)
 
     def line(what, ours, theirs, name):
-        print(f"  {what}: diag {ours:.4g}, {name} {theirs:.4g} ({100 * (ours - theirs) / theirs:+.1f} %)")
+        ratio = statistics.median(o / t for o, t in zip(rows[ours], rows[theirs], strict=True))
+        print(f"  {what}: diag {statistics.median(rows[ours]):.4g}, {name} {statistics.median(rows[theirs]):.4g} "
+              f"(round by round {100 * (ratio - 1):+.1f} %)")
 
-    print(f"backend {jax.default_backend()}, {len(jax.local_devices())} devices; matmul {chain} x {n}^3 "
-          f"{jnp.dtype(dtype).name}, bandwidth on {count * 4 / 2**30:.2f} GiB")
-    print(f"diag per device: matmul TFLOP/s median {diag_mm.median():.4g} (spread {diag_mm.min():.4g}.."
-          f"{diag_mm.max():.4g}); bandwidth GB/s median {diag_bw.median():.4g} "
-          f"(spread {diag_bw.min():.4g}..{diag_bw.max():.4g})")
-    line("matmul TFLOP/s, device 0", float(diag_mm.iloc[0]), jax_tflops, "plain JAX loop")
-    line("matmul TFLOP/s, device median", float(diag_mm.median()), jax_tflops, "plain JAX loop")
-    line("matmul TFLOP/s, device median", float(diag_mm.median()), np_tflops, "NumPy")
-    line("bandwidth GB/s, device 0", float(diag_bw.iloc[0]), jax_gbps, "plain JAX loop")
-    line("bandwidth GB/s, device median", float(diag_bw.median()), jax_gbps, "plain JAX loop")
-    line("bandwidth GB/s, device median", float(diag_bw.median()), np_gbps, "NumPy copyto")
+    print(f"backend {jax.default_backend()}, {len(jax.local_devices())} devices, {args.rounds} alternating rounds; "
+          f"matmul {chain} x {n}^3 {jnp.dtype(dtype).name}, bandwidth on {count * 4 / 2**30:.2f} GiB")
+    line("matmul TFLOP/s, device 0", "diag_mm0", "jax_mm", "plain JAX loop on device 0")
+    line("matmul TFLOP/s, device median", "diag_mm", "jax_mm", "plain JAX loop")
+    line("matmul TFLOP/s, device median", "diag_mm", "np_mm", "NumPy")
+    line("bandwidth GB/s, device 0", "diag_bw0", "jax_bw", "plain JAX loop on device 0")
+    line("bandwidth GB/s, device median", "diag_bw", "jax_bw", "plain JAX loop")
+    line("bandwidth GB/s, device median", "diag_bw", "np_bw", "NumPy copyto")
     return 0
 
 

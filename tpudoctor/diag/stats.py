@@ -2,7 +2,7 @@
 median in that same repetition, then the median of those ratios over the repetitions. A burst of load falls on
 every device of a repetition alike and cancels; a device that is slower in every repetition does not.
 
-The margin a device must exceed is the larger of a floor (5 %: a real fault we want is bigger) and four times
+The margin a device must exceed is the larger of a floor (5 %: a real fault we want is bigger) and three times
 the spread of all devices' figures (a median absolute deviation, so the one slow device does not widen it): a
 run whose healthy chips scatter raises the bar instead of flagging one of them. Each device's own noise (the
 standard error of its median ratio) is kept beside it: a device flagged within twice that noise of its margin
@@ -17,7 +17,7 @@ import pandas as pd
 MIN_PEERS = 3
 """Fewer devices than this: a median of peers cannot single one out."""
 FLOOR = 0.05
-NOISE_FACTOR = 4.0
+NOISE_FACTOR = 3.0
 
 
 def peer_ratios(frame: pd.DataFrame, *, by: str = "rep") -> pd.DataFrame:
@@ -81,7 +81,7 @@ def soak_windows(frame: pd.DataFrame, windows: int) -> pd.DataFrame:
 
 
 def window_margins(windows: pd.DataFrame, *, floor: float = FLOOR) -> pd.Series:
-    """Window -> the margin a chip must exceed in it: the floor, or four times the spread of all chips' slowness
+    """Window -> the margin a chip must exceed in it: the floor, or three times the spread of all chips' slowness
     in that window (a median absolute deviation, so the one slow chip does not widen it)."""
     def margin(values: pd.Series) -> float:
         spread = float(np.median(np.abs(values - values.median()))) * 1.4826

@@ -8,9 +8,9 @@ from tpudoctor.findings import Status
 
 
 class MatmulPeers(PeerRateRule):
-    """The same matmul chain timed on every chip, repetition by repetition in rotating order: a chip whose time
-    over its peers' median stays above 1 + margin (5 %, or four times the run's noise) is slow: a FAIL naming it
-    and by how much. Judged on the ratio in the same repetition, so a busy host slows every chip alike and flags
+    """The same matmul chain timed on every chip, repetition by repetition in shuffled order: a chip whose time
+    over its peers' median stays above 1 + margin (5 %, or three times the spread of the chips) is slow: a FAIL
+    naming it and by how much. Judged on the ratio in the same repetition, so a busy host slows every chip alike and flags
     none. Fewer than three devices cannot be compared (unknown)."""
 
     id = "matmul-peers"
