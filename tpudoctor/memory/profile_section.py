@@ -3,6 +3,7 @@ device holds far more than its peers (arrays that were never sharded pile up on 
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from tpudoctor.findings import (
@@ -58,8 +59,7 @@ def profile_section(profile, findings: list[Finding]) -> dict[str, Any]:
 def _standing_out(rows: list[dict[str, Any]]):
     if len(rows) < 2:
         return None
-    first, others = rows[0], sorted(r["bytes"] for r in rows[1:])
-    median = others[len(others) // 2] if len(others) % 2 else (others[len(others) // 2 - 1] + others[len(others) // 2]) / 2
+    first, median = rows[0], statistics.median(r["bytes"] for r in rows[1:])
     if first["bytes"] - median < IMBALANCE_MIN_BYTES or first["bytes"] < IMBALANCE_RATIO * max(median, 1):
         return None
 

@@ -10,6 +10,7 @@ package that ships them is installed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from functools import cached_property
 
 from google.protobuf import descriptor_pb2, descriptor_pool
@@ -54,16 +55,15 @@ class ProtoSubset:
         pool.Add(self.file_descriptor())
         return pool
 
+    @functools.cache  # noqa: B019 - a schema lives as long as the process; its classes are built once
     def message_class(self, name: str) -> type:
         """The message class of one message of the subset (built once per schema)."""
-        classes = self._classes
-        if name not in classes:
-            classes[name] = self._build(name)
-        return classes[name]
+        from google.protobuf import message_factory
 
-    @cached_property
-    def _classes(self) -> dict[str, type]:
-        return {}
+        descriptor = self._pool.FindMessageTypeByName(f"{self.package}.{name}")
+        if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22
+            return message_factory.GetMessageClass(descriptor)
+        return message_factory.MessageFactory(self._pool).GetPrototype(descriptor)  # pragma: no cover - 4.21
 
     def parse(self, name: str, data: bytes):
         """``data`` as one message of the subset; ``ValueError`` where it is not one (so callers need not import
@@ -74,11 +74,3 @@ class ProtoSubset:
             return self.message_class(name).FromString(data)
         except DecodeError as exc:
             raise ValueError(str(exc) or "not a valid protobuf message") from None
-
-    def _build(self, name: str) -> type:
-        from google.protobuf import message_factory
-
-        descriptor = self._pool.FindMessageTypeByName(f"{self.package}.{name}")
-        if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22
-            return message_factory.GetMessageClass(descriptor)
-        return message_factory.MessageFactory(self._pool).GetPrototype(descriptor)  # pragma: no cover - 4.21
