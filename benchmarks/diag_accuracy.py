@@ -3,6 +3,10 @@ flagged), N with a chip made 10 % slower (it must be flagged), N with a bit flip
 mid-soak slowdown judged by the soak rule and by a peak-only rule. Prints the figures.
 
     python benchmarks/diag_accuracy.py [--runs 20] [--reps N]   (default: r2's own repetitions)
+
+Held-out sets (``--offset``: which chips each run slows and flips), each named before the change it judged, and
+never run before it: 5 (the margin at three times the spread), 6 (FAIL only beyond the chip's own noise), 7
+(frozen 2026-12-02 18:55 UTC, before the second look at an unclear run).
 """
 
 from __future__ import annotations
