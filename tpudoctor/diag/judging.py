@@ -3,6 +3,7 @@ repetitions) against the generation's published peak."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 from tpudoctor.diag import stats
@@ -21,6 +22,16 @@ class PeerRateRule(DiagRule):
         return getattr(subject, self.measurement)
 
     def evaluate(self, subject: DiagInput) -> Finding:
+        finding = self._judge(subject)
+        timings = self.timings(subject)
+        if not timings.looks:
+            return finding
+        first = timings.looks[0]["unclear"]
+        said = (f"looked at twice: at first {first}; judged on {timings.judged_on}" if len(timings.looks) > 1
+                else f"unclear ({first}), judged on {timings.judged_on}")
+        return dataclasses.replace(finding, message=f"{finding.message} [{said}]")
+
+    def _judge(self, subject: DiagInput) -> Finding:
         timings = self.timings(subject)
         table = stats.compare_peers(timings.frame, timings.unit)
         per_chip = {subject.chip(d): {"median": round(row[f"{timings.unit}_median"], 6),
@@ -28,6 +39,8 @@ class PeerRateRule(DiagRule):
                                       "slowness": round(row["slowness"], 4), "margin": round(row["margin"], 4)}
                     for d, row in table.iterrows()}
         evidence = {"unit": timings.unit, "run": timings.size, "per_chip": per_chip, "reps": int(table["reps"].max())}
+        if timings.looks:
+            evidence.update(looks=list(timings.looks), judged_on=timings.judged_on)
         if table["slow"].isna().any():
             return self.judged(Status.PASS, Severity.INFO, f"{len(table)} device(s): too few to compare with peers",
                                evidence={**evidence, "confidence": "unknown",

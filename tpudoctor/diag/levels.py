@@ -20,6 +20,11 @@ MEASUREMENTS = {
 }
 
 
+SECOND_LOOK_BUDGET_S = 110.0
+"""Seconds of measuring within which an unclear peer comparison may be measured again (``second_look``): r2's two
+minutes, less the process's start and the judging. The soak of r3 comes after and has its own length."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Sizes:
     gemm_n: int

@@ -74,6 +74,12 @@ class Timings:
     """FLOPs or bytes per timed run."""
     size: str
     """What one run was, in words (``4 x 1024^3 f32 matmul``)."""
+    wall_s: float = 0.0
+    """How long the measurement took, warm-up included (what a second look would cost)."""
+    looks: tuple[dict, ...] = ()
+    """Where the first look was unclear (``second_look``): each look's reps, spread and why it was unclear."""
+    judged_on: str = ""
+    """Which looks the figures are, in words, where there was more than one to choose from."""
 
 
 def inventory() -> Inventory:
@@ -174,6 +180,7 @@ def matmul_throughput(sizes: Sizes, faults: FaultPlan, *, soak_s: float | None =
             x = jnp.matmul(x, w)
         return x
 
+    started = time.perf_counter()
     a, b = _rng_inputs(n)
     runs = {}
     for index, device in enumerate(jax.local_devices()):
@@ -182,7 +189,8 @@ def matmul_throughput(sizes: Sizes, faults: FaultPlan, *, soak_s: float | None =
     frame = _timed(runs, sizes.reps, faults, soak_s=soak_s, progress=progress)
     flops = 2.0 * n ** 3 * chain
     frame["tflops"] = flops / frame["seconds"] / 1e12
-    return Timings(frame=frame, unit="tflops", work=flops, size=f"{chain} x {n}^3 {jnp.dtype(dtype).name} matmul")
+    return Timings(frame=frame, unit="tflops", work=flops, size=f"{chain} x {n}^3 {jnp.dtype(dtype).name} matmul",
+                   wall_s=time.perf_counter() - started)
 
 
 def hbm_bandwidth(sizes: Sizes, faults: FaultPlan, progress: Callable[[float], None] | None = None) -> Timings:
@@ -190,6 +198,7 @@ def hbm_bandwidth(sizes: Sizes, faults: FaultPlan, progress: Callable[[float], N
     import jax
     import jax.numpy as jnp
 
+    started = time.perf_counter()
     count = sizes.hbm_bytes // 4
     step = jax.jit(lambda x: x * 1.000001 + 1.0)
     runs, arrays = {}, []
@@ -201,7 +210,8 @@ def hbm_bandwidth(sizes: Sizes, faults: FaultPlan, progress: Callable[[float], N
     moved = 2.0 * count * 4
     frame["gbps"] = moved / frame["seconds"] / 1e9
     del arrays
-    return Timings(frame=frame, unit="gbps", work=moved, size=f"{count * 4 / 2**30:.2f} GiB f32 read + write")
+    return Timings(frame=frame, unit="gbps", work=moved, size=f"{count * 4 / 2**30:.2f} GiB f32 read + write",
+                   wall_s=time.perf_counter() - started)
 
 
 @dataclasses.dataclass

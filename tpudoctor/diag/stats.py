@@ -22,6 +22,10 @@ FLOOR = 0.05
 NOISE_FACTOR = 3.0
 OWN_NOISE_FACTOR = 3.0
 """A slow device is ``sure`` when it is also this many standard errors of its own median ratio above its peers."""
+STEADY_SPREAD = 0.015
+"""A run whose chips' spread exceeds this is noisy: twice the 0.46-0.70 % of calm runs on the CPU stand-in, and
+under the 1.67 % at which three times the spread lifts the margin off its 5 % floor (a noisy run hides a slow chip
+behind a raised bar)."""
 
 
 def peer_ratios(frame: pd.DataFrame, *, by: str = "rep") -> pd.DataFrame:
@@ -60,7 +64,7 @@ def compare_peers(frame: pd.DataFrame, rate: str, *, floor: float = FLOOR) -> pd
     spread = float(np.median(np.abs(slowness - slowness.median()))) * 1.4826
     margin = max(floor, NOISE_FACTOR * spread)
     table = pd.DataFrame({f"{rate}_median": groups[rate].median(), f"{rate}_p10": groups[rate].quantile(0.10),
-                          f"{rate}_max": groups[rate].max(), "slowness": slowness, "margin": margin,
+                          f"{rate}_max": groups[rate].max(), "slowness": slowness, "spread": spread, "margin": margin,
                           "noise": groups["ratio"].apply(_noise), "reps": groups.size()})
     table.index = table.index.astype(int)
     table.index.name = "device"
@@ -68,6 +72,25 @@ def compare_peers(frame: pd.DataFrame, rate: str, *, floor: float = FLOOR) -> pd
     table["slow"] = (excess > margin) if comparable else None
     table["sure"] = (table["slow"].astype(bool) & (excess > OWN_NOISE_FACTOR * table["noise"])) if comparable else None
     return table
+
+
+def unclear(table: pd.DataFrame) -> str | None:
+    """Why ``compare_peers``' verdict deserves a second look, in words; None when it is clear-cut: too few devices to
+    compare, or every chip either well inside its margin (under half of it) or slow beyond its own noise."""
+    if table.empty or table["slow"].isna().any():
+        return None
+    spread = float(table["spread"].iloc[0])
+    if spread > STEADY_SPREAD:
+        return f"the chips scatter by {spread:.1%} (calm runs: under {STEADY_SPREAD:.1%})"
+    excess = table["slowness"] - 1.0
+    within_noise = table[table["slow"].astype(bool) & ~table["sure"].astype(bool)]
+    if not within_noise.empty:
+        return f"device {int(within_noise.index[0])} is slower than its peers but within its own noise"
+    near = table[~table["slow"].astype(bool) & (excess > table["margin"] / 2)]
+    if not near.empty:
+        device = int(near.index[0])
+        return f"device {device} is {excess[device]:+.1%}, near its {table['margin'].iloc[0]:.1%} margin"
+    return None
 
 
 def window_count(reps: int, most: int) -> int:
