@@ -65,3 +65,43 @@ def test_a_level_out_of_time_judges_the_first_look_and_says_so():
     assert settled.frame is first.frame and "no time left" in settled.judged_on
     message = evaluate_rule(MatmulPeers, example_input(8, matmul=settled)).message
     assert "unclear (the chips scatter" in message and "no time left" in message
+
+
+def test_r2_takes_a_second_look_only_within_its_budget(monkeypatch):
+    """The pipeline's own loop, with the measurements replaced by seeded timings that say how long they took: a
+    noisy matmul (30 s) is measured again; a noisy bandwidth test after it would pass the 110 s budget, so is not."""
+    import dataclasses
+
+    from tpudoctor.diag import measure, pipeline
+    from tpudoctor.diag.levels import SECOND_LOOK_BUDGET_S
+    from tpudoctor.diag.rule import example_devices
+
+    elapsed = {"s": 0.0}
+
+    def taking(seconds, timings):
+        def take(*args, **kwargs):
+            elapsed["s"] += seconds
+            return dataclasses.replace(timings, wall_s=seconds)
+        return take
+
+    taken = {"matmul": 0, "hbm": 0}
+
+    def counted(name, take):
+        def run(*args, **kwargs):
+            taken[name] += 1
+            return take(*args, **kwargs)
+        return run
+
+    noisy = example_timings(EVEN, jitter=0.08)
+    monkeypatch.setattr(measure, "inventory", lambda: measure.Inventory(backend="cpu", jax_version="0.10.2",
+                                                                        devices=example_devices(8), process_count=1))
+    monkeypatch.setattr(measure, "gemm_check", lambda sizes, faults: None)
+    monkeypatch.setattr(measure, "all_reduce", lambda sizes, progress=None: None)
+    monkeypatch.setattr(measure, "matmul_throughput", counted("matmul", taking(30.0, noisy)))
+    monkeypatch.setattr(measure, "hbm_bandwidth", counted("hbm", taking(30.0, example_timings(EVEN, jitter=0.08, unit="gbps"))))
+    monkeypatch.setattr(pipeline.time, "perf_counter", lambda: elapsed["s"])
+    subject, _ = pipeline.measure_level(pipeline.DiagOptions(level=2))
+    assert taken == {"matmul": 2, "hbm": 1}, taken
+    assert elapsed["s"] <= SECOND_LOOK_BUDGET_S
+    assert subject.matmul.judged_on == "both looks pooled"
+    assert "no time left" in subject.hbm.judged_on

@@ -9,7 +9,8 @@ from tpudoctor.findings import Status
 
 class HbmPeers(PeerRateRule):
     """Each chip reads and writes an array of at least 1 GiB (HBM on a TPU, far beyond any cache), timed like the
-    matmul: a chip whose bandwidth stays below its peers' by more than its margin is a FAIL naming it."""
+    matmul: a chip whose bandwidth stays below its peers' by more than its margin is a FAIL naming it; an unclear run is
+    measured a second time while r2's budget allows (after the matmul's)."""
 
     id = "hbm-peers"
     title = "No chip's memory bandwidth lags its peers"

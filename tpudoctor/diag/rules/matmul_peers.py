@@ -11,7 +11,8 @@ class MatmulPeers(PeerRateRule):
     """The same matmul chain timed on every chip, repetition by repetition in shuffled order: a chip whose time
     over its peers' median stays above 1 + margin (5 %, or three times the spread of the chips) is slow: a FAIL
     naming it and by how much. Judged on the ratio in the same repetition, so a busy host slows every chip alike and flags
-    none. Fewer than three devices cannot be compared (unknown)."""
+    none. A chip slower only within its own noise is a WARN to rerun; a run that is not clear-cut is
+    measured a second time first (``second_look``). Fewer than three devices cannot be compared (unknown)."""
 
     id = "matmul-peers"
     title = "No chip's matmul rate lags its peers"
