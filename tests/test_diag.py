@@ -86,9 +86,11 @@ def test_a_mid_soak_slowdown_fails_r3_where_the_peak_figure_passes():
     found = by_id(doc)
     assert code == 1 and found["soak-slowdown"]["status"] == "FAIL", found["soak-slowdown"]["message"]
     assert found["soak-slowdown"]["scope"]["chips"] == ["cpu:2"]
-    peaks = found["soak-slowdown"]["evidence"]["peak_rate_per_chip"]
-    others = sorted(v for chip, v in peaks.items() if chip != "cpu:2")
-    assert peaks["cpu:2"] >= 0.9 * others[len(others) // 2]  # its best run was as good: a peak-only test passes
+    # Before the onset it kept pace with its peers in the same repetitions, so its best figure is as good as
+    # theirs and a peak-only test passes. (Its best against theirs over the whole soak is not the test: theirs
+    # come from every window, its own only from the first 40 %, and the suite's load moves between them.)
+    first = [row["slowness"] for row in doc["soak"] if row["chip"] == "cpu:2" and row["window"] == 0]
+    assert first and first[0] < 1.05, doc["soak"]
 
 
 def test_r1_names_a_missing_chip_in_seconds():

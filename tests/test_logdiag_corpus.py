@@ -205,3 +205,13 @@ fatal = true
         parse_catalog(good.replace("https://example.com", "example.com"))
     with pytest.raises(CatalogError, match="'count' is reserved"):  # it would hide where the finding was seen
         parse_catalog(good + 'extract = [{ name = "count", regex = "([0-9]+) chips", type = "int" }]\n')
+
+
+def test_a_host_memory_listing_as_the_thread_shows_it_names_its_cause_and_points_to_memory():
+    """AI-Hypercomputer/torchprime#28 verbatim (tests/data/memory): no "Ran out of memory" header, only libtpu's
+    listing for the host memory space, a glog prefix on every line."""
+    log = Path(__file__).parent / "data" / "memory" / "torchprime_28_host_listing_glog_prefixed.log"
+    top = diagnose_file(log)[0]
+    assert top.id == "host-memory-program-oom" and top.status is Status.FAIL
+    assert abs(top.evidence["host_program_bytes"] - 145.69 * 2**30) < 2**20
+    assert top.remediation.commands[0].startswith(f"tpudoctor memory {log}")
