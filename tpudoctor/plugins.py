@@ -217,6 +217,31 @@ def placeholder_slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unnamed"
 
 
+def evaluating_placeholder(base: type, kind: str) -> Callable[[PluginProblem], type]:
+    """The placeholder of a family whose members ``evaluate(subject) -> Finding``: for a plugin that could not
+    load, a member of ``base`` whose every evaluation is the problem's ERROR finding of ``kind`` (a
+    ``FindingKind`` value; the finding model is imported when a placeholder is built, not before)."""
+
+    def placeholder(problem: PluginProblem) -> type:
+        from tpudoctor.findings import FindingKind
+
+        finding_kind = FindingKind(kind)
+
+        class PluginProblemRule(base):
+            __doc__ = f"The {problem.what} plugin {problem.name} ({problem.source}) loads."
+            id = f"plugin-{placeholder_slug(problem.name)}"
+            title = f"{problem.what} plugin {problem.name} loads"
+            source = problem.source
+            plugin_problem = problem
+
+            def evaluate(self, subject: object) -> Finding:
+                return problem.finding(self.id, finding_kind)
+
+        return PluginProblemRule
+
+    return placeholder
+
+
 class Rules(dict):
     """What one family registered: id -> class, built-ins first, each source's classes in id order; a plugin
     that could not be loaded is there as its family's placeholder, a rule that reports it."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 
 from tpudoctor.diag.rule import DiagInput, DiagRule
-from tpudoctor.findings import Finding, FindingKind
-from tpudoctor.plugins import Family, PluginProblem, Rules, placeholder_slug
+from tpudoctor.findings import Finding
+from tpudoctor.plugins import Family, Rules, evaluating_placeholder
 from tpudoctor.profile.rule import RULE_ID_PATTERN
 from tpudoctor.rule import evaluate_rule
 
@@ -15,23 +15,10 @@ ENTRY_POINT_GROUP = "tpudoctor.diag_rules"
 BUILTIN_RULE_PACKAGE = "tpudoctor.diag.rules"
 
 
-def _problem_rule(problem: PluginProblem) -> type[DiagRule]:
-    class PluginProblemRule(DiagRule):
-        __doc__ = f"The diag rule plugin {problem.name} ({problem.source}) loads."
-        id = f"plugin-{placeholder_slug(problem.name)}"
-        title = f"diag rule plugin {problem.name} loads"
-        source = problem.source
-        plugin_problem = problem
-
-        def evaluate(self, subject: DiagInput) -> Finding:
-            return problem.finding(self.id, FindingKind.DIAG)
-
-    return PluginProblemRule
-
 
 FAMILY = Family(judges="`tpudoctor diag`: the chips' measured health", name="diag-rules", what="diag rule",
                 builtin=(BUILTIN_RULE_PACKAGE,), bases=(DiagRule,), alias_group=ENTRY_POINT_GROUP,
-                id_pattern=RULE_ID_PATTERN, placeholder=_problem_rule)
+                id_pattern=RULE_ID_PATTERN, placeholder=evaluating_placeholder(DiagRule, "diag"))
 
 
 def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,

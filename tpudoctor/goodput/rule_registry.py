@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from tpudoctor.findings import Finding, FindingKind
+from tpudoctor.findings import Finding
 from tpudoctor.goodput.rule import RULE_ID_PATTERN, GoodputRule
-from tpudoctor.plugins import Family, PluginProblem, Rules, placeholder_slug
+from tpudoctor.plugins import Family, Rules, evaluating_placeholder
 from tpudoctor.rule import evaluate_rule
 
 ENTRY_POINT_GROUP = "tpudoctor.goodput_rules"
@@ -17,23 +17,10 @@ ENTRY_POINT_GROUP = "tpudoctor.goodput_rules"
 BUILTIN_RULE_PACKAGE = "tpudoctor.goodput.rules"
 
 
-def _problem_rule(problem: PluginProblem) -> type[GoodputRule]:
-    class PluginProblemRule(GoodputRule):
-        __doc__ = f"The goodput rule plugin {problem.name} ({problem.source}) loads."
-        id = f"plugin-{placeholder_slug(problem.name)}"
-        title = f"goodput rule plugin {problem.name} loads"
-        source = problem.source
-        plugin_problem = problem
-
-        def evaluate(self, goodput: Mapping[str, Any]) -> Finding:
-            return problem.finding(self.id, FindingKind.GOODPUT)
-
-    return PluginProblemRule
-
 
 FAMILY = Family(judges="`tpudoctor goodput`: the run's goodput figures",
                 name="goodput-rules", what="goodput rule", builtin=(BUILTIN_RULE_PACKAGE,), bases=(GoodputRule,),
-                alias_group=ENTRY_POINT_GROUP, id_pattern=RULE_ID_PATTERN, placeholder=_problem_rule)
+                alias_group=ENTRY_POINT_GROUP, id_pattern=RULE_ID_PATTERN, placeholder=evaluating_placeholder(GoodputRule, "goodput"))
 
 
 def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,

@@ -15,7 +15,7 @@ from tpudoctor.memory.fix_rule import (
     MemoryPlanInput,
     MemoryRule,
 )
-from tpudoctor.plugins import Family, PluginProblem, Rules, placeholder_slug
+from tpudoctor.plugins import Family, Rules, evaluating_placeholder
 from tpudoctor.rule import evaluate_rule
 
 ENTRY_POINT_GROUP = "tpudoctor.memory_rules"
@@ -23,23 +23,10 @@ ENTRY_POINT_GROUP = "tpudoctor.memory_rules"
 BUILTIN_RULE_PACKAGE = "tpudoctor.memory.rules"
 
 
-def _problem_rule(problem: PluginProblem) -> type[MemoryRule]:
-    class PluginProblemRule(MemoryRule):
-        __doc__ = f"The memory rule plugin {problem.name} ({problem.source}) loads."
-        id = f"plugin-{placeholder_slug(problem.name)}"
-        title = f"memory rule plugin {problem.name} loads"
-        source = problem.source
-        plugin_problem = problem
-
-        def evaluate(self, subject: MemoryPlanInput) -> Finding:
-            return problem.finding(self.id, FINDING_KIND)
-
-    return PluginProblemRule
-
 
 FAMILY = Family(judges="`tpudoctor memory`: one program's buffer plan at the memory peak",
                 name="memory-rules", what="memory rule", builtin=(BUILTIN_RULE_PACKAGE,), bases=(MemoryRule,),
-                alias_group=ENTRY_POINT_GROUP, id_pattern=RULE_ID_PATTERN, placeholder=_problem_rule)
+                alias_group=ENTRY_POINT_GROUP, id_pattern=RULE_ID_PATTERN, placeholder=evaluating_placeholder(MemoryRule, FINDING_KIND.value))
 
 
 def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,

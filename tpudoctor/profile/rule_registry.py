@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from tpudoctor.plugins import Family, PluginProblem, Rules, placeholder_slug
+from tpudoctor.plugins import Family, Rules, evaluating_placeholder
 from tpudoctor.profile.rule import RULE_ID_PATTERN, ProfileRule
 
 ENTRY_POINT_GROUP = "tpudoctor.profile_rules"
@@ -16,25 +16,10 @@ ENTRY_POINT_GROUP = "tpudoctor.profile_rules"
 BUILTIN_RULE_PACKAGE = "tpudoctor.profile.rules"
 
 
-def _problem_rule(problem: PluginProblem) -> type[ProfileRule]:
-    from tpudoctor.findings import FindingKind
-
-    class PluginProblemRule(ProfileRule):
-        __doc__ = f"The profile rule plugin {problem.name} ({problem.source}) loads."
-        id = f"plugin-{placeholder_slug(problem.name)}"
-        title = f"profile rule plugin {problem.name} loads"
-        source = problem.source
-        plugin_problem = problem
-
-        def evaluate(self, host):
-            return problem.finding(self.id, FindingKind.PROFILE)
-
-    return PluginProblemRule
-
 
 FAMILY = Family(judges="`tpudoctor profile analyze`: one host's profile figures",
                 name="profile-rules", what="profile rule", builtin=(BUILTIN_RULE_PACKAGE,), bases=(ProfileRule,),
-                alias_group=ENTRY_POINT_GROUP, id_pattern=RULE_ID_PATTERN, placeholder=_problem_rule,
+                alias_group=ENTRY_POINT_GROUP, id_pattern=RULE_ID_PATTERN, placeholder=evaluating_placeholder(ProfileRule, "profile"),
                 conformance="tpudoctor.testing:profile_rule_conformance_problems")
 
 
