@@ -79,11 +79,10 @@ def test_a_mid_soak_slowdown_fails_r3_where_the_peak_figure_passes():
     found = by_id(doc)
     assert code == 1 and found["soak-slowdown"]["status"] == "FAIL", found["soak-slowdown"]["message"]
     assert found["soak-slowdown"]["scope"]["chips"] == ["cpu:2"]
-    # Before the onset it kept pace with its peers in the same repetitions, so its best figure is as good as
-    # theirs and a peak-only test passes. (Its best against theirs over the whole soak is not the test: theirs
-    # come from every window, its own only from the first 40 %, and the suite's load moves between them.)
-    first = [row["slowness"] for row in doc["soak"] if row["chip"] == "cpu:2" and row["window"] == 0]
-    assert first and first[0] < 1.05, doc["soak"]
+    # Its slowdown began mid-run: the rule found it keeping pace with its peers in the first windows, where its best
+    # figure comes from, so a peak-only test passes it. (A window's own scatter under the suite's load is up to 8 %,
+    # and its best against the peers' best over the whole soak moves with that load: neither is the test.)
+    assert found["soak-slowdown"]["evidence"]["onsets"]["cpu:2"] >= 2, doc["soak"]
 
 
 def test_r1_names_a_missing_chip_in_seconds():
