@@ -2,7 +2,7 @@
 flagged), N with a chip made 10 % slower (it must be flagged), N with a bit flipped (it must be caught), and a
 mid-soak slowdown judged by the soak rule and by a peak-only rule. Prints the figures.
 
-    python benchmarks/diag_accuracy.py [--runs 20] [--reps N]   (default: r2's own repetitions)
+    python benchmarks/diag_accuracy.py [--runs 20] [--reps N] [--offset K] [--bursts ON:OFF]
 
 Held-out sets (``--offset``: which chips each run slows and flips), each named before the change it judged, and
 never run before it: 5 (the margin at three times the spread), 6 (FAIL only beyond the chip's own noise), 7
@@ -28,14 +28,44 @@ def full_r2_seconds() -> float:
     return time.perf_counter() - started
 
 
+BURST = """
+import sys, time
+on, off = float(sys.argv[1]), float(sys.argv[2])
+while True:
+    until = time.perf_counter() + on
+    while time.perf_counter() < until:
+        pass
+    time.sleep(off)
+"""
+
+
+def start_bursts(spec: str) -> subprocess.Popen:
+    """A process that keeps one core busy for ON seconds, then idles OFF seconds, over and over: a noisy neighbour
+    whose load comes and goes on the scale of one look (what made the VM's noisy runs)."""
+    on, off = spec.split(":")
+    return subprocess.Popen([sys.executable, "-c", BURST, on, off])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--reps", type=int, default=None, help="repetitions per timed test (default: r2's)")
     parser.add_argument("--skip-full", action="store_true")
+    parser.add_argument("--skip-soak", action="store_true")
     parser.add_argument("--offset", type=int, default=0,
                         help="shift which device each run slows or flips (a second set of runs: another offset)")
+    parser.add_argument("--bursts", metavar="ON:OFF", default=None,
+                        help="a neighbour that loads one core ON seconds in every ON+OFF (e.g. 20:40)")
     args = parser.parse_args()
+    neighbour = start_bursts(args.bursts) if args.bursts else None
+    try:
+        run_all(args)
+    finally:
+        if neighbour is not None:
+            neighbour.kill()
+
+
+def run_all(args: argparse.Namespace) -> None:
     if not args.skip_full:
         print(f"full-size r2 on 8 CPU devices (tpudoctor diag -r 2, whole command): {full_r2_seconds():.1f} s")
 
@@ -50,10 +80,18 @@ def main() -> None:
     clean_flags = clean_fails = slow_caught = slow_failed = flips_caught = 0
     slowness = []
     second_looks = {"clean": 0, "slow": 0}
+    first_only = {"clean_flags": 0, "slow_alone": 0, "slow_sure": 0}  # the verdict had no second look been taken
 
-    def looked(take):
+    def looked(take, slow_device=None):
         """As r2 judges: an unclear first look is taken again (r2's budget allows the matmul's second look)."""
-        timings = second_look.settle(take(), take)
+        first = take()
+        table = stats.compare_peers(first.frame, "tflops")
+        if slow_device is None:
+            first_only["clean_flags"] += int(table["slow"].sum())
+        elif bool(table.loc[slow_device, "slow"]) and int(table["slow"].sum()) == 1:
+            first_only["slow_alone"] += 1
+            first_only["slow_sure"] += bool(table.loc[slow_device, "sure"])
+        timings = second_look.settle(first, take)
         if timings.looks:
             print(f"  second look: first {timings.looks[0]['unclear']}; judged on {timings.judged_on}")
         return timings
@@ -66,7 +104,8 @@ def main() -> None:
         clean_flags += int(clean["slow"].sum())
         clean_fails += int(clean["sure"].sum())
         device = (run + args.offset) % 8
-        slow_timings = looked(lambda device=device: measure.matmul_throughput(sizes, FaultPlan.parse([f"slow:{device}:0.10"])))
+        slow_timings = looked(lambda device=device: measure.matmul_throughput(
+            sizes, FaultPlan.parse([f"slow:{device}:0.10"])), slow_device=device)
         slow = stats.compare_peers(slow_timings.frame, "tflops")
         second_looks["slow"] += bool(slow_timings.looks)
         alone = bool(slow.loc[device, "slow"]) and int(slow["slow"].sum()) == 1
@@ -88,10 +127,14 @@ def main() -> None:
     print(f"{args.runs} runs with a chip 10% slower: flagged alone {slow_caught}/{args.runs}, sure {slow_failed} "
           f"(measured slowness min {min(slowness):.3f}, median {sorted(slowness)[len(slowness) // 2]:.3f})")
     print(f"second looks taken: {second_looks['clean']} of the clean runs, {second_looks['slow']} of the slow ones")
+    print(f"the first look alone would have said: clean {first_only['clean_flags']} chip(s) flagged; slow chip "
+          f"flagged alone {first_only['slow_alone']}/{args.runs}, sure {first_only['slow_sure']}")
     print(f"{args.runs} runs with a bit flipped: caught {flips_caught}/{args.runs}")
     print(f"({per_run:.1f} s per round of the three, {sizes.reps} repetitions per timed test, "
           f"{sizes.matmul_chain} x {sizes.matmul_n}^3 matmuls per run)")
 
+    if args.skip_soak:
+        return
     soak = measure.matmul_throughput(sizes, FaultPlan.parse(["slowdown:2:0.20@0.5"]), soak_s=60.0)
     inventory = measure.inventory()
     subject = DiagInput(level=3, host="bench", inventory=inventory, soak=soak)
