@@ -46,6 +46,11 @@ def start_bursts(spec: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", BURST, on, off])
 
 
+def flagged_alone(table, device: int) -> bool:
+    """The slowed device is flagged and no other is."""
+    return bool(table.loc[device, "slow"]) and int(table["slow"].sum()) == 1
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=20)
@@ -88,7 +93,7 @@ def run_all(args: argparse.Namespace) -> None:
         table = stats.compare_peers(first.frame, "tflops")
         if slow_device is None:
             first_only["clean_flags"] += int(table["slow"].sum())
-        elif bool(table.loc[slow_device, "slow"]) and int(table["slow"].sum()) == 1:
+        elif flagged_alone(table, slow_device):
             first_only["slow_alone"] += 1
             first_only["slow_sure"] += bool(table.loc[slow_device, "sure"])
         timings = second_look.settle(first, take)
@@ -108,7 +113,7 @@ def run_all(args: argparse.Namespace) -> None:
             sizes, FaultPlan.parse([f"slow:{device}:0.10"])), slow_device=device)
         slow = stats.compare_peers(slow_timings.frame, "tflops")
         second_looks["slow"] += bool(slow_timings.looks)
-        alone = bool(slow.loc[device, "slow"]) and int(slow["slow"].sum()) == 1
+        alone = flagged_alone(slow, device)
         slow_caught += alone
         slow_failed += alone and bool(slow.loc[device, "sure"])
         if not alone:

@@ -160,3 +160,17 @@ def test_no_second_registry_finds_plugins_or_declares_a_family_outside_the_table
                 declared.add(rel.removesuffix(".py").replace("/", "."))
     assert readers == []
     assert declared == set(FAMILY_MODULES.values())
+
+
+def test_a_hang_report_plugin_that_failed_to_load_is_an_error_entry_with_a_check_style_id():
+    from tpudoctor.findings import FindingKind, Status
+    from tpudoctor.hang.report_rule import RULE_ID_PATTERN, example_report
+    from tpudoctor.hang.report_rule_registry import FAMILY
+    from tpudoctor.plugins import PluginProblem
+
+    problem = PluginProblem(name="acme", source="acme-tpudoctor-plugins:acme", group="tpudoctor",
+                            what="hang report rule", error="ImportError: no module named acme_rules")
+    rule = FAMILY.placeholder(problem)
+    assert RULE_ID_PATTERN.match(rule.id) and rule.id == FAMILY.placeholder(problem).id  # stable per plugin
+    finding = rule().evaluate(example_report())
+    assert finding.status is Status.ERROR and finding.kind is FindingKind.HANG and "acme" in finding.message

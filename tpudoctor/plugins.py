@@ -217,10 +217,12 @@ def placeholder_slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unnamed"
 
 
-def evaluating_placeholder(base: type, kind: str) -> Callable[[PluginProblem], type]:
+def evaluating_placeholder(base: type, kind: str, *,
+                           rule_id: Callable[[PluginProblem], str] | None = None) -> Callable[[PluginProblem], type]:
     """The placeholder of a family whose members ``evaluate(subject) -> Finding``: for a plugin that could not
     load, a member of ``base`` whose every evaluation is the problem's ERROR finding of ``kind`` (a
-    ``FindingKind`` value; the finding model is imported when a placeholder is built, not before)."""
+    ``FindingKind`` value; the finding model is imported when a placeholder is built, not before). Its id is
+    ``plugin-<name>`` unless the family's ids take another form (``rule_id``)."""
 
     def placeholder(problem: PluginProblem) -> type:
         from tpudoctor.findings import FindingKind
@@ -229,7 +231,7 @@ def evaluating_placeholder(base: type, kind: str) -> Callable[[PluginProblem], t
 
         class PluginProblemRule(base):
             __doc__ = f"The {problem.what} plugin {problem.name} ({problem.source}) loads."
-            id = f"plugin-{placeholder_slug(problem.name)}"
+            id = rule_id(problem) if rule_id else f"plugin-{placeholder_slug(problem.name)}"
             title = f"{problem.what} plugin {problem.name} loads"
             source = problem.source
             plugin_problem = problem

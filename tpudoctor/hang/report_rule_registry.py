@@ -6,36 +6,25 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from tpudoctor.findings import Finding, FindingKind
+from tpudoctor.findings import Finding
 from tpudoctor.hang.report import HangReport
 from tpudoctor.hang.report_rule import RULE_ID_PATTERN, HangReportRule
-from tpudoctor.plugins import Family, PluginProblem, Rules
+from tpudoctor.plugins import Family, PluginProblem, Rules, evaluating_placeholder
 from tpudoctor.rule import evaluate_rule
 
 ENTRY_POINT_GROUP = "tpudoctor.hang_report_rules"
 BUILTIN_RULE_PACKAGE = "tpudoctor.hang.report_rules"
 
 
-def _problem_rule(problem: PluginProblem) -> type[HangReportRule]:
-    number = sum(map(ord, problem.source)) % 900 + 100  # stable per plugin: a check-style id
-
-    class PluginProblemRule(HangReportRule):
-        __doc__ = f"The hang report rule plugin {problem.name} ({problem.source}) loads."
-        id = f"PLUGIN-{number:03d}"
-        title = f"hang report rule plugin {problem.name} loads"
-        source = problem.source
-        plugin_problem = problem
-
-        def evaluate(self, report: HangReport) -> Finding:
-            return problem.finding(self.id, FindingKind.HANG)
-
-    return PluginProblemRule
+def _check_style_id(problem: PluginProblem) -> str:
+    return f"PLUGIN-{sum(map(ord, problem.source)) % 900 + 100:03d}"  # stable per plugin: a check-style id
 
 
 FAMILY = Family(judges='`tpudoctor hang`: the whole report (HANG-001..)',
                 name="hang-report-rules", what="hang report rule", builtin=(BUILTIN_RULE_PACKAGE,),
                 bases=(HangReportRule,), alias_group=ENTRY_POINT_GROUP, id_pattern=RULE_ID_PATTERN,
-                id_example=" (like a check id: ACME-001)", placeholder=_problem_rule)
+                id_example=" (like a check id: ACME-001)",
+                placeholder=evaluating_placeholder(HangReportRule, "hang", rule_id=_check_style_id))
 
 
 def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
