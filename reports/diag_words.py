@@ -10,12 +10,32 @@ COLUMNS = (("chip", "chip", "{}"), ("matmul_tflops_p10", "matmul TFLOP/s p10", "
            ("gemm_bits_agree", "bits agree", "{}"))
 
 
+NAMED_FAILURES = 3
+"""The headline names this many failed tests that name no chip, then counts the rest."""
+
+
+def failed_words(doc: dict[str, Any]) -> str:
+    """What failed, named: the chips a failing test names, then the titles of those that name none (the runtime,
+    the node, the count of chips)."""
+    failing = [f for f in doc["findings"] if f["status"] in ("FAIL", "ERROR")]
+    chips = list(dict.fromkeys(c for f in failing for c in (f.get("scope") or {}).get("chips") or ()))
+    others = list(dict.fromkeys(f["title"] for f in failing if not (f.get("scope") or {}).get("chips")))
+    parts = [f"{'chip' if len(chips) == 1 else 'chips'} {', '.join(chips)} failed"] if chips else []
+    if others:
+        more = f"; {len(others) - NAMED_FAILURES} more" if len(others) > NAMED_FAILURES else ""
+        parts.append(f"{'also ' if chips else ''}failed: {'; '.join(others[:NAMED_FAILURES])}{more}")
+    return "; ".join(parts)
+
+
 def headline(doc: dict[str, Any]) -> str:
     summary = doc["summary"]
     bad = summary["FAIL"] + summary["ERROR"]
-    verdict = "a chip failed" if bad else ("warnings" if summary["WARN"] else "healthy")
-    return (f"tpudoctor diag -r {doc['level']} on {doc['host']}: {verdict} ({len(doc['devices'])} {doc['backend']} "
-            f"device(s), {summary['PASS']} passed, {summary['WARN']} warned, {bad} failed, {doc['duration_s']:.0f} s)")
+    verdict = failed_words(doc) if bad else ("warnings" if summary["WARN"] else "healthy")
+    devices = (f"{len(doc['devices'])} {doc['backend']} device(s)" if doc["backend"] != "none"
+               else "no backend loaded")
+    skipped = f", {summary['SKIP']} skipped" if summary.get("SKIP") else ""
+    return (f"tpudoctor diag -r {doc['level']} on {doc['host']}: {verdict} ({devices}, {summary['PASS']} passed, "
+            f"{summary['WARN']} warned, {bad} failed{skipped}, {doc['duration_s']:.0f} s)")
 
 
 def cell(row: dict[str, Any], key: str, form: str) -> str:

@@ -60,9 +60,10 @@ def load_config_file(start: Path | None = None) -> tuple[dict[str, Any], Path | 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def parse_duration_s(text: str | float | int) -> float:
-    """``90``, ``90s``, ``15m``, ``1h``, ``2d`` -> seconds."""
+def parse_duration_s(text: str | float | int, *, what: str | None = None) -> float:
+    """``90``, ``90s``, ``15m``, ``1h``, ``2d`` -> seconds; ``what`` (the flag or key) starts the error."""
     hint = "use a number with s, m, h or d, e.g. 30s, 15m, 1h"
+    named = f"{what}: " if what else ""
     raw = str(text).strip().lower()
     try:
         if raw and raw[-1] in _DURATION_UNITS:
@@ -70,9 +71,9 @@ def parse_duration_s(text: str | float | int) -> float:
         else:
             seconds = float(raw)
     except ValueError:
-        raise UsageError(f"not a duration: {text!r}", hint=hint) from None
+        raise UsageError(f"{named}not a duration: {text!r}", hint=hint) from None
     if not math.isfinite(seconds) or seconds < 0:
-        raise UsageError(f"not a usable duration: {text!r}", hint=hint)
+        raise UsageError(f"{named}not a usable duration: {text!r}", hint=hint)
     return seconds
 
 

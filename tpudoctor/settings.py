@@ -107,7 +107,8 @@ class Settings:
             elif key in DURATION_KEYS:
                 from tpudoctor.config import parse_duration_s
 
-                values[f"{key}_s"] = None if raw is None else parse_duration_s(raw)
+                values[f"{key}_s"] = None if raw is None else parse_duration_s(
+                    raw, what=origin if where == FLAG else f"{key} in {origin}")
             elif key == "format":
                 values[key] = None if raw is None else str(raw).strip().lower()
             elif key == "fail_on":

@@ -42,11 +42,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="limit for each Google Cloud API call of r1's node checks (default 30s)")
     tuning = parser.add_argument_group("sizes and faults")
     tuning.add_argument("--expect-chips", type=int, default=None, metavar="N",
-                        help="chips this VM should show (default: from its accelerator type, where known)")
+                        help="chips this VM should show (default: from its accelerator type, where known: "
+                             "TPU_ACCELERATOR_TYPE, the VM's metadata or --tpu's node; a v3-8 host shows 4 chips "
+                             "as 8 JAX devices, a v4-8 host 4 chips as 4)")
     tuning.add_argument("--cpu-devices", type=int, default=None, metavar="N",
                         help="on the CPU backend, run on N virtual devices (XLA's host platform device count)")
     tuning.add_argument("--hbm-gib", type=float, default=None, metavar="GIB",
-                        help="size of the bandwidth test's array (default 1 GiB on a CPU, 4 GiB on an accelerator)")
+                        help="size of the bandwidth test's array on each device (default 1 GiB on a CPU, 4 GiB on an "
+                             "accelerator); every device holds it and its result at once, so the CPU stand-in needs "
+                             "about 2 x GIB x --cpu-devices of RAM")
     tuning.add_argument("--soak", default=None, metavar="DURATION", help="r3's soak length (default 13m)")
     tuning.add_argument("--reps", type=int, default=None, metavar="N", help="repetitions of each timed test")
     tuning.add_argument("--inject", action="append", default=[], metavar="FAULT",
@@ -134,8 +138,9 @@ def _distributed(args: argparse.Namespace) -> dict | None:
     return {k: v for k, v in given.items() if v is not None}
 
 
-def _node_findings(settings, target) -> list:
-    """r1's checks of the node's state and the runtime, from the check engine (each a finding of kind check)."""
+def _node_findings(settings, target) -> tuple[list, str | None]:
+    """r1's checks of the node's state and the runtime, from the check engine (each a finding of kind check), and
+    the VM's accelerator type where known (the node's, the VM metadata's, or TPU_ACCELERATOR_TYPE)."""
     from tpudoctor.commands.common import session_for
     from tpudoctor.context import CheckOptions, RunContext
     from tpudoctor.registry import load_registry
@@ -146,8 +151,10 @@ def _node_findings(settings, target) -> list:
     options = CheckOptions(api_timeout_s=settings.api_timeout_s)
     session = session_for(settings, timeout_s=settings.api_timeout_s, project=target.project)
     ctx = RunContext(target=target, options=options, run_timeout_s=120.0, session=session)
-    report = Runner(registry, ctx).run(selected)
-    return [r for r in report.results if r.status.value != "SKIP"]
+    runner = Runner(registry, ctx)
+    report = runner.run(selected)
+    target_facts = runner.store.ensure(["runtime.target"]).value("runtime.target") or {}
+    return [r for r in report.results if r.status.value != "SKIP"], target_facts.get("accelerator_type")
 
 
 def run(args: argparse.Namespace, settings) -> ExitCode:
@@ -164,6 +171,9 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     fmt = settings.format_for(DIAG_FORMATS)
     check_writable(args.output)
     faults = FaultPlan.parse(args.inject)
+    faults.check_level(args.level)
+    if args.expect_chips is not None and args.expect_chips < 1:
+        raise UsageError(f"--expect-chips must be at least 1 (got {args.expect_chips})")
     if args.reps is not None and args.reps < 3:
         raise UsageError("--reps must be at least 3 (a median of repetitions)")
     if args.hbm_gib is not None and not 0 < args.hbm_gib <= 64:
@@ -172,7 +182,9 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     if args.soak:
         from tpudoctor.config import parse_duration_s
 
-        soak_s = parse_duration_s(args.soak)
+        soak_s = parse_duration_s(args.soak, what="--soak")
+        if soak_s <= 0:
+            raise UsageError(f"--soak {args.soak}: the soak must last more than 0 s")
     distributed = _distributed(args)
     if wants_fanout(args):
         report = _fanout(args, settings)
@@ -181,13 +193,14 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)
     _set_cpu_devices(args.cpu_devices)
     target = settings.target()
-    options = DiagOptions(level=args.level, faults=faults, expected_chips=args.expect_chips, hbm_gib=args.hbm_gib,
-                          soak_s=soak_s, reps=args.reps, disabled_plugins=settings.disable_plugins,
-                          node={"project": target.project, "zone": target.zone, "tpu": target.tpu},
-                          worker=target.worker, distributed=distributed)
     with progress(f"tpudoctor diag -r {args.level}") as update:
         update("node and runtime checks")
-        node_findings = _node_findings(settings, target)
+        node_findings, accelerator_type = _node_findings(settings, target)
+        options = DiagOptions(level=args.level, faults=faults, expected_chips=args.expect_chips,
+                              accelerator_type=accelerator_type, hbm_gib=args.hbm_gib, soak_s=soak_s, reps=args.reps,
+                              disabled_plugins=settings.disable_plugins,
+                              node={"project": target.project, "zone": target.zone, "tpu": target.tpu},
+                              worker=target.worker, distributed=distributed)
         report = run_diag(options, node_findings=node_findings,
                           progress=lambda what, fraction: update(f"{what} ({fraction:.0%})"))
     prepared = prepare(report, redact=args.redact)

@@ -13,9 +13,17 @@ import dataclasses
 import re
 import time
 
+from tpudoctor.diag.levels import MEASUREMENTS
 from tpudoctor.errors import UsageError
 
-_SPEC = re.compile(r"^(?P<kind>slow|bitflip|slowdown):(?P<device>\d+)(?::(?P<amount>[0-9.]+)(?:@(?P<at>[0-9.]+))?)?$")
+_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
+_SPEC = re.compile(rf"^(?P<kind>slow|bitflip|slowdown):(?P<device>\d+)(?::(?P<amount>{_NUMBER})(?:@(?P<at>{_NUMBER}))?)?$")
+_FORMS = "expected slow:DEVICE:FRACTION, bitflip:DEVICE or slowdown:DEVICE:FRACTION@AT (e.g. slow:3:0.10, " \
+         "slowdown:2:0.2@0.5)"
+ACTS_IN = {"slow": "matmul", "bitflip": "gemm", "slowdown": "soak"}
+"""The measurement each fault acts in: a level that does not take it cannot show the fault."""
+_TEST_WORDS = {"matmul": "no timed test (slow acts in r2 and r3's timed tests)",
+               "gemm": "no GEMM (bitflip acts in r2 and r3's GEMM)", "soak": "no soak (slowdown acts in r3's soak)"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,14 +52,34 @@ class FaultPlan:
         for spec in specs:
             match = _SPEC.match(spec.strip())
             if match is None:
-                raise UsageError(f"--inject {spec!r}: expected slow:DEVICE:FRACTION, bitflip:DEVICE or "
-                                 "slowdown:DEVICE:FRACTION@AT (e.g. slow:3:0.10, slowdown:2:0.2@0.5)")
-            kind, amount = match["kind"], float(match["amount"] or 0.0)
+                raise UsageError(f"--inject {spec!r}: {_FORMS}")
+            kind, amount, at = match["kind"], float(match["amount"] or 0.0), float(match["at"] or 0.0)
             if kind != "bitflip" and not 0 < amount <= 10:
                 raise UsageError(f"--inject {spec!r}: the slowdown fraction must be in (0, 10]")
-            faults.append(Fault(kind=kind, device=int(match["device"]), amount=amount,
-                                at_fraction=float(match["at"] or 0.0)))
+            if kind == "bitflip" and match["amount"] is not None:
+                raise UsageError(f"--inject {spec!r}: bitflip takes a device only (bitflip:DEVICE)")
+            if kind != "slowdown" and match["at"] is not None:
+                raise UsageError(f"--inject {spec!r}: only slowdown takes @AT (a fraction of the soak)")
+            if not 0 <= at < 1:
+                raise UsageError(f"--inject {spec!r}: @AT is a fraction of the soak, in [0, 1)")
+            faults.append(Fault(kind=kind, device=int(match["device"]), amount=amount, at_fraction=at))
         return cls(tuple(faults))
+
+    def check_level(self, level: int) -> None:
+        """A fault the level cannot show is a usage error: r1 times nothing, r2 has no soak."""
+        for fault in self.faults:
+            acts_in = ACTS_IN[fault.kind]
+            if acts_in not in MEASUREMENTS[level]:
+                raise UsageError(f"--inject {fault.kind}:{fault.device}: r{level} runs {_TEST_WORDS[acts_in]}",
+                                 hint=f"tpudoctor diag -r {min(lv for lv, m in MEASUREMENTS.items() if acts_in in m)}"
+                                      " --inject ...")
+
+    def check_devices(self, count: int) -> None:
+        """A fault on a device this run does not have is a usage error, not a finding about the others."""
+        beyond = sorted({f.device for f in self.faults if f.device >= count})
+        if beyond:
+            raise UsageError(f"--inject names device {', '.join(map(str, beyond))}, but this run has {count} "
+                             f"device(s): 0..{count - 1}")
 
     def extra_fraction(self, device: int, *, soak_fraction: float | None = None) -> float:
         """How much longer a timed run on ``device`` must take (0 when none)."""

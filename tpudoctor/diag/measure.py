@@ -52,6 +52,8 @@ class Inventory:
     process_count: int
     error: str | None = None
     """Why the backend could not be loaded (then ``devices`` is empty)."""
+    jax_platforms: str | None = None
+    """``JAX_PLATFORMS`` as this process had it: the backends JAX was told to load (None: unset)."""
 
 
 @dataclasses.dataclass
@@ -83,6 +85,7 @@ class Timings:
 
 
 def inventory() -> Inventory:
+    platforms = os.environ.get("JAX_PLATFORMS")
     try:
         import jax
 
@@ -92,12 +95,13 @@ def inventory() -> Inventory:
     except Exception as exc:  # noqa: BLE001 - a backend that cannot load is what r1 reports
         version = _jax_version()
         return Inventory(backend="none", jax_version=version, devices=[], process_count=0,
-                         error=f"{type(exc).__name__}: {exc}")
+                         error=f"{type(exc).__name__}: {exc}", jax_platforms=platforms)
     infos = [DeviceInfo(index=i, id=int(d.id), platform=d.platform, kind=str(getattr(d, "device_kind", d.platform)),
                         process_index=int(getattr(d, "process_index", 0)),
                         coords=tuple(getattr(d, "coords", ()) or ()) or None,
                         slice_index=getattr(d, "slice_index", None)) for i, d in enumerate(devices)]
-    return Inventory(backend=backend, jax_version=jax.__version__, devices=infos, process_count=count)
+    return Inventory(backend=backend, jax_version=jax.__version__, devices=infos, process_count=count,
+                     jax_platforms=platforms)
 
 
 def _jax_version() -> str:

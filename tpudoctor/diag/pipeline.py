@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection
 
 from tpudoctor.accelerator_peaks import peaks_for
 from tpudoctor.diag import measure, second_look, stats
+from tpudoctor.diag.expected import expected_count
 from tpudoctor.diag.faults import FaultPlan
 from tpudoctor.diag.levels import MEASUREMENTS, SECOND_LOOK_BUDGET_S, Sizes, sizes_for
 from tpudoctor.diag.report import DiagReport
@@ -25,6 +26,9 @@ class DiagOptions:
     level: int = 2
     faults: FaultPlan = FaultPlan()
     expected_chips: int | None = None
+    """``--expect-chips``: overrides the count the accelerator type gives."""
+    accelerator_type: str | None = None
+    """This VM's accelerator type (``v4-8``), where known: how many chips a host of it has."""
     hbm_gib: float | None = None
     soak_s: float | None = None
     reps: int | None = None
@@ -45,10 +49,13 @@ def measure_level(options: DiagOptions, progress: Progress | None = None) -> tup
         measure.join_distributed(**options.distributed)
     say("enumerating devices", 0.0)
     inventory = measure.inventory()
+    if inventory.devices:
+        options.faults.check_devices(len(inventory.devices))
     sizes = sizes_for(inventory.backend, hbm_gib=options.hbm_gib, soak_s=options.soak_s, reps=options.reps)
     kind = inventory.devices[0].kind if inventory.devices else ""
     subject = DiagInput(level=options.level, host=socket.gethostname(), inventory=inventory,
-                        expected_chips=options.expected_chips, soak_windows=sizes.soak_windows, peaks=peaks_for(kind),
+                        expected=expected_count(options.expected_chips, options.accelerator_type),
+                        soak_windows=sizes.soak_windows, peaks=peaks_for(kind),
                         faults=options.faults.faults, node=dict(options.node),
                         distributed=options.distributed is not None)
     wanted = MEASUREMENTS[options.level]

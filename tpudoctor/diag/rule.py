@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.accelerator_peaks import Peaks
+from tpudoctor.diag.expected import ExpectedCount
 from tpudoctor.diag.faults import Fault
 from tpudoctor.diag.measure import (
     AllReduce,
@@ -32,8 +33,9 @@ class DiagInput:
     level: int
     host: str
     inventory: Inventory
-    expected_chips: int | None = None
-    """How many chips this VM should show (from its accelerator type), None when unknown."""
+    expected: ExpectedCount | None = None
+    """How many chips (and JAX devices) this host should show: ``--expect-chips`` or its accelerator type; None
+    when unknown."""
     gemm: GemmCheck | None = None
     matmul: Timings | None = None
     hbm: Timings | None = None
@@ -76,6 +78,7 @@ class DiagRule(Rule[DiagInput]):
                title: str | None = None) -> Finding:
         return Finding(id=self.id, step=None, title=title or self.title, status=status, message=message,
                        severity=severity, evidence=evidence, remediation=remediation, kind=FindingKind.DIAG,
+                       skip_reason=message if status is Status.SKIP else None,
                        scope=Scope.of(hosts=[host] if host else (), chips=list(chips)))
 
 
