@@ -27,9 +27,11 @@ def render(doc: dict[str, Any], *, verbose: bool = False) -> str:
             lines += [f"    {escape.plain(k)}: {escape.plain(v)}" for k, v in finding.evidence.items()]
     columns = columns_present(doc)
     if doc["chips"] and len(columns) > 1:
-        lines += ["", "  ".join(title for _, title, _ in columns)]
-        for row in doc["chips"]:
-            lines.append("  ".join(escape.plain(cell(row, key, form)) for key, _, form in columns))
+        table = [[title for _, title, _ in columns]]
+        table += [[escape.plain(cell(row, key, form)) for key, _, form in columns] for row in doc["chips"]]
+        widths = [max(len(r[i]) for r in table) for i in range(len(columns))]
+        lines.append("")
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
     if doc.get("allreduce"):
         lines.append("")
         lines.append("all-reduce bus bandwidth: " + ", ".join(

@@ -7,10 +7,20 @@ import dataclasses
 from typing import ClassVar
 
 from tpudoctor.diag import stats
-from tpudoctor.diag.measure import Timings
+from tpudoctor.diag.measure import RATE_UNITS, Timings
 from tpudoctor.diag.remedies import chip_fault
 from tpudoctor.diag.rule import DiagInput, DiagRule
 from tpudoctor.findings import Finding, Remediation, Severity, Status
+
+
+def longer(slowness: float) -> str:
+    """A time ratio to the peers in words: 1.308 -> ``30.8% longer`` (its rate is then 1/1.308, 23.5 % lower)."""
+    return f"{slowness - 1:.1%} longer" if slowness >= 1 else f"{1 - slowness:.1%} shorter"
+
+
+def rate_below(slowness: float) -> str:
+    """The same ratio as a rate: 1.308 -> ``23.5% below``."""
+    return f"{1 - 1 / slowness:.0%} below" if slowness >= 1 else f"{1 / slowness - 1:.0%} above"
 
 
 class PeerRateRule(DiagRule):
@@ -50,7 +60,8 @@ class PeerRateRule(DiagRule):
         if slow.empty:
             worst = table["slowness"].max()
             return self.judged(Status.PASS, Severity.INFO,
-                               f"{len(table)} chips within their margins of each other (slowest {worst - 1:+.1%})",
+                               f"{len(table)} chips within their margins of each other (the slowest one's runs "
+                               f"take {longer(worst)} than its peers')",
                                evidence={**evidence, "confidence": "high"}, host=subject.host)
         sure = slow[slow["sure"].astype(bool)]
         if sure.empty:
@@ -60,8 +71,8 @@ class PeerRateRule(DiagRule):
         worst = slow["slowness"].max()
         near = bool(((slow["slowness"] - 1.0 - slow["margin"]) < 2 * slow["noise"]).any())
         confidence = "medium" if near else "high"
-        detail = "; ".join(f"{subject.chip(d)} {row['slowness'] - 1:+.1%} (margin {row['margin']:.1%})"
-                           for d, row in slow.iterrows())
+        detail = "; ".join(f"{subject.chip(d)}'s runs take {longer(row['slowness'])} than its peers' (margin "
+                           f"{row['margin']:.1%})" for d, row in slow.iterrows())
         return self.judged(Status.FAIL, Severity.HIGH,
                            f"{', '.join(chips)} {'is' if len(chips) == 1 else 'are'} slower than {'its' if len(chips) == 1 else 'their'} "
                            f"peers at {self.what}: {detail}",
@@ -70,14 +81,15 @@ class PeerRateRule(DiagRule):
                                      "confidence_why": "within twice its own run-to-run noise of the margin" if near
                                      else "beyond the margin by more than twice its own noise"},
                            chips=chips, host=subject.host,
-                           remediation=chip_fault(subject, chips, f"{self.what} {worst - 1:.0%} below its peers",
-                                                  "PERFORMANCE"))
+                           remediation=chip_fault(subject, chips, f"{self.what} {rate_below(worst)} its peers' "
+                                                                  f"(its runs take {longer(worst)})", "PERFORMANCE"))
 
 
     def _unsure(self, subject: DiagInput, slow, evidence: dict) -> Finding:
         """Slower than the peers, but not beyond its own scatter: a WARN to rerun, never a chip to replace."""
         chips = [subject.chip(d) for d in slow.index]
-        detail = "; ".join(f"{subject.chip(d)} {row['slowness'] - 1:+.1%} (its own noise \u00b1{row['noise']:.1%})"
+        detail = "; ".join(f"{subject.chip(d)}'s runs take {longer(row['slowness'])} than its peers' (its own "
+                           f"noise \u00b1{row['noise']:.1%})"
                            for d, row in slow.iterrows())
         return self.judged(Status.WARN, Severity.MEDIUM,
                            f"{', '.join(chips)} looked slower than the peers at {self.what} ({detail}), but its "
@@ -101,6 +113,7 @@ class PeakRateRule(DiagRule):
     def evaluate(self, subject: DiagInput) -> Finding:
         timings: Timings = getattr(subject, self.measurement)
         unit = timings.unit
+        shown = RATE_UNITS[unit]
         p10 = timings.frame.groupby("device")[unit].quantile(0.10)
         sustained = float(p10.median())
         peak = getattr(subject.peaks, self.peak_field, None) if subject.peaks else None
@@ -109,7 +122,7 @@ class PeakRateRule(DiagRule):
         if peak is None:
             kind = subject.inventory.devices[0].kind if subject.inventory.devices else "?"
             return self.judged(Status.PASS, Severity.INFO,
-                               f"sustained {self.what} {sustained:.3g} {unit}; no published peak for {kind!r}",
+                               f"sustained {self.what} {sustained:.3g} {shown}; no published peak for {kind!r}",
                                evidence={**evidence, "confidence": "unknown",
                                          "confidence_why": f"the peaks table has no {self.peak_field} for this device "
                                                            "kind; judged against its peers only"}, host=subject.host)
@@ -119,12 +132,12 @@ class PeakRateRule(DiagRule):
                          "peaks_table_version": subject.peaks.table_version})
         if fraction >= self.warn_below:
             return self.judged(Status.PASS, Severity.INFO,
-                               f"sustained {self.what} {sustained:.4g} {unit}: {fraction:.0%} of the "
-                               f"{subject.peaks.label} peak ({peak:g})", evidence={**evidence, "confidence": "medium"},
+                               f"sustained {self.what} {sustained:.4g} {shown}: {fraction:.0%} of the "
+                               f"{subject.peaks.label} peak ({peak:g} {shown})", evidence={**evidence, "confidence": "medium"},
                                host=subject.host)
         return self.judged(Status.WARN, Severity.MEDIUM,
-                           f"sustained {self.what} {sustained:.4g} {unit} is {fraction:.0%} of the {subject.peaks.label} "
-                           f"peak ({peak:g}); below {self.warn_below:.0%}",
+                           f"sustained {self.what} {sustained:.4g} {shown} is {fraction:.0%} of the {subject.peaks.label} "
+                           f"peak ({peak:g} {shown}); below {self.warn_below:.0%}",
                            evidence={**evidence, "confidence": "low",
                                      "confidence_why": "every chip alike: the test's sizes, a throttled host or the "
                                                        "runtime's settings, more often than the chips"},

@@ -65,6 +65,10 @@ class GemmCheck:
     """Per device index: SHA-256 of the result's bytes (same inputs, same program: must be equal bitwise)."""
 
 
+RATE_UNITS = {"tflops": "TFLOP/s", "gbps": "GB/s"}
+"""A timed run's rate unit (the frame's column) as the reports write it."""
+
+
 @dataclasses.dataclass
 class Timings:
     """Repeated timed runs: one row per (repetition, device)."""

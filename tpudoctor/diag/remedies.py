@@ -16,8 +16,14 @@ def chip_fault(subject: DiagInput, chips: list[str], what: str, behavior: str) -
     rerun = f"tpudoctor diag -r {max(subject.level, 2)}"
     names = ", ".join(chips)
     if subject.faults:
-        return Remediation(text=f"This run injected faults ({'; '.join(f.describe() for f in subject.faults)}): "
-                                "the finding shows the detector works; nothing to report.", commands=(rerun,))
+        injected = {subject.chip(f.device) for f in subject.faults}
+        said = "; ".join(f.describe() for f in subject.faults)
+        if set(chips) <= injected:
+            return Remediation(text=f"This run injected faults ({said}): the finding shows the detector works; "
+                                    "nothing to report.", commands=(rerun,))
+        return Remediation(text=f"This run injected faults ({said}), but {', '.join(sorted(set(chips) - injected))} "
+                                "had none injected: rerun without --inject before judging that chip.",
+                           commands=(rerun,))
     if subject.inventory.backend != "tpu":
         return Remediation(text=f"REPLACE-HOST if it repeats: {what} on {names}. Rerun to confirm; if the same device "
                                 "fails again, move the job off this machine and report it to its provider.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.diag import stats
+from tpudoctor.diag.judging import longer
 from tpudoctor.diag.remedies import chip_fault
 from tpudoctor.diag.rule import DiagExample, DiagInput, DiagRule, example_input, example_timings
 from tpudoctor.findings import Finding, Severity, Status
@@ -45,7 +46,8 @@ class SoakSlowdown(DiagRule):
         chips = [subject.chip(d) for d in onsets]
         last = windows[windows["window"] == windows["window"].max()].set_index("device")["slowness"]
         detail = "; ".join(f"{subject.chip(d)} from window {w + 1} of {count} "
-                           f"(now {float(last.get(d, 1.0)) - 1:+.1%})" for d, w in onsets.items())
+                           f"(its runs now take {longer(float(last.get(d, 1.0)))} than its peers')"
+                           for d, w in onsets.items())
         return self.judged(Status.FAIL, Severity.HIGH, f"slowed down during the soak: {detail}",
                            evidence={**evidence, "onsets": {subject.chip(d): w for d, w in onsets.items()},
                                      "confidence": "high"}, chips=chips, host=subject.host,
