@@ -2,6 +2,7 @@
 peers and the generation's published peaks.
 
 The stages: ``measure`` gathers figures on the devices (once, with the sizes of the level: ``levels``),
-``faults`` injects the faults tests need, the ``rules`` judge the figures (pure logic, on the one rule base), and
+``faults`` injects the faults tests need, ``expected`` says how many chips and devices a host should show, the
+``rules`` judge the figures (pure logic, on the one rule base), and
 ``report`` assembles the ``DiagReport`` every renderer formats.
 """
