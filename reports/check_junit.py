@@ -81,8 +81,10 @@ def add_testcase(suite: ET.Element, r: Finding, *, classname: str, gate: Gate | 
         ET.SubElement(case, "skipped", message=r.skip_reason or r.message)
     elif r.status is Status.WARN:
         ET.SubElement(case, "system-out").text = f"WARNING: {plain(r.message)}\n{body}"
-    elif r.status is not Status.PASS:  # below the gate: said, not failed
-        ET.SubElement(case, "system-out").text = f"{r.status.value} (does not fail this run): {body}"
+    elif r.status is not Status.PASS:  # said, not failed
+        why = ("detail: the merged suite counts it" if gate is None
+               else "not a failure of this run: below --fail-on, or --exit-zero")
+        ET.SubElement(case, "system-out").text = f"{r.status.value} ({why}): {body}"
     return case
 
 

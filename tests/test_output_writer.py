@@ -123,7 +123,8 @@ def test_o_gs_without_credentials_is_exit_2_before_the_work(command, inputs, tmp
 
 @pytest.mark.parametrize("uri, says", [("gs://Bad_Bucket!/x.txt", "not a valid bucket name"),
                                        ("gs://bkt/", "give an object name"), ("gs://", "names no bucket")])
-def test_an_invalid_gs_destination_is_exit_2(uri, says, inputs, capsys):
+def test_an_invalid_gs_destination_is_exit_2(uri, says, inputs, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
     code = cli.main(["goodput", str(inputs / "restart.log"), "-o", uri])
     err = capsys.readouterr().err
     assert code == 2 and says in err, err
