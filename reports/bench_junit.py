@@ -9,13 +9,13 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
 
-from tpudoctor.findings import Finding, Status
+from tpudoctor.findings import DEFAULT_GATE, Finding, Gate, Status
 from tpudoctor.reports.bench_summary import headline, mismatch_lines
-from tpudoctor.reports.check_junit import add_testcase
+from tpudoctor.reports.check_junit import add_testcase, suite_counts
 from tpudoctor.reports.escape import junit_document, plain
 
 
-def render(document: Mapping[str, Any]) -> str:
+def render(document: Mapping[str, Any], *, gate: Gate = DEFAULT_GATE) -> str:
     key = document["key"]
     m = document["measurement"]
     findings = [Finding.from_dict(f) for f in document["findings"]]
@@ -23,9 +23,7 @@ def render(document: Mapping[str, Any]) -> str:
     suites = ET.Element("testsuites", name="tpudoctor")
     suite = ET.SubElement(
         suites, "testsuite", name="tpudoctor bench", tests=str(len(findings)),
-        failures=str(sum(f.status is Status.FAIL for f in findings)),
-        errors=str(sum(f.status is Status.ERROR for f in findings)),
-        skipped=str(sum(f.status is Status.SKIP for f in findings)),
+        **suite_counts(findings, gate),
         time=f"{seconds:.3f}", timestamp=document["created_at"], hostname=document["host"],
     )
     props = ET.SubElement(suite, "properties")
@@ -33,7 +31,7 @@ def render(document: Mapping[str, Any]) -> str:
         ET.SubElement(props, "property", name=name, value="" if value is None else str(value))
     classname = f"tpudoctor.bench.{key['model']}"
     for finding in findings:
-        case = add_testcase(suite, finding, classname=classname)
+        case = add_testcase(suite, finding, classname=classname, gate=gate)
         if finding.status is not Status.SKIP:  # the run itself, for the reader of the CI page
             context = "\n".join(plain(line) for line in [headline(document), *mismatch_lines(document)])
             out = case.find("system-out")

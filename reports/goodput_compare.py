@@ -6,6 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from tpudoctor.findings import DEFAULT_GATE, Gate, Status
 from tpudoctor.reports import escape
 from tpudoctor.reports.escape import markdown as md
 
@@ -25,7 +26,8 @@ def _verdict(result: dict[str, Any]) -> str:
     return f"ETTR {result['baseline']['ettr']} -> {result['candidate']['ettr']} ({'+' if (delta or 0) >= 0 else ''}{delta})"
 
 
-def render(result: dict[str, Any], fmt: str) -> str:
+def render(result: dict[str, Any], fmt: str, *, gate: Gate = DEFAULT_GATE) -> str:
+    """``gate``: the run's; a regression is a JUnit failure only where it fails the run."""
     if fmt == "json":
         return json.dumps(result, indent=2) + "\n"
     rows = result["figures"]
@@ -47,10 +49,11 @@ def render(result: dict[str, Any], fmt: str) -> str:
         return "\n".join(out) + "</table></body></html>\n"
     if fmt == "junit":
         suites = ET.Element("testsuites", name="tpudoctor")
+        failed = bool(result["regressed"]) and gate.fails(Status.FAIL)
         suite = ET.SubElement(suites, "testsuite", name="tpudoctor compare (goodput)", tests="1",
-                              failures="1" if result["regressed"] else "0", errors="0", skipped="0")
+                              failures="1" if failed else "0", errors="0", skipped="0")
         case = ET.SubElement(suite, "testcase", classname="tpudoctor.goodput.compare", name="no regression")
-        if result["regressed"]:
+        if failed:
             ET.SubElement(case, "failure", message=_verdict(result)[:500], type="regression")
         else:
             ET.SubElement(case, "system-out").text = _verdict(result)

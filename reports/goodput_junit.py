@@ -5,34 +5,34 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from tpudoctor.findings import Finding, Status
-from tpudoctor.reports.check_junit import add_testcase
+from tpudoctor.findings import THRESHOLD_GATE, Finding, Gate, Status
+from tpudoctor.reports.check_junit import add_testcase, suite_counts
 from tpudoctor.reports.escape import junit_document
 from tpudoctor.reports.goodput_summary import headline
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: dict[str, Any], *, gate: Gate = THRESHOLD_GATE) -> str:
+    """``gate``: the run's (the findings fail it only under ``--fail-on``; ``--min-ettr`` at FAIL)."""
     findings = [Finding.from_dict(f) for f in doc.get("findings") or []]
-    gate = doc.get("gate")
+    threshold = doc.get("gate")
+    below = bool(threshold) and threshold["verdict"] == "failed" and gate.fails(Status.FAIL, threshold=True)
     suites = ET.Element("testsuites", name="tpudoctor")
-    failures = sum(f.status is Status.FAIL for f in findings) + (1 if gate and gate["verdict"] == "failed" else 0)
-    suite = ET.SubElement(suites, "testsuite", name="tpudoctor goodput", tests=str(len(findings) + bool(gate)),
-                          failures=str(failures), errors=str(sum(f.status is Status.ERROR for f in findings)),
-                          skipped=str(sum(f.status is Status.SKIP for f in findings)
-                                      + (1 if gate and gate["verdict"] == "not_judged" else 0)),
+    suite = ET.SubElement(suites, "testsuite", name="tpudoctor goodput", tests=str(len(findings) + bool(threshold)),
+                          **suite_counts(findings, gate, extra_failures=int(below),
+                                         extra_skipped=int(bool(threshold) and threshold["verdict"] == "not_judged")),
                           timestamp=doc["created_at"])
     props = ET.SubElement(suite, "properties")
     for key in ("ettr", "wall_s", "productive_s", "steps", "restarts"):
         value = doc["goodput"].get(key)
         ET.SubElement(props, "property", name=key, value="" if value is None else str(value))
-    if gate:
-        case = ET.SubElement(suite, "testcase", classname="tpudoctor.goodput", name=f"ETTR >= {gate['min_ettr']}")
-        if gate["verdict"] == "failed":
-            ET.SubElement(case, "failure", message=gate["reason"], type="ettr").text = headline(doc)
-        elif gate["verdict"] == "not_judged":
-            ET.SubElement(case, "skipped", message=gate["reason"])
+    if threshold:
+        case = ET.SubElement(suite, "testcase", classname="tpudoctor.goodput", name=f"ETTR >= {threshold['min_ettr']}")
+        if below:
+            ET.SubElement(case, "failure", message=threshold["reason"], type="ettr").text = headline(doc)
+        elif threshold["verdict"] == "not_judged":
+            ET.SubElement(case, "skipped", message=threshold["reason"])
         else:
             ET.SubElement(case, "system-out").text = headline(doc)
     for finding in findings:
-        add_testcase(suite, finding, classname="tpudoctor.goodput")
+        add_testcase(suite, finding, classname="tpudoctor.goodput", gate=gate)
     return junit_document(suites)

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from tpudoctor.findings import Status
+from tpudoctor.findings import DEFAULT_GATE, Gate
 from tpudoctor.hang.report import HangReport
-from tpudoctor.reports.check_junit import add_testcase
+from tpudoctor.reports.check_junit import add_testcase, suite_counts
 from tpudoctor.reports.escape import junit_document
 
 
-def render(report: HangReport) -> str:
+def render(report: HangReport, *, gate: Gate = DEFAULT_GATE) -> str:
     findings = report.findings
     suites = ET.Element("testsuites", name="tpudoctor")
     suite = ET.SubElement(
         suites, "testsuite", name="tpudoctor hang", tests=str(len(findings)),
-        failures=str(sum(f.status is Status.FAIL for f in findings)),
-        errors=str(sum(f.status is Status.ERROR for f in findings)),
-        skipped=str(sum(f.status is Status.SKIP for f in findings)),
+        **suite_counts(findings, gate),
         time=f"{report.duration_s:.3f}", timestamp=report.started_at.isoformat(), hostname=report.host,
     )
     props = ET.SubElement(suite, "properties")
@@ -28,5 +26,5 @@ def render(report: HangReport) -> str:
         if value:
             ET.SubElement(props, "property", name=name, value=str(value))
     for finding in findings:
-        add_testcase(suite, finding, classname="tpudoctor.hang")
+        add_testcase(suite, finding, classname="tpudoctor.hang", gate=gate)
     return junit_document(suites)

@@ -6,18 +6,16 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from tpudoctor.findings import Finding, Status
-from tpudoctor.reports.check_junit import add_testcase
+from tpudoctor.findings import DEFAULT_GATE, Finding, Gate
+from tpudoctor.reports.check_junit import add_testcase, suite_counts
 from tpudoctor.reports.escape import junit_document
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: dict[str, Any], *, gate: Gate = DEFAULT_GATE) -> str:
     findings = [Finding.from_dict(f) for f in doc["findings"]]
     suites = ET.Element("testsuites", name="tpudoctor")
     suite = ET.SubElement(suites, "testsuite", name="tpudoctor memory", tests=str(len(findings)),
-                          failures=str(sum(f.status is Status.FAIL for f in findings)),
-                          errors=str(sum(f.status is Status.ERROR for f in findings)),
-                          skipped=str(sum(f.status is Status.SKIP for f in findings)),
+                          **suite_counts(findings, gate),
                           time=f"{doc['duration_s']:.3f}")
     props = ET.SubElement(suite, "properties")
     for name, value in (("inputs", "; ".join(doc["inputs"])), ("hosts", len(doc["hosts"])),
@@ -25,5 +23,5 @@ def render(doc: dict[str, Any]) -> str:
         if value:
             ET.SubElement(props, "property", name=name, value=str(value))
     for finding in findings:
-        add_testcase(suite, finding, classname="tpudoctor.memory")
+        add_testcase(suite, finding, classname="tpudoctor.memory", gate=gate)
     return junit_document(suites)

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
 
-from tpudoctor.findings import Finding, Report, Status, Step, worst_status
+from tpudoctor.findings import Finding, Gate, Report, Status, Step, worst_status
 from tpudoctor.reports import escape
 from tpudoctor.reports.sections import Section
 
@@ -24,15 +24,15 @@ LEGEND = "✓ ok  ! warning  ✗ failed  ? could not run or no report  - skipped
 
 
 def render_merged_document(document: dict[str, Any], fmt: str, *, verbose: bool = False,
-                           color: bool = False) -> str:
+                           color: bool = False, gate: Gate | None = None) -> str:
     """``document``: as ``tpudoctor.documents.merged_document`` prepared it (scrubbed, redacted, validated),
-    formatted by the check renderers with the per-worker map as their section."""
+    formatted by the check renderers with the per-worker map as their section; ``gate``: the run's (JUnit)."""
     from tpudoctor.reports import render_check_report
 
     report = Report.from_dict(document)
     report.duration_s = float(document.get("duration_s", 0.0))
     return render_check_report(report, fmt, verbose=verbose, color=color, sections=(WorkerMap(document),),
-                               scope_in_title=False)
+                               scope_in_title=False, gate=gate)
 
 
 class WorkerMap(Section):
@@ -57,7 +57,9 @@ class WorkerMap(Section):
 
     def junit(self, suites: ET.Element, suite: ET.Element, cases: Sequence[tuple[ET.Element, Finding]]) -> None:
         """The merged suite (each testcase names the workers it fails on) and one suite per worker, so a CI
-        view lists worker 3's failures under worker 3."""
+        view shows worker 3's own results under worker 3. A worker's suite is detail: its results are already
+        counted in the merged suite, so none of its testcases fails again (each says its status in
+        ``<system-out>``; the suite's ``detail`` property says so); one out-of-memory is one failure."""
         from tpudoctor.reports.check_junit import testsuite
 
         suite.set("name", "tpudoctor check (merged across workers)")
@@ -70,7 +72,10 @@ class WorkerMap(Section):
         for worker, entry in (self.document.get("workers") or {}).items():
             own = entry.get("report")
             if own:
-                suites.append(testsuite(Report.from_dict(own), name=f"tpudoctor check worker {worker}")[0])
+                detail = testsuite(Report.from_dict(own), name=f"tpudoctor check worker {worker}", gate=None)[0]
+                ET.SubElement(detail.find("properties"), "property", name="detail",
+                              value="this worker's own results; the merged suite counts their failures")
+                suites.append(detail)
 
 
 def worker_step_matrix(document: dict[str, Any]) -> dict[str, dict[int, str]]:

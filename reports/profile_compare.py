@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
+from tpudoctor.findings import DEFAULT_GATE, Gate, Status
 from tpudoctor.reports import escape
 
 ARROWS = {"better": "better", "worse": "WORSE", "same": "same", "n/a": "n/a"}
@@ -16,7 +17,8 @@ RATE_LABELS = {"flop_rate_flops_per_s": ("FLOP rate", 1e9, "GFLOP/s"),
                "memory_bw_bytes_per_s": ("memory bw", 1e9, "GB/s")}
 
 
-def render(result: dict, fmt: str) -> str:
+def render(result: dict, fmt: str, *, gate: Gate = DEFAULT_GATE) -> str:
+    """``gate``: the run's; a gated regression is a JUnit failure only where it fails the run."""
     if fmt == "json":
         return json.dumps(result, indent=2) + "\n"
     history = result.get("kind") == "tpudoctor.profile_history"
@@ -25,7 +27,7 @@ def render(result: dict, fmt: str) -> str:
     if fmt == "html":
         return _html(result, history)
     if fmt == "junit":
-        return _junit(result, history)
+        return _junit(result, history, gate)
     return _history_text(result) if history else _text(result)
 
 
@@ -241,20 +243,21 @@ def _history_markdown(result) -> str:
 
 # ------------------------------------------------------------------ junit
 
-def _junit(result: dict, history: bool) -> str:
+def _junit(result: dict, history: bool, gate: Gate) -> str:
+    """A regression that fails the run (``gate``) is a failure; comparability is said, never failed: it does
+    not set exit 1 (a gate that cannot judge is exit 2)."""
     suites = ET.Element("testsuites", name="tpudoctor")
     cases: list[tuple[str, str | None, str]] = []  # (name, failure message or None, body)
     comp = comparability_lines(result)
-    comparable = result.get("comparable", True)
-    cases.append(("comparable", None if comparable else "not comparable: " + "; ".join(
-        (result.get("comparability") or {}).get("reasons") or []), "\n".join(comp)))
+    cases.append(("comparable", None, "\n".join(comp)))
     if history:
         for j in result["gate"]["kpis"]:
-            failure = f"{j['kpi']} regressed: {j['reason']}" if j["verdict"] == "regression" and j["gated"] else None
+            failure = (f"{j['kpi']} regressed: {j['reason']}" if j["verdict"] == "regression" and j["gated"]
+                       and gate.fails(Status.FAIL) else None)
             cases.append((j["kpi"], failure, escape.plain(j["reason"])))
         suite_name = "tpudoctor compare --history"
     else:
-        failure = _verdict_line(result) if result["regressed"] else None
+        failure = _verdict_line(result) if result["regressed"] and gate.fails(Status.FAIL) else None
         cases.append(("no regression", failure, "\n".join(_text(result).splitlines())))
         suite_name = "tpudoctor compare"
     failures = sum(1 for _, f, _ in cases if f)

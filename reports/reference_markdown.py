@@ -99,7 +99,12 @@ def exit_codes_page(ref: dict[str, Any]) -> str:
     body += [f"| {e['code']} | {esc.markdown_code(e['name'], in_table=True)} | {_cell(_prose(e['meaning']))} |"
              for e in ref["exit_codes"]]
     body += ["", "The output format never changes the exit code; `--exit-zero` forces 0 unless tpudoctor itself "
-             "breaks. An unreadable log is a WARN: gate on it with `--fail-on warn`."]
+             "breaks. An unreadable log is a WARN: gate on it with `--fail-on warn`. `goodput` exits 1 on its "
+             "findings only under `--fail-on` (without it, only `--min-ettr` gates), as `profile analyze` does.",
+             "", "JUnit follows the same rule: a finding is a `<failure>` (an `<error>` for ERROR) exactly when it "
+             "sets exit 1; a WARN below `--fail-on warn`, or anything under `--exit-zero`, is a passing testcase "
+             "that says its status in `<system-out>`. A merged report's per-worker suites are detail: the merged "
+             "suite counts each failure once."]
     return _page("Exit codes", "Every command exits with one of these (pytest's style).", body)
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tpudoctor import locations
+from tpudoctor import locations, output
 from tpudoctor.errors import InputError
 from tpudoctor.gcp.errors import ApiCallFailed, ApiFailure, user_error
 from tpudoctor.gcp.session import Endpoints, Session
@@ -125,7 +125,7 @@ def test_a_bucket_prefix_reads_lists_and_writes_like_a_folder(fake_gcs, tmp_path
     assert [e.location for e in found] == ["gs://b/runs/a.json"] and found[0].size_bytes == 8
     assert found[0].updated_s and found[0].created is not None
     assert json.loads(locations.read_bytes("gs://b/runs/a.json", session=session)) == {"n": 1}
-    locations.write_text("gs://b/out/report.json", "{}\n", content_type="application/json", session=session)
+    output.write_text("gs://b/out/report.json", "{}\n", fmt="json", session=session)
     assert "out/report.json" in fake_gcs.object_names("b")
     assert locations.find_object("gs://b/out/report.json", session=session).size_bytes == 3
     assert locations.find_object("gs://b/out/missing.json", session=session) is None
@@ -135,7 +135,7 @@ def test_a_bucket_prefix_reads_lists_and_writes_like_a_folder(fake_gcs, tmp_path
     assert locations.list_level(str(tmp_path / "runs")) == (["a.json"], ["deeper"])
     assert [e.location for e in locations.list_files(str(tmp_path / "runs"), suffix=".json", limit=10)] == [
         str(tmp_path / "runs" / "a.json")]
-    locations.write_text(str(tmp_path / "out.txt"), "hi")
+    output.write_text(str(tmp_path / "out.txt"), "hi")
     assert locations.read_bytes(str(tmp_path / "out.txt")) == b"hi"
 
 
@@ -147,7 +147,7 @@ def test_a_bucket_that_refuses_is_one_clear_error(fake_gcs):
     assert listing.value.message.startswith("cannot list gs://locked/ci: permission denied")
     assert "add-iam-policy-binding gs://locked" in listing.value.hint
     with pytest.raises(InputError) as writing:
-        locations.write_text("gs://locked/r.json", "{}")
+        output.write_text("gs://locked/r.json", "{}")
     assert "storage.objects.create" in writing.value.message and "roles/storage.objectUser" in writing.value.message
 
 

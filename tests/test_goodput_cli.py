@@ -54,8 +54,11 @@ def test_text_markdown_html_junit(tmp_path, capsys):
     assert page.count('class="band"') >= 12 and "<svg" in page and "http" not in page.split("<body>")[0]
     assert main(["goodput", str(FIXTURE), "--format", "junit", "--min-ettr", "0.2"]) == 0
     suite = ET.fromstring(capsys.readouterr().out).find("testsuite")
-    assert suite.get("failures") == "2"  # compilation and restarts FAIL; the gate passes
+    assert suite.get("failures") == "0"  # exit 0: compilation and restarts FAIL, said in system-out; the gate passes
+    assert sum("FAIL (" in (c.findtext("system-out") or "") for c in suite.iter("testcase")) == 2
     assert any(c.get("name") == "ETTR >= 0.2" and c.find("failure") is None for c in suite.iter("testcase"))
+    assert main(["goodput", str(FIXTURE), "--format", "junit", "--min-ettr", "0.2", "--fail-on", "fail"]) == 1
+    assert ET.fromstring(capsys.readouterr().out).find("testsuite").get("failures") == "2"  # now they set exit 1
 
 
 def test_min_ettr_gate_exits_1_below_and_0_above(tmp_path, capsys):

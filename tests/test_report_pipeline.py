@@ -234,17 +234,18 @@ def test_exit_code_for_a_bench_regression_is_1_and_0_with_exit_zero():
     assert exit_code_for(BenchReport(_bench_doc(loss_end=27.0, loss_dropped=False))) == ExitCode.FINDINGS
 
 
-def test_exit_code_for_goodput_is_the_min_ettr_gate_not_the_rules_findings(goodput_doc):
+def test_exit_code_for_goodput_is_the_min_ettr_gate_and_the_findings_only_under_fail_on(goodput_doc):
     doc = copy.deepcopy(goodput_doc)
     doc["findings"] = [*doc["findings"], {**doc["findings"][0], "status": "FAIL", "severity": "high"}]
     assert any(f.status is Status.FAIL for f in GoodputReport(doc).findings)
-    assert exit_code_for(GoodputReport(doc)) == ExitCode.OK  # no --min-ettr: no gate
+    assert exit_code_for(GoodputReport(doc), fail_on=None) == ExitCode.OK  # goodput's default: no --min-ettr, no gate
+    assert exit_code_for(GoodputReport(doc), fail_on="fail") == ExitCode.FINDINGS  # --fail-on fail
     for verdict, code in (("failed", ExitCode.FINDINGS), ("passed", ExitCode.OK), ("not_judged", ExitCode.OK)):
         doc["gate"] = {"min_ettr": 0.9, "ettr": 0.5 if verdict != "not_judged" else None, "verdict": verdict,
                        "reason": "ETTR 0.500 < 0.900"}
-        assert exit_code_for(GoodputReport(doc)) == code, verdict
+        assert exit_code_for(GoodputReport(doc), fail_on=None) == code, verdict
     doc["gate"]["verdict"] = "failed"
-    assert exit_code_for(GoodputReport(doc), exit_zero=True) == ExitCode.OK
+    assert exit_code_for(GoodputReport(doc), fail_on="fail", exit_zero=True) == ExitCode.OK
 
 
 def test_exit_code_for_a_comparison_is_1_on_a_regression(reports, profiles):

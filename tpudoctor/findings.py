@@ -58,14 +58,49 @@ def worst_status(statuses: Iterable[Status]) -> Status:
     return Status.PASS if Status.PASS in seen else Status.SKIP
 
 
-def exit_code_for(report: Any, *, fail_on: str = "fail", exit_zero: bool = False) -> ExitCode:
-    """FINDINGS when a finding ``report`` is judged on (``judged_findings``) is at or above the fail level
-    (``fail``: FAIL or ERROR; ``warn``: WARN too); OK otherwise, and always with ``exit_zero``. The one
-    exit-status rule of every command's report; the format never changes it."""
-    if exit_zero:
-        return ExitCode.OK
-    failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if fail_on == "warn" else set())
-    return ExitCode.FINDINGS if any(r.status in failing for r in judged_findings(report)) else ExitCode.OK
+FAIL_LEVELS = {"fail": frozenset({Status.FAIL, Status.ERROR}),
+               "warn": frozenset({Status.FAIL, Status.ERROR, Status.WARN})}
+"""``--fail-on``'s levels: the statuses that fail a run at each."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Gate:
+    """What fails a run: the one rule of every command's exit status (1) and of its JUnit (a ``<failure>``,
+    an ``<error>`` for ERROR). A finding fails the run when its status is at or above ``fail_on``;
+    ``fail_on=None`` gates no finding, only a threshold the command was given (``--min-ettr``); nothing fails
+    with ``exit_zero``. A finding that does not fail the run is a passing testcase that says its status."""
+
+    fail_on: str | None = "fail"
+    exit_zero: bool = False
+
+    def fails(self, status: Status, *, threshold: bool = False) -> bool:
+        """``threshold``: the outcome of a threshold the user set (``--min-ettr``), judged at FAIL whatever
+        ``fail_on`` says."""
+        level = "fail" if threshold else self.fail_on
+        return not self.exit_zero and level is not None and status in FAIL_LEVELS[level]
+
+
+DEFAULT_GATE = Gate()
+"""``--fail-on fail``: what a report fails on when its command says nothing else."""
+THRESHOLD_GATE = Gate(fail_on=None)
+"""No finding fails the run, only a threshold the user set (goodput's default: ``--min-ettr``)."""
+
+
+def failing_findings(report: Any, gate: Gate) -> list[Finding]:
+    """The findings of ``report`` that fail the run under ``gate``: a threshold's outcome
+    (``threshold_results``: a goodput report's ``--min-ettr``), then the findings it is judged on."""
+    thresholds = getattr(report, "threshold_results", None)
+    if thresholds is not None:
+        return ([f for f in thresholds if gate.fails(f.status, threshold=True)]
+                + [f for f in report.findings if gate.fails(f.status)])
+    return [f for f in judged_findings(report) if gate.fails(f.status)]
+
+
+def exit_code_for(report: Any, *, fail_on: str | None = "fail", exit_zero: bool = False) -> ExitCode:
+    """FINDINGS when a finding of ``report`` fails the run (``Gate``: at or above ``fail_on``; ``fail``: FAIL or
+    ERROR; ``warn``: WARN too); OK otherwise, and always with ``exit_zero``. The one exit-status rule of every
+    command's report, the same one its JUnit follows; the format never changes it."""
+    return ExitCode.FINDINGS if failing_findings(report, Gate(fail_on, exit_zero)) else ExitCode.OK
 
 
 def judged_findings(report: Any) -> Iterable[Finding]:

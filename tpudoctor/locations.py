@@ -7,6 +7,7 @@ clear ``InputError`` saying what failed, why, and the role or command that fixes
 (``tpudoctor.gcp.errors.user_error``). Code handed no session (a worker process reading a capture, a library
 caller) uses its own process's (``process_session``). Local files are read as they are and written by the
 safe writer (``tpudoctor.output``: never through a symbolic link).
+Reports are written by ``tpudoctor.output`` alone, through ``storage_call``.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def is_gcs(location: str | None) -> bool:
     return bool(location) and str(location).startswith(GCS_SCHEME)
 
 
-def _session(session):
+def session_or_process(session):
+    """The session a caller handed, else this process's (``process_session``)."""
     if session is not None:
         return session
     from tpudoctor.gcp.session import process_session
@@ -52,7 +54,7 @@ def _session(session):
     return process_session(DEFAULT_TIMEOUT_S)
 
 
-def _storage_call(session, what: str, bucket: str, permission: str, fn: Callable[[Any], T]) -> T:
+def storage_call(session, what: str, bucket: str, permission: str, fn: Callable[[Any], T]) -> T:
     """``fn(storage)`` on the session's Cloud Storage; any failure, credentials included, is an ``InputError``."""
     from tpudoctor.gcp.errors import ApiCallFailed, user_error
 
@@ -71,7 +73,7 @@ def read_bytes(location: str, *, session=None) -> bytes:
     """The whole file or object; an ``InputError`` that says why it cannot be read."""
     if is_gcs(location):
         bucket, name = split_gs_uri(location)
-        return _storage_call(_session(session), f"cannot read {location}", bucket, "storage.objects.get",
+        return storage_call(session_or_process(session), f"cannot read {location}", bucket, "storage.objects.get",
                              lambda storage: storage.read_object(bucket, name))
     try:
         return Path(location).read_bytes()
@@ -86,7 +88,7 @@ def local_copy(location: str, folder: str, *, session=None) -> str:
         return location
     bucket, name = split_gs_uri(location)
     path = str(Path(folder) / (name.rsplit("/", 1)[-1] or "object"))
-    _storage_call(_session(session), f"cannot read {location}", bucket, "storage.objects.get",
+    storage_call(session_or_process(session), f"cannot read {location}", bucket, "storage.objects.get",
                   lambda storage: storage.download_object(bucket, name, path))
     return path
 
@@ -99,7 +101,7 @@ def list_level(location: str, *, session=None) -> tuple[list[str], list[str]]:
     if is_gcs(location):
         bucket, prefix = split_gs_uri(location)
         prefix = prefix.rstrip("/") + "/" if prefix.rstrip("/") else ""
-        names, prefixes = _storage_call(_session(session), f"cannot list gs://{bucket}/{prefix}", bucket,
+        names, prefixes = storage_call(session_or_process(session), f"cannot list gs://{bucket}/{prefix}", bucket,
                                         "storage.objects.list", lambda storage: storage.list_level(bucket, prefix))
         return (sorted(name[len(prefix):] for name in names if not name.endswith("/")),
                 sorted(p[len(prefix):].rstrip("/") for p in prefixes))
@@ -118,7 +120,7 @@ def list_files(location: str, *, suffix: str = "", limit: int, session=None, wha
     if is_gcs(location):
         bucket, prefix = split_gs_uri(location)
         prefix = prefix.rstrip("/") + "/" if prefix.rstrip("/") else ""
-        objects, truncated = _storage_call(_session(session), f"cannot list {location}", bucket,
+        objects, truncated = storage_call(session_or_process(session), f"cannot list {location}", bucket,
                                            "storage.objects.list",
                                            lambda storage: storage.list_objects(bucket, prefix, limit=limit))
         if truncated:
@@ -145,7 +147,7 @@ def list_files(location: str, *, suffix: str = "", limit: int, session=None, wha
 def find_object(location: str, *, session=None) -> Entry | None:
     """The one object at a ``gs://`` URI, or None where there is none."""
     bucket, name = split_gs_uri(location)
-    objects, _truncated = _storage_call(_session(session), f"cannot list {location}", bucket, "storage.objects.list",
+    objects, _truncated = storage_call(session_or_process(session), f"cannot list {location}", bucket, "storage.objects.list",
                                         lambda storage: storage.list_objects(bucket, name, limit=2))
     for obj in objects:
         if obj["name"] == name:
@@ -153,18 +155,3 @@ def find_object(location: str, *, session=None) -> Entry | None:
             updated = _dt.datetime.fromisoformat(obj["updated"]).timestamp() if obj.get("updated") else None
             return Entry(location, obj["size_bytes"], updated, created)
     return None
-
-
-# --- writing ------------------------------------------------------------------------------------
-
-def write_text(location: str | None, text: str, *, content_type: str = "text/plain", session=None) -> None:
-    """Standard output (None or ``-``), a local file through the safe writer, or one object in Cloud Storage
-    (written, or replaced, only because the user named it)."""
-    if not is_gcs(location):
-        from tpudoctor.output import write_text as write_local
-
-        write_local(location, text)
-        return
-    bucket, name = split_gs_uri(location)
-    _storage_call(_session(session), f"cannot write {location}", bucket, "storage.objects.create",
-                  lambda storage: storage.put_text(bucket, name, text, content_type))

@@ -2,7 +2,7 @@
 
 A command prepares its document once (``tpudoctor.documents``: scrubbed, redacted, validated), then asks
 ``render(document, fmt)``; the table says which renderer formats that kind in that format and which options it
-takes (``verbose``, ``color``). Renderers are imported only when used, so ``--help`` loads none of them.
+takes (``verbose``, ``color``; ``gate``, the run's ``tpudoctor.findings.Gate``, for JUnit). Renderers are imported only when used, so ``--help`` loads none of them.
 """
 
 from __future__ import annotations
@@ -38,29 +38,29 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
     ("goodput", "json"): Renderer("tpudoctor.reports.goodput_json:render"),
     ("goodput", "markdown"): Renderer("tpudoctor.reports.goodput_markdown:render"),
     ("goodput", "html"): Renderer("tpudoctor.reports.goodput_html:render"),
-    ("goodput", "junit"): Renderer("tpudoctor.reports.goodput_junit:render"),
+    ("goodput", "junit"): Renderer("tpudoctor.reports.goodput_junit:render", ("gate",)),
     ("hang", "text"): Renderer("tpudoctor.reports.hang_text:render", ("verbose", "color"), reads_back=_HANG_BACK),
     ("hang", "json"): Renderer("tpudoctor.reports.hang_json:render_document"),
     ("hang", "markdown"): Renderer("tpudoctor.reports.hang_markdown:render", ("verbose",), reads_back=_HANG_BACK),
     ("hang", "html"): Renderer("tpudoctor.reports.hang_html:render", reads_back=_HANG_BACK),
-    ("hang", "junit"): Renderer("tpudoctor.reports.hang_junit:render", reads_back=_HANG_BACK),
+    ("hang", "junit"): Renderer("tpudoctor.reports.hang_junit:render", ("gate",), reads_back=_HANG_BACK),
     ("diag", "text"): Renderer("tpudoctor.reports.diag_text:render", ("verbose",)),
     ("diag", "json"): Renderer("tpudoctor.reports.diag_json:render"),
     ("diag", "markdown"): Renderer("tpudoctor.reports.diag_markdown:render", ("verbose",)),
     ("diag", "html"): Renderer("tpudoctor.reports.diag_html:render"),
-    ("diag", "junit"): Renderer("tpudoctor.reports.diag_junit:render"),
+    ("diag", "junit"): Renderer("tpudoctor.reports.diag_junit:render", ("gate",)),
     ("memory", "text"): Renderer("tpudoctor.reports.memory_text:render", ("verbose",)),
     ("memory", "json"): Renderer("tpudoctor.reports.memory_json:render"),
     ("memory", "markdown"): Renderer("tpudoctor.reports.memory_markdown:render", ("verbose",)),
     ("memory", "html"): Renderer("tpudoctor.reports.memory_html:render"),
-    ("memory", "junit"): Renderer("tpudoctor.reports.memory_junit:render"),
+    ("memory", "junit"): Renderer("tpudoctor.reports.memory_junit:render", ("gate",)),
     ("bench", "text"): Renderer("tpudoctor.reports.bench_text:render"),
     ("bench", "json"): Renderer("tpudoctor.reports.bench_json:render"),
     ("bench", "markdown"): Renderer("tpudoctor.reports.bench_markdown:render"),
-    ("bench", "junit"): Renderer("tpudoctor.reports.bench_junit:render"),
-    **{(kind, fmt): Renderer("tpudoctor.reports.profile_compare:render", takes_format=True)
+    ("bench", "junit"): Renderer("tpudoctor.reports.bench_junit:render", ("gate",)),
+    **{(kind, fmt): Renderer("tpudoctor.reports.profile_compare:render", ("gate",), takes_format=True)
        for kind in (PROFILE_COMPARE, PROFILE_HISTORY) for fmt in ("text", "json", "markdown", "html", "junit")},
-    **{(GOODPUT_COMPARE, fmt): Renderer("tpudoctor.reports.goodput_compare:render", takes_format=True)
+    **{(GOODPUT_COMPARE, fmt): Renderer("tpudoctor.reports.goodput_compare:render", ("gate",), takes_format=True)
        for fmt in ("text", "json", "markdown", "html", "junit")},
 }
 

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.documents import prepare
     from tpudoctor.errors import InputError, UsageError
     from tpudoctor.findings import exit_code_for
-    from tpudoctor.output import write_text
+    from tpudoctor.output import check_output, write_text
 
     for name, value in (("--steps", args.steps), ("--repeats", args.repeats), ("--batch-size", args.batch_size)):
         if value is not None and value <= 0:
@@ -87,6 +87,9 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     if timeout_s <= 0:
         raise UsageError("--timeout must be positive")
     fmt = settings.format_for(BENCH_FORMATS)
+    for destination in (args.output, args.junit, args.markdown_summary):  # before minutes of benchmarking
+        check_output(destination, inputs=[args.baseline])
+    check_output(args.save_baseline)  # may replace --baseline: that is what saving a baseline means
 
     baseline = bench_document.load_baseline(args.baseline) if args.baseline else None
     if baseline is not None and baseline["key"]["model"] != args.model and not args.allow_mismatch:

@@ -80,13 +80,13 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     if run_timeout_s <= 0:
         raise UsageError("--timeout must be positive")
     fmt = settings.format_for(CHECK_FORMATS)
-    from tpudoctor.output import check_writable
+    from tpudoctor.output import check_output
     from tpudoctor.pod.report_store import PLACEHOLDERS
 
     output = args.output
     for placeholder in PLACEHOLDERS:  # the folder must be usable whatever the worker fills in
         output = output.replace(placeholder, "0") if output else output
-    check_writable(output)
+    check_output(output, inputs=list(settings.log_file) if not wants_fanout(args) else ())
     fail_on = settings.fail_on
 
     if wants_fanout(args):
@@ -118,19 +118,23 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.findings import exit_code_for
 
     shown = shown_check_report(report, redact=args.redact)  # scrubbed and validated once, before any renderer
-    text = render_check_report(shown, fmt, verbose=args.verbose, color=_color_wanted(args))
+    from tpudoctor.findings import Gate
+
+    text = render_check_report(shown, fmt, verbose=args.verbose, color=_color_wanted(args),
+                               gate=Gate(fail_on, args.exit_zero))
     _write_report(args, report, text, fmt, session)
     return exit_code_for(report, fail_on=fail_on, exit_zero=args.exit_zero)
 
 
 def _write_report(args: argparse.Namespace, report, text: str, fmt: str, session) -> None:
     """``-o`` may name this worker's slot in a pod-wide place: ``gs://bucket/run/{worker}.json``."""
-    from tpudoctor.pod.report_store import fill_placeholders, has_placeholder, write_report
+    from tpudoctor.output import write_text
+    from tpudoctor.pod.report_store import fill_placeholders, has_placeholder
 
     path = args.output
     if has_placeholder(path):
         path = fill_placeholders(path, report, session=session)
-    write_report(path, text, fmt=fmt, session=session)
+    write_text(path, text, fmt=fmt, session=session)
 
 
 def _check_log_files(paths: list[str]) -> None:

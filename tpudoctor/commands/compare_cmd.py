@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from tpudoctor.commands.common import (
     add_cluster_flag,
+    add_gate_flags,
     add_plugin_flag,
     add_redact_flag,
     session_for,
@@ -51,17 +52,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "significant regression (median and MAD of the history), 0 otherwise")
     parser.add_argument("--last", metavar="N", type=int, default=None,
                         help="with --history: how many of the most recent reports count (default: 20)")
+    add_gate_flags(parser.add_argument_group("exit status"),
+                   fail_on_help="lowest status that exits 1 (default: fail: a regression beyond "
+                                "--fail-on-regression, or one the --history gate finds)")
     add_redact_flag(parser)
     add_cluster_flag(parser)
     add_plugin_flag(parser)  # the profile rules of a capture analysed here
-    parser.set_defaults(handler=run, settings_spec={"format": "text", "cluster": None, "disable_plugins": None})
+    parser.set_defaults(handler=run, settings_spec={"format": "text", "cluster": None, "disable_plugins": None,
+                                                "fail_on": "fail"})
 
 
 def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.findings import exit_code_for
-    from tpudoctor.output import check_writable
+    from tpudoctor.output import check_output
 
-    check_writable(args.output)  # before captures are analysed
+    check_output(args.output, inputs=[*args.profiles, args.history])  # before captures are analysed
     if args.history is not None:
         return run_history(args, settings)
     if args.last is not None:
@@ -88,7 +93,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         reasons = "; ".join(result["comparability"]["reasons"])
         raise UsageError(f"not comparable: {reasons}. --fail-on-regression cannot judge a regression between "
                          "different hardware", hint="--force judges anyway")
-    return exit_code_for(report)
+    return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)
 
 
 def run_goodput(args: argparse.Namespace, kinds: list[bool], settings) -> ExitCode:
@@ -107,7 +112,7 @@ def run_goodput(args: argparse.Namespace, kinds: list[bool], settings) -> ExitCo
     if threshold is not None and not result["comparable"] and not args.force:
         raise UsageError(f"not comparable: {'; '.join(result['comparability']['reasons'])}. --fail-on-regression "
                          "cannot judge ETTR between them", hint="--force judges anyway")
-    return exit_code_for(report)
+    return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)
 
 
 def run_history(args: argparse.Namespace, settings) -> ExitCode:
@@ -152,7 +157,7 @@ def run_history(args: argparse.Namespace, settings) -> ExitCode:
     if gate.verdict == "not_judged":
         raise InputError("no gated KPI could be judged: "
                          + "; ".join(f"{j.kpi}: {j.reason}" for j in gate.kpis if j.gated))
-    return exit_code_for(report)
+    return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)
 
 
 def _load(paths: list[str], settings) -> list[dict]:
@@ -170,6 +175,7 @@ def _load(paths: list[str], settings) -> list[dict]:
 
 def _write(args: argparse.Namespace, result: dict, settings) -> CompareReport:
     """Write the comparison ``result`` (prepared once, then rendered); its report, for the exit status."""
+    from tpudoctor.commands.common import gate_for
     from tpudoctor.documents import prepare
     from tpudoctor.output import write_text
     from tpudoctor.profile.compare_report import CompareReport
@@ -177,5 +183,5 @@ def _write(args: argparse.Namespace, result: dict, settings) -> CompareReport:
 
     report = CompareReport(result)
     fmt = settings.format_for(COMPARE_FORMATS)
-    write_text(args.output, render(prepare(report, redact=args.redact), fmt))
+    write_text(args.output, render(prepare(report, redact=args.redact), fmt, gate=gate_for(args, settings)), fmt=fmt)
     return report

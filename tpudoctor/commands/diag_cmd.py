@@ -158,18 +158,19 @@ def _node_findings(settings, target) -> tuple[list, str | None]:
 
 
 def run(args: argparse.Namespace, settings) -> ExitCode:
+    from tpudoctor.commands.common import gate_for
     from tpudoctor.diag.faults import FaultPlan
     from tpudoctor.diag.pipeline import DiagOptions
     from tpudoctor.diag.pipeline import run as run_diag
     from tpudoctor.documents import prepare
     from tpudoctor.errors import UsageError
     from tpudoctor.findings import exit_code_for
-    from tpudoctor.output import check_writable, write_text
+    from tpudoctor.output import check_output, write_text
     from tpudoctor.progress import progress
     from tpudoctor.rendering import render
 
     fmt = settings.format_for(DIAG_FORMATS)
-    check_writable(args.output)
+    check_output(args.output)
     faults = FaultPlan.parse(args.inject)
     faults.check_level(args.level)
     if args.expect_chips is not None and args.expect_chips < 1:
@@ -189,7 +190,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     if wants_fanout(args):
         report = _fanout(args, settings)
         prepared = prepare(report, redact=args.redact)
-        write_text(args.output, render(prepared, fmt, verbose=args.verbose))
+        write_text(args.output, render(prepared, fmt, verbose=args.verbose, gate=gate_for(args, settings)), fmt=fmt)
         return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)
     _set_cpu_devices(args.cpu_devices)
     target = settings.target()
@@ -204,5 +205,5 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         report = run_diag(options, node_findings=node_findings,
                           progress=lambda what, fraction: update(f"{what} ({fraction:.0%})"))
     prepared = prepare(report, redact=args.redact)
-    write_text(args.output, render(prepared, fmt, verbose=args.verbose))
+    write_text(args.output, render(prepared, fmt, verbose=args.verbose, gate=gate_for(args, settings)), fmt=fmt)
     return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)

@@ -10,12 +10,12 @@ import argparse
 import sys
 import time
 
-from tpudoctor.commands.common import add_plugin_flag, add_redact_flag
+from tpudoctor.commands.common import add_gate_flags, add_plugin_flag, add_redact_flag
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import GOODPUT_FORMATS
 
 SETTINGS = {"project": None, "zone": None, "since": "24h", "api_timeout": "30s", "format": "text",
-            "disable_plugins": None}
+            "disable_plugins": None, "fail_on": None}
 """The settings ``goodput`` takes (flag > environment > config file > these defaults); ``--tpu`` and
 ``--worker`` are this command's flags only."""
 
@@ -64,6 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--min-ettr", type=float, default=None, metavar="RATIO",
                       help="exit 1 when ETTR (productive step time / wall time) is below RATIO, e.g. 0.9; exit 2 "
                            "when the log cannot give an ETTR")
+    add_gate_flags(gate, fail_on_help="also exit 1 when a finding is at or above this status (default: only "
+                                      "--min-ettr sets exit 1; the findings inform)")
     out = parser.add_argument_group("output")
     out.add_argument("--format", choices=GOODPUT_FORMATS, default=None,
                      help="report format (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
@@ -75,11 +77,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings) -> ExitCode:
+    from tpudoctor.commands.common import gate_for
     from tpudoctor.errors import UsageError
-    from tpudoctor.output import write_text
+    from tpudoctor.output import check_output, write_text
     from tpudoctor.progress import progress
 
     fmt = settings.format_for(GOODPUT_FORMATS)
+    check_output(args.output, inputs=args.logs)
     if args.min_ettr is not None and not 0.0 <= args.min_ettr <= 1.0:
         raise UsageError(f"--min-ettr is a ratio between 0 and 1, e.g. 0.9 (got {args.min_ettr})")
     step_pattern = None
@@ -119,12 +123,12 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
 
     report = GoodputReport(document)
     prepared = prepare(report, redact=args.redact)  # once, before any renderer
-    write_text(args.output, render(prepared, fmt, verbose=args.verbose))
+    write_text(args.output, render(prepared, fmt, verbose=args.verbose, gate=gate_for(args, settings)), fmt=fmt)
     gate = prepared.get("gate")
     if gate and gate["verdict"] == "not_judged":  # not a finding: the question --min-ettr asks has no answer
         sys.stderr.write(f"tpudoctor goodput: --min-ettr cannot be judged: {gate['reason']}\n")
         return ExitCode.USAGE_ERROR
-    return exit_code_for(report)  # the --min-ettr gate: exit 1 below it
+    return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)  # --min-ettr, --fail-on
 
 
 def _from_cloud(args: argparse.Namespace, settings, step_pattern, update) -> dict:
@@ -178,7 +182,7 @@ def _from_cloud(args: argparse.Namespace, settings, step_pattern, update) -> dic
     return document
 
 
-def render(document: dict, fmt: str, *, verbose: bool = False) -> str:
+def render(document: dict, fmt: str, *, verbose: bool = False, gate=None) -> str:
     from tpudoctor.rendering import render as render_document
 
-    return render_document(document, fmt, verbose=verbose)
+    return render_document(document, fmt, verbose=verbose, **({"gate": gate} if gate is not None else {}))

@@ -90,9 +90,10 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     import time
 
     from tpudoctor import config
+    from tpudoctor.commands.common import gate_for, input_paths
     from tpudoctor.errors import UsageError
     from tpudoctor.findings import exit_code_for
-    from tpudoctor.output import write_text
+    from tpudoctor.output import check_output, write_text
 
     target = settings.target()  # every name checked before it reaches gcloud or an API path
     interval_s = config.parse_duration_s(args.interval)
@@ -109,6 +110,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     if args.merge and (args.replay or args.pid or wants_fanout(args)):
         raise UsageError("--merge reads the workers' reports: it takes no --replay, --pid or --all-workers")
     fmt = settings.format_for(HANG_FORMATS)
+    check_output(args.output, inputs=input_paths(args.stacks, args.merge, [args.replay], args.log_file))
     fail_on = settings.fail_on
     started = time.monotonic()
     if args.merge:
@@ -125,9 +127,9 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     else:
         report = _local(args, target, interval_s, settings)
         report.duration_s = time.monotonic() - started
-    text = render(report, fmt, verbose=args.verbose, redact=args.redact,
+    text = render(report, fmt, verbose=args.verbose, redact=args.redact, gate=gate_for(args, settings),
                   color=args.output in (None, "-") and sys.stdout.isatty() and not args.redact)
-    write_text(args.output, text)
+    write_text(args.output, text, fmt=fmt)
     return exit_code_for(_as_check_report(report), fail_on=fail_on, exit_zero=args.exit_zero)
 
 
@@ -240,12 +242,14 @@ def _as_check_report(report):
     return Report(results=list(report.findings))
 
 
-def render(report, fmt: str, *, verbose: bool = False, color: bool = False, redact: bool = False) -> str:
-    """Every format from the report's prepared document (redacted with ``redact``, validated), read back."""
+def render(report, fmt: str, *, verbose: bool = False, color: bool = False, redact: bool = False, gate=None) -> str:
+    """Every format from the report's prepared document (redacted with ``redact``, validated), read back;
+    ``gate``: the run's (JUnit)."""
     from tpudoctor.documents import hang_document
     from tpudoctor.rendering import render as render_document
 
-    return render_document(hang_document(report, redact=redact), fmt, verbose=verbose, color=color)
+    return render_document(hang_document(report, redact=redact), fmt, verbose=verbose, color=color,
+                           **({"gate": gate} if gate is not None else {}))
 
 
 def _zone(name: str):

@@ -45,16 +45,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings) -> ExitCode:
+    from tpudoctor.commands.common import gate_for
     from tpudoctor.documents import prepare
     from tpudoctor.errors import UsageError
     from tpudoctor.findings import exit_code_for
     from tpudoctor.memory.pipeline import MemoryOptions, analyze, parse_mesh
-    from tpudoctor.output import check_writable, write_text
+    from tpudoctor.output import check_output, write_text
     from tpudoctor.progress import progress
     from tpudoctor.rendering import render
 
     fmt = settings.format_for(MEMORY_FORMATS)
-    check_writable(args.output)
+    check_output(args.output, inputs=args.paths)
     if not args.paths:
         raise UsageError("say what to read: captures (.xplane.pb), profile run folders or logdirs, or logs",
                          hint="tpudoctor memory /tmp/trace/plugins/profile/2024_01_01_00_00_00/ oom.log")
@@ -69,5 +70,5 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     with progress("tpudoctor memory") as update:
         report = analyze(args.paths, options, progress=update)
     prepared = prepare(report, redact=args.redact)
-    write_text(args.output, render(prepared, fmt, verbose=args.verbose))
+    write_text(args.output, render(prepared, fmt, verbose=args.verbose, gate=gate_for(args, settings)), fmt=fmt)
     return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)

@@ -38,11 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, settings) -> ExitCode:
     import sys
 
-    from tpudoctor.commands.common import session_for
+    from tpudoctor.commands.common import gate_for, session_for
     from tpudoctor.documents import merged_document
     from tpudoctor.findings import exit_code_for
     from tpudoctor.formats import CHECK_FORMATS
-    from tpudoctor.output import write_text
+    from tpudoctor.output import check_output, write_text
     from tpudoctor.pod.merge import merge_outcomes, slice_registry
     from tpudoctor.pod.report_store import read_reports
     from tpudoctor.pod.worker_ids import parse_worker_spec
@@ -55,9 +55,11 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         from tpudoctor.resource_names import check_resource_name
 
         check_resource_name("tpu", args.tpu, origin="--tpu")
+    session = session_for(settings, timeout_s=api_timeout_s)
+    check_output(args.output, inputs=args.sources, session=session)
     with progress("tpudoctor merge") as update:
         update(f"reading {len(args.sources)} source(s)")
-        outcomes = read_reports(args.sources, session=session_for(settings, timeout_s=api_timeout_s))
+        outcomes = read_reports(args.sources, session=session)
         if not any(o.report is not None for o in outcomes):  # nothing to merge: the input is wrong, not the slice
             from tpudoctor.errors import InputError
 
@@ -73,5 +75,5 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     fmt = settings.format_for(CHECK_FORMATS)
     color = args.output in (None, "-") and sys.stdout.isatty()
     write_text(args.output, render_merged_document(merged_document(merged, redact=args.redact), fmt, verbose=args.verbose,
-                                                     color=color))
+                                                     color=color, gate=gate_for(args, settings)), fmt=fmt, session=session)
     return exit_code_for(merged.report, fail_on=fail_on, exit_zero=args.exit_zero)

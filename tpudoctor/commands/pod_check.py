@@ -131,9 +131,11 @@ def run_fanout(args: argparse.Namespace, settings, *, fmt: str, fail_on: str) ->
     merged = fan.run(check, lambda outcomes: merge_outcomes(
         outcomes, expected=fan.workers, target=settings.target(), source=fan.via,
         registry=slice_registry(settings.disable_plugins)))
+    from tpudoctor.findings import Gate
+
     text = render_merged_document(merged_document(merged, redact=args.redact), fmt, verbose=args.verbose,
-                                  color=_color_wanted(args))
-    write_text(args.output, text)
+                                  color=_color_wanted(args), gate=Gate(fail_on, args.exit_zero))
+    write_text(args.output, text, fmt=fmt)
     return exit_code_for(merged.report, fail_on=fail_on, exit_zero=args.exit_zero)
 
 

@@ -67,9 +67,9 @@ def run_analyze(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.progress import progress
 
     fmt = settings.format_for(PROFILE_FORMATS)
-    from tpudoctor.output import check_writable
+    from tpudoctor.output import check_output
 
-    check_writable(args.output)  # before a capture that may take minutes to read
+    check_output(args.output, inputs=[args.path])  # before a capture that may take minutes to read
     started = time.monotonic()
     cluster = settings.cluster
     with cyclic_gc_paused():  # the analysis and the rendering free what they make by reference counting
@@ -82,7 +82,7 @@ def run_analyze(args: argparse.Namespace, settings) -> ExitCode:
 
         document = prepare(report, redact=args.redact)
         text = render(document, fmt, color=args.output in (None, "-") and sys.stdout.isatty() and not args.redact)
-    write_text(args.output, text)
+    write_text(args.output, text, fmt=fmt)
     from tpudoctor.findings import exit_code_for
 
     # no gate unless one is asked for (--fail-on, TPUDOCTOR_FAIL_ON or the config file): exit 0 whatever it shows

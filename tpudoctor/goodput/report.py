@@ -35,13 +35,20 @@ class GoodputReport:
 
     @property
     def findings(self) -> list[Finding]:
-        """The goodput rules' findings (what the report says about the buckets; they do not set the exit status)."""
+        """The goodput rules' findings (what the report says about the buckets; they set the exit status only
+        under ``--fail-on``)."""
         return [Finding.from_dict(f) for f in self.document.get("findings") or []]
 
     @property
     def results(self) -> list[Finding]:
-        """What the exit status is judged on: the ``--min-ettr`` gate alone (FAIL below it; SKIP when the log
-        gives no ETTR, which the command reports as a usage error); none without a gate."""
+        """The ``--min-ettr`` gate's outcome (``threshold_results``)."""
+        return self.threshold_results
+
+    @property
+    def threshold_results(self) -> list[Finding]:
+        """The ``--min-ettr`` gate's outcome, judged apart from the findings (FAIL below it; SKIP when the log
+        gives no ETTR, which the command reports as a usage error); none without a gate. The findings fail
+        the run only under ``--fail-on`` (``tpudoctor.findings.Gate``)."""
         gate = self.gate
         if not gate:
             return []

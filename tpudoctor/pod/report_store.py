@@ -1,7 +1,7 @@
 """Where per-worker reports live: local files, a folder, or a ``gs://bucket/prefix/``.
 
-Writing: ``tpudoctor check -o gs://bucket/run/{worker}.json`` fills ``{worker}`` and ``{host}`` and uploads;
-only a destination the user named is ever written. Reading: every ``*.json`` under a folder or prefix,
+Writing: ``tpudoctor check -o gs://bucket/run/{worker}.json`` fills ``{worker}`` and ``{host}`` here; the report
+is written by ``tpudoctor.output`` (only a destination the user named is ever written). Reading: every ``*.json`` under a folder or prefix,
 each one a worker's report (the worker comes from the report, else from the file's name).
 """
 
@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from tpudoctor import locations
-from tpudoctor.cloud_knowledge.uri import split_gs_uri
 from tpudoctor.errors import InputError, UsageError
 from tpudoctor.findings import Report
 from tpudoctor.pod.outcomes import WorkerOutcome
@@ -22,8 +21,6 @@ from tpudoctor.pod.outcomes import WorkerOutcome
 PLACEHOLDERS = ("{worker}", "{host}")
 MAX_REPORTS = 4096
 READ_THREADS = 16
-CONTENT_TYPES = {"json": "application/json", "junit": "application/xml", "html": "text/html",
-                 "markdown": "text/markdown", "text": "text/plain"}
 
 
 def has_placeholder(path: str | None) -> bool:
@@ -59,15 +56,6 @@ def _metadata_worker_number(session) -> str | None:
 def _safe(part: str) -> str:
     """A path component: no separators or parent references can come in through a host name."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", part).lstrip(".") or "_"
-
-
-def write_report(path: str, text: str, *, fmt: str, session=None) -> None:
-    """``-o``: a local file through the safe writer, or one object in GCS (``tpudoctor.locations``)."""
-    if locations.is_gcs(path):
-        bucket, name = split_gs_uri(path)
-        if not name or name.endswith("/"):
-            raise UsageError(f"-o {path}: give an object name, e.g. gs://{bucket}/reports/{{worker}}.json")
-    locations.write_text(path, text, content_type=CONTENT_TYPES.get(fmt, "text/plain"), session=session)
 
 
 def read_reports(sources: list[str], *, session=None) -> list[WorkerOutcome]:
