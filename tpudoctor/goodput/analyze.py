@@ -46,6 +46,10 @@ class SourceInfo:
     """Its only times were a step line's time-of-day column (no date): step intervals, not a clock."""
     by_worker: dict = dataclasses.field(default_factory=dict)
     """Labelled worker -> [first, last] time of its lines."""
+    clock_outliers: list = dataclasses.field(default_factory=list)
+    """Single lines whose clock ran ahead of both neighbours (set aside, not used as the wall's time)."""
+    zone_skews: list = dataclasses.field(default_factory=list)
+    """Zoned lines (XPK's UTC) and the zoneless lines beside them out of order by hours."""
 
     def to_dict(self) -> dict:
         return {"source": self.name, "lines": self.lines, "timed_events": self.timed_events,
@@ -140,6 +144,8 @@ def _fill(info: SourceInfo, stats: dict[str, Any]) -> None:
     info.time_of_day_only = bool(stats.get("time_of_day_only"))
     info.clock_jumps = list(stats.get("clock_jumps") or [])
     info.by_worker = stats.get("by_worker") or {}
+    info.clock_outliers = list(stats.get("clock_outliers") or [])
+    info.zone_skews = list(stats.get("zone_skews") or [])
 
 
 def _by_worker(infos: list[SourceInfo]) -> dict[str, list[float]]:
@@ -173,7 +179,9 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
             wall_start, wall_end = primary.first_t, primary.last_t
     lead = next((i for i in infos if primary is not None and i.name == primary.source), None)
     figures = account(timeline, wall_start=wall_start, wall_end=wall_end,
-                      clock_jumps=lead.clock_jumps if lead is not None and primary.worker is None else None)
+                      clock_jumps=lead.clock_jumps if lead is not None and primary.worker is None else None,
+                      clock_outliers=[o for i in infos for o in i.clock_outliers],
+                      zone_skews=[z for i in infos for z in i.zone_skews])
     if primary is not None and wall_start is None and any(i.time_of_day_only for i in infos):
         reason = ("the step lines carry a time of day only (torch_xla's Time=), no date and no line timestamps: they "
                   "time the steps, not the job (its start and end are on no line), so the wall time is unknown")
@@ -217,6 +225,10 @@ def gate(figures: dict[str, Any], min_ettr: float | None) -> dict[str, Any] | No
     if ettr is None:
         return {"min_ettr": min_ettr, "ettr": None, "verdict": "not_judged",
                 "reason": (figures.get("nulls") or {}).get("ettr", "no ETTR")}
+    unsupported = (figures.get("consistency") or {}).get("unsupported")
+    if unsupported:  # the figure exists but the log contradicts itself: no verdict rests on it
+        return {"min_ettr": min_ettr, "ettr": ettr, "verdict": "not_judged",
+                "reason": f"the log cannot support ETTR {ettr:.3f}: {unsupported}"}
     return {"min_ettr": min_ettr, "ettr": ettr, "verdict": "passed" if ettr >= min_ettr else "failed",
             "reason": f"ETTR {ettr:.3f} {'>=' if ettr >= min_ettr else '<'} {min_ettr:.3f}"}
 
