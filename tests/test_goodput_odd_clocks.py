@@ -4,6 +4,7 @@ Each test failed on the code before its fix."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -137,3 +138,102 @@ def test_a_date_moved_by_months_gives_bounded_bars_and_no_verdict(tmp_path, caps
         out = capsys.readouterr().out
         assert len(out) < 30_000
         assert not re.search(r"width:(?:[1-9]\d{2,}|10[1-9])\.", out)  # no bar wider than its box
+
+
+# --------------------------------------------------------------------- N13, N14: --step-pattern, --year
+def _custom_log(tmp_path: Path) -> Path:
+    """The probe's custom.log: ``2024-08-13 10:00:10 iter 0 done in 5.0s`` and on, every 5 s."""
+    path = tmp_path / "custom.log"
+    path.write_text("".join(f"2024-08-13 10:00:{10 + 5 * i:02d} iter {i} done in 5.0s\n" for i in range(10)))
+    return path
+
+
+def test_a_seconds_group_that_catches_text_names_the_line_and_the_group(tmp_path, capsys):
+    """Before: exit 3 "ValueError: could not convert string to float: 'done'"."""
+    log = _custom_log(tmp_path)
+    assert main(["goodput", str(log), "--step-pattern", r"iter (?P<step>\d+) (?P<seconds>\S+)"]) == 2
+    err = capsys.readouterr().err
+    assert f"{log}:1" in err and "(?P<seconds>...)" in err and "'done'" in err
+
+
+@pytest.mark.parametrize("pattern, words", [
+    (r"iter \d+", "needs a (?P<step>"),            # before: exit 0, "ETTR 0.000", "0 step(s) (None to None)"
+    (r"(a)\1(?P<step>\d+)", "RE2"),                 # a backreference: no linear-time matcher runs it
+])
+def test_a_step_pattern_without_a_step_group_or_beyond_re2_is_a_usage_error(pattern, words, tmp_path, capsys):
+    assert main(["goodput", str(_custom_log(tmp_path)), "--step-pattern", pattern]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_a_backtracking_step_pattern_on_a_40_kB_line_takes_no_time(tmp_path, capsys):
+    """Before: ``(a+)+$(?P<step>\\d+)`` on a line of 40,000 'a' ran past 120 s (Python's backtracking)."""
+    import time
+
+    log = tmp_path / "redos.log"
+    log.write_text("a" * 40_000 + "\n")
+    started = time.monotonic()
+    main(["goodput", str(log), "--step-pattern", r"(a+)+$(?P<step>\d+)"])
+    capsys.readouterr()
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("year", ["0", "-1", "10000"])
+def test_a_year_out_of_range_is_refused(year, capsys):
+    """Before: accepted, and the report said the lines "carry no timestamps" (they do)."""
+    assert main(["goodput", str(BUNDLED), f"--year={year}"]) == 2
+    assert "--year out of range" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------- N29: percentages, one parser
+@pytest.mark.parametrize("given", ["90%", "0.9"])
+def test_min_ettr_takes_a_ratio_or_the_same_in_percent(given, capsys):
+    """Before: ``--min-ettr 90%`` was refused while compare read ``5%%`` as 5 %."""
+    assert main(["goodput", str(BUNDLED), "--min-ettr", given]) == 1
+    assert "--min-ettr 0.9: FAILED" in capsys.readouterr().out
+
+
+def test_a_doubled_percent_sign_is_refused_by_goodput_and_compare(tmp_path, capsys):
+    assert main(["goodput", str(BUNDLED), "--min-ettr", "90%%"]) == 2
+    assert "not a percentage" in capsys.readouterr().err
+    assert main(["goodput", str(BUNDLED), "--format", "json", "-o", str(tmp_path / "a.json")]) == 0
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "a.json"), "--fail-on-regression", "5%%"]) == 2
+    assert "--fail-on-regression: not a percentage" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------- N23: the same log twice
+def test_the_same_log_given_twice_is_read_once(tmp_path, capsys):
+    """Before: 4 starts, "3 restart(s) ... 36 step(s) done again", buckets adding up to 200 %, no warning."""
+    copy = tmp_path / "copy.log"
+    copy.write_bytes(BUNDLED.read_bytes())
+    _, once = _json(capsys, str(BUNDLED))
+    for argv in ([str(BUNDLED), str(BUNDLED)], [str(BUNDLED), str(copy)]):
+        _, doc = _json(capsys, *argv)
+        assert doc["goodput"]["restarts"] == once["goodput"]["restarts"] == 1
+        assert doc["goodput"]["ettr"] == once["goodput"]["ettr"]
+        assert len(doc["sources"]) == 1
+        assert any("read once" in note for note in doc["goodput"]["notes"])
+
+
+def test_stdin_given_twice_is_read_once(capsys, monkeypatch):
+    """Before: ``goodput - -`` listed "<stdin>, <stdin>"."""
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(BUNDLED.read_bytes())))
+    _, doc = _json(capsys, "-", "-")
+    assert [s["source"] for s in doc["sources"]] == ["<stdin>"]
+    assert any("<stdin> was given more than once" in note for note in doc["goodput"]["notes"])
+
+
+# --------------------------------------------------------------------- N29: a .gz cut short
+def test_a_gz_log_cut_short_is_read_up_to_the_cut(tmp_path, capsys):
+    """Before: "nothing to read: mrt.log.gz is stopped reading: Compressed file ended before the end-of-stream
+    marker was reached" (exit 2) for a file whose first two thirds are whole."""
+    whole = gzip.compress(BUNDLED.read_bytes())
+    log = tmp_path / "mrt.log.gz"
+    log.write_bytes(whole[: len(whole) * 2 // 3])
+    code, doc = _json(capsys, str(log))
+    assert code == 0
+    assert doc["goodput"]["steps"] and doc["goodput"]["steps"] > 5
+    assert doc["sources"][0]["cut"].startswith("was cut short")
+    assert any("read up to the cut" in note for note in doc["goodput"]["notes"])

@@ -8,9 +8,11 @@ the same time and fields in every reader. ``read_events`` streams text lines (Cl
 from __future__ import annotations
 
 import collections
+import math
 import re
 from collections.abc import Iterable, Iterator
 
+from tpudoctor.errors import InputError
 from tpudoctor.goodput.line_patterns import Kind, Pattern
 from tpudoctor.goodput.readers import READERS, Event, LineReader
 from tpudoctor.logs import prefilter, steps
@@ -43,6 +45,18 @@ def _read_time(clock: Clock, line: str, given_t: float | None) -> float | None:
         clock.anchor(given_t)
         return given_t
     return t
+
+
+def _seconds_group(text: str, where: str) -> float:
+    """A ``(?P<seconds>...)`` group's text as seconds; only a user's --step-pattern can catch something else."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise InputError(f"{where}: the (?P<seconds>...) group of --step-pattern caught {text[:60]!r}, not a "
+                         "number of seconds", hint="make the group match only a number, e.g. (?P<seconds>[0-9.]+)")
+    return seconds
 
 
 def _int(text: str | None) -> int | None:
@@ -358,7 +372,7 @@ class EventReader:
         if groups.get("approx_step"):
             event.step, event.approx = steps.approx_int(groups["approx_step"]), True
         if groups.get("seconds"):
-            event.seconds = float(groups["seconds"])
+            event.seconds = _seconds_group(groups["seconds"], f"{self.source}:{line_no}")
         elif groups.get("dur"):
             event.seconds = duration_s(groups["dur"])
         if groups.get("code") is not None:
