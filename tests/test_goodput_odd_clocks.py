@@ -133,6 +133,7 @@ def test_a_date_moved_by_months_gives_bounded_bars_and_no_verdict(tmp_path, caps
     assert "not supported" in text.splitlines()[1]
     code, doc = _json(capsys, str(log), "--format", "json")
     assert max(_shares(doc)) <= 100.0 and doc["goodput"]["consistency"]["zone_skews"]
+    assert "166.0 days" in doc["goodput"]["consistency"]["unsupported"]
     for fmt in ("markdown", "html"):
         main(["goodput", str(log), "--format", fmt])
         out = capsys.readouterr().out
@@ -237,3 +238,4 @@ def test_a_gz_log_cut_short_is_read_up_to_the_cut(tmp_path, capsys):
     assert doc["goodput"]["steps"] and doc["goodput"]["steps"] > 5
     assert doc["sources"][0]["cut"].startswith("was cut short")
     assert any("read up to the cut" in note for note in doc["goodput"]["notes"])
+    assert doc["goodput"]["consistency"]["confidence"]["level"] == "medium"

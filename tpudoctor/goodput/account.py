@@ -168,7 +168,9 @@ def _consistency(jumps: list[dict[str, Any]], outliers: list[dict[str, Any]], sk
     unsupported: list[str] = []
     if skews:
         s = skews[0]
-        unsupported.append(f"lines with a zone and lines without disagree by {abs(s['skew_s']) / 3600:.1f} h "
+        apart = abs(s["skew_s"])
+        apart_text = f"{apart / 86400:.1f} days" if apart >= 2 * 86400 else f"{apart / 3600:.1f} h"
+        unsupported.append(f"lines with a zone and lines without disagree by {apart_text} "
                            f"({s['zoned_at']} says {s['zoned']}, {s['zoneless_at']} reads as {s['zoneless']} with "
                            f"times without a zone read as {s['tz']})")
     overrun_over = wall is not None and overrun > max(OVERRUN_MIN_S, OVERRUN_TOLERANCE * wall)

@@ -230,6 +230,11 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
                       clock_outliers=[o for i in infos for o in i.clock_outliers],
                       zone_skews=[z for i in infos for z in i.zone_skews])
     figures["notes"] = list(notes) + figures["notes"]
+    confidence = figures["consistency"]["confidence"]
+    for info in infos:
+        if info.cut:  # the figures end where the file does, not where the job did
+            confidence["reasons"].append(f"{info.name} {info.cut}: the figures end at the cut")
+            confidence["level"] = "medium" if confidence["level"] == "high" else confidence["level"]
     if primary is not None and wall_start is None and any(i.time_of_day_only for i in infos):
         reason = ("the step lines carry a time of day only (torch_xla's Time=), no date and no line timestamps: they "
                   "time the steps, not the job (its start and end are on no line), so the wall time is unknown")
