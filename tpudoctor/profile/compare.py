@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection
 from pathlib import Path
 
-from tpudoctor.errors import UsageError
 from tpudoctor.profile.compare_report import PROFILE_COMPARE
 
 # kpi -> (lower_is_better, unit label)
@@ -28,14 +26,10 @@ GATED_POINTS = ("input_percent", "idle_percent")
 
 
 def parse_percent(text: str) -> float:
-    try:
-        value = float(str(text).strip().rstrip("%"))
-    except ValueError:
-        raise UsageError(f"--fail-on-regression wants a percentage such as 5% (got {text!r})") from None
-    if not math.isfinite(value) or value < 0:
-        # nan compares false with everything: a nan threshold would turn the gate silently off
-        raise UsageError(f"--fail-on-regression must be a finite, non-negative percentage such as 5% (got {text!r})")
-    return value
+    """``--fail-on-regression``: the one percentage parser (``tpudoctor.config.parse_percent``), any size."""
+    from tpudoctor.config import parse_percent as parse
+
+    return parse(text, flag="--fail-on-regression", below=None)
 
 
 def load_document(path: str, *, cluster: str | None = None, on_progress=None,
