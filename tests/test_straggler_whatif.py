@@ -24,7 +24,8 @@ def reports():
     return {"delayed": analyze(WHATIF / "delayed", max_workers=2),
             "undelayed": analyze(WHATIF / "undelayed", max_workers=2),
             "slow_host": analyze(FIXTURES / "multihost_slow_host", max_workers=2),
-            "balanced": analyze(FIXTURES / "multihost_balanced", max_workers=2)}
+            "balanced": analyze(FIXTURES / "multihost_balanced", max_workers=2),
+            "onset": analyze(WHATIF / "onset", max_workers=2)}
 
 
 def _w(report) -> dict:
@@ -82,6 +83,32 @@ def test_the_persistent_saving_matches_the_rerun(reports):
     worker2 = next(r for r in delayed["per_host"] if r["host"] == "worker2")
     assert delayed["priced_hosts"] == ["worker2"] and worker2["onset_step"] is None
     assert abs(worker2["persistent_saved_ms"] - rerun_saving) <= 0.10 * rerun_saving, (worker2, rerun_saving)
+
+
+def test_a_slowdown_that_began_mid_run_is_dated(reports):
+    """tests/data/whatif/onset: worker2 slowed from step 10 of 20 (a real 4-process job); over the whole run it
+    is above the median host in only about half the steps, so the test runs on the steps since the change."""
+    w = _w(reports["onset"])
+    worker2 = next(r for r in w["per_host"] if r["host"] == "worker2")
+    assert w["priced_hosts"] == ["worker2"]
+    assert worker2["onset_step"] is not None and abs(worker2["onset_step"] - 10) <= 3
+    assert isinstance(worker2["onset_step"], int)
+    assert all(r["onset_step"] is None for r in w["per_host"] if r["host"] != "worker2")
+
+
+def test_onset_and_the_excess_test_on_their_own():
+    import numpy as np
+
+    from tpudoctor.profile.analysis.persistence import excess_test, onset, sign_test_p
+
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0.0, 1.0, 40)
+    assert onset(noise) is None and not excess_test(noise, 4).persistent
+    shifted = noise + np.r_[np.zeros(25), np.full(15, 6.0)]
+    assert onset(shifted) == 25
+    test = excess_test(shifted, 4)
+    assert test.persistent and test.onset_index == 25 and test.steps == 15
+    assert sign_test_p(12, 12) == pytest.approx(0.5 ** 12) and sign_test_p(0, 12) == pytest.approx(1.0)
 
 
 def test_the_rule_prices_the_straggler_and_stays_quiet_without_one(reports):

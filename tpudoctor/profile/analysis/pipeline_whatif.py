@@ -413,7 +413,9 @@ def pipeline_whatif(ops: pd.DataFrame, meta: dict | None = None) -> PipelineWhat
             "excess_ms": t.median_excess * 1e3, "p_value": t.p_value, "persistent": t.persistent,
             "onset_step": int(steps[t.onset_index]) if t.onset_index is not None else None,
             "time_class": "compute" if t.median_excess >= max(comm_part, 0.0) else "collective wait"})
-    per_worker = pd.DataFrame(per_worker).sort_values("saved_ms", ascending=False, ignore_index=True)
+    onsets = [w["onset_step"] for w in per_worker]
+    per_worker = pd.DataFrame(per_worker).assign(onset_step=pd.Series(onsets, dtype=object))
+    per_worker = per_worker.sort_values("saved_ms", ascending=False, ignore_index=True)
     per_worker["priced"] = per_worker["persistent"] & (per_worker["persistent_saved_percent"] >= PRICE_FLOOR_PERCENT)
     slowdown = t_ori / t_ideal
     if per_worker["priced"].any():

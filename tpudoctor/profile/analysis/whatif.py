@@ -334,8 +334,8 @@ def whatif_of(t: Timelines) -> StragglerWhatIf:
     per_host["persistent_saved_percent"] = 100 * per_host["persistent_saved_ms"] / simulated if simulated > 0 else 0.0
     per_host["persistent"] = persistent
     per_host["p_value"] = [tests[h].p_value for h in host_names]
-    per_host["onset_step"] = [None if tests[h].onset_index is None else int(steps[tests[h].onset_index])
-                              for h in host_names]
+    per_host["onset_step"] = pd.Series([None if tests[h].onset_index is None else int(steps[tests[h].onset_index])
+                                        for h in host_names], dtype=object)
     per_host["priced"] = persistent & (per_host["persistent_saved_percent"] >= PRICE_FLOOR_PERCENT)
     spread = max(slowdown - float(per_host.loc[per_host["priced"], "persistent_saved_ms"].sum()), 0.0)
     chips = None
