@@ -114,3 +114,40 @@ def test_meta_beside_the_trace_is_read(tmp_path):
     (tmp_path / "meta-T.yaml").write_text("dp_size 2\n")
     with pytest.raises(InputError, match="not a 'key: value' line"):
         read_op_trace(tmp_path / "trace-T.parquet")
+
+
+@needs_data
+@pytest.mark.parametrize("fmt", ["text", "markdown", "html", "json"])
+def test_profile_analyze_takes_an_op_trace_in_every_format(tmp_path, fmt):
+    from tpudoctor.cli import main
+
+    out = tmp_path / f"report.{fmt}"
+    assert main(["profile", "analyze", str(DATA / "trace-ST.parquet"), "--format", fmt, "-o", str(out)]) == 0
+    body = out.read_text()
+    if fmt == "json":
+        doc = json.loads(body)
+        assert doc["kind"] == "pipeline_whatif" and doc["whatif"]["cause"] == "stage imbalance"
+        assert doc["whatif"]["slowdown"] == pytest.approx(1.179, abs=0.05) and doc["whatif"]["critical_path"]
+        return
+    assert "Stage imbalance" in body and "S = 1.16" in body and "M_S = 1.26" in body
+    assert "rank 7 (dp rank 1, stage 3) is persistently" not in body
+    if fmt == "html":
+        assert "<svg" in body and body.count('class="critical"') >= 10
+
+
+@needs_data
+def test_the_slowed_worker_is_named_and_fail_on_gates(tmp_path):
+    from tpudoctor.cli import main
+
+    out = tmp_path / "ar.txt"
+    assert main(["profile", "analyze", str(DATA / "trace-AR.parquet"), "-o", str(out), "--fail-on", "fail"]) == 1
+    assert "Straggler: rank 0 (dp rank 0, stage 0) is persistently slow (compute)" in out.read_text()
+
+
+def test_a_bad_op_trace_exits_2(tmp_path, capsys):
+    from tpudoctor.cli import main
+
+    bad = tmp_path / "trace-X.parquet"
+    bad.write_text("not parquet")
+    assert main(["profile", "analyze", str(bad)]) == 2
+    assert "not a readable parquet file" in capsys.readouterr().err
