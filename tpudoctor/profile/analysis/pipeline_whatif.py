@@ -316,13 +316,14 @@ def ideal_weights(graph: StepGraph, weights: np.ndarray) -> np.ndarray:
     return ideal
 
 
-def replay_scenarios(graph: StepGraph, weights: np.ndarray, scenarios: list[np.ndarray]) -> np.ndarray:
-    """Each scenario: ops x steps of durations (or an ops vector, the same every step). Returns
-    scenarios x steps step times."""
+def replay_scenarios(graph: StepGraph, weights: np.ndarray, scenarios: list) -> np.ndarray:
+    """Each scenario: ops x steps of durations (or an ops vector, the same every step), or a callable
+    that makes them (made only when its batch is replayed: a few hundred scenarios of a large trace
+    would not fit at once). Returns scenarios x steps step times."""
     n_steps = weights.shape[1]
     out = np.empty((len(scenarios), n_steps))
     for a in range(0, len(scenarios), SCENARIO_BATCH):
-        batch = scenarios[a:a + SCENARIO_BATCH]
+        batch = [s() if callable(s) else s for s in scenarios[a:a + SCENARIO_BATCH]]
         cols = np.concatenate([np.broadcast_to(s if s.ndim == 2 else s[:, None], weights.shape) for s in batch], axis=1)
         out[a:a + len(batch)] = replay(graph, cols).reshape(len(batch), n_steps)
     return out
@@ -347,8 +348,8 @@ def pipeline_whatif(ops: pd.DataFrame, meta: dict | None = None) -> PipelineWhat
     ranks, stage, dp = g["rank"].to_numpy(), g["stage"].to_numpy(), g["dp_rank"].to_numpy()
     kind = g["kind"].to_numpy()
 
-    def only(mask):  # the group's ops as recorded, the rest ideal
-        return np.where(mask[:, None], weights, ideal[:, None])
+    def only(mask):  # the group's ops as recorded, the rest ideal (made when replayed)
+        return lambda: np.where(mask[:, None], weights, ideal[:, None])
 
     groups = [("optype", kind), ("dp_rank", dp), ("stage", stage)]
     scen = [weights, ideal]
@@ -376,14 +377,18 @@ def pipeline_whatif(ops: pd.DataFrame, meta: dict | None = None) -> PipelineWhat
     for r in worker_ids:
         mine = ranks == r
         tests[r] = excess_test(excess[mine].sum(axis=0), len(worker_ids))
+    def without_persistent_excess(r, start):  # only the worker's persistent excess removed, since its onset
+        def make():
+            rows = ranks == r
+            part = np.clip(np.median(excess[rows, start:], axis=1), 0, None)
+            fixed = weights.copy()
+            fixed[rows, start:] = weights[rows, start:] - part[:, None]
+            return fixed
+        return make
+
     for r in worker_ids:
-        t = tests[r]
-        persistent_part = np.clip(np.median(excess[:, t.onset_index or 0:], axis=1), 0, None)
-        fixed = weights.copy()
-        rows = ranks == r
-        start = t.onset_index or 0
-        fixed[rows, start:] = weights[rows, start:] - persistent_part[rows, None]
-        scen.append(fixed), labels.append(("worker_persistent", r))
+        scen.append(without_persistent_excess(r, tests[r].onset_index or 0))
+        labels.append(("worker_persistent", r))
     times = replay_scenarios(graph, weights, scen) * 1e3
     mean = times.mean(axis=1)
     at = {lab: i for i, lab in enumerate(labels)}
