@@ -129,7 +129,11 @@ def test_profile_analyze_takes_an_op_trace_in_every_format(tmp_path, fmt):
         assert doc["kind"] == "pipeline_whatif" and doc["whatif"]["cause"] == "stage imbalance"
         assert doc["whatif"]["slowdown"] == pytest.approx(1.179, abs=0.05) and doc["whatif"]["critical_path"]
         return
-    assert "Stage imbalance" in body and "S = 1.16" in body and "M_S = 1.26" in body
+    import re
+
+    assert "Stage imbalance" in body
+    assert float(re.search(r"slowdown S = ([0-9]+\.[0-9]+)", body).group(1)) == pytest.approx(1.179, abs=0.05)
+    assert float(re.search(r"M_S = ([0-9]+\.[0-9]+)", body).group(1)) == pytest.approx(1.219, abs=0.05)
     assert "rank 7 (dp rank 1, stage 3) is persistently" not in body
     if fmt == "html":
         assert "<svg" in body and body.count('class="critical"') >= 10
