@@ -26,7 +26,8 @@ def summary_line(w: dict) -> str:
     if priced:
         top = max(priced, key=lambda r: r.get("persistent_saved_ms") or 0)
         since = f" since step {top['onset_step']}" if top.get("onset_step") is not None else ""
-        line += (f"; {top['host']} is persistently slow{since}: removing its excess would save "
+        kind = f" ({top['time_class']} time)" if top.get("time_class") not in (None, "", "unknown") else ""
+        line += (f"; {top['host']} is persistently slow{kind}{since}: removing its excess would save "
                  f"{top['persistent_saved_ms']:.2f} ms per step ({top['persistent_saved_percent']:.1f}%; all its "
                  f"segments at the median: {top['saved_ms']:.2f} ms)")
     elif top.get("host") is not None and (w.get("slowdown_ms") or 0) > 0:
@@ -88,7 +89,7 @@ def section(w: dict, table) -> str:
         parts.append(table(w.get("per_host") or [],
                            [("host", "host"), ("persistent_saved_ms", "step ms saved, persistent excess removed"),
                             ("persistent_saved_percent", "% of step"), ("priced", "priced"),
-                            ("p_value", "sign test p"), ("onset_step", "since step"),
+                            ("p_value", "sign test p"), ("onset_step", "since step"), ("time_class", "kind of time"),
                             ("saved_ms", "all segments at the median (noise included)"),
                             ("slowdown_share", "share of the slowdown"), ("critical_segments", "critical segments")]))
         if w.get("per_chip"):

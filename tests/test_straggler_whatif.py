@@ -82,6 +82,11 @@ def test_the_persistent_saving_matches_the_rerun(reports):
     rerun_saving = delayed["measured_step_ms"] - undelayed["measured_step_ms"]
     worker2 = next(r for r in delayed["per_host"] if r["host"] == "worker2")
     assert delayed["priced_hosts"] == ["worker2"] and worker2["onset_step"] is None
+    # its extra matmuls are device compute; slow_host's worker2 sorts and sleeps on the host (device idle)
+    assert worker2["time_class"] == "compute"
+    slow = next(r for r in _w(reports["slow_host"])["per_host"] if r["host"] == "worker2")
+    assert slow["time_class"] == "host or input"
+    assert all(r["time_class"] == "" for r in delayed["per_host"] if r["host"] != "worker2")
     assert abs(worker2["persistent_saved_ms"] - rerun_saving) <= 0.10 * rerun_saving, (worker2, rerun_saving)
 
 

@@ -368,6 +368,40 @@ def whatif_of(t: Timelines) -> StragglerWhatIf:
                            per_chip=chips, critical_path=critical, timeline=timeline, notes=notes)
 
 
+TIME_CLASSES = {"compute": "compute", "input": "input", "collective": "collective wait",
+                "idle": "host or input",  # the device idle: host work or the input pipeline
+                "host_callback": "host", "host_offload": "host", "host_transfer": "host", "outfeed": "host",
+                "other": "host", "compile": "host"}
+"""Step-breakdown part -> the kind of time a host's excess is (``time_classes``)."""
+
+
+def time_classes(result: StragglerWhatIf, breakdowns: Mapping[str, list[dict]]) -> None:
+    """Set ``per_host["time_class"]``: for a priced host, the step-breakdown part (``<part>_ms`` per step,
+    ``BreakdownFigures.per_step``) by which its mean step exceeds the other hosts' median most, as
+    compute, input, collective wait or host; ``unknown`` without a breakdown; empty for hosts not priced."""
+    if not result.known or result.per_host.empty:
+        return
+    means = {}
+    for host, steps in breakdowns.items():
+        if steps:
+            frame = pd.DataFrame(steps)
+            means[host] = {part: float(frame[f"{part}_ms"].mean()) for part in TIME_CLASSES if f"{part}_ms" in frame}
+    classes = []
+    for row in result.per_host.to_dict(orient="records"):
+        host = str(row["host"])
+        if not row.get("priced"):
+            classes.append("")
+            continue
+        mine, others = means.get(host), [v for h, v in means.items() if h != host]
+        if not mine or not others:
+            classes.append("unknown")
+            continue
+        excess = {part: mine[part] - float(np.median([o.get(part, 0.0) for o in others])) for part in mine}
+        part = max(excess, key=excess.get)
+        classes.append(TIME_CLASSES[part] if excess[part] > 0 else "unknown")
+    result.per_host["time_class"] = classes
+
+
 def _persistent_excess(t: Timelines, seg: np.ndarray, med: np.ndarray, host_names: list[str],
                        hosts: list[str]) -> tuple[dict, list[np.ndarray]]:
     """Per host, the test of its per-step excess over the median device (``persistence.excess_test``),
@@ -435,6 +469,7 @@ def host_rows(result: StragglerWhatIf) -> dict[str, dict]:
                                "persistent_saved_percent": _plain(r["persistent_saved_percent"]),
                                "persistent": bool(r["persistent"]), "priced": bool(r["priced"]),
                                "p_value": _plain(r["p_value"]), "onset_step": _plain(r["onset_step"]),
+                               "time_class": r.get("time_class") or None,
                                "slowdown_share": _plain(r["slowdown_share"]),
                                "critical_segments": int(r["critical_segments"]),
                                "critical_fraction": _plain(r["critical_segments"] / segments), **common}

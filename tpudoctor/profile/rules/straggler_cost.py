@@ -63,7 +63,7 @@ class StragglerCost(ProfileRule):
         saved = float(row.get("persistent_saved_ms") or 0.0)
         percent = float(row.get("persistent_saved_percent") or 0.0)
         evidence = {k: row.get(k) for k in ("persistent_saved_ms", "persistent_saved_percent", "saved_ms",
-                                            "saved_percent", "persistent", "p_value", "onset_step", "spread_ms",
+                                            "saved_percent", "persistent", "p_value", "onset_step", "time_class", "spread_ms",
                                             "slowdown_share", "critical_segments", "critical_fraction",
                                             "measured_step_ms", "simulated_step_ms", "ideal_step_ms", "slowdown_ms",
                                             "model_error_percent", "steps", "hosts")}
@@ -78,13 +78,15 @@ class StragglerCost(ProfileRule):
                                evidence=evidence)
         onset = row.get("onset_step")
         since = f" since step {onset}" if onset is not None else ""
+        kind = f" ({row['time_class']} time)" if row.get("time_class") not in (None, "", "unknown") else ""
         severity = Severity.HIGH if percent >= self.HIGH_SAVED_PERCENT else Severity.MEDIUM
         share = float(row.get("slowdown_share") or 0.0)
         others = ", ".join(f"{r['host']} {float(r.get('persistent_saved_ms') or 0):.2f} ms"
                            for r in row.get("savings") or [] if r.get("host") != host.host and r.get("priced"))
         return self.fired(
             severity,
-            f"Straggler cost: {host.host}'s persistent excess{since} costs {saved:.1f} ms per step ({percent:.0f}%)",
+            f"Straggler cost: {host.host}'s persistent excess{kind}{since} costs {saved:.1f} ms per step "
+            f"({percent:.0f}%)",
             f"Replaying the {row.get('steps')} steps as a chain of sync points (each collective completes when its "
             f"last participant arrives) gives {float(row.get('simulated_step_ms') or 0):.2f} ms per step "
             f"(measured {float(row.get('measured_step_ms') or 0):.2f} ms); with {host.host}'s persistent excess "
