@@ -99,6 +99,14 @@ def test_a_slowdown_that_began_mid_run_is_dated(reports):
     assert worker2["onset_step"] is not None and abs(worker2["onset_step"] - 10) <= 3
     assert isinstance(worker2["onset_step"], int)
     assert all(r["onset_step"] is None for r in w["per_host"] if r["host"] != "worker2")
+    # over the whole run worker2 is not the last arrival beyond noise; the report still speaks for it
+    from tpudoctor.reports.profile_diagnosis_text import diagnosis_lines
+
+    report = reports["onset"]
+    assert report.straggler is None and report.primary_host == "worker2"
+    cost = next(f for f in report.findings if f.id == "straggler-cost")
+    assert "since step" in cost.title and "compute time" in cost.title
+    assert any("worker2 persistently slow since step" in line for line in diagnosis_lines(report.to_dict()))
 
 
 def test_onset_and_the_excess_test_on_their_own():
