@@ -21,7 +21,9 @@ import pandas as pd
 from tpudoctor.profile.analysis.pipeline_whatif import pipeline_whatif
 from tpudoctor.profile.op_trace import read_op_trace
 
-DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "bytedance_straggler"
+DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "bytedance_straggler"  # ../shared of a checkout
+if not DEFAULT.is_dir():
+    DEFAULT = Path("/work/shared/data/bytedance_straggler")
 TOLERANCE, TARGET_S, STEPS = 0.05, 10.0, 100
 
 
