@@ -87,7 +87,7 @@ def test_libtpu_logs_reads_tpu_log_dir_recent_files_only(tmp_path, monkeypatch):
 
 def test_libtpu_logs_unavailable_without_directory(tmp_path, monkeypatch):
     monkeypatch.setenv("TPU_LOG_DIR", str(tmp_path / "missing"))
-    monkeypatch.setattr("tpudoctor.providers.libtpu_logs.DEFAULT_TPU_LOG_DIR", str(tmp_path / "also-missing"))
+    monkeypatch.setenv("TPUDOCTOR_DEFAULT_TPU_LOG_DIR", str(tmp_path / "also-missing"))
     value = LibtpuLogsProvider().gather(ctx(), Facts())["logs.libtpu"]
     assert isinstance(value, Unavailable) and "no libtpu log directory" in value.reason
 
@@ -260,7 +260,7 @@ def _check(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_cli_names_root_cause_first_in_every_format(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("TPU_LOG_DIR", str(tmp_path / "no-tpu-logs"))
-    monkeypatch.setattr("tpudoctor.providers.libtpu_logs.DEFAULT_TPU_LOG_DIR", str(tmp_path / "none"))
+    monkeypatch.setenv("TPUDOCTOR_DEFAULT_TPU_LOG_DIR", str(tmp_path / "none"))
     monkeypatch.delenv(LOGGING_ENDPOINT_ENV, raising=False)
     log = str(OOM_LOG)
 
@@ -297,7 +297,7 @@ def test_cli_names_root_cause_first_in_every_format(capsys, tmp_path, monkeypatc
 
 def test_cli_healthy_log_passes_and_bad_path_is_exit_2(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("TPU_LOG_DIR", str(tmp_path / "no-tpu-logs"))
-    monkeypatch.setattr("tpudoctor.providers.libtpu_logs.DEFAULT_TPU_LOG_DIR", str(tmp_path / "none"))
+    monkeypatch.setenv("TPUDOCTOR_DEFAULT_TPU_LOG_DIR", str(tmp_path / "none"))
     code, out, _ = _check(capsys, "--log-file", str(LOGS / "healthy_jax_training.log"), "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["summary"]["counts"]["FAIL"] == 0

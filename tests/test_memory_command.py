@@ -194,7 +194,7 @@ def test_bad_inputs_exit_2_without_a_traceback(capsys, tmp_path, kind):
 
 def test_check_step_4_points_an_oom_log_to_tpudoctor_memory(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("TPU_LOG_DIR", str(tmp_path / "no-tpu-logs"))
-    monkeypatch.setattr("tpudoctor.providers.libtpu_logs.DEFAULT_TPU_LOG_DIR", str(tmp_path / "none"))
+    monkeypatch.setenv("TPUDOCTOR_DEFAULT_TPU_LOG_DIR", str(tmp_path / "none"))
     monkeypatch.delenv("TPUDOCTOR_LOGGING_ENDPOINT", raising=False)
     code = cli.main(["check", "--step", "4", "--log-file", str(OOM_LOG), "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
