@@ -125,6 +125,9 @@ def _local_items(source: str) -> list[tuple[str, Any]]:
         files = sorted(p for p in path.iterdir() if p.suffix == ".json" and p.is_file())
     elif path.is_file():
         files = [path]
+    elif (special := locations.special_file_kind(source)) is not None:
+        raise InputError(f"{source} is {special}, not a report file",
+                         hint="give report files, a folder of them, or gs://bucket/prefix/")
     else:
         raise InputError(f"{source} does not exist", hint="give report files, a folder of them, or gs://bucket/prefix/")
     return [(str(p), lambda p=p: (_read_local(p), None)) for p in files]
