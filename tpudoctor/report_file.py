@@ -21,6 +21,14 @@ MAX_DOCUMENT_BYTES = 64 * 1024 * 1024  # these documents are kilobytes; refuse t
 HINT = "make one with: tpudoctor check --format json -o report.json"
 
 
+class ForeignDocument(InputError):
+    """A tpudoctor document of another kind than the reader takes (a diag report given to merge)."""
+
+    def __init__(self, message: str, *, kind: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.kind = kind
+
+
 Upgrades = Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]]
 
 
@@ -81,7 +89,7 @@ def check_document(document: Any, name: str, *, what: str, schema: str, schema_v
         raise InputError(f"{name} is not a {what}: the top level is a {type(document).__name__}", hint=hint)
     found = document.get("kind")
     if kind is not None and isinstance(found, str) and found != kind and _is_tpudoctor(document):
-        raise InputError(f"{name} is a tpudoctor {found} report, not a {what}", hint=reads or hint)
+        raise ForeignDocument(f"{name} is a tpudoctor {found} report, not a {what}", kind=found, hint=reads or hint)
     version = document.get("schema_version")
     upgrade = (upgrades or {}).get(version.split(".")[0]) if isinstance(version, str) else None
     if upgrade is not None:
