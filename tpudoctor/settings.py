@@ -111,6 +111,11 @@ class Settings:
                 values[f"{key}_s"] = None if raw is None else parse_duration_s(raw)
             elif key == "format":
                 values[key] = None if raw is None else str(raw).strip().lower()
+                from tpudoctor.config import ALL_FORMATS
+
+                if where == FORMAT_ENV and values[key] not in ALL_FORMATS:  # as the config file's format is
+                    raise UsageError(f"{FORMAT_ENV}={raw!r} is not a report format",
+                                     hint=f"one of {', '.join(ALL_FORMATS)}, or unset {FORMAT_ENV}")
             elif key == "fail_on":
                 if raw is not None and raw not in FAIL_LEVELS:
                     raise UsageError(f"fail_on = {raw!r} in the config file: use \"warn\" or \"fail\"")
