@@ -281,7 +281,9 @@ def test_cli_names_root_cause_first_in_every_format(capsys, tmp_path, monkeypatc
     assert "hbm_used_bytes: 22054657065" in text and "fix:" in text
 
     code, md, _ = _check(capsys, "--log-file", log, "--format", "markdown")
-    assert "## Root cause: [✗] LOGS-001 Job log shows no error: failed" in md  # not read as a pass
+    # The title names what is looked at, not an outcome: "[✗] Job log shows no error" read as a contradiction
+    # (the hostile probe of 2026-12-04, N29).
+    assert "## Root cause: [✗] LOGS-001 Errors in the job log: failed" in md  # not read as a pass
     assert "HBM out of memory" in md and "**Fix:**" in md
     assert "22054657065" in md
 
@@ -304,3 +306,14 @@ def test_cli_healthy_log_passes_and_bad_path_is_exit_2(capsys, tmp_path, monkeyp
     assert [r["status"] for r in doc["results"] if r["id"] == "LOGS-001"] == ["PASS"]
     code, _, err = _check(capsys, "--log-file", str(tmp_path / "nope.log"))
     assert code == 2 and "no such file" in err and "Traceback" not in err
+
+
+def test_the_log_checks_titles_read_right_whatever_their_status():
+    """A title that states the passing outcome ("Job log shows no error") reads as a contradiction beside a
+    FAIL; the log-error checks name what they look at."""
+    from tpudoctor.registry import load_registry
+
+    checks = load_registry(plugins=False).checks
+    for check_id in ("LOGS-001", "LOGS-002", "LOGS-003"):
+        title = checks[check_id].title
+        assert title.startswith("Errors in ") and "no error" not in title, (check_id, title)
