@@ -121,7 +121,9 @@ def text_section(text: TextInput, findings: list[Finding]) -> dict[str, Any]:
     for index, report in enumerate(reports, 1):
         listing = _listing(report)
         listings.append(listing)
-        sentence, figures = _headline(report)
+        headline, figures = _headline(report)
+        # the title says what ran out, the message its figures (the renderers print "title: message")
+        what, sep, sentence = headline.partition(": ")
         largest = [a for a in report.allocations if a.size_bytes is not None][:TOP_OOM_ALLOCATIONS]
         if largest:
             sentence += "; largest allocations: " + ", ".join(
@@ -131,8 +133,9 @@ def text_section(text: TextInput, findings: list[Finding]) -> dict[str, Any]:
             sentence += "; the listing does not add up to its own header: " + ", ".join(
                 f"{r.what} (off by {format_bytes(abs(r.difference_bytes))})" for r in report.problems)
         finding = Finding(
-            id="memory-oom", step=None, title=sentence.split(":", 1)[0] + f" ({text.name}, listing {index})",
-            status=Status.FAIL, severity=Severity.HIGH, kind=FINDING_KIND, message=sentence,
+            id="memory-oom", step=None, title=f"{what} ({text.name}, listing {index})",
+            status=Status.FAIL, severity=Severity.HIGH, kind=FINDING_KIND,
+            message=sentence.removeprefix("; ") or "the listing prints no figures",
             evidence={"source": text.name, "listing": index, **figures,
                       "largest_allocations": [_allocation_row(a) for a in largest],
                       "reconciliation_problems": [r.what for r in report.problems],

@@ -96,6 +96,9 @@ def parse_mesh(text: str | None) -> dict[str, int] | None:
         name, sep, size = part.strip().partition("=")
         if not sep or not name.strip() or not size.strip().isdigit() or int(size) < 1:
             raise ValueError(f"mesh axis {part.strip()!r} is not NAME=SIZE (e.g. data=8,model=4)")
+        if name.strip() in mesh:
+            raise ValueError(f"axis {name.strip()!r} is given twice ({name.strip()}={mesh[name.strip()]} and "
+                             f"{part.strip()}): name each axis once")
         mesh[name.strip()] = int(size)
     return mesh
 
