@@ -105,6 +105,7 @@ def parse_mesh(text: str | None) -> dict[str, int] | None:
 
 def _inputs(paths: Iterable[str], stdin: Callable[[], Any]) -> list[_Capture | TextInput | _DeviceProfile]:
     from tpudoctor import locations
+    from tpudoctor.cloud_knowledge.uri import split_user_gs_uri
     from tpudoctor.memory.device_profile import is_device_profile_name
     from tpudoctor.profile.sources import hostname_of, resolve
 
@@ -117,6 +118,7 @@ def _inputs(paths: Iterable[str], stdin: Callable[[], Any]) -> list[_Capture | T
             out.append(_DeviceProfile(path))
             continue
         if locations.is_gcs(path):
+            split_user_gs_uri(path)  # names a bucket, a valid one: said before any credentials are looked up
             if _is_text_object(path):
                 out.append(read_text(path, io.BytesIO(locations.read_bytes(path))))
             else:  # a capture object, a run prefix or a logdir prefix: the profile loader's own resolution
@@ -146,7 +148,13 @@ def _is_text_object(location: str) -> bool:
 
     if location.endswith("/") or location.endswith(CAPTURE_SUFFIXES):
         return False
-    return locations.find_object(location) is not None
+    if locations.find_object(location) is not None:
+        return True
+    files, folders = locations.list_level(location)
+    if not files and not folders:
+        raise InputError(f"{location}: no such object (nor a folder of captures by that name)",
+                         hint="gsutil ls the bucket to see what it holds")
+    return False
 
 
 def _read_stdin(stream: Any) -> TextInput:
@@ -307,7 +315,12 @@ def _capture(capture: _Capture, options: MemoryOptions, rules, findings: list[Fi
     if not locations.is_gcs(capture.location):
         return _capture_file(capture, capture.location, options, rules, findings)
     with tempfile.TemporaryDirectory(prefix="tpudoctor-memory-") as folder:  # the readers seek in a file
-        return _capture_file(capture, locations.local_copy(capture.location, folder), options, rules, findings)
+        path = locations.local_copy(capture.location, folder)
+        try:
+            return _capture_file(capture, path, options, rules, findings)
+        except InputError as exc:  # the user named the object, not the copy (which is gone once this returns)
+            raise InputError(exc.message.replace(path, capture.location),
+                             hint=exc.hint.replace(path, capture.location) if exc.hint else None) from None
 
 
 def _capture_file(capture: _Capture, path: str, options: MemoryOptions, rules, findings: list[Finding]
