@@ -55,7 +55,7 @@ MAX_TEXT_BYTES = 2 << 30
 MAX_GZIP_RATIO = 500
 """A gzip stream giving more than this many times its own size (past ``GZIP_BOMB_MIN_BYTES``) is a bomb: real logs
 compress 5 to 50 times."""
-GZIP_BOMB_MIN_BYTES = 64 << 20
+GZIP_BOMB_MIN_BYTES = 16 << 20
 
 
 
@@ -119,7 +119,11 @@ def _inputs(paths: Iterable[str], stdin: Callable[[], Any]) -> list[_Capture | T
             continue
         if locations.is_gcs(path):
             split_user_gs_uri(path)  # names a bucket, a valid one: said before any credentials are looked up
-            if _is_text_object(path):
+            entry = _text_object(path)
+            if entry is not None:
+                if entry.size_bytes > MAX_TEXT_BYTES:
+                    raise InputError(f"{path} holds more than {MAX_TEXT_BYTES >> 30} GiB of text",
+                                     hint="pass the part of the log around the failure")
                 out.append(read_text(path, io.BytesIO(locations.read_bytes(path))))
             else:  # a capture object, a run prefix or a logdir prefix: the profile loader's own resolution
                 resolved = resolve(path)
@@ -142,19 +146,21 @@ def _inputs(paths: Iterable[str], stdin: Callable[[], Any]) -> list[_Capture | T
     return out
 
 
-def _is_text_object(location: str) -> bool:
-    """A ``gs://`` location that is one object not named as a capture: a log (a prefix is a run or a logdir)."""
+def _text_object(location: str):
+    """The ``gs://`` object at ``location`` where it is one not named as a capture: a log (a prefix is a run or a
+    logdir, None); ``InputError`` where there is neither such an object nor a prefix."""
     from tpudoctor import locations
 
     if location.endswith("/") or location.endswith(CAPTURE_SUFFIXES):
-        return False
-    if locations.find_object(location) is not None:
-        return True
+        return None
+    entry = locations.find_object(location)
+    if entry is not None:
+        return entry
     files, folders = locations.list_level(location)
     if not files and not folders:
         raise InputError(f"{location}: no such object (nor a folder of captures by that name)",
                          hint="gsutil ls the bucket to see what it holds")
-    return False
+    return None
 
 
 def _read_stdin(stream: Any) -> TextInput:
