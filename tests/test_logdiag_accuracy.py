@@ -30,6 +30,14 @@ ISSUE_CLASSES = {
 }
 # Catalog classes no public thread was found for; their synthetic sig_<id>.log covers them.
 NO_PUBLIC_THREAD = {"coordinator-address", "hugepages-disabled", "pallas-libtpu-old"}
+# XLA error-catalog families (openxla/xla docs/errors): their pages' sample messages are the public source, one
+# test per page in test_logdiag_xla_errors.py; the held-out set 5 has threads for some, the corpus none yet.
+XLA_CATALOG_FAMILIES = {
+    "core-halted-infrastructure", "core-halted-compiler", "core-halted-launch-group", "core-halted-bounds-check",
+    "core-halted-semaphore", "core-halted-assertion", "core-halted", "program-input-mismatch", "hbm-oom-sparsecore",
+    "host-offload-output", "mosaic-matmul-type", "mosaic-block-tiling", "mosaic-unproven-alignment", "mosaic-compile",
+    "sparsecore-alloc", "sparsecore-replica-count", "shape-rank-mismatch",
+}
 
 
 def test_the_corpus_is_big_spread_and_documented():
@@ -47,7 +55,7 @@ def test_the_corpus_is_big_spread_and_documented():
     assert ISSUE_CLASSES <= classes, ISSUE_CLASSES - classes
     catalog_ids = set(load_catalog().ids())
     assert classes - {NO_DIAGNOSIS} <= catalog_ids
-    assert catalog_ids - classes <= NO_PUBLIC_THREAD, catalog_ids - classes - NO_PUBLIC_THREAD
+    assert catalog_ids - classes <= NO_PUBLIC_THREAD | XLA_CATALOG_FAMILIES, catalog_ids - classes - NO_PUBLIC_THREAD
 
 
 def test_top1_accuracy_on_the_whole_corpus():

@@ -307,6 +307,10 @@ class Diagnoser:
         files were fed one by one.
         """
         found = list(self._found.values())
+        # a specific signature seen anywhere explains the generic one it supersedes, also when a paste split
+        # the message over two events (XLA's scheckne line, then the launch-group sentence after a rule)
+        superseded = {sid for a in found for sid in a.signature.supersedes}
+        found = [a for a in found if a.signature.id not in superseded]
         if any(a.signature.fatal for a in found):  # a known root cause: an unrecognised crash is its consequence
             found = [a for a in found if not a.signature.fallback]
         keys = {id(a): sort_key(a.first_timestamp) for a in found}
