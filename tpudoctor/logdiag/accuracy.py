@@ -23,6 +23,8 @@ from tpudoctor.logdiag.catalog import Catalog
 from tpudoctor.logdiag.diagnose import diagnose_file
 
 NO_DIAGNOSIS = "none"
+OUTCOME_UNKNOWN = "outcome-unknown"
+"""A short excerpt that cannot tell: an abstention, a WARN that is no alarm (and, for a failed run, no PASS)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,8 +101,13 @@ class AccuracyReport:
 
     @property
     def healthy_alarms(self) -> list[ScoredLog]:
-        """Healthy runs given any finding (WARN or FAIL)."""
-        return [s for s in self.healthy if s.predicted != NO_DIAGNOSIS]
+        """Healthy runs given a finding (WARN or FAIL) other than "cannot tell" (``outcome-unknown``)."""
+        return [s for s in self.healthy if s.predicted not in (NO_DIAGNOSIS, OUTCOME_UNKNOWN)]
+
+    @property
+    def unknown(self) -> list[ScoredLog]:
+        """Logs the diagnosis said it cannot tell about (short excerpts with no failure and no sign of health)."""
+        return [s for s in self.scored if s.predicted == OUTCOME_UNKNOWN]
 
     @property
     def healthy_fail_rate(self) -> float:

@@ -100,6 +100,8 @@ class Signature:
     consequence: bool = False
     """What the healthy workers of a slice show when another worker fails (a lost connection, a barrier
     timeout): across workers it follows from a cause elsewhere, whatever its time."""
+    outcome_unknown: bool = False
+    """Given when a short excerpt holds no failure and no sign of a healthy run: it cannot tell (no patterns)."""
     xla_error: str = ""
     """The code XLA's error catalog gives this failure (``E0200``, ``E2xxx``, ``C0432``); its page is the docs."""
     xla_error_when: tuple[tuple[str, re.Pattern[str]], ...] = ()
@@ -298,6 +300,7 @@ def _signature(raw: dict[str, Any]) -> Signature:
     sid = raw.get("id")
     where = f"signature {sid!r}"
     fallback = bool(raw.get("fallback", False))
+    unknown = bool(raw.get("outcome_unknown", False))
     xla_error = str(raw.get("xla_error", ""))
     when = [(str(code), _compile(pattern, where)) for code, pattern in raw.get("xla_error_when", [])]
     for code in [xla_error, *(c for c, _ in when)]:
@@ -307,10 +310,10 @@ def _signature(raw: dict[str, Any]) -> Signature:
         if "docs" in raw:
             raise CatalogError(f"{where}: a signature with an xla_error has its page as the docs; drop 'docs'")
         raw = {**raw, "docs": xla_error_page(xla_error)}
-    for key in ("id", "title", "layer", "cause", "fix", "docs", "severity", "fatal") + (() if fallback else ("any",)):
+    for key in ("id", "title", "layer", "cause", "fix", "docs", "severity", "fatal") + (() if fallback or unknown else ("any",)):
         if key not in raw:
             raise CatalogError(f"{where}: missing '{key}'")
-    if fallback and (raw.get("any") or raw.get("all")):
+    if (fallback or unknown) and (raw.get("any") or raw.get("all")):
         raise CatalogError(f"{where}: the fallback has no patterns: it takes every error-level event no other "
                            "signature names (tpudoctor/logdiag/errorlevel.py)")
     if raw["layer"] not in _LAYERS:
@@ -318,7 +321,7 @@ def _signature(raw: dict[str, Any]) -> Signature:
     if not str(raw["docs"]).startswith("https://"):
         raise CatalogError(f"{where}: docs must be an https:// link")
     any_src = list(raw.get("any", ()))
-    if not any_src and not fallback:
+    if not any_src and not (fallback or unknown):
         raise CatalogError(f"{where}: 'any' is empty")
     extractors = [_extractor(spec, where) for spec in raw.get("extract", [])]
     fix = raw["fix"]
@@ -350,6 +353,7 @@ def _signature(raw: dict[str, Any]) -> Signature:
         folded=tuple(p.startswith("(?i)") for p in any_src),
         context=tuple(raw.get("context", ())),
         consequence=bool(raw.get("consequence", False)),
+        outcome_unknown=unknown,
         xla_error=xla_error,
         xla_error_when=tuple(when),
     )

@@ -261,7 +261,13 @@ def report_host_command(text: str, offset: int) -> dict[str, Any]:
                 None, None, None, f"tpudoctor check: TPU core halted; observed errors [{kind}] (XLA E0200)")}
 
 
+def excerpt_lines(text: str, offset: int) -> dict[str, Any]:
+    """How many lines the excerpt has (the outcome-unknown finding is about the whole of it)."""
+    return {"log_lines": text.count("\n") + 1}
+
+
 PARSERS: dict[str, Callable[[str, int], dict[str, Any]]] = {
+    "excerpt_lines": excerpt_lines,
     "report_host_command": report_host_command,
     "hbm_allocations": hbm_allocations,
     "grpc_status": grpc_status,
