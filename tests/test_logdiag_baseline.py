@@ -67,3 +67,17 @@ def test_a_baseline_log_without_a_failing_log_or_that_cannot_be_read_is_a_usage_
     assert code == 2 and "--baseline-log" in report["stderr"]
     code, _ = check("--log-file", str(PAIRS / "exit.bad.log"), "--baseline-log", str(tmp_path))
     assert code == 2
+
+
+def test_of_a_long_log_the_last_lines_are_mined_and_line_numbers_stay_the_files(monkeypatch, tmp_path):
+    import tpudoctor.logdiag.baseline as baseline
+
+    monkeypatch.setattr(baseline, "MAX_LINES", 20)
+    bad = tmp_path / "bad.log"
+    bad.write_text((PAIRS / "exit.bad.log").read_text(encoding="utf-8"), encoding="utf-8")
+    total = len(bad.read_text(encoding="utf-8").splitlines())
+    diff = baseline.compare_files(bad, PAIRS / "exit.good.log")
+    assert diff.failing_lines == 20
+    assert "data loader worker 3 died" in diff.ranked[0].first_line
+    assert bad.read_text(encoding="utf-8").splitlines()[diff.ranked[0].first_line_no - 1] == diff.ranked[0].first_line
+    assert diff.ranked[0].first_line_no > total - 20

@@ -16,6 +16,8 @@ from tpudoctor.logdiag import outcome
 from tpudoctor.logs.prefixes import unwrapped
 
 MAX_LINE_CHARS = 1000
+MAX_LINES = 200_000
+"""Of a longer log only its last lines are mined (about 60,000 lines a second): where a run ends says most."""
 MORE_FREQUENT = 5.0
 """A template counts as "much more frequent" when its rate per line in the failing run is this many times the good
 run's."""
@@ -83,7 +85,7 @@ def _message(line: str) -> str:
     return unwrapped(line.rstrip("\r\n"))[:MAX_LINE_CHARS].strip()
 
 
-def compare(failing: Iterable[str], good: Iterable[str]) -> BaselineDiff:
+def compare(failing: Iterable[str], good: Iterable[str], *, first_line_no: int = 1) -> BaselineDiff:
     """Templates new in ``failing`` (lines) or ``MORE_FREQUENT`` times as frequent as in ``good``, ranked."""
     miner = _miner()
     good_counts: dict[int, int] = {}
@@ -102,7 +104,7 @@ def compare(failing: Iterable[str], good: Iterable[str]) -> BaselineDiff:
         if message:
             cluster = miner.add_log_message(message)["cluster_id"]
             failing_counts[cluster] = failing_counts.get(cluster, 0) + 1
-            first.setdefault(cluster, (line.rstrip("\r\n")[:MAX_LINE_CHARS], failing_lines))
+            first.setdefault(cluster, (line.rstrip("\r\n")[:MAX_LINE_CHARS], failing_lines + first_line_no - 1))
     templates = {c.cluster_id: c.get_template() for c in miner.drain.clusters}
     deltas = []
     for cluster, count in failing_counts.items():
@@ -114,7 +116,7 @@ def compare(failing: Iterable[str], good: Iterable[str]) -> BaselineDiff:
         form = _error_form(line)
         deltas.append(TemplateDelta(templates[cluster], count, before, line, line_no,
                                     outcome.failure_words(line) or form, form is not None))
-    ranked = sorted(deltas, key=lambda d: _rank(d, failing_lines))
+    ranked = sorted(deltas, key=lambda d: _rank(d, failing_lines + first_line_no - 1))
     return BaselineDiff(failing_lines, good_lines, len(failing_counts), len(good_counts), tuple(ranked))
 
 
@@ -137,6 +139,20 @@ def _rank(delta: TemplateDelta, failing_lines: int) -> tuple:
             failing_lines - delta.first_line_no, delta.failing_count)
 
 
+def _tail(path: str | Path) -> tuple[list[str], int]:
+    """The last ``MAX_LINES`` lines of a file, and how many lines it has."""
+    import collections
+
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        kept: collections.deque[str] = collections.deque(maxlen=MAX_LINES)
+        total = 0
+        for total, line in enumerate(handle, start=1):  # noqa: B007 (total is the count after the loop)
+            kept.append(line)
+    return list(kept), total
+
+
 def compare_files(failing: str | Path, good: str | Path) -> BaselineDiff:
-    with open(failing, encoding="utf-8", errors="replace") as bad, open(good, encoding="utf-8", errors="replace") as ok:
-        return compare(bad, ok)
+    """``compare`` of two log files; of a longer one, its last ``MAX_LINES`` lines."""
+    bad, bad_total = _tail(failing)
+    ok, _ = _tail(good)
+    return compare(bad, ok, first_line_no=bad_total - len(bad) + 1)
