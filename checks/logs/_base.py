@@ -35,6 +35,8 @@ class _LogDiagnosisCheck(Check):
                 "catalog_version": scan.get("catalog_version")}
         if unread:
             base["unread_sources"] = [f"{s.get('source')}: {s.get('reason') or s.get('state')}" for s in unread]
+        if isinstance(scan.get("templates"), dict):  # a worker's: what merge compares across workers
+            base["log_templates"] = scan["templates"]
         if scan.get("truncated"):
             base["truncated_at_entries"] = scan.get("entries")  # only the oldest entries were read
         if not diagnoses:

@@ -69,3 +69,11 @@ def log_failure(signature: str, message: str, timestamp: str | None) -> Finding:
 def logs_read() -> Finding:
     return Finding(id="LOGS-003", step=Step.LOGS, title="Your job's log files", status=Status.PASS,
                    message="no error in 2 log lines", severity=Severity.INFO)
+
+
+def logs_templated(*templates: tuple[str, int, bool]) -> Finding:
+    """A worker's log check with its log's template summary (template, count, error) as ``check --worker`` writes."""
+    top = [{"template": t, "count": n, "error": e} for t, n, e in templates]
+    return Finding(id="LOGS-001", step=Step.LOGS, title="Errors in the job log", status=Status.PASS,
+                   message="no error-level event in 40 log lines", severity=Severity.INFO,
+                   evidence={"log_templates": {"log": "train.log", "templates_total": len(top), "top": top}})

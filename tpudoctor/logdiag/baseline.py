@@ -156,3 +156,44 @@ def compare_files(failing: str | Path, good: str | Path) -> BaselineDiff:
     bad, bad_total = _tail(failing)
     ok, _ = _tail(good)
     return compare(bad, ok, first_line_no=bad_total - len(bad) + 1)
+
+
+SUMMARY_TEMPLATES = 20
+"""How many templates a log's summary keeps: enough for a worker's odd lines, small enough for its report."""
+SUMMARY_TEMPLATE_CHARS = 200
+
+
+@dataclasses.dataclass(frozen=True)
+class TemplateCount:
+    """One template of a log (times, numbers and ids masked) and how many of its lines have it."""
+
+    template: str
+    count: int
+    error_form: bool
+    """Its first line is an exception line, an error-level line, or reads as a failure."""
+
+
+def summarize(lines: Iterable[str], *, keep: int = SUMMARY_TEMPLATES) -> tuple[tuple[TemplateCount, ...], int]:
+    """The ``keep`` templates of one log that say most about it, and how many templates it has: those whose
+    first line reads as an error or failure first (a failure is printed once, so a cut by count alone would drop
+    it), then the most frequent; each cut to ``SUMMARY_TEMPLATE_CHARS``."""
+    miner = _miner()
+    counts: dict[int, int] = {}
+    erring: dict[int, bool] = {}
+    for line in lines:
+        message = _message(line)
+        if message:
+            cluster = miner.add_log_message(message)["cluster_id"]
+            counts[cluster] = counts.get(cluster, 0) + 1
+            if cluster not in erring:
+                erring[cluster] = _error_form(line) is not None or outcome.failure_words(line) is not None
+    templates = {c.cluster_id: c.get_template() for c in miner.drain.clusters}
+    order = sorted(counts, key=lambda c: (not erring[c], -counts[c], c))[:keep]
+    return tuple(TemplateCount(templates[c][:SUMMARY_TEMPLATE_CHARS], counts[c], erring[c]) for c in order), \
+        len(counts)
+
+
+def summarize_file(path: str | Path, *, keep: int = SUMMARY_TEMPLATES) -> tuple[tuple[TemplateCount, ...], int]:
+    """``summarize`` of a log file; of a longer one, its last ``MAX_LINES`` lines."""
+    lines, _ = _tail(path)
+    return summarize(lines, keep=keep)

@@ -46,10 +46,27 @@ class LogFilesProvider(FactProvider):
         summary = scan_summary(diagnoser, sources)
         if ctx.options.baseline_log:
             with_baseline(summary, paths, ctx.options.baseline_log)
+        if ctx.target.worker not in (None, ""):
+            with_templates(summary, paths)
         return {"logs.user_files": summary}
 
 
 BASELINE_TOP = 3
+
+
+def with_templates(summary: dict[str, Any], paths: list[str]) -> None:
+    """A worker's report carries its log's templates (masked, bounded; not the log), so ``merge`` can name the
+    worker whose log has lines its peers' lack. Only a file's: stdin or a FIFO is read once, by the diagnosis."""
+    from pathlib import Path
+
+    from tpudoctor.logdiag.baseline import summarize_file
+
+    files = [p for p in paths if p != "-" and Path(p).is_file()]
+    if not files:
+        return
+    kept, total = summarize_file(files[0])
+    summary["templates"] = {"log": files[0], "templates_total": total,
+                            "top": [{"template": t.template, "count": t.count, "error": t.error_form} for t in kept]}
 
 
 def with_baseline(summary: dict[str, Any], paths: list[str], baseline: str) -> None:
