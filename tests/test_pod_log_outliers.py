@@ -51,3 +51,36 @@ def test_reports_without_summaries_are_skipped(tmp_path):
         assert main(["check", "LOGS-001", "--log-file", str(LOGS / "healthy_jax_training.log"), "--format", "json",
                      "-o", str(folder / f"{worker}.json")]) in (0, 1)
     assert _merged(tmp_path, folder)["status"] == "SKIP"
+
+
+def test_every_worker_a_little_unique_is_no_outlier_but_an_error_of_its_own_is():
+    from tpudoctor.checks.slice._examples import fanned_out, logs_templated, worker_report
+    from tpudoctor.checks.slice.log_outliers import LogOutliers
+    from tpudoctor.facts import Facts
+    from tpudoctor.findings import Status
+
+    step = ("<TIME> INFO trainer.py:<NUM>] step <NUM> loss=<NUM>", 400, False)
+
+    def judged(*own):
+        reports = [worker_report(str(w), results=(logs_templated(step, extra),)) for w, extra in enumerate(own)]
+        return LogOutliers().evaluate(Facts(fanned_out(*reports)))
+
+    # each worker logs its own hostname line: every one is unique, none stands out
+    hosts = [(f"connected to coordinator from host-{w}", 1, False) for w in range(4)]
+    assert judged(*hosts).status is Status.PASS
+    # two workers, each with its own line and no error: nothing says which one is odd
+    assert judged(*hosts[:2]).status is Status.PASS
+    oom = ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer", 1, True)
+    result = judged(hosts[0], oom)
+    assert result.status is Status.WARN and result.evidence["outlier_workers"] == ["1"]
+    assert "only 2 workers compared" in result.message
+
+
+def test_template_summaries_are_scrubbed_of_secrets(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("I1205 10:00:00.000 1 fetch.py:12] fetching with token "
+                   "ya29.a0AfH6SMBxyzSECRETSECRETSECRET0123456789abcdef\n")
+    assert main(["check", "LOGS-001", "--log-file", str(log), "--worker", "0", "--format", "json",
+                 "-o", str(tmp_path / "0.json")]) in (0, 1)
+    text = (tmp_path / "0.json").read_text()
+    assert "log_templates" in text and "ya29.a0AfH6SMB" not in text
