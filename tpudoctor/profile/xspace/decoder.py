@@ -124,7 +124,7 @@ class XSpaceDecoder:
 
     def __init__(self, planes: Callable[[], Iterable[Any]], errors: list[str], warnings: list[str],
                  release: Callable[[], None] | None = None, jit: Any = None):
-        """``jit``: the compiled decoder's module (``jit_kernels()``), or None for the numpy one."""
+        """``jit``: the compiled decoder (``jit_kernels()``), or None for the numpy one."""
         self.planes = planes
         self.errors, self.warnings = errors, warnings
         self.release = release
@@ -479,13 +479,12 @@ def _line_header_jit(jit: Any, data: bytes, plane_index: int) -> tuple:
     return plane_index, line_id, name, display_name, timestamp_ns, duration_ps, n_events
 
 
-def jit_kernels() -> Any:
-    """The compiled decoder (``jit_wire``), None where numba is not installed or does not load."""
-    try:
-        from tpudoctor.profile.xspace import jit_wire
-    except Exception:  # noqa: BLE001 - numba missing, or built against another numpy: the numpy decoder
-        return None
-    return jit_wire
+def jit_kernels(*, compile_if_missing: bool = True) -> Any:
+    """The compiled decoder (``compiled.Kernels``), None where numba or llvmlite is missing or does not
+    load, or (``compile_if_missing`` false) where this machine has not compiled it yet."""
+    from tpudoctor.profile.xspace import compiled
+
+    return compiled.kernels(compile_if_missing)
 
 
 def _parse_line(data: bytes, plane_index: int):

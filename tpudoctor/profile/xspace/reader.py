@@ -19,7 +19,8 @@ from tpudoctor.profile.xspace.tables import build_host_profile
 
 STREAM_MIN_BYTES = 64 << 20  # smaller files are read whole (one parse; every error message has the whole file)
 DEFAULT_OPTIONS = LoadOptions()
-JIT_MIN_BYTES = 4 << 20  # smaller captures decode in less time than numba takes to import
+JIT_MIN_BYTES = 4 << 20  # smaller captures decode in less time than the compiled decoder takes to load (~0.05 s)
+JIT_COMPILE_MIN_BYTES = 256 << 20  # compiling it (3-5 s, once per machine) pays from about this size
 
 
 def decode_host(data: bytes, *, hostname: str, source: str, options: LoadOptions = DEFAULT_OPTIONS) -> HostProfile:
@@ -71,10 +72,14 @@ def decode_host_file(path: str, *, hostname: str, source: str, options: LoadOpti
 
 
 def jit_decoder(options: LoadOptions, size_bytes: int):
-    """The compiled decoder's module where ``options.decoder`` asks for it ("jit") or lets it
-    ("auto": numba is installed and the capture is at least ``JIT_MIN_BYTES``); else None (numpy)."""
+    """The compiled decoder where ``options.decoder`` asks for it ("jit"), or lets it ("auto") and the
+    capture pays for it: from ``JIT_MIN_BYTES`` where this machine has it compiled already (loading it
+    takes milliseconds), from ``JIT_COMPILE_MIN_BYTES`` where it must be compiled first (seconds);
+    else None: the numpy decoder."""
     if options.decoder == "numpy" or (options.decoder == "auto" and size_bytes < JIT_MIN_BYTES):
         return None
+    if options.decoder == "auto" and size_bytes < JIT_COMPILE_MIN_BYTES:
+        return jit_kernels(compile_if_missing=False)
     return jit_kernels()
 
 
