@@ -11,7 +11,6 @@ can be written the kernels still run, compiled anew in each process.
 from __future__ import annotations
 
 import ctypes
-import functools
 import hashlib
 import os
 import tempfile
@@ -56,10 +55,26 @@ class Kernels:
         return tuple(out.tolist())
 
 
-@functools.cache
+_LOADED: list[Kernels] = []  # the kernels once loaded: one engine per process
+
+
 def kernels(compile_if_missing: bool = True) -> Kernels | None:
     """The kernels from the cache, else (``compile_if_missing``) compiled by numba and cached;
     None where they cannot be had."""
+    if not _LOADED:
+        loaded = _kernels(compile_if_missing)
+        if loaded is None:
+            return None
+        _LOADED.append(loaded)
+    return _LOADED[0]
+
+
+def forget() -> None:
+    """Drop the loaded kernels (the next ``kernels()`` reads the cache again)."""
+    _LOADED.clear()
+
+
+def _kernels(compile_if_missing: bool) -> Kernels | None:
     try:
         import llvmlite.binding as llvm
     except Exception:  # noqa: BLE001 - llvmlite missing or broken: the numpy decoder
@@ -67,10 +82,7 @@ def kernels(compile_if_missing: bool = True) -> Kernels | None:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     path = _cache_path(llvm)
-    try:
-        code = path.read_bytes() if path is not None else None
-    except OSError:
-        code = None
+    code = _read_cache(path)
     if code is None:
         if not compile_if_missing:
             return None
@@ -79,14 +91,7 @@ def kernels(compile_if_missing: bool = True) -> Kernels | None:
         except Exception:  # noqa: BLE001 - numba missing, or built against another numpy
             return None
         _store(path, code)
-    try:
-        return _load(llvm, code)
-    except Exception:  # noqa: BLE001 - a damaged cache file: compile again once
-        if not compile_if_missing:
-            return None
-        code = _compile()
-        _store(path, code)
-        return _load(llvm, code)
+    return _load(llvm, code)
 
 
 def is_cached() -> bool:
@@ -113,6 +118,22 @@ def _cache_path(llvm) -> Path | None:
     return Path(folder) / f"xspace-decoder-{key.hexdigest()[:24]}.o"
 
 
+_MAGIC = b"tpudoctor-xspace-decoder-1\n"
+
+
+def _read_cache(path: Path | None) -> bytes | None:
+    """The cached code, None where there is none or it is not whole (LLVM must never see a damaged
+    object file: it does not check one, it crashes): the file carries its own SHA-256."""
+    try:
+        data = path.read_bytes() if path is not None else b""
+    except OSError:
+        return None
+    head = len(_MAGIC) + 32
+    if not data.startswith(_MAGIC) or hashlib.sha256(data[head:]).digest() != data[len(_MAGIC):head]:
+        return None
+    return data[head:]
+
+
 def _store(path: Path | None, code: bytes) -> None:
     """Write the object code beside its final name, then rename: a reader never sees half a file."""
     if path is None:
@@ -120,7 +141,7 @@ def _store(path: Path | None, code: bytes) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, delete=False) as handle:
-            handle.write(code)
+            handle.write(_MAGIC + hashlib.sha256(code).digest() + code)
         os.replace(handle.name, path)
     except OSError:
         pass  # a read-only home: compiled again next time
