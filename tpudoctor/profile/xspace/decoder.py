@@ -218,13 +218,15 @@ class XSpaceDecoder:
         text_base = batch_events = row = 0
         for plane_index, plane in enumerate(self.planes()):
             stat_ids, stat_row_offset = headers.stat_ids[plane_index], int(headers.stat_offsets[plane_index])
+            stat_row_by_id = _dense_rows(stat_ids, stat_row_offset)
             for line_bytes in plane.lines:
                 data = np.frombuffer(line_bytes, dtype=np.uint8)
                 pos = 0
                 while True:
                     n_events, pos, n_stats, error = jit.decode_line_events(
                         data, pos, len(data), BATCH_EVENTS - batch_events, row, text_base, fields.metadata_id,
-                        fields.offset_ps, fields.duration_ps, stat_ids, stat_row_offset, wanted_row, *stats.arrays,
+                        fields.offset_ps, fields.duration_ps, stat_row_by_id, stat_ids, stat_row_offset, wanted_row,
+                        *stats.arrays,
                         stats.n)
                     row += n_events
                     batch_events += n_events
@@ -259,8 +261,22 @@ class XSpaceDecoder:
 _PADDING = bytes(wire.PAD_BYTES)
 
 
+DENSE_STAT_IDS = 1 << 20  # a plane whose stat ids are all below this is looked up in a table, not searched
+
+
+def _dense_rows(ids: np.ndarray, offset: int) -> np.ndarray:
+    """Name row by stat id (-1: none) for a plane whose ids are small counters; empty otherwise."""
+    if not len(ids) or ids[0] < 0 or ids[-1] >= DENSE_STAT_IDS:
+        return np.zeros(0, dtype=np.int64)
+    table = np.full(int(ids[-1]) + 1, -1, dtype=np.int64)
+    table[ids] = np.arange(offset, offset + len(ids), dtype=np.int64)
+    return table
+
+
 class _StatArrays:
-    """The compiled decoder's stat output for one batch, grown when an event needs more room."""
+    """The compiled decoder's stat output for one batch, grown when an event needs more room; the
+    same arrays serve every batch (fresh ones would page-fault in again each time), so a batch's
+    stats are views that the next batch overwrites: ``read_events``' rule, drop one before the next."""
 
     def __init__(self, capacity: int):
         self.n = 0
@@ -279,10 +295,9 @@ class _StatArrays:
         self.arrays = larger
 
     def batch(self, pieces: list[bytes], headers: SpaceHeaders, fields: EventFields) -> StatBatch:
-        """The stats gathered so far as a ``StatBatch`` over the joined bytes of its lines; the next
-        batch gets fresh arrays."""
+        """The stats gathered so far as a ``StatBatch`` over the joined bytes of its lines."""
         event, name_row, kind, raw, text_start, text_length = (array[:self.n] for array in self.arrays)
-        self.arrays, self.n = self._allocate(len(self.arrays[0])), 0
+        self.n = 0
         stats = {"event": event, "plane": fields.plane[event], "name_row": name_row, "kind": kind, "raw": raw,
                  "text_start": text_start, "text_length": text_length}
         data = pieces[0] if len(pieces) == 1 else b"".join(pieces)

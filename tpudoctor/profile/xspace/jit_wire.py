@@ -108,12 +108,13 @@ def _fixed64(buf, pos):
 
 @njit(cache=True, nogil=True)
 def decode_line_events(buf, pos, end, max_events, row, text_base, metadata_id, offset_ps, duration_ps,
-                       stat_ids, stat_row_offset, wanted_row, out_event, out_name_row, out_kind, out_raw,
+                       stat_row_by_id, stat_ids, stat_row_offset, wanted_row, out_event, out_name_row, out_kind, out_raw,
                        out_text_start, out_text_length, n_stats):
     """Decode the events of the XLine in ``buf[pos:end]`` from ``pos`` on, at most ``max_events``:
     their fields into ``metadata_id``/``offset_ps``/``duration_ps`` from ``row`` on, their stats
     whose name row is ``wanted_row`` into the ``out_*`` arrays from ``n_stats`` on (text positions
-    plus ``text_base``). Returns (events decoded, position to go on from, stats now, error); ``FULL``
+    plus ``text_base``). A stat's name row is ``stat_row_by_id[its id]`` where that table is given (a
+    plane's ids are small counters), else found in the plane's sorted ``stat_ids``. Returns (events decoded, position to go on from, stats now, error); ``FULL``
     when the stat arrays have no room for the next event (grow them and call again from there)."""
     capacity = len(out_event)
     n_events = 0
@@ -201,7 +202,10 @@ def decode_line_events(buf, pos, end, max_events, row, text_base, metadata_id, o
                         if pos < 0:
                             return n_events, field_start, n_stats, TRUNCATED
                 name_row = -1
-                if len(stat_ids):
+                if len(stat_row_by_id):
+                    if 0 <= stat_metadata_id < len(stat_row_by_id):
+                        name_row = stat_row_by_id[stat_metadata_id]
+                elif len(stat_ids):
                     at = np.searchsorted(stat_ids, stat_metadata_id)
                     if at < len(stat_ids) and stat_ids[at] == stat_metadata_id:
                         name_row = stat_row_offset + at
