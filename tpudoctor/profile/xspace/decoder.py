@@ -10,6 +10,9 @@ time are joined into one buffer and their fields and stats decoded together with
 (``tpudoctor.profile.wire``), each field read where protobuf writes it. Plane/line headers and the
 metadata tables (thousands of entries, not millions) are read as ordinary messages.
 
+With ``jit`` (``compiled.Kernels``), each line's bytes are walked once by compiled code instead
+(``jit_wire``): the same fields and stats, 5-10x quicker than the numpy rounds on large captures.
+
 The planes come from a callable called twice (headers, then events), each line parsed when it is
 reached, so that a file read plane by plane (``planes_on_disk``) holds one parsed line at a time.
 """
