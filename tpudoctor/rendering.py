@@ -1,14 +1,18 @@
-"""One table from (document kind, format) to the renderer that formats it, for every command's report.
+"""From a prepared document to its output in one format, for every command's report.
 
 A command prepares its document once (``tpudoctor.documents``: scrubbed, redacted, validated), then asks
-``render(document, fmt)``; the table says which renderer formats that kind in that format and which options it
-takes (``verbose``, ``color``; ``gate``, the run's ``tpudoctor.findings.Gate``, for JUnit). Renderers are imported only when used, so ``--help`` loads none of them.
+``render(document, fmt)``. A kind with a view (``VIEWS``) is ``EMITTERS[fmt](VIEWS[kind](document))``, and its
+JSON is the prepared document itself; the kinds not moved yet have a renderer per format (``RENDERERS``). Options
+(``verbose``, ``color``; ``gate``, the run's ``tpudoctor.findings.Gate``, for JUnit) go to whoever takes them.
+Views and emitters are imported only when used, so ``--help`` loads none of them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
+import json
 from typing import Any
 
 from tpudoctor.errors import TpudoctorError
@@ -44,11 +48,6 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
     ("hang", "markdown"): Renderer("tpudoctor.reports.hang_markdown:render", ("verbose",), reads_back=_HANG_BACK),
     ("hang", "html"): Renderer("tpudoctor.reports.hang_html:render", reads_back=_HANG_BACK),
     ("hang", "junit"): Renderer("tpudoctor.reports.hang_junit:render", ("gate",), reads_back=_HANG_BACK),
-    ("diag", "text"): Renderer("tpudoctor.reports.diag_text:render", ("verbose",)),
-    ("diag", "json"): Renderer("tpudoctor.reports.diag_json:render"),
-    ("diag", "markdown"): Renderer("tpudoctor.reports.diag_markdown:render", ("verbose",)),
-    ("diag", "html"): Renderer("tpudoctor.reports.diag_html:render"),
-    ("diag", "junit"): Renderer("tpudoctor.reports.diag_junit:render", ("gate",)),
     ("memory", "text"): Renderer("tpudoctor.reports.memory_text:render", ("verbose",)),
     ("memory", "json"): Renderer("tpudoctor.reports.memory_json:render"),
     ("memory", "markdown"): Renderer("tpudoctor.reports.memory_markdown:render", ("verbose",)),
@@ -67,6 +66,24 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
 }
 
 
+VIEWS: dict[str, str] = {
+    "diag": "tpudoctor.reports.views.diag:view",
+}
+"""Report kind -> ``module:function`` that makes its ``reports.view.View`` from the prepared document."""
+
+EMITTERS: dict[str, str] = {
+    "text": "tpudoctor.reports.emit_text:emit",
+    "markdown": "tpudoctor.reports.emit_markdown:emit",
+    "html": "tpudoctor.reports.emit_html:emit",
+    "junit": "tpudoctor.reports.emit_junit:emit",
+}
+"""Format -> ``module:function`` that draws a view; JSON is the prepared document (``render_json``)."""
+
+
+def render_json(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, default=str) + "\n"
+
+
 def _load(target: str) -> Any:
     module, _, attr = target.partition(":")
     value: Any = importlib.import_module(module)
@@ -78,6 +95,14 @@ def _load(target: str) -> Any:
 def render(document: dict[str, Any], fmt: str, **options: Any) -> str:
     """``document`` (a prepared report document, its ``kind`` set) in ``fmt``."""
     kind = str(document.get("kind") or "")
+    if kind in VIEWS:
+        if fmt == "json":
+            return render_json(document)
+        if fmt not in EMITTERS:
+            raise TpudoctorError(f"no {fmt} emitter (formats: json, {', '.join(EMITTERS)})")
+        emit = _load(EMITTERS[fmt])
+        taken = inspect.signature(emit).parameters
+        return emit(_load(VIEWS[kind])(document), **{k: v for k, v in options.items() if k in taken})
     renderer = RENDERERS.get((kind, fmt))
     if renderer is None:
         raise TpudoctorError(f"no {fmt} renderer for a {kind or 'kind-less'} document")

@@ -1,0 +1,34 @@
+"""A view as JUnit XML: one testcase per finding. The run's ``Gate`` (``tpudoctor.findings``) decides both the exit
+status and which testcases are a ``<failure>`` (an ``<error>`` for ERROR), so ``failures`` + ``errors`` is 0
+exactly when the run exits 0 on its findings; the suite's properties are the view's headline facts."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from tpudoctor.findings import DEFAULT_GATE, Gate
+from tpudoctor.reports.check_junit import add_testcase, suite_counts
+from tpudoctor.reports.escape import junit_document, plain
+from tpudoctor.reports.view import View
+
+
+def emit(view: View, *, gate: Gate = DEFAULT_GATE) -> str:
+    suite_facts = view.suite
+    suites = ET.Element("testsuites", name="tpudoctor")
+    attributes = {"name": suite_facts.name, "tests": str(len(view.findings)), **suite_counts(view.findings, gate)}
+    if suite_facts.duration_s is not None:
+        attributes["time"] = f"{suite_facts.duration_s:.3f}"
+    if suite_facts.timestamp:
+        attributes["timestamp"] = suite_facts.timestamp
+    if suite_facts.hostname:
+        attributes["hostname"] = suite_facts.hostname
+    suite = ET.SubElement(suites, "testsuite", attributes)
+    if suite_facts.properties:
+        props = ET.SubElement(suite, "properties")
+        for name, value in suite_facts.properties:
+            ET.SubElement(props, "property", name=name, value=value)
+    for finding in view.findings:
+        add_testcase(suite, finding, classname=suite_facts.classname, gate=gate)
+    if suite_facts.summary:
+        ET.SubElement(suite, "system-out").text = plain(suite_facts.summary)
+    return junit_document(suites)
