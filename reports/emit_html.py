@@ -36,14 +36,14 @@ def emit(view: View) -> str:
 def _section(section: Section) -> list[str]:
     parts = ["<div class=\"box\">" if section.marked else ""]
     if section.title:
-        parts.append(f"<h2>{e(section.title)}</h2>")
+        parts.append(f"<h{section.level}>{e(section.title)}</h{section.level}>")
     parts += [f"<p>{e(note)}</p>" for note in section.notes]
     if section.findings:
         parts += ["<ul>", *(_finding(f) for f in section.findings), "</ul>"]
     if section.table is not None:
         parts.append(table_html(section.table))
-    if section.code:
-        parts.append("<pre>" + e("\n".join(section.code)) + "</pre>")
+    if section.code or section.commands:
+        parts.append("<pre>" + e("\n".join([*section.code, *section.commands])) + "</pre>")
     if section.chart is not None:
         parts.append(chart_svg(section.chart))
     if section.marked:

@@ -21,7 +21,7 @@ def emit(view: View, *, verbose: bool = False) -> str:
 
 
 def _section(section: Section, verbose: bool) -> list[str]:
-    lines = [f"## {md(section.title)}", ""] if section.title else []
+    lines = [f"{'#' * section.level} {md(section.title)}", ""] if section.title else []
     for note in section.notes:
         lines += [md(note), ""]
     if section.findings:
@@ -32,6 +32,8 @@ def _section(section: Section, verbose: bool) -> list[str]:
         lines += [*table_lines(section.table), ""]
     if section.code:
         lines += [*markdown_fence(list(section.code)), ""]
+    if section.commands:
+        lines += [*markdown_fence(list(section.commands), "sh"), ""]
     return lines
 
 

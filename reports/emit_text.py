@@ -32,10 +32,10 @@ def emit(view: View, *, verbose: bool = False, color: bool = False, width: int =
 
 
 def _section(console: Console, section: Section, verbose: bool) -> None:
-    indent = ""
+    indent = "  " * max(section.level - 2, 0)  # a part of the part before sits under it
     if section.title:
-        console.print(f"[bold]{escape(section.title)}[/bold]")
-        indent = "  "
+        console.print(f"{indent}[bold]{escape(section.title)}[/bold]")
+        indent += "  "
     for note in section.notes:
         console.print(f"{indent}{escape(note)}")
     for finding in section.findings:
@@ -45,6 +45,8 @@ def _section(console: Console, section: Section, verbose: bool) -> None:
             console.print(f"{indent}{escape(line)}")
     for line in section.code:
         console.print(f"{indent}  {escape(line)}")
+    for command in section.commands:
+        console.print(f"{indent}  [cyan]$ {escape(command)}[/cyan]")
 
 
 def _finding(console: Console, finding: Finding, indent: str, verbose: bool) -> None:

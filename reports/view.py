@@ -59,12 +59,16 @@ class Section:
     findings: tuple[Finding, ...] = ()
     table: Table | None = None
     code: tuple[str, ...] = ()
-    """Preformatted lines (a stack, commands), kept as they are."""
+    """Preformatted lines (a stack), kept as they are."""
+    commands: tuple[str, ...] = ()
+    """Shell commands to run: ``$ command`` in text, a ``sh`` block in Markdown."""
     chart: Chart | None = None
     verbose_only: bool = False
     """Shown with ``-v`` (text and Markdown); HTML shows every section."""
     marked: bool = False
     """Set apart (HTML frames it): the root cause, the verdict."""
+    level: int = 2
+    """Its heading's level: 2 a part of the report, 3 a part of the part before."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,8 +35,6 @@ def test_a_kind_with_a_view_has_no_renderer_left():
 def test_every_entry_loads(key):
     renderer = RENDERERS[key]
     assert callable(_load(renderer.target))
-    if renderer.reads_back:
-        assert callable(_load(renderer.reads_back))
 
 
 def test_a_document_of_no_known_kind_is_a_clear_error():

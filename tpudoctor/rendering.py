@@ -27,11 +27,7 @@ class Renderer:
     """The keyword options it takes; others given to ``render`` are not its business."""
     takes_format: bool = False
     """One function renders several formats: it is given the format as its second argument."""
-    reads_back: str | None = None
-    """``module:callable`` that turns the document into the object the renderer formats (a report read back)."""
 
-
-_HANG_BACK = "tpudoctor.hang.report:HangReport.from_dict"
 
 RENDERERS: dict[tuple[str, str], Renderer] = {
     ("profile", "text"): Renderer("tpudoctor.reports.profile_text:render_document", ("color",)),
@@ -43,11 +39,6 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
     ("goodput", "markdown"): Renderer("tpudoctor.reports.goodput_markdown:render"),
     ("goodput", "html"): Renderer("tpudoctor.reports.goodput_html:render"),
     ("goodput", "junit"): Renderer("tpudoctor.reports.goodput_junit:render", ("gate",)),
-    ("hang", "text"): Renderer("tpudoctor.reports.hang_text:render", ("verbose", "color"), reads_back=_HANG_BACK),
-    ("hang", "json"): Renderer("tpudoctor.reports.hang_json:render_document"),
-    ("hang", "markdown"): Renderer("tpudoctor.reports.hang_markdown:render", ("verbose",), reads_back=_HANG_BACK),
-    ("hang", "html"): Renderer("tpudoctor.reports.hang_html:render", reads_back=_HANG_BACK),
-    ("hang", "junit"): Renderer("tpudoctor.reports.hang_junit:render", ("gate",), reads_back=_HANG_BACK),
     ("memory", "text"): Renderer("tpudoctor.reports.memory_text:render", ("verbose",)),
     ("memory", "json"): Renderer("tpudoctor.reports.memory_json:render"),
     ("memory", "markdown"): Renderer("tpudoctor.reports.memory_markdown:render", ("verbose",)),
@@ -68,6 +59,7 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
 
 VIEWS: dict[str, str] = {
     "diag": "tpudoctor.reports.views.diag:view",
+    "hang": "tpudoctor.reports.views.hang:view",
 }
 """Report kind -> ``module:function`` that makes its ``reports.view.View`` from the prepared document."""
 
@@ -106,7 +98,6 @@ def render(document: dict[str, Any], fmt: str, **options: Any) -> str:
     renderer = RENDERERS.get((kind, fmt))
     if renderer is None:
         raise TpudoctorError(f"no {fmt} renderer for a {kind or 'kind-less'} document")
-    subject = _load(renderer.reads_back)(document) if renderer.reads_back else document
     given = {k: v for k, v in options.items() if k in renderer.options}
     function = _load(renderer.target)
-    return function(subject, fmt, **given) if renderer.takes_format else function(subject, **given)
+    return function(document, fmt, **given) if renderer.takes_format else function(document, **given)
