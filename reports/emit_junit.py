@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 from tpudoctor.findings import DEFAULT_GATE, Gate
 from tpudoctor.reports.check_junit import add_testcase, suite_counts
-from tpudoctor.reports.escape import junit_document, plain
+from tpudoctor.reports.escape import junit_document, lines
 from tpudoctor.reports.view import View
 
 
@@ -30,5 +30,5 @@ def emit(view: View, *, gate: Gate = DEFAULT_GATE) -> str:
     for finding in view.findings:
         add_testcase(suite, finding, classname=suite_facts.classname, gate=gate)
     if suite_facts.summary:
-        ET.SubElement(suite, "system-out").text = plain(suite_facts.summary)
+        ET.SubElement(suite, "system-out").text = lines(suite_facts.summary)
     return junit_document(suites)

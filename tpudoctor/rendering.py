@@ -48,10 +48,6 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
     ("bench", "json"): Renderer("tpudoctor.reports.bench_json:render"),
     ("bench", "markdown"): Renderer("tpudoctor.reports.bench_markdown:render"),
     ("bench", "junit"): Renderer("tpudoctor.reports.bench_junit:render", ("gate",)),
-    **{(kind, fmt): Renderer("tpudoctor.reports.profile_compare:render", ("gate",), takes_format=True)
-       for kind in (PROFILE_COMPARE, PROFILE_HISTORY) for fmt in ("text", "json", "markdown", "html", "junit")},
-    **{(GOODPUT_COMPARE, fmt): Renderer("tpudoctor.reports.goodput_compare:render", ("gate",), takes_format=True)
-       for fmt in ("text", "json", "markdown", "html", "junit")},
     **{("pipeline_whatif", fmt): Renderer("tpudoctor.reports.pipeline_whatif:render", takes_format=True)
        for fmt in ("text", "json", "markdown", "html")},
 }
@@ -60,6 +56,7 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
 VIEWS: dict[str, str] = {
     "diag": "tpudoctor.reports.views.diag:view",
     "hang": "tpudoctor.reports.views.hang:view",
+    **{kind: "tpudoctor.reports.views.compare:view" for kind in (PROFILE_COMPARE, PROFILE_HISTORY, GOODPUT_COMPARE)},
 }
 """Report kind -> ``module:function`` that makes its ``reports.view.View`` from the prepared document."""
 

@@ -242,7 +242,7 @@ def test_profile_report_in_every_format(profile_report, data):
 def test_compare_output_in_every_format(real_report, data):
     from tpudoctor.profile.compare import compare
     from tpudoctor.profile.history import judge_history
-    from tpudoctor.reports.profile_compare import render
+    from tpudoctor.rendering import render
 
     h = lambda: data.draw(hostile)  # noqa: E731
     a, b = poison_profile(real_report, h), poison_profile(real_report, h)
@@ -372,7 +372,7 @@ def test_goodput_report_in_every_format(data):
 def test_goodput_comparison_in_every_format(data):
     from tpudoctor.goodput.analyze import analyze_paths
     from tpudoctor.goodput.compare import compare_goodput
-    from tpudoctor.reports.goodput_compare import render
+    from tpudoctor.rendering import render
 
     clean = analyze_paths([str(GOODPUT_LOG)])
     result = compare_goodput(_poison_strings(clean, _pool(data)), _poison_strings(clean, _pool(data)))
