@@ -39,7 +39,8 @@ def _section(section: Section) -> list[str]:
         parts.append(f"<h{section.level}>{e(section.title)}</h{section.level}>")
     parts += [f"<p>{e(note)}</p>" for note in section.notes]
     if section.findings:
-        parts += ["<ul>", *(_finding(f) for f in section.findings), "</ul>"]
+        parts += ["<ul>", *(_finding(f, brief=f.id in section.shown_above, scope=not section.scope_said)
+                               for f in section.findings), "</ul>"]
     if section.table is not None:
         parts.append(table_html(section.table))
     if section.code or section.commands:
@@ -51,8 +52,10 @@ def _section(section: Section) -> list[str]:
     return [p for p in parts if p]
 
 
-def _finding(finding: Finding) -> str:
-    out = [f"<li class=\"{finding.status.value}\">{e(finding_line(finding))}"]
+def _finding(finding: Finding, *, brief: bool = False, scope: bool = True) -> str:
+    out = [f"<li class=\"{finding.status.value}\">{e(finding_line(finding, scope=scope))}"]
+    if brief:
+        return out[0] + " (see above)</li>"
     fix = finding.remediation
     if fix is not None and shows_fix(finding):
         if fix.text:

@@ -26,7 +26,8 @@ def _section(section: Section, verbose: bool) -> list[str]:
         lines += [md(note), ""]
     if section.findings:
         for finding in section.findings:
-            lines += _finding(finding, verbose)
+            lines += _finding(finding, verbose or section.evidence, brief=finding.id in section.shown_above,
+                              scope=not section.scope_said)
         lines.append("")
     if section.table is not None:
         lines += [*table_lines(section.table), ""]
@@ -37,8 +38,10 @@ def _section(section: Section, verbose: bool) -> list[str]:
     return lines
 
 
-def _finding(finding: Finding, verbose: bool) -> list[str]:
-    lines = [f"- {md(finding_line(finding))}"]
+def _finding(finding: Finding, verbose: bool, *, brief: bool = False, scope: bool = True) -> list[str]:
+    lines = [f"- {md(finding_line(finding, scope=scope))}"]
+    if brief:
+        return [*lines, "  - (see above)"]
     fix = finding.remediation
     if fix is not None and shows_fix(finding):
         if fix.text:

@@ -39,7 +39,8 @@ def _section(console: Console, section: Section, verbose: bool) -> None:
     for note in section.notes:
         console.print(f"{indent}{escape(note)}")
     for finding in section.findings:
-        _finding(console, finding, indent, verbose)
+        _finding(console, finding, indent, verbose or section.evidence, brief=finding.id in section.shown_above,
+                 scope=not section.scope_said)
     if section.table is not None:
         for line in table_lines(section.table):
             console.print(f"{indent}{escape(line)}")
@@ -49,11 +50,14 @@ def _section(console: Console, section: Section, verbose: bool) -> None:
         console.print(f"{indent}  [cyan]$ {escape(command)}[/cyan]")
 
 
-def _finding(console: Console, finding: Finding, indent: str, verbose: bool) -> None:
+def _finding(console: Console, finding: Finding, indent: str, verbose: bool, *, brief: bool = False, scope: bool = True) -> None:
     style = STYLES[finding.status]
     marker = MARKERS[finding.status]
-    line = finding_line(finding).removeprefix(marker)
+    line = finding_line(finding, scope=scope).removeprefix(marker)
     console.print(f"{indent}[{style}]{escape(marker)}[/{style}]{escape(line)}")
+    if brief:
+        console.print(f"{indent}    [dim](see above)[/dim]")
+        return
     fix = finding.remediation
     if fix is not None and shows_fix(finding):
         if fix.text:

@@ -69,6 +69,13 @@ class Section:
     """Set apart (HTML frames it): the root cause, the verdict."""
     level: int = 2
     """Its heading's level: 2 a part of the report, 3 a part of the part before."""
+    evidence: bool = False
+    """Its findings' evidence shown without ``-v`` (the root cause)."""
+    shown_above: tuple[str, ...] = ()
+    """Ids of findings a part before showed whole: here their line only."""
+    scope_said: bool = False
+    """Its findings' messages say where they hold (a merged report's "FAIL on 2 of 64 workers (3, 7)"), so
+    their line does not say it again."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +84,7 @@ class Suite:
 
     name: str
     classname: str
+    """Each testcase's; ``{step}`` becomes the finding's triage step (``step1_node``)."""
     duration_s: float | None = None
     timestamp: str = ""
     hostname: str = ""
@@ -95,6 +103,13 @@ class View:
     findings: tuple[Finding, ...]
     """Every finding of the report, for JUnit (a section shows them to people)."""
     suite: Suite
+    details: tuple[tuple[Suite, tuple[Finding, ...]], ...] = ()
+    """JUnit suites of detail (a merged report's workers): never failed, the main suite counts their findings."""
+
+
+def classname(suite: Suite, finding: Finding) -> str:
+    step = f"step{int(finding.step)}_{finding.step.name.lower()}" if finding.step is not None else "other"
+    return suite.classname.format(step=step)
 
 
 def findings_of(document: dict[str, Any]) -> tuple[Finding, ...]:
@@ -105,9 +120,24 @@ def shows_fix(finding: Finding) -> bool:
     return finding.remediation is not None and finding.status in (Status.FAIL, Status.WARN, Status.ERROR)
 
 
-def finding_line(finding: Finding) -> str:
-    """The one line of a finding in every kind and format: ``[✗] ID Title (scope): message``."""
-    where = scope_words(finding.scope) if finding.status is not Status.PASS else ""
+def where_words(finding: Finding) -> str:
+    """``on workers 0-7; host t1v-0``: the scope, worker lists folded into ranges; empty for a pass."""
+    if finding.status is Status.PASS:
+        return ""
+    scope = finding.scope
+    if len(scope.workers) > 2:
+        from tpudoctor.pod.worker_ids import describe_workers
+
+        named = scope_words(dataclasses.replace(scope, workers=()))
+        workers = f"on workers {describe_workers(scope.workers)}"
+        return workers + (f"; {named.removeprefix('on ')}" if named else "")
+    return scope_words(scope)
+
+
+def finding_line(finding: Finding, *, scope: bool = True) -> str:
+    """The one line of a finding in every kind and format: ``[✗] ID Title (scope): message`` (``scope=False``:
+    the message says where)."""
+    where = where_words(finding) if scope else ""
     where = f" ({where})" if where else ""
     message = finding.message
     if finding.status is Status.SKIP and "blocked_by" in finding.evidence:

@@ -56,6 +56,7 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
 VIEWS: dict[str, str] = {
     "diag": "tpudoctor.reports.views.diag:view",
     "hang": "tpudoctor.reports.views.hang:view",
+    "merged": "tpudoctor.reports.views.merged:view",
     **{kind: "tpudoctor.reports.views.compare:view" for kind in (PROFILE_COMPARE, PROFILE_HISTORY, GOODPUT_COMPARE)},
 }
 """Report kind -> ``module:function`` that makes its ``reports.view.View`` from the prepared document."""
@@ -67,6 +68,12 @@ EMITTERS: dict[str, str] = {
     "junit": "tpudoctor.reports.emit_junit:emit",
 }
 """Format -> ``module:function`` that draws a view; JSON is the prepared document (``render_json``)."""
+
+
+def view_kind(document: dict[str, Any]) -> str:
+    """The document's ``kind``; ``merged`` for a check report merged across workers (it holds their reports)."""
+    kind = str(document.get("kind") or "")
+    return "merged" if kind == "check" and "workers" in document else kind
 
 
 def render_json(document: dict[str, Any]) -> str:
@@ -83,7 +90,7 @@ def _load(target: str) -> Any:
 
 def render(document: dict[str, Any], fmt: str, **options: Any) -> str:
     """``document`` (a prepared report document, its ``kind`` set) in ``fmt``."""
-    kind = str(document.get("kind") or "")
+    kind = view_kind(document)
     if kind in VIEWS:
         if fmt == "json":
             return render_json(document)
