@@ -50,7 +50,7 @@ def mlp_adam(mesh, batch_size=1024, width=16384, layers=4, dtype="float32"):
 mlp_adam.preflight_knobs = {"batch_size": [512], "width": [8192]}
 
 
-def transformer_block(mesh, batch_size=32, seq=2048, d_model=4096, heads=32, layers=4, remat=False):
+def transformer_block(mesh, batch_size=64, seq=2048, d_model=4096, heads=32, layers=2, remat=False):
     """Pre-norm transformer blocks (attention + MLP), model-parallel weights, SGD; the attention scores are
     kept for the backward pass of every layer."""
     head = d_model // heads
@@ -85,7 +85,7 @@ def transformer_block(mesh, batch_size=32, seq=2048, d_model=4096, heads=32, lay
     return step, (params, x)
 
 
-transformer_block.preflight_knobs = {"batch_size": [16], "remat": [True]}
+transformer_block.preflight_knobs = {"batch_size": [32], "remat": [True]}
 
 
 def conv_net(mesh, batch_size=256, image=224, channels=256, layers=6):

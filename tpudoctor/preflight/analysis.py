@@ -26,6 +26,8 @@ from tpudoctor.preflight.program import abstract_args, knob_changes, load_factor
 TOP_BUFFERS = 10
 VERIFIED_FIXES = 3
 """Fixes compiled again at the compiler's default effort, best first (the others at its least effort)."""
+EXTRA_VERIFICATIONS = 2
+"""More verifications, at most, while the best-ranked fix is one only screened."""
 DOCUMENT_KIND = "memory-preflight"
 
 
@@ -44,6 +46,8 @@ class FixResult:
     seconds: float
     error: str = ""
     limit_bytes: int | None = None
+    plan_peak_bytes: int | None = None
+    """The peak of the buffer assignment it compiled to (what the attribution of it sums to)."""
     effort: str = "default"
     """The compiler's effort it was compiled at: ``default``, or ``EFFORT_O0`` (screened, not verified)."""
 
@@ -94,6 +98,8 @@ class PreflightReport:
     fits: bool | None = None
     limit_bytes: int | None = None
     total_bytes: int | None = None
+    required_bytes: int | None = None
+    """What the compiler's out-of-memory text says the program needs (where it does not fit)."""
     stats: dict[str, int] = dataclasses.field(default_factory=dict)
     error: str = ""
     attribution: Attribution | None = None
@@ -122,6 +128,7 @@ class PreflightReport:
             "device_kind": self.device_kind, "devices": self.devices, "mesh": dict(self.mesh),
             "knobs": {k: repr(v) for k, v in self.knobs.items()}, "skipped": self.skipped, "fits": self.fits,
             "limit_bytes": self.limit_bytes, "total_bytes": self.total_bytes, "headroom_bytes": self.headroom_bytes,
+            "required_bytes": self.required_bytes,
             "stats": dict(self.stats), "error": self.error,
             "attribution": None if self.attribution is None else self.attribution.to_dict(),
             "largest_buffers": self.largest_buffers, "fixes": [f.to_dict() for f in self.fixes],
@@ -167,7 +174,7 @@ def preflight(program: str | Callable[..., Any], topology: str | Sequence[str], 
     base = compiler.compile_for_topology(step, args)
     report.compile_seconds += base.seconds
     report.fits, report.stats, report.error = base.fits, base.stats, base.error
-    report.total_bytes = base.total_bytes
+    report.total_bytes, report.required_bytes = base.total_bytes, base.required_bytes
     report.limit_bytes = base.available_bytes or report.limit_bytes
     if base.plan is None:
         if not base.out_of_memory and base.error:
@@ -206,15 +213,22 @@ def apply_and_compile(factory, mesh, step, args: tuple, report: PreflightReport,
         say(f"compiling with fix {candidate.name}")
         screened.append((candidate, try_fix(candidate, report, baselines, compiler.FAST_EFFORT)))
         report.compile_seconds += screened[-1][1].seconds
-    screened.sort(key=lambda pair: rank_key(pair[1]))
-    results = []
-    for i, (candidate, result) in enumerate(screened):
-        if (verify is None or i < verify) and result.total_bytes is not None:
-            say(f"verifying fix {candidate.name} at the compiler's default effort")
-            result = try_fix(candidate, report, baselines, None)
-            report.compile_seconds += result.seconds
-        results.append(result)
-    report.fixes = sorted(results, key=rank_key)
+    # verify the best screened fixes at the default effort, and go on while the best of the ranking is one that
+    # was only screened (a verified figure can rank a fix lower), a few more at most
+    limit = len(screened) if verify is None else min(len(screened), verify + EXTRA_VERIFICATIONS)
+    verified: set[int] = set()
+    while len(verified) < limit:
+        order = sorted(range(len(screened)), key=lambda i: rank_key(screened[i][1]))
+        pending = [i for i in order if i not in verified and screened[i][1].total_bytes is not None]
+        if not pending or (verify is not None and len(verified) >= verify and order[0] in verified):
+            break
+        i = pending[0]
+        candidate = screened[i][0]
+        say(f"verifying fix {candidate.name} at the compiler's default effort")
+        screened[i] = (candidate, try_fix(candidate, report, baselines, None))
+        report.compile_seconds += screened[i][1].seconds
+        verified.add(i)
+    report.fixes = sorted((result for _, result in screened), key=rank_key)
 
 
 def rank_key(fix: FixResult) -> tuple:
@@ -239,6 +253,7 @@ def try_fix(candidate: fix_makers.Candidate, report: PreflightReport, baselines:
     return FixResult(candidate.name, candidate.kind, candidate.description, result.fits, total, saving,
                      candidate.predicted_saving_bytes, candidate.prediction_basis, result.seconds,
                      error=result.error, limit_bytes=result.available_bytes or report.limit_bytes,
+                     plan_peak_bytes=result.plan.peak_bytes if result.plan is not None else None,
                      effort=result.effort)
 
 

@@ -32,6 +32,10 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 QUIET_ENV = {
     # libtpu looks for a TPU host's metadata at load; compiling for a topology needs none of it
     "TPU_SKIP_MDS_QUERY": "1",
+    "TPU_WORKER_HOSTNAMES": "localhost",
+    # libtpu takes /tmp/libtpu_lockfile: a second process (another preflight, a training job on a TPU host) would
+    # fail with "Internal error when accessing libtpu multi-process lockfile"; compiling touches no chip
+    "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
     "TPU_STDERR_LOG_LEVEL": "3",
     "TPU_MIN_LOG_LEVEL": "1",
     "GRPC_VERBOSITY": "ERROR",
