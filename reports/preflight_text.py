@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tpudoctor.memory.fix_rule import format_bytes
+
 GIB = 1 << 30
 
 
@@ -40,7 +42,7 @@ def render_preflight_text(doc: dict[str, Any]) -> str:
         for bucket, n in sorted(attribution["buckets_bytes"].items(), key=lambda kv: -kv[1]):
             if n:
                 level = attribution["confidence"].get(bucket, {}).get("level", "")
-                lines.append(f"  {bucket:<18} {_gib(n):>12}  {n / attribution['total_bytes']:6.1%}  {level}")
+                lines.append(f"  {bucket:<18} {format_bytes(n):>12}  {n / attribution['total_bytes']:6.1%}  {level}")
     if doc.get("largest_buffers"):
         lines += ["", "Largest buffers:"]
         for row in doc["largest_buffers"]:

@@ -234,7 +234,7 @@ def wide_activations(mesh, batch_size=131072, width=4096, expand=16):
 wide_activations.preflight_knobs = {"batch_size": [65536]}
 
 
-def moe_experts(mesh, experts=16, width=4096, hidden=16384, batch_size=2048):
+def moe_experts(mesh, experts=32, width=4096, hidden=16384, batch_size=2048):
     """A mixture-of-experts layer with every expert replicated (not sharded over the data axis), dense
     dispatch, Adam state for the experts."""
     w_in = _struct(mesh, (experts, width, hidden), "bfloat16", None, None, "model")
@@ -258,4 +258,4 @@ def moe_experts(mesh, experts=16, width=4096, hidden=16384, batch_size=2048):
     return step, (params, opt, x, router)
 
 
-moe_experts.preflight_knobs = {"batch_size": [1024], "experts": [8]}
+moe_experts.preflight_knobs = {"batch_size": [1024], "experts": [16]}

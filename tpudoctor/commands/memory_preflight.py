@@ -26,6 +26,8 @@ def add_preflight_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--knob", action="append", metavar="NAME=V1[,V2...]", default=None,
                        help="a factory keyword and the values to try as fixes (repeatable; default: the factory's "
                             "preflight_knobs, else halved ints, flipped bools, float32 -> bfloat16)")
+    group.add_argument("--set", action="append", metavar="NAME=VALUE", default=None, dest="settings",
+                       help="a factory keyword's value for the program as compiled (repeatable; default: its default)")
     group.add_argument("--verify", type=int, default=3, metavar="N",
                        help="fixes compiled again at the compiler's default effort, best first (default 3; -1: all); "
                             "every fix is first compiled at its least effort")
@@ -55,6 +57,7 @@ def run_preflight(args: argparse.Namespace, settings) -> ExitCode:
     try:
         mesh = parse_mesh(args.mesh)
         knobs = parse_knob_values(args.knob)
+        settings_given = {name: values[0] for name, values in parse_knob_values(args.settings).items()}
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.verify < -1:
@@ -64,7 +67,8 @@ def run_preflight(args: argparse.Namespace, settings) -> ExitCode:
 
     with progress("tpudoctor memory preflight") as update:
         try:
-            report = preflight(args.program, topologies, mesh=mesh, knobs=knobs, apply_fixes=not args.no_fixes,
+            report = preflight(args.program, topologies, mesh=mesh, knobs=knobs, settings=settings_given,
+                               apply_fixes=not args.no_fixes,
                                verify=None if args.verify == -1 else args.verify, progress=update)
         except ValueError as exc:  # a topology libtpu does not know, a mesh that does not cover it
             raise UsageError(str(exc).splitlines()[0] if str(exc) else repr(exc)) from None

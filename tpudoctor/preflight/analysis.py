@@ -143,24 +143,29 @@ def first_line(text: str) -> str:
 
 def preflight(program: str | Callable[..., Any], topology: str | Sequence[str], *,
               mesh: Mapping[str, int] | None = None, knobs: Mapping[str, list[Any]] | None = None,
+              settings: Mapping[str, Any] | None = None,
               apply_fixes: bool = True, verify: int | None = VERIFIED_FIXES,
               progress: Callable[[str], None] | None = None) -> PreflightReport:
     """Compile ``program`` (``FILE.py:FACTORY`` or the factory) for ``topology`` (the first of several; the others
-    are tried, smallest first, where it does not fit), attribute its peak, and apply and recompile each fix.
+    are tried, smallest first, where it does not fit), attribute its peak, and, where it does not fit, apply and
+    recompile each fix.
 
     Every fix is compiled at the compiler's least effort (``compiler.FAST_EFFORT``, a tenth of the time) and the
     ``verify`` best (None: all) again at its default effort; each fix's saving is against the baseline compiled
-    at the same effort."""
+    at the same effort. ``settings``: the knobs' values of the program as compiled (the factory's defaults
+    otherwise); ``knobs``: the values to try as fixes."""
     start = time.perf_counter()
     topologies = [topology] if isinstance(topology, str) else list(topology)
     name = program if isinstance(program, str) else getattr(program, "__qualname__", repr(program))
-    report = PreflightReport(program=name, topology=topologies[0], mesh=dict(mesh or {}))
+    report = PreflightReport(program=name, topology=topologies[0], mesh=dict(mesh or {}), knobs=dict(settings or {}))
     missing = compiler.compiler_missing()
     if missing:
         report.skipped = missing
         return report
     compiler.prepare_environment()
     factory = load_factory(program) if isinstance(program, str) else program
+    if settings:
+        factory = with_settings(factory, settings)
     say = progress or (lambda _message: None)
 
     devices = compiler.topology_devices(topologies[0])
@@ -183,12 +188,31 @@ def preflight(program: str | Callable[..., Any], topology: str | Sequence[str], 
     else:
         report.attribution = attribute(base.plan)
         report.largest_buffers = largest_buffers(report.attribution)
-    if apply_fixes and report.attribution is not None:
+    if apply_fixes and report.attribution is not None and not report.fits:
         apply_and_compile(factory, jax_mesh, step, args, report, knobs, verify, say)
     if not report.fits and len(topologies) > 1:
         smallest_fit(factory, topologies[1:], mesh, report, say)
     report.duration_s = time.perf_counter() - start
     return report
+
+
+def with_settings(factory: Callable[..., Any], settings: Mapping[str, Any]) -> Callable[..., Any]:
+    """``factory`` with ``settings`` as its keywords' defaults (the program as compiled; the knob fixes change one)."""
+    import functools
+    import inspect
+
+    from tpudoctor.errors import UsageError
+    from tpudoctor.preflight.program import KNOBS_ATTRIBUTE, knob_defaults
+
+    unknown = sorted(set(settings) - set(knob_defaults(factory)))
+    if unknown:
+        raise UsageError(f"--set {', '.join(unknown)}: the factory takes no such keyword argument")
+    bound = functools.partial(factory, **settings)
+    signature = inspect.signature(factory)
+    bound.__signature__ = signature.replace(parameters=[  # type: ignore[attr-defined]
+        p.replace(default=settings[p.name]) if p.name in settings else p for p in signature.parameters.values()])
+    setattr(bound, KNOBS_ATTRIBUTE, getattr(factory, KNOBS_ATTRIBUTE, None))
+    return bound
 
 
 def candidates(factory, mesh, step, args: tuple, attribution: Attribution,

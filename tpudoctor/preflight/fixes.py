@@ -117,13 +117,11 @@ def argument_and_output_saving(step, base_args: tuple, new_step, new_args: tuple
     return args_delta + out_delta
 
 
-FOLLOWS_DTYPE = ("parameters", "optimizer_state", "outputs", "activations")
-
-
 def float32_saving(attribution: Attribution) -> int:
-    """Half the float32 bytes of the arguments, outputs and activations (temporaries are not predicted: the
-    compiler keeps some in float32, softmax and reductions)."""
-    return sum(s.bytes for s in attribution.shares if s.dtype == "f32" and s.bucket in FOLLOWS_DTYPE) // 2
+    """Half the float32 bytes of the peak: what the program computes from bfloat16 arguments is bfloat16 (JAX's
+    type promotion), arguments, outputs, activations and temporaries alike; padding and fragmentation apart."""
+    return sum(s.bytes for s in attribution.shares
+               if s.dtype == "f32" and s.bucket not in ("padding", "fragmentation")) // 2
 
 
 def donate(step, args: tuple) -> Candidate | None:
@@ -162,7 +160,7 @@ def bf16(step, args: tuple, attribution: Attribution) -> Candidate | None:
                     if x.dtype == jnp.float32 else x)
     return Candidate("bf16", "outside", "float32 arguments as bfloat16 (params, optimizer state, inputs)",
                      lambda: (step, new_args, ()), float32_saving(attribution),
-                     "half the float32 bytes of the arguments, outputs and activations (temporaries not predicted)")
+                     "half the float32 bytes of the peak (what is computed from them follows the dtype)")
 
 
 def shard(step, args: tuple, mesh, attribution: Attribution) -> list[Candidate]:
@@ -290,6 +288,6 @@ def knob(factory, mesh, change: KnobChange, base_step, base_args: tuple, attribu
         basis = ("the arguments' and outputs' device bytes it changes; activations and temporaries with a "
                  "dimension of that size scaled by new/old")
     elif change.default in ("float32", "f32") and change.value in ("bfloat16", "bf16"):
-        predicted, basis = float32_saving(attribution), "half the float32 bytes of the arguments, outputs and activations"
+        predicted, basis = float32_saving(attribution), "half the float32 bytes of the peak"
     return Candidate(f"{change.name}={change.value!r}", "knob", f"the factory's {change.label}", build, predicted,
                      basis)
