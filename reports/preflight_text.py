@@ -30,6 +30,10 @@ def render_preflight_text(doc: dict[str, Any]) -> str:
     if doc["fits"]:
         lines.append(f"PASS  fits: {_gib(doc['total_bytes'])} of {_gib(doc['limit_bytes'])}, headroom "
                      f"{_gib(doc['headroom_bytes'])} (compiled by libtpu; memory_analysis)")
+    elif doc.get("memory_space") not in (None, "", "hbm"):
+        lines.append(f"FAIL  does not fit in {doc['memory_space'].upper()} (the program's {_gib(doc['total_bytes'])} "
+                     f"of HBM would fit); the compiler:")
+        lines += [f"      {line}" for line in doc["error"].splitlines()[:12]]
     elif doc["total_bytes"] is not None:
         lines.append(f"FAIL  does not fit: needs {_gib(doc['total_bytes'])} of {_gib(doc['limit_bytes'])} "
                      f"({_gib(-(doc['headroom_bytes'] or 0))} over)")

@@ -189,3 +189,18 @@ def test_the_buffer_plan_reader_matches_memory_analysis_on_three_generations(top
     # Adam's mu and nu (JAX names the parameters by their argument path): twice the four 1024 x 1024 f32 weights
     assert attribution.buckets["optimizer_state"] == 2 * 4 * 1024 * 1024 * 4
     assert report.headroom_bytes == report.limit_bytes - report.total_bytes > 0
+
+
+@pytest.mark.slow
+@needs_libtpu
+def test_a_pallas_kernel_over_vmem_is_named_as_such_and_its_block_knob_compiled():
+    from tpudoctor.preflight.analysis import preflight
+    from tpudoctor.reports.preflight_text import render_preflight_text
+
+    report = preflight(f"{ROOT}/examples/preflight/pallas_matmul.py:matmul_step", "v5e:2x2", verify=1)
+    assert report.fits is False and report.memory_space == "vmem"
+    assert "Ran out of memory in memory space vmem" in report.error
+    assert [f.name for f in report.fixes] == ["block=256"]  # HBM fixes cannot reach a kernel's VMEM
+    assert report.fixes[0].fits and report.fixes[0].effort == "default"
+    text = render_preflight_text(report.to_dict())
+    assert "does not fit in VMEM" in text and "block=256: compiled: fits at" in text

@@ -100,6 +100,8 @@ class PreflightReport:
     total_bytes: int | None = None
     required_bytes: int | None = None
     """What the compiler's out-of-memory text says the program needs (where it does not fit)."""
+    memory_space: str = ""
+    """The memory the compiler ran out of: ``hbm``, ``vmem`` (a kernel's scoped memory)..."""
     stats: dict[str, int] = dataclasses.field(default_factory=dict)
     error: str = ""
     attribution: Attribution | None = None
@@ -128,7 +130,7 @@ class PreflightReport:
             "device_kind": self.device_kind, "devices": self.devices, "mesh": dict(self.mesh),
             "knobs": {k: repr(v) for k, v in self.knobs.items()}, "skipped": self.skipped, "fits": self.fits,
             "limit_bytes": self.limit_bytes, "total_bytes": self.total_bytes, "headroom_bytes": self.headroom_bytes,
-            "required_bytes": self.required_bytes,
+            "required_bytes": self.required_bytes, "memory_space": self.memory_space,
             "stats": dict(self.stats), "error": self.error,
             "attribution": None if self.attribution is None else self.attribution.to_dict(),
             "largest_buffers": self.largest_buffers, "fixes": [f.to_dict() for f in self.fixes],
@@ -180,6 +182,7 @@ def preflight(program: str | Callable[..., Any], topology: str | Sequence[str], 
     report.compile_seconds += base.seconds
     report.fits, report.stats, report.error = base.fits, base.stats, base.error
     report.total_bytes, report.required_bytes = base.total_bytes, base.required_bytes
+    report.memory_space = base.memory_space
     report.limit_bytes = base.available_bytes or report.limit_bytes
     if base.plan is None:
         if not base.out_of_memory and base.error:
@@ -233,7 +236,10 @@ def apply_and_compile(factory, mesh, step, args: tuple, report: PreflightReport,
     report.compile_seconds += fast.seconds
     baselines = {"default": report.total_bytes, compiler.FAST_EFFORT: fast.total_bytes}
     screened = []
-    for candidate in candidates(factory, mesh, step, args, report.attribution, knobs):
+    found = candidates(factory, mesh, step, args, report.attribution, knobs)
+    if report.memory_space not in ("", "hbm"):  # a kernel's scoped memory: only the program's own knobs reach it
+        found = [c for c in found if c.kind == "knob"]
+    for candidate in found:
         say(f"compiling with fix {candidate.name}")
         screened.append((candidate, try_fix(candidate, report, baselines, compiler.FAST_EFFORT)))
         report.compile_seconds += screened[-1][1].seconds

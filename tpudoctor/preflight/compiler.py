@@ -27,6 +27,8 @@ INSTALL_HINT = 'pip install "tpudoctor[tpu-compile]" (it brings jax[tpu] and lib
 
 OOM_AVAILABLE = re.compile(r"exceeds available HBM \((?P<size>[\d.]+)(?P<unit>[KMGT]?)\)")
 OOM_REQUIRED = re.compile(r"total memory required for HLO temporaries \((?P<size>[\d.]+)(?P<unit>[KMGT]?)\)")
+OOM_SPACE = re.compile(r"Ran out of memory (?:in memory space (?P<space>\w+)|on (?P<hbm>HBM))")
+OOM_USED = re.compile(r"Used (?P<used>[\d.]+)(?P<used_unit>[KMGT]?) of (?P<cap>[\d.]+)(?P<cap_unit>[KMGT]?) (?P<space>\w+)")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 QUIET_ENV = {
@@ -86,6 +88,8 @@ class Compiled:
     available_bytes: int | None = None
     """What the out-of-memory text says the chip has for it."""
     effort: str = "default"
+    memory_space: str = ""
+    """Where the compiler ran out of memory: ``hbm``, or ``vmem`` (a kernel's scoped memory) and the like."""
 
     @property
     def total_bytes(self) -> int | None:
@@ -104,7 +108,7 @@ class Compiled:
 
     @property
     def out_of_memory(self) -> bool:
-        return not self.fits and self.required_bytes is not None
+        return not self.fits and bool(self.memory_space)
 
 
 def topology_devices(topology: str) -> list[Any]:
@@ -176,7 +180,14 @@ def compile_for_topology(step, args: tuple, *, donate_argnums: tuple[int, ...] =
         shutil.rmtree(dump, ignore_errors=True)
     required = OOM_REQUIRED.search(error)
     available = OOM_AVAILABLE.search(error)
+    space = OOM_SPACE.search(error)
+    used = OOM_USED.search(error)
+    memory_space = "" if space is None else ("hbm" if space["hbm"] else space["space"].lower())
+    if used is not None and memory_space == "hbm" and required is None:
+        required, available = ({"size": used["used"], "unit": used["used_unit"]},
+                               {"size": used["cap"], "unit": used["cap_unit"]})
     return Compiled(fits=not error, stats=stats, plan=plan, seconds=seconds, error=error, effort=effort or "default",
+                    memory_space=memory_space,
                     required_bytes=parse_size(required["size"], required["unit"]) if required else None,
                     available_bytes=parse_size(available["size"], available["unit"]) if available else None)
 
