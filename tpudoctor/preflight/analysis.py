@@ -48,6 +48,10 @@ class FixResult:
     limit_bytes: int | None = None
     plan_peak_bytes: int | None = None
     """The peak of the buffer assignment it compiled to (what the attribution of it sums to)."""
+    plan_summary: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The buffer assignment's figures (``ProgramPlan.summary``: argument, output, alias, temp bytes)."""
+    stats: dict[str, int] = dataclasses.field(default_factory=dict)
+    """memory_analysis()'s fields where the compile succeeded."""
     effort: str = "default"
     """The compiler's effort it was compiled at: ``default``, or ``EFFORT_O0`` (screened, not verified)."""
 
@@ -102,6 +106,8 @@ class PreflightReport:
     """What the compiler's out-of-memory text says the program needs (where it does not fit)."""
     memory_space: str = ""
     """The memory the compiler ran out of: ``hbm``, ``vmem`` (a kernel's scoped memory)..."""
+    plan_summary: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The buffer assignment's figures (``ProgramPlan.summary``)."""
     stats: dict[str, int] = dataclasses.field(default_factory=dict)
     error: str = ""
     attribution: Attribution | None = None
@@ -131,7 +137,7 @@ class PreflightReport:
             "knobs": {k: repr(v) for k, v in self.knobs.items()}, "skipped": self.skipped, "fits": self.fits,
             "limit_bytes": self.limit_bytes, "total_bytes": self.total_bytes, "headroom_bytes": self.headroom_bytes,
             "required_bytes": self.required_bytes, "memory_space": self.memory_space,
-            "stats": dict(self.stats), "error": self.error,
+            "stats": dict(self.stats), "plan": dict(self.plan_summary), "error": self.error,
             "attribution": None if self.attribution is None else self.attribution.to_dict(),
             "largest_buffers": self.largest_buffers, "fixes": [f.to_dict() for f in self.fixes],
             "topologies": [dataclasses.asdict(t) for t in self.topologies],
@@ -189,6 +195,7 @@ def preflight(program: str | Callable[..., Any], topology: str | Sequence[str], 
             report.duration_s = time.perf_counter() - start
             return report  # the program does not compile: the compiler's text is the finding
     else:
+        report.plan_summary = base.plan.summary()
         report.attribution = attribute(base.plan)
         report.largest_buffers = largest_buffers(report.attribution)
     if apply_fixes and report.attribution is not None and not report.fits:
@@ -284,6 +291,7 @@ def try_fix(candidate: fix_makers.Candidate, report: PreflightReport, baselines:
                      candidate.predicted_saving_bytes, candidate.prediction_basis, result.seconds,
                      error=result.error, limit_bytes=result.available_bytes or report.limit_bytes,
                      plan_peak_bytes=result.plan.peak_bytes if result.plan is not None else None,
+                     plan_summary=result.plan.summary() if result.plan is not None else {}, stats=result.stats,
                      effort=result.effort)
 
 
