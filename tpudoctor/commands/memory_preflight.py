@@ -28,9 +28,10 @@ def add_preflight_flags(parser: argparse.ArgumentParser) -> None:
                             "preflight_knobs, else halved ints, flipped bools, float32 -> bfloat16)")
     group.add_argument("--set", action="append", metavar="NAME=VALUE", default=None, dest="settings",
                        help="a factory keyword's value for the program as compiled (repeatable; default: its default)")
-    group.add_argument("--verify", type=int, default=3, metavar="N",
-                       help="fixes compiled again at the compiler's default effort, best first (default 3; -1: all); "
-                            "every fix is first compiled at its least effort")
+    group.add_argument("--verify", type=int, default=1, metavar="N",
+                       help="fixes compiled again at the compiler's default effort, best first, and more while the "
+                            "best is one only screened (default 1; -1: all); every fix is first compiled at its least "
+                            "effort")
     group.add_argument("--no-fixes", action="store_true", help="compile the program only, no fix")
 
 

@@ -24,7 +24,7 @@ from tpudoctor.preflight import fixes as fix_makers
 from tpudoctor.preflight.program import abstract_args, knob_changes, load_factory
 
 TOP_BUFFERS = 10
-VERIFIED_FIXES = 3
+VERIFIED_FIXES = 1
 """Fixes compiled again at the compiler's default effort, best first (the others at its least effort)."""
 EXTRA_VERIFICATIONS = 2
 """More verifications, at most, while the best-ranked fix is one only screened."""
