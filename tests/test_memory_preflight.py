@@ -141,14 +141,14 @@ def test_attribution_names_every_byte_and_sums_to_the_compilers_figures(suite):
 def _plan_against_memory_analysis(plan: dict, stats: dict, what) -> None:
     """The buffer assignment's reader against the compiler's memory_analysis(): arguments, outputs and aliases to
     the byte. The peak: the assignment's allocations all at once, against ``peak_memory_in_bytes``, the compiler's
-    own peak over the schedule; measured 2026-12-05: from 60.5 MiB under it (a fixed scratch the dump does not
-    hold: 1.6 % of a 1.6 GB v5e program) to 5.8 % over (long_attention at seq=4096: outputs not live at the heap's
-    peak)."""
+    own peak over the schedule; measured 2026-12-05: from 95.4 MiB under it (a program scratch of 57-95 MiB the
+    dump's default memory does not hold: 1.6 % of a 1.6 GB v5e program, 1.1 % of no_donation_sgd at width=16384) to
+    5.8 % over (long_attention at seq=4096: outputs not live at the heap's peak)."""
     assert plan["argument_bytes"] == stats["argument_size_in_bytes"], what
     assert plan["output_bytes"] == stats["output_size_in_bytes"], what
     assert plan["alias_bytes"] == stats["alias_size_in_bytes"], what
     peak = stats["peak_memory_in_bytes"]
-    assert peak - (64 << 20) <= plan["peak_bytes"] <= 1.06 * peak, (what, plan, stats)
+    assert peak - (100 << 20) <= plan["peak_bytes"] <= 1.06 * peak, (what, plan, stats)
 
 
 @pytest.mark.slow
