@@ -38,6 +38,8 @@ NORMALISE: tuple[tuple[re.Pattern[str], str], ...] = (
     # conftest points libtpu's default log folder at an empty one of the test's (this machine's own libtpu logs
     # stay out); the report names the default as a user sees it
     (re.compile(r'/[^\s,;"<>]*/no-default-tpu-logs'), "/tmp/tpu_logs"),
+    # the frameworks installed where the suite runs (which of them, and their versions, are the machine's)
+    (re.compile(r'"packages": \{[^{}]*\}'), '"packages": <normalised>'),
 )
 
 
