@@ -12,11 +12,14 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import gzip
+import itertools
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 from tpudoctor.errors import InputError
+from tpudoctor.goodput import inferred
 from tpudoctor.goodput.account import account
+from tpudoctor.goodput.line_patterns import Kind
 from tpudoctor.goodput.lines import read_event_blocks
 from tpudoctor.goodput.readers import READERS, Event, LineReader
 from tpudoctor.goodput.timeline import Timeline
@@ -46,6 +49,8 @@ class SourceInfo:
     """Its only times were a step line's time-of-day column (no date): step intervals, not a clock."""
     by_worker: dict = dataclasses.field(default_factory=dict)
     """Labelled worker -> [first, last] time of its lines."""
+    inferred: dict | None = None
+    """What was inferred from the log itself where no known form gave a step (clock, step template, MLLOG)."""
 
     def to_dict(self) -> dict:
         return {"source": self.name, "lines": self.lines, "timed_events": self.timed_events,
@@ -102,8 +107,10 @@ def analyze_paths(paths: Sequence[str], *, step_pattern: LineReader | None = Non
         try:
             stats: dict[str, Any] = {}
             clock = Clock(year, tz=tz)
-            timeline.feed(read_event_blocks(text_blocks(handle, info), name, clock=clock, readers=readers,
-                                            stats=stats), name)
+            known = read_event_blocks(text_blocks(handle, info), name, clock=clock, readers=readers, stats=stats)
+            held = _held_until_a_step(known, timeline, name)
+            if held is not None:  # the known forms found no step: infer the structure from the log itself
+                timeline.feed(_with_inferred(held, path, name, stats, year), name)
             _fill(info, stats)
         finally:
             if path != "-":
@@ -115,6 +122,46 @@ def analyze_paths(paths: Sequence[str], *, step_pattern: LineReader | None = Non
                          hint="give the job's text log (a file, '-' for stdin, or --tpu NAME for Cloud Logging)")
     return build_document(timeline, infos, min_ettr=min_ettr, by_worker=_by_worker(infos),
                           disabled_plugins=disabled_plugins, tz=tz)
+
+
+def _held_until_a_step(events: Iterable[Event], timeline: Timeline, name: str) -> list[Event] | None:
+    """Feed the timeline once a step line is seen (everything before it first); the events held when none is."""
+    held: list[Event] = []
+    it = iter(events)
+    for event in it:
+        held.append(event)
+        if event.kind is Kind.STEP:
+            timeline.feed(itertools.chain(held, it), name)
+            return None
+    return held
+
+
+def _with_inferred(held: list[Event], path: str, name: str, stats: dict[str, Any], year: int | None) -> list[Event]:
+    """The known forms' events with the inferred clock, steps and MLLOG timeline merged in line order."""
+    if path == "-":
+        return held
+    handle = sources.open_binary(path)
+    try:
+        lines = []
+        for block in sources.byte_blocks(sources.buffered(handle)):
+            lines.extend(sources.split_lines(block))
+            if len(lines) > inferred.MAX_LINES:
+                return held
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return held
+    finally:
+        handle.close()
+    found = inferred.infer(lines, name, year=year)
+    if found is None:
+        return held
+    events, what = found
+    stats["inferred"] = what
+    if what["first_t"] is not None:
+        stats["first_t"] = what["first_t"] if stats.get("first_t") is None else min(stats["first_t"], what["first_t"])
+        stats["last_t"] = what["last_t"] if stats.get("last_t") is None else max(stats["last_t"], what["last_t"])
+    if what["relative"]:
+        stats["first_t"], stats["last_t"] = what["first_t"], what["last_t"]
+    return sorted(held + events, key=lambda e: (e.line_no or 0) if e.kind is not Kind.START else -1)
 
 
 def analyze_events(batches: Iterable[tuple[str, Iterable[Event], dict[str, Any]]], *,
@@ -138,6 +185,7 @@ def _fill(info: SourceInfo, stats: dict[str, Any]) -> None:
     info.first_t, info.last_t = stats.get("first_t"), stats.get("last_t")
     info.year_source = stats.get("year_source")
     info.time_of_day_only = bool(stats.get("time_of_day_only"))
+    info.inferred = stats.get("inferred")
     info.clock_jumps = list(stats.get("clock_jumps") or [])
     info.by_worker = stats.get("by_worker") or {}
 
@@ -179,6 +227,7 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
                   "time the steps, not the job (its start and end are on no line), so the wall time is unknown")
         figures["nulls"]["wall_s"] = reason
         figures["nulls"]["ettr"] = figures["nulls"]["productive_s"] = "needs the wall time: " + reason.split(":")[0]
+    relative = _note_inferred(lead, figures)
     from tpudoctor import __version__
 
     document: dict[str, Any] = {
@@ -188,8 +237,8 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
         "sources": [i.to_dict() for i in infos],
         "lead_worker": _stream_name(primary) if primary is not None else None,
-        "wall_start": iso_utc(wall_start),
-        "wall_end": iso_utc(wall_end),
+        "wall_start": None if relative else iso_utc(wall_start),
+        "wall_end": None if relative else iso_utc(wall_end),
         "clock": {"zone": f"times without a zone are read as {tz.name}",
                   "year_from": sorted({i.year_source for i in infos if i.year_source})},
         "frameworks": dict(sorted(((k, v) for k, v in (primary.frameworks.items() if primary else [])),
@@ -207,6 +256,22 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
     document["findings"] = [f.to_dict() for f in evaluate_rules(document, rules)]
     document["gate"] = gate(figures, min_ettr)
     return document
+
+
+def _note_inferred(lead: SourceInfo | None, figures: dict[str, Any]) -> bool:
+    """Say which clock and which step lines were inferred, and why; True when the clock is relative (no date)."""
+    what = lead.inferred if lead is not None else None
+    if not what:
+        return False
+    figures["inferred"] = {"clock": what["clock"], "steps_from": what["steps_from"]}
+    figures["notes"].append(f"no known step form in the log; read from the log itself: {what['clock']}; "
+                            f"steps: {what['steps_from']}")
+    if what.get("mllog"):
+        figures["mllog"] = what["mllog"]
+    if what["relative"]:
+        figures["notes"].append("the clock counts time since the process started and carries no date: the wall "
+                                "time and ETTR are measured, the date is unknown")
+    return bool(what["relative"])
 
 
 def gate(figures: dict[str, Any], min_ettr: float | None) -> dict[str, Any] | None:

@@ -1,0 +1,72 @@
+"""MLPerf Training result logs (``:::MLLOG {json}`` lines, mlcommons' logging format): a real TPU timeline with
+its own milliseconds. init_start..init_stop is start-up, run_start..run_stop the timed run, each
+block_start..block_stop a stretch of training (an eval_accuracy closes it); a block is a step here.
+
+>>> events, summary = read_mllog([':::MLLOG {"time_ms": 1000, "event_type": "INTERVAL_START", "key": "init_start"}',
+...     ':::MLLOG {"time_ms": 5000, "key": "init_stop"}', ':::MLLOG {"time_ms": 5000, "key": "run_start"}',
+...     ':::MLLOG {"time_ms": 9000, "key": "block_stop"}', ':::MLLOG {"time_ms": 9500, "key": "run_stop",'
+...     ' "metadata": {"status": "success"}}'], "r.txt")
+>>> summary["init_ms"], summary["run_ms"], summary["status"], [e.kind.value for e in events]
+(4000, 4500, 'success', ['start', 'prep_end', 'step'])
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from tpudoctor.goodput.line_patterns import Kind
+from tpudoctor.goodput.readers import Event
+
+MARK = ":::MLLOG"
+FRAMEWORK = "mlperf-mllog"
+
+
+def read_mllog(lines: Iterable[str], source: str) -> tuple[list[Event], dict[str, Any]]:
+    """The events of an MLLOG result log and its summary (init_ms, run_ms, status, blocks, evals)."""
+    events: list[Event] = []
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    status = None
+    blocks = evals = 0
+    times: list[int] = []
+    for line_no, line in enumerate(lines, 1):
+        at = line.find(MARK)
+        if at < 0:
+            continue
+        try:
+            entry = json.loads(line[at + len(MARK):])
+            key, t_ms = entry["key"], int(entry["time_ms"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        times.append(t_ms)
+        first.setdefault(key, t_ms)
+        last[key] = t_ms
+        t = t_ms / 1000.0
+        text = line.strip()[:300]
+        if key == "init_start" and first[key] == t_ms:
+            events.append(Event(Kind.START, t, framework=FRAMEWORK, source=source, line_no=line_no, text=text))
+        elif key == "init_stop":
+            events.append(Event(Kind.PREP_END, t, framework=FRAMEWORK, source=source, line_no=line_no, text=text))
+        elif key == "block_stop":
+            blocks += 1
+            events.append(Event(Kind.STEP, t, step=blocks, framework=FRAMEWORK, source=source, line_no=line_no,
+                                text=text))
+        elif key == "eval_accuracy":
+            evals += 1
+        elif key == "run_stop":
+            status = (entry.get("metadata") or {}).get("status")
+    summary: dict[str, Any] = {
+        "init_ms": _span(first, last, "init_start", "init_stop"),
+        "run_ms": _span(first, last, "run_start", "run_stop"),
+        "status": status, "blocks": blocks, "evals": evals,
+        "first_t": min(times) / 1000.0 if times else None, "last_t": max(times) / 1000.0 if times else None,
+    }
+    return events, summary
+
+
+def _span(first: dict[str, int], last: dict[str, int], start: str, stop: str) -> int | None:
+    if start in first and stop in last:
+        return last[stop] - first[start]
+    return None
