@@ -159,7 +159,7 @@ def _with_inferred(held: list[Event], path: str, name: str, stats: dict[str, Any
     if what["first_t"] is not None:
         stats["first_t"] = what["first_t"] if stats.get("first_t") is None else min(stats["first_t"], what["first_t"])
         stats["last_t"] = what["last_t"] if stats.get("last_t") is None else max(stats["last_t"], what["last_t"])
-    if what["relative"]:
+    if what["relative"] or what["mllog"]:  # the one clock of the log (MLLOG's time_ms, a counter since start)
         stats["first_t"], stats["last_t"] = what["first_t"], what["last_t"]
     return sorted(held + events, key=lambda e: (e.line_no or 0) if e.kind is not Kind.START else -1)
 

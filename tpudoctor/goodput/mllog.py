@@ -61,8 +61,12 @@ def read_mllog(lines: Iterable[str], source: str) -> tuple[list[Event], dict[str
         "init_ms": _span(first, last, "init_start", "init_stop"),
         "run_ms": _span(first, last, "run_start", "run_stop"),
         "status": status, "blocks": blocks, "evals": evals,
-        "first_t": min(times) / 1000.0 if times else None, "last_t": max(times) / 1000.0 if times else None,
+        # the run is init_start..run_stop (lines after run_stop, a later job's, are not its time)
+        "first_t": first.get("init_start", min(times) if times else None),
+        "last_t": last.get("run_stop", max(times) if times else None),
     }
+    for key in ("first_t", "last_t"):
+        summary[key] = summary[key] / 1000.0 if summary[key] is not None else None
     return events, summary
 
 
