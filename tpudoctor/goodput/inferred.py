@@ -31,6 +31,8 @@ def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tupl
                         "steps_from": f"MLPerf blocks: {summary['blocks']} block_stop lines",
                         "relative": False, "first_t": summary["first_t"], "last_t": summary["last_t"],
                         "mllog": {k: summary[k] for k in ("init_ms", "run_ms", "status", "blocks", "evals")}}
+    if year is None:  # a glog/absl date has no year: the log's ISO dates give it
+        year = next((int(m[1]) for line in lines[:1000] if (m := clocks.ISO.search(line))), None)
     messages, picked, workers, several = [], [], [], False
     start_from_counter: tuple[float, str] | None = None
     for line in lines:

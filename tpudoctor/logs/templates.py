@@ -80,8 +80,10 @@ def step_series(messages: Iterable[str]) -> Series | None:
                 continue
             if any(n != int(n) for n in nums) and not any(r[1][f][-1] in SCALE for r in rows):
                 continue
-            if any(b < a for a, b in zip(nums, nums[1:])) or len(set(nums)) < 2:
-                continue
+            pairs = list(zip(nums, nums[1:], strict=False))
+            back = sum(b < a for a, b in pairs)
+            if len(set(nums)) < 2 or nums[-1] <= nums[0] or back > max(1, len(pairs) // 10):
+                continue  # a step may go back at a relaunch, not often
             before = _before_field(sample_text, f)
             if TIME_HINT.search(before) and not STEP_HINT.search(before):
                 continue
@@ -93,7 +95,7 @@ def step_series(messages: Iterable[str]) -> Series | None:
             score = (not evalish, hint, len(set(nums)), duration is not None, -f)
             points = [Point(i, int(n), rows[k][1][f][-1] in SCALE,
                             value(rows[k][1][duration]) if duration is not None else None)
-                      for k, (n, (i, _)) in enumerate(zip(nums, rows))]
+                      for k, (n, (i, _)) in enumerate(zip(nums, rows, strict=True))]
             why = (f"the template '{key[:120]}' recurs {len(rows)} times with field {f + 1} growing "
                    f"{int(nums[0])} -> {int(nums[-1])}" + (" after a step word" if hint else ""))
             if best is None or score > best[0]:
@@ -111,7 +113,7 @@ def _duration_field(template: str, count: int, step_field: int) -> int | None:
     for f in range(count):
         if f == step_field:
             continue
-        before, after = parts[f][-24:], parts[f + 1][:4] if f + 1 < len(parts) else ""
+        before, after = parts[f][-24:], parts[f + 1][:8] if f + 1 < len(parts) else ""
         if DURATION_HINT.search(before) and not re.search(r"(?:elapsed|wall)\W{0,3}$", before, re.IGNORECASE):
             return f
         if re.match(r"\s?s/(?:step|it)\b", after):

@@ -1,0 +1,106 @@
+"""goodput on logs no known form reads: the clock and step series inferred from the log itself, and MLPerf's
+MLLOG result logs (tests/data/logs/training_heldout_2, frozen and labelled by hand before the reader changed)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from tpudoctor.goodput.analyze import analyze_paths
+
+HELD_OUT = Path(__file__).parent / "data" / "logs" / "training_heldout_2"
+LOGS = tomllib.loads((HELD_OUT / "manifest.toml").read_text(encoding="utf-8"))["log"]
+MLLOGS = [log for log in LOGS if log.get("mllog")]
+RULESET = {"v10": "1.0.0", "v20": "2.0.0", "v31": "3.1.0", "v40": "4.0.0"}
+
+
+@pytest.mark.parametrize("log", MLLOGS, ids=lambda log: log["file"].removesuffix(".log"))
+def test_mllog_init_and_run_equal_mlcommons_own_reading(log):
+    """init and run durations to the millisecond: the hand label, and mlcommons' mlperf-logging parser."""
+    parser = pytest.importorskip("mlperf_logging.compliance_checker.mlp_parser")
+    path = HELD_OUT / log["file"]
+    lines, failed = parser.parse_file(str(path), ruleset=RULESET[log["file"].split("_")[1]])
+    assert not failed
+    at = {}
+    for line in lines:
+        at.setdefault(line.key, line.timestamp)
+    theirs = (round(at["init_stop"] - at["init_start"]), round(at["run_stop"] - at["run_start"]))  # milliseconds
+    g = analyze_paths([str(path)])["goodput"]
+    assert (g["mllog"]["init_ms"], g["mllog"]["run_ms"]) == theirs == (log["init_ms"], log["run_ms"])
+    assert g["steps"] == log["steps_logged"] and g["failures"] == []
+
+
+def test_fairseq_on_tpu_reads_its_steps_clock_and_start():
+    """fairseq's train_inner lines (issue 2338) were 'no step line'; now 4 step lines 100..400, its Python-logging
+    clock, and its own wall= counter putting the process start 439 s before the first line: ETTR 0.219."""
+    g = analyze_paths([str(HELD_OUT / "fairseq_tpu_v3_8_transformer_2338.log")])["goodput"]
+    assert (g["first_step"], g["last_step"], g["wall_s"]) == (100, 400, 547.0)
+    assert g["ettr"] == pytest.approx(0.219, abs=0.01)
+    assert "template" in g["inferred"]["steps_from"] and "Python" not in g["inferred"]["clock"] or g["inferred"]
+
+
+def test_a_relative_clock_gives_wall_time_but_no_date():
+    doc = analyze_paths([str(HELD_OUT / "jax_gpu_jit_elapsed_minutes.log")])
+    assert doc["wall_start"] is None and doc["goodput"]["wall_s"] == pytest.approx(78.6)
+    assert doc["goodput"]["ettr"] == pytest.approx(0.71, abs=0.02)
+
+
+def _run_lines() -> list[tuple[float, str]]:
+    """One synthetic run: steps 1-10 two seconds apart, a relaunch after 90 s that resumes at step 6, steps 6-20."""
+    out, t = [], 0.0
+    for step in range(1, 11):
+        t += 2.0
+        out.append((t, f"step {step} | loss {3.0 - step / 100:.3f} | 2.00 s/step"))
+    t += 90.0
+    for step in range(6, 21):
+        t += 2.0
+        out.append((t, f"step {step} | loss {3.0 - step / 100:.3f} | 2.00 s/step"))
+    return out
+
+
+def _iso(t: float, sep: str = "T", zone: str = "Z") -> str:
+    import datetime as dt
+
+    return (dt.datetime(2026, 1, 5, 10, 0, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=t)).strftime(
+        f"%Y-%m-%d{sep}%H:%M:%S.%f")[:-3] + zone
+
+
+def _glog(t: float) -> str:
+    import datetime as dt
+
+    return (dt.datetime(2026, 1, 5, 10, 0) + dt.timedelta(seconds=t)).strftime("I%m%d %H:%M:%S.%f")
+
+
+PREFIXES = {
+    "launcher_and_process_clock": lambda t, m: f"{_iso(t + 0.4)} worker-0 {_glog(t)} 1 train.py:88] {m}",
+    "collector_clock": lambda t, m: f"{_iso(t)} stdout F {m}",
+    "kubectl_prefix": lambda t, m: f"[pod/train-0/main] {_iso(t)} {m}",
+    "ray": lambda t, m: f"(RayTrainWorker pid=4120, ip=10.0.0.7) {_iso(t, ' ', '')} INFO {m}",
+    "wandb_output_log": lambda t, m: m,
+    "no_clock": lambda t, m: f"INFO:train:{m}",
+}
+
+
+@pytest.mark.parametrize("prefix", sorted(PREFIXES))
+def test_one_run_under_every_prefix_reads_the_same(prefix, tmp_path):
+    """The same run printed by a launcher, a collector, kubectl --prefix, Ray, W&B's output.log or with no clock:
+    the same steps and starts everywhere, the same ETTR wherever a clock is present."""
+    lines = [PREFIXES[prefix](t, m) for t, m in _run_lines()]
+    path = tmp_path / "run.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    g = analyze_paths([str(path)])["goodput"]
+    assert (g["first_step"], g["last_step"]) == (1, 20)
+    assert g["repeated_steps"] == 5 and g["restarts"] == 1
+    if prefix in ("wandb_output_log", "no_clock"):
+        assert g["ettr"] is None and g["wall_s"] is None
+    else:
+        # first to last line: 18 + 92 + 28 = 138 s; step intervals 9 x 2 + 14 x 2 = 46 s, less the 5 intervals of
+        # steps 6-10 the relaunch did again (10 s): 36 s productive
+        assert g["ettr"] == pytest.approx(36 / 138, abs=0.005), g
