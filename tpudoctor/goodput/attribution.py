@@ -46,7 +46,9 @@ def attribute_startup(run: Run, median: float, figures: Figures, bands: list, or
             prev = m.t
     last = run.first_step_t - prev
     first_steps = _typical_dn(run)
-    if run.first_step is not None and not run.approx_steps and 0 <= run.first_step < first_steps:
+    if run.first_step_counted_from_start and run.first_step:
+        first_steps = run.first_step  # the first line stands for every step since the start (compiled once)
+    elif run.first_step is not None and not run.approx_steps and 0 <= run.first_step < first_steps:
         first_steps = max(run.first_step, 1)  # a log counting from 0 (step 0, 1, ...) has done that many steps
     productive_first = min(median * first_steps, max(last, 0.0))
     if not marks and run.first_step_seconds is not None and run.first_step_seconds <= last:
