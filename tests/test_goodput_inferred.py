@@ -32,9 +32,10 @@ def test_mllog_init_and_run_equal_mlcommons_own_reading(log):
     for line in lines:
         at.setdefault(line.key, line.timestamp)
     theirs = (round(at["init_stop"] - at["init_start"]), round(at["run_stop"] - at["run_start"]))  # milliseconds
-    g = analyze_paths([str(path)])["goodput"]
+    doc = analyze_paths([str(path)])
+    g = doc["goodput"]
     assert (g["mllog"]["init_ms"], g["mllog"]["run_ms"]) == theirs == (log["init_ms"], log["run_ms"])
-    assert g["steps"] == log["steps_logged"] and g["failures"] == []
+    assert doc["workers"][0]["step_lines"] == g["mllog"]["blocks"] == log["steps_logged"] and g["failures"] == []
 
 
 def test_fairseq_on_tpu_reads_its_steps_clock_and_start():
