@@ -105,3 +105,50 @@ def test_one_run_under_every_prefix_reads_the_same(prefix, tmp_path):
         # first to last line: 18 + 92 + 28 = 138 s; step intervals 9 x 2 + 14 x 2 = 46 s, less the 5 intervals of
         # steps 6-10 the relaunch did again (10 s): 36 s productive
         assert g["ettr"] == pytest.approx(36 / 138, abs=0.005), g
+
+
+def _block_seconds(name: str) -> list[float]:
+    """The time of each MLPerf training block (block_start..block_stop) of a held-out MLLOG log."""
+    import json
+
+    starts, out = {}, []
+    for line in (HELD_OUT / name).read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line.split(":::MLLOG ", 1)[1])
+        first = (entry.get("metadata") or {}).get("first_epoch_num")
+        if entry["key"] == "block_start":
+            starts[first] = entry["time_ms"]
+        elif entry["key"] == "block_stop" and first in starts:
+            out.append((entry["time_ms"] - starts[first]) / 1000)
+    return out
+
+
+@pytest.mark.parametrize("name", ["mllog_v10_jax_v4_128_unet3d_r0.log", "mllog_v20_tf_v4_256_dlrm_r0.log",
+                                  "mllog_v31_pax_v5e4096_gpt3_r0.log", "mllog_v40_maxtext_v5p3072_gpt3_r2.log"])
+def test_the_deviation_rule_is_ml_goodputs_own(name):
+    """On real TPU block times, the ideal step time and the anomalous steps are ml-goodput-measurement's."""
+    utils = pytest.importorskip("ml_goodput_measurement.src.goodput_utils")
+    from tpudoctor.goodput import deviation
+
+    times = _block_seconds(name)
+    assert len(times) >= 8
+    theirs = utils.compute_ideal_step_time(times)
+    assert deviation.ideal_step_time(times) == pytest.approx(theirs, rel=1e-12)
+    anomalous, normal = utils.get_anomalous_and_normal_step_times(times)
+    assert deviation.anomalous_and_normal(times) == (list(anomalous), list(normal))
+
+
+def test_a_step_above_median_plus_3_mad_is_anomalous(tmp_path):
+    """MaxText steps of 10.0 s and one of 13.0 s: median 10, MAD 0, so 13 s is anomalous (ml-goodput's rule); the
+    account had a floor of 1.5 x the median and let it pass as productive."""
+    lines, t = [], 0.0
+    for step, dt in enumerate([10.0] * 8 + [13.0] + [10.0] * 3):
+        t += dt
+        stamp = f"I0813 10:{int(t // 60):02d}:{t % 60:09.6f} 1 metric_logger.py:226]"
+        lines.append(f"{stamp} completed step: {step}, seconds: {dt:.3f}, loss: 9.1")
+    path = tmp_path / "maxtext.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    g = analyze_paths([str(path)])["goodput"]
+    assert g["outlier_count"] == 1 and g["outlier_steps"][0]["step"] == 8
+    assert g["outlier_steps"][0]["excess_s"] == pytest.approx(3.0)
+    assert g["step_time_deviation"]["ideal_step_s"] == pytest.approx(10.0)
+    assert g["step_time_deviation"]["anomalous_steps"] == 1

@@ -14,9 +14,9 @@ wall time), never an estimate presented as a measurement.
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
+from tpudoctor.goodput import deviation
 from tpudoctor.goodput.attribution import (
     Figures,
     attribute_startup,
@@ -29,9 +29,6 @@ from tpudoctor.goodput.run import Run
 from tpudoctor.goodput.timeline import Stream, Timeline
 from tpudoctor.logs.clock import iso_utc
 
-OUTLIER_MADS = 3.0
-OUTLIER_MIN_RATIO = 1.5
-"""An interval stands out when its time per step exceeds median + 3 MAD and 1.5 x the median."""
 MAX_OUTLIERS_LISTED = 10
 
 
@@ -52,14 +49,16 @@ def step_statistics(stream: Stream) -> dict[str, Any]:
         values = [v for run in stream.runs for v in run.reported_per_step]
         source = "reported" if values else None
     if not values:
-        return {"median_s": None, "mad_s": None, "source": None, "sampled": False, "n": 0}
-    median = statistics.median(values)
-    mad = statistics.median(abs(v - median) for v in values)
-    return {"median_s": median, "mad_s": mad, "source": source, "sampled": sampled, "n": len(values)}
+        return {"median_s": None, "mad_s": None, "source": None, "sampled": False, "n": 0, "ideal_s": None,
+                "anomalous": 0}
+    median, mad = deviation.median_and_mad(values)
+    return {"median_s": median, "mad_s": mad, "source": source, "sampled": sampled, "n": len(values),
+            "ideal_s": deviation.ideal_step_time(values),
+            "anomalous": sum(v > deviation.threshold(median, mad) for v in values)}
 
 
 def _threshold(median: float, mad: float) -> float:
-    return max(median + OUTLIER_MADS * mad, OUTLIER_MIN_RATIO * median)
+    return deviation.threshold(median, mad)
 
 
 def _redo_from(runs: list[Run]) -> list[int | None]:
@@ -125,6 +124,9 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
         "median_step_s": _r(median, 4),
         "step_time_mad_s": _r(mad, 4),
         "step_time_source": stats["source"],
+        "step_time_deviation": {"ideal_step_s": _r(stats["ideal_s"], 4), "anomalous_steps": stats["anomalous"],
+                                "rule": "ml-goodput-measurement: steps under 1 s left out of the ideal; ideal = mean "
+                                        "of the steps at or below median + 3 MAD; above it, anomalous"},
         "outlier_steps": outliers[:MAX_OUTLIERS_LISTED],
         "outlier_count": len(outliers),
         "restarts": max(len(runs) - 1, 0),
@@ -317,7 +319,7 @@ def _step_union(runs: list[Run]) -> tuple[int | None, int | None, int | None]:
 def _empty(reason: str, timeline: Timeline) -> dict[str, Any]:
     nulls = {k: reason for k in ("steps", "wall_s", "ettr", "median_step_s", "productive_s")}
     return {"steps": None, "reached_first_step": None, "first_step": None, "last_step": None, "median_step_s": None, "step_time_mad_s": None,
-            "step_time_source": None, "outlier_steps": [], "outlier_count": 0, "restarts": None,
+            "step_time_source": None, "step_time_deviation": None, "outlier_steps": [], "outlier_count": 0, "restarts": None,
             "repeated_steps": None, "checkpoint_saves": None, "checkpoint_saves_sync": None,
             "checkpoint_saves_async": None, "saves": [], "restores": [],
             "compilations": {"reported": 0, "reported_s": None, "cache_hits": 0, "cache_writes": 0},
