@@ -54,7 +54,8 @@ def step_statistics(stream: Stream) -> dict[str, Any]:
     median, mad = deviation.median_and_mad(values)
     return {"median_s": median, "mad_s": mad, "source": source, "sampled": sampled, "n": len(values),
             "ideal_s": deviation.ideal_step_time(values),
-            "anomalous": sum(v > deviation.threshold(median, mad) for v in values)}
+            "anomalous": sum(v > deviation.threshold(median, mad) for v in values),
+            "normal_mean_s": deviation.normal_mean(values)}
 
 
 def _threshold(median: float, mad: float) -> float:
@@ -93,7 +94,8 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
         wall_end - wall_start - sum(j["jump_s"] for j in jumps) > 0
     if timed:
         _anchor(runs, wall_start, wall_end, jumps)
-    bands, repeated = _attribute_runs(runs, timed, median, mad, wall_start, figures, outliers)
+    bands, repeated = _attribute_runs(runs, timed, median, mad, wall_start, figures, outliers,
+                                      stats.get("normal_mean_s"))
     wall = _charge_remainder(figures, wall_start, wall_end, jumps) if timed else None
     steps_union, first_step, last_step = _step_union(runs)
     known_step = any(r.saves or r.restored_step is not None for r in runs)
@@ -168,7 +170,7 @@ def _anchor(runs: list[Run], wall_start: float, wall_end: float, jumps: list[dic
 
 def _attribute_runs(runs: list[Run], timed: bool, median: float | None, mad: float | None,
                     wall_start: float | None, figures: Figures,
-                    outliers: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+                    outliers: list[dict[str, Any]], normal_s: float | None = None) -> tuple[list[dict[str, Any]], int]:
     """Each run's time into ``figures`` (and its gap before it, its outliers): its summary with its bands, and
     the steps done again after a restart."""
     redo_from = _redo_from(runs)
@@ -186,7 +188,7 @@ def _attribute_runs(runs: list[Run], timed: bool, median: float | None, mad: flo
         if median is not None and timed and run.stepped:
             attribute_startup(run, median, figures, run_bands, wall_start)
             attribute_steady(run, median, _threshold(median, mad or 0.0), redo_from[i], figures, outliers,
-                             run_bands, wall_start)
+                             run_bands, wall_start, normal_s)
             attribute_tail(run, i == len(runs) - 1, figures, run_bands, wall_start)
         elif timed and not run.stepped and run.start_t is not None and run.end_t is not None:
             # a start that never reached its first step: all of it lost to the disruption

@@ -42,3 +42,12 @@ def ideal_step_time(step_times: Sequence[float]) -> float | None:
         return None
     _anomalous, normal = anomalous_and_normal(kept)
     return statistics.fmean(normal) if normal else None
+
+
+def normal_mean(step_times: Sequence[float]) -> float | None:
+    """The mean of the normal steps (all of them, short ones too): what an anomalous step is measured against
+    (ml-goodput's get_extra_time_from_anomalous_steps)."""
+    if not step_times:
+        return None
+    _anomalous, normal = anomalous_and_normal(step_times)
+    return statistics.fmean(normal) if normal else None
