@@ -152,3 +152,17 @@ def test_a_step_above_median_plus_3_mad_is_anomalous(tmp_path):
     assert g["outlier_steps"][0]["excess_s"] == pytest.approx(3.0)
     assert g["step_time_deviation"]["ideal_step_s"] == pytest.approx(10.0)
     assert g["step_time_deviation"]["anomalous_steps"] == 1
+
+
+@pytest.mark.parametrize("name", ["mst_gpu_epoch_logger_timed.log", "fairseq_tpu_v3_8_transformer_2338.log"])
+def test_a_long_log_read_by_its_sample_template_reads_the_same(name, monkeypatch):
+    """A long log's template is found in its first lines and the rest scanned with one regex: the same reading as
+    the whole log's (the sample cut to 6 lines here)."""
+    from tpudoctor.goodput import inferred
+
+    whole = analyze_paths([str(HELD_OUT / name)])["goodput"]
+    monkeypatch.setattr(inferred, "SAMPLE_LINES", 6)
+    monkeypatch.setattr(inferred, "EDGE_LINES", 1)
+    sampled = analyze_paths([str(HELD_OUT / name)])["goodput"]
+    for key in ("steps", "first_step", "last_step", "restarts", "wall_s", "ettr", "median_step_s"):
+        assert sampled[key] == whole[key], key

@@ -13,10 +13,14 @@ from tpudoctor.goodput.mllog import MARK, read_mllog
 from tpudoctor.goodput.readers import Event
 from tpudoctor.logs import clocks
 from tpudoctor.logs.prefixes import clean, kubectl_worker, unwrapped
-from tpudoctor.logs.templates import step_series
+from tpudoctor.logs.templates import matcher, points_by_matcher, step_series
 
 FRAMEWORK = "inferred"
-MAX_LINES = 2_000_000
+MAX_LINES = 4_000_000
+SAMPLE_LINES = 20_000
+"""The step template is found in a log's first lines; the rest is scanned for it alone."""
+EDGE_LINES = 1000
+"""The log's first and last lines whose clocks bound its wall time."""
 """Logs longer than this are read by their known forms only (the inference keeps every line's message)."""
 
 
@@ -33,30 +37,33 @@ def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tupl
                         "mllog": {k: summary[k] for k in ("init_ms", "run_ms", "status", "blocks", "evals")}}
     if year is None:  # a glog/absl date has no year: the log's ISO dates give it
         year = next((int(m[1]) for line in lines[:1000] if (m := clocks.ISO.search(line))), None)
-    messages, picked, workers, several = [], [], [], False
-    start_from_counter: tuple[float, str] | None = None
-    for line in lines:
-        text = clean(line)
-        worker, text = kubectl_worker(text)
-        found = clocks.clocks_on(text, year=year)
-        several = several or sum(c.absolute for c in found) > 1
-        choice = clocks.pick(found)
-        absolute = choice if choice is not None and choice.absolute else None
-        relative = next((c for c in found if not c.absolute), None)
-        if start_from_counter is None and absolute is not None and relative is not None:
-            start_from_counter = (absolute.t - relative.t, text[:200])
-        picked.append(absolute or relative)
-        workers.append(worker)
-        messages.append(clocks.GLOG.sub("<T>", clocks.ISO.sub("<T>", unwrapped(text))))
-    series = step_series(messages)
+    read = _Lines(lines, year)
+    sample = range(min(len(lines), SAMPLE_LINES))
+    series = step_series([read.message(i) for i in sample])
     if series is None:
         return None
-    has_absolute = any(c is not None and c.absolute for c in picked)
-    kind = next((c.kind for c in picked if c is not None and (c.absolute or not has_absolute)), None)
+    edges = list(range(min(len(lines), EDGE_LINES))) + list(range(max(len(lines) - EDGE_LINES, 0), len(lines)))
+    picked = {i: read.clock(i) for i in sorted(set(edges) | {p.index for p in series.points})}
+    if len(lines) > SAMPLE_LINES:  # the rest of a long log: lines with the template's longest literal, one regex
+        keyword = max((part.strip() for part in series.template.replace("<T>", "<*>").split("<*>")), key=len)
+        pattern = matcher(series)
+        series = points_by_matcher(series, pattern, ((i, lines[i]) for i in range(SAMPLE_LINES, len(lines))
+                                                     if not keyword or keyword in lines[i]), head=series.points)
+        kinds = [c.kind for p in series.points if (c := picked.get(p.index)) is not None]  # the step lines' clock
+        kind_seen = max(set(kinds), key=kinds.count) if kinds else None
+        for p in series.points:
+            if p.index not in picked:
+                picked[p.index] = clocks.innermost_of_kind(lines[p.index], kind_seen, year=year) \
+                    if kind_seen not in (None, "relative") else read.clock(p.index)
+    has_absolute = any(c is not None and c.absolute for c in picked.values())
+    on_steps = [c.kind for p in series.points if (c := picked.get(p.index)) is not None
+                and (c.absolute or not has_absolute)]
+    kind = max(set(on_steps), key=on_steps.count) if on_steps else \
+        next((c.kind for c in picked.values() if c is not None and (c.absolute or not has_absolute)), None)
     events: list[Event] = []
-    if start_from_counter is not None:
-        events.append(Event(Kind.START, start_from_counter[0], framework=FRAMEWORK, source=source, line_no=0,
-                            text=f"the process's own counter of time since its start: {start_from_counter[1]}"))
+    if read.start_from_counter is not None:
+        events.append(Event(Kind.START, read.start_from_counter[0], framework=FRAMEWORK, source=source, line_no=0,
+                            text=f"the process's own counter of time since its start: {read.start_from_counter[1]}"))
     elif not has_absolute and kind == "relative":
         events.append(Event(Kind.START, 0.0, framework=FRAMEWORK, source=source, line_no=0,
                             text="the process's start (its relative clock's zero)"))
@@ -64,12 +71,45 @@ def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tupl
         clock = picked[point.index]
         t = clock.t if clock is not None and (clock.absolute == has_absolute) else None
         events.append(Event(Kind.STEP, t, step=point.step, seconds=point.seconds, approx=point.approx,
-                            worker=workers[point.index], framework=FRAMEWORK, source=source,
+                            worker=read.workers.get(point.index), framework=FRAMEWORK, source=source,
                             line_no=point.index + 1, text=lines[point.index].strip()[:300]))
-    times = [c.t for c in picked if c is not None and c.absolute == has_absolute]
+    times = [c.t for c in picked.values() if c is not None and c.absolute == has_absolute]
     if events and events[0].kind is Kind.START and events[0].t is not None:
         times.append(events[0].t)
-    return events, {"clock": clocks.describe(kind, several) if kind else "no clock on any line",
+    return events, {"clock": clocks.describe(kind, read.several) if kind else "no clock on any line",
                     "steps_from": series.why, "relative": kind == "relative" and not has_absolute,
                     "first_t": min(times) if times else None, "last_t": max(times) if times else None,
                     "mllog": None}
+
+
+class _Lines:
+    """One log's lines read lazily: each line's message (clocks masked, prefixes off) and its process clock."""
+
+    def __init__(self, lines: Sequence[str], year: int | None):
+        self.lines, self.year = lines, year
+        self.workers: dict[int, str | None] = {}
+        self.texts: dict[int, str] = {}
+        self.several = False
+        self.start_from_counter: tuple[float, str] | None = None
+
+    def _text(self, i: int) -> str:
+        text = self.texts.get(i)
+        if text is None:
+            worker, text = kubectl_worker(clean(self.lines[i]))
+            self.workers[i] = worker
+            self.texts[i] = text
+        return text
+
+    def message(self, i: int) -> str:
+        return clocks.GLOG.sub("<T>", clocks.ISO.sub("<T>", unwrapped(self._text(i))))
+
+    def clock(self, i: int) -> clocks.LineClock | None:
+        text = self._text(i)
+        found = clocks.clocks_on(text, year=self.year)
+        self.several = self.several or sum(c.absolute for c in found) > 1
+        choice = clocks.pick(found)
+        absolute = choice if choice is not None and choice.absolute else None
+        relative = next((c for c in found if not c.absolute), None)
+        if self.start_from_counter is None and absolute is not None and relative is not None:
+            self.start_from_counter = (absolute.t - relative.t, text[:200])
+        return absolute or relative

@@ -101,3 +101,17 @@ def describe(kind: str, several: bool) -> str:
     why = " (the innermost of several clocks on a line: a collector's or launcher's stands before the process's)" \
         if several else ""
     return f"the process's clock: {names[kind]}{why}"
+
+
+def innermost_of_kind(line: str, kind: str, *, year: int | None = None) -> LineClock | None:
+    """The line's last clock of one kind (the kind a log's sample showed is its process's): one regex, not all."""
+    pattern = {"iso": ISO, "glog": GLOG, "epoch_ms": EPOCH_MS, "epoch_s": EPOCH_S}.get(kind)
+    if pattern is None:
+        return pick(clocks_on(line, year=year))
+    last = None
+    for last in pattern.finditer(line):  # noqa: B007 (the last match is the one kept)
+        pass
+    if last is None:
+        return None
+    found = [c for c in clocks_on(line[last.start():last.end()], year=year) if c.kind == kind]
+    return found[-1] if found else None

@@ -22,6 +22,7 @@ STEP_HINT = re.compile(r"(?:step|iter|iteration|update|updates|num_updates|batch
 TIME_HINT = re.compile(r"(?:elapsed|wall|time|t|eta|remaining|lr|loss|rate|pid|ip|rank|port|worker|device|node|"
                        r"process|host|gpu|tpu|xla|core|thread)\W{0,3}$", re.IGNORECASE)
 DURATION_HINT = re.compile(r"(?:step_time|time|seconds|sec|dt|duration)\W{0,3}$", re.IGNORECASE)
+LOSS_WORD = re.compile(r"\bloss\b", re.IGNORECASE)
 EVAL_WORDS = re.compile(r"\b(?:eval\w*|valid\w*|test\w*)\b", re.IGNORECASE)
 MIN_LINES = 2
 
@@ -92,7 +93,10 @@ def step_series(messages: Iterable[str]) -> Series | None:
                 continue
             evalish = bool(EVAL_WORDS.search(key))
             duration = _duration_field(key, len(rows[0][1]), f)
-            score = (not evalish, hint, len(set(nums)), duration is not None, -f)
+            # a training step line reports a loss and is printed once per step (a data or runtime line that
+            # names the step is printed several times per step, or carries no loss)
+            loss = bool(LOSS_WORD.search(key))
+            score = (not evalish, hint, loss, len(set(nums)) / len(nums) > 0.5, len(set(nums)), duration is not None, -f)
             points = [Point(i, int(n), rows[k][1][f][-1] in SCALE,
                             value(rows[k][1][duration]) if duration is not None else None)
                       for k, (n, (i, _)) in enumerate(zip(nums, rows, strict=True))]
@@ -119,3 +123,52 @@ def _duration_field(template: str, count: int, step_field: int) -> int | None:
         if re.match(r"\s?s/(?:step|it)\b", after):
             return f
     return None
+
+
+def points_of(series: Series, indexed_messages: Iterable[tuple[int, str]]) -> Series:
+    """The series' points among ``(index, message)`` pairs: the messages of its template, its step field read."""
+    points = []
+    for index, message in indexed_messages:
+        key, values = template_of(" ".join(message.split()))
+        if key != series.template:
+            continue
+        try:
+            step = value(values[series.field])
+        except (ValueError, IndexError):
+            continue
+        seconds = value(values[series.duration_field]) if series.duration_field is not None else None
+        points.append(Point(index, int(step), values[series.field][-1] in SCALE, seconds))
+    return dataclasses.replace(series, points=points)
+
+
+def matcher(series: Series) -> re.Pattern[str]:
+    """A regex that finds the series' template in a raw line (clock masks match anything, runs of spaces any
+    spacing): the fast way through a long log once the template is known."""
+    out = []
+    for piece in re.split(r"(<\*>|<T>|\s+)", series.template):
+        if piece == "<*>":
+            out.append(f"({NUMBER.pattern})")
+        elif piece == "<T>":
+            out.append(".*?")
+        elif piece and piece.isspace():
+            out.append(r"\s+")
+        elif piece:
+            out.append(re.escape(piece))
+    return re.compile("".join(out))
+
+
+def points_by_matcher(series: Series, pattern: re.Pattern[str], indexed_lines: Iterable[tuple[int, str]], *,
+                      head: Iterable[Point] = ()) -> Series:
+    """The series' points among raw lines, read with ``matcher(series)``, after the ``head`` points already read."""
+    points = list(head)
+    for index, line in indexed_lines:
+        m = pattern.search(line)
+        if m is None:
+            continue
+        try:
+            step = value(m.group(series.field + 1))
+            seconds = value(m.group(series.duration_field + 1)) if series.duration_field is not None else None
+        except (ValueError, IndexError, TypeError):
+            continue
+        points.append(Point(index, int(step), m.group(series.field + 1)[-1] in SCALE, seconds))
+    return dataclasses.replace(series, points=points)
