@@ -166,3 +166,12 @@ def test_a_long_log_read_by_its_sample_template_reads_the_same(name, monkeypatch
     sampled = analyze_paths([str(HELD_OUT / name)])["goodput"]
     for key in ("steps", "first_step", "last_step", "restarts", "wall_s", "ettr", "median_step_s"):
         assert sampled[key] == whole[key], key
+
+
+def test_checkpoint_saves_in_plain_words_are_saves_that_quote_their_line():
+    """MST's logger: 'Checkpoint saved to .../model_epoch_251.pth' after each epoch; two saves, for epochs 251 and
+    252 (hand label saves = 2), each pointing at its line."""
+    g = analyze_paths([str(HELD_OUT / "mst_gpu_epoch_logger_timed.log")])["goodput"]
+    assert g["checkpoint_saves"] == 2 and [s["step"] for s in g["saves"]] == [251, 252]
+    assert [s["where"].rsplit(":", 1)[1] for s in g["saves"]] == ["1", "4"]
+    assert g["ettr"] == pytest.approx(0.999, abs=0.01)

@@ -5,6 +5,7 @@ MLPerf's MLLOG timeline (mllog). The known forms are tried first; this reads a l
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +17,10 @@ from tpudoctor.logs.prefixes import clean, kubectl_worker, unwrapped
 from tpudoctor.logs.templates import matcher, points_by_matcher, step_series
 
 FRAMEWORK = "inferred"
+SAVED = re.compile(r"(?i)\b(?:saved?|saving|wrote|writing)\b.{0,40}\bcheckpoint|\bcheckpoint\b.{0,40}\b(?:saved|written)\b")
+RESTORING = re.compile(r"(?i)\b(?:resuming|restoring|loading)\b.{0,40}\bcheckpoint|\bcheckpoint\b.{0,20}\b(?:restoring|loading)\b")
+RESTORED = re.compile(r"(?i)\b(?:resumed|restored|loaded)\b.{0,40}\bcheckpoint|\bcheckpoint\b.{0,40}\b(?:restored|loaded)\b")
+LAST_NUMBER = re.compile(r"(\d+)\D*$")
 MAX_LINES = 4_000_000
 SAMPLE_LINES = 20_000
 """The step template is found in a log's first lines; the rest is scanned for it alone."""
@@ -73,6 +78,7 @@ def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tupl
         events.append(Event(Kind.STEP, t, step=point.step, seconds=point.seconds, approx=point.approx,
                             worker=read.workers.get(point.index), framework=FRAMEWORK, source=source,
                             line_no=point.index + 1, text=lines[point.index].strip()[:300]))
+    events.extend(_checkpoint_events(lines, read, picked, has_absolute, source))
     times = [c.t for c in picked.values() if c is not None and c.absolute == has_absolute]
     if events and events[0].kind is Kind.START and events[0].t is not None:
         times.append(events[0].t)
@@ -80,6 +86,28 @@ def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tupl
                     "steps_from": series.why, "relative": kind == "relative" and not has_absolute,
                     "first_t": min(times) if times else None, "last_t": max(times) if times else None,
                     "mllog": None}
+
+
+def _checkpoint_events(lines: Sequence[str], read: _Lines, picked: dict, has_absolute: bool,
+                       source: str) -> list[Event]:
+    """Checkpoint saves and restores in plain words (``Checkpoint saved to .../model_epoch_251.pth``, ``resuming
+    from checkpoint``), each quoting its line; the step is the line's last number where it names one."""
+    out = []
+    for i, line in enumerate(lines):
+        if "heckpoint" not in line and "HECKPOINT" not in line:
+            continue
+        text = read._text(i)
+        kind = Kind.SAVE_END if SAVED.search(text) else Kind.RESTORE_END if RESTORED.search(text) else \
+            Kind.RESTORE_START if RESTORING.search(text) else None
+        if kind is None:
+            continue
+        clock = picked[i] if i in picked else picked.setdefault(i, read.clock(i))
+        t = clock.t if clock is not None and clock.absolute == has_absolute else None
+        n = LAST_NUMBER.search(text)
+        out.append(Event(kind, t, step=int(n.group(1)) if n else None, mode="sync" if kind is Kind.SAVE_END else None,
+                         worker=read.workers.get(i), framework=FRAMEWORK, source=source, line_no=i + 1,
+                         text=line.strip()[:300]))
+    return out
 
 
 class _Lines:
