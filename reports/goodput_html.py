@@ -38,8 +38,9 @@ def split_bar(g: dict[str, Any]) -> str:
     rows = [r for r in bucket_rows(g) if r["percent"]]
     if not rows:
         return '<p class="note">The log has no wall time, so the time cannot be split.</p>'
+    scale = min(1.0, 100.0 / sum(r["percent"] for r in rows))  # parts over the wall: the bar still ends at 100 %
     cells = "".join(f'<div title="{_e(r["label"])}: {_e(seconds_text(r["seconds"]))} ({r["percent"]:.1f}%)" '
-                    f'style="width:{r["percent"]:.3f}%;background:{BUCKET_COLORS.get(r["bucket"], "#9e9e9e")}">'
+                    f'style="width:{r["percent"] * scale:.3f}%;background:{BUCKET_COLORS.get(r["bucket"], "#9e9e9e")}">'
                     "</div>" for r in rows)
     legend = "".join(f'<span><i style="background:{BUCKET_COLORS.get(r["bucket"], "#9e9e9e")}"></i>'
                      f'{_e(r["label"])} {r["percent"]:.1f}%</span>' for r in rows)
@@ -72,8 +73,8 @@ def timeline_svg(g: dict[str, Any]) -> str:
         for band in run.get("bands") or []:
             if band.get("start_s") is None or not band.get("seconds"):
                 continue
-            x = left + plot_w * max(band["start_s"], 0.0) / wall
-            w = max(plot_w * band["seconds"] / wall, 1.2)
+            x = left + plot_w * min(max(band["start_s"], 0.0) / wall, 1.0)
+            w = max(min(plot_w * band["seconds"] / wall, left + plot_w - x), 1.2)  # kept inside the plot
             overlay = band["bucket"] != "PRODUCTIVE" and any(
                 b["bucket"] == "PRODUCTIVE" and b["start_s"] <= band["start_s"] < b["start_s"] + b["seconds"]
                 for b in run.get("bands") or [])

@@ -22,8 +22,11 @@ def _cell(value: Any) -> str:
 
 def render(doc: dict[str, Any]) -> str:
     g = doc["goodput"]
-    out = ["# Where did the time go", "", f"**{md(headline(doc))}**", "", md(step_line(g)), "",
-           "| bucket | time | % of wall |", "|---|---:|---:|"]
+    out = ["# Where did the time go", "", f"**{md(headline(doc))}**", "", md(step_line(g)), ""]
+    confidence = (g.get("consistency") or {}).get("confidence") or {}
+    if confidence.get("level") in ("medium", "low"):
+        out += [f"Confidence in the figures: {md(confidence['level'])}: {_cell('; '.join(confidence['reasons']))}", ""]
+    out += ["| bucket | time | % of wall |", "|---|---:|---:|"]
     for row in bucket_rows(g):
         pct = f"{row['percent']:.2f}" if row["percent"] is not None else "n/a"
         out.append(f"| {md(row['bucket'])} ({_cell(row['label'])}) | {md(seconds_text(row['seconds']))} | {pct} |")

@@ -40,6 +40,9 @@ def headline(doc: dict[str, Any]) -> str:
     if g.get("ettr") is None:
         why = (g.get("nulls") or {}).get("ettr") or "unknown"
         return f"ETTR unknown: {why}"
+    if (g.get("consistency") or {}).get("unsupported"):
+        return (f"ETTR {g['ettr']:.3f} not supported: the log's times contradict each other, so the figures below "
+                f"are not usable ({seconds_text(g['wall_s'])} of wall time as read)")
     return (f"ETTR {g['ettr']:.3f}: {g['goodput_percent']:.1f}% of {seconds_text(g['wall_s'])} went to productive "
             f"steps ({seconds_text(g['productive_s'])})")
 
@@ -47,7 +50,8 @@ def headline(doc: dict[str, Any]) -> str:
 def step_line(g: dict[str, Any]) -> str:
     if g.get("steps") is None:
         return "No step lines."
-    parts = [f"{g['steps']} step(s) ({g['first_step']} to {g['last_step']})",
+    span = f" ({g['first_step']} to {g['last_step']})" if g.get("first_step") is not None else ""
+    parts = [f"{g['steps']} step(s){span}",
              f"{g['restarts']} restart(s)", f"{g['repeated_steps']} step(s) done again",
              f"{g['checkpoint_saves']} checkpoint save(s) ({g.get('checkpoint_saves_sync', 0)} sync, "
              f"{g.get('checkpoint_saves_async', 0)} async)"]

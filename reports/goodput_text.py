@@ -25,10 +25,13 @@ def render(doc: dict[str, Any], *, verbose: bool = False) -> str:
     if doc.get("wall_start"):
         out.append(f"From {plain(doc['wall_start'])} to {plain(doc['wall_end'])} (lead worker: "
                    f"{plain(doc.get('lead_worker'))}; {plain(doc['clock']['zone'])})")
+    confidence = (g.get("consistency") or {}).get("confidence") or {}
+    if confidence.get("level") in ("medium", "low"):
+        out.append(f"Confidence in the figures: {confidence['level']}: " + plain("; ".join(confidence["reasons"])[:400]))
     out += ["", "Where did the time go"]
     for row in bucket_rows(g):
         pct = row["percent"]
-        bar = "#" * round(BAR * pct / 100) if pct is not None else ""
+        bar = "#" * min(BAR, max(0, round(BAR * pct / 100))) if pct is not None else ""  # never past the column
         value = f"{seconds_text(row['seconds']):>10} {pct:6.2f}%" if pct is not None else \
             f"{seconds_text(row['seconds']):>10}    n/a "
         out.append(f"  {row['bucket']:<40} {value}  {bar}")

@@ -85,5 +85,10 @@ def summary_line(report: HangReport) -> str:
     else:
         where = (" from stack dumps" if report.from_stack_dumps else
                  f" on {report.host}" if report.host else "")
-    samples = f"{report.samples} sample(s)" + (f" {report.interval_s:g}s apart" if report.samples > 1 else "")
+    samples = f"{report.samples} sample(s)"
+    if report.samples > 1 and report.interval_s <= 0:
+        samples += " (the dumps carry no time of their own)"
+    elif report.samples > 1:
+        by_files = " by the files' times" if report.from_stack_dumps else ""
+        samples += f" about {report.interval_s:.0f}s apart{by_files}" if by_files else f" {report.interval_s:g}s apart"
     return f"{count} process(es){where}, {samples}"

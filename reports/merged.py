@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
 
-from tpudoctor.findings import Finding, Gate, Report, Status, Step, worst_status
+from tpudoctor.findings import Finding, Gate, Report, Status, Step, natural_key, worst_status
 from tpudoctor.reports import escape
 from tpudoctor.reports.sections import Section
 
@@ -80,9 +80,11 @@ class WorkerMap(Section):
 
 def worker_step_matrix(document: dict[str, Any]) -> dict[str, dict[int, str]]:
     """worker -> step -> cell: the worst status that worker gave in that step; NO_REPORT for a silent worker."""
-    workers = document.get("workers") or {}
+    workers = dict(document.get("workers") or {})
+    for worker in (document.get("slice") or {}).get("workers_expected") or []:
+        workers.setdefault(worker, {})  # an expected worker with no report at all is drawn too, as "?"
     matrix: dict[str, dict[int, str]] = {}
-    for worker, entry in workers.items():
+    for worker, entry in sorted(workers.items(), key=lambda kv: natural_key(kv[0])):
         report = entry.get("report")
         if not report:
             matrix[worker] = {int(s): NO_REPORT for s in Step}
@@ -105,8 +107,15 @@ def _slice_line(document: dict[str, Any]) -> str:
     expected, reported = info.get("workers_expected") or [], info.get("workers_reported") or []
     target = document.get("target") or {}
     name = f"{target.get('tpu')}: " if target.get("tpu") else ""
-    return escape.plain(f"Pod slice {name}{len(reported)} of {len(expected) or len(document.get('workers') or {})} "
-                        f"workers reported (from {info.get('source') or 'reports'})")
+    from tpudoctor.pod.worker_ids import describe_workers
+
+    outside = [w for w in reported if expected and w not in expected]
+    counted = len(reported) - len(outside)
+    line = (f"Pod slice {name}{counted} of {len(expected) or len(document.get('workers') or {})} workers reported"
+            + (f", and worker {describe_workers(outside)} outside the expected workers "
+               f"({describe_workers(expected)})" if outside else "")
+            + f" (from {info.get('source') or 'reports'})")
+    return "\n".join(escape.plain(text) for text in [line] + [f"left out: {why}" for why in info.get("left_out") or []])
 
 
 def _matrix_text(matrix: dict[str, dict[int, str]]) -> str:

@@ -294,3 +294,76 @@ def test_history_in_a_bucket_we_may_not_list_names_the_role(real_report, fake_gc
     assert code == ExitCode.USAGE_ERROR
     assert "cannot list gs://locked/ci: permission denied" in err and "roles/storage.objectViewer" in err
     assert "gcloud storage buckets add-iam-policy-binding gs://locked" in err
+
+
+# ------------------------------------------------------------------ inputs that are not what compare reads
+# (the hostile probe of 2026-12-04: N15, N25, N28)
+GOODPUT_LOG = Path(__file__).resolve().parent / "fixtures" / "goodput" / "maxtext_restart.log"
+
+
+@pytest.fixture(scope="module")
+def foreign_reports(tmp_path_factory) -> dict[str, Path]:
+    """Real reports of other kinds, as the commands write them: a check report and a goodput report."""
+    folder = tmp_path_factory.mktemp("foreign")
+    check, goodput = folder / "check.json", folder / "goodput.json"
+    main(["check", "--step", "4", "--log-file", str(GOODPUT_LOG), "--format", "json", "-o", str(check),
+          "--exit-zero"])
+    assert main(["goodput", str(GOODPUT_LOG), "--format", "json", "-o", str(goodput)]) == 0
+    return {"check": check, "goodput": goodput}
+
+
+@pytest.mark.parametrize("flag_or_env", ["flag", "env"])
+def test_a_cluster_address_without_a_port_is_a_usage_error_naming_where_it_came_from(flag_or_env, capsys,
+                                                                                     monkeypatch):
+    argv = [str(FIXTURES / "jax_steady"), str(FIXTURES / "jax_input_bound")]
+    if flag_or_env == "flag":
+        argv += ["--cluster", "bogus"]
+    else:
+        monkeypatch.setenv("TPUDOCTOR_CLUSTER", "bogus")
+    code, _, err = _compare(*argv, capsys=capsys)
+    assert code == ExitCode.USAGE_ERROR
+    assert ("--cluster 'bogus'" if flag_or_env == "flag" else "TPUDOCTOR_CLUSTER 'bogus'") in err
+    assert "ValueError" not in err
+
+
+def test_cluster_with_saved_reports_is_refused_as_a_flag_and_noted_from_the_environment(real_report, tmp_path,
+                                                                                        capsys, monkeypatch):
+    report = tmp_path / "p1.json"
+    report.write_text(json.dumps(real_report))
+    code, _, err = _compare(str(report), str(report), "--cluster", "tcp://127.0.0.1:8786", capsys=capsys)
+    assert code == ExitCode.USAGE_ERROR and "saved reports: there is nothing to analyse" in err
+    monkeypatch.setenv("TPUDOCTOR_CLUSTER", "tcp://127.0.0.1:8786")
+    code, _, err = _compare(str(report), str(report), capsys=capsys)
+    assert code == ExitCode.OK and "TPUDOCTOR_CLUSTER is not used" in err
+
+
+def test_a_report_of_another_kind_is_named_by_its_kind(foreign_reports, real_report, tmp_path, capsys):
+    check = str(foreign_reports["check"])
+    code, _, err = _compare(check, check, capsys=capsys)
+    assert code == ExitCode.USAGE_ERROR
+    assert "is a tpudoctor check report, not a profile report" in err
+    assert "compare reads profile reports" in err and "KeyError" not in err
+
+
+def test_history_names_a_goodput_report_among_the_profile_reports(foreign_reports, real_report, tmp_path, capsys):
+    history = _history(tmp_path / "mixed", [another_run(real_report, s) for s in range(3)])
+    shutil.copy(foreign_reports["goodput"], history / "goodput.json")
+    candidate = tmp_path / "candidate.json"
+    candidate.write_text(json.dumps(real_report))
+    code, _, err = _compare("--history", str(history), str(candidate), capsys=capsys)
+    assert code == ExitCode.USAGE_ERROR
+    assert "goodput.json is a tpudoctor goodput report, not a profile report" in err
+    assert "--history reads profile reports" in err and "schema_version" not in err
+
+
+@pytest.mark.parametrize(("make", "said"), [("fifo", "is a FIFO (named pipe), not a profile"),
+                                            ("/dev/null", "is a character device, not a profile")])
+def test_a_fifo_or_a_device_is_named_for_what_it_is(make, said, real_report, tmp_path, capsys):
+    report = tmp_path / "p1.json"
+    report.write_text(json.dumps(real_report))
+    path = "/dev/null"
+    if make == "fifo":
+        path = str(tmp_path / "fifo.json")
+        os.mkfifo(path)
+    code, _, err = _compare(path, str(report), capsys=capsys)
+    assert code == ExitCode.USAGE_ERROR and said in err and "(it is empty)" not in err

@@ -77,13 +77,32 @@ def parse_duration_s(text: str | float | int, *, what: str | None = None) -> flo
     return seconds
 
 
-def parse_percent(text: str | float) -> float:
-    """``5%`` or ``5`` or ``0.05``? Only ``5%`` and ``5`` are accepted: both mean five percent."""
+def parse_percent(text: str | float, *, flag: str | None = None, below: float | None = 100.0) -> float:
+    """``5%`` or ``5`` (both five percent) -> 5.0; one ``%`` at most (``5%%`` is a typo, refused). ``below``: the
+    exclusive upper bound (None: any finite value). ``flag`` names the flag in the error."""
+    name = f"{flag}: " if flag else ""
     raw = str(text).strip()
     try:
         value = float(raw[:-1] if raw.endswith("%") else raw)
     except ValueError:
-        raise UsageError(f"not a percentage: {text!r}", hint="write it like 5%") from None
-    if not math.isfinite(value) or not 0 <= value < 100:
-        raise UsageError(f"percentage out of range: {text!r}")
+        raise UsageError(f"{name}not a percentage: {text!r}", hint="write it like 5%") from None
+    if not math.isfinite(value) or value < 0 or (below is not None and value >= below):
+        # nan compares false with everything: a nan threshold would turn a gate silently off
+        raise UsageError(f"{name}percentage out of range: {text!r}"
+                         + (f" (from 0 to below {below:g}%)" if below is not None else " (0 or more)"))
+    return value
+
+
+def parse_ratio(text: str | float, *, flag: str) -> float:
+    """A ratio from 0 to 1, as ``0.9`` or as the same figure in percent, ``90%``: -> 0.9."""
+    raw = str(text).strip()
+    if raw.endswith("%"):
+        value = parse_percent(raw, flag=flag, below=None) / 100.0
+    else:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise UsageError(f"{flag}: not a ratio: {text!r}", hint="write it like 0.9 or 90%") from None
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise UsageError(f"{flag}: a ratio is from 0 to 1, e.g. 0.9 or 90% (got {text!r})")
     return value

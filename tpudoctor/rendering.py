@@ -62,6 +62,8 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
        for kind in (PROFILE_COMPARE, PROFILE_HISTORY) for fmt in ("text", "json", "markdown", "html", "junit")},
     **{(GOODPUT_COMPARE, fmt): Renderer("tpudoctor.reports.goodput_compare:render", ("gate",), takes_format=True)
        for fmt in ("text", "json", "markdown", "html", "junit")},
+    **{("pipeline_whatif", fmt): Renderer("tpudoctor.reports.pipeline_whatif:render", takes_format=True)
+       for fmt in ("text", "json", "markdown", "html")},
 }
 
 

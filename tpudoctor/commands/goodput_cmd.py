@@ -20,6 +20,10 @@ SETTINGS = {"project": None, "zone": None, "since": "24h", "api_timeout": "30s",
 ``--worker`` are this command's flags only."""
 
 
+MIN_YEAR, MAX_YEAR = 1970, 9999
+"""--year: epoch seconds start in 1970, and a date has four digits."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "goodput",
@@ -61,9 +65,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                          help="zone of times that print none (glog/absl, Python logging): UTC (default: TPU VMs and "
                               "GKE log in UTC), local, an offset such as +05:30, or a name such as Europe/Paris")
     gate = parser.add_argument_group("exit status")
-    gate.add_argument("--min-ettr", type=float, default=None, metavar="RATIO",
-                      help="exit 1 when ETTR (productive step time / wall time) is below RATIO, e.g. 0.9; exit 2 "
-                           "when the log cannot give an ETTR")
+    gate.add_argument("--min-ettr", default=None, metavar="RATIO",
+                      help="exit 1 when ETTR (productive step time / wall time) is below RATIO, e.g. 0.9 or 90%%; "
+                           "exit 2 when the log cannot give an ETTR or its times contradict each other")
     add_gate_flags(gate, fail_on_help="also exit 1 when a finding is at or above this status (default: only "
                                       "--min-ettr sets exit 1; the findings inform)")
     out = parser.add_argument_group("output")
@@ -78,14 +82,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.commands.common import gate_for
+    from tpudoctor.config import parse_ratio
     from tpudoctor.errors import UsageError
     from tpudoctor.output import check_output, write_text
     from tpudoctor.progress import progress
 
     fmt = settings.format_for(GOODPUT_FORMATS)
     check_output(args.output, inputs=args.logs)
-    if args.min_ettr is not None and not 0.0 <= args.min_ettr <= 1.0:
-        raise UsageError(f"--min-ettr is a ratio between 0 and 1, e.g. 0.9 (got {args.min_ettr})")
+    if args.min_ettr is not None:
+        args.min_ettr = parse_ratio(args.min_ettr, flag="--min-ettr")
+    if args.year is not None and not MIN_YEAR <= args.year <= MAX_YEAR:
+        raise UsageError(f"--year out of range: {args.year} (give a year from {MIN_YEAR} to {MAX_YEAR})")
     step_pattern = None
     if args.step_pattern:
         from tpudoctor.goodput.readers import step_pattern as make_step_pattern

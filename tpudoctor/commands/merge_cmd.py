@@ -59,17 +59,20 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     check_output(args.output, inputs=args.sources, session=session)
     with progress("tpudoctor merge") as update:
         update(f"reading {len(args.sources)} source(s)")
-        outcomes = read_reports(args.sources, session=session)
+        skipped: list[str] = []
+        outcomes = read_reports(args.sources, session=session, skipped=skipped)
         if not any(o.report is not None for o in outcomes):  # nothing to merge: the input is wrong, not the slice
             from tpudoctor.errors import InputError
 
-            reasons = [o.problem.message for o in outcomes if o.problem is not None]
-            raise InputError(f"none of the {len(outcomes)} report(s) could be read: {reasons[0]}"
+            reasons = skipped + [o.problem.message for o in outcomes if o.problem is not None]
+            raise InputError(f"none of the {len(outcomes) + len(skipped)} report(s) could be read: {reasons[0]}"
                              + (f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""),
                              hint="each worker writes one with: tpudoctor check --format json -o DIR/{worker}.json")
         update(f"merging {len(outcomes)} report(s)")
         merged = merge_outcomes(outcomes, expected=expected, source=", ".join(args.sources),
-                                registry=slice_registry(settings.disable_plugins))
+                                registry=slice_registry(settings.disable_plugins), skipped=skipped)
+    for why in skipped:
+        sys.stderr.write(f"tpudoctor merge: left out {why}\n")
     if args.tpu:
         merged.report.target.tpu = args.tpu
     fmt = settings.format_for(CHECK_FORMATS)

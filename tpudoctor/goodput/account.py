@@ -30,6 +30,10 @@ from tpudoctor.goodput.timeline import Stream, Timeline
 from tpudoctor.logs.clock import iso_utc
 
 MAX_OUTLIERS_LISTED = 10
+OVERRUN_TOLERANCE = 0.01
+OVERRUN_MIN_S = 5.0
+"""Parts that overrun the wall by more than 1 % of it (and 5 s): the lines contradict each other, so no figure
+rests on them (a few seconds of overlapping lines are rounding)."""
 
 
 def step_statistics(stream: Stream) -> dict[str, Any]:
@@ -77,7 +81,8 @@ def _redo_from(runs: list[Run]) -> list[int | None]:
 
 
 def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | None,
-            clock_jumps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+            clock_jumps: list[dict[str, Any]] | None = None, clock_outliers: list[dict[str, Any]] | None = None,
+            zone_skews: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The ``goodput`` section (data only) from the lead worker's timeline. ``clock_jumps``: where the lead source's
     clock went back, in line order (the reader's); without them, the jumps seen between step lines."""
     stream = timeline.primary()
@@ -96,7 +101,7 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
         _anchor(runs, wall_start, wall_end, jumps)
     bands, repeated = _attribute_runs(runs, timed, median, mad, wall_start, figures, outliers,
                                       stats.get("normal_mean_s"))
-    wall = _charge_remainder(figures, wall_start, wall_end, jumps) if timed else None
+    wall, overrun = _charge_remainder(figures, wall_start, wall_end, jumps) if timed else (None, 0.0)
     steps_union, first_step, last_step = _step_union(runs)
     known_step = any(r.saves or r.restored_step is not None for r in runs)
     reached_first_step = any(run.stepped for run in runs)
@@ -154,8 +159,37 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
         if any(r.reported_seconds_n for r in runs) else None,
         "step_span_s": _r(_step_span(runs)) if timed else None,
         "clock_jumps": jumps[:20],
+        "consistency": _consistency(jumps, clock_outliers or [], zone_skews or [], overrun, wall),
         "failures": [f for r in runs for f in r.failures][:20],
     }
+
+
+def _consistency(jumps: list[dict[str, Any]], outliers: list[dict[str, Any]], skews: list[dict[str, Any]],
+                 overrun: float, wall: float | None) -> dict[str, Any]:
+    """Whether the log's clocks agree with each other: ``unsupported`` (why no figure rests on them) when zoned
+    and zoneless lines disagree by hours or the parts overrun the wall; ``confidence`` in the figures, and why."""
+    reasons: list[str] = []
+    unsupported: list[str] = []
+    if skews:
+        s = skews[0]
+        apart = abs(s["skew_s"])
+        apart_text = f"{apart / 86400:.1f} days" if apart >= 2 * 86400 else f"{apart / 3600:.1f} h"
+        unsupported.append(f"lines with a zone and lines without disagree by {apart_text} "
+                           f"({s['zoned_at']} says {s['zoned']}, {s['zoneless_at']} reads as {s['zoneless']} with "
+                           f"times without a zone read as {s['tz']})")
+    overrun_over = wall is not None and overrun > max(OVERRUN_MIN_S, OVERRUN_TOLERANCE * wall)
+    if overrun_over:
+        unsupported.append(f"the parts add up to {overrun:.1f} s more than the {wall:.1f} s wall time")
+    if outliers:
+        o = outliers[0]
+        reasons.append(f"{len(outliers)} line(s) whose clock ran ahead of both neighbours were set aside (first at "
+                       f"{o['at']}, {o['ahead_s']:g} s ahead; {o['treated']})")
+    if jumps:
+        reasons.append(f"the clock went back {len(jumps)} time(s): the wall time is the sum of the segments")
+    level = "low" if unsupported else ("medium" if reasons else "high")
+    return {"unsupported": "; ".join(unsupported) or None, "overrun_s": _r(overrun) if overrun > 0 else None,
+            "clock_outliers": outliers[:20], "zone_skews": skews[:20],
+            "confidence": {"level": level, "reasons": unsupported + reasons}}
 
 
 def _anchor(runs: list[Run], wall_start: float, wall_end: float, jumps: list[dict[str, Any]]) -> None:
@@ -201,8 +235,10 @@ def _attribute_runs(runs: list[Run], timed: bool, median: float | None, mad: flo
     return bands, repeated
 
 
-def _charge_remainder(figures: Figures, wall_start: float, wall_end: float, jumps: list[dict[str, Any]]) -> float:
-    """The wall time (less the clock's jumps back); what no line explains goes to OTHER."""
+def _charge_remainder(figures: Figures, wall_start: float, wall_end: float,
+                      jumps: list[dict[str, Any]]) -> tuple[float, float]:
+    """The wall time (less the clock's jumps back) and by how much the parts overrun it; what no line explains
+    goes to OTHER."""
     wall = wall_end - wall_start + sum(-j["jump_s"] for j in jumps)
     known = figures.productive + sum(figures.buckets[b] for b in BUCKETS if b != OTHER)
     remainder = wall - known - figures.buckets[OTHER]
@@ -211,7 +247,7 @@ def _charge_remainder(figures: Figures, wall_start: float, wall_end: float, jump
     elif remainder < -1e-6:
         figures.notes.append(f"the parts add up to {(-remainder):.1f} s more than the wall time (overlapping "
                              "lines); OTHER absorbs nothing")
-    return wall
+    return wall, max(-remainder, 0.0)
 
 
 def _wall_nulls(nulls: dict[str, str], timed: bool, wall_start: float | None, wall_end: float | None) -> None:
@@ -232,8 +268,12 @@ def _badput(figures: Figures, timed: bool, wall: float | None, saves: list, runs
     badput = {}
     for bucket in BUCKETS:
         seconds = figures.buckets[bucket] if timed else _reported_only(bucket, saves, runs)
-        entry: dict[str, Any] = {"seconds": _r(seconds), "percent": _r(100.0 * seconds / wall, 2)
-                                 if seconds is not None and wall else None}
+        share = 100.0 * seconds / wall if seconds is not None and wall else None
+        # a share over the wall cannot be true: capped, and said (the seconds stay as measured)
+        entry: dict[str, Any] = {"seconds": _r(seconds), "percent": _r(min(share, 100.0), 2)
+                                 if share is not None else None}
+        if share is not None and share > 100.0:
+            entry["over_wall"] = True
         if seconds is None:
             entry["reason"] = nulls.get("wall_s", "not measurable from this log")
         elif bucket in figures.estimated:
@@ -328,7 +368,9 @@ def _empty(reason: str, timeline: Timeline) -> dict[str, Any]:
             "wall_s": None, "productive_s": None, "ettr": None, "goodput_percent": None,
             "badput": {b: {"seconds": None, "percent": None, "reason": reason} for b in BUCKETS},
             "nulls": nulls, "notes": [], "runs": [], "reported_step_seconds_sum": None, "step_span_s": None,
-            "clock_jumps": [], "failures": []}
+            "clock_jumps": [], "failures": [],
+            "consistency": {"unsupported": None, "overrun_s": None, "clock_outliers": [], "zone_skews": [],
+                            "confidence": {"level": "unknown", "reasons": [reason]}}}
 
 
 

@@ -13,6 +13,7 @@ import dataclasses
 import datetime as _dt
 import gzip
 import itertools
+import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -51,11 +52,17 @@ class SourceInfo:
     """Labelled worker -> [first, last] time of its lines."""
     inferred: dict | None = None
     """What was inferred from the log itself where no known form gave a step (clock, step template, MLLOG)."""
+    cut: str | None = None
+    """Why it ended before its end (a .gz cut short): what came before the cut was read."""
+    clock_outliers: list = dataclasses.field(default_factory=list)
+    """Single lines whose clock ran ahead of both neighbours (set aside, not used as the wall's time)."""
+    zone_skews: list = dataclasses.field(default_factory=list)
+    """Zoned lines (XPK's UTC) and the zoneless lines beside them out of order by hours."""
 
     def to_dict(self) -> dict:
         return {"source": self.name, "lines": self.lines, "timed_events": self.timed_events,
                 "non_utf8_lines": self.non_utf8_lines, "problem": self.problem, "year_from": self.year_source,
-                "clock_jumps": len(self.clock_jumps)}
+                "clock_jumps": len(self.clock_jumps), **({"cut": self.cut} if self.cut else {})}
 
 
 def text_blocks(binary: Any, info: SourceInfo) -> Iterator[bytes]:
@@ -74,6 +81,8 @@ def text_blocks(binary: Any, info: SourceInfo) -> Iterator[bytes]:
             yield block
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         info.problem = f"stopped reading: {exc}"
+        return
+    info.cut = getattr(binary, "cut", None)
 
 
 def _utf8(line: bytes) -> bool:
@@ -96,7 +105,7 @@ def analyze_paths(paths: Sequence[str], *, step_pattern: LineReader | None = Non
     timeline = Timeline()
     infos: list[SourceInfo] = []
     readers = readers_for(step_pattern)
-    expanded = [p for path in paths for p in (sources.expand(path) or [path])]
+    expanded, repeats = _distinct([p for path in paths for p in (sources.expand(path) or [path])])
     for path in expanded:
         name = "<stdin>" if path == "-" else path
         info = SourceInfo(name)
@@ -120,8 +129,50 @@ def analyze_paths(paths: Sequence[str], *, step_pattern: LineReader | None = Non
         detail = "; ".join(f"{i.name} is {i.problem}" for i in problems)
         raise InputError(f"nothing to read: {detail}",
                          hint="give the job's text log (a file, '-' for stdin, or --tpu NAME for Cloud Logging)")
+    cuts = [f"{i.name} {i.cut}: read up to the cut" for i in infos if i.cut]
     return build_document(timeline, infos, min_ettr=min_ettr, by_worker=_by_worker(infos),
-                          disabled_plugins=disabled_plugins, tz=tz)
+                          disabled_plugins=disabled_plugins, tz=tz, notes=repeats + cuts)
+
+
+def _distinct(paths: list[str]) -> tuple[list[str], list[str]]:
+    """Each log once: a path given again (the same file by its real path, or a file with the same bytes as one
+    before it) would be read as another attempt of the job; standard input can be read only once. The notes say
+    what was left out."""
+    kept: list[str] = []
+    notes: list[str] = []
+    seen: dict[str, str] = {}
+    by_size: dict[int, list[str]] = {}
+    for path in paths:
+        if path == "-":
+            key = "-"
+        else:
+            try:
+                key, size = os.path.realpath(path), os.path.getsize(path)
+            except OSError:
+                kept.append(path)  # opening it says what is wrong
+                continue
+        if key in seen:
+            notes.append(f"{'<stdin>' if path == '-' else path} was given more than once: read once")
+            continue
+        if key != "-":
+            twin = next((other for other in by_size.get(size, []) if _same_bytes(path, other)), None)
+            if twin is not None:
+                notes.append(f"{path} holds the same bytes as {twin}: read once (a copy is not another attempt)")
+                continue
+            by_size.setdefault(size, []).append(path)
+        seen[key] = path
+        kept.append(path)
+    return kept, notes
+
+
+def _same_bytes(a: str, b: str) -> bool:
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            block_a, block_b = fa.read(1 << 20), fb.read(1 << 20)
+            if block_a != block_b:
+                return False
+            if not block_a:
+                return True
 
 
 def _held_until_a_step(events: Iterable[Event], timeline: Timeline, name: str) -> list[Event] | None:
@@ -188,6 +239,8 @@ def _fill(info: SourceInfo, stats: dict[str, Any]) -> None:
     info.inferred = stats.get("inferred")
     info.clock_jumps = list(stats.get("clock_jumps") or [])
     info.by_worker = stats.get("by_worker") or {}
+    info.clock_outliers = list(stats.get("clock_outliers") or [])
+    info.zone_skews = list(stats.get("zone_skews") or [])
 
 
 def _by_worker(infos: list[SourceInfo]) -> dict[str, list[float]]:
@@ -202,7 +255,7 @@ def _by_worker(infos: list[SourceInfo]) -> dict[str, list[float]]:
 def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: float | None = None,
                    by_worker: dict[str, list[float]] | None = None,
                    extra: dict[str, Any] | None = None, disabled_plugins: Collection[str] = (),
-                   tz: Zone = UTC) -> dict[str, Any]:
+                   tz: Zone = UTC, notes: Sequence[str] = ()) -> dict[str, Any]:
     last_by_source = {i.name: i.last_t for i in infos}
     for worker, (_a, b) in (by_worker or {}).items():
         last_by_source.setdefault(f"*{worker}", b)
@@ -221,7 +274,15 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
             wall_start, wall_end = primary.first_t, primary.last_t
     lead = next((i for i in infos if primary is not None and i.name == primary.source), None)
     figures = account(timeline, wall_start=wall_start, wall_end=wall_end,
-                      clock_jumps=lead.clock_jumps if lead is not None and primary.worker is None else None)
+                      clock_jumps=lead.clock_jumps if lead is not None and primary.worker is None else None,
+                      clock_outliers=[o for i in infos for o in i.clock_outliers],
+                      zone_skews=[z for i in infos for z in i.zone_skews])
+    figures["notes"] = list(notes) + figures["notes"]
+    confidence = figures["consistency"]["confidence"]
+    for info in infos:
+        if info.cut:  # the figures end where the file does, not where the job did
+            confidence["reasons"].append(f"{info.name} {info.cut}: the figures end at the cut")
+            confidence["level"] = "medium" if confidence["level"] == "high" else confidence["level"]
     if primary is not None and wall_start is None and any(i.time_of_day_only for i in infos):
         reason = ("the step lines carry a time of day only (torch_xla's Time=), no date and no line timestamps: they "
                   "time the steps, not the job (its start and end are on no line), so the wall time is unknown")
@@ -282,6 +343,10 @@ def gate(figures: dict[str, Any], min_ettr: float | None) -> dict[str, Any] | No
     if ettr is None:
         return {"min_ettr": min_ettr, "ettr": None, "verdict": "not_judged",
                 "reason": (figures.get("nulls") or {}).get("ettr", "no ETTR")}
+    unsupported = (figures.get("consistency") or {}).get("unsupported")
+    if unsupported:  # the figure exists but the log contradicts itself: no verdict rests on it
+        return {"min_ettr": min_ettr, "ettr": ettr, "verdict": "not_judged",
+                "reason": f"the log cannot support ETTR {ettr:.3f}: {unsupported}"}
     return {"min_ettr": min_ettr, "ettr": ettr, "verdict": "passed" if ettr >= min_ettr else "failed",
             "reason": f"ETTR {ettr:.3f} {'>=' if ettr >= min_ettr else '<'} {min_ettr:.3f}"}
 

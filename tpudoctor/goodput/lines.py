@@ -8,9 +8,11 @@ the same time and fields in every reader. ``read_events`` streams text lines (Cl
 from __future__ import annotations
 
 import collections
+import math
 import re
 from collections.abc import Iterable, Iterator
 
+from tpudoctor.errors import InputError
 from tpudoctor.goodput.line_patterns import Kind, Pattern
 from tpudoctor.goodput.readers import READERS, Event, LineReader
 from tpudoctor.logs import prefilter, steps
@@ -23,6 +25,12 @@ LAST_STAMP_CANDIDATES = 64
 CLOCK_JUMP_S = 1.0
 """A line this much earlier than the latest before it: the clock went back."""
 MAX_CLOCK_JUMPS = 20
+LONE_LINE_AHEAD_S = 60.0
+"""A single line this much ahead of the line after it, which is back in step with the line before it: that one
+line's clock is wrong (not the host's clock), so it is set aside instead of stretching the wall time."""
+ZONE_SKEW_S = 1800.0
+"""A line that names its zone (XPK's ``UTC``) and the zoneless line next to it out of order by this much: the
+zoneless lines were read in the wrong zone (``--tz``) or with the wrong date."""
 PROBE_BYTES = 4096
 PROBE_LINES = 8
 TRAILING_NUMBER = re.compile(r"(\d+)\D*$")
@@ -37,6 +45,18 @@ def _read_time(clock: Clock, line: str, given_t: float | None) -> float | None:
         clock.anchor(given_t)
         return given_t
     return t
+
+
+def _seconds_group(text: str, where: str) -> float:
+    """A ``(?P<seconds>...)`` group's text as seconds; only a user's --step-pattern can catch something else."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise InputError(f"{where}: the (?P<seconds>...) group of --step-pattern caught {text[:60]!r}, not a "
+                         "number of seconds", hint="make the group match only a number, e.g. (?P<seconds>[0-9.]+)")
+    return seconds
 
 
 def _int(text: str | None) -> int | None:
@@ -54,6 +74,12 @@ class _Counters:
         self.keras_epoch = 1
 
 
+def _hms(seconds: float) -> str:
+    sign = "-" if seconds < 0 else "+"
+    minutes = round(abs(seconds) / 60)
+    return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
 def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], source: str, *, clock: Clock | None = None,
                 readers: Iterable[LineReader] = READERS, worker: str | None = None,
                 stats: dict | None = None) -> Iterator[Event]:
@@ -67,10 +93,12 @@ def read_events(lines: Iterable[str | tuple[str, float | None, str | None]], sou
     """
     reader = EventReader(source, clock=clock, readers=readers, worker=worker, stats=stats)
     for raw in lines:
-        event = reader.line(raw)
+        event = reader.release(reader.line(raw))
         if event is not None:
             yield event
-    reader.finish()
+    event = reader.finish()
+    if event is not None:
+        yield event
 
 
 def read_event_blocks(blocks: Iterable[bytes], source: str, *, clock: Clock | None = None,
@@ -81,7 +109,9 @@ def read_event_blocks(blocks: Iterable[bytes], source: str, *, clock: Clock | No
     reader = EventReader(source, clock=clock, readers=readers, stats=stats)
     for block in blocks:
         yield from reader.block(block)
-    reader.finish()
+    event = reader.finish()
+    if event is not None:
+        yield event
 
 
 _SLOW_PATH_MARKS = (b"\r", b"\x1b", b"[pod/")
@@ -117,8 +147,21 @@ class EventReader:
         self.line_no = 0
         self.latest: float | None = None
         """The latest time read so far in this clock segment (a backward jump starts a new segment)."""
+        self.latest_line = 0
+        self.before_latest: float | None = None
+        """The latest time before the line that set ``latest`` (to tell one line ahead from a clock step)."""
+        self.lines_at_latest = 0
         self.jumps: list[dict] = []
         self.jump_count = 0
+        self.outliers: list[dict] = []
+        self.outlier_count = 0
+        self.zone_skews: list[dict] = []
+        self.last_seen: tuple[float, str] | None = None
+        """The last zoneless time read, and where."""
+        self.zoned_waiting: list[tuple[float, str, float | None, str | None]] = []
+        """Zoned lines since the last zoneless one: (time, where, the zoneless time before, where)."""
+        self.held: Event | None = None
+        """The latest event, held until the next timed line: only that line tells that its clock ran ahead."""
         self.observe_every_line = False
 
     # ------------------------------------------------------------------ blocks
@@ -136,7 +179,7 @@ class EventReader:
             base += data.count(b"\n", at, start)
             at = start
             self.line_no = base  # line() adds the line itself
-            event = self.line(data[start:end].decode("utf-8", errors="replace"), prefiltered=True)
+            event = self.release(self.line(data[start:end].decode("utf-8", errors="replace"), prefiltered=True))
             if event is not None:
                 yield event
         self.line_no = base + data.count(b"\n", at)
@@ -149,7 +192,7 @@ class EventReader:
 
     def _every_line(self, data: bytes) -> Iterator[Event]:
         for line in split_lines(data):
-            event = self.line(line)
+            event = self.release(self.line(line))
             if event is not None:
                 yield event
 
@@ -173,15 +216,88 @@ class EventReader:
 
     def _observe(self, t: float, line_no: int) -> None:
         """Times in the order their lines stand: one earlier than the latest by more than CLOCK_JUMP_S is a clock
-        that went back (a clock step, two files' lines concatenated); a new segment starts there."""
+        that went back (a clock step, two files' lines concatenated); a new segment starts there. Where only the
+        one line before ran ahead, that line is the outlier (``_lone_line_ahead``), not the clock."""
+        self._against_zoned(t, line_no)
         if self.latest is not None and t < self.latest - CLOCK_JUMP_S:
+            if self._lone_line_ahead(t, line_no):
+                return
             self.jump_count += 1
             if len(self.jumps) < MAX_CLOCK_JUMPS:
                 self.jumps.append({"at": f"{self.source}:{line_no}", "jump_s": round(t - self.latest, 3),
                                    "from": iso_utc(self.latest), "to": iso_utc(t), "step": None})
-            self.latest = t
+            self.before_latest, self.latest, self.latest_line, self.lines_at_latest = None, t, line_no, 1
         elif self.latest is None or t > self.latest:
-            self.latest = t
+            self.before_latest, self.latest, self.latest_line, self.lines_at_latest = self.latest, t, line_no, 1
+        else:
+            self.lines_at_latest += 1
+
+    def _lone_line_ahead(self, t: float, line_no: int) -> bool:
+        """Whether the line that set ``latest`` stands alone ahead of both its neighbours (this line is back in
+        step with the one before it). Its event, still held, takes the step's own duration after the line before
+        (a step line that says it) or no time at all; the wall time keeps the neighbours' clock."""
+        before, ahead_s = self.before_latest, self.latest - t  # type: ignore[operator]
+        if self.lines_at_latest != 1 or before is None or ahead_s < LONE_LINE_AHEAD_S or t < before - CLOCK_JUMP_S:
+            return False
+        held = self.held
+        treated = "not an event line: its time is not used"
+        if held is not None and held.line_no == self.latest_line and held.t == self.latest:
+            own = held.seconds if held.kind is Kind.STEP else None
+            if own is not None and 0 <= own:
+                held.t = min(before + own, t)
+                treated = f"its time set to the step's own duration ({own:g} s) after the line before"
+            else:
+                held.t = None
+                treated = "its time dropped"
+        self.outlier_count += 1
+        if len(self.outliers) < MAX_CLOCK_JUMPS:
+            self.outliers.append({"at": f"{self.source}:{self.latest_line}", "ahead_s": round(ahead_s, 3),
+                                  "time": iso_utc(self.latest), "next_at": f"{self.source}:{line_no}",
+                                  "next_time": iso_utc(t), "treated": treated})
+        self.latest, self.latest_line, self.lines_at_latest = max(before, t), line_no, 1
+        return True
+
+    def _against_zoned(self, t: float, line_no: int) -> None:
+        """Each zoned line (XPK's ``UTC``) between the zoneless lines around it: out of order with one of them by
+        ZONE_SKEW_S, and close to neither, means the zoneless lines were read in the wrong zone or with the wrong
+        date. (A zoned line close to one neighbour is a clock jump or a join of two logs, not a zone.)"""
+        for zoned_t, where, before_t, before_at in self.zoned_waiting:
+            after = t - zoned_t
+            before = None if before_t is None else zoned_t - before_t
+            close = any(d is not None and abs(d) < ZONE_SKEW_S for d in (before, after))
+            if close:
+                continue
+            if after < -ZONE_SKEW_S:
+                self._zone_skew(zoned_t, where, t, f"{self.source}:{line_no}")
+            elif before is not None and before < -ZONE_SKEW_S:
+                self._zone_skew(zoned_t, where, before_t, before_at)  # type: ignore[arg-type]
+        self.zoned_waiting.clear()
+        self.last_seen = (t, f"{self.source}:{line_no}")
+
+    def _zoned(self, zoned_t: float, where: str) -> None:
+        before_t, before_at = self.last_seen if self.last_seen is not None else (None, None)
+        if len(self.zoned_waiting) < MAX_CLOCK_JUMPS:
+            self.zoned_waiting.append((zoned_t, where, before_t, before_at))
+
+    def _zone_skew(self, zoned_t: float, zoned_at: str, zoneless_t: float, zoneless_at: str) -> None:
+        if len(self.zone_skews) >= MAX_CLOCK_JUMPS:
+            return
+        skew = zoneless_t - zoned_t
+        entry = {"zoned_at": zoned_at, "zoned": iso_utc(zoned_t), "zoneless_at": zoneless_at,
+                 "zoneless": iso_utc(zoneless_t), "skew_s": round(skew, 3), "tz": self.clock.tz.name}
+        given = self.clock.tz.offset_s(zoneless_t)
+        suggested = given + round(skew / 900) * 900  # the offset that would put the zoneless lines in order
+        if abs(suggested) <= 14 * 3600 and abs(skew) <= 26 * 3600:
+            entry["suggested_tz"] = "UTC" if suggested == 0 else _hms(suggested)
+        self.zone_skews.append(entry)
+
+    def release(self, event: Event | None) -> Event | None:
+        """Hold ``event`` and give back the one held before it: each event leaves once the next event line has
+        been timed, so a lone line whose clock ran ahead (``_lone_line_ahead``) is set right before it is used."""
+        if event is None:
+            return None
+        previous, self.held = self.held, event
+        return previous
 
     # ------------------------------------------------------------------- lines
     def line(self, raw: str | tuple[str, float | None, str | None], *, prefiltered: bool = False) -> Event | None:
@@ -256,7 +372,7 @@ class EventReader:
         if groups.get("approx_step"):
             event.step, event.approx = steps.approx_int(groups["approx_step"]), True
         if groups.get("seconds"):
-            event.seconds = float(groups["seconds"])
+            event.seconds = _seconds_group(groups["seconds"], f"{self.source}:{line_no}")
         elif groups.get("dur"):
             event.seconds = duration_s(groups["dur"])
         if groups.get("code") is not None:
@@ -265,6 +381,8 @@ class EventReader:
             d = ASCTIME.search(groups["date"])
             if d:
                 event.t = asctime_seconds(d, clock.tz)
+                if event.t is not None and d.group(6):
+                    self._zoned(event.t, f"{self.source}:{line_no}")
                 if event.t is not None:
                     clock.anchor(event.t)
                     if self.first_t is None:
@@ -299,14 +417,17 @@ class EventReader:
         return event
 
     # ------------------------------------------------------------------ finish
-    def finish(self) -> None:
+    def finish(self) -> Event | None:
+        """Fill the stats; the event still held, if one, to be yielded last."""
         clock, state = self.clock, self.state
         end_t = None
         for end_no, candidate in reversed(self.last_stamped):  # a line may start like a stamp and hold none
             end_t = _read_time(clock, candidate, None)
             if end_t is not None:
-                self._observe(end_t, end_no)
+                if end_no > self.latest_line:
+                    self._observe(end_t, end_no)
                 break
+        self._against_zoned(float("inf"), self.line_no)  # zoned lines at the end: their zoneless line before only
         known = [x for x in (end_t, self.last_t, self.last_given) if x is not None]
         end_t = max(known) if known else None
         for worker, (line, given) in self.last_by_worker.items():
@@ -319,6 +440,10 @@ class EventReader:
         state["year_source"] = clock.year_source
         state["clock_jumps"] = state.get("clock_jumps", []) + self.jumps
         state["clock_jump_count"] = state.get("clock_jump_count", 0) + self.jump_count
+        state["clock_outliers"] = state.get("clock_outliers", []) + self.outliers
+        state["zone_skews"] = state.get("zone_skews", []) + self.zone_skews
+        held, self.held = self.held, None
+        return held
 
 
 

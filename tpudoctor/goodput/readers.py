@@ -346,22 +346,34 @@ READERS: tuple[LineReader, ...] = (MaxText(), Orbax(), TPUEstimator(), TF2Offici
 
 class StepPattern(LineReader):
     """``--step-pattern REGEX``: a step line of any other framework; a ``step`` group is the step number,
-    a ``seconds`` group the duration the line reports."""
+    a ``seconds`` group the duration the line reports. Compiled with RE2 (linear time in the line, so a user's
+    pattern cannot hang on a long line)."""
 
     framework = "step-pattern"
 
-    def __init__(self, regex: str):
-        compiled = re.compile(regex)
+    def __init__(self, compiled):
         self.patterns = (Pattern(Kind.STEP, compiled),)
         self.keywords = ()
 
 
 def step_pattern(regex: str) -> StepPattern:
     """The reader for ``--step-pattern``; ``ValueError`` with the reason when the regex is not usable."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # the reason goes into the error below, not to stderr
     try:
-        compiled = re.compile(regex)
-    except re.error as exc:
-        raise ValueError(f"--step-pattern is not a valid regular expression: {exc}") from None
-    if compiled.match(""):
+        compiled = re2.compile(regex, options)
+    except re2.error as exc:
+        reason = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        try:
+            re.compile(regex)
+        except re.error as exc2:
+            raise ValueError(f"--step-pattern is not a valid regular expression: {exc2}") from None
+        raise ValueError(f"--step-pattern uses what a linear-time matcher (RE2) cannot run ({reason}): "
+                         "backreferences and lookarounds are not supported; write it without them") from None
+    if "step" not in compiled.groupindex:
+        raise ValueError("--step-pattern needs a (?P<step>\\d+) group: the step number each line ends")
+    if compiled.search("") is not None:
         raise ValueError("--step-pattern matches an empty line, so every line would be a step")
-    return StepPattern(regex)
+    return StepPattern(compiled)

@@ -9,12 +9,15 @@ from typing import Any
 
 from tpudoctor.findings import Finding
 from tpudoctor.goodput.rule import RULE_ID_PATTERN, GoodputRule
+from tpudoctor.goodput.rules._common import skipped
 from tpudoctor.plugins import Family, Rules, evaluating_placeholder
 from tpudoctor.rule import evaluate_rule
 
 ENTRY_POINT_GROUP = "tpudoctor.goodput_rules"
 """The family's old entry-point group, still read (new plugins use the shared ``tpudoctor`` group)."""
 BUILTIN_RULE_PACKAGE = "tpudoctor.goodput.rules"
+MEASURABLE_RULE_ID = "goodput-measurable"
+"""The rule that judges whether the log supports the figures: the one rule still run when it does not."""
 
 
 
@@ -33,5 +36,9 @@ def evaluate_rules(document: Mapping[str, Any], rules: Mapping[str, type[Goodput
                    ) -> list[Finding]:
     """Every rule on the document's ``goodput`` figures: fired ones first (worst first), then passes."""
     rules = load_rules() if rules is None else rules
-    findings = [evaluate_rule(cls, document["goodput"]) for cls in rules.values()]
+    goodput = document["goodput"]
+    unsupported = (goodput.get("consistency") or {}).get("unsupported")
+    findings = [skipped(cls, f"not judged: the log's times contradict each other ({unsupported})")
+                if unsupported and cls.id != MEASURABLE_RULE_ID else evaluate_rule(cls, goodput)
+                for cls in rules.values()]
     return sorted(findings, key=lambda f: (-f.status.rank, -f.severity.rank, f.id))

@@ -68,6 +68,8 @@ class Zone:
 
 
 UTC = Zone()
+MAX_OFFSET_MIN = 14 * 60
+"""UTC+14:00 (Line Islands) and UTC-12:00 are the extremes in use; 14 h either way bounds every real zone."""
 _OFFSET = re.compile(r"^(?:UTC|GMT)?([+-])(\d\d):?(\d\d)$")
 
 
@@ -77,7 +79,10 @@ def zone(name: str | None) -> Zone:
         return UTC
     if m := _OFFSET.match(name):
         sign = -1 if m.group(1) == "-" else 1
-        return Zone(name, sign * (int(m.group(2)) * 3600 + int(m.group(3)) * 60))
+        hours, minutes = int(m.group(2)), int(m.group(3))
+        if minutes >= 60 or hours * 60 + minutes > MAX_OFFSET_MIN:
+            raise ValueError(f"offset {name!r} is beyond any zone on Earth: give one from -14:00 to +14:00")
+        return Zone(name, sign * (hours * 3600 + minutes * 60))
     if name == "local":
         return Zone("local", None)
     import zoneinfo

@@ -223,8 +223,73 @@ def open_binary(path: str) -> BinaryIO:
     except OSError as exc:
         raise InputError(f"cannot read log {path}: {exc.strerror or exc}") from None
     if path.endswith(".gz"):
-        return gzip.GzipFile(fileobj=handle)  # type: ignore[return-value]
+        return GzipUpToCut(handle)
     return handle
+
+
+class GzipUpToCut(io.BufferedReader):
+    """A .gz file read up to where it was cut: a copy stopped short or a log still being written gives the lines
+    before the cut, and ``cut`` says so, where ``gzip.GzipFile`` refuses the whole file. A corrupt stream is still
+    an error (``gzip.BadGzipFile``)."""
+
+    def __init__(self, handle: BinaryIO):
+        self._inflater = _Inflater(handle)
+        super().__init__(self._inflater, 1 << 16)
+
+    @property
+    def cut(self) -> str | None:
+        return self._inflater.cut
+
+    def close(self) -> None:
+        super().close()
+        self._inflater.handle.close()
+
+
+class _Inflater(io.RawIOBase):
+    OUT_BYTES = 1 << 20
+    """At most this much out per call: a small, highly compressed input does not come out all at once."""
+
+    def __init__(self, handle: BinaryIO):
+        import zlib
+
+        self.handle, self._zlib = handle, zlib
+        self._new_member()
+        self.feed = b""
+        self.cut: str | None = None
+        self.finished = False
+        self.member_bytes = 0
+
+    def _new_member(self) -> None:
+        self.inflate = self._zlib.decompressobj(16 + self._zlib.MAX_WBITS)  # gzip header and trailer
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        while not self.finished:
+            if self.inflate.eof:  # a member ended: another may follow (concatenated .gz)
+                self.feed = self.inflate.unused_data + self.feed
+                self._new_member()
+                self.member_bytes = 0
+            if not self.feed and not self.inflate.unconsumed_tail:
+                self.feed = self.handle.read(1 << 16)
+                if not self.feed:
+                    self.finished = True
+                    if self.member_bytes:
+                        self.cut = "was cut short (the compressed stream ends before its end marker)"
+                    break
+            data = self.inflate.unconsumed_tail or self.feed
+            if not self.inflate.unconsumed_tail:
+                self.feed = b""
+            try:
+                out = self.inflate.decompress(data, min(len(buffer), self.OUT_BYTES))
+            except self._zlib.error as exc:
+                raise gzip.BadGzipFile(f"not a readable gzip stream: {exc}") from None
+            self.member_bytes += len(data) - len(self.inflate.unconsumed_tail)
+            if out:
+                buffer[:len(out)] = out
+                return len(out)
+        return 0
 
 
 def expand(path: str) -> list[str]:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection
 from pathlib import Path
 
-from tpudoctor.errors import UsageError
 from tpudoctor.profile.compare_report import PROFILE_COMPARE
 
 # kpi -> (lower_is_better, unit label)
@@ -28,14 +26,10 @@ GATED_POINTS = ("input_percent", "idle_percent")
 
 
 def parse_percent(text: str) -> float:
-    try:
-        value = float(str(text).strip().rstrip("%"))
-    except ValueError:
-        raise UsageError(f"--fail-on-regression wants a percentage such as 5% (got {text!r})") from None
-    if not math.isfinite(value) or value < 0:
-        # nan compares false with everything: a nan threshold would turn the gate silently off
-        raise UsageError(f"--fail-on-regression must be a finite, non-negative percentage such as 5% (got {text!r})")
-    return value
+    """``--fail-on-regression``: the one percentage parser (``tpudoctor.config.parse_percent``), any size."""
+    from tpudoctor.config import parse_percent as parse
+
+    return parse(text, flag="--fail-on-regression", below=None)
 
 
 def load_document(path: str, *, cluster: str | None = None, on_progress=None,
@@ -45,12 +39,18 @@ def load_document(path: str, *, cluster: str | None = None, on_progress=None,
     rules less ``disabled_plugins``)."""
     p = Path(path)
     if p.is_file() and p.suffix == ".json":
-        from tpudoctor.profile.document import SCHEMA_VERSION, upgrade_profile_report_v1
+        from tpudoctor.profile.document import (
+            DOCUMENT_KIND,
+            SCHEMA_VERSION,
+            upgrade_profile_report_v1,
+        )
         from tpudoctor.report_file import read_document
 
         return read_document(p, what="profile report", schema="profile_diagnosis", schema_version=SCHEMA_VERSION,
                              hint="make one with: tpudoctor profile analyze CAPTURE --format json -o report.json",
-                             upgrades={"1": upgrade_profile_report_v1})
+                             upgrades={"1": upgrade_profile_report_v1}, kind=DOCUMENT_KIND,
+                             reads="compare reads profile reports (tpudoctor profile analyze --format json), or two "
+                                   "goodput reports")
     from tpudoctor.profile.pipeline import analyze
 
     return analyze(path, cluster=cluster, on_progress=on_progress, disabled_plugins=disabled_plugins).to_dict()

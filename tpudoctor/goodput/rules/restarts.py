@@ -42,7 +42,7 @@ class FrequentRestarts(GoodputRule):
         restarts = int(goodput.get("restarts") or 0)
         wasted, recovery = badput(goodput, WASTED), badput(goodput, RECOVERY)
         known = wasted.get("percent") is not None and recovery.get("percent") is not None
-        pct = float(wasted.get("percent") or 0.0) + float(recovery.get("percent") or 0.0)
+        pct = min(float(wasted.get("percent") or 0.0) + float(recovery.get("percent") or 0.0), 100.0)
         evidence = {"restarts": restarts, "repeated_steps": goodput.get("repeated_steps"),
                     "wasted_progress_s": wasted.get("seconds"), "recovery_s": recovery.get("seconds"),
                     "cost_percent": pct if known else None,
