@@ -175,3 +175,26 @@ def test_checkpoint_saves_in_plain_words_are_saves_that_quote_their_line():
     assert g["checkpoint_saves"] == 2 and [s["step"] for s in g["saves"]] == [251, 252]
     assert [s["where"].rsplit(":", 1)[1] for s in g["saves"]] == ["1", "4"]
     assert g["ettr"] == pytest.approx(0.999, abs=0.01)
+
+
+def test_the_ettr_interval_holds_the_hand_reading():
+    """A clock in hundredths of a minute (0.6 s): the ETTR is given with the bounds that tick allows, and the hand
+    label (0.71) lies inside."""
+    g = analyze_paths([str(HELD_OUT / "jax_gpu_jit_elapsed_minutes.log")])["goodput"]
+    low, high = g["ettr_interval"]
+    assert low < 0.71 < high and high - low < 0.06 and g["inferred"]["clock_resolution_s"] == pytest.approx(0.6)
+
+
+def test_printed_step_times_are_checked_against_the_clock(tmp_path):
+    """MST prints each epoch's own time and it matches the clock's gaps (5 of 5); the same log with one printed
+    time changed disagrees, says where, and lowers the confidence."""
+    text = (HELD_OUT / "mst_gpu_epoch_logger_timed.log").read_text(encoding="utf-8")
+    g = analyze_paths([str(HELD_OUT / "mst_gpu_epoch_logger_timed.log")])["goodput"]
+    assert g["inferred"]["durations"] == {"checked": 5, "agree": 5, "worst": None}
+    edited = tmp_path / "mst.log"
+    edited.write_text(text.replace("time: 657.32", "time: 300.00"), encoding="utf-8")
+    g = analyze_paths([str(edited)])["goodput"]
+    # the clock's gap before epoch 253 is 10:00:04.390 - 09:49:05.973 = 658.417 s
+    assert g["inferred"]["durations"]["worst"] == {"step": 253, "off_s": pytest.approx(658.417 - 300.0, abs=0.001)}
+    assert any("disagree with the clock's gaps" in n for n in g["notes"])
+    assert g["consistency"]["confidence"]["level"] != "high"

@@ -319,12 +319,37 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
     return document
 
 
+def _ettr_interval(figures: dict[str, Any], resolution_s: float | None) -> None:
+    """The ETTR's bounds from the clock's resolution: the wall's two ends and each run's first and last step line
+    may each be off by one tick."""
+    wall, productive = figures.get("wall_s"), figures.get("productive_s")
+    if resolution_s is None or not wall or productive is None:
+        return
+    runs = max(len(figures.get("runs") or []), 1)
+    slack = 2 * runs * resolution_s
+    low = max(productive - slack, 0.0) / (wall + 2 * resolution_s)
+    high = min((productive + slack) / max(wall - 2 * resolution_s, 1e-9), 1.0)
+    figures["ettr_interval"] = [round(low, 4), round(high, 4)]
+    figures["notes"].append(f"the clock ticks in {resolution_s:g} s: the ETTR lies in [{low:.3f}, {high:.3f}]")
+
+
 def _note_inferred(lead: SourceInfo | None, figures: dict[str, Any]) -> bool:
     """Say which clock and which step lines were inferred, and why; True when the clock is relative (no date)."""
     what = lead.inferred if lead is not None else None
     if not what:
         return False
-    figures["inferred"] = {"clock": what["clock"], "steps_from": what["steps_from"]}
+    figures["inferred"] = {"clock": what["clock"], "steps_from": what["steps_from"],
+                           "clock_resolution_s": what.get("resolution_s"), "durations": what.get("durations")}
+    durations = what.get("durations")
+    if durations and durations["agree"] < durations["checked"]:
+        worst = durations["worst"]
+        figures["notes"].append(f"the step times the lines print disagree with the clock's gaps in "
+                                f"{durations['checked'] - durations['agree']} of {durations['checked']} steps (worst: "
+                                f"step {worst['step']}, {worst['off_s']} s apart): one of them is wrong")
+        confidence = figures["consistency"]["confidence"]
+        confidence["level"] = "medium" if confidence["level"] == "high" else confidence["level"]
+        confidence["reasons"].append("printed step times disagree with the clock's gaps")
+    _ettr_interval(figures, what.get("resolution_s"))
     figures["notes"].append(f"no known step form in the log; read from the log itself: {what['clock']}; "
                             f"steps: {what['steps_from']}")
     if what.get("mllog"):

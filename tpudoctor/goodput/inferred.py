@@ -37,6 +37,7 @@ def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tupl
         if not events:
             return None
         return events, {"clock": "MLPerf's time_ms (epoch milliseconds) on every :::MLLOG line",
+                        "resolution_s": 0.001, "durations": None,
                         "steps_from": f"MLPerf blocks: {summary['blocks']} block_stop lines",
                         "relative": False, "first_t": summary["first_t"], "last_t": summary["last_t"],
                         "mllog": {k: summary[k] for k in ("init_ms", "run_ms", "status", "blocks", "evals")}}
@@ -82,10 +83,40 @@ def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tupl
     times = [c.t for c in picked.values() if c is not None and c.absolute == has_absolute]
     if events and events[0].kind is Kind.START and events[0].t is not None:
         times.append(events[0].t)
+    step_clocks = [picked.get(p.index) for p in series.points]
+    resolution = max((c.resolution_s for c in step_clocks if c is not None and c.absolute == has_absolute),
+                     default=None)
     return events, {"clock": clocks.describe(kind, read.several) if kind else "no clock on any line",
+                    "resolution_s": resolution, "durations": _durations_against_gaps(series.points, step_clocks),
                     "steps_from": series.why, "relative": kind == "relative" and not has_absolute,
                     "first_t": min(times) if times else None, "last_t": max(times) if times else None,
                     "mllog": None}
+
+
+DURATION_AGREES = 0.05
+"""A printed step time within 5 % (or the clock's resolution) of the clock's gap agrees with it."""
+
+
+def _durations_against_gaps(points: list, step_clocks: list) -> dict[str, Any] | None:
+    """Where a step line prints its own time and the step before it is the line before: does the clock's gap say
+    the same? A disagreement is evidence against one of them."""
+    checked = agree = 0
+    worst: tuple[float, int] | None = None
+    for (a, ca), (b, cb) in zip(zip(points, step_clocks, strict=True), list(zip(points, step_clocks, strict=True))[1:],
+                                strict=False):
+        if b.seconds is None or ca is None or cb is None or b.step - a.step != 1:
+            continue
+        gap = cb.t - ca.t
+        checked += 1
+        off = abs(gap - b.seconds)
+        if off <= max(DURATION_AGREES * b.seconds, cb.resolution_s + ca.resolution_s):
+            agree += 1
+        elif worst is None or off > worst[0]:
+            worst = (off, b.step)
+    if not checked:
+        return None
+    return {"checked": checked, "agree": agree,
+            "worst": None if worst is None else {"step": worst[1], "off_s": round(worst[0], 3)}}
 
 
 def _checkpoint_events(lines: Sequence[str], read: _Lines, picked: dict, has_absolute: bool,
