@@ -20,6 +20,7 @@ FRAMEWORK = "inferred"
 SAVED = re.compile(r"(?i)\b(?:saved?|saving|wrote|writing)\b.{0,40}\bcheckpoint|\bcheckpoint\b.{0,40}\b(?:saved|written)\b")
 RESTORING = re.compile(r"(?i)\b(?:resuming|restoring|loading)\b.{0,40}\bcheckpoint|\bcheckpoint\b.{0,20}\b(?:restoring|loading)\b")
 RESTORED = re.compile(r"(?i)\b(?:resumed|restored|loaded)\b.{0,40}\bcheckpoint|\bcheckpoint\b.{0,40}\b(?:restored|loaded)\b")
+COMPILING = re.compile(r"(?i)\b(?:compilation|compiling|recompil\w*|compiled)\b(?!\s+(?:with|by|for|flags|version))")
 LAST_NUMBER = re.compile(r"(\d+)\D*$")
 MAX_LINES = 4_000_000
 SAMPLE_LINES = 20_000
@@ -121,21 +122,27 @@ def _durations_against_gaps(points: list, step_clocks: list) -> dict[str, Any] |
 
 def _checkpoint_events(lines: Sequence[str], read: _Lines, picked: dict, has_absolute: bool,
                        source: str) -> list[Event]:
-    """Checkpoint saves and restores in plain words (``Checkpoint saved to .../model_epoch_251.pth``, ``resuming
-    from checkpoint``), each quoting its line; the step is the line's last number where it names one."""
+    """Checkpoint saves and restores and compilations in plain words (``Checkpoint saved to
+    .../model_epoch_251.pth``, ``resuming from checkpoint``, fairseq's ``XLA compilation detected``), each quoting
+    its line; a save's or restore's step is the line's last number where it names one."""
     out = []
     for i, line in enumerate(lines):
-        if "heckpoint" not in line and "HECKPOINT" not in line:
+        checkpoint = "heckpoint" in line or "HECKPOINT" in line
+        if not checkpoint and "ompil" not in line:
             continue
         text = read._text(i)
-        kind = Kind.SAVE_END if SAVED.search(text) else Kind.RESTORE_END if RESTORED.search(text) else \
-            Kind.RESTORE_START if RESTORING.search(text) else None
+        if checkpoint:
+            kind = Kind.SAVE_END if SAVED.search(text) else Kind.RESTORE_END if RESTORED.search(text) else \
+                Kind.RESTORE_START if RESTORING.search(text) else None
+        else:
+            kind = Kind.COMPILE if COMPILING.search(text) else None
         if kind is None:
             continue
         clock = picked[i] if i in picked else picked.setdefault(i, read.clock(i))
         t = clock.t if clock is not None and clock.absolute == has_absolute else None
         n = LAST_NUMBER.search(text)
-        out.append(Event(kind, t, step=int(n.group(1)) if n else None, mode="sync" if kind is Kind.SAVE_END else None,
+        step = int(n.group(1)) if n and kind is not Kind.COMPILE else None
+        out.append(Event(kind, t, step=step, mode="sync" if kind is Kind.SAVE_END else None,
                          worker=read.workers.get(i), framework=FRAMEWORK, source=source, line_no=i + 1,
                          text=line.strip()[:300]))
     return out
