@@ -43,6 +43,8 @@ NORMALISE: tuple[tuple[re.Pattern[str], str], ...] = (
     # memory's headline and JUnit suite give the run's wall time
     (re.compile(r'(tpudoctor memory: [^\n<]*? passed, )[0-9.]+ s\)'), r"\1<normalised> s)"),
     (re.compile(r'(<testsuite name="tpudoctor memory" [^>]*time=")[0-9.]+"'), r'\1<normalised>"'),
+    # the frameworks installed where the suite runs (which of them, and their versions, are the machine's)
+    (re.compile(r'"packages": \{[^{}]*\}'), '"packages": <normalised>'),
 )
 
 

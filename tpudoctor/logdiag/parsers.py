@@ -236,7 +236,29 @@ def cause_family(text: str, offset: int) -> dict[str, Any]:
             "cause_family_check": family.check}
 
 
+_OBSERVED = re.compile(r"observed errors are:\s*\[([^\]\n]{1,60})\]")
+
+
+def report_host_command(text: str, offset: int) -> dict[str, Any]:
+    """For a TPU core that halted on an infrastructure fault: the errors the runtime observed and the ``gcloud``
+    command that reports the host as faulty, as ``diag`` gives it (the TPU's name and zone are not in a log)."""
+    from tpudoctor.cloud_knowledge import gcloud
+
+    observed = _OBSERVED.search(text)
+    kind = observed.group(1) if observed else "Hardware"
+    return {"observed_errors": kind,
+            "report_host_command": gcloud.report_host_as_faulty(
+                None, None, None, f"tpudoctor check: TPU core halted; observed errors [{kind}] (XLA E0200)")}
+
+
+def excerpt_lines(text: str, offset: int) -> dict[str, Any]:
+    """How many lines the excerpt has (the outcome-unknown finding is about the whole of it)."""
+    return {"log_lines": text.count("\n") + 1}
+
+
 PARSERS: dict[str, Callable[[str, int], dict[str, Any]]] = {
+    "excerpt_lines": excerpt_lines,
+    "report_host_command": report_host_command,
     "hbm_allocations": hbm_allocations,
     "grpc_status": grpc_status,
     "fatal_event": fatal_event,
