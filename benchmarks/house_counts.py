@@ -31,7 +31,7 @@ def report_counts() -> dict[str, object]:
     trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in files}
     per_kind = {}
     for kind in REPORT_KINDS:
-        stem = ("profile_compare", "goodput_compare") if kind == "compare" else (kind,)
+        stem = ("profile_compare", "goodput_compare", "compare") if kind == "compare" else (kind,)
         per_kind[kind] = sum(1 for p in files if p.stem.startswith(stem) and (kind == "compare"
                              or not p.stem.endswith("_compare")))
     return {"files": len(files), "lines": sum(len(p.read_text().splitlines()) for p in files),

@@ -163,12 +163,15 @@ def view(result: dict[str, Any]) -> View:
                       _goodput_value(r["delta"]), r["direction"]) for r in result["figures"])
         body = [Section("Figures", table=Table(("figure", "baseline", "candidate", "delta", ""), rows, align="lrrrl"))]
         verdict, suite_name, classname = _goodput_verdict(result), "tpudoctor compare (goodput)", "tpudoctor.goodput.compare"
+        sources = (("baseline", ", ".join(result["baseline"]["sources"])),
+                   ("candidate", ", ".join(result["candidate"]["sources"])))
     elif kind == PROFILE_HISTORY:
         gate = result["gate"]
         notes = (f"candidate {result['candidate']['source']} ({result['candidate']['verdict']})",
                  f"history   {result['history']}: last {gate['n_history']} report(s) (--last {gate['last_n']})")
         body = [_comparability(result), _history_kpis(gate)]
         verdict, suite_name, classname = _history_verdict(gate), "tpudoctor compare --history", "tpudoctor.profile.compare"
+        sources = (("candidate", result["candidate"]["source"]), ("history", result["history"]))
     else:
         notes = (f"baseline  {result['baseline']['source']} ({result['baseline']['verdict']})",
                  f"candidate {result['candidate']['source']} ({result['candidate']['verdict']})")
@@ -177,9 +180,10 @@ def view(result: dict[str, Any]) -> View:
         body = [_comparability(result), Section("KPIs", table=Table(("KPI", "baseline", "candidate", "delta", ""), kpis,
                                                                       align="lrrrl")), _ops(result)]
         verdict, suite_name, classname = _verdict_line(result), "tpudoctor compare", "tpudoctor.profile.compare"
+        sources = (("baseline", result["baseline"]["source"]), ("candidate", result["candidate"]["source"]))
     sections = (*(s for s in body if s is not None), Section("Verdict", notes=(verdict,) if verdict else (),
                                                              findings=findings))
     suite = Suite(suite_name, classname, properties=properties((
-        ("comparable", str(result.get("comparable", True)).lower()), ("forced", result.get("forced")))),
+        *sources, ("comparable", str(result.get("comparable", True)).lower()), ("forced", result.get("forced")))),
         summary="\n".join([*(comparability_lines(result) if kind != GOODPUT_COMPARE else []), verdict]))
     return View("compare", "tpudoctor compare", notes, sections, findings, suite)
