@@ -29,7 +29,7 @@ TUNED_MANIFEST = DATA / "real" / "corpus.toml"
 HELD_OUT = DATA / "heldout"
 FIRST_SCORE = HELD_OUT / "FIRST_SCORE.toml"
 HELD_OUT_SETS = (("held out", HELD_OUT), ("held out 2", DATA / "heldout2"), ("held out 3", DATA / "heldout3"),
-                 ("held out 4", DATA / "heldout4"))
+                 ("held out 4", DATA / "heldout4"), ("held out 5", DATA / "heldout5"))
 
 
 def _pct(part: int, whole: int) -> str:
@@ -40,10 +40,11 @@ def row(name: str, report: AccuracyReport) -> str:
     scored = report.scored
     return (f"{name:<44}{len(scored):>5}  {_pct(sum(s.correct for s in scored), len(scored)):<18}"
             f"{_pct(len(report.failing_called_pass), len(report.failing)):<16}"
-            f"{_pct(len(report.healthy_alarms), len(report.healthy)):<14}")
+            f"{_pct(len(report.healthy_alarms), len(report.healthy)):<20}{len(report.unknown):>8}")
 
 
-HEADER = f"{'set':<44}{'logs':>5}  {'top-1 right':<18}{'failing: PASS':<16}{'healthy: WARN/FAIL':<14}"
+HEADER = (f"{'set':<44}{'logs':>5}  {'top-1 right':<18}{'failing: PASS':<16}{'healthy: WARN/FAIL':<20}"
+          f"{'unknown':>8}")
 
 
 def per_class(report: AccuracyReport) -> None:
@@ -95,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
 
     tuned = score_corpus(load_corpus(TUNED_MANIFEST))
     print("Log diagnosis accuracy: top-1 right = the first finding is the class the thread settled on")
-    print("('none' for a healthy run); failing: PASS = a failed run with no finding at all.")
+    print("('none' for a healthy run); failing: PASS = a failed run with no finding at all; unknown = a short excerpt")
+    print("with no failure and no sign of health, told as 'cannot tell' (a WARN that is no alarm, and no PASS).")
     print()
     print(HEADER)
     held_out_reports = []

@@ -91,11 +91,12 @@ def markdown_code(value: Any, *, in_table: bool = False) -> str:
     return f"{fence}{pad}{content}{pad}{fence}"
 
 
-def markdown_prose(value: Any) -> str:
+def markdown_prose(value: Any, *, in_table: bool = False) -> str:
     """Prose that marks code with single backticks (a fix: ``wrap each step in `with ...:` ``): each code span
-    as ``markdown_code``, the rest as ``markdown``, so it reads as written and nothing in it becomes markup."""
+    as ``markdown_code``, the rest as ``markdown``, so it reads as written and nothing in it becomes markup
+    (``in_table``: in a table cell, where a ``|`` in a code span splits the cell too)."""
     parts = re.split(r"`([^`\n]+)`", plain(value))
-    return "".join(markdown_code(part) if i % 2 else markdown(part) for i, part in enumerate(parts))
+    return "".join(markdown_code(part, in_table=in_table) if i % 2 else markdown(part) for i, part in enumerate(parts))
 
 
 def markdown_fence(rows: list[Any], info: str = "") -> list[str]:

@@ -125,7 +125,17 @@ def diagnosis_lines(doc: dict) -> list[str]:
         lines += ["", straggler_line(doc["straggler"])]
     elif (doc.get("cross_host") or {}).get("straggler_test"):
         lines += ["", "Straggler: none. " + doc["cross_host"]["straggler_test"]["decided_by"]]
+        lines += [f"  but {line}" for line in _priced_since(doc)]
     return lines
+
+
+def _priced_since(doc: dict) -> list[str]:
+    """The hosts the what-if prices whose slowness began mid-run (over the whole capture they need not
+    arrive last beyond noise)."""
+    whatif = (doc.get("analyses") or {}).get("straggler_whatif") or {}
+    return [f"the what-if finds {r['host']} persistently slow since step {r['onset_step']} "
+            f"({float(r.get('persistent_saved_ms') or 0):.2f} ms per step to save)"
+            for r in whatif.get("per_host") or [] if r.get("priced") and r.get("onset_step") is not None]
 
 
 def straggler_line(s: dict) -> str:

@@ -19,6 +19,12 @@ def _prose(text: str) -> str:
     return "\n\n".join(esc.markdown_prose(p) for p in paragraphs)
 
 
+def _prose_cell(text: str) -> str:
+    """A docstring as one table cell: prose (code spans kept) on one line; escaped once, not twice."""
+    text = re.sub(r"``([^`]+)``", r"`\1`", text or "")
+    return esc.markdown_prose(" ".join(text.split()), in_table=True)
+
+
 def _cell(value: Any) -> str:
     return esc.markdown(" ".join(str(value).split())).replace("|", "\\|")
 
@@ -96,7 +102,7 @@ def rules_page(ref: dict[str, Any]) -> str:
 
 def exit_codes_page(ref: dict[str, Any]) -> str:
     body = ["| code | name | meaning |", "|---|---|---|"]
-    body += [f"| {e['code']} | {esc.markdown_code(e['name'], in_table=True)} | {_cell(_prose(e['meaning']))} |"
+    body += [f"| {e['code']} | {esc.markdown_code(e['name'], in_table=True)} | {_prose_cell(e['meaning'])} |"
              for e in ref["exit_codes"]]
     body += ["", "The output format never changes the exit code; `--exit-zero` forces 0 unless tpudoctor itself "
              "breaks. An unreadable log is a WARN: gate on it with `--fail-on warn`. `goodput` exits 1 on its "

@@ -22,9 +22,17 @@ def summary_line(w: dict) -> str:
             + (f"; waits predicted from typical transfers: {w['modelled_step_ms']:.2f} ms, "
                f"{w['model_error_percent']:+.1f}%" if w.get("modelled_step_ms") is not None else "")
             + f"), {w['ideal_step_ms']:.2f} ms with every device's compute segments at their median")
-    if top.get("host") is not None:
-        line += (f"; {top['host']} not slow would save {top['saved_ms']:.2f} ms per step "
-                 f"({top['saved_percent']:.1f}%, {100 * (top['slowdown_share'] or 0):.0f}% of the slowdown)")
+    priced = [r for r in w.get("per_host") or [] if r.get("priced")]
+    if priced:
+        top = max(priced, key=lambda r: r.get("persistent_saved_ms") or 0)
+        since = f" since step {top['onset_step']}" if top.get("onset_step") is not None else ""
+        kind = f" ({top['time_class']} time)" if top.get("time_class") not in (None, "", "unknown") else ""
+        line += (f"; {top['host']} is persistently slow{kind}{since}: removing its excess would save "
+                 f"{top['persistent_saved_ms']:.2f} ms per step ({top['persistent_saved_percent']:.1f}%; all its "
+                 f"segments at the median: {top['saved_ms']:.2f} ms)")
+    elif top.get("host") is not None and (w.get("slowdown_ms") or 0) > 0:
+        line += (f"; no host is persistently slow: the {w.get('spread_ms') or w['slowdown_ms']:.2f} ms slowdown "
+                 "is spread across the hosts (random imbalance, nothing to fix on one host)")
     return line + "."
 
 
@@ -79,7 +87,10 @@ def section(w: dict, table) -> str:
     if w.get("status") == "known":
         parts.append(critical_path_svg(w))
         parts.append(table(w.get("per_host") or [],
-                           [("host", "host"), ("saved_ms", "step ms saved if not slow"), ("saved_percent", "% of step"),
+                           [("host", "host"), ("persistent_saved_ms", "step ms saved, persistent excess removed"),
+                            ("persistent_saved_percent", "% of step"), ("priced", "priced"),
+                            ("p_value", "sign test p"), ("onset_step", "since step"), ("time_class", "kind of time"),
+                            ("saved_ms", "all segments at the median (noise included)"),
                             ("slowdown_share", "share of the slowdown"), ("critical_segments", "critical segments")]))
         if w.get("per_chip"):
             parts.append(table(w["per_chip"], [("host", "host"), ("chip", "chip"), ("saved_ms", "step ms saved"),

@@ -88,3 +88,11 @@ def real_report(tmp_path_factory) -> dict:
     capture = Path(__file__).resolve().parent / "fixtures" / "profiles" / "jax_compute_bound"
     assert main(["profile", "analyze", str(capture), "--format", "json", "-o", str(out)]) == 0
     return json.loads(out.read_text())
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_libtpu_logs(monkeypatch, tmp_path):
+    """Tests never read this machine's libtpu logs: a JAX or libtpu process run here (a compile for a TPU
+    topology, another test) leaves files in /tmp/tpu_logs that ``check`` would otherwise report."""
+    monkeypatch.setenv("TPUDOCTOR_DEFAULT_TPU_LOG_DIR", str(tmp_path / "no-default-tpu-logs"))  # subprocesses too
+    monkeypatch.setenv("TPU_LOG_DIR", str(tmp_path / "no-tpu-logs"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,7 @@ def test_two_dumps_of_a_worker_tell_moving_from_frozen(tmp_path, second, progres
     for name, text in (("a", FAULTHANDLER), ("b", second)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "worker0.txt").write_text(text)
+    _taken_earlier(tmp_path / "a" / "worker0.txt", seconds=10)  # two dumps 10 s apart, as a person takes them
     [capture] = read_stack_files([[str(tmp_path / "a")], [str(tmp_path / "b")]])
     assert len(capture.samples) == 2
     out = tmp_path / "r.json"
@@ -154,8 +156,14 @@ def test_two_dumps_of_a_worker_tell_moving_from_frozen(tmp_path, second, progres
 def test_two_dumps_naming_the_same_pid_are_two_samples(tmp_path):
     (tmp_path / "t1.txt").write_text(PYSPY_WITH_HEADER)
     (tmp_path / "t2.txt").write_text(PYSPY_WITH_HEADER)
+    _taken_earlier(tmp_path / "t1.txt", seconds=10)
     [capture] = read_stack_files([[str(tmp_path / "t1.txt"), str(tmp_path / "t2.txt")]])
     assert capture.pid == 231810 and len(capture.samples) == 2
+
+
+def _taken_earlier(path: Path, *, seconds: float) -> None:
+    stat = path.stat()
+    os.utime(path, (stat.st_atime - seconds, stat.st_mtime - seconds))
 
 
 def test_heldout_set_is_frozen_and_parses():

@@ -30,6 +30,14 @@ ISSUE_CLASSES = {
 }
 # Catalog classes no public thread was found for; their synthetic sig_<id>.log covers them.
 NO_PUBLIC_THREAD = {"coordinator-address", "hugepages-disabled", "pallas-libtpu-old"}
+# XLA error-catalog families (openxla/xla docs/errors): their pages' sample messages are the public source, one
+# test per page in test_logdiag_xla_errors.py; the held-out set 5 has threads for some, the corpus none yet.
+XLA_CATALOG_FAMILIES = {
+    "core-halted-infrastructure", "core-halted-compiler", "core-halted-launch-group", "core-halted-bounds-check",
+    "core-halted-semaphore", "core-halted-assertion", "core-halted", "program-input-mismatch", "hbm-oom-sparsecore",
+    "host-offload-output", "mosaic-matmul-type", "mosaic-block-tiling", "mosaic-unproven-alignment", "mosaic-compile",
+    "sparsecore-alloc", "sparsecore-replica-count", "shape-rank-mismatch",
+}
 
 
 def test_the_corpus_is_big_spread_and_documented():
@@ -47,7 +55,7 @@ def test_the_corpus_is_big_spread_and_documented():
     assert ISSUE_CLASSES <= classes, ISSUE_CLASSES - classes
     catalog_ids = set(load_catalog().ids())
     assert classes - {NO_DIAGNOSIS} <= catalog_ids
-    assert catalog_ids - classes <= NO_PUBLIC_THREAD, catalog_ids - classes - NO_PUBLIC_THREAD
+    assert catalog_ids - classes - {"outcome-unknown"} <= NO_PUBLIC_THREAD | XLA_CATALOG_FAMILIES, catalog_ids - classes - NO_PUBLIC_THREAD
 
 
 def test_top1_accuracy_on_the_whole_corpus():
@@ -96,7 +104,8 @@ def test_benchmark_prints_the_table(capsys):
     assert "held out 2, FIRST SCORE (b93ac34)" in out and "27/33 (81.8 %)" in out
     assert "held out 3, FIRST SCORE (a4bab90)" in out and "20/36 (55.6 %)" in out
     assert "held out 4, FIRST SCORE (84cd0a7)" in out and "25/37 (67.6 %)" in out
-    assert out.count("every file as frozen") == 4
+    assert "held out 5, FIRST SCORE (3d8b726)" in out and "19/32 (59.4 %)" in out
+    assert out.count("every file as frozen") == 5
     assert "socket-closed" in out and "precision" in out
     assert "MISS" not in out, "held-out misses are listed only when asked"
 
@@ -105,6 +114,7 @@ HELD_OUT = Path(__file__).parent / "data" / "logs" / "heldout"
 HELD_OUT_2 = Path(__file__).parent / "data" / "logs" / "heldout2"
 HELD_OUT_3 = Path(__file__).parent / "data" / "logs" / "heldout3"
 HELD_OUT_4 = Path(__file__).parent / "data" / "logs" / "heldout4"
+HELD_OUT_5 = Path(__file__).parent / "data" / "logs" / "heldout5"
 ALL_LOGS = Path(__file__).parent / "data" / "logs"
 
 
@@ -153,6 +163,19 @@ def test_the_fourth_held_out_set_is_as_frozen_labelled_and_scored_once():
                         HELD_OUT_3 / "manifest.toml"))
 
 
+def test_the_fifth_held_out_set_is_as_frozen_labelled_and_scored_once():
+    _no_earlier_thread(_frozen_labelled_and_scored_once(HELD_OUT_5, min_logs=30, min_healthy=6),
+                       (REAL / "corpus.toml", HELD_OUT / "manifest.toml", HELD_OUT_2 / "manifest.toml",
+                        HELD_OUT_3 / "manifest.toml", HELD_OUT_4 / "manifest.toml"))
+
+
+def test_the_fifth_held_out_set_is_95_percent_right_with_no_failing_pass_and_no_healthy_alarm():
+    """Issue 42: core halts, Mosaic, SparseCore, serving stacks, Ray, cut pastes; >= 95 % top-1 after tuning."""
+    report = score_corpus(load_corpus(HELD_OUT_5 / "manifest.toml"))
+    assert report.top1_accuracy >= 0.95, [(m.log.file.name, m.predicted) for m in report.misses()]
+    assert report.failing_called_pass == [] and report.healthy_alarms == []
+
+
 def _no_earlier_thread(logs: list, manifests: tuple) -> None:
     earlier = {log.url for manifest in manifests for log in load_corpus(manifest)}
     cited = set()
@@ -191,7 +214,7 @@ def test_no_failing_run_is_called_pass_in_any_set_the_project_holds():
     from tpudoctor.logdiag import diagnose_file
 
     manifests = sorted(ALL_LOGS.glob("heldout*/manifest.toml")) + [REAL / "corpus.toml"]
-    assert {m.parent.name for m in manifests} >= {"real", "heldout", "heldout2", "heldout3", "heldout4"}
+    assert {m.parent.name for m in manifests} >= {"real", "heldout", "heldout2", "heldout3", "heldout4", "heldout5"}
     passed = [log.file.name for manifest in manifests for log in load_corpus(manifest)
               if not log.healthy and not diagnose_file(log.file)]
     assert passed == []
@@ -212,8 +235,10 @@ def test_no_failing_log_is_pass_and_no_healthy_log_is_warn_or_fail_over_the_whol
     passed_failures, alarmed_healthy = [], []
     for path, healthy in _every_labelled_log():
         found = diagnose_file(path)
-        if healthy and found:
+        if healthy and found and found[0].id != "outcome-unknown":  # "cannot tell" on a short excerpt is no alarm
             alarmed_healthy.append((Path(path).name, found[0].id, found[0].status.value))
+        if found and found[0].id == "outcome-unknown":
+            assert found[0].status.value == "WARN" and found[0].evidence["log_lines"] <= 20, path
         if not healthy and not found:
             passed_failures.append(Path(path).name)
     assert len(_every_labelled_log()) > 280

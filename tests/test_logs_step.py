@@ -87,7 +87,7 @@ def test_libtpu_logs_reads_tpu_log_dir_recent_files_only(tmp_path, monkeypatch):
 
 def test_libtpu_logs_unavailable_without_directory(tmp_path, monkeypatch):
     monkeypatch.setenv("TPU_LOG_DIR", str(tmp_path / "missing"))
-    monkeypatch.setattr("tpudoctor.providers.libtpu_logs.DEFAULT_TPU_LOG_DIR", str(tmp_path / "also-missing"))
+    monkeypatch.setenv("TPUDOCTOR_DEFAULT_TPU_LOG_DIR", str(tmp_path / "also-missing"))
     value = LibtpuLogsProvider().gather(ctx(), Facts())["logs.libtpu"]
     assert isinstance(value, Unavailable) and "no libtpu log directory" in value.reason
 
@@ -260,7 +260,7 @@ def _check(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_cli_names_root_cause_first_in_every_format(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("TPU_LOG_DIR", str(tmp_path / "no-tpu-logs"))
-    monkeypatch.setattr("tpudoctor.providers.libtpu_logs.DEFAULT_TPU_LOG_DIR", str(tmp_path / "none"))
+    monkeypatch.setenv("TPUDOCTOR_DEFAULT_TPU_LOG_DIR", str(tmp_path / "none"))
     monkeypatch.delenv(LOGGING_ENDPOINT_ENV, raising=False)
     log = str(OOM_LOG)
 
@@ -281,7 +281,9 @@ def test_cli_names_root_cause_first_in_every_format(capsys, tmp_path, monkeypatc
     assert "hbm_used_bytes: 22054657065" in text and "fix:" in text
 
     code, md, _ = _check(capsys, "--log-file", log, "--format", "markdown")
-    assert "## Root cause: [✗] LOGS-001 Job log shows no error: failed" in md  # not read as a pass
+    # The title names what is looked at, not an outcome: "[✗] Job log shows no error" read as a contradiction
+    # (the hostile probe of 2026-12-04, N29).
+    assert "## Root cause: [✗] LOGS-001 Errors in the job log: failed" in md  # not read as a pass
     assert "HBM out of memory" in md and "**Fix:**" in md
     assert "22054657065" in md
 
@@ -297,10 +299,21 @@ def test_cli_names_root_cause_first_in_every_format(capsys, tmp_path, monkeypatc
 
 def test_cli_healthy_log_passes_and_bad_path_is_exit_2(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("TPU_LOG_DIR", str(tmp_path / "no-tpu-logs"))
-    monkeypatch.setattr("tpudoctor.providers.libtpu_logs.DEFAULT_TPU_LOG_DIR", str(tmp_path / "none"))
+    monkeypatch.setenv("TPUDOCTOR_DEFAULT_TPU_LOG_DIR", str(tmp_path / "none"))
     code, out, _ = _check(capsys, "--log-file", str(LOGS / "healthy_jax_training.log"), "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["summary"]["counts"]["FAIL"] == 0
     assert [r["status"] for r in doc["results"] if r["id"] == "LOGS-001"] == ["PASS"]
     code, _, err = _check(capsys, "--log-file", str(tmp_path / "nope.log"))
     assert code == 2 and "no such file" in err and "Traceback" not in err
+
+
+def test_the_log_checks_titles_read_right_whatever_their_status():
+    """A title that states the passing outcome ("Job log shows no error") reads as a contradiction beside a
+    FAIL; the log-error checks name what they look at."""
+    from tpudoctor.registry import load_registry
+
+    checks = load_registry(plugins=False).checks
+    for check_id in ("LOGS-001", "LOGS-002", "LOGS-003"):
+        title = checks[check_id].title
+        assert title.startswith("Errors in ") and "no error" not in title, (check_id, title)

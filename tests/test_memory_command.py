@@ -194,7 +194,7 @@ def test_bad_inputs_exit_2_without_a_traceback(capsys, tmp_path, kind):
 
 def test_check_step_4_points_an_oom_log_to_tpudoctor_memory(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("TPU_LOG_DIR", str(tmp_path / "no-tpu-logs"))
-    monkeypatch.setattr("tpudoctor.providers.libtpu_logs.DEFAULT_TPU_LOG_DIR", str(tmp_path / "none"))
+    monkeypatch.setenv("TPUDOCTOR_DEFAULT_TPU_LOG_DIR", str(tmp_path / "none"))
     monkeypatch.delenv("TPUDOCTOR_LOGGING_ENDPOINT", raising=False)
     code = cli.main(["check", "--step", "4", "--log-file", str(OOM_LOG), "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
@@ -226,3 +226,49 @@ def test_gs_inputs_through_the_storage_emulator(capsys, gcs_emulator):
     assert sorted(b.name for b in gcs_emulator.list_blobs("jobs")) == before
     code, _, err = _memory(capsys, "gs://jobs/none-here")
     assert code == 2 and "Traceback" not in err and "gs://jobs/none-here" in err
+
+
+# --- small faults the 2026-12-04 probe found (N29) ------------------------------------------------------------------
+
+def test_buffer_tables_print_no_invalid_dtype(capsys):
+    if not TPU.exists():
+        pytest.skip("the v6e capture is not here")
+    code, out, err = _memory(capsys, str(TPU))
+    assert code in (0, 1), err
+    assert "INVALID" not in out
+    doc = _doc(capsys, str(TPU))
+    dtypes = {b["dtype"] for a in doc["hosts"][0]["allocators"] for b in a["peak_buffers"]}
+    assert "INVALID" not in dtypes and "" in dtypes  # the preallocated and untyped rows carry no dtype
+
+
+@pytest.mark.parametrize("log", sorted((Path(__file__).parent / "data" / "memory").glob("*.log")), ids=lambda p: p.stem)
+def test_an_oom_headline_says_what_ran_out_once(capsys, log):
+    code, out, err = _memory(capsys, str(log))
+    assert code == 1, err
+    for line in out.splitlines():
+        if line.startswith("[✗] "):
+            title, _, message = line[4:].partition("): ")
+            what = title.rsplit(" (", 1)[0]
+            assert not message.startswith(what), line
+
+
+def test_a_mesh_axis_given_twice_is_refused(capsys):
+    code, out, err = _memory(capsys, "--mesh", "data=8,data=4", str(OOM_LOG))
+    assert code == 2 and "axis 'data' is given twice" in err
+
+
+def test_gs_inputs_that_name_nothing_say_what_is_wrong(capsys, gcs_emulator):
+    """The 2026-12-04 probe's N24, against the storage emulator: no bucket, a missing object, a truncated capture
+    object and a name no bucket can have each get their own reason, naming the URI."""
+    if not TPU.exists():
+        pytest.skip("the v6e capture is not here")
+    bucket = gcs_emulator.create_bucket("jobs")
+    bucket.blob("trunc/h.xplane.pb").upload_from_string(TPU.read_bytes()[:5000])
+    code, _, err = _memory(capsys, "gs://")
+    assert code == 2 and "names no bucket" in err and "it is empty" not in err
+    code, _, err = _memory(capsys, "gs://jobs/missing.log")
+    assert code == 2 and "gs://jobs/missing.log: no such object" in err and "it is empty" not in err
+    code, _, err = _memory(capsys, "gs://jobs/trunc")
+    assert code == 2 and "gs://jobs/trunc/h.xplane.pb" in err and "tpudoctor-memory-" not in err, err
+    code, _, err = _memory(capsys, "gs://Bad_Bucket!/x.log")
+    assert code == 2 and "'Bad_Bucket!' is not a valid bucket name" in err and "credential" not in err.lower(), err

@@ -142,3 +142,46 @@ def test_every_field_number_is_pprofs():
             assert is_repeated == repeated, f"{name}.{field}"
             checked += 1
     assert checked >= 19
+
+
+def _hand_made(path: Path, samples: list[tuple[str, int, int]]) -> Path:
+    """A profile shaped as JAX writes one (``allocations/count``, ``space/bytes``, ``device`` and ``kind`` labels),
+    with the values the 2026-12-04 probe gave it."""
+    profile = pprof_schema.profile_class()()
+    profile.string_table.extend(["", "allocations", "count", "space", "bytes", "make", "/app/train.py", "device",
+                                 "kind", "buffer"])
+    profile.sample_type.add(type=1, unit=2)
+    profile.sample_type.add(type=3, unit=4)
+    profile.function.add(id=1, name=5, filename=6)
+    profile.location.add(id=1).line.add(function_id=1, line=10)
+    for device, count, size in samples:
+        if device not in profile.string_table:
+            profile.string_table.append(device)
+        sample = profile.sample.add(location_id=[1], value=[count, size])
+        sample.label.add(key=7, str=list(profile.string_table).index(device))
+        sample.label.add(key=8, str=9)
+    path.write_bytes(profile.SerializeToString())
+    return path
+
+
+@pytest.mark.parametrize(("samples", "what"), [
+    ([("tpu:0", 1, -5 << 30), ("tpu:1", 1, 1 << 30), ("tpu:2", 1, 1 << 30)], "negative bytes value (-5,368,709,120)"),
+    ([("tpu:0", -3, 1 << 30), ("tpu:1", 1, 1 << 30)], "negative count value (-3)")])
+def test_negative_values_are_refused_with_exit_2(capsys, tmp_path, samples, what):
+    path = _hand_made(tmp_path / "negative.prof", samples)
+    code = cli.main(["memory", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and what in err and "schema refuses" not in err, err
+
+
+def test_sums_past_int64_do_not_wrap(capsys, tmp_path):
+    path = _hand_made(tmp_path / "overflow.prof", [("tpu:0", 1, 2**62), ("tpu:0", 1, 2**62), ("tpu:1", 1, 1)])
+    code = cli.main(["memory", str(path), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), err
+    doc = json.loads(out)
+    validate(doc, "memory_report")
+    (section,) = doc["profiles"]
+    assert section["total_bytes"] == 2**63 + 1
+    assert {d["device"]: d["bytes"] for d in section["devices"]} == {"tpu:0": 2**63, "tpu:1": 1}
+    assert section["top_sites"][0]["bytes"] == 2**63 + 1 and section["top_sites"][0]["count"] == 3

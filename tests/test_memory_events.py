@@ -46,12 +46,17 @@ def _xprof_memory_profile(path: Path, tmp_path: Path) -> dict:
     return json.loads(data)
 
 
+def _no_invalid(dtype: str) -> str:
+    """xprof names DT_INVALID (no type recorded) "INVALID"; tpudoctor reads it as no dtype, ""."""
+    return "" if dtype == "INVALID" else dtype
+
+
 def _xprof_points(snapshots: list[dict]) -> list[tuple]:
     return [(int(s["timeOffsetPs"]), int(s["aggregationStats"]["heapAllocatedBytes"]),
              int(s["aggregationStats"]["stackReservedBytes"]), int(s["aggregationStats"]["freeMemoryBytes"]),
              s["activityMetadata"]["memoryActivity"] == "ALLOCATION", int(s["activityMetadata"]["address"]),
              s["activityMetadata"]["tfOpName"], s["activityMetadata"]["tensorShape"],
-             s["activityMetadata"]["dataType"], s["activityMetadata"]["regionType"],
+             _no_invalid(s["activityMetadata"]["dataType"]), s["activityMetadata"]["regionType"],
              int(s["activityMetadata"]["stepId"])) for s in snapshots]
 
 
@@ -70,7 +75,7 @@ def _xprof_active(profile: dict) -> list[tuple]:
         meta = (profile["specialAllocations"][special] if special >= 0
                 else profile["memoryProfileSnapshots"][int(active["snapshotIndex"])]["activityMetadata"])
         rows.append((int(meta["allocationBytes"]), int(meta["requestedBytes"]), meta["tfOpName"], meta["regionType"],
-                     meta["dataType"], meta["tensorShape"], int(active["numOccurrences"])))
+                     _no_invalid(meta["dataType"]), meta["tensorShape"], int(active["numOccurrences"])))
     return rows
 
 
@@ -376,7 +381,7 @@ def test_frees_take_their_allocations_size_and_metadata_by_address():
     assert frame["size_bytes"].tolist() == [100, 200, 100, 200]
     assert frame["tf_op"].astype(str).tolist() == ["conv/1", "", "conv/1", ""]
     assert frame["shape"].astype(str).tolist() == ["f32[5]", "", "f32[5]", ""]
-    assert frame["dtype"].astype(str).tolist() == ["float", "INVALID", "float", "INVALID"]
+    assert frame["dtype"].astype(str).tolist() == ["float", "", "float", ""]  # no data_type: no dtype, not "INVALID"
     assert frame["matched_row"].tolist() == [2, 3, 0, 1]
     assert (timeline.peak.bytes_in_use, timeline.peak.time_ps, timeline.peak.position) == (300, 20, 1)
     breakdown = peak_breakdown(timeline)

@@ -290,3 +290,54 @@ def test_per_layer_checkpoints_in_an_unrolled_loop_save_nothing_on_cpu_and_the_r
     unrolled_example = rule().evaluate(examples["MLP block keeping three buffers a layer"].input)
     assert unrolled_example.evidence["confidence"] == "low" and "unrolled" in unrolled_example.evidence[
         "confidence_why"]
+
+
+# --- the batch fix's split (the 2026-12-04 probe's N11) --------------------------------------------------------------
+
+SHARED_TPU = Path(__file__).resolve().parents[2] / "shared" / "data" / "xprof_tpu_inference_2.xplane.pb"
+
+
+def test_an_inference_capture_with_an_odd_batch_gets_a_smaller_serving_batch_and_one_saving(capsys):
+    """The v6e inference capture (no backward pass, arrays ``f32[5,1024,1024,256]``): 5 -> 3 keeps 3/5 of the batch
+    bytes (40 % saved, not "5 -> 2 ... 50 %"), and no gradient accumulation is offered."""
+    from tpudoctor import cli
+
+    if not SHARED_TPU.exists():
+        pytest.skip(f"{SHARED_TPU} is not here (../shared/data holds the real captures)")
+    code = cli.main(["memory", str(SHARED_TPU), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    (batch,) = [f for f in doc["findings"] if f["id"] == "smaller-batch"]
+    e = batch["evidence"]
+    assert (e["batch_size"], e["micro_batches"], e["gradient"]) == (5, [3, 2], False)
+    assert e["saving_bytes"] == e["batch_bytes"] - e["batch_bytes"] * 3 // 5 and e["saving_percent_of_peak"] == 40.0
+    assert "expected_saving_bytes" not in e and code == 0
+    words = batch["message"] + (batch.get("remediation") or {}).get("text", "")
+    assert "5 -> 3" in words and "accumulate" not in words.lower() and "serving batch" in words
+
+
+def _training_program(batch: int) -> MemoryPlanInput:
+    values = [Value("w", dtype="bf16", dims=(256, 256), kind="parameter", op_name="w"),
+              Value("x", dtype="bf16", dims=(batch, 1024), kind="parameter", op_name="x"),
+              Value("h", dtype="bf16", dims=(batch, 4096), op_name="jit(train_step)/jvp(f)/dot_general"),
+              Value("dh", dtype="bf16", dims=(batch, 4096), op_name="jit(train_step)/transpose(jvp(f))/dot_general"),
+              Value("dw", dtype="bf16", dims=(256, 256), kind="output",
+                    op_name="jit(train_step)/transpose(jvp(f))/dot_general")]
+    return MemoryPlanInput(synthetic_plan(values, name="jit_train_step"), batch_size=batch)
+
+
+@pytest.mark.parametrize(("batch", "larger", "split"), [(4096, 2048, "2 of 2048"), (4097, 2049, "2049 and 2048")])
+def test_a_training_program_accumulates_gradients_over_micro_batches_that_add_up(batch, larger, split):
+    from tpudoctor.memory.rules.batch import SmallerBatch
+
+    subject = _training_program(batch)
+    assert subject.attribution.is_gradient
+    finding = SmallerBatch().evaluate(subject)
+    e = finding.evidence
+    assert sum(e["micro_batches"]) == batch and max(e["micro_batches"]) == larger and e["gradient"] is True
+    assert e["saving_bytes"] == e["batch_bytes"] - e["batch_bytes"] * larger // batch
+    assert f"micro-batches of {split}" in finding.message
+    fixes = finding.remediation.text
+    if batch % 2:  # MultiSteps averages micro-batches alike: uneven ones are weighted by their size instead
+        assert "MultiSteps" not in fixes and f"divided by {batch}" in fixes
+    else:
+        assert "every_k_schedule=2" in fixes

@@ -197,3 +197,22 @@ def test_a_plugin_with_a_bad_id_stops_the_load_with_a_hint_naming_the_flag(tmp_p
     assert raised.value.hint == (f"leave the plugin out with --disable-plugin acme (or {DISABLE_ENV}=acme), "
                                  "or fix or uninstall it")
     assert "AcmeCheck" not in {c.__name__ for c in load_registry(disabled=("acme",)).checks.values()}
+
+
+def test_leaving_out_a_plugin_that_is_not_installed_is_a_note_not_an_error(tmp_path, monkeypatch, capsys):
+    """The hostile probe (2026-12-04, N29): ``--disable-plugin nosuch`` passed silently. One setting serves
+    machines with and without a plugin, so an absent one is a note naming it, and the run goes on."""
+    from tpudoctor.cli import main
+
+    install_plugin(tmp_path, dist="acme-tpu-checks", group="tpudoctor.checks", entry_point="acme",
+                   module="acme_tpu_checks", source=IMPORT_ERROR)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["list-checks", "--format", "json", "--disable-plugin", "nosuch,acme"]) == 0
+    err = capsys.readouterr().err
+    assert "--disable-plugin nosuch: not the name of an installed plugin" in err and "acme" not in err
+    for name in ("acme", "acme-tpu-checks", "acme-tpu-checks:acme"):
+        assert main(["list-checks", "--format", "json", "--disable-plugin", name]) == 0
+        assert "note" not in capsys.readouterr().err
+    monkeypatch.setenv(DISABLE_ENV, "typo")
+    assert main(["list-checks", "--format", "json"]) == 0
+    assert f"{DISABLE_ENV} typo: not the name of an installed plugin" in capsys.readouterr().err

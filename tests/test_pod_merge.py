@@ -213,7 +213,7 @@ def test_different_causes_on_different_workers_stay_apart_and_the_earliest_leads
     assert main(["merge", str(tmp_path / "run"), "--format", "junit", "-o", str(tmp_path / "m.xml")]) == 1
     cases = [c for c in ET.parse(tmp_path / "m.xml").getroot().iter("testcase")
              if c.get("name", "").startswith("LOGS-001") and c.find("failure") is not None][:2]
-    assert [c.find("properties/property[@name='workers']").get("value") for c in cases] == ["3", "1"]
+    assert [c.find("properties/property[@name='scope.workers']").get("value") for c in cases] == ["3", "1"]
     # Every format leads with worker 3's cause.
     assert main(["merge", str(tmp_path / "run")]) == 1
     text = capsys.readouterr().out
@@ -278,3 +278,63 @@ def test_a_merge_imports_the_slice_checks_only(worker_report, tmp_path):
     assert loaded and all(m.startswith("tpudoctor.checks.slice") for m in loaded), loaded
     doc = json.loads((tmp_path / "merged.json").read_text())
     assert {r["id"] for r in doc["results"]} >= {"NODE-005", "POD-003"}
+
+
+# ---- the hostile probe of 2026-12-04 (N25, N26): workers outside --workers, missing ones, foreign reports
+_DATA = __import__("pathlib").Path(__file__).resolve().parent
+_MAXTEXT_LOG = _DATA / "fixtures" / "goodput" / "maxtext_restart.log"
+_OOM_LOG = _DATA / "data" / "memory" / "easydel_166_compile_hbm_report.log"
+
+
+@pytest.fixture(scope="module")
+def probe_reports(tmp_path_factory):
+    """The probe's mg/w0.json and mg/w1.json (check step 4 on two real logs, workers 0 and 1) and a goodput
+    report (another kind), each written by tpudoctor itself."""
+    folder = tmp_path_factory.mktemp("mg")
+    for worker, log in (("0", _MAXTEXT_LOG), ("1", _OOM_LOG)):
+        main(["check", "--step", "4", "--log-file", str(log), "--worker", worker, "--format", "json",
+              "-o", str(folder / f"w{worker}.json"), "--exit-zero"])
+    assert main(["goodput", str(_MAXTEXT_LOG), "--format", "json", "-o", str(folder / "goodput.json")]) == 0
+    return folder
+
+
+def test_a_worker_outside_workers_is_named_not_counted(probe_reports, capsys):
+    main(["merge", str(probe_reports / "w0.json"), str(probe_reports / "w1.json"), "--workers", "0,0"])
+    head = next(line for line in capsys.readouterr().out.splitlines() if "Pod slice" in line)
+    assert "2 of 1" not in head
+    assert "1 of 1 workers reported, and worker 1 outside the expected workers (0)" in head
+
+
+def test_missing_workers_are_drawn_as_unknown(probe_reports, capsys):
+    main(["merge", str(probe_reports / "w0.json"), str(probe_reports / "w1.json"), "--workers", "0-3"])
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    header = next(i for i, line in enumerate(lines) if line.startswith("worker "))
+    assert lines[header].split() == ["worker", "0123"]
+    assert lines[header + 1].split()[-1][2:] == "??"  # workers 2 and 3 sent nothing (0 and 1's cells depend on the logs)
+
+
+def test_a_report_of_another_kind_is_no_worker(probe_reports, tmp_path, capsys):
+    out = tmp_path / "merged.json"
+    code = main(["merge", str(probe_reports / "goodput.json"), str(probe_reports / "w0.json"), "--format", "json",
+                 "-o", str(out)])
+    doc = json.loads(out.read_text())
+    assert set(doc["workers"]) == {"0"} and doc["slice"]["workers_reported"] == ["0"]
+    assert "goodput.json is a tpudoctor goodput report, not a check report" in doc["slice"]["left_out"][0]
+    assert "left out" in capsys.readouterr().err
+    assert code in (0, 1) and not any("goodput" in (r.get("scope") or {}).get("workers", []) for r in doc["results"])
+    assert main(["merge", str(probe_reports / "goodput.json")]) == 2
+    assert "is a tpudoctor goodput report, not a check report" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("make", "said"), [("fifo", "is a FIFO (named pipe), not a report file"),
+                                            ("/dev/null", "is a character device, not a report file")])
+def test_a_fifo_or_a_device_is_named_for_what_it_is(make, said, tmp_path, capsys):
+    import os
+
+    path = "/dev/null"
+    if make == "fifo":
+        path = str(tmp_path / "fifo.json")
+        os.mkfifo(path)
+    assert main(["merge", path]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "does not exist" not in err

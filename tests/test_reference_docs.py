@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tpudoctor.cli import main
 from tpudoctor.reports import escape
 
@@ -54,3 +56,44 @@ def test_the_readme_is_short_and_links_every_guide_and_reference_page():
                 assert f"docs/{folder}/{page.name}" in readme, page.name
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
     assert ci in readme, "the README's test command is the one CI runs"
+
+
+# ---- the hostile probe of 2026-12-04 (N16, N22, N29): where docs writes, and what it never replaces
+
+
+@pytest.mark.parametrize("out", ["/sys/kernel", "FILE/sub", "/proc/self"])
+def test_a_folder_that_cannot_take_the_pages_is_a_usage_error(out, tmp_path, capsys):
+    if out.startswith("FILE"):
+        (tmp_path / "afile").write_text("x\n")
+        out = str(tmp_path / "afile" / "sub")
+    assert main(["docs", "--out", out]) == 2
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_a_users_own_page_is_never_replaced_and_the_default_is_only_tpudoctors_checkout(tmp_path, monkeypatch,
+                                                                                          capsys):
+    mine = tmp_path / "userproj" / "docs" / "reference" / "index.md"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("mine\n")
+    monkeypatch.chdir(tmp_path / "userproj")
+    assert main(["docs"]) == 2
+    assert "give --out DIR" in capsys.readouterr().err
+    assert main(["docs", "--out", "docs/reference"]) == 2
+    assert "index.md is not a page tpudoctor wrote: not replaced" in capsys.readouterr().err
+    assert mine.read_text() == "mine\n" and sorted(p.name for p in mine.parent.iterdir()) == ["index.md"]
+    assert main(["docs", "--out", ""]) == 2
+    assert list((tmp_path / "userproj").glob("*.md")) == []
+    assert main(["docs", "--out", "generated"]) == 0 and main(["docs", "--out", "generated"]) == 0  # its own pages
+    monkeypatch.chdir(ROOT)
+    assert main(["docs", "--check"]) == 0  # in tpudoctor's checkout the default is its docs/reference
+
+
+def test_docs_help_describes_the_command(capsys):
+    with pytest.raises(SystemExit):
+        main(["docs", "--help"])
+    assert "Write the reference pages" in capsys.readouterr().out
+
+
+def test_exit_codes_page_renders_code_spans_once():
+    page = (REFERENCE / "exit-codes.md").read_text(encoding="utf-8")
+    assert "\\`" not in page and "`--fail-on`" in page

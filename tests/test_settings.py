@@ -328,3 +328,31 @@ def test_the_worker_environment_is_read_from_facts_not_from_the_process(monkeypa
     assert (found["worker"], found["slice_workers"], found["packages"]) == ("4", 2, {"jax": "0.4.35"})
     assert worker_environment(facts, Target(worker="2"))["worker"] == "2"  # --worker / TPUDOCTOR_WORKER first
     assert worker_environment({"packages.installed": {}}, Target())["worker"] is None
+
+
+def test_an_unknown_format_in_the_environment_is_refused_as_in_the_config_file(tmp_path, monkeypatch, capsys):
+    """The hostile probe (2026-12-04, N29): TPUDOCTOR_FORMAT=bogus was ignored silently, while the same value in
+    tpudoctor.toml is refused."""
+    log = Path(__file__).resolve().parent / "fixtures" / "goodput" / "maxtext_restart.log"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TPUDOCTOR_FORMAT", "bogus")
+    assert main(["goodput", str(log)]) == 2
+    assert "TPUDOCTOR_FORMAT='bogus' is not a report format" in capsys.readouterr().err
+    monkeypatch.setenv("TPUDOCTOR_FORMAT", "JSON")  # a known format, in any case, still works
+    assert main(["goodput", str(log), "-o", str(tmp_path / "g.json")]) == 0
+    assert (tmp_path / "g.json").read_text().lstrip().startswith("{")
+    monkeypatch.delenv("TPUDOCTOR_FORMAT")
+    (tmp_path / "tpudoctor.toml").write_text('format = "bogus"\n')
+    assert main(["goodput", str(log)]) == 2
+
+
+@pytest.mark.parametrize(("flag_or_env", "said"), [("--cluster", "--cluster 'bogus'"),
+                                                   ("TPUDOCTOR_CLUSTER", "TPUDOCTOR_CLUSTER 'bogus'")])
+def test_a_cluster_address_without_a_port_names_where_it_came_from(flag_or_env, said):
+    args = {"cluster": "bogus"} if flag_or_env == "--cluster" else {}
+    environ = {"TPUDOCTOR_CLUSTER": "bogus"} if flag_or_env != "--cluster" else {}
+    with pytest.raises(UsageError) as raised:
+        Settings.resolve(args, {"cluster": None}, environ=environ)
+    assert said in raised.value.message
+    for good in ("tcp://10.0.0.2:8786", "10.0.0.2:8786", "tls://[::1]:8786"):
+        assert Settings.resolve({"cluster": good}, {"cluster": None}, environ={}).cluster == good

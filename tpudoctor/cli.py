@@ -91,7 +91,22 @@ def _settings_for(args: argparse.Namespace):
         from tpudoctor.config import load_config_file
 
         config, _path = load_config_file()
-    return Settings.resolve(args, spec, environ=os.environ, config=config)
+    settings = Settings.resolve(args, spec, environ=os.environ, config=config)
+    if settings.disable_plugins:
+        _note_unknown_plugins(settings)
+    return settings
+
+
+def _note_unknown_plugins(settings) -> None:
+    """A plugin left out that is not installed here: a note, not an error (the same setting serves machines
+    that have it), so that a misspelt name does not pass silently while the plugin still runs."""
+    from tpudoctor.plugins import unknown_plugin_names
+
+    unknown = unknown_plugin_names(settings.disable_plugins)
+    if unknown:
+        them = "it" if len(unknown) == 1 else "them"
+        sys.stderr.write(f"tpudoctor: note: {settings.origin('disable_plugins')} {', '.join(unknown)}: not the name "
+                         f"of an installed plugin, so nothing is left out for {them}\n")
 
 
 def run() -> None:

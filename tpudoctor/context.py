@@ -21,6 +21,8 @@ class CheckOptions:
     checkpoint_dirs: list[str] = dataclasses.field(default_factory=list)
     log_dirs: list[str] = dataclasses.field(default_factory=list)
     log_files: list[str] = dataclasses.field(default_factory=list)
+    baseline_log: str | None = None
+    """A log of the last good run of the same job: what is new in ``log_files`` against it is ranked."""
     since_s: float = 3600.0
     probe: bool = False
     write_probe: bool = False

@@ -157,6 +157,13 @@ def _redacted(document: dict[str, Any]) -> dict[str, Any]:
     return redact_document(document, **named_identities(document))
 
 
+def op_trace_document(report: Any, *, redact: bool) -> dict[str, Any]:
+    """An op-trace what-if document (``profile.op_trace_report``): figures and ranks, and the trace's path,
+    which ``redact`` replaces like any other identity (no schema yet: the document is numbers and names)."""
+    document = scrub_secrets_in(_document_of(report))
+    return _redacted(document) if redact else document
+
+
 def hang_document(report: HangReport, *, redact: bool = False) -> dict[str, Any]:
     """A hang report's document (its stacks were scrubbed of secrets as they were captured); with ``redact``,
     the hosts and projects it names and any IP, bucket or e-mail in it (command lines, log paths) replaced."""
@@ -172,6 +179,7 @@ _PREPARERS: dict[str, Callable[[Any, bool], dict[str, Any]]] = {
     "bench": lambda report, redact: bench_document(report, redact=redact),
     "diag": lambda report, redact: diag_document(report, redact=redact),
     "memory": lambda report, redact: memory_document(report, redact=redact),
+    "pipeline_whatif": lambda report, redact: op_trace_document(report, redact=redact),
     **{kind: (lambda report, redact: compare_document(report, redact=redact))
        for kind in COMPARE_KINDS},
 }

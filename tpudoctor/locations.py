@@ -95,6 +95,22 @@ def local_copy(location: str, folder: str, *, session=None) -> str:
 
 # --- listing ------------------------------------------------------------------------------------
 
+def special_file_kind(location: str) -> str | None:
+    """What a local path that is neither a regular file nor a folder is ("a FIFO (named pipe)", "a character
+    device"): said by name where a report or capture was expected, rather than "empty" or "does not exist"."""
+    import stat
+
+    if is_gcs(location):
+        return None
+    try:
+        mode = Path(location).stat().st_mode
+    except (OSError, ValueError):
+        return None
+    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), None)
+
+
 def list_level(location: str, *, session=None) -> tuple[list[str], list[str]]:
     """(file names, folder names) directly under a folder or ``gs://`` prefix, each sorted; a folder that
     does not exist lists nothing."""

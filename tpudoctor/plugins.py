@@ -111,6 +111,24 @@ def _is_disabled(ep: metadata.EntryPoint, disabled: Collection[str]) -> bool:
     return ep.name in disabled or (dist is not None and (dist in disabled or f"{dist}:{ep.name}" in disabled))
 
 
+def unknown_plugin_names(disabled: Collection[str]) -> list[str]:
+    """The names in ``disabled`` that no installed plugin answers to (entry-point name, distribution, or
+    ``distribution:name``). Not an error: one ``disable_plugins`` setting serves machines where the plugin is
+    installed and others where it is not; but a name that matches nothing here may be a typo, so it is said."""
+    from importlib import metadata
+
+    installed = metadata.entry_points()
+    groups = [g for g in installed.groups if g == ENTRY_POINT_GROUP or g.startswith(ENTRY_POINT_GROUP + ".")]
+    known: set[str] = set()
+    for ep in (ep for group in groups for ep in installed.select(group=group)):  # the shared group and the aliases
+        if _is_own(ep):
+            continue
+        known.add(ep.name)
+        if ep.dist is not None:
+            known |= {ep.dist.name, f"{ep.dist.name}:{ep.name}"}
+    return [name for name in disabled if name not in known]
+
+
 def _modules_of(module: ModuleType) -> list[ModuleType]:
     modules = [module]
     if hasattr(module, "__path__"):

@@ -21,17 +21,27 @@ MAX_DOCUMENT_BYTES = 64 * 1024 * 1024  # these documents are kilobytes; refuse t
 HINT = "make one with: tpudoctor check --format json -o report.json"
 
 
+class ForeignDocument(InputError):
+    """A tpudoctor document of another kind than the reader takes (a diag report given to merge)."""
+
+    def __init__(self, message: str, *, kind: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.kind = kind
+
+
 Upgrades = Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]]
 
 
 def read_document(path: str | os.PathLike[str], *, what: str, schema: str, schema_version: str,
                   hint: str | None = None, max_bytes: int = MAX_DOCUMENT_BYTES, upgrades: Upgrades | None = None,
-                  ) -> dict[str, Any]:
+                  kind: str | None = None, reads: str | None = None) -> dict[str, Any]:
     """The JSON object at ``path``, validated against the packaged schema ``schema``.
 
     ``what`` names the document in messages ("check report", "bench document"). ``upgrades`` maps an
     older major version ("1") to a function that rewrites such a document into the current shape
-    before it is validated, so that reports saved by older versions still read.
+    before it is validated, so that reports saved by older versions still read. ``kind``: the document
+    ``kind`` this reader takes; a tpudoctor document of another kind is named as such, with ``reads`` (what
+    the command reads) as the hint.
     """
     target = Path(path)
     try:
@@ -44,11 +54,12 @@ def read_document(path: str | os.PathLike[str], *, what: str, schema: str, schem
     except OSError as exc:
         raise InputError(f"cannot read {what} {target}: {exc.strerror or exc}", hint=hint) from None
     return parse_document(data, str(target), what=what, schema=schema, schema_version=schema_version, hint=hint,
-                          max_bytes=max_bytes, upgrades=upgrades)
+                          max_bytes=max_bytes, upgrades=upgrades, kind=kind, reads=reads)
 
 
 def parse_document(data: bytes, name: str, *, what: str, schema: str, schema_version: str, hint: str | None = None,
-                   max_bytes: int = MAX_DOCUMENT_BYTES, upgrades: Upgrades | None = None) -> dict[str, Any]:
+                   max_bytes: int = MAX_DOCUMENT_BYTES, upgrades: Upgrades | None = None, kind: str | None = None,
+                   reads: str | None = None) -> dict[str, Any]:
     """``read_document`` for bytes that came from elsewhere (a Cloud Storage object); ``name`` is
     where they came from, for messages."""
     if len(data) > max_bytes:
@@ -62,11 +73,12 @@ def parse_document(data: bytes, name: str, *, what: str, schema: str, schema_ver
     except ValueError as exc:
         raise InputError(f"{what} {name} is not valid JSON: {exc}", hint=hint) from None
     return check_document(document, name, what=what, schema=schema, schema_version=schema_version, hint=hint,
-                          upgrades=upgrades)
+                          upgrades=upgrades, kind=kind, reads=reads)
 
 
 def check_document(document: Any, name: str, *, what: str, schema: str, schema_version: str,
-                   hint: str | None = None, upgrades: Upgrades | None = None) -> dict[str, Any]:
+                   hint: str | None = None, upgrades: Upgrades | None = None, kind: str | None = None,
+                   reads: str | None = None) -> dict[str, Any]:
     """A parsed JSON value as a current ``schema`` document: upgraded where ``upgrades`` knows its
     major version, then validated; ``InputError`` otherwise."""
     import jsonschema
@@ -75,6 +87,9 @@ def check_document(document: Any, name: str, *, what: str, schema: str, schema_v
 
     if not isinstance(document, dict):
         raise InputError(f"{name} is not a {what}: the top level is a {type(document).__name__}", hint=hint)
+    found = document.get("kind")
+    if kind is not None and isinstance(found, str) and found != kind and _is_tpudoctor(document):
+        raise ForeignDocument(f"{name} is a tpudoctor {found} report, not a {what}", kind=found, hint=reads or hint)
     version = document.get("schema_version")
     upgrade = (upgrades or {}).get(version.split(".")[0]) if isinstance(version, str) else None
     if upgrade is not None:
@@ -93,6 +108,11 @@ def check_document(document: Any, name: str, *, what: str, schema: str, schema_v
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise InputError(f"{name} is not a tpudoctor {what}: {where}: {exc.message[:300]}", hint=hint) from None
     return document
+
+
+def _is_tpudoctor(document: dict[str, Any]) -> bool:
+    tool = document.get("tool")
+    return isinstance(tool, dict) and tool.get("name") == "tpudoctor"
 
 
 def load_check_report(path: str | os.PathLike[str]):

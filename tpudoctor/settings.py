@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -111,6 +112,11 @@ class Settings:
                     raw, what=origin if where == FLAG else f"{key} in {origin}")
             elif key == "format":
                 values[key] = None if raw is None else str(raw).strip().lower()
+                from tpudoctor.config import ALL_FORMATS
+
+                if where == FORMAT_ENV and values[key] not in ALL_FORMATS:  # as the config file's format is
+                    raise UsageError(f"{FORMAT_ENV}={raw!r} is not a report format",
+                                     hint=f"one of {', '.join(ALL_FORMATS)}, or unset {FORMAT_ENV}")
             elif key == "fail_on":
                 if raw is not None and raw not in FAIL_LEVELS:
                     raise UsageError(f"fail_on = {raw!r} in the config file: use \"warn\" or \"fail\"")
@@ -119,7 +125,7 @@ class Settings:
                 if raw is not None and not isinstance(raw, str):
                     raise UsageError(f"config setting cluster must be a scheduler address string, got {raw!r}",
                                      hint='write it like cluster = "tcp://10.0.0.2:8786"')
-                values[key] = raw or None
+                values[key] = _cluster_address(raw, origin) if raw else None
             elif key in NAME_LIST_KEYS:
                 values[key] = _names(raw, key, origin)
         from tpudoctor.gcp.session import Endpoints
@@ -254,6 +260,21 @@ def _names(raw: Any, key: str, origin: str) -> tuple[str, ...]:
                          hint=f'write it like {key} = ["acme", "other-dist:rules"]')
     names = (name.strip() for item in items for name in item.split(","))
     return tuple(dict.fromkeys(name for name in names if name))
+
+
+_CLUSTER_ADDRESS = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(?P<port>\d{1,5})/?$")
+
+
+def _cluster_address(raw: str, origin: str) -> str:
+    """A Dask scheduler address has a host and a port (Dask itself fails late, with a bare ValueError, on
+    ``bogus``); the scheme is checked where Dask is imported (``tpudoctor.profile.cluster``)."""
+    address = raw.strip()
+    match = _CLUSTER_ADDRESS.match(address)
+    if match is None or not 0 < int(match["port"]) < 65536:
+        given = f"cluster = {raw!r} in the config file" if origin == "the config file" else f"{origin} {raw!r}"
+        raise UsageError(f"{given}: not a Dask scheduler address (it needs a host and a port)",
+                         hint="write it like tcp://10.0.0.2:8786")
+    return address
 
 
 def _origin_text(key: str, where: str) -> str:

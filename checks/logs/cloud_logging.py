@@ -11,7 +11,7 @@ class CloudLoggingDiagnosis(_LogDiagnosisCheck):
     show no known TPU failure."""
 
     id = "LOGS-003"
-    title = "Cloud Logging shows no error"
+    title = "Errors in Cloud Logging"
     fact_key = "logs.cloud"
     facts = ("logs.cloud", "tpu.node")
     severity = Severity.HIGH

@@ -11,7 +11,7 @@ class LibtpuLogsDiagnosis(_LogDiagnosisCheck):
     show no known TPU failure."""
 
     id = "LOGS-002"
-    title = "libtpu logs show no error"
+    title = "Errors in the libtpu logs"
     fact_key = "logs.libtpu"
     facts = ("logs.libtpu", "tpu.node")
     severity = Severity.HIGH

@@ -17,7 +17,7 @@ class UserLogFilesDiagnosis(_LogDiagnosisCheck):
     """
 
     id = "LOGS-001"
-    title = "Job log shows no error"
+    title = "Errors in the job log"
     fact_key = "logs.user_files"
     facts = ("logs.user_files", "tpu.node")
     severity = Severity.HIGH

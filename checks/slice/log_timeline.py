@@ -31,6 +31,8 @@ class LogTimeline(_SliceCheck):
         Example("worker 1 ran out of HBM, worker 0 lost it", fanned_out(
             worker_report("0", results=(_SOCKET,)), worker_report("1", results=(_OOM,))), Status.FAIL),
         Example("no logs read", fanned_out(worker_report("0"), worker_report("1")), Status.SKIP),
+        Example("only worker 1 failed: LOGS-001 is the finding, not a second one", fanned_out(
+            worker_report("0", results=(logs_read(),)), worker_report("1", results=(_OOM,))), Status.SKIP),
     )
 
     def evaluate(self, facts: Facts) -> CheckResult:
@@ -60,6 +62,11 @@ class LogTimeline(_SliceCheck):
             first_per_worker.setdefault(event[1], event)
         timeline = list(first_per_worker.values())
         _key, worker, cause = timeline[0]
+        if len(timeline) == 1:  # one worker failed: its own log finding says it all, and counts once
+            reason = (f"only worker {worker} logged a fatal event ({cause.id}: {cause.message}), so there is no "
+                      f"order across workers to find; {cause.id} is the finding")
+            return Finding(**base, status=Status.SKIP, message=reason, skip_reason=reason, severity=Severity.INFO,
+                           scope=Scope.of(workers=[worker]), evidence={"root_cause_worker": worker})
         followers = [w for _k, w, _r in timeline[1:]]
         stamp = cause.evidence.get("first_timestamp")
         if isinstance(stamp, str) and not _key[1]:

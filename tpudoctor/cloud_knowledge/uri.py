@@ -15,6 +15,13 @@ _HTTP_FORMS = (
 )
 
 
+def bucket_name_problem(bucket: str) -> str | None:
+    """Why ``bucket`` cannot be a Cloud Storage bucket's name, or None where it can."""
+    if not _BUCKET_NAME.match(bucket) or ".." in bucket or len(bucket.split(".")[0]) > 63:
+        return f"{bucket!r} is not a valid bucket name (3-63 characters: a-z, 0-9, '-', '_', '.')"
+    return None
+
+
 def split_gs_uri(uri: str) -> tuple[str, str]:
     """``gs://bucket/a/b`` -> ("bucket", "a/b"); ``UsageError`` where no bucket is named."""
     from tpudoctor.errors import UsageError
@@ -22,6 +29,18 @@ def split_gs_uri(uri: str) -> tuple[str, str]:
     bucket, _, name = uri.removeprefix("gs://").partition("/")
     if not bucket:
         raise UsageError(f"{uri} names no bucket", hint="use gs://BUCKET/PREFIX")
+    return bucket, name
+
+
+def split_user_gs_uri(uri: str) -> tuple[str, str]:
+    """``split_gs_uri`` of a URI the user typed: also a ``UsageError`` where the name cannot be a bucket's, said
+    before any credentials are looked up."""
+    from tpudoctor.errors import UsageError
+
+    bucket, name = split_gs_uri(uri)
+    problem = bucket_name_problem(bucket)
+    if problem is not None:
+        raise UsageError(f"{uri}: {problem}", hint="use gs://BUCKET/PREFIX with the bucket's own (lower-case) name")
     return bucket, name
 
 
@@ -73,8 +92,8 @@ def parse_path(raw: str, role: str) -> dict[str, Any]:
     if bucket != bucket.lower() and _BUCKET_NAME.match(bucket.lower()):
         problem("bucket_case", "fail", f"bucket names are lower-case; {bucket!r} cannot exist",
                 f"gs://{bucket.lower()}/{prefix}".rstrip("/"))
-    elif not _BUCKET_NAME.match(bucket) or ".." in bucket or len(bucket.split(".")[0]) > 63:
-        problem("bucket_name", "fail", f"{bucket!r} is not a valid bucket name (3-63 characters: a-z, 0-9, '-', '_', '.')")
+    elif bucket_name_problem(bucket) is not None:
+        problem("bucket_name", "fail", bucket_name_problem(bucket))
     if "//" in prefix or prefix.startswith("/"):
         problem("double_slash", "fail", f"{raw!r} has '//' in the object path; GCS keeps it literally",
                 f"gs://{bucket}/{re.sub('/+', '/', prefix).lstrip('/')}")

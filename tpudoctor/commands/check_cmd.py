@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tpudoctor.commands.common import (
     add_output_flags,
@@ -39,6 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     inputs.add_argument("--log-dir", action="append", default=None, metavar="URI", help="TensorBoard/profile log directory; repeatable")
     inputs.add_argument("--log-file", action="append", default=None, metavar="FILE", help="your job's log file ('-' for stdin; with --workers or --all-workers, a path on "
                         "the workers); repeatable")
+    inputs.add_argument("--baseline-log", default=None, metavar="FILE",
+                        help="a log of the last good run of the same job: rank the lines of --log-file's log that it "
+                             "never printed (or printed far less often); an unrecognised failure quotes the top ones")
     inputs.add_argument("--since", default=None, metavar="DURATION", help="how far back to read Cloud Logging (default 1h)")
     inputs.add_argument("--probe", action="store_true", help="start the framework in a subprocess and list its devices")
     inputs.add_argument("--write-probe", action="store_true",
@@ -72,7 +76,8 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     target = settings.target()  # every name checked before it reaches gcloud or an API path
     options = CheckOptions(
         data_paths=list(settings.data), checkpoint_dirs=list(settings.checkpoint_dir),
-        log_dirs=list(settings.log_dir), log_files=list(settings.log_file), since_s=settings.since_s,
+        log_dirs=list(settings.log_dir), log_files=list(settings.log_file), baseline_log=args.baseline_log,
+        since_s=settings.since_s,
         probe=args.probe, write_probe=args.write_probe, reference_model=args.reference_model,
         reference_timeout_s=settings.reference_timeout_s, api_timeout_s=settings.api_timeout_s,
     )
@@ -95,6 +100,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         return run_fanout(args, settings, fmt=fmt, fail_on=fail_on)
 
     _check_log_files(options.log_files)  # here, not before the fan-out: there they are the workers' paths
+    _check_baseline_log(options.baseline_log, options.log_files)
     registry = load_registry(disabled=settings.disable_plugins)
     selected = [c for c in registry.check_classes() if c.runs_on == "worker"]  # slice checks run on merges
     if args.ids:
@@ -135,6 +141,23 @@ def _write_report(args: argparse.Namespace, report, text: str, fmt: str, session
     if has_placeholder(path):
         path = fill_placeholders(path, report, session=session)
     write_text(path, text, fmt=fmt, session=session)
+
+
+def _check_baseline_log(baseline: str | None, log_files: list[str]) -> None:
+    """The good run's log must be a readable file, and there must be a failing log to compare it with."""
+    from tpudoctor.errors import InputError, UsageError
+    from tpudoctor.logs.sources import readable_problem
+
+    if baseline is None:
+        return
+    if not log_files:
+        raise UsageError("--baseline-log needs the failing run's log: give --log-file FILE too")
+    problem = readable_problem(baseline) if baseline != "-" else "stdin is for --log-file"
+    if problem is None and not Path(baseline).is_file():
+        problem = "not a file (give one log of the last good run)"
+    if problem is not None:
+        raise InputError(f"--baseline-log {baseline}: {problem}",
+                         hint="give the log of the last good run of the same job, as a file")
 
 
 def _check_log_files(paths: list[str]) -> None:

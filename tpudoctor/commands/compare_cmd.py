@@ -77,6 +77,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.goodput.compare import is_goodput_report
 
     kinds = [is_goodput_report(p) for p in args.profiles]
+    _unused_cluster(args.profiles, settings)
     if any(kinds):
         return run_goodput(args, kinds, settings)
     from tpudoctor.profile.compare import compare, parse_percent
@@ -131,6 +132,7 @@ def run_history(args: argparse.Namespace, settings) -> ExitCode:
     last_n = DEFAULT_LAST_N if args.last is None else args.last
     if last_n < 1:
         raise UsageError(f"--last must be at least 1 (got {last_n})")
+    _unused_cluster(args.profiles, settings)
     (candidate,) = _load(args.profiles, settings)
     from tpudoctor.progress import progress
 
@@ -158,6 +160,30 @@ def run_history(args: argparse.Namespace, settings) -> ExitCode:
         raise InputError("no gated KPI could be judged: "
                          + "; ".join(f"{j.kpi}: {j.reason}" for j in gate.kpis if j.gated))
     return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)
+
+
+def _unused_cluster(paths: list[str], settings) -> None:
+    """The cluster analyses captures; saved reports are read here. Refused as a flag, said as a note when it
+    comes from the environment or the config file (a standing choice, not this run's)."""
+    from tpudoctor.settings import FLAG
+
+    if not settings.cluster or not all(_is_report_file(p) for p in paths):
+        return
+    origin = settings.origin("cluster")
+    if settings.source("cluster") == FLAG:
+        raise UsageError(f"{origin} analyses captures on a Dask cluster, and {' and '.join(paths)} "
+                         f"{'is a saved report' if len(paths) == 1 else 'are saved reports'}: there is nothing "
+                         "to analyse", hint="drop --cluster, or give the captures themselves")
+    import sys
+
+    sys.stderr.write(f"tpudoctor compare: note: {origin} is not used: saved reports are read here, not analysed\n")
+
+
+def _is_report_file(path: str) -> bool:
+    """What ``load_document`` reads as a saved report rather than a capture to analyse."""
+    from pathlib import Path
+
+    return Path(path).is_file() and Path(path).suffix == ".json"
 
 
 def _load(paths: list[str], settings) -> list[dict]:

@@ -70,7 +70,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="read stack dumps users already have instead of live processes: `py-spy dump` text "
                            "(also --native, --locals) or faulthandler dumps, a file per process or worker (a file "
                            "may hold several py-spy dumps; a folder reads its files). Give it twice (same file "
-                           "names) or two dumps of the same pid to tell moving from hung")
+                           "names) or two dumps of the same pid, taken some seconds apart, to tell moving from hung (the same file, or a "
+                           "copy of it, is one snapshot)")
     keep.add_argument("--merge", nargs="+", metavar="REPORT|DIR",
                       help="merge the JSON hang reports that the workers wrote themselves (GKE: kubectl exec ... "
                            "tpudoctor hang --format json > POD.json) into one slice-wide analysis")
@@ -209,16 +210,20 @@ def _from_stack_files(args: argparse.Namespace, target, settings):
 
     from tpudoctor.hang.analyze import analyze
     from tpudoctor.hang.report import STACK_DUMPS_SOURCE
-    from tpudoctor.hang.textdump import read_stack_files
+    from tpudoctor.hang.textdump import read_stack_dumps
 
-    captures = read_stack_files(args.stacks)
+    dumps = read_stack_dumps(args.stacks)
+    captures = dumps.captures
     if args.worker not in (None, "") and len(captures) == 1:
         captures[0].worker = str(args.worker)
     samples = max((len(c.samples) for c in captures), default=0)
     taken = min((s.taken_at for c in captures for s in c.samples), default=_dt.datetime.now(_dt.timezone.utc))
     files = ", ".join(p for group in args.stacks for p in group)
-    return analyze(captures, target=target, host="", started_at=taken, interval_s=0.0, samples=samples,
-                   environment={"source": f"{STACK_DUMPS_SOURCE}: {files}"}, disabled_plugins=settings.disable_plugins)
+    notes = [f"{why}: read once" for why in dumps.repeated]
+    # 0.0: the dumps carry no time of their own, and their files' times are too close to tell one
+    return analyze(captures, target=target, host="", started_at=taken, interval_s=dumps.interval_s or 0.0,
+                   samples=samples, environment={"source": f"{STACK_DUMPS_SOURCE}: {files}"},
+                   disabled_plugins=settings.disable_plugins, input_notes=notes)
 
 
 def _cloud_digests(args: argparse.Namespace, target, settings, *, worker: str | None = None):

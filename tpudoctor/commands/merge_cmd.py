@@ -47,7 +47,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.pod.report_store import read_reports
     from tpudoctor.pod.worker_ids import parse_worker_spec
     from tpudoctor.progress import progress
-    from tpudoctor.reports.merged import render_merged_document
+    from tpudoctor.rendering import render
 
     api_timeout_s, fail_on = settings.api_timeout_s, settings.fail_on
     expected = parse_worker_spec(args.workers) if args.workers else None
@@ -59,21 +59,24 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     check_output(args.output, inputs=args.sources, session=session)
     with progress("tpudoctor merge") as update:
         update(f"reading {len(args.sources)} source(s)")
-        outcomes = read_reports(args.sources, session=session)
+        skipped: list[str] = []
+        outcomes = read_reports(args.sources, session=session, skipped=skipped)
         if not any(o.report is not None for o in outcomes):  # nothing to merge: the input is wrong, not the slice
             from tpudoctor.errors import InputError
 
-            reasons = [o.problem.message for o in outcomes if o.problem is not None]
-            raise InputError(f"none of the {len(outcomes)} report(s) could be read: {reasons[0]}"
+            reasons = skipped + [o.problem.message for o in outcomes if o.problem is not None]
+            raise InputError(f"none of the {len(outcomes) + len(skipped)} report(s) could be read: {reasons[0]}"
                              + (f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""),
                              hint="each worker writes one with: tpudoctor check --format json -o DIR/{worker}.json")
         update(f"merging {len(outcomes)} report(s)")
         merged = merge_outcomes(outcomes, expected=expected, source=", ".join(args.sources),
-                                registry=slice_registry(settings.disable_plugins))
+                                registry=slice_registry(settings.disable_plugins), skipped=skipped)
+    for why in skipped:
+        sys.stderr.write(f"tpudoctor merge: left out {why}\n")
     if args.tpu:
         merged.report.target.tpu = args.tpu
     fmt = settings.format_for(CHECK_FORMATS)
     color = args.output in (None, "-") and sys.stdout.isatty()
-    write_text(args.output, render_merged_document(merged_document(merged, redact=args.redact), fmt, verbose=args.verbose,
+    write_text(args.output, render(merged_document(merged, redact=args.redact), fmt, verbose=args.verbose,
                                                      color=color, gate=gate_for(args, settings)), fmt=fmt, session=session)
     return exit_code_for(merged.report, fail_on=fail_on, exit_zero=args.exit_zero)

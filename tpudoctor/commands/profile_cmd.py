@@ -47,7 +47,9 @@ def _register_analyze(commands: argparse._SubParsersAction) -> None:
                     f"a one-line verdict ({', '.join(BOTTLENECKS)} or unknown), "
                     "findings with evidence and fixes, the step-time breakdown and top tables.",
     )
-    parser.add_argument("path", metavar="PATH", help="a .xplane.pb file, a run directory, or a logdir (local or gs://)")
+    parser.add_argument("path", metavar="PATH", help="a .xplane.pb file, a run directory, or a logdir (local or gs://); "
+                                                     "or an op trace of a pipeline-parallel job (trace.parquet, its "
+                                                     "meta-*.yaml beside it) for the straggler what-if")
     parser.add_argument("--run", help="run folder of a logdir to read (default: the newest)")
     parser.add_argument("--format", choices=PROFILE_FORMATS, default=None,
                         help="report format (default: $TPUDOCTOR_FORMAT, the config file's format, or text)")
@@ -63,6 +65,7 @@ def _register_analyze(commands: argparse._SubParsersAction) -> None:
 
 def run_analyze(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.output import write_text
+    from tpudoctor.profile.op_trace import is_op_trace
     from tpudoctor.profile.pipeline import cyclic_gc_paused
     from tpudoctor.progress import progress
 
@@ -73,7 +76,7 @@ def run_analyze(args: argparse.Namespace, settings) -> ExitCode:
     started = time.monotonic()
     cluster = settings.cluster
     with cyclic_gc_paused():  # the analysis and the rendering free what they make by reference counting
-        with progress("Reading profile") as update:
+        with progress("Reading op trace" if is_op_trace(args.path) else "Reading profile") as update:
             update(args.path)
             report = build_report(args.path, run=args.run, on_progress=update, cluster=cluster,
                                   disabled_plugins=settings.disable_plugins)
@@ -91,7 +94,14 @@ def run_analyze(args: argparse.Namespace, settings) -> ExitCode:
 
 def build_report(path: str, *, run: str | None = None, on_progress=None, cluster: str | None = None,
                  disabled_plugins: tuple[str, ...] = ()):
-    """The library pipeline's ``ProfileReport`` (data only)."""
+    """The library pipeline's ``ProfileReport`` (data only); for an op trace (parquet), its what-if report
+    (``profile.op_trace_report``)."""
+    from tpudoctor.profile.op_trace import is_op_trace
+
+    if is_op_trace(path):
+        from tpudoctor.profile.op_trace_report import analyze_op_trace
+
+        return analyze_op_trace(path)
     from tpudoctor.profile.pipeline import analyze
 
     return analyze(path, run=run, on_progress=on_progress, cluster=cluster, disabled_plugins=disabled_plugins)

@@ -36,9 +36,10 @@ def analyze(captures: Iterable[ProcessCapture], *, target: Target, host: str, st
             interval_s: float, samples: int, digests: Iterable[HangDigest] = (),
             rules: list[type[HangRule]] | None = None, workers: dict[str, dict[str, Any]] | None = None,
             worker_problems: Iterable[Finding] = (), environment: dict[str, Any] | None = None,
-            disabled_plugins: Collection[str] = ()) -> HangReport:
+            disabled_plugins: Collection[str] = (), input_notes: Iterable[str] = ()) -> HangReport:
     """``workers`` (a pod): worker -> {status: reported | no_report | no_process, host, source}. ``rules``
-    default to the registered ones less ``disabled_plugins`` (the run's ``disable_plugins`` setting)."""
+    default to the registered ones less ``disabled_plugins`` (the run's ``disable_plugins`` setting).
+    ``input_notes``: what the reading of the input left out (a dump given twice), said with the verdict."""
     from tpudoctor import __version__
     from tpudoctor.hang.rule_registry import load_rules
 
@@ -50,6 +51,10 @@ def analyze(captures: Iterable[ProcessCapture], *, target: Target, host: str, st
     digests = list(digests)
     groups = group_states(states)
     verdict, why, confidence = job_verdict(states, groups)
+    one_snapshot = why == ONE_SNAPSHOT
+    notes = list(input_notes)
+    if notes:
+        why = f"{why} ({'; '.join(notes)})"
     if verdict == "progressing":
         for group in groups:
             group.odd_one_out = False
@@ -62,7 +67,7 @@ def analyze(captures: Iterable[ProcessCapture], *, target: Target, host: str, st
         report.root_cause = root_cause(states, groups, digests, workers)
         if report.root_cause is not None and verdict == "hung":
             report.decision = decide(report.root_cause, report)
-        elif report.root_cause is not None and why == ONE_SNAPSHOT:
+        elif report.root_cause is not None and one_snapshot:
             report.decision = _from_snapshots(decide(report.root_cause, report))
     report.findings = findings(report, list(worker_problems) + plugin_problem_findings(rules),
                                disabled_plugins=disabled_plugins)
@@ -73,7 +78,10 @@ def _from_snapshots(decision: Decision) -> Decision:
     """One dump per process shows where each stands, not that it stays there: one level less sure."""
     lower = {"high": "medium", "medium": "low", "low": "low"}[decision.confidence]
     return dataclasses.replace(decision, confidence=lower,
-                               why=f"{decision.why} (from one snapshot per process: if the job is in fact hung)")
+                               why=f"{decision.why} (from one snapshot per process: if the job is in fact hung)",
+                               text=f"{decision.text} First tell whether it is hung: two dumps of each process "
+                                    "taken some seconds apart do (tpudoctor hang on the VM takes them); no command "
+                                    "that stops or replaces anything is given on one snapshot.")
 
 
 def _absent_workers(workers: dict[str, dict[str, Any]]) -> list[ProcessState]:

@@ -13,6 +13,15 @@ FIX_CODE = {Category.DEBUGGER, Category.LOCK, Category.BUSY, Category.SLEEPING}
 
 
 def decide(cause: RootCause, report: HangReport) -> Decision:
+    decision = _decide(cause, report)
+    pids = [str(p) for ps in _pids_by_worker(report).values() for p in ps]
+    if report.from_stack_dumps and report.verdict == "hung" and pids:
+        decision.text += (f" Stop the job on the host(s) that wrote the dumps (there: kill -KILL {' '.join(pids)}; "
+                          "the pids are those hosts', not this one's).")
+    return decision
+
+
+def _decide(cause: RootCause, report: HangReport) -> Decision:
     t = report.target
     culprit_states = [s for s in report.processes if (s.worker, s.pid) in set(cause.members)]
     category = cause.category
@@ -56,11 +65,17 @@ def decide(cause: RootCause, report: HangReport) -> Decision:
                     "something (a peer, the network, the host) rather than run a program that does not end")
         elif duty and min(duty) >= 90.0:
             why += f"; tpu-info shows the chips busy ({min(duty):g}-{max(duty):g}% duty cycle) while nothing moves"
-        description = f"tpudoctor hang: device work does not finish on {', '.join(hosts)}"
-        commands = [_kill_line(report), gcloud.report_host_as_faulty(t.tpu, t.zone, t.project, description),
-                    gcloud.tpu_vm("delete", t.tpu, t.zone, t.project),
-                    gcloud.tpu_vm_create({"name": t.tpu, "zone": t.zone, "project": t.project}),
-                    gcloud.queued_resource("delete", None, t.zone, t.project, "--force")]
+        commands = [_kill_line(report)]
+        named = [h for h in hosts if h]
+        if report.verdict == "hung" and confidence != "low":  # reporting or deleting a host needs a sure reading
+            if named and len(named) == len(hosts):
+                description = f"tpudoctor hang: device work does not finish on {', '.join(named)}"
+                commands.append(gcloud.report_host_as_faulty(t.tpu, t.zone, t.project, description))
+            else:
+                text += " The stacks do not say which host this is: name it before reporting it."
+            commands += [gcloud.tpu_vm("delete", t.tpu, t.zone, t.project),
+                         gcloud.tpu_vm_create({"name": t.tpu, "zone": t.zone, "project": t.project}),
+                         gcloud.queued_resource("delete", None, t.zone, t.project, "--force")]
         if workers and category == "device_stuck":
             text = f"Worker{'s' if len(workers) > 1 else ''} {', '.join(workers)}: " + text
         return Decision("REPLACE HOST", confidence, why, text, [c for c in commands if c])
@@ -114,6 +129,10 @@ def _pids_by_worker(report: HangReport) -> dict[str | None, list[int]]:
 
 
 def _kill_line(report: HangReport) -> str:
+    """Only for a job found hung, and never for pids read from dump files: those are the pids of the host that
+    wrote the dumps (another host, or a job that is gone), not this one's."""
+    if report.verdict != "hung" or report.from_stack_dumps:
+        return ""
     by_worker = _pids_by_worker(report)
     t = report.target
     if report.is_pod and t.tpu:
@@ -140,7 +159,7 @@ def _process_pattern(report: HangReport) -> str | None:
 
 def _pyspy_line(states: list[ProcessState], report: HangReport, *, locals_: bool = False) -> str:
     state = next((s for s in states if s.pid), None)
-    if state is None:
+    if state is None or report.from_stack_dumps:  # a pid from a dump file is the pid of the host that wrote it
         return ""
     flags = " --locals" if locals_ else ""
     line = f"py-spy dump --pid {state.pid}{flags}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -248,17 +249,54 @@ def read_text(path: Path) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+SAME_DUMP_WITHIN_S = 1.0
+"""Two files with the same bytes written less than this apart are one dump (a copy): py-spy prints no time, so
+two real dumps of a process that did not move hold the same bytes too, and only the files' times tell them apart."""
+
+
+@dataclasses.dataclass
+class StackDumps:
+    captures: list[ProcessCapture]
+    repeated: list[str]
+    """A file given again (the same path, or a copy of an earlier file), read once: why, per file."""
+    interval_s: float | None
+    """The shortest time between two dumps of a process, by the files' modification times; None when no
+    process has two dumps, or their files were written within ``SAME_DUMP_WITHIN_S`` (the dumps carry no time)."""
+
+
 def read_stack_files(groups: Sequence[Sequence[str]]) -> list[ProcessCapture]:
+    return read_stack_dumps(groups).captures
+
+
+def read_stack_dumps(groups: Sequence[Sequence[str]]) -> StackDumps:
     """``groups``: the files of each ``--stacks`` (given once or more). Within a group, two dumps naming the
     same pid are two samples of one process; across groups, the same worker name (file name) is. Otherwise
-    each file (each py-spy ``Process`` in it) is one process, named after its file."""
+    each file (each py-spy ``Process`` in it) is one process, named after its file. A file met again (the same
+    file by its real path, or the same bytes written within a second of an earlier file) is one snapshot: it
+    is read once, and ``repeated`` says so."""
     captures: dict[tuple[str, int], ProcessCapture] = {}
+    repeated: list[str] = []
+    read: dict[tuple[int, int], Path] = {}  # (device, inode) -> the path it was read under
+    by_bytes: dict[bytes, tuple[Path, float]] = {}
     for group in groups:
         seen_in_group: dict[int, tuple[str, int]] = {}
         for path in expand_paths(group):
+            status = path.stat()
+            same_file = read.get((status.st_dev, status.st_ino))
+            if same_file is not None:  # checked before reading: a FIFO given twice has nothing more to read
+                repeated.append(f"{path} is {same_file} again" if str(path) != str(same_file)
+                                else f"{path} was given twice")
+                continue
             text = read_text(path)
+            earlier = by_bytes.get(text.encode())
+            if earlier is not None and abs(status.st_mtime - earlier[1]) < SAME_DUMP_WITHIN_S:
+                repeated.append(f"{path} holds the same bytes as {earlier[0]}, written within a second of it "
+                                "(a copy)")
+                continue
+            read[(status.st_dev, status.st_ino)] = path
+            by_bytes.setdefault(text.encode(), (path, status.st_mtime))
             processes = parse_stack_text(text, source=str(path))
-            taken = _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc)
+            taken = _dt.datetime.fromtimestamp(status.st_mtime, _dt.timezone.utc)
             base = worker_name(path)
             for index, dump in enumerate(processes):
                 pid = dump.pid or 0
@@ -277,7 +315,14 @@ def read_stack_files(groups: Sequence[Sequence[str]]) -> list[ProcessCapture]:
                 capture.samples.append(sample)
                 if pid:
                     seen_in_group[pid] = key
-    return list(captures.values())
+    return StackDumps(list(captures.values()), repeated, _interval_s(captures.values()))
+
+
+def _interval_s(captures: Iterable[ProcessCapture]) -> float | None:
+    gaps = [abs((b.taken_at - a.taken_at).total_seconds()) for c in captures
+            for a, b in itertools.pairwise(c.samples)]
+    shortest = min(gaps, default=None)
+    return shortest if shortest is not None and shortest >= SAME_DUMP_WITHIN_S else None
 
 
 def _has_native(dump: _Process) -> bool:

@@ -23,6 +23,8 @@ from tpudoctor.logdiag.catalog import Catalog
 from tpudoctor.logdiag.diagnose import diagnose_file
 
 NO_DIAGNOSIS = "none"
+OUTCOME_UNKNOWN = "outcome-unknown"
+"""A short excerpt that cannot tell: an abstention, a WARN that is no alarm (and, for a failed run, no PASS)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,8 +101,13 @@ class AccuracyReport:
 
     @property
     def healthy_alarms(self) -> list[ScoredLog]:
-        """Healthy runs given any finding (WARN or FAIL)."""
-        return [s for s in self.healthy if s.predicted != NO_DIAGNOSIS]
+        """Healthy runs given a finding (WARN or FAIL) other than "cannot tell" (``outcome-unknown``)."""
+        return [s for s in self.healthy if s.predicted not in (NO_DIAGNOSIS, OUTCOME_UNKNOWN)]
+
+    @property
+    def unknown(self) -> list[ScoredLog]:
+        """Logs the diagnosis said it cannot tell about (short excerpts with no failure and no sign of health)."""
+        return [s for s in self.scored if s.predicted == OUTCOME_UNKNOWN]
 
     @property
     def healthy_fail_rate(self) -> float:
@@ -149,14 +156,26 @@ def frozen_problem(folder: str | Path) -> str | None:
     return f"changed since it was frozen: {changed}" if changed else None
 
 
+def relabelled(folder: Path) -> dict[str, str]:
+    """A frozen set's later labels (``[relabelled]`` in its FIRST_SCORE.toml: ``"h2_03" = { class = ..., why =
+    ... }``): a log labelled ``unrecognised-failure`` because no signature had its cause, once one has. The
+    manifest stays as it was labelled blind; the first score does not change."""
+    first = folder / "FIRST_SCORE.toml"
+    if not first.exists():
+        return {}
+    table = tomllib.loads(first.read_text(encoding="utf-8")).get("relabelled", {})
+    return {prefix: entry["class"] for prefix, entry in table.items()}
+
+
 def load_corpus(manifest: str | Path) -> list[LabelledLog]:
     manifest = Path(manifest)
     data = tomllib.loads(manifest.read_text(encoding="utf-8"))
+    later = relabelled(manifest.parent)
     return [
         LabelledLog(
             file=manifest.parent / entry["file"],
             url=entry["url"],
-            expected=entry["class"],
+            expected=next((c for prefix, c in later.items() if entry["file"].startswith(prefix + "_")), entry["class"]),
             cause=entry["cause"],
             tuned=bool(entry["tuned"]),
             healthy=bool(entry.get("healthy", False)),

@@ -31,6 +31,15 @@ DIAGNOSIS_FACTS = ("location", "source", "first_line_no", "last_line_no", "first
 reserved, so that no pulled value is hidden by them."""
 
 
+XLA_ERRORS_PAGE = "https://openxla.org/xla/errors/error_{}"
+_XLA_CODE = re.compile(r"^(?:E\d{4}|E\d{2}xx|E\dxxx|C\d{4})$")
+
+
+def xla_error_page(code: str) -> str:
+    """The page of XLA's error catalog (openxla/xla docs/errors) for a code: E0200 -> .../error_0200."""
+    return XLA_ERRORS_PAGE.format(code[1:] if code.startswith("E") else code)
+
+
 class CatalogError(ValueError):
     """The catalog file is malformed (a bug in the package or in a user catalog)."""
 
@@ -91,6 +100,12 @@ class Signature:
     consequence: bool = False
     """What the healthy workers of a slice show when another worker fails (a lost connection, a barrier
     timeout): across workers it follows from a cause elsewhere, whatever its time."""
+    outcome_unknown: bool = False
+    """Given when a short excerpt holds no failure and no sign of a healthy run: it cannot tell (no patterns)."""
+    xla_error: str = ""
+    """The code XLA's error catalog gives this failure (``E0200``, ``E2xxx``, ``C0432``); its page is the docs."""
+    xla_error_when: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    """Other codes of the same signature, each when its pattern is in the event (the first that matches)."""
 
     def first_match(self, text: str, folded: str | None = None) -> re.Match[str] | None:
         """The earliest ``any`` match in ``text`` when every ``all`` pattern is present too.
@@ -116,8 +131,15 @@ class Signature:
             return None
         return best
 
+    def xla_code(self, text: str) -> str:
+        """The XLA error code of this event ("" when the signature has none)."""
+        return next((code for code, pattern in self.xla_error_when if pattern.search(text)), self.xla_error)
+
     def evidence(self, text: str) -> dict[str, Any]:
         found: dict[str, Any] = {}
+        if code := self.xla_code(text):
+            found["xla_error_code"] = code
+            found["xla_error_page"] = xla_error_page(code)
         for extractor in self.extractors:
             value = extractor.extract(text)
             if value is not None:
@@ -278,10 +300,20 @@ def _signature(raw: dict[str, Any]) -> Signature:
     sid = raw.get("id")
     where = f"signature {sid!r}"
     fallback = bool(raw.get("fallback", False))
-    for key in ("id", "title", "layer", "cause", "fix", "docs", "severity", "fatal") + (() if fallback else ("any",)):
+    unknown = bool(raw.get("outcome_unknown", False))
+    xla_error = str(raw.get("xla_error", ""))
+    when = [(str(code), _compile(pattern, where)) for code, pattern in raw.get("xla_error_when", [])]
+    for code in [xla_error, *(c for c, _ in when)]:
+        if code and not _XLA_CODE.match(code):
+            raise CatalogError(f"{where}: xla_error {code!r} is not a code of XLA's error catalog (E0200, E2xxx, C0432)")
+    if xla_error:  # the code's page is the docs
+        if "docs" in raw:
+            raise CatalogError(f"{where}: a signature with an xla_error has its page as the docs; drop 'docs'")
+        raw = {**raw, "docs": xla_error_page(xla_error)}
+    for key in ("id", "title", "layer", "cause", "fix", "docs", "severity", "fatal") + (() if fallback or unknown else ("any",)):
         if key not in raw:
             raise CatalogError(f"{where}: missing '{key}'")
-    if fallback and (raw.get("any") or raw.get("all")):
+    if (fallback or unknown) and (raw.get("any") or raw.get("all")):
         raise CatalogError(f"{where}: the fallback has no patterns: it takes every error-level event no other "
                            "signature names (tpudoctor/logdiag/errorlevel.py)")
     if raw["layer"] not in _LAYERS:
@@ -289,7 +321,7 @@ def _signature(raw: dict[str, Any]) -> Signature:
     if not str(raw["docs"]).startswith("https://"):
         raise CatalogError(f"{where}: docs must be an https:// link")
     any_src = list(raw.get("any", ()))
-    if not any_src and not fallback:
+    if not any_src and not (fallback or unknown):
         raise CatalogError(f"{where}: 'any' is empty")
     extractors = [_extractor(spec, where) for spec in raw.get("extract", [])]
     fix = raw["fix"]
@@ -321,6 +353,9 @@ def _signature(raw: dict[str, Any]) -> Signature:
         folded=tuple(p.startswith("(?i)") for p in any_src),
         context=tuple(raw.get("context", ())),
         consequence=bool(raw.get("consequence", False)),
+        outcome_unknown=unknown,
+        xla_error=xla_error,
+        xla_error_when=tuple(when),
     )
 
 

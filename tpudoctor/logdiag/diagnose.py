@@ -11,13 +11,14 @@ non-fatal warnings come last and stay WARN.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import io
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from tpudoctor.findings import Finding, Scope, Severity
-from tpudoctor.logdiag import errorlevel
+from tpudoctor.logdiag import errorlevel, outcome
 from tpudoctor.logdiag.benign import load_benign
 from tpudoctor.logdiag.catalog import Catalog, Signature, load_catalog
 from tpudoctor.logdiag.errorlevel import ErrorMark
@@ -26,6 +27,7 @@ from tpudoctor.logdiag.log_finding import Occurrences
 from tpudoctor.logdiag.parsers import PARSERS
 from tpudoctor.logs import prefilter
 from tpudoctor.logs.clock import sort_key
+from tpudoctor.logs.prefixes import unwrapped
 from tpudoctor.logs.sources import LinePiece, count_lines, split_lines
 
 BATCH_LINES = 4096
@@ -53,6 +55,12 @@ class Diagnoser:
     def __init__(self, catalog: Catalog | None = None):
         self.catalog = catalog or load_catalog()
         self._fallback = next((s for s in self.catalog.signatures if s.fallback), None)
+        self._unknown = next((s for s in self.catalog.signatures if s.outcome_unknown), None)
+        self._weak: tuple[LogEvent, str, int, str, Scope | None, str] | None = None
+        """The first line that reads as a failure by its words alone (default deny), kept until the end."""
+        self._frames: dict[str, _OpenTraceback] = {}
+        self._short: list[tuple[str, Scope | None, list[str]]] = []
+        """Sources of at most ``outcome.SHORT_PASTE_MAX_LINES`` lines, with their lines."""
         self._benign = load_benign()
         self._found: dict[str, Occurrences] = {}
         self._context: dict[str, Any] = {}  # latest value of each catalog context (bounded: one per name)
@@ -98,9 +106,11 @@ class Diagnoser:
             yield from batch
 
         recorded_before = self._recorded
+        lines_before = self.lines_scanned
+        head: list[str] = []
         short: list[LogEvent] | None = []  # the events of a pasted excerpt: read once more if nothing matched
         short_chars = 0
-        for event in group_events(batches()):
+        for event in group_events(_head_kept(batches(), head)):
             while hot and hot[0][1] < event.first_line_no:
                 hot.popleft()
             is_hot = bool(hot) and hot[0][0] <= event.last_line_no
@@ -115,6 +125,17 @@ class Diagnoser:
         if short and self._recorded == recorded_before and self._fallback is not None \
                 and short[-1].last_line_no <= SHORT_PASTE_LINES:
             self._bare_message(short, source, scope)
+        self._end_source(source, scope, self.lines_scanned - lines_before, head)
+
+    def _end_source(self, source: str, scope: Scope | None, n_lines: int, head: list[str]) -> None:
+        """A traceback left open at the end of the source was cut; a short source is kept to judge its outcome."""
+        open_tb = self._frames.pop(source, None)
+        if open_tb is not None and open_tb.frames >= 2 and self._fallback is not None \
+                and n_lines - open_tb.line_no <= outcome.CUT_TRACEBACK_TAIL_LINES:
+            mark = ErrorMark(open_tb.offset, open_tb.line, errorlevel.CUT_TRACEBACK, errorlevel.CRASH)
+            self._record(self._fallback, open_tb.event, open_tb.event.text, open_tb.offset, source, scope, mark)
+        if 0 < n_lines <= outcome.SHORT_PASTE_MAX_LINES:
+            self._short.append((source, scope, head[:outcome.SHORT_PASTE_MAX_LINES]))
 
     def _bare_message(self, events: list[LogEvent], source: str, scope: Scope | None) -> None:
         """A pasted excerpt of a few lines with no error-level form: a message printed without its class or
@@ -137,6 +158,9 @@ class Diagnoser:
         to its last event. Text lines (after an overlong line) are read one by one."""
         hot: collections.deque[tuple[int, float]] = collections.deque()
         prefilter = self._block_prefilter()
+        lines_before = self.lines_scanned
+        head: list[str] = []
+        items = _head_of_blocks(items, head)
 
         def lines() -> Iterator[str | Gap]:
             line_no = 0
@@ -191,6 +215,7 @@ class Diagnoser:
             while hot and hot[0][1] < event.first_line_no:
                 hot.popleft()
             self._scan(event, source, bool(hot) and hot[0][0] <= event.last_line_no, scope)
+        self._end_source(source, scope, self.lines_scanned - lines_before, head)
 
     def _block_prefilter(self) -> prefilter.Literals:
         if self._prefilter is None:
@@ -216,17 +241,43 @@ class Diagnoser:
         hits = self._matches(text) if known else []
         for signature, offset in hits:
             self._record(signature, event, text, offset, source, scope)
+        mark = None
         if not hits and self._fallback is not None:
             mark = errorlevel.find(text, benign=self._benign, given_level=event.severity)
             if mark is not None:
                 self._record(self._fallback, event, text, mark.offset, source, scope, mark)
+        self._follow_traceback(event, text, source)
+        if not hits and mark is None and self._weak is None:
+            offset = 0
+            for line in event.lines:
+                if outcome.failure_words(line) is not None:
+                    self._weak = (event, text, offset, source, scope, line)
+                    break
+                offset += len(line) + 1
+
+    def _follow_traceback(self, event: LogEvent, text: str, source: str) -> None:
+        """Frames of a traceback printed one record per line (a launcher's prefix on each) are followed across
+        events; an exception line closes them. One that starts with its header is ``errorlevel.find``'s."""
+        if event.lines and event.lines[0].startswith("Traceback (most recent call last):"):
+            self._frames.pop(source, None)
+            return
+        offset = 0
+        for line in event.lines:
+            if outcome.is_frame(line):
+                open_tb = self._frames.setdefault(source, _OpenTraceback())
+                open_tb.frames += 1
+                open_tb.event, open_tb.offset, open_tb.line = event, offset, line
+                open_tb.line_no = event.line_no_at(offset) if event.numbered else 0
+            elif source in self._frames and errorlevel.is_exception_line(unwrapped(line).strip()):
+                del self._frames[source]
+            offset += len(line) + 1
 
     def _matches(self, text: str) -> list[tuple[Signature, int]]:
         """The signatures that name this event (the fallback is not one of them)."""
         hits: list[tuple[Signature, int]] = []
         folded = text.lower() if self.catalog.has_folded_keywords else None
         for signature in self.catalog.signatures:
-            if signature.fallback:
+            if signature.fallback or signature.outcome_unknown:
                 continue
             match = signature.first_match(text, folded)
             if match is not None and not _on_backend_probe(text, match.start()):
@@ -306,7 +357,22 @@ class Diagnoser:
         sources (one log per worker, say), it is the timestamp when every finding has one, since the
         files were fed one by one.
         """
+        if not self._found and self._weak is not None and self._fallback is not None:  # default deny
+            event, text, offset, source, scope, line = self._weak
+            words = outcome.failure_words(line)
+            mark = ErrorMark(offset, line, f"a line that reads as a failure ({words!r})", errorlevel.ERROR_LINE)
+            self._record(self._fallback, event, text, offset, source, scope, mark)
+        if not self._found and self._unknown is not None:
+            for source, scope, lines in self._short:
+                if not any(outcome.shows_health(line) or outcome.is_levelled(line) for line in lines):
+                    event = LogEvent(lines=list(lines), first_line_no=1, last_line_no=len(lines))
+                    self._record(self._unknown, event, event.text, len(event.text) - len(lines[-1]), source, scope)
+                    break
         found = list(self._found.values())
+        # a specific signature seen anywhere explains the generic one it supersedes, also when a paste split
+        # the message over two events (XLA's scheckne line, then the launch-group sentence after a rule)
+        superseded = {sid for a in found for sid in a.signature.supersedes}
+        found = [a for a in found if a.signature.id not in superseded]
         if any(a.signature.fatal for a in found):  # a known root cause: an unrecognised crash is its consequence
             found = [a for a in found if not a.signature.fallback]
         keys = {id(a): sort_key(a.first_timestamp) for a in found}
@@ -318,6 +384,36 @@ class Diagnoser:
         ranked = sorted(found, key=lambda a: (not a.signature.fatal, minor(a),
                                               keys[id(a)] if by_time else "", a.order))
         return [a.finding() for a in ranked]
+
+
+@dataclasses.dataclass
+class _OpenTraceback:
+    """Frames seen since the last exception line of one source."""
+
+    frames: int = 0
+    event: LogEvent | None = None
+    offset: int = 0
+    line: str = ""
+    line_no: int = 0
+
+
+def _head_kept(lines: Iterable[str], head: list[str]) -> Iterator[str]:
+    """The lines, unchanged; the first ones (up to one more than a short paste has) are also put in ``head``."""
+    for line in lines:
+        if len(head) <= outcome.SHORT_PASTE_MAX_LINES and isinstance(line, str):
+            head.append(line.rstrip("\r\n"))
+        yield line
+
+
+def _head_of_blocks(items: Iterable[bytes | str], head: list[str]) -> Iterator[bytes | str]:
+    """``feed_blocks``' items, unchanged; the first lines are also decoded into ``head``."""
+    for item in items:
+        if len(head) <= outcome.SHORT_PASTE_MAX_LINES:
+            if isinstance(item, str):
+                head.append(item.rstrip("\r\n"))
+            else:
+                head.extend(split_lines(item)[:outcome.SHORT_PASTE_MAX_LINES + 1 - len(head)])
+        yield item
 
 
 LOOK_BEHIND_LINES = MAX_MESSAGE_LINES + 1

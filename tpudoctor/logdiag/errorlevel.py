@@ -127,7 +127,7 @@ _TRIGGERS = (
     "Floating", "Assertion", "crashed", "severity", "level", "ailed", "AILED", "Forbidden", "Not Found",
     "Unauthorized", "Too Many", "Server Error", "Bad Gateway", "Unavailable", "Timeout", "bad request", "Bad Request",
     "KernelRestarter", "attempt_", "deadlock", "FAIL", "##[error]", "::error", "invalid", "Error from server",
-    "denied", "Warning", "\"Failure\"", "fails locally",
+    "denied", "Warning", "\"Failure\"", "fails locally", "illed", "ails ", '", line ',
 )
 # Error-level glog/absl lines (month 01-12) and TensorFlow C++ lines, by substrings.
 _LEVEL_TRIGGERS = ("\nE0", "\nE1", "\nF0", "\nF1", ": E ", ": F ", "\nE ", "\nF ", ") E0", ") E1", ") F0", ") F1", ": E0", ": E1", ": F0",
@@ -307,16 +307,19 @@ def _is_exception_line(line: str) -> bool:
     return bool(_EXCEPTION_LINE.match(line) or _QUALIFIED_EXCEPTION.match(line) or _SYSTEM_EXIT.match(line))
 
 
-def _traceback_line(lines: list[str]) -> int:
+def _traceback_line(lines: list[str]) -> tuple[int, bool]:
     """The index of a traceback's exception line: the last exception-shaped line, else the first
-    unindented line after the frames."""
+    unindented line after the frames; False with the last line when there is none (the paste was cut)."""
     for i in range(len(lines) - 1, 0, -1):
         if _is_exception_line(lines[i]):
-            return i
+            return i, True
     for i in range(1, len(lines)):
         if lines[i] and not lines[i][0].isspace() and not lines[i].startswith(_TRACEBACK):
-            return i
-    return len(lines) - 1
+            return i, True
+    return len(lines) - 1, False
+
+
+CUT_TRACEBACK = "a traceback cut before its exception line (the excerpt stops inside it; the error itself is missing)"
 
 
 def find(text: str, *, benign: tuple[BenignLine, ...] | None = None, given_level: str | None = None) -> ErrorMark | None:
@@ -333,9 +336,9 @@ def find(text: str, *, benign: tuple[BenignLine, ...] | None = None, given_level
         offsets.append(at)
         at += len(line) + 1
     if lines[0].startswith(_TRACEBACK) or _IPYTHON_HEADER.match(lines[0]):
-        i = _traceback_line(lines)
+        i, complete = _traceback_line(lines)
         if not is_benign(lines[i], benign):
-            return ErrorMark(offsets[i], lines[i], "a traceback", CRASH)
+            return ErrorMark(offsets[i], lines[i], "a traceback" if complete else CUT_TRACEBACK, CRASH)
         return None
     best: ErrorMark | None = None
     for i, line in enumerate(lines):

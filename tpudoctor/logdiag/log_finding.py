@@ -47,7 +47,7 @@ class Occurrences:
             signature=signature,
             cause=_filled_text(signature.cause, evidence),
             pulled=evidence,
-            remediation=_filled(signature.remediation, {**evidence, **_log_placeholder(source)}),
+            remediation=_filled(_with_page(signature.remediation, evidence), {**evidence, **_log_placeholder(source)}),
             source=source,
             first_line_no=line_no,
             last_line_no=line_no,
@@ -131,6 +131,12 @@ def _filled(fix: Remediation, evidence: Mapping[str, Any]) -> Remediation:
         return fix
     values = _Placeholders({k: v for k, v in evidence.items() if isinstance(v, (str, int, float))})
     return dataclasses.replace(fix, commands=tuple(c.format_map(values) for c in fix.commands))
+
+
+def _with_page(fix: Remediation, evidence: Mapping[str, Any]) -> Remediation:
+    """The page of XLA's error catalog for the event's own code as the docs (one signature may carry two codes)."""
+    page = evidence.get("xla_error_page")
+    return dataclasses.replace(fix, docs_url=page) if page and page != fix.docs_url else fix
 
 
 def _excerpt(text: str, offset: int) -> list[str]:

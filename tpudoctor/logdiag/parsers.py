@@ -18,6 +18,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from tpudoctor.logs.sizes import parse_size as parse_bytes  # noqa: F401 - the one size reader
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -49,18 +51,6 @@ _ALLOCATION_FIELDS = {
     "allocation_type": re.compile(r"^\s*Allocation type:\s*(\S[^\n]*)$", _FIELD_FLAGS),
 }
 _OPERATOR_ATTR = re.compile(r'(op_type|op_name|source_file|source_line)\s*=\s*"?([^"\s]*)"?')
-
-
-_BYTE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
-_BYTES_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*([KMGTP]?)(?:i?B)?$")
-
-
-def parse_bytes(text: str) -> int:
-    """XLA's human-readable sizes (``15.48G``, ``530.00M``, ``0B``, ``2.5GiB``) as bytes (1024-based)."""
-    match = _BYTES_RE.match(text.strip())
-    if match is None:
-        raise ValueError(f"not a byte size: {text!r}")
-    return int(round(float(match.group(1)) * _BYTE_UNITS[match.group(2)]))
 
 
 def _bytes(text: str) -> int | None:
@@ -246,7 +236,29 @@ def cause_family(text: str, offset: int) -> dict[str, Any]:
             "cause_family_check": family.check}
 
 
+_OBSERVED = re.compile(r"observed errors are:\s*\[([^\]\n]{1,60})\]")
+
+
+def report_host_command(text: str, offset: int) -> dict[str, Any]:
+    """For a TPU core that halted on an infrastructure fault: the errors the runtime observed and the ``gcloud``
+    command that reports the host as faulty, as ``diag`` gives it (the TPU's name and zone are not in a log)."""
+    from tpudoctor.cloud_knowledge import gcloud
+
+    observed = _OBSERVED.search(text)
+    kind = observed.group(1) if observed else "Hardware"
+    return {"observed_errors": kind,
+            "report_host_command": gcloud.report_host_as_faulty(
+                None, None, None, f"tpudoctor check: TPU core halted; observed errors [{kind}] (XLA E0200)")}
+
+
+def excerpt_lines(text: str, offset: int) -> dict[str, Any]:
+    """How many lines the excerpt has (the outcome-unknown finding is about the whole of it)."""
+    return {"log_lines": text.count("\n") + 1}
+
+
 PARSERS: dict[str, Callable[[str, int], dict[str, Any]]] = {
+    "excerpt_lines": excerpt_lines,
+    "report_host_command": report_host_command,
     "hbm_allocations": hbm_allocations,
     "grpc_status": grpc_status,
     "fatal_event": fatal_event,

@@ -133,7 +133,7 @@ def xprof_active_allocations(timeline: AllocatorTimeline) -> pd.DataFrame:
         table = pd.concat([table, pd.DataFrame({
             "allocation_bytes": [s[0] for s in specials], "requested_bytes": [s[0] for s in specials],
             "tf_op": [s[1] for s in specials], "region_type": [s[2] for s in specials],
-            "dtype": ["INVALID"] * len(specials), "shape": ["unknown"] * len(specials),
+            "dtype": [""] * len(specials), "shape": ["unknown"] * len(specials),
             "special": [s[1] for s in specials],
         })], ignore_index=True)
     # xprof's order: bytes and request descending, then op, region, dtype, shape ascending

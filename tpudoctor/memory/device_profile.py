@@ -37,7 +37,8 @@ MAX_STACK_FRAMES = 12
 class DeviceMemoryProfile:
     source: str
     frame: pd.DataFrame
-    """``COLUMNS``: one row per sample (``bytes`` and ``count`` from the ``space`` and ``allocations`` values)."""
+    """``COLUMNS``: one row per sample (``bytes`` and ``count`` from the ``space`` and ``allocations`` values, as
+    Python ints, never negative)."""
     sample_types: list[str]
     """``type/unit`` of each sample value, as the profile names them."""
     time_ns: int | None = None
@@ -52,7 +53,7 @@ class DeviceMemoryProfile:
             "buffer_bytes": buffers.groupby("device")["bytes"].sum(),
             "buffers": buffers.groupby("device")["count"].sum(),
             "executable_bytes": f[f["kind"] == "executable"].groupby("device")["bytes"].sum(),
-        }).fillna(0).astype("int64")
+        }).fillna(0).astype(object)  # Python ints: a sum past int64 does not wrap
         table.index.name = "device"
         return table.sort_values("bytes", ascending=False, kind="stable").reset_index()
 
@@ -117,7 +118,14 @@ def device_profile_from_bytes(data: bytes, *, source: str) -> DeviceMemoryProfil
                      int(values[space]) if space < len(values) else 0,
                      int(values[count]) if count is not None and count < len(values) else 1,
                      _site(stack), " < ".join(f[0] for f in stack[:MAX_STACK_FRAMES])))
-    frame = pd.DataFrame(rows, columns=list(COLUMNS)).astype({"bytes": "int64", "count": "int64"})
+    for number, (device, _, size, arrays, *_rest) in enumerate(rows):
+        if size < 0 or arrays < 0:
+            what, value = ("bytes", size) if size < 0 else ("count", arrays)
+            raise InputError(f"{source} is not a memory profile one can read: sample {number} on {device} has a "
+                             f"negative {what} value ({value:,}); live memory is never less than none",
+                             hint="pass the file jax.profiler.save_device_memory_profile wrote, unchanged")
+    # object columns hold Python ints, so sums over samples (each up to int64) never wrap
+    frame = pd.DataFrame(rows, columns=list(COLUMNS)).astype({"bytes": object, "count": object})
     return DeviceMemoryProfile(source=source, frame=frame, sample_types=types,
                                time_ns=int(profile.time_nanos) or None)
 

@@ -33,9 +33,10 @@ ALLOCATOR_STATS = ("index_on_host", "device_ordinal", "allocator_name")
 MEMORY_STATS = frozenset(INT_STATS) | frozenset(FLOAT_STATS) | frozenset(TEXT_STATS) | frozenset(ALLOCATOR_STATS)
 
 # TensorFlow's DataType enum (tensorflow/core/framework/types.proto) as DataTypeString writes it,
-# which is what xprof's memory_profile shows; numbers outside it read "unknown dtype enum (N)".
+# which is what xprof's memory_profile shows; numbers outside it read "unknown dtype enum (N)". 0 (DT_INVALID) is
+# what an event without a type carries: no dtype, read as "" like an absent tf_op or shape (not "INVALID").
 DATA_TYPE_NAMES = (
-    "INVALID", "float", "double", "int32", "uint8", "int16", "int8", "string", "complex64", "int64", "bool",
+    "", "float", "double", "int32", "uint8", "int16", "int8", "string", "complex64", "int64", "bool",
     "qint8", "quint8", "qint32", "bfloat16", "qint16", "quint16", "uint16", "complex128", "half", "resource",
     "variant", "uint32", "uint64", "float8_e5m2", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e4m3b11fnuz",
     "float8_e5m2fnuz", "int4", "uint4", "int2", "uint2", "float4_e2m1fn",

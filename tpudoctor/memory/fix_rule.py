@@ -142,9 +142,7 @@ class MemoryRule(Rule[MemoryPlanInput]):
         evidence: dict[str, Any] = {
             "program": subject.plan.event_name, "fix": self.fix, "saving_bytes": int(saving.bytes),
             "saving_percent_of_peak": round(percent, 2), "peak_bytes": peak, "confidence": saving.confidence,
-            "confidence_why": saving.why, "expected_saving_bytes": int(saving.bytes
-                                                                         * CONFIDENCE_WEIGHT[saving.confidence]),
-            "keeps_numerics": self.keeps_numerics, **dict(saving.details)}
+            "confidence_why": saving.why, "keeps_numerics": self.keeps_numerics, **dict(saving.details)}
         if saving.confidence == "unknown":
             finding = self.passed(f"cannot tell what {self.fix} would save: {saving.why}", evidence=evidence)
         elif saving.bytes <= 0:

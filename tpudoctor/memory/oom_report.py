@@ -1,15 +1,15 @@
 """What an out-of-memory report says, as dataclasses: the header, usage blocks, program allocations, reservation
 and allocation failures, the compiler's early abort, ``compiled.memory_analysis()``'s stats, and the
-``Reconciliation`` of each listing with its own header; with ``Size``, a printed size and its rounding.
+``Reconciliation`` of each listing with its own header (sizes are read by ``tpudoctor.logs.sizes``).
 ``oom_text`` fills them from the text."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import re
 
-UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
+from tpudoctor.logs.sizes import SIZE_PATTERN, UNITS, Size, UnreadableSize, parse_size  # noqa: F401 - the one reader
+
 TOLERANCE = 0.01  # a listing's total within 1 % of its header
 
 # bytes per element of XLA's primitive types (sub-byte types packed)
@@ -19,33 +19,6 @@ ELEMENT_BYTES = {
     "f8e5m2": 1, "f8e4m3fn": 1, "f8e4m3b11fnuz": 1, "f8e5m2fnuz": 1, "f8e4m3fnuz": 1, "f8e4m3": 1, "f8e3m4": 1,
     "f8e8m0fnu": 1,
 }
-
-SIZE_PATTERN = r"-?[0-9]+(?:\.[0-9]+)?\s*[KMGTPE]?(?:i?B)?"
-_SIZE_RE = re.compile(r"^(-?[0-9]+(?:\.([0-9]+))?)\s*([KMGTPE]?)(?:i?B)?$")
-
-
-@dataclasses.dataclass(frozen=True)
-class Size:
-    """A printed size: its bytes and how far the printed digits can be from the real figure."""
-
-    bytes: int
-    slack: int
-    text: str
-
-    @classmethod
-    def parse(cls, text: str) -> Size:
-        match = _SIZE_RE.match(text.strip())
-        if match is None:
-            raise ValueError(f"not a byte size: {text!r}")
-        unit = UNITS[match.group(3)]
-        decimals = len(match.group(2) or "")
-        value = float(match.group(1)) * unit
-        return cls(int(round(value)), int(math.ceil(0.5 * unit / 10**decimals)) if unit > 1 else 0, text.strip())
-
-
-def parse_size(text: str) -> int:
-    """XLA's human-readable size (``40.83G``, ``256.0K``, ``0B``, ``-2.55G``, ``2.5GiB``) as bytes (1024-based)."""
-    return Size.parse(text).bytes
 
 
 @dataclasses.dataclass(frozen=True)

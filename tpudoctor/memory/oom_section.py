@@ -33,7 +33,8 @@ CAPTURE_HINT = ("a text listing carries no buffer plan: take a capture of the st
 @dataclasses.dataclass(frozen=True)
 class TextInput:
     name: str
-    text: str
+    oom: Any
+    """``oom_text.OomText``: what the log holds, read as it streamed by."""
 
 
 def _allocation_row(a) -> dict[str, Any]:
@@ -109,15 +110,20 @@ def _headline(report) -> tuple[str, dict[str, Any]]:
 
 
 def text_section(text: TextInput, findings: list[Finding]) -> dict[str, Any]:
-    from tpudoctor.memory.oom_text import parse_memory_analysis, parse_oom_reports
-
-    reports = parse_oom_reports(text.text)
-    stats = parse_memory_analysis(text.text)
+    reports, stats = text.oom.reports, text.oom.stats
+    if text.oom.unreadable and (reports or stats):
+        findings.append(Finding(
+            id="memory-oom-unreadable", step=None, title=f"an out-of-memory listing in {text.name} cannot be read",
+            status=Status.WARN, severity=Severity.LOW, kind=FINDING_KIND,
+            message=f"left out {len(text.oom.unreadable)} listing(s): " + "; ".join(text.oom.unreadable[:3]),
+            evidence={"source": text.name, "unreadable": text.oom.unreadable[:10]}))
     listings = []
     for index, report in enumerate(reports, 1):
         listing = _listing(report)
         listings.append(listing)
-        sentence, figures = _headline(report)
+        headline, figures = _headline(report)
+        # the title says what ran out, the message its figures (the renderers print "title: message")
+        what, sep, sentence = headline.partition(": ")
         largest = [a for a in report.allocations if a.size_bytes is not None][:TOP_OOM_ALLOCATIONS]
         if largest:
             sentence += "; largest allocations: " + ", ".join(
@@ -127,8 +133,9 @@ def text_section(text: TextInput, findings: list[Finding]) -> dict[str, Any]:
             sentence += "; the listing does not add up to its own header: " + ", ".join(
                 f"{r.what} (off by {format_bytes(abs(r.difference_bytes))})" for r in report.problems)
         finding = Finding(
-            id="memory-oom", step=None, title=sentence.split(":", 1)[0] + f" ({text.name}, listing {index})",
-            status=Status.FAIL, severity=Severity.HIGH, kind=FINDING_KIND, message=sentence,
+            id="memory-oom", step=None, title=f"{what} ({text.name}, listing {index})",
+            status=Status.FAIL, severity=Severity.HIGH, kind=FINDING_KIND,
+            message=sentence.removeprefix("; ") or "the listing prints no figures",
             evidence={"source": text.name, "listing": index, **figures,
                       "largest_allocations": [_allocation_row(a) for a in largest],
                       "reconciliation_problems": [r.what for r in report.problems],
@@ -146,4 +153,5 @@ def text_section(text: TextInput, findings: list[Finding]) -> dict[str, Any]:
                     "(arguments + outputs - aliased + temporaries + code); which fix saves how much is unknown "
                     "from text: " + CAPTURE_HINT,
             evidence={"source": text.name, "device_bytes": s.device_bytes, "fixes": "unknown", **s.fields}))
-    return {"source": text.name, "listings": listings, "compiled_stats": compiled}
+    return {"source": text.name, "listings": listings, "compiled_stats": compiled,
+            "unreadable": text.oom.unreadable[:10]}

@@ -65,6 +65,7 @@ from tpudoctor.memory.oom_report import (
     Reconciliation,
     ReservationFailure,
     Size,
+    UnreadableSize,
     UsageBlock,
     UsageItem,
     parse_size,
@@ -124,11 +125,14 @@ class _Printed:
     numbers: list[int] = dataclasses.field(default_factory=list)
 
 
-def parse_oom_reports(text: str) -> list[OomReport]:
+def parse_oom_reports(text: str, unreadable: list[str] | None = None, *, line_offset: int = 0) -> list[OomReport]:
     """Every out-of-memory report in ``text``, in the order the log has them: one from each header (``Ran out of
     memory``, ``Attempting to reserve``, ``Attempting to allocate``, ``Aborting compilation early``) to the next
     one of the same printer, or one for all a printer wrote where it holds report parts but no header. Log
-    prefixes and launchers' wrappers are read through (the module's doc). Empty when there is none."""
+    prefixes and launchers' wrappers are read through (the module's doc). Empty when there is none.
+
+    A report holding a size no byte count reaches (``UnreadableSize``) is left out, and what is wrong with it
+    (its line and why) goes to ``unreadable``."""
     raw = text.split("\n")
     found = []
     for printed in _printers(raw):
@@ -137,10 +141,15 @@ def parse_oom_reports(text: str) -> list[OomReport]:
         starts = sorted({body.rfind("\n", 0, m.start()) + 1 for pattern in _STARTS for m in pattern.finditer(body)})
         spans = [(start, starts[i + 1] if i + 1 < len(starts) else len(body)) for i, start in enumerate(starts)]
         for start, end in spans or [(0, len(body))]:
-            report = parse_oom_report(body[start:end])
+            first = body.count("\n", 0, start)
+            try:
+                report = parse_oom_report(body[start:end])
+            except UnreadableSize as exc:
+                if unreadable is not None:
+                    unreadable.append(f"line {line_offset + printed.numbers[first] + 1}: {exc}")
+                continue
             if report is None:
                 continue
-            first = body.count("\n", 0, start)
             if report.header is not None:  # the header's line as the log printed it, prefix and all
                 row = first + body.count("\n", start, _HEADER.search(body, start, end).start())
                 report.header = dataclasses.replace(report.header, line=clean(raw[printed.numbers[row]]).strip())
@@ -357,3 +366,75 @@ def _reservation(text: str, m: re.Match, reconciliations: list[Reconciliation]) 
         reconciliations.append(reconcile("requested reservation = program requirement", requirement,
                                           [Size.parse(m.group("req"))]))
     return reservation
+
+
+# --- reading a whole log, streamed -------------------------------------------------------------------------------
+
+_TRIGGER = re.compile(
+    r"Ran out of memory|Attempting to (?:reserve|allocate)|usage >=|requirement|program allocations|Size:|Shape:|"
+    r"allocator status|Persistent allocations|memory while trying|BufferAssignment|Peak buffers|Buffer \d|"
+    r"Aborting compilation|CompiledMemoryStats|_in_bytes|capacity|Operator:|label:|Allocation type")
+"""A line that may belong to a listing; the lines around one are kept, every other line is dropped unread."""
+LINES_BEFORE = 8
+"""Lines kept before a listing's line (the log line whose message it continues, the exception's type)."""
+LINES_AFTER = 400
+"""Lines kept after the last listing line (a block's items, an allocation's fields)."""
+MAX_SEGMENT_CHARS = 8 << 20
+"""A run of kept lines is parsed (and let go) once it holds this much text."""
+
+
+@dataclasses.dataclass
+class OomText:
+    """What one log holds: its reports (``parse_oom_reports``), ``compiled.memory_analysis()`` stats, the listings
+    left out for an unreadable size, and the lines read."""
+
+    reports: list[OomReport] = dataclasses.field(default_factory=list)
+    stats: list[CompiledMemoryStats] = dataclasses.field(default_factory=list)
+    unreadable: list[str] = dataclasses.field(default_factory=list)
+    lines: int = 0
+
+
+def read_oom_text(lines) -> OomText:
+    """The reports of a log given as lines (``tpudoctor.logs.sources``' bounded lines), read in one pass: only the
+    runs of lines near a listing's line are held, each parsed as soon as it ends, so a log of any length takes the
+    memory of its listings. An overlong line's further windows (``LinePiece``) are skipped: a listing line is short."""
+    from collections import deque
+
+    from tpudoctor.logs.sources import LinePiece
+
+    out = OomText()
+    before: deque[str] = deque(maxlen=LINES_BEFORE)
+    segment: list[str] = []
+    size = first = left = 0
+
+    def close() -> None:
+        nonlocal segment, size
+        if segment:
+            text = "\n".join(segment)
+            out.reports += parse_oom_reports(text, out.unreadable, line_offset=first)
+            out.stats += parse_memory_analysis(text)
+        segment, size = [], 0
+
+    for line in lines:
+        if isinstance(line, LinePiece):
+            continue
+        out.lines += 1
+        line = line.rstrip("\r\n")
+        if _TRIGGER.search(line):
+            if left == 0:
+                first = out.lines - 1 - len(before)
+                segment.extend(before)
+                size = sum(len(kept) for kept in before)
+                before.clear()
+            left = LINES_AFTER
+        if left > 0:
+            segment.append(line)
+            size += len(line) + 1
+            left -= 1
+            if left == 0 or size > MAX_SEGMENT_CHARS:
+                close()
+                left = 0
+        else:
+            before.append(line)
+    close()
+    return out

@@ -23,6 +23,7 @@ Data only: the report's document is rendered by ``tpudoctor.reports.memory_<form
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import sys
 import tempfile
@@ -48,6 +49,13 @@ from tpudoctor.memory.report import MemoryReport
 TOP_BUFFERS = 10
 """Buffers listed per peak and per program."""
 CAPTURE_SUFFIXES = (".xplane.pb", ".pb")
+GZIP_MAGIC = b"\x1f\x8b"
+MAX_TEXT_BYTES = 2 << 30
+"""Bytes of text one log may hold (read, or decompressed): more is refused, not read for minutes."""
+MAX_GZIP_RATIO = 500
+"""A gzip stream giving more than this many times its own size (past ``GZIP_BOMB_MIN_BYTES``) is a bomb: real logs
+compress 5 to 50 times."""
+GZIP_BOMB_MIN_BYTES = 16 << 20
 
 
 
@@ -88,26 +96,35 @@ def parse_mesh(text: str | None) -> dict[str, int] | None:
         name, sep, size = part.strip().partition("=")
         if not sep or not name.strip() or not size.strip().isdigit() or int(size) < 1:
             raise ValueError(f"mesh axis {part.strip()!r} is not NAME=SIZE (e.g. data=8,model=4)")
+        if name.strip() in mesh:
+            raise ValueError(f"axis {name.strip()!r} is given twice ({name.strip()}={mesh[name.strip()]} and "
+                             f"{part.strip()}): name each axis once")
         mesh[name.strip()] = int(size)
     return mesh
 
 
-def _inputs(paths: Iterable[str], stdin: Callable[[], str]) -> list[_Capture | TextInput | _DeviceProfile]:
+def _inputs(paths: Iterable[str], stdin: Callable[[], Any]) -> list[_Capture | TextInput | _DeviceProfile]:
     from tpudoctor import locations
+    from tpudoctor.cloud_knowledge.uri import split_user_gs_uri
     from tpudoctor.memory.device_profile import is_device_profile_name
     from tpudoctor.profile.sources import hostname_of, resolve
 
     out: list[_Capture | TextInput | _DeviceProfile] = []
     for path in paths:
         if path == "-":
-            out.append(TextInput("<stdin>", stdin()))
+            out.append(_read_stdin(stdin()))
             continue
         if is_device_profile_name(path) and (locations.is_gcs(path) or os.path.isfile(path)):
             out.append(_DeviceProfile(path))
             continue
         if locations.is_gcs(path):
-            if _is_text_object(path):
-                out.append(TextInput(path, _decode_text(path, locations.read_bytes(path))))
+            split_user_gs_uri(path)  # names a bucket, a valid one: said before any credentials are looked up
+            entry = _text_object(path)
+            if entry is not None:
+                if entry.size_bytes > MAX_TEXT_BYTES:
+                    raise InputError(f"{path} holds more than {MAX_TEXT_BYTES >> 30} GiB of text",
+                                     hint="pass the part of the log around the failure")
+                out.append(read_text(path, io.BytesIO(locations.read_bytes(path))))
             else:  # a capture object, a run prefix or a logdir prefix: the profile loader's own resolution
                 resolved = resolve(path)
                 out += [_Capture(h.hostname, h.location, path, resolved.run) for h in resolved.hosts]
@@ -121,36 +138,100 @@ def _inputs(paths: Iterable[str], stdin: Callable[[], str]) -> list[_Capture | T
         elif path.endswith(CAPTURE_SUFFIXES):
             out.append(_Capture(hostname_of(os.path.basename(path)), path, path, None))
         else:
-            out.append(TextInput(path, _read_text(path)))
+            try:
+                with open(path, "rb") as handle:
+                    out.append(read_text(path, handle))
+            except OSError as exc:
+                raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
     return out
 
 
-def _is_text_object(location: str) -> bool:
-    """A ``gs://`` location that is one object not named as a capture: a log (a prefix is a run or a logdir)."""
+def _text_object(location: str):
+    """The ``gs://`` object at ``location`` where it is one not named as a capture: a log (a prefix is a run or a
+    logdir, None); ``InputError`` where there is neither such an object nor a prefix."""
     from tpudoctor import locations
 
     if location.endswith("/") or location.endswith(CAPTURE_SUFFIXES):
-        return False
-    return locations.find_object(location) is not None
+        return None
+    entry = locations.find_object(location)
+    if entry is not None:
+        return entry
+    files, folders = locations.list_level(location)
+    if not files and not folders:
+        raise InputError(f"{location}: no such object (nor a folder of captures by that name)",
+                         hint="gsutil ls the bucket to see what it holds")
+    return None
 
 
-def _decode_text(source: str, data: bytes) -> str:
-    if source.endswith(".gz"):
-        import gzip
+def _read_stdin(stream: Any) -> TextInput:
+    """Standard input: its bytes (sniffed like a file's), or a text stream put in its place as lines."""
+    from tpudoctor.logs.sources import bounded_lines
+    from tpudoctor.memory.oom_text import read_oom_text
 
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise InputError(f"cannot read {source}: {exc}") from None
-    return data.decode("utf-8", errors="replace")
+    raw = getattr(stream, "buffer", stream)
+    if isinstance(raw, io.TextIOBase):  # a text stream put in place of stdin (an embedding program, a test)
+        return TextInput("<stdin>", read_oom_text(bounded_lines(raw)))
+    return read_text("<stdin>", raw)
 
 
-def _read_text(path: str) -> str:
+class _Capped(io.RawIOBase):
+    """A byte stream that refuses to give more than ``limit`` bytes, or (decompressed) more than ``ratio`` times
+    what its compressed source gave: a log that size is refused, not read into memory or for minutes."""
+
+    def __init__(self, stream: Any, source: str, compressed: _Capped | None = None):
+        self._stream, self._source, self._compressed, self.count = stream, source, compressed, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        data = self._stream.read(len(buffer))
+        self.count += len(data)
+        if self.count > MAX_TEXT_BYTES:
+            raise InputError(f"{self._source} holds more than {MAX_TEXT_BYTES >> 30} GiB of text"
+                             + (" once decompressed" if self._compressed is not None else ""),
+                             hint="pass the part of the log around the failure, e.g. grep -B 20 -A 400 "
+                                  "'Ran out of memory\\|Attempting to' LOG > oom.log")
+        if (self._compressed is not None and self.count > GZIP_BOMB_MIN_BYTES
+                and self.count > MAX_GZIP_RATIO * max(self._compressed.count, 1)):
+            raise InputError(f"{self._source} decompresses to more than {MAX_GZIP_RATIO} times its size "
+                             f"({self.count >> 20:,} MiB from {self._compressed.count >> 10:,} KiB so far): a gzip "
+                             "bomb, not a log")
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def read_text(source: str, stream: Any) -> TextInput:
+    """A text log's out-of-memory reports, streamed through the log layer (``tpudoctor.logs.sources``): gzip told by
+    its magic bytes (a ``.gz`` name or not, stdin too), binary and empty input refused (``InputError``), the
+    bytes read and decompressed capped (``MAX_TEXT_BYTES``, ``MAX_GZIP_RATIO``), lines bounded."""
+    import gzip
+    import zlib
+
+    from tpudoctor.logs import sources
+    from tpudoctor.memory.oom_text import OomText, read_oom_text
+
+    raw = _Capped(stream, source)
+    handle = sources.buffered(raw)  # type: ignore[arg-type]
+    compressed = None
     try:
-        with open(path, "rb") as handle:
-            return _decode_text(path, handle.read())
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+        if handle.peek(2)[:2] == GZIP_MAGIC:
+            compressed = raw
+            raw = _Capped(gzip.GzipFile(fileobj=handle), source, compressed)
+            handle = sources.buffered(raw)  # type: ignore[arg-type]
+        sniffed = sources.sniff(handle)
+        if sniffed.state == "binary":
+            raise InputError(f"{source} is binary: it {sniffed.reason.removesuffix(': not a text log')}, not a "
+                             "text log", hint="pass the job's log (text, or .gz), a capture (.xplane.pb) or a device "
+                                              "memory profile (.prof)")
+        if sniffed.state == "empty":  # judged with the texts that hold no report
+            return TextInput(source, OomText())
+        if sniffed.state != "text":
+            raise InputError(f"{source} {sniffed.reason}")
+        return TextInput(source, read_oom_text(sources.decoded_lines(handle)))
+    except (OSError, EOFError, zlib.error) as exc:
+        what = "a readable gzip file" if compressed is not None else "readable"
+        raise InputError(f"{source} is not {what}: {exc}") from None
 
 
 # --- one capture -----------------------------------------------------------------------------------------------
@@ -240,7 +321,12 @@ def _capture(capture: _Capture, options: MemoryOptions, rules, findings: list[Fi
     if not locations.is_gcs(capture.location):
         return _capture_file(capture, capture.location, options, rules, findings)
     with tempfile.TemporaryDirectory(prefix="tpudoctor-memory-") as folder:  # the readers seek in a file
-        return _capture_file(capture, locations.local_copy(capture.location, folder), options, rules, findings)
+        path = locations.local_copy(capture.location, folder)
+        try:
+            return _capture_file(capture, path, options, rules, findings)
+        except InputError as exc:  # the user named the object, not the copy (which is gone once this returns)
+            raise InputError(exc.message.replace(path, capture.location),
+                             hint=exc.hint.replace(path, capture.location) if exc.hint else None) from None
 
 
 def _capture_file(capture: _Capture, path: str, options: MemoryOptions, rules, findings: list[Finding]
@@ -337,7 +423,7 @@ def _device_profile(item: _DeviceProfile, findings: list[Finding]) -> dict[str, 
 
 
 def analyze(paths: Sequence[str], options: MemoryOptions | None = None, *,
-            progress: Callable[[str], None] | None = None, stdin: Callable[[], str] | None = None) -> MemoryReport:
+            progress: Callable[[str], None] | None = None, stdin: Callable[[], Any] | None = None) -> MemoryReport:
     """The memory report of ``paths`` (captures, run folders, logdirs, texts; ``-``: stdin). ``InputError``
     for a path that does not exist, a capture that does not read, or when no input holds anything to judge."""
     from tpudoctor import __version__
@@ -349,7 +435,7 @@ def analyze(paths: Sequence[str], options: MemoryOptions | None = None, *,
     if not paths:
         raise InputError("no input given", hint="tpudoctor memory PATH... (.xplane.pb, a profile run folder or "
                                                 "logdir, or a log with an out-of-memory report; '-': stdin)")
-    inputs = _inputs(paths, stdin or sys.stdin.read)
+    inputs = _inputs(paths, stdin or (lambda: sys.stdin))
     rules = load_rules(disabled=tuple(options.disabled_plugins or ())) if any(
         isinstance(i, _Capture) for i in inputs) else None
     findings: list[Finding] = []
@@ -368,6 +454,10 @@ def analyze(paths: Sequence[str], options: MemoryOptions | None = None, *,
             texts.append(text_section(item, findings))
     empty = [t["source"] for t in texts if not t["listings"] and not t["compiled_stats"]]
     if empty and not hosts and not profiles and len(empty) == len(texts):
+        unreadable = [f"{t['source']} {line}" if len(texts) > 1 else line for t in texts for line in t["unreadable"]]
+        if unreadable:
+            raise InputError(f"{', '.join(empty)}: its out-of-memory listing cannot be read ({'; '.join(unreadable[:3])})",
+                             hint="pass the log as the job printed it")
         raise InputError(f"{', '.join(empty)}: no out-of-memory report (Ran out of memory, Total hbm usage, "
                          "Largest program allocations, Attempting to allocate/reserve) nor memory_analysis() output",
                          hint="pass the log of the run that failed, or a capture (.xplane.pb) of its step")

@@ -51,7 +51,8 @@ def report_from_document(document: dict[str, Any], source: str) -> Report:
 
 
 _CHECK_REPORT = {"what": "check report", "schema": "check_report", "schema_version": SCHEMA_VERSION,
-                 "upgrades": {"1": upgrade_check_report_v1}}
+                 "upgrades": {"1": upgrade_check_report_v1}, "kind": "check",
+                 "reads": "merge reads the check reports the workers wrote (tpudoctor check --format json)"}
 
 
 def _report(document: dict[str, Any], source: str) -> Report:

@@ -27,6 +27,8 @@ class MergedReport:
     outcomes: dict[str, WorkerOutcome]
     expected: list[str]
     source: str
+    skipped: list[str] = dataclasses.field(default_factory=list)
+    """Sources left out, and why (a report of another kind is no worker's)."""
 
     @property
     def reported(self) -> list[str]:
@@ -36,6 +38,8 @@ class MergedReport:
         document = self.report.to_dict()
         document["slice"] = {"workers_expected": list(self.expected), "workers_reported": self.reported,
                              "source": self.source}
+        if self.skipped:
+            document["slice"]["left_out"] = list(self.skipped)
         document["workers"] = {
             worker: {
                 "status": "reported" if o.report is not None else "no_report",
@@ -49,7 +53,8 @@ class MergedReport:
 
 
 def merge_outcomes(outcomes: Iterable[WorkerOutcome], *, expected: Iterable[str] | None = None,
-                   target: Target | None = None, source: str = "", registry: Any = None) -> MergedReport:
+                   target: Target | None = None, source: str = "", registry: Any = None,
+                   skipped: Iterable[str] = ()) -> MergedReport:
     """``registry``: where the slice checks come from (default: the one ``tpudoctor check`` loads)."""
     from tpudoctor import __version__
 
@@ -79,7 +84,8 @@ def merge_outcomes(outcomes: Iterable[WorkerOutcome], *, expected: Iterable[str]
         redacted=any(r.redacted for r in reports.values()),
         environment={"merged_workers": len(reports)},
     )
-    return MergedReport(report=merged, outcomes=by_worker, expected=expected_list, source=source)
+    return MergedReport(report=merged, outcomes=by_worker, expected=expected_list, source=source,
+                        skipped=list(skipped))
 
 
 # What a merge runs: the slice checks and the providers of their facts (importing every worker check and

@@ -58,9 +58,10 @@ def _safe(part: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", part).lstrip(".") or "_"
 
 
-def read_reports(sources: list[str], *, session=None) -> list[WorkerOutcome]:
+def read_reports(sources: list[str], *, session=None, skipped: list[str] | None = None) -> list[WorkerOutcome]:
     """Every worker report named by ``sources`` (files, folders, gs:// prefixes or objects); ``session``: the
-    run's Google Cloud session."""
+    run's Google Cloud session. A tpudoctor report of another kind (diag, goodput) is no worker's: it is left
+    out, and why is added to ``skipped``."""
     items: list[tuple[str, Any]] = []  # (source name, reader returning (bytes, created))
     for source in sources:
         if locations.is_gcs(source):
@@ -73,21 +74,29 @@ def read_reports(sources: list[str], *, session=None) -> list[WorkerOutcome]:
     if len(items) > MAX_REPORTS:
         raise InputError(f"{len(items)} reports: more than {MAX_REPORTS} workers; merge fewer at once")
     if not any(locations.is_gcs(source) for source in sources):
-        return [_read_one(item) for item in items]  # local files: threads would only add start-up cost
-    with concurrent.futures.ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
-        return list(pool.map(_read_one, items))
+        read = [_read_one(item) for item in items]  # local files: threads would only add start-up cost
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+            read = list(pool.map(_read_one, items))
+    if skipped is not None:
+        skipped += [r for r in read if isinstance(r, str)]
+    return [r for r in read if isinstance(r, WorkerOutcome)]
 
 
-def _read_one(item: tuple[str, Any]) -> WorkerOutcome:
-    """A report that cannot be read is a finding about that worker; the other reports still merge."""
+def _read_one(item: tuple[str, Any]) -> WorkerOutcome | str:
+    """A report that cannot be read is a finding about that worker; the other reports still merge. A report of
+    another kind is no worker's: why it is left out."""
     from tpudoctor.findings import Remediation, Status
     from tpudoctor.pod.documents import report_from_bytes
     from tpudoctor.pod.outcomes import REPORT_READABLE, worker_problem
+    from tpudoctor.report_file import ForeignDocument
 
     name, reader = item
     try:
         data, created = reader()
         report, document = report_from_bytes(data, name)
+    except ForeignDocument as exc:
+        return exc.message
     except InputError as exc:
         worker = Path(name).name.removesuffix(".json") or name
         return WorkerOutcome(worker=worker, source=name, problem=worker_problem(
@@ -113,6 +122,9 @@ def _local_items(source: str) -> list[tuple[str, Any]]:
         files = sorted(p for p in path.iterdir() if p.suffix == ".json" and p.is_file())
     elif path.is_file():
         files = [path]
+    elif (special := locations.special_file_kind(source)) is not None:
+        raise InputError(f"{source} is {special}, not a report file",
+                         hint="give report files, a folder of them, or gs://bucket/prefix/")
     else:
         raise InputError(f"{source} does not exist", hint="give report files, a folder of them, or gs://bucket/prefix/")
     return [(str(p), lambda p=p: (_read_local(p), None)) for p in files]

@@ -39,12 +39,18 @@ def load_document(path: str, *, cluster: str | None = None, on_progress=None,
     rules less ``disabled_plugins``)."""
     p = Path(path)
     if p.is_file() and p.suffix == ".json":
-        from tpudoctor.profile.document import SCHEMA_VERSION, upgrade_profile_report_v1
+        from tpudoctor.profile.document import (
+            DOCUMENT_KIND,
+            SCHEMA_VERSION,
+            upgrade_profile_report_v1,
+        )
         from tpudoctor.report_file import read_document
 
         return read_document(p, what="profile report", schema="profile_diagnosis", schema_version=SCHEMA_VERSION,
                              hint="make one with: tpudoctor profile analyze CAPTURE --format json -o report.json",
-                             upgrades={"1": upgrade_profile_report_v1})
+                             upgrades={"1": upgrade_profile_report_v1}, kind=DOCUMENT_KIND,
+                             reads="compare reads profile reports (tpudoctor profile analyze --format json), or two "
+                                   "goodput reports")
     from tpudoctor.profile.pipeline import analyze
 
     return analyze(path, cluster=cluster, on_progress=on_progress, disabled_plugins=disabled_plugins).to_dict()

@@ -211,11 +211,12 @@ def _same(name: str) -> str:
 
 
 def _read(name: str, session) -> dict[str, Any]:
-    from tpudoctor.profile.document import SCHEMA_VERSION
+    from tpudoctor.profile.document import DOCUMENT_KIND, SCHEMA_VERSION
     from tpudoctor.report_file import parse_document, read_document
 
     kind = {"what": "profile report", "schema": "profile_diagnosis", "schema_version": SCHEMA_VERSION,
-            "max_bytes": MAX_REPORT_BYTES, "hint": HISTORY_HINT}
+            "max_bytes": MAX_REPORT_BYTES, "hint": HISTORY_HINT, "kind": DOCUMENT_KIND,
+            "reads": "--history reads profile reports only: keep other reports out of that folder"}
     if locations.is_gcs(name):
         return parse_document(locations.read_bytes(name, session=session), name, **kind)
     return read_document(name, **kind)

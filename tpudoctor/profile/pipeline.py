@@ -257,9 +257,15 @@ def _straggler_whatif(hosts: dict[str, HostResult]) -> tuple[dict[str, HostResul
     tables (what the ``straggler-cost`` rule reads), and the report's ``analyses`` section (none for one host)."""
     if len(hosts) < 2:
         return hosts, {}
-    from tpudoctor.profile.analysis.whatif import ROWS_TABLE, host_rows, straggler_whatif
+    from tpudoctor.profile.analysis.whatif import (
+        ROWS_TABLE,
+        host_rows,
+        straggler_whatif,
+        time_classes,
+    )
 
     result = straggler_whatif({name: h.tables for name, h in hosts.items()})
+    time_classes(result, {name: h.breakdown.per_step for name, h in hosts.items()})
     rows = host_rows(result)
     hosts = {name: dataclasses.replace(h, tables={**h.tables, ROWS_TABLE: [rows[name]]}) if name in rows else h
              for name, h in hosts.items()}

@@ -54,8 +54,13 @@ class ProfileReport:
 
     @property
     def primary_host(self) -> str:
-        """The host the headline speaks for: the straggler when there is one, else the first host."""
-        return self.straggler if self.straggler in self.hosts else next(iter(self.hosts))
+        """The host the headline speaks for: the straggler when there is one, else the one host the
+        straggler what-if prices (a slowdown that began mid-run: over the whole capture it may not arrive
+        last beyond noise), else the first host."""
+        if self.straggler in self.hosts:
+            return self.straggler
+        priced = ((self.analyses or {}).get("straggler_whatif") or {}).get("priced_hosts") or []
+        return priced[0] if len(priced) == 1 and priced[0] in self.hosts else next(iter(self.hosts))
 
     @property
     def primary(self) -> HostResult:

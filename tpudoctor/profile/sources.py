@@ -96,6 +96,11 @@ def _resolve_listing(source: str, run: str | None, lister) -> ResolvedCapture:
     if PROFILE_SUBDIR[0] in lister.dirs(""):
         runs_root = "/".join(PROFILE_SUBDIR)
     elif Path(source.rstrip("/")).name != "profile" or Path(source.rstrip("/")).parent.name != "plugins":
+        special = locations.special_file_kind(source)
+        if special is not None:
+            raise InputError(f"{source} is {special}, not a profile",
+                             hint="pass the logdir given to the profiler, a run directory "
+                                  "<logdir>/plugins/profile/<run>/, one .xplane.pb file, or a report JSON")
         listed = lister.files("") + lister.dirs("")
         raise InputError(
             f"{source} holds no profile: no .xplane.pb files and no plugins/profile/ folder"

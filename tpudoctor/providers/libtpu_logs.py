@@ -19,13 +19,14 @@ MAX_FILES = 6
 
 def libtpu_log_dirs(env: Mapping[str, str] | None = None) -> list[Path]:
     """TPU_LOG_DIR when set (and not 'disabled'), and always the default: libtpu has been seen
-    ignoring TPU_LOG_DIR (ray-project/ray#47737)."""
+    ignoring TPU_LOG_DIR (ray-project/ray#47737). ``TPUDOCTOR_DEFAULT_TPU_LOG_DIR`` moves the default, as
+    ``TPUDOCTOR_DEV_ROOT`` moves /dev (a copy of a worker's logs; tests keep this machine's own out)."""
     env = os.environ if env is None else env
     dirs = []
     custom = env.get("TPU_LOG_DIR")
     if custom and custom.lower() != "disabled":
         dirs.append(Path(custom))
-    dirs.append(Path(DEFAULT_TPU_LOG_DIR))
+    dirs.append(Path(env.get("TPUDOCTOR_DEFAULT_TPU_LOG_DIR") or DEFAULT_TPU_LOG_DIR))
     seen, unique = set(), []
     for d in dirs:
         key = str(d.resolve()) if d.exists() else str(d)

@@ -43,4 +43,37 @@ class LogFilesProvider(FactProvider):
         diagnoser = Diagnoser()
         scope = local_scope(ctx)
         sources = [read.to_dict() for path in paths for read in feed_path(diagnoser, path, scope=scope)]
-        return {"logs.user_files": scan_summary(diagnoser, sources)}
+        summary = scan_summary(diagnoser, sources)
+        if ctx.options.baseline_log:
+            with_baseline(summary, paths, ctx.options.baseline_log)
+        return {"logs.user_files": summary}
+
+
+BASELINE_TOP = 3
+
+
+def with_baseline(summary: dict[str, Any], paths: list[str], baseline: str) -> None:
+    """The diff against the last good run: its ranked new templates join the fact, and the top diagnosis (an
+    unrecognised failure, or "cannot tell") quotes the top ones as its evidence."""
+    from pathlib import Path
+
+    from tpudoctor.logdiag.baseline import compare_files
+
+    failing = next((p for p in paths if p != "-" and Path(p).is_file()), None)
+    if failing is None:
+        summary["baseline_diff"] = {"unavailable": "the failing log is not a file (stdin, a FIFO or a folder)"}
+        return
+    diff = compare_files(failing, baseline)
+    top = [{"line_no": d.first_line_no, "line": d.first_line[:300], "count_failing": d.failing_count,
+            "count_good": d.good_count, "new": d.new} for d in diff.top(BASELINE_TOP)]
+    summary["baseline_diff"] = {"failing_log": failing, "good_log": baseline, "failing_lines": diff.failing_lines,
+                                "good_lines": diff.good_lines, "templates_failing": diff.templates_failing,
+                                "templates_good": diff.templates_good, "new_or_more_frequent": len(diff.ranked),
+                                "top": top}
+    diagnoses = summary["diagnoses"]
+    if diagnoses and diagnoses[0].get("id") in ("unrecognised-failure", "outcome-unknown") and top:
+        diagnoses[0]["message"] = (f"{diagnoses[0].get('message', '')} New since the last good run "
+                                   f"({baseline}): {failing}:{top[0]['line_no']}: {top[0]['line'][:200]}")
+        diagnoses[0].setdefault("evidence", {})["new_since_good_run"] = [
+            f"{failing}:{t['line_no']}: {t['line']}" + ("" if t["new"] else f" ({t['count_failing']} times, "
+                                                         f"{t['count_good']} in the good run)") for t in top]

@@ -8,7 +8,9 @@ gradient XLA all-reduces across the processes), run twice back to back:
 
 * ``delayed``: process ``SLOW_WORKER`` does ``EXTRA_MATMULS`` extra (jitted, blocked-on) matmuls
   inside every step before dispatching the train step, so it reaches the all-reduce late;
-* ``undelayed``: the same job without the extra work (the rerun the what-if predicts).
+* ``undelayed``: the same job without the extra work (the rerun the what-if predicts);
+* ``onset``: process ``SLOW_WORKER`` does ``ONSET_MATMULS`` extra matmuls only from step ``ONSET_STEP``
+  of ``ONSET_STEPS`` on (a slowdown that began mid-run, for the what-if's change point).
 
 Each process traces ``STEPS`` steps (``StepTraceAnnotation``, Python tracer off); the files are laid
 out as ``<case>/plugins/profile/<run>/worker<i>.xplane.pb``.
@@ -32,7 +34,8 @@ import generate_multihost as gm  # noqa: E402
 
 HOSTS, STEPS, SLOW_WORKER = gm.HOSTS, 16, gm.SLOW_WORKER
 EXTRA_MATMULS, EXTRA_SIZE = 6, 384
-CASES = ("delayed", "undelayed")
+ONSET_STEP, ONSET_STEPS, ONSET_MATMULS = 10, 20, 18
+CASES = ("delayed", "undelayed", "onset")
 
 
 def worker(case: str, process_id: int, port: int, logdir: str) -> None:
@@ -60,12 +63,13 @@ def worker(case: str, process_id: int, port: int, logdir: str) -> None:
 
     @jax.jit
     def extra(m):  # the slow process's extra compute, on its own device only
-        for _ in range(EXTRA_MATMULS):
+        for _ in range(ONSET_MATMULS if case == "onset" else EXTRA_MATMULS):
             m = jnp.tanh(m @ m)
         return m
 
     rng = np.random.default_rng(process_id)
-    slow = process_id == SLOW_WORKER and case == "delayed"
+    slow = process_id == SLOW_WORKER and case in ("delayed", "onset")
+    first_slow_step = ONSET_STEP if case == "onset" else 0
     m = jax.device_put(jnp.full((EXTRA_SIZE, EXTRA_SIZE), 0.001, jnp.float32), local)
     extra(m).block_until_ready()
 
@@ -82,10 +86,10 @@ def worker(case: str, process_id: int, port: int, logdir: str) -> None:
     options.python_tracer_level = 0
     jax.profiler.start_trace(logdir, profiler_options=options)
     try:
-        for step in range(STEPS):
+        for step in range(ONSET_STEPS if case == "onset" else STEPS):
             batch = local_batch()
             with jax.profiler.StepTraceAnnotation("train", step_num=step):
-                if slow:
+                if slow and step >= first_slow_step:
                     extra(m).block_until_ready()
                 w = train_step(w, batch)
                 w.block_until_ready()

@@ -1,4 +1,5 @@
-"""A smaller per-device batch (with gradient accumulation to keep the global batch)."""
+"""A smaller per-device batch: micro-batches with gradient accumulation in a training program, a smaller serving
+batch in one without a backward pass."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from tpudoctor.memory.plan_spec import Value, synthetic_plan
 from tpudoctor.memory.rules._common import DATA_NAME, live_temporary_shares, parameters
 
 FACTOR = 2
-"""The batch is halved."""
+"""The batch is split in two: micro-batches of ceil(batch / 2) and the rest (5 -> 3 and 2)."""
 
 
 def infer_batch(subject: MemoryPlanInput) -> int | None:
@@ -37,20 +38,25 @@ def _program(batch: int) -> MemoryPlanInput:
 
 
 class SmallerBatch(MemoryRule):
-    """Halving the per-device batch halves every buffer with a batch dimension: the inputs, the outputs and the
-    buffers live at the peak whose shape has the batch size in it. The batch size is the caller's (confidence
-    medium: a dimension of the same size that is not the batch would count too), else inferred as the leading
-    dimension of most live bytes that an input also leads with (confidence low); unknown where neither tells.
-    Accumulating gradients over micro-batches keeps the global batch (and the training) the same."""
+    """Splitting the per-device batch in two shrinks every buffer with a batch dimension to the larger part's share:
+    the inputs, the outputs and the buffers live at the peak whose shape has the batch size in it (an even batch
+    halves them; 5 becomes 3 and 2, so they keep 3/5). The batch size is the caller's (confidence medium: a
+    dimension of the same size that is not the batch would count too), else inferred as the leading dimension of
+    most live bytes that an input also leads with (confidence low); unknown where neither tells. In a training
+    program (one with a backward pass) accumulating gradients over the micro-batches keeps the global batch; a
+    program without one (inference) serves smaller batches."""
 
     id = "smaller-batch"
     title = "The batch is not what fills memory"
-    fix = "halve the per-device batch (accumulate gradients)"
+    fix = "a smaller per-device batch"
     keeps_numerics = False
     docs = "https://optax.readthedocs.io/en/latest/api/optimizer_wrappers.html#optax.MultiSteps"
     examples = (
         MemoryExample("batch-bound forward", _program(8192), Status.WARN,
                       saving_bytes=(8192 * 1024 * 2 * 2 + 8192 * 4096 * 2) // FACTOR),
+        MemoryExample("an odd batch keeps its larger part (4097 -> 2049 and 2048)", _program(4097), Status.WARN,
+                      saving_bytes=(4097 * 1024 * 2 * 2 + 4097 * 4096 * 2)
+                      - (4097 * 1024 * 2 * 2 + 4097 * 4096 * 2) * 2049 // 4097),
         MemoryExample("no batch dimension", MemoryPlanInput(synthetic_plan(
             [Value("w", dims=(1024, 1024), kind="parameter", op_name="w"),
              Value("out", dims=(1024, 1024), kind="output", op_name="jit(f)/sub")], name="jit_f")), Status.PASS,
@@ -67,6 +73,9 @@ class SmallerBatch(MemoryRule):
         if batch is None:
             return Saving.unknown("no batch size given and none inferred (no live buffer leads with an input's "
                                   "leading dimension): pass the per-device batch size")
+        how = "given" if confidence == "medium" else "inferred"
+        if batch < FACTOR:
+            return Saving(0, confidence, f"batch size {batch} ({how}): there is no smaller batch")
         with_batch = 0
         for inst, alloc, _ in parameters(plan):
             if alloc is not None and alloc.counted and batch in inst.shape.dims:
@@ -78,13 +87,29 @@ class SmallerBatch(MemoryRule):
         for bid, size in live_temporary_shares(subject).items():
             if batch in plan.buffers[bid].shape.dims:
                 with_batch += size
-        saved = with_batch - with_batch // FACTOR
-        how = "given" if confidence == "medium" else "inferred"
-        return Saving(saved, confidence, f"batch size {batch} ({how}); {with_batch:,} bytes of the peak have it "
-                      "in their shape and halve with it",
-                      what=f"halve the per-device batch ({batch} -> {batch // FACTOR}) and accumulate gradients "
-                           f"over {FACTOR} micro-batches",
-                      details={"batch_size": batch, "batch_size_source": how, "batch_bytes": with_batch},
-                      fixes=(f"Run {FACTOR} micro-batches of {batch // FACTOR} and accumulate gradients "
-                             f"(optax.MultiSteps(opt, every_k_schedule={FACTOR})) to keep the global batch",
-                             "Or spread the batch over more devices (a larger data axis)"))
+        larger = -(-batch // FACTOR)  # the larger micro-batch is what the peak holds
+        parts = [larger] + [batch // FACTOR] * (FACTOR - 1) if batch % FACTOR else [batch // FACTOR] * FACTOR
+        saved = with_batch - with_batch * larger // batch
+        split = " and ".join(str(p) for p in parts) if batch % FACTOR else f"{FACTOR} of {larger}"
+        why = (f"batch size {batch} ({how}); {with_batch:,} bytes of the peak have it in their shape and shrink to "
+               f"{larger}/{batch} of it")
+        details = {"batch_size": batch, "batch_size_source": how, "batch_bytes": with_batch,
+                   "micro_batches": parts, "gradient": subject.attribution.is_gradient}
+        if not subject.attribution.is_gradient:  # inference: nothing to accumulate
+            return Saving(saved, confidence, why, details=details,
+                          what=f"a smaller serving batch ({batch} -> {larger} per device; the program has no backward "
+                               "pass)",
+                          fixes=(f"Serve {larger} per device at a time ({batch} as batches of {split}): the same "
+                                 "requests in two calls instead of one",
+                                 "Or spread the batch over more devices (a larger data axis)"))
+        if batch % FACTOR == 0:
+            accumulate = (f"Run {FACTOR} micro-batches of {larger} and accumulate gradients "
+                          f"(optax.MultiSteps(opt, every_k_schedule={FACTOR})) to keep the global batch")
+        else:  # MultiSteps averages its micro-batches' gradients alike: uneven ones need the per-example sum
+            accumulate = (f"Run micro-batches of {split} and accumulate the sum of their per-example gradients, "
+                          f"divided by {batch} once (weight each by its size: an unweighted mean over uneven "
+                          "micro-batches changes the gradient), to keep the global batch")
+        return Saving(saved, confidence, why, details=details,
+                      what=f"split the per-device batch ({batch} -> micro-batches of {split}) and accumulate "
+                           "gradients over them",
+                      fixes=(accumulate, "Or spread the batch over more devices (a larger data axis)"))

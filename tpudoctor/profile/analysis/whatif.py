@@ -42,7 +42,11 @@ ROWS_TABLE = "straggler_whatif"
 """``HostResult.tables`` names: the map's collectives and step spans, and each host's row of the result."""
 KNOWN, UNKNOWN = "known", "unknown"
 PER_HOST_COLUMNS = ["host", "devices", "saved_ms", "saved_percent", "slowdown_share", "critical_segments",
-                    "excess_ms"]
+                    "excess_ms", "persistent_saved_ms", "persistent_saved_percent", "persistent", "p_value",
+                    "onset_step", "priced"]
+PRICE_FLOOR_PERCENT = 1.0
+"""A host is priced (named, its saving reported) only when its excess is persistent beyond noise
+(``analysis.persistence``) and removing that persistent excess saves at least this share of the step."""
 PER_CHIP_COLUMNS = ["host", "chip", "saved_ms", "saved_percent", "slowdown_share", "critical_segments", "excess_ms"]
 CRITICAL_COLUMNS = ["segment", "step", "host", "chip", "kind", "start_ms", "end_ms", "excess_ms"]
 TIMELINE_COLUMNS = ["host", "chip", "step", "segment", "kind", "start_ms", "end_ms", "critical"]
@@ -54,7 +58,13 @@ class StragglerWhatIf:
     """The price of the slow hosts. Times per step in ms, ``*_percent`` of the simulated step.
 
     ``per_host`` (``PER_HOST_COLUMNS``): ``saved_ms``/``saved_percent`` the step time saved if the
-    host were not slow; ``slowdown_share`` its share of ``slowdown_ms`` (the simulated step over the
+    host's segments were all at the median (this removes its random spread as well as a persistent
+    excess: on a balanced job it charges the spread to whichever host happened to be last);
+    ``persistent_saved_ms``/``_percent`` the saving if only its persistent excess were removed
+    (zero unless ``persistent``: above the other devices' median in more steps than chance allows and
+    by more than its own spread, ``p_value`` the sign test's), ``onset_step`` when that excess began
+    (None: from the first step), ``priced`` persistent and worth ``PRICE_FLOOR_PERCENT``;
+    ``spread_ms``: the slowdown that no persistent excess explains (random imbalance); ``slowdown_share`` its share of ``slowdown_ms`` (the simulated step over the
     ideal one); ``critical_segments`` how many segments of the critical path are its own.
     ``per_chip`` the same per device where a host has several (else None). ``critical_path``
     (``CRITICAL_COLUMNS``): the last arrivals through the steps, times from the first step's start.
@@ -73,6 +83,7 @@ class StragglerWhatIf:
     modelled_step_ms: float | None = None
     ideal_step_ms: float | None = None
     slowdown_ms: float | None = None
+    spread_ms: float | None = None
     per_host: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=PER_HOST_COLUMNS))
     per_chip: pd.DataFrame | None = None
     critical_path: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=CRITICAL_COLUMNS))
@@ -109,7 +120,9 @@ class StragglerWhatIf:
                 "steps": self.steps, "collectives_per_step": _plain(self.collectives_per_step),
                 "aligned_by": self.aligned_by, "measured_step_ms": _plain(self.measured_step_ms),
                 "simulated_step_ms": _plain(self.simulated_step_ms), "ideal_step_ms": _plain(self.ideal_step_ms),
-                "slowdown_ms": _plain(self.slowdown_ms),
+                "slowdown_ms": _plain(self.slowdown_ms), "spread_ms": _plain(self.spread_ms),
+                "priced_hosts": [str(h) for h in self.per_host.loc[self.per_host["priced"].astype(bool), "host"]]
+                if "priced" in self.per_host else [],
                 "simulation_error_percent": _plain(self.simulation_error_percent),
                 "modelled_step_ms": _plain(self.modelled_step_ms),
                 "model_error_percent": _plain(self.model_error_percent),
@@ -282,13 +295,18 @@ def whatif_of(t: Timelines) -> StragglerWhatIf:
         tail_fixed = tail.copy()
         tail_fixed[g] = np.minimum(tail[g], tail_med)
         tails.append(tail_fixed)
+    tests, persistent_scenarios = _persistent_excess(t, seg, med, host_names, hosts)
+    scenarios += persistent_scenarios
+    tails += [tail] * len(persistent_scenarios)
     total, complete, last = simulate(np.stack(scenarios), transfer, np.stack(tails))
     modelled_total = simulate(seg[None], typical_transfer(transfer, t), tail[None])[0][0]
     steps = np.unique(t.step_of)
     n_steps = len(steps)
     measured = (float(np.nanmax(stop)) - t0) / n_steps / 1e6
     simulated, ideal = total[0] / n_steps / 1e6, total[1] / n_steps / 1e6
-    saved = (total[0] - total[2:]) / n_steps / 1e6
+    n_groups = len(groups)
+    saved = (total[0] - total[2:2 + n_groups]) / n_steps / 1e6
+    kept = (total[0] - total[2 + n_groups:]) / n_steps / 1e6
     # the critical path: the last arrival at every sync point, then the device that finishes last
     crit = last[0]
     excess = seg[crit, np.arange(n_j)] - med
@@ -311,6 +329,15 @@ def whatif_of(t: Timelines) -> StragglerWhatIf:
                              "saved_percent": 100 * saved[:len(host_names)] / simulated if simulated > 0 else 0.0,
                              "slowdown_share": host_share, "critical_segments": host_segments,
                              "excess_ms": host_excess})
+    persistent = np.array([tests[h].persistent for h in host_names])
+    per_host["persistent_saved_ms"] = np.where(persistent, kept, 0.0)
+    per_host["persistent_saved_percent"] = 100 * per_host["persistent_saved_ms"] / simulated if simulated > 0 else 0.0
+    per_host["persistent"] = persistent
+    per_host["p_value"] = [tests[h].p_value for h in host_names]
+    per_host["onset_step"] = pd.Series([None if tests[h].onset_index is None else int(steps[tests[h].onset_index])
+                                        for h in host_names], dtype=object)
+    per_host["priced"] = persistent & (per_host["persistent_saved_percent"] >= PRICE_FLOOR_PERCENT)
+    spread = max(slowdown - float(per_host.loc[per_host["priced"], "persistent_saved_ms"].sum()), 0.0)
     chips = None
     if per_chip:
         s = saved[len(host_names):]
@@ -337,8 +364,68 @@ def whatif_of(t: Timelines) -> StragglerWhatIf:
     return StragglerWhatIf(KNOWN, "simulated", hosts=len(host_names), devices=n_dev, steps=n_steps,
                            collectives_per_step=n_j / n_steps, aligned_by=t.aligned_by, measured_step_ms=measured,
                            simulated_step_ms=simulated, modelled_step_ms=modelled_total / n_steps / 1e6,
-                           ideal_step_ms=ideal, slowdown_ms=slowdown, per_host=per_host,
+                           ideal_step_ms=ideal, slowdown_ms=slowdown, spread_ms=spread, per_host=per_host,
                            per_chip=chips, critical_path=critical, timeline=timeline, notes=notes)
+
+
+TIME_CLASSES = {"compute": "compute", "input": "input", "collective": "collective wait",
+                "idle": "host or input",  # the device idle: host work or the input pipeline
+                "host_callback": "host", "host_offload": "host", "host_transfer": "host", "outfeed": "host",
+                "other": "host", "compile": "host"}
+"""Step-breakdown part -> the kind of time a host's excess is (``time_classes``)."""
+
+
+def time_classes(result: StragglerWhatIf, breakdowns: Mapping[str, list[dict]]) -> None:
+    """Set ``per_host["time_class"]``: for a priced host, the step-breakdown part (``<part>_ms`` per step,
+    ``BreakdownFigures.per_step``) by which its mean step exceeds the other hosts' median most, as
+    compute, input, collective wait or host; ``unknown`` without a breakdown; empty for hosts not priced."""
+    if not result.known or result.per_host.empty:
+        return
+    means = {}
+    for host, steps in breakdowns.items():
+        if steps:
+            frame = pd.DataFrame(steps)
+            means[host] = {part: float(frame[f"{part}_ms"].mean()) for part in TIME_CLASSES if f"{part}_ms" in frame}
+    classes = []
+    for row in result.per_host.to_dict(orient="records"):
+        host = str(row["host"])
+        if not row.get("priced"):
+            classes.append("")
+            continue
+        mine, others = means.get(host), [v for h, v in means.items() if h != host]
+        if not mine or not others:
+            classes.append("unknown")
+            continue
+        excess = {part: mine[part] - float(np.median([o.get(part, 0.0) for o in others])) for part in mine}
+        part = max(excess, key=excess.get)
+        classes.append(TIME_CLASSES[part] if excess[part] > 0 else "unknown")
+    result.per_host["time_class"] = classes
+
+
+def _persistent_excess(t: Timelines, seg: np.ndarray, med: np.ndarray, host_names: list[str],
+                       hosts: list[str]) -> tuple[dict, list[np.ndarray]]:
+    """Per host, the test of its per-step excess over the median device (``persistence.excess_test``),
+    and per host the scenario with only its persistent excess removed: each of its segments less the
+    median over the steps (since the onset) of its excess at that place in the step."""
+    from tpudoctor.profile.analysis.persistence import excess_test
+
+    steps, step_idx = np.unique(t.step_of, return_inverse=True)
+    over = seg - med[None, :]
+    tests, scenarios = {}, []
+    for name in host_names:
+        rows = np.array([h == name for h in hosts])
+        per_step = np.bincount(step_idx, weights=over[rows].max(axis=0), minlength=len(steps))
+        test = excess_test(per_step, len(host_names))
+        tests[name] = test
+        fixed = seg.copy()
+        since = step_idx >= (test.onset_index or 0)
+        for seq in np.unique(t.seq_of):
+            cols = np.flatnonzero((t.seq_of == seq) & since)
+            if len(cols):
+                typical = np.clip(np.median(over[np.ix_(rows, cols)], axis=1), 0, None)
+                fixed[np.ix_(rows, cols)] = np.maximum(seg[np.ix_(rows, cols)] - typical[:, None], 0.0)
+        scenarios.append(fixed)
+    return tests, scenarios
 
 
 def _timeline(t: Timelines, seg, depart, complete, crit, steps) -> pd.DataFrame:
@@ -370,10 +457,19 @@ def host_rows(result: StragglerWhatIf) -> dict[str, dict]:
                           for r in result.per_host.sort_values("saved_ms", ascending=False, kind="stable")
                           .head(8).to_dict(orient="records")]}
     segments = max(len(result.critical_path[result.critical_path["kind"] == "compute"]), 1)
+    common["spread_ms"] = _plain(result.spread_ms)
+    for entry, r in zip(common["savings"], result.per_host.sort_values("saved_ms", ascending=False, kind="stable")
+                        .head(8).to_dict(orient="records"), strict=True):
+        entry.update(persistent_saved_ms=_plain(r["persistent_saved_ms"]), priced=bool(r["priced"]))
     out = {}
     for r in result.per_host.to_dict(orient="records"):
         out[str(r["host"])] = {"host": r["host"], "saved_ms": _plain(r["saved_ms"]),
                                "saved_percent": _plain(r["saved_percent"]),
+                               "persistent_saved_ms": _plain(r["persistent_saved_ms"]),
+                               "persistent_saved_percent": _plain(r["persistent_saved_percent"]),
+                               "persistent": bool(r["persistent"]), "priced": bool(r["priced"]),
+                               "p_value": _plain(r["p_value"]), "onset_step": _plain(r["onset_step"]),
+                               "time_class": r.get("time_class") or None,
                                "slowdown_share": _plain(r["slowdown_share"]),
                                "critical_segments": int(r["critical_segments"]),
                                "critical_fraction": _plain(r["critical_segments"] / segments), **common}
