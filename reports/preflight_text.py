@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tpudoctor.memory.fix_rule import format_bytes
+from tpudoctor.reports.evidence_tables import human_bytes as format_bytes
 
 GIB = 1 << 30
 
