@@ -368,3 +368,13 @@ def test_a_fifo_or_a_device_is_named_for_what_it_is(make, said, real_report, tmp
         os.mkfifo(path)
     code, _, err = _compare(path, str(report), capsys=capsys)
     assert code == ExitCode.USAGE_ERROR and said in err and "(it is empty)" not in err
+
+
+@pytest.mark.parametrize("argv_head", [["compare"], ["merge"], ["profile", "analyze"]])
+@pytest.mark.parametrize(("uri", "said"), [("gs://", "names no bucket"),
+                                           ("gs://Bad_Bucket!/x", "'Bad_Bucket!' is not a valid bucket name")])
+def test_a_gs_uri_that_names_no_bucket_or_a_bad_one_is_said_before_any_lookup(argv_head, uri, said, capsys):
+    """Probe N24: compare and merge said '(it is empty)' or went on to the credentials lookup."""
+    extra = [str(FIXTURES / "jax_steady")] if argv_head == ["compare"] else []
+    assert main([*argv_head, uri, *extra]) == 2
+    assert said in capsys.readouterr().err
