@@ -27,6 +27,8 @@ def headline(document: Mapping[str, Any]) -> str:
 def _warmup_words(steady: Mapping[str, Any]) -> str:
     dropped = steady["dropped_windows"]
     words = f"{dropped} warm-up window{'s' if dropped != 1 else ''} dropped"
+    if steady.get("cv") is not None:
+        words = f"CV {steady['cv'] * 100:.1f}%, {words}"
     if not steady["settled"]:
         words += f" (at most {steady['max_dropped_windows']}: the run may not have settled)"
     return words

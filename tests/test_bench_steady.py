@@ -112,3 +112,14 @@ def test_the_same_drop_on_a_machine_as_quiet_as_the_baselines_is_a_regression():
     current = list(quiet_spread[::-1] * np.median(FLAT) * 0.85)
     result = gate.compare(FLAT, current)
     assert not result.noisier and result.noise_tolerance == result.tolerance and result.verdict == "regression"
+
+
+def test_a_baseline_noisier_than_the_run_is_said_to_hide_all_but_large_drops():
+    noisy_baseline = list(np.asarray(LOADED) / np.median(LOADED) * np.median(FLAT))  # loaded spread, same median
+    result = gate.compare(noisy_baseline, FLAT)
+    assert result.verdict == "no_change" and not result.noisier
+    doc = {"key": {"model": "dense"}, "measurement": {},
+           "comparison": {"baseline_file": "b.json", "key_mismatches": [], "gate": result.to_dict()}}
+    finding = gate_finding(doc)
+    assert finding.status == Status.PASS
+    assert "the baseline's windows were 10.2x noisier than this run's (CV 12.9% vs 1.3%)" in finding.message
