@@ -1,7 +1,8 @@
 """The CI gate of ``tpudoctor bench``, N times over: each round records a baseline on the smallest reference
 model, reruns against it (must exit 0), reruns with a known slowdown (``--inject-step-delay``, sized from the
 baseline's own step time so that throughput drops by ``--slowdown``: must exit 1) and with another batch size
-(a key mismatch: must exit 2). Prints one row per round and how many rounds passed.
+(a key mismatch: must exit 2). Prints one row per round and how many rounds passed, and beside each round
+the exits (rerun/slowed) that the gate gave before warm-up detection and the noise rule, on the same windows.
 
     python benchmarks/bench_gate_repeat.py [--runs 10] [--model dense] [--steps 200] [--repeats 8]
                                           [--slowdown 0.25] [--bursts ON:OFF] [--keep DIR]
@@ -55,6 +56,18 @@ def gate_words(document: dict | None) -> str:
     return f"{g['verdict']} {g['change_pct']:+.1f}% p={p:.2g}{noise}"
 
 
+def gate_before(baseline: dict, document: dict | None) -> str:
+    """The exit the gate gave before warm-up detection and the noise rule: every window, U test and tolerance."""
+    if not document or not document.get("comparison"):
+        return "-"
+    from tpudoctor.bench.gate import compare
+
+    g = document["comparison"]["gate"]
+    before = compare(baseline["measurement"]["samples"], document["measurement"]["samples"],
+                     tolerance=g["tolerance"], alpha=g["alpha"])
+    return "1" if before.ratio < 1 - before.tolerance and before.p_value_slower < before.alpha else "0"
+
+
 def one_round(args: argparse.Namespace, folder: Path) -> dict:
     baseline = folder / "baseline.json"
     code, base_doc, base_s = bench(args, "--save-baseline", str(baseline), out=folder / "base-run.json")
@@ -73,6 +86,7 @@ def one_round(args: argparse.Namespace, folder: Path) -> dict:
         "seconds": base_s + rerun[2] + slowed[2] + mismatch[2],
     }
     row["passed"] = all(row[name][0] == code for name, code in EXPECTED.items())
+    row["before"] = f"{gate_before(base_doc, rerun[1])}/{gate_before(base_doc, slowed[1])}"
     return row
 
 
@@ -102,8 +116,9 @@ def run_rounds(args: argparse.Namespace) -> None:
     load = f", neighbour {args.bursts}" if args.bursts else ""
     print(f"bench gate x{args.runs}: {args.model}, {args.repeats} windows of {args.steps} steps, "
           f"slowdown {args.slowdown:.0%}{load}")
-    print(f"{'#':>2}  {'baseline':<34} {'rerun (want 0)':<36} {'slowed (want 1)':<40} {'key (2)':<7} {'s':>5}  ok")
-    passed = 0
+    print(f"{'#':>2}  {'baseline':<34} {'rerun (want 0)':<36} {'slowed (want 1)':<40} {'key (2)':<7} {'s':>5}  ok"
+          f"  before")
+    passed = false_regressions = before_false_regressions = caught = before_caught = 0
     for index in range(1, args.runs + 1):
         if args.keep:
             folder = Path(args.keep) / f"round-{index:02d}"
@@ -117,10 +132,15 @@ def run_rounds(args: argparse.Namespace) -> None:
             continue
         passed += row["passed"]
         rerun, slowed, mismatch = row["rerun"], row["slowed"], row["mismatch"]
+        false_regressions += rerun[0] == 1
+        caught += slowed[0] == 1
+        before_false_regressions += row["before"].startswith("1")
+        before_caught += row["before"].endswith("1")
         print(f"{index:>2}  {row['baseline']:<34} {rerun[0]}: {gate_words(rerun[1]):<33} "
               f"{slowed[0]}: {gate_words(slowed[1]):<37} {mismatch[0]:<7} {row['seconds']:>5.1f}  "
-              f"{'yes' if row['passed'] else 'NO'}", flush=True)
-    print(f"passed {passed} of {args.runs}")
+              f"{'yes' if row['passed'] else 'NO':<3} {row['before']}", flush=True)
+    print(f"passed {passed} of {args.runs}; false exit 1 on a rerun: {false_regressions} (the gate before: "
+          f"{before_false_regressions}); slowdown caught: {caught} (before: {before_caught})")
 
 
 if __name__ == "__main__":
