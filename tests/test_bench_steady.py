@@ -105,6 +105,15 @@ def test_a_drop_within_the_extra_noise_is_unknown_not_a_regression():
     finding = gate_finding(doc)
     assert finding.status == Status.WARN
     assert finding.message.startswith("unknown: the machine was 10.2x noisier than the baseline's")
+    from test_bench_document import run_result
+
+    from tpudoctor.reports.bench_markdown import render as markdown
+
+    rendered = build_document(run_result(samples=current), tool_version="0.1.0")
+    rendered["comparison"] = {**doc["comparison"], "baseline_key": rendered["key"], "allowed_mismatch": False}
+    assert "**⚠️ unknown (the machine was noisier than the baseline's): -15.0% vs baseline" in markdown(rendered)
+    assert "the machine was 10.2x noisier than the baseline's (CV 12.9% vs 1.3%): a regression must exceed 30.6%" \
+        in markdown(rendered)
 
 
 def test_the_same_drop_on_a_machine_as_quiet_as_the_baselines_is_a_regression():
