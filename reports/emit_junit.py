@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from tpudoctor.findings import DEFAULT_GATE, Finding, Gate
 from tpudoctor.reports.check_junit import add_testcase, suite_counts
-from tpudoctor.reports.escape import junit_document, lines
+from tpudoctor.reports.escape import junit_document, lines, plain
 from tpudoctor.reports.view import Suite, View, classname
 
 
@@ -34,7 +34,7 @@ def _suite(suites: ET.Element, suite_facts: Suite, findings: Sequence[Finding], 
     if suite_facts.properties:
         props = ET.SubElement(suite, "properties")
         for name, value in suite_facts.properties:
-            ET.SubElement(props, "property", name=name, value=value)
+            ET.SubElement(props, "property", name=name, value=plain(value))  # one line: no forged row
     for finding in findings:
         add_testcase(suite, finding, classname=classname(suite_facts, finding), gate=gate)
     if suite_facts.summary:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tpudoctor.findings import Finding, Status, Step, natural_key, root_cause, worst_status
+from tpudoctor.reports import escape
 from tpudoctor.reports.markers import MARKERS, WORDS
 from tpudoctor.reports.view import Section, Suite, View, properties, where_words
 
@@ -131,7 +132,7 @@ def summary_sentence(findings: list[Finding], cause: Finding | None) -> str:
         return f"No issues found ({tally})."
     where = where_words(cause) if cause is not None else ""
     named = f" Root cause: {cause.id}{f' {where}' if where else ''}." if cause is not None else ""
-    return f"tpudoctor found {problems} issue(s) ({tally}).{named}"
+    return escape.plain(f"tpudoctor found {problems} issue(s) ({tally}).{named}")  # worker ids are one line here
 
 
 def _in_order(document: dict[str, Any]) -> list[Finding]:
