@@ -59,8 +59,13 @@ def merge_time() -> tuple[float, int]:
     from tpudoctor.hang.analyze import analyze
     from tpudoctor.hang.capture import read_dump_dir
     from tpudoctor.hang.pod import merge_answers
-    from tpudoctor.reports.hang_json import render as render_json
-    from tpudoctor.reports.hang_text import render as render_text
+    from tpudoctor.rendering import render
+
+    def render_json(report):
+        return render(report.to_dict(), "json")
+
+    def render_text(report):
+        return render(report.to_dict(), "text")
 
     capture = read_dump_dir(str(CAPTURES / "data_loader"))
     documents = []

@@ -49,15 +49,15 @@ def timed_in_process(sources: list[str]) -> float:
     from tpudoctor.documents import merged_document
     from tpudoctor.pod.merge import merge_outcomes
     from tpudoctor.pod.report_store import read_reports
-    from tpudoctor.reports.merged import render_merged_document
+    from tpudoctor.rendering import render
 
     best = float("inf")
     for _ in range(RUNS):
         started = time.perf_counter()
         merged = merge_outcomes(read_reports(sources))
         document = merged_document(merged, redact=False)
-        render_merged_document(document, "text")
-        render_merged_document(document, "json")
+        render(document, "text")
+        render(document, "json")
         best = min(best, time.perf_counter() - started)
     return best
 

@@ -2,6 +2,7 @@
 
     python benchmarks/goodput_large_log.py            # 1 GiB in /tmp (generated once, reused)
     python benchmarks/goodput_large_log.py --size-mb 100
+    python benchmarks/goodput_large_log.py --size-mb 200 --form inferred   # step lines no known form reads
 
 The log is MaxText-shaped (absl prefixes, a step line per second among runtime noise, an async Orbax save
 every 500 steps, a failure and a restart half way). The read runs in a fresh subprocess so its peak RSS
@@ -26,6 +27,9 @@ NOISE = (
 )
 STEP = ("I{md} {hms}.{us:06d} 140136352118592 metric_logger.py:226] completed step: {step}, seconds: 1.000, "
         "TFLOP/s/device: 134.9, Tokens/s/device: 8672.7, total_weights: 196608, loss: 3.{ms:03d}")
+INFERRED_STEP = ("{date} | INFO | train_inner | epoch 001: {step} / 999999 loss=3.{ms:03d}, ppl=8.1, wps=52.5, "
+                 "ups=1.0, num_updates={step}, lr=1e-05, gnorm=2.2, train_wall=1, wall={t}")
+"""--form inferred: fairseq's train_inner line, which no known form reads (the reader infers its clock and steps)."""
 T0 = 1723543200  # 2024-08-13 10:00:00 UTC
 
 
@@ -41,7 +45,11 @@ def _date(t: int) -> str:
     return time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(T0 + t))
 
 
-def generate(path: str, size_bytes: int) -> None:
+def _iso(t: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(T0 + t))
+
+
+def generate(path: str, size_bytes: int, form: str = "maxtext") -> None:
     written, step = 0, 0
     restarted = False
     with open(path, "w", encoding="utf-8") as out:
@@ -55,7 +63,10 @@ def generate(path: str, size_bytes: int) -> None:
                 hms, md = _hms(t), _md(t)
                 for k, noise in enumerate(NOISE * 4):
                     chunk.append(noise.format(md=md, hms=hms, us=k * 1000, step=step, ms=(step * 7 + k) % 997))
-                chunk.append(STEP.format(md=md, hms=hms, us=900000, step=step, ms=step % 997))
+                if form == "inferred":
+                    chunk.append(INFERRED_STEP.format(date=_iso(t), step=step, ms=step % 997, t=t))
+                else:
+                    chunk.append(STEP.format(md=md, hms=hms, us=900000, step=step, ms=step % 997))
                 if step and step % 500 == 0:
                     chunk.append(f"I{md} {hms}.950000 140 event_tracking.py:70] [process=0] [async] Started save "
                                  f"checkpoint @ gs://bench/run/checkpoints/{step}.")
@@ -96,12 +107,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--path", default=None, help="log file to read/generate (default: in the temp dir)")
+    parser.add_argument("--form", choices=("maxtext", "inferred"), default="maxtext",
+                        help="the step lines: MaxText's (a known form) or fairseq's (inferred from the log)")
     args = parser.parse_args()
-    path = args.path or os.path.join(tempfile.gettempdir(), f"tpudoctor_goodput_{args.size_mb}mb.log")
+    suffix = "" if args.form == "maxtext" else f"_{args.form}"
+    path = args.path or os.path.join(tempfile.gettempdir(), f"tpudoctor_goodput_{args.size_mb}mb{suffix}.log")
     size = args.size_mb * 1024 * 1024
     if not os.path.exists(path) or os.path.getsize(path) < size:
         t0 = time.perf_counter()
-        generate(path, size)
+        generate(path, size, args.form)
         print(f"generated {path} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     baseline = subprocess.run([sys.executable, "-c", "import resource, tpudoctor.goodput.analyze; "
                                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)"],

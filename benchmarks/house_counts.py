@@ -1,6 +1,7 @@
 """The house's shape in figures (issue 29's counts): families and their registries, rule bases, copies of
 ``evaluate_rule``, report classes, format dispatchers in the commands, exit-code rules, modules over 400 lines,
-functions over 80 lines, README size. Prints one line each.
+functions over 80 lines, README size; and issue 39's counts of ``reports/`` (files and lines, loops over
+findings, renderer files per report kind). Prints one line each.
 
     python benchmarks/house_counts.py
 """
@@ -13,6 +14,28 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [p for folder in ("tpudoctor", "checks", "reports") for p in (ROOT / folder).rglob("*.py")]
+
+
+REPORT_KINDS = ("check", "merged", "profile", "hang", "goodput", "diag", "memory", "bench", "compare")
+
+
+def _loops_over_findings(tree: ast.AST) -> int:
+    """``for`` statements over a collection of findings (``findings``, ``results``, ``ordered_results()``,
+    ``doc["findings"]``): the loop that draws one finding per line, which issue 39 counts."""
+    plural = re.compile(r"\b(findings|results|ordered_results)\b")
+    return sum(1 for n in ast.walk(tree) if isinstance(n, ast.For) and plural.search(ast.unparse(n.iter)))
+
+
+def report_counts() -> dict[str, object]:
+    files = sorted((ROOT / "reports").rglob("*.py"))
+    trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in files}
+    per_kind = {}
+    for kind in REPORT_KINDS:
+        stem = ("profile_compare", "goodput_compare", "compare") if kind == "compare" else (kind,)
+        per_kind[kind] = sum(1 for p in files if p.stem.startswith(stem) and (kind == "compare"
+                             or not p.stem.endswith("_compare")))
+    return {"files": len(files), "lines": sum(len(p.read_text().splitlines()) for p in files),
+            "loops": sum(_loops_over_findings(t) for t in trees.values()), "per_kind": per_kind}
 
 
 def main() -> None:
@@ -45,6 +68,10 @@ def main() -> None:
     print(f"exit-code rules: {exit_rules}")
     print(f"modules over 400 lines: {len(long_modules)} {long_modules}")
     print(f"functions over 80 lines: {len(long_functions)} {long_functions}")
+    counts = report_counts()
+    print(f"reports/: {counts['files']} files, {counts['lines']} lines")
+    print(f"loops over findings in reports/: {counts['loops']}")
+    print(f"renderer files per report kind: {counts['per_kind']}")
     print(f"README: {len((ROOT / 'README.md').read_bytes()) / 1024:.1f} KB, "
           f"{len((ROOT / 'README.md').read_text().splitlines())} lines")
 

@@ -14,7 +14,7 @@ from _harness import run
 with atheris.instrument_imports():
     from tpudoctor.pod.merge import merge_outcomes
     from tpudoctor.pod.report_store import read_reports
-    from tpudoctor.reports.merged import render_merged_document
+    from tpudoctor.rendering import render
 
 RUN = Path(tempfile.mkdtemp())
 
@@ -22,12 +22,12 @@ RUN = Path(tempfile.mkdtemp())
 def target(data: bytes) -> None:
     (RUN / "0.json").write_bytes(data)
     merged = merge_outcomes(read_reports([str(RUN)]))
-    text = render_merged_document(merged.to_dict(), "text")
+    text = render(merged.to_dict(), "text")
     assert "\x1b" not in text and "\x07" not in text
-    ET.fromstring(render_merged_document(merged.to_dict(), "junit").split("\n", 1)[1])
-    json.loads(render_merged_document(merged.to_dict(), "json"))
+    ET.fromstring(render(merged.to_dict(), "junit").split("\n", 1)[1])
+    json.loads(render(merged.to_dict(), "json"))
     for fmt in ("markdown", "html"):
-        render_merged_document(merged.to_dict(), fmt)
+        render(merged.to_dict(), fmt)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ def targets(tmp: Path) -> dict:
         """``tpudoctor merge`` of damaged or hostile saved reports, rendered in every format."""
         from tpudoctor.pod.merge import merge_outcomes
         from tpudoctor.pod.report_store import read_reports
-        from tpudoctor.reports.merged import render_merged_document
+        from tpudoctor.rendering import render
 
         run = tmp / "run"
         run.mkdir(exist_ok=True)
@@ -70,7 +70,7 @@ def targets(tmp: Path) -> dict:
             (run / f"{i}.json").write_bytes(data)
         merged = merge_outcomes(read_reports([str(run)]))
         for fmt in FORMATS:
-            _assert_format(fmt, render_merged_document(merged.to_dict(), fmt))
+            _assert_format(fmt, render(merged.to_dict(), fmt))
 
     def render_everywhere(report):
         """A report with hostile strings in every outside field, in every format (checked, not only run)."""

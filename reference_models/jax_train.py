@@ -106,4 +106,5 @@ def run(config: RunConfig, emit: Emit = result_log.emit) -> dict[str, Any]:
             jax.profiler.stop_trace()
 
     return measure_run(run_steps, start=start, steps_per_window=config.steps_per_window, windows=config.windows,
-                       global_batch=global_batch, emit=emit, profile_dir=config.profile_dir, profiler=profiler)
+                       global_batch=global_batch, emit=emit, profile_dir=config.profile_dir, profiler=profiler,
+                       step_delay_ms=config.step_delay_ms)

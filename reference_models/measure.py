@@ -30,7 +30,10 @@ def measure_run(
     emit: Emit,
     profile_dir: str | None = None,
     profiler: Callable[[str], AbstractContextManager[Any]] | None = None,
+    step_delay_ms: float = 0.0,
 ) -> dict[str, Any]:
+    if step_delay_ms > 0:  # a known slowdown for testing a throughput gate: host time added to every step
+        run_steps = _delayed(run_steps, step_delay_ms)
     t0 = time.perf_counter()
     loss_start = run_steps(1)
     compile_time_ms = (time.perf_counter() - t0) * 1000.0
@@ -73,9 +76,19 @@ def measure_run(
         "loss_end": loss_end,
         "loss_dropped": bool(loss_end < loss_start),
         "profile_dir": profile_dir,
+        "injected_step_delay_ms": step_delay_ms,
     }
     emit(result_log.RUN_RESULT, result)
     return result
+
+
+def _delayed(run_steps: Callable[[int], float], step_delay_ms: float) -> Callable[[int], float]:
+    def run_delayed(steps: int) -> float:
+        loss = run_steps(steps)
+        time.sleep(steps * step_delay_ms / 1000.0)
+        return loss
+
+    return run_delayed
 
 
 def _median(values: list[float]) -> float:

@@ -24,6 +24,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tpudoctor.reference_models.run",
                                      description="Train a tpudoctor reference model on synthetic data.")
@@ -40,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--profile", default=None, metavar="LOGDIR",
                         help="capture one extra window with the TensorFlow profiler into LOGDIR")
     parser.add_argument("--learning-rate", type=float, default=None)
+    parser.add_argument("--step-delay-ms", type=_non_negative_float, default=0.0, metavar="MS",
+                        help="sleep MS more in every step: a known slowdown, for testing a throughput gate")
     return parser
 
 
@@ -61,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     config = RunConfig(model=args.model, steps_per_window=args.steps, windows=args.repeats,
                        per_replica_batch_size=args.batch_size, accelerator=args.accelerator,
-                       data_dir=args.data_dir, profile_dir=args.profile, learning_rate=args.learning_rate)
+                       data_dir=args.data_dir, profile_dir=args.profile, learning_rate=args.learning_rate,
+                       step_delay_ms=args.step_delay_ms)
     try:
         result = run(config)
     except Exception as exc:  # noqa: BLE001 - reported as a structured error for the caller to classify

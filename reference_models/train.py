@@ -36,6 +36,8 @@ class RunConfig:
     data_dir: str | None = None
     profile_dir: str | None = None
     learning_rate: float | None = None
+    step_delay_ms: float = 0.0
+    """Host sleep added to every timed step: a known slowdown, for testing a throughput gate."""
 
 
 Emit = Callable[..., None]
@@ -109,7 +111,8 @@ def run(config: RunConfig, emit: Emit = result_log.emit) -> dict[str, Any]:
             tf.profiler.experimental.stop()
 
     return measure_run(run_steps, start=start, steps_per_window=config.steps_per_window, windows=config.windows,
-                       global_batch=global_batch, emit=emit, profile_dir=config.profile_dir, profiler=profiler)
+                       global_batch=global_batch, emit=emit, profile_dir=config.profile_dir, profiler=profiler,
+                       step_delay_ms=config.step_delay_ms)
 
 
 def _optimizer(learning_rate: float) -> Any:

@@ -18,7 +18,7 @@ def render(document: Mapping[str, Any]) -> str:
     comparison = document.get("comparison")
     if comparison:
         g = comparison["gate"]
-        mark = "❌" if g["verdict"] == "regression" else "✅"
+        mark = {"regression": "❌", "unknown": "⚠️"}.get(g["verdict"], "✅")
         lines += [f"**{mark} {md(verdict)}**", "",
                   "| metric | baseline | current | ratio |", "|---|---:|---:|---:|",
                   f"| examples/s (median) | {g['baseline_median']:,.1f} | {g['current_median']:,.1f} | "

@@ -110,7 +110,7 @@ def exit_codes_page(ref: dict[str, Any]) -> str:
              "", "JUnit follows the same rule: a finding is a `<failure>` (an `<error>` for ERROR) exactly when it "
              "sets exit 1; a WARN below `--fail-on warn`, or anything under `--exit-zero`, is a passing testcase "
              "that says its status in `<system-out>`. A merged report's per-worker suites are detail: the merged "
-             "suite counts each failure once."]
+             "suite counts each failure once, and POD-006 adds one when it orders the failures of two or more workers."]
     return _page("Exit codes", "Every command exits with one of these (pytest's style).", body)
 
 

@@ -113,6 +113,9 @@ def test_a_baseline_for_another_model_is_refused_before_running(baseline_file, m
     (["--tolerance", "abc"], "not a percentage"),
     (["--steps", "0"], "positive"),
     (["--baseline", "/nonexistent/baseline.json"], "does not exist"),
+    (["--inject-step-delay", "0.5", "--save-baseline", "x.json"], "never a baseline"),
+    (["--inject-step-delay", "-1"], "finite number of ms >= 0"),
+    (["--inject-step-delay", "nan"], "finite number of ms >= 0"),
 ])
 def test_bad_input_exits_2(argv, message, monkeypatch, capsys):
     monkeypatch.setattr("tpudoctor.commands.bench_cmd._run_with_progress",
@@ -156,9 +159,11 @@ def test_bench_saves_a_baseline_and_a_second_run_passes_against_it(tmp_path):
                             "--format", "json"], capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
     saved = document.load_baseline(baseline)
-    assert saved["comparison"] is None and len(saved["measurement"]["samples"]) == 6
+    steady = saved["measurement"]["steady_state"]  # 6 windows asked, 3 more timed so the warm-up can be dropped
+    assert saved["comparison"] is None and len(saved["measurement"]["samples"]) == 9
+    assert steady["max_dropped_windows"] == 3 and steady["kept_windows"] == 9 - steady["dropped_windows"] >= 6
     assert saved["measurement"]["loss_end"] < saved["measurement"]["loss_start"]
-    assert "window 6/6" in first.stderr  # progress while it runs
+    assert "window 9/9" in first.stderr  # progress while it runs
     assert list(profile_dir.glob("plugins/profile/*/*.xplane.pb")), "no profile captured"
 
     wrapper = tmp_path / "tpudoctor"
@@ -175,7 +180,8 @@ def test_bench_saves_a_baseline_and_a_second_run_passes_against_it(tmp_path):
     doc = json.loads((out_dir / "bench.json").read_text())
     document.validate_document(doc)
     assert doc["comparison"]["key_mismatches"] == []
-    assert doc["comparison"]["gate"]["n_baseline"] == 6 and doc["comparison"]["gate"]["n_current"] == 6
+    gate = doc["comparison"]["gate"]
+    assert gate["n_baseline"] == steady["kept_windows"] and gate["n_current"] == doc["measurement"]["steady_state"]["kept_windows"]
     assert ET.parse(out_dir / "bench-junit.xml").getroot().find("testsuite").get("failures") == "0"
     assert "# tpudoctor bench" in summary.read_text()  # published to the job summary
 
@@ -192,5 +198,16 @@ def test_jax_bench_of_the_conv_and_attention_models_saves_a_baseline(model, tmp_
     assert run.returncode == 0, run.stderr[-3000:]
     saved = document.load_baseline(baseline)
     assert saved["key"]["model"] == model and saved["key"]["framework"] == "jax"
-    assert len(saved["measurement"]["samples"]) == 6
+    assert len(saved["measurement"]["samples"]) == 9 and saved["measurement"]["steady_state"]["kept_windows"] >= 6
     assert saved["measurement"]["loss_end"] < saved["measurement"]["loss_start"]
+
+
+def test_the_injected_step_delay_slows_every_timed_window_and_is_recorded():
+    from tpudoctor.reference_models.measure import measure_run
+
+    events = []
+    result = measure_run(lambda steps: 1.0 / steps, start={}, steps_per_window=4, windows=3, global_batch=8,
+                         emit=lambda key, value, **_: events.append((key, value)), step_delay_ms=5.0)
+    windows = [value for key, value in events if key == result_log.WINDOW]
+    assert len(windows) == 3 and all(w["elapsed_ms"] >= 4 * 5.0 for w in windows)  # 4 steps x 5 ms each
+    assert all(s <= 4 * 8 / 0.020 for s in result["examples_per_s"]) and result["injected_step_delay_ms"] == 5.0

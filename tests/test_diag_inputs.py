@@ -242,7 +242,7 @@ def test_the_text_table_says_what_its_peer_columns_measure_and_lines_up():
     subject = example_input(8, level=2, matmul=example_timings([1.0] * 3 + [1.5] + [1.0] * 4),
                             hbm=example_timings([0.5] * 8, unit="gbps", work=2**31))
     text = render(report_of(subject, level=2), "text")
-    rows = text[text.index("\nchip ") + 1:].split("\n\n")[0].splitlines()
+    rows = text[text.index("\n  chip ") + 1:].split("\n\n")[0].splitlines()
     assert "matmul time vs peers" in rows[0] and "bandwidth time vs peers" in rows[0]
     header = rows[0]
     for title in ("matmul TFLOP/s p10", "matmul time vs peers", "bandwidth GB/s"):

@@ -19,8 +19,8 @@ from tpudoctor.documents import (
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.findings import Target
 from tpudoctor.pod.merge import WorkerOutcome, merge_outcomes
+from tpudoctor.rendering import render
 from tpudoctor.reports import render_check_report
-from tpudoctor.reports.merged import render_merged_document
 
 
 def test_a_check_document_is_scrubbed_always_and_redacted_on_request():
@@ -52,7 +52,7 @@ def test_a_merged_document_redacts_every_workers_report_with_one_set_of_placehol
     assert "acme-prod-42" not in text and "acme-training-data" not in text
     assert document["target"]["project"] == "<project-1>"
     assert {w["report"]["target"]["project"] for w in document["workers"].values()} == {"<project-1>"}
-    out = render_merged_document(document, "markdown")
+    out = render(document, "markdown")
     assert "acme-prod-42" not in out
 
 

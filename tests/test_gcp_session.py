@@ -115,20 +115,20 @@ def test_the_grant_names_who_was_refused():
 # --- tpudoctor.locations ----------------------------------------------------------------------------
 
 def test_a_bucket_prefix_reads_lists_and_writes_like_a_folder(fake_gcs, tmp_path):
-    fake_gcs.create_bucket("b")
-    fake_gcs.upload("b", "runs/a.json", b'{"n": 1}')
-    fake_gcs.upload("b", "runs/deeper/c.json", b"{}")
-    fake_gcs.upload("b", "runs/notes.txt", b"x")
+    fake_gcs.create_bucket("bkt")
+    fake_gcs.upload("bkt", "runs/a.json", b'{"n": 1}')
+    fake_gcs.upload("bkt", "runs/deeper/c.json", b"{}")
+    fake_gcs.upload("bkt", "runs/notes.txt", b"x")
     session = Session.from_environment(timeout_s=5.0)
-    assert locations.list_level("gs://b/runs", session=session) == (["a.json", "notes.txt"], ["deeper"])
-    found = locations.list_files("gs://b/runs/", suffix=".json", limit=10, session=session)
-    assert [e.location for e in found] == ["gs://b/runs/a.json"] and found[0].size_bytes == 8
+    assert locations.list_level("gs://bkt/runs", session=session) == (["a.json", "notes.txt"], ["deeper"])
+    found = locations.list_files("gs://bkt/runs/", suffix=".json", limit=10, session=session)
+    assert [e.location for e in found] == ["gs://bkt/runs/a.json"] and found[0].size_bytes == 8
     assert found[0].updated_s and found[0].created is not None
-    assert json.loads(locations.read_bytes("gs://b/runs/a.json", session=session)) == {"n": 1}
-    output.write_text("gs://b/out/report.json", "{}\n", fmt="json", session=session)
-    assert "out/report.json" in fake_gcs.object_names("b")
-    assert locations.find_object("gs://b/out/report.json", session=session).size_bytes == 3
-    assert locations.find_object("gs://b/out/missing.json", session=session) is None
+    assert json.loads(locations.read_bytes("gs://bkt/runs/a.json", session=session)) == {"n": 1}
+    output.write_text("gs://bkt/out/report.json", "{}\n", fmt="json", session=session)
+    assert "out/report.json" in fake_gcs.object_names("bkt")
+    assert locations.find_object("gs://bkt/out/report.json", session=session).size_bytes == 3
+    assert locations.find_object("gs://bkt/out/missing.json", session=session) is None
 
     (tmp_path / "runs" / "deeper").mkdir(parents=True)
     (tmp_path / "runs" / "a.json").write_text('{"n": 1}')
@@ -152,11 +152,11 @@ def test_a_bucket_that_refuses_is_one_clear_error(fake_gcs):
 
 
 def test_too_many_objects_and_a_missing_folder_are_input_errors(fake_gcs, tmp_path):
-    fake_gcs.create_bucket("b")
+    fake_gcs.create_bucket("bkt")
     for i in range(3):
-        fake_gcs.upload("b", f"p/{i}.json", b"{}")
+        fake_gcs.upload("bkt", f"p/{i}.json", b"{}")
     with pytest.raises(InputError, match="holds more than 2 objects"):
-        locations.list_files("gs://b/p", suffix=".json", limit=2)
+        locations.list_files("gs://bkt/p", suffix=".json", limit=2)
     with pytest.raises(InputError, match="history folder .* does not exist"):
         locations.list_files(str(tmp_path / "nope"), limit=2, what="history folder")
     with pytest.raises(InputError, match="cannot read"):

@@ -153,8 +153,8 @@ def test_every_format_renders_the_hung_job(moving, tmp_path):
         out = tmp_path / f"hang.{fmt}"
         assert main(["hang", "--replay", str(dumps), "--format", fmt, "-o", str(out)]) == 1
         outputs[fmt] = out.read_text()
-    assert "## HUNG" in outputs["markdown"] and "## Decision: FIX CODE" in outputs["markdown"]
-    assert "MetricsWriter.record" in outputs["html"] and "<h3>Decision: FIX CODE" in outputs["html"]
+    assert "[✗] HUNG (confidence" in outputs["markdown"] and "## Decision: FIX CODE" in outputs["markdown"]
+    assert "MetricsWriter.record" in outputs["html"] and "<h2>Decision: FIX CODE" in outputs["html"]
     import xml.etree.ElementTree as ET
 
     suite = ET.fromstring(outputs["junit"]).find("testsuite")

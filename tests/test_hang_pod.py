@@ -98,7 +98,7 @@ def test_the_text_report_deduplicates_like_py_spy_dump(tmp_path, monkeypatch):
                  "--format", "text", "-o", str(out)])
     text = out.read_text()
     assert code == 1
-    assert f"worker 6 (pid {stuck}): waiting for a lock, frozen  <- the odd one out" in text
+    assert f"worker 6 (pid {stuck}): waiting for a lock, frozen (the odd one out)" in text
     assert "7 workers: 0-5, 7: waiting for the device, frozen" in text
     assert text.index("worker 6 (pid") < text.index("7 workers:")  # the odd one out first
     assert "Decision: FIX CODE" in text and "holds: with self._lock:" in text

@@ -242,7 +242,8 @@ def test_compare_junit_parses_with_control_characters_in_a_saved_report(real_rep
     (tmp_path / "b.json").write_text(json.dumps(doc))
     assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--format", "junit",
                  "-o", str(tmp_path / "c.xml")]) == 0
-    assert any("run-␛[31m␀␇-7" in (e.text or "") for e in ET.parse(tmp_path / "c.xml").getroot().iter())
+    assert any("run-␛[31m␀␇-7" in (e.text or "") + e.get("value", "")
+               for e in ET.parse(tmp_path / "c.xml").getroot().iter())
 
 
 def test_text_never_prints_escape_sequences_or_a_forged_line(tmp_path, capsys):
@@ -351,7 +352,8 @@ def test_the_matrix_shows_a_silent_worker_as_unknown_not_failed(tmp_path, capsys
     (tmp_path / "1.json").write_text("{")  # cut off mid-upload
     assert main(["merge", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    matrix = out.split("\n\n", 1)[0].splitlines()
+    part = out.split("\nWorkers\n", 1)[1].split("\n\n", 1)[0]
+    matrix = [line.strip() for line in part.splitlines()]
     assert matrix[1].startswith("worker") and all(line.endswith("?") for line in matrix[2:-1]), matrix
     assert "? could not run or no report" in matrix[-1]
 

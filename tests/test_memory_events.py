@@ -5,9 +5,11 @@ TensorFlow CPU capture made here.
 Which captures have memory events: all five in ../shared/data (the TPU v6e capture: 4 TPU
 allocators "0".."3", 906 events; the TF GPU multi-worker capture: GPU_1/4/6_bfc and gpu_host_bfc,
 2,493 events; the three JAX ROCm captures: GPU_n_bfc, 59, 230 and 460 events). A TensorFlow CPU
-capture has them when TF's CPU allocator is a BFC allocator (``TF_CPU_ALLOCATOR_USE_BFC=true``:
-allocator "bfc_cpu_allocator_for_gpu"); without it, and in a JAX CPU trace, there are none (the
-PJRT CPU client's allocator writes no MemoryAllocation TraceMe).
+capture has them when TF's CPU allocator is a BFC allocator: ``TF_CPU_ALLOCATOR_USE_BFC=true`` (allocator
+"bfc_cpu_allocator_for_gpu"), or oneDNN on (TF's MklCPUAllocator serves large buffers from a BFC allocator
+named "mklcpu"; TF turns oneDNN on by itself on a CPU with AVX512_VNNI, AVX512_BF16, AVX_VNNI or AMX, and
+``TF_ENABLE_ONEDNN_OPTS`` overrides that). With neither, and in a JAX CPU trace, there are none (the PJRT CPU
+client's allocator writes no MemoryAllocation TraceMe).
 """
 
 from __future__ import annotations
@@ -237,6 +239,9 @@ def test_a_large_file_read_plane_by_plane_equals_the_whole_file_read(shared_data
 TF_CAPTURE = """
 import sys
 import tensorflow as tf
+from tensorflow.python.util import _pywrap_util_port
+
+print("onednn", _pywrap_util_port.IsMklEnabled())  # which CPU allocator this process uses
 
 @tf.function
 def step(x, w):
@@ -271,13 +276,18 @@ with jax.profiler.trace(sys.argv[1], profiler_options=options):
 """
 
 
-def _capture(script: str, out: Path, **env: str) -> Path:
+def _run_capture(script: str, out: Path, **env: str) -> tuple[Path, str]:
+    """The capture's path and what the process printed."""
     done = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu", **env})
     assert done.returncode == 0, done.stderr[-3000:]
     found = sorted(out.glob("**/*.xplane.pb"))
     assert len(found) == 1, found
-    return found[0]
+    return found[0], done.stdout
+
+
+def _capture(script: str, out: Path, **env: str) -> Path:
+    return _run_capture(script, out, **env)[0]
 
 
 @pytest.mark.slow
@@ -296,9 +306,42 @@ def test_tensorflow_cpu_capture_with_a_bfc_allocator_equals_xprof(tmp_path):
 
 
 @pytest.mark.slow
-def test_tensorflow_cpu_capture_without_a_bfc_allocator_has_no_memory_events(tmp_path):
+def test_tensorflow_cpu_capture_with_onednn_records_its_mklcpu_allocator_and_equals_xprof(tmp_path):
+    """TF_CPU_ALLOCATOR_USE_BFC=false does not make a TF CPU capture allocator-free: with oneDNN on (TF's
+    default on a CPU with AVX512_VNNI/BF16, AVX_VNNI or AMX, so on the CI machines) the MklCPUAllocator's BFC
+    allocator "mklcpu" records every buffer over its small-allocation threshold. TF 2.21 on such a CPU: 18
+    events, per step a 4 MiB Fill, the AddV2 result (4 MiB asked, a 6 MiB chunk) and the 1 MiB MatMul output,
+    each allocated and freed; peak 12.5 MiB heap."""
     pytest.importorskip("tensorflow", reason="TensorFlow is not installed (test extra)")
-    path = _capture(TF_CAPTURE, tmp_path / "tf", TF_CPU_ALLOCATOR_USE_BFC="false")
+    path, printed = _run_capture(TF_CAPTURE, tmp_path / "tf", TF_CPU_ALLOCATOR_USE_BFC="false",
+                                 TF_ENABLE_ONEDNN_OPTS="1")
+    if "onednn True" not in printed:
+        pytest.skip(f"this TensorFlow build has no oneDNN ({printed.strip()!r}): no mklcpu allocator")
+    counts = _assert_equals_xprof(path, tmp_path, grouped=False)
+    assert list(counts) == ["mklcpu"]
+    events = read_memory_events(path)
+    _assert_equals_oracle(path.read_bytes(), events)
+    _assert_heap_moves_by_each_size(events)
+    frame = events.frame
+    allocated = frame[frame["is_allocation"]]
+    assert len(frame) == 2 * len(allocated)  # every buffer freed within the capture
+    per_op = allocated.groupby("tf_op", observed=True)["requested_bytes"].agg(["count", "max"])
+    assert per_op.loc["Fill"].tolist() == [3, 4 << 20]  # tf.zeros([1024, 1024]), once a step
+    assert per_op.loc["AddV2"].tolist() == [3, 4 << 20]  # its + 1.0
+    assert per_op.loc["MatMul"].tolist() == [3, 256 * 1024 * 4]  # the step's matmul output
+    timeline = allocator_timelines(events)["mklcpu"]
+    breakdown = peak_breakdown(timeline)
+    assert timeline.peak.heap_bytes >= 8 << 20  # the Fill and the AddV2 result live at once
+    assert breakdown.live_bytes + breakdown.unattributed_heap_bytes == timeline.peak.heap_bytes
+    assert sorted(breakdown.top["tf_op"].astype(str)) == ["AddV2", "Fill"]
+
+
+@pytest.mark.slow
+def test_tensorflow_cpu_capture_without_bfc_and_without_onednn_has_no_memory_events(tmp_path):
+    pytest.importorskip("tensorflow", reason="TensorFlow is not installed (test extra)")
+    path, printed = _run_capture(TF_CAPTURE, tmp_path / "tf", TF_CPU_ALLOCATOR_USE_BFC="false",
+                                 TF_ENABLE_ONEDNN_OPTS="0")
+    assert "onednn False" in printed
     events = read_memory_events(path)
     assert len(events) == 0 and events.allocators == [] and allocator_timelines(events) == {}
 

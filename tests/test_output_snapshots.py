@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import re
 from pathlib import Path
@@ -22,6 +23,7 @@ import pytest
 from shared_data import SHARED_DATA
 
 from tpudoctor.cli import main
+from tpudoctor.formats import BENCH_FORMATS, DIAG_FORMATS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOTS_DIR = Path(__file__).resolve().parent / "snapshots"
@@ -38,6 +40,11 @@ NORMALISE: tuple[tuple[re.Pattern[str], str], ...] = (
     # conftest points libtpu's default log folder at an empty one of the test's (this machine's own libtpu logs
     # stay out); the report names the default as a user sees it
     (re.compile(r'/[^\s,;"<>]*/no-default-tpu-logs'), "/tmp/tpu_logs"),
+    # memory's headline and JUnit suite give the run's wall time
+    (re.compile(r'(tpudoctor memory: [^\n<]*? passed, )[0-9.]+ s\)'), r"\1<normalised> s)"),
+    (re.compile(r'(<testsuite name="tpudoctor memory" [^>]*time=")[0-9.]+"'), r'\1<normalised>"'),
+    # the frameworks installed where the suite runs (which of them, and their versions, are the machine's)
+    (re.compile(r'"packages": \{[^{}]*\}'), '"packages": <normalised>'),
 )
 
 
@@ -54,6 +61,9 @@ class Snapshot:
     """A loopback cloud to run in (tests/snapshot_scenes.py); its outputs get ``cloud_normalise`` too."""
     stream: str = "stdout"
     """What is compared: stdout, stderr (an error message), or ``gs://BUCKET/OBJECT`` (what the command wrote)."""
+    document: str | None = None
+    """A saved report document (relative to ``cwd``) rendered in ``argv[0]``'s format instead of a CLI run: for
+    commands that run a framework (diag, bench), whose output is rendered from a fixed document here."""
 
     @property
     def path(self) -> Path:
@@ -205,6 +215,32 @@ def _file_snapshots() -> list[Snapshot]:
 SNAPSHOTS += _file_snapshots()
 
 
+# ---- memory on OOM logs and a capture; diag and bench from saved documents (they run JAX / TensorFlow) -----
+
+MEMORY_FORMATS = ("text", "json", "markdown", "html", "junit")
+MEMORY_LOGS = ("tests/data/memory/easydel_166_compile_hbm_report.log",
+               "tests/data/memory/trax_431_runtime_allocate_fragmentation.log")
+DOCUMENTS = REPO_ROOT / "tests" / "data" / "documents"
+
+
+def _product_snapshots() -> list[Snapshot]:
+    rows = [Snapshot(f"files/memory_oom_logs.{FORMAT_SUFFIX[f]}", ("memory", *MEMORY_LOGS, "--format", f),
+                     exit_code=1) for f in MEMORY_FORMATS]
+    rows += [Snapshot(f"files/memory_capture.{FORMAT_SUFFIX[f]}",
+                      ("memory", "xprof_tpu_inference_2.xplane.pb", "--format", f), SHARED_DATA)
+             for f in MEMORY_FORMATS]
+    # diag -r 2 on 4 CPU devices with a flipped bit on device 2 and device 1 made 50 % slower (3 FAIL, 10 PASS)
+    rows += [Snapshot(f"documents/diag_r2_cpu_injected.{FORMAT_SUFFIX[f]}", (f,),
+                      document="tests/data/documents/diag_r2_cpu_injected.json") for f in DIAG_FORMATS]
+    # bench of the dense model on CPU against a baseline of the same model, tolerance 1 %
+    rows += [Snapshot(f"documents/bench_dense_cpu_vs_baseline.{FORMAT_SUFFIX[f]}", (f,),
+                      document="tests/data/documents/bench_dense_cpu_vs_baseline.json") for f in BENCH_FORMATS]
+    return rows
+
+
+SNAPSHOTS += _product_snapshots()
+
+
 # ---- the comparison ----------------------------------------------------------------------------
 
 def normalise(text: str) -> str:
@@ -249,6 +285,13 @@ def test_output_matches_snapshot(snapshot: Snapshot, monkeypatch, capsys, analys
             from snapshot_scenes import SCENES, scene_root
 
             scene = stack.enter_context(SCENES[snapshot.scene](scene_root(stack), monkeypatch))
+        if snapshot.document is not None:
+            from tpudoctor.rendering import render
+
+            document = json.loads((snapshot.cwd / snapshot.document).read_text(encoding="utf-8"))
+            assert render(document, "json") == (snapshot.cwd / snapshot.document).read_text(encoding="utf-8")
+            out = render(document, snapshot.argv[0])
+            return _compare(snapshot, out)
         argv = [arg.format(**scene.words) if scene and "{" in arg and scene.words else arg for arg in snapshot.argv]
         capsys.readouterr()
         code = main(argv)
@@ -262,6 +305,10 @@ def test_output_matches_snapshot(snapshot: Snapshot, monkeypatch, capsys, analys
         from snapshot_scenes import cloud_normalise
 
         out = cloud_normalise(out, scene)
+    _compare(snapshot, out)
+
+
+def _compare(snapshot: Snapshot, out: str) -> None:
     got = normalise(out).encode("utf-8")
     if UPDATE:
         snapshot.path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ from pod_slice import build_slice
 
 from tpudoctor.cli import main
 from tpudoctor.findings import Report
-from tpudoctor.reports.merged import render_merged_document
+from tpudoctor.rendering import render
 from tpudoctor.testing.fake_tpu_api import make_node
 
 pytest_plugins = ["tpudoctor.testing.gcp_fixtures"]
@@ -83,17 +83,17 @@ def test_sixteen_workers_with_problems_on_3_and_7(fake_tpu_api, monkeypatch, tmp
     assert all("--internal-ip" in a and "--ssh-flag=-o ConnectTimeout=5" in a for a in calls)
 
     # Every format carries the scope; text has the worker x step matrix.
-    text = render_merged_document(doc, "text")
+    text = render(doc, "text")
     assert "0123456789012345" in text
-    node_row = next(line for line in text.splitlines() if line.startswith("1 node"))
+    node_row = next(line.strip() for line in text.splitlines() if line.strip().startswith("1 node"))
     assert node_row.split()[-1] == "!!!✗!!!✗!!!!!!!!"
     assert "FAIL on 2 of 16 workers (3, 7)" in text
-    assert "FAIL on 2 of 16 workers (3, 7)" in render_merged_document(doc, "markdown")
-    junit = render_merged_document(doc, "junit")
-    assert 'name="workers" value="3,7"' in junit and 'name="tpudoctor check worker 7"' in junit
+    assert "FAIL on 2 of 16 workers (3, 7)" in render(doc, "markdown")
+    junit = render(doc, "junit")
+    assert 'name="scope.workers" value="3,7"' in junit and 'name="tpudoctor check worker 7"' in junit
     assert Report.from_dict(doc).summary.root_cause == "NODE-004"
-    page = render_merged_document(doc, "html")
-    assert "<th>1 node</th>" in page and "FAIL on 2 of 16 workers (3, 7)" in page
+    page = render(doc, "html")
+    assert "1 node " in page and "FAIL on 2 of 16 workers (3, 7)" in page
 
 
 def test_workers_without_tpudoctor_or_ssh_are_results_of_their_own(fake_tpu_api, monkeypatch, tmp_path):
@@ -146,7 +146,7 @@ def test_sixty_four_workers_two_hung_arrive_within_the_timeout(gcp_env, monkeypa
     while any(os.path.exists(f"/proc/{p}") and "Z" not in _state(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [p for p in pids if os.path.exists(f"/proc/{p}") and "Z" not in _state(p)]
-    text = render_merged_document(doc, "text")
+    text = render(doc, "text")
     assert "1 node" in text and "✗" in text
 
 

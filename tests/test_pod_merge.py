@@ -213,7 +213,7 @@ def test_different_causes_on_different_workers_stay_apart_and_the_earliest_leads
     assert main(["merge", str(tmp_path / "run"), "--format", "junit", "-o", str(tmp_path / "m.xml")]) == 1
     cases = [c for c in ET.parse(tmp_path / "m.xml").getroot().iter("testcase")
              if c.get("name", "").startswith("LOGS-001") and c.find("failure") is not None][:2]
-    assert [c.find("properties/property[@name='workers']").get("value") for c in cases] == ["3", "1"]
+    assert [c.find("properties/property[@name='scope.workers']").get("value") for c in cases] == ["3", "1"]
     # Every format leads with worker 3's cause.
     assert main(["merge", str(tmp_path / "run")]) == 1
     text = capsys.readouterr().out
@@ -300,16 +300,17 @@ def probe_reports(tmp_path_factory):
 
 def test_a_worker_outside_workers_is_named_not_counted(probe_reports, capsys):
     main(["merge", str(probe_reports / "w0.json"), str(probe_reports / "w1.json"), "--workers", "0,0"])
-    head = capsys.readouterr().out.splitlines()[0]
+    head = next(line for line in capsys.readouterr().out.splitlines() if "Pod slice" in line)
     assert "2 of 1" not in head
     assert "1 of 1 workers reported, and worker 1 outside the expected workers (0)" in head
 
 
 def test_missing_workers_are_drawn_as_unknown(probe_reports, capsys):
     main(["merge", str(probe_reports / "w0.json"), str(probe_reports / "w1.json"), "--workers", "0-3"])
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[1].split() == ["worker", "0123"]
-    assert lines[2].split()[-1][2:] == "??"  # workers 2 and 3 sent nothing (0 and 1's cells depend on the logs)
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    header = next(i for i, line in enumerate(lines) if line.startswith("worker "))
+    assert lines[header].split() == ["worker", "0123"]
+    assert lines[header + 1].split()[-1][2:] == "??"  # workers 2 and 3 sent nothing (0 and 1's cells depend on the logs)
 
 
 def test_a_report_of_another_kind_is_no_worker(probe_reports, tmp_path, capsys):

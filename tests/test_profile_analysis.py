@@ -136,7 +136,7 @@ def test_compare_detects_regression(tmp_path, capsys):
                "--format", "markdown"])
     out = capsys.readouterr().out
     assert rc == 1
-    assert "| step_time_mean_ms |" in out and "worse" in out and "REGRESSION" in out
+    assert "| step_time_mean_ms |" in out and "WORSE" in out and "REGRESSION" in out
     assert main(["compare", str(a), str(tmp_path / "missing.json")]) == 2
     assert main(["compare", str(a), str(a), "--fail-on-regression", "lots"]) == 2
     check_report = tmp_path / "check.json"

@@ -1,5 +1,6 @@
-"""One renderer table (tpudoctor.rendering.RENDERERS) serves every command's report: each format a command
-offers has its entry, each entry loads, and a document of no known kind is a clear error, not a guess."""
+"""One table serves every command's report: each format a command offers has a view and an emitter
+(tpudoctor.rendering.VIEWS, EMITTERS) or, for a kind not moved yet, a renderer (RENDERERS); each entry loads, and a
+document of no known kind is a clear error, not a guess."""
 
 from __future__ import annotations
 
@@ -7,24 +8,33 @@ import pytest
 
 from tpudoctor.errors import TpudoctorError
 from tpudoctor.formats import COMMAND_FORMATS
-from tpudoctor.rendering import RENDERERS, _load, render
+from tpudoctor.rendering import EMITTERS, RENDERERS, VIEWS, _load, render
 
 KINDS = {"profile analyze": ["profile"], "goodput": ["goodput"], "hang": ["hang"], "bench": ["bench"],
+         "diag": ["diag"], "memory": ["memory"],
          "compare": ["tpudoctor.profile_compare", "tpudoctor.profile_history", "tpudoctor.goodput_compare"]}
 
 
 def test_every_format_of_every_command_has_one_renderer():
     missing = [(kind, fmt) for command, kinds in KINDS.items() for kind in kinds
-               for fmt in COMMAND_FORMATS[command] if (kind, fmt) not in RENDERERS]
+               for fmt in COMMAND_FORMATS[command]
+               if (kind, fmt) not in RENDERERS and not (kind in VIEWS and (fmt == "json" or fmt in EMITTERS))]
     assert missing == []
+
+
+@pytest.mark.parametrize("target", sorted({*VIEWS.values(), *EMITTERS.values()}))
+def test_every_view_and_emitter_loads(target):
+    assert callable(_load(target))
+
+
+def test_a_kind_with_a_view_has_no_renderer_left():
+    assert [key for key in RENDERERS if key[0] in VIEWS] == []
 
 
 @pytest.mark.parametrize("key", sorted(RENDERERS), ids=lambda k: f"{k[0]}-{k[1]}")
 def test_every_entry_loads(key):
     renderer = RENDERERS[key]
     assert callable(_load(renderer.target))
-    if renderer.reads_back:
-        assert callable(_load(renderer.reads_back))
 
 
 def test_a_document_of_no_known_kind_is_a_clear_error():

@@ -18,7 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tpudoctor.cloud_knowledge.uri import split_gs_uri
+from tpudoctor.cloud_knowledge.uri import (
+    split_user_gs_uri as split_gs_uri,  # a user-given URI: checked before any call
+)
 from tpudoctor.errors import InputError
 
 T = TypeVar("T")

@@ -1,14 +1,18 @@
-"""One table from (document kind, format) to the renderer that formats it, for every command's report.
+"""From a prepared document to its output in one format, for every command's report.
 
 A command prepares its document once (``tpudoctor.documents``: scrubbed, redacted, validated), then asks
-``render(document, fmt)``; the table says which renderer formats that kind in that format and which options it
-takes (``verbose``, ``color``; ``gate``, the run's ``tpudoctor.findings.Gate``, for JUnit). Renderers are imported only when used, so ``--help`` loads none of them.
+``render(document, fmt)``. A kind with a view (``VIEWS``) is ``EMITTERS[fmt](VIEWS[kind](document))``, and its
+JSON is the prepared document itself; the kinds not moved yet have a renderer per format (``RENDERERS``). Options
+(``verbose``, ``color``; ``gate``, the run's ``tpudoctor.findings.Gate``, for JUnit) go to whoever takes them.
+Views and emitters are imported only when used, so ``--help`` loads none of them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
+import json
 from typing import Any
 
 from tpudoctor.errors import TpudoctorError
@@ -23,11 +27,7 @@ class Renderer:
     """The keyword options it takes; others given to ``render`` are not its business."""
     takes_format: bool = False
     """One function renders several formats: it is given the format as its second argument."""
-    reads_back: str | None = None
-    """``module:callable`` that turns the document into the object the renderer formats (a report read back)."""
 
-
-_HANG_BACK = "tpudoctor.hang.report:HangReport.from_dict"
 
 RENDERERS: dict[tuple[str, str], Renderer] = {
     ("profile", "text"): Renderer("tpudoctor.reports.profile_text:render_document", ("color",)),
@@ -39,16 +39,6 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
     ("goodput", "markdown"): Renderer("tpudoctor.reports.goodput_markdown:render"),
     ("goodput", "html"): Renderer("tpudoctor.reports.goodput_html:render"),
     ("goodput", "junit"): Renderer("tpudoctor.reports.goodput_junit:render", ("gate",)),
-    ("hang", "text"): Renderer("tpudoctor.reports.hang_text:render", ("verbose", "color"), reads_back=_HANG_BACK),
-    ("hang", "json"): Renderer("tpudoctor.reports.hang_json:render_document"),
-    ("hang", "markdown"): Renderer("tpudoctor.reports.hang_markdown:render", ("verbose",), reads_back=_HANG_BACK),
-    ("hang", "html"): Renderer("tpudoctor.reports.hang_html:render", reads_back=_HANG_BACK),
-    ("hang", "junit"): Renderer("tpudoctor.reports.hang_junit:render", ("gate",), reads_back=_HANG_BACK),
-    ("diag", "text"): Renderer("tpudoctor.reports.diag_text:render", ("verbose",)),
-    ("diag", "json"): Renderer("tpudoctor.reports.diag_json:render"),
-    ("diag", "markdown"): Renderer("tpudoctor.reports.diag_markdown:render", ("verbose",)),
-    ("diag", "html"): Renderer("tpudoctor.reports.diag_html:render"),
-    ("diag", "junit"): Renderer("tpudoctor.reports.diag_junit:render", ("gate",)),
     ("memory", "text"): Renderer("tpudoctor.reports.memory_text:render", ("verbose",)),
     ("memory", "json"): Renderer("tpudoctor.reports.memory_json:render"),
     ("memory", "markdown"): Renderer("tpudoctor.reports.memory_markdown:render", ("verbose",)),
@@ -58,13 +48,36 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
     ("bench", "json"): Renderer("tpudoctor.reports.bench_json:render"),
     ("bench", "markdown"): Renderer("tpudoctor.reports.bench_markdown:render"),
     ("bench", "junit"): Renderer("tpudoctor.reports.bench_junit:render", ("gate",)),
-    **{(kind, fmt): Renderer("tpudoctor.reports.profile_compare:render", ("gate",), takes_format=True)
-       for kind in (PROFILE_COMPARE, PROFILE_HISTORY) for fmt in ("text", "json", "markdown", "html", "junit")},
-    **{(GOODPUT_COMPARE, fmt): Renderer("tpudoctor.reports.goodput_compare:render", ("gate",), takes_format=True)
-       for fmt in ("text", "json", "markdown", "html", "junit")},
     **{("pipeline_whatif", fmt): Renderer("tpudoctor.reports.pipeline_whatif:render", takes_format=True)
        for fmt in ("text", "json", "markdown", "html")},
 }
+
+
+VIEWS: dict[str, str] = {
+    "diag": "tpudoctor.reports.views.diag:view",
+    "hang": "tpudoctor.reports.views.hang:view",
+    "merged": "tpudoctor.reports.views.merged:view",
+    **{kind: "tpudoctor.reports.views.compare:view" for kind in (PROFILE_COMPARE, PROFILE_HISTORY, GOODPUT_COMPARE)},
+}
+"""Report kind -> ``module:function`` that makes its ``reports.view.View`` from the prepared document."""
+
+EMITTERS: dict[str, str] = {
+    "text": "tpudoctor.reports.emit_text:emit",
+    "markdown": "tpudoctor.reports.emit_markdown:emit",
+    "html": "tpudoctor.reports.emit_html:emit",
+    "junit": "tpudoctor.reports.emit_junit:emit",
+}
+"""Format -> ``module:function`` that draws a view; JSON is the prepared document (``render_json``)."""
+
+
+def view_kind(document: dict[str, Any]) -> str:
+    """The document's ``kind``; ``merged`` for a check report merged across workers (it holds their reports)."""
+    kind = str(document.get("kind") or "")
+    return "merged" if kind == "check" and "workers" in document else kind
+
+
+def render_json(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, default=str) + "\n"
 
 
 def _load(target: str) -> Any:
@@ -77,11 +90,18 @@ def _load(target: str) -> Any:
 
 def render(document: dict[str, Any], fmt: str, **options: Any) -> str:
     """``document`` (a prepared report document, its ``kind`` set) in ``fmt``."""
-    kind = str(document.get("kind") or "")
+    kind = view_kind(document)
+    if kind in VIEWS:
+        if fmt == "json":
+            return render_json(document)
+        if fmt not in EMITTERS:
+            raise TpudoctorError(f"no {fmt} emitter (formats: json, {', '.join(EMITTERS)})")
+        emit = _load(EMITTERS[fmt])
+        taken = inspect.signature(emit).parameters
+        return emit(_load(VIEWS[kind])(document), **{k: v for k, v in options.items() if k in taken})
     renderer = RENDERERS.get((kind, fmt))
     if renderer is None:
         raise TpudoctorError(f"no {fmt} renderer for a {kind or 'kind-less'} document")
-    subject = _load(renderer.reads_back)(document) if renderer.reads_back else document
     given = {k: v for k, v in options.items() if k in renderer.options}
     function = _load(renderer.target)
-    return function(subject, fmt, **given) if renderer.takes_format else function(subject, **given)
+    return function(document, fmt, **given) if renderer.takes_format else function(document, **given)

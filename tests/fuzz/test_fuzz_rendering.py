@@ -159,7 +159,7 @@ def test_check_report_in_every_format(report, verbose):
 def test_merged_pod_report_in_every_format(data):
     from tpudoctor.pod.merge import merge_outcomes
     from tpudoctor.pod.outcomes import WorkerOutcome, worker_problem
-    from tpudoctor.reports.merged import render_merged_document
+    from tpudoctor.rendering import render
 
     workers = data.draw(st.lists(hostile, min_size=2, max_size=3, unique=True))
     outcomes = [WorkerOutcome(worker=w, report=data.draw(hostile_report(worker=w)), source=data.draw(hostile))
@@ -170,7 +170,7 @@ def test_merged_pod_report_in_every_format(data):
         remediation=Remediation(text=data.draw(hostile), commands=(data.draw(hostile),)))))
     merged = merge_outcomes(outcomes, target=Target(tpu=data.draw(hostile)), source=data.draw(hostile))
     for fmt in FORMATS:
-        out = render_merged_document(merged.to_dict(), fmt, verbose=data.draw(st.booleans()))  # hostile: not schema-valid
+        out = render(merged.to_dict(), fmt, verbose=data.draw(st.booleans()))  # hostile: not schema-valid
         _assert_format(fmt, out)
 
 
@@ -242,7 +242,7 @@ def test_profile_report_in_every_format(profile_report, data):
 def test_compare_output_in_every_format(real_report, data):
     from tpudoctor.profile.compare import compare
     from tpudoctor.profile.history import judge_history
-    from tpudoctor.reports.profile_compare import render
+    from tpudoctor.rendering import render
 
     h = lambda: data.draw(hostile)  # noqa: E731
     a, b = poison_profile(real_report, h), poison_profile(real_report, h)
@@ -285,7 +285,7 @@ def test_merge_of_damaged_and_hostile_reports(tmp_path_factory, reports, fmt):
     from tpudoctor.errors import InputError
     from tpudoctor.pod.merge import merge_outcomes
     from tpudoctor.pod.report_store import read_reports
-    from tpudoctor.reports.merged import render_merged_document
+    from tpudoctor.rendering import render
 
     folder = tmp_path_factory.mktemp("run")
     for i, data in enumerate(reports):
@@ -296,7 +296,38 @@ def test_merge_of_damaged_and_hostile_reports(tmp_path_factory, reports, fmt):
         except InputError as exc:
             assert exc.message
             return
-        _assert_format(fmt, render_merged_document(merged_document(merged, redact=False), fmt))
+        _assert_format(fmt, render(merged_document(merged, redact=False), fmt))
+
+
+# ---------------------------------------------------------------- diag and bench documents
+
+DOCUMENTS = Path(__file__).resolve().parents[1] / "data" / "documents"
+
+
+@given(data=st.data())
+@RENDERINGS
+def test_diag_report_in_every_format(data):
+    """Every string of a saved diag document (a -r 2 run on 4 CPU devices with injected faults: chips, hosts,
+    findings, fault words, the backend) hostile."""
+    from tpudoctor.formats import DIAG_FORMATS
+    from tpudoctor.rendering import render
+
+    clean = json.loads((DOCUMENTS / "diag_r2_cpu_injected.json").read_text(encoding="utf-8"))
+    doc = _poison_strings(clean, _pool(data))
+    for fmt in DIAG_FORMATS:
+        _assert_format(fmt, render(doc, fmt, verbose=data.draw(st.booleans())))
+
+
+@given(data=st.data())
+@RENDERINGS
+def test_bench_report_in_every_format(data):
+    from tpudoctor.formats import BENCH_FORMATS
+    from tpudoctor.rendering import render
+
+    clean = json.loads((DOCUMENTS / "bench_dense_cpu_vs_baseline.json").read_text(encoding="utf-8"))
+    doc = _poison_strings(clean, _pool(data))
+    for fmt in BENCH_FORMATS:
+        _assert_format(fmt, render(doc, fmt))
 
 
 # ---------------------------------------------------------------- hang and goodput reports
@@ -340,7 +371,8 @@ def test_hang_report_in_every_format(data):
         _assert_format(fmt, render(report, fmt, verbose=data.draw(st.booleans())))
 
 
-KEEP = {"status", "severity", "kind", "bucket", "created_at", "wall_start", "wall_end", "schema_version", "verdict"}
+KEEP = {"status", "severity", "kind", "bucket", "created_at", "wall_start", "wall_end", "schema_version", "verdict",
+        "level"}  # enumerations a reader checks (a confidence level), not text
 
 
 def _poison_strings(value, h, key=None):
@@ -372,7 +404,7 @@ def test_goodput_report_in_every_format(data):
 def test_goodput_comparison_in_every_format(data):
     from tpudoctor.goodput.analyze import analyze_paths
     from tpudoctor.goodput.compare import compare_goodput
-    from tpudoctor.reports.goodput_compare import render
+    from tpudoctor.rendering import render
 
     clean = analyze_paths([str(GOODPUT_LOG)])
     result = compare_goodput(_poison_strings(clean, _pool(data)), _poison_strings(clean, _pool(data)))

@@ -2,7 +2,8 @@
 
 One shape for both so a saved run can serve as the next run's baseline. The ``key`` says what
 the numbers are comparable with; ``measurement.samples`` holds every timed window (compile
-excluded) because the gate needs the samples, not one summary number. ``findings`` holds
+excluded) because the gate needs the samples, not one summary number; ``measurement.steady_state`` says
+how many head windows were warm-up (``tpudoctor.bench.steady``), and the median, IQR and the gate use the rest. ``findings`` holds
 the outcome in the shape of check results (``tpudoctor.bench.findings``); it is optional, so
 documents written before it still read.
 """
@@ -17,19 +18,24 @@ from typing import Any
 
 import numpy as np
 
-SCHEMA_VERSION = "1.0"  # findings were added as an optional field: no required field changed
+from tpudoctor.bench.steady import steady_state
+
+SCHEMA_VERSION = "1.1"  # 1.1: optional measurement.steady_state and the gate's "unknown" verdict and noise figures
 SCHEMA_NAME = "bench_result"
 DOCUMENT_KIND = "bench"
 METRIC = {"name": "examples_per_s", "unit": "examples/s", "direction": "higher_is_better"}
 
 
-def build_document(run_result: Mapping[str, Any], *, tool_version: str) -> dict[str, Any]:
-    """The bench document for one finished reference run (the ``run_result`` event's value)."""
+def build_document(run_result: Mapping[str, Any], *, tool_version: str, warmup_windows_allowed: int = 0,
+                   ) -> dict[str, Any]:
+    """The bench document for one finished reference run (the ``run_result`` event's value); up to
+    ``warmup_windows_allowed`` head windows are dropped where they read as warm-up."""
     device = run_result["device"]
     versions = run_result.get("versions") or {}
     framework = run_result.get("framework", "tensorflow")
     samples = [float(s) for s in run_result["examples_per_s"]]
-    q1, q3 = (float(v) for v in np.percentile(samples, [25, 75]))
+    steady = steady_state(samples, max_dropped=warmup_windows_allowed)
+    q1, q3 = (float(v) for v in np.percentile(steady.kept, [25, 75]))
     return with_findings({
         "schema_version": SCHEMA_VERSION,
         "kind": DOCUMENT_KIND,
@@ -53,7 +59,8 @@ def build_document(run_result: Mapping[str, Any], *, tool_version: str) -> dict[
             "steps_per_window": int(run_result["steps_per_window"]),
             "windows": len(samples),
             "samples": samples,
-            "median": float(np.median(samples)),
+            "steady_state": steady.to_dict(),
+            "median": float(np.median(steady.kept)),
             "iqr": q3 - q1,
             "compile_time_ms": float(run_result["compile_time_ms"]),
             "step_time_ms_median": float(run_result["step_time_ms_median"]),
@@ -61,6 +68,7 @@ def build_document(run_result: Mapping[str, Any], *, tool_version: str) -> dict[
             "loss_end": float(run_result["loss_end"]),
             "loss_dropped": bool(run_result["loss_dropped"]),
             "input": run_result.get("input", "in-memory"),
+            "injected_step_delay_ms": float(run_result.get("injected_step_delay_ms") or 0.0),
         },
         "profile_dir": run_result.get("profile_dir"),
         "comparison": None,

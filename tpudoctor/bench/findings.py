@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tpudoctor.bench.gate import NOISIER_FACTOR
 from tpudoctor.findings import Finding, FindingKind, Remediation, Severity, Status
 
 GATE_ID = "BENCH-001"
@@ -44,6 +45,13 @@ def gate_finding(document: Mapping[str, Any]) -> Finding:
         "windows": {"baseline": g["n_baseline"], "current": g["n_current"]},
         "verdict": g["verdict"],
     }
+    if "cv_current" in g:  # documents written before 1.1 have no noise figures
+        evidence["cv_pct"] = {"baseline": round(g["cv_baseline"] * 100, 3), "current": round(g["cv_current"] * 100, 3)}
+        evidence["noise_ratio"] = g["noise_ratio"]
+        evidence["noise_tolerance_pct"] = round(g["noise_tolerance"] * 100, 3)
+    steady = document["measurement"].get("steady_state")
+    if steady:
+        evidence["warmup_windows_dropped"] = steady["dropped_windows"]
     if mismatches:
         evidence["key_mismatches"] = {m["field"]: {"baseline": m["baseline"], "current": m["current"]}
                                       for m in mismatches}
@@ -62,6 +70,20 @@ def gate_finding(document: Mapping[str, Any]) -> Finding:
                 commands=(f"tpudoctor bench --model {model} --repeats {g['n_current']} --profile ./bench-profile",
                           "tpudoctor profile analyze ./bench-profile",
                           "tpudoctor compare BASELINE_PROFILE ./bench-profile"),
+            ),
+        )
+    if g["verdict"] == "unknown":  # significant and beyond tolerance, but within the machine's extra noise
+        return _finding(
+            GATE_ID, GATE_TITLE, Status.WARN, Severity.MEDIUM,
+            f"unknown: the machine was {_times(g['noise_ratio'])} noisier than the baseline's (CV of the windows "
+            f"{g['cv_current'] * 100:.1f}% vs {g['cv_baseline'] * 100:.1f}%): {figures} is beyond the "
+            f"{g['tolerance'] * 100:g}% tolerance (p={p_value:.2g}) but within the "
+            f"{g['noise_tolerance'] * 100:.1f}% that the extra noise allows, so it may be the machine, not the code",
+            evidence=evidence,
+            remediation=Remediation(
+                text="Rerun on a machine without a busy neighbour (or pin the run to idle cores); a drop that "
+                     "stays is a regression.",
+                commands=(f"tpudoctor bench --model {model} --repeats {repeats} --baseline {comparison['baseline_file']}",),
             ),
         )
     if g["ratio"] < 1 - g["tolerance"]:  # dropped beyond tolerance, but the windows are too noisy to say so
@@ -88,8 +110,18 @@ def gate_finding(document: Mapping[str, Any]) -> Finding:
             ),
         )
     words = "improved" if g["verdict"] == "improvement" else "no significant drop"
-    return _finding(GATE_ID, GATE_TITLE, Status.PASS, Severity.INFO, f"throughput {words}: {figures}",
+    noise = (f"; the machine was {_times(g['noise_ratio'])} noisier than the baseline's (CV "
+             f"{g['cv_current'] * 100:.1f}% vs {g['cv_baseline'] * 100:.1f}%)") if g.get("noisier") else ""
+    if g.get("noise_ratio") is not None and g["noise_ratio"] * NOISIER_FACTOR < 1:  # the baseline was the noisy one
+        noise = (f"; the baseline's windows were {1 / g['noise_ratio']:.1f}x noisier than this run's (CV "
+                 f"{g['cv_baseline'] * 100:.1f}% vs {g['cv_current'] * 100:.1f}%), so only a large drop could "
+                 f"show: record the baseline again on a quiet machine")
+    return _finding(GATE_ID, GATE_TITLE, Status.PASS, Severity.INFO, f"throughput {words}: {figures}{noise}",
                     evidence=evidence)
+
+
+def _times(ratio: float | None) -> str:
+    return "far" if ratio is None else f"{ratio:.1f}x"
 
 
 def training_finding(document: Mapping[str, Any]) -> Finding:

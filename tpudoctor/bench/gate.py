@@ -11,6 +11,12 @@ The U test is implemented here with numpy (exact distribution for small samples 
 normal approximation with tie correction otherwise) so the core install needs no scipy. With
 6 windows per side the smallest possible one-sided p is 1/C(12,6) = 0.00108, under asv's
 alpha of 0.002; with 5 it is 0.004 and the test could never fire, hence ``MIN_WINDOWS``.
+
+The U test asks whether the two samples come from one distribution, not whether the code got slower: a
+machine shared with a noisy neighbour shifts and spreads the windows too. So each side's coefficient of
+variation (CV) is compared: when the current run's CV is over ``NOISIER_FACTOR`` x the baseline's, the
+drop must also clear the machine's extra noise (``tolerance + NOISE_MARGIN_SIGMAS x sqrt(cv_current^2 -
+cv_baseline^2)``); a drop that does not is ``unknown`` (the machine was N x noisier), not a regression.
 """
 
 from __future__ import annotations
@@ -23,12 +29,18 @@ from typing import Any
 
 import numpy as np
 
+from tpudoctor.bench.steady import coefficient_of_variation
+
 MIN_WINDOWS = 6
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_ALPHA = 0.002
 EXACT_MAX_TOTAL = 60
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_CONFIDENCE = 0.99
+NOISIER_FACTOR = 1.5
+"""The current run's CV over this many times the baseline's: the machine was noisier than the baseline's."""
+NOISE_MARGIN_SIGMAS = 2.0
+"""On a noisier machine a drop must clear the tolerance plus this many of the extra relative spread."""
 
 KEY_FIELDS = (
     "model", "model_version", "accelerator_type", "topology", "framework", "framework_version",
@@ -62,7 +74,8 @@ class KeyMismatch:
 @dataclasses.dataclass(frozen=True)
 class GateResult:
     verdict: str
-    """"regression", "improvement" or "no_change"."""
+    """"regression", "improvement", "no_change", or "unknown" (a significant drop beyond tolerance that the
+    machine's extra noise could explain)."""
     baseline_median: float
     current_median: float
     ratio: float
@@ -80,6 +93,15 @@ class GateResult:
     n_baseline: int
     n_current: int
     method: str
+    cv_baseline: float
+    """Coefficient of variation of the baseline's windows (sample std / mean)."""
+    cv_current: float
+    noise_ratio: float | None
+    """cv_current / cv_baseline (None when the baseline's windows do not vary): how many times noisier the machine was than the baseline's."""
+    noisier: bool
+    """noise_ratio > NOISIER_FACTOR."""
+    noise_tolerance: float
+    """The drop a regression must exceed: ``tolerance``, widened by the extra noise when ``noisier``."""
 
     @property
     def regressed(self) -> bool:
@@ -113,8 +135,12 @@ def compare(
     slower = mann_whitney_less(cur, base)
     faster = mann_whitney_less(base, cur)
     low, high = bootstrap_ratio_ci(base, cur, seed=seed)
+    cv_base, cv_cur = coefficient_of_variation(base) or 0.0, coefficient_of_variation(cur) or 0.0
+    noise_ratio = cv_cur / cv_base if cv_base > 0 else None  # identical baseline windows: no spread to compare
+    noisier = noise_ratio > NOISIER_FACTOR if noise_ratio is not None else cv_cur > 0
+    noise_tolerance = (tolerance + NOISE_MARGIN_SIGMAS * math.sqrt(cv_cur**2 - cv_base**2)) if noisier else tolerance
     if ratio < 1.0 - tolerance and slower.p_value < alpha:
-        verdict = "regression"
+        verdict = "regression" if ratio < 1.0 - noise_tolerance else "unknown"
     elif ratio > 1.0 + tolerance and faster.p_value < alpha:
         verdict = "improvement"
     else:
@@ -137,7 +163,13 @@ def compare(
         n_baseline=len(base),
         n_current=len(cur),
         method=slower.method,
+        cv_baseline=cv_base,
+        cv_current=cv_cur,
+        noise_ratio=noise_ratio,
+        noisier=noisier,
+        noise_tolerance=noise_tolerance,
     )
+
 
 
 def _checked(samples: Sequence[float], name: str) -> np.ndarray:

@@ -36,6 +36,7 @@ class RunRequest:
     accelerator: str = "auto"
     data_dir: str | None = None
     profile_dir: str | None = None
+    step_delay_ms: float = 0.0
 
     def argv(self, python: str) -> list[str]:
         argv = [python, "-m", RUNNER_MODULE, "--model", self.model, "--framework", self.framework,
@@ -47,6 +48,8 @@ class RunRequest:
             argv += ["--data-dir", self.data_dir]
         if self.profile_dir:
             argv += ["--profile", self.profile_dir]
+        if self.step_delay_ms:
+            argv += ["--step-delay-ms", repr(float(self.step_delay_ms))]
         return argv
 
 

@@ -19,8 +19,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="measure a reference model's throughput; gate it against a baseline in CI",
         description=(
             "Train a reference model on synthetic data and report examples/s per timed window (compile "
-            "excluded). With --baseline, exit 1 when throughput dropped beyond --tolerance and the drop is "
-            "significant (one-sided Mann-Whitney U, >= 6 windows per side)."
+            "excluded; the warm-up windows at the head, found from the windows themselves (MSER), dropped). "
+            "With --baseline, exit 1 when throughput dropped beyond --tolerance and the drop is significant "
+            "(one-sided Mann-Whitney U, >= 6 windows per side); a drop on a machine much noisier than the "
+            "baseline's that its extra noise could explain is 'unknown' (a warning), not a regression."
         ),
     )
     run_group = parser.add_argument_group("run")
@@ -29,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                            help="tensorflow (default) or jax; every model runs in both")
     run_group.add_argument("--steps", type=int, default=20, metavar="N", help="steps per timed window (default 20)")
     run_group.add_argument("--repeats", type=int, default=8, metavar="K",
-                           help="timed windows (default 8; at least 6 to save or compare a baseline)")
+                           help="steady timed windows (default 8; at least 6 to save or compare a baseline); "
+                                "K/2 more are timed so that the warm-up can be dropped")
     run_group.add_argument("--batch-size", type=int, default=None, metavar="B",
                            help="per-replica batch size (default: the model's); global = B x replicas")
     run_group.add_argument("--accelerator", choices=("auto", "tpu", "cpu"), default="auto",
@@ -38,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                            help="write the synthetic data as TFRecord here (local or gs://) and train from it")
     run_group.add_argument("--profile", metavar="LOGDIR", default=None,
                            help="capture one extra window with the framework's profiler (read with 'tpudoctor profile analyze')")
+    run_group.add_argument("--inject-step-delay", type=float, default=0.0, metavar="MS",
+                           help="sleep MS more in every step: a known slowdown, to test a CI gate (never with "
+                                "--save-baseline)")
     run_group.add_argument("--timeout", default="30m", metavar="DURATION", help="limit for the run (default 30m)")
     gate = parser.add_argument_group("baseline")
     gate.add_argument("--save-baseline", metavar="FILE", help="write this run as a baseline file")
@@ -65,7 +71,7 @@ def render(document: dict[str, Any], fmt: str) -> str:
 def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor import __version__, config
     from tpudoctor.bench import document as bench_document
-    from tpudoctor.bench import gate
+    from tpudoctor.bench import gate, steady
     from tpudoctor.bench.launch import RunRequest, framework_installed
     from tpudoctor.bench.report import BenchReport
     from tpudoctor.documents import prepare
@@ -76,6 +82,11 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     for name, value in (("--steps", args.steps), ("--repeats", args.repeats), ("--batch-size", args.batch_size)):
         if value is not None and value <= 0:
             raise UsageError(f"{name} must be a positive integer, got {value}")
+    if not 0 <= args.inject_step_delay < float("inf"):
+        raise UsageError(f"--inject-step-delay must be a finite number of ms >= 0, got {args.inject_step_delay}")
+    if args.inject_step_delay and args.save_baseline:
+        raise UsageError("--inject-step-delay slows the run on purpose: such a run is never a baseline",
+                         hint="drop --save-baseline, or --inject-step-delay")
     gating = bool(args.baseline or args.save_baseline)
     if gating and args.repeats < gate.MIN_WINDOWS:
         raise UsageError(f"--repeats {args.repeats} is too few to save or compare a baseline",
@@ -110,14 +121,18 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         raise UsageError("TensorFlow is not installed in this Python; the reference models need it",
                          hint="pip install 'tpudoctor[tf]' (on a TPU VM use the TPU runtime's TensorFlow)")
 
-    request = RunRequest(model=args.model, framework=args.framework, steps=args.steps, repeats=args.repeats,
-                         batch_size=args.batch_size,
-                         accelerator=args.accelerator, data_dir=args.data_dir, profile_dir=args.profile)
+    warmup_allowed = steady.warmup_allowance(args.repeats)
+    request = RunRequest(model=args.model, framework=args.framework, steps=args.steps,
+                         repeats=args.repeats + warmup_allowed, batch_size=args.batch_size,
+                         accelerator=args.accelerator, data_dir=args.data_dir, profile_dir=args.profile,
+                         step_delay_ms=args.inject_step_delay)
     outcome = _run_with_progress(request, timeout_s)
     result = outcome.result
     if result is None:
         _report_failed_run(outcome, args.junit, args.model)
-    doc = bench_document.build_document(result, tool_version=__version__)
+    timed_beyond_repeats = max(0, len(result["examples_per_s"]) - args.repeats)  # never keep fewer than --repeats
+    doc = bench_document.build_document(result, tool_version=__version__,
+                                        warmup_windows_allowed=min(warmup_allowed, timed_beyond_repeats))
 
     if baseline is not None:
         mismatches = gate.key_mismatches(baseline["key"], doc["key"])
@@ -127,8 +142,9 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
                              f"not comparable: {lines}",
                              hint="record a baseline for this configuration (--save-baseline), or pass --allow-mismatch")
         try:
-            verdict = gate.compare(baseline["measurement"]["samples"], doc["measurement"]["samples"],
-                                   tolerance=tolerance, alpha=args.alpha)
+            baseline_steady = steady.measured_steady_state(baseline["measurement"], min_kept=gate.MIN_WINDOWS)
+            current_steady = steady.measured_steady_state(doc["measurement"], min_kept=gate.MIN_WINDOWS)
+            verdict = gate.compare(baseline_steady.kept, current_steady.kept, tolerance=tolerance, alpha=args.alpha)
         except gate.GateInputError as exc:
             raise InputError(f"cannot compare with {args.baseline}: {exc}",
                              hint=f"record the baseline with --repeats {gate.MIN_WINDOWS} or more") from exc
@@ -175,7 +191,8 @@ def _run_with_progress(request: Any, timeout_s: float) -> Any:
                 message = (f"compiling {request.model} on {device.get('device_kind')} x{device.get('device_count')} "
                            f"(global batch {value.get('global_batch_size')})")
             elif key == "compile":
-                message = f"compiled in {value.get('compile_time_ms', 0):,.0f} ms; timing {request.repeats} windows"
+                message = (f"compiled in {value.get('compile_time_ms', 0):,.0f} ms; timing {request.repeats} windows "
+                           f"(the warm-up among the first ones is dropped)")
             elif key == "window":
                 message = (f"window {value.get('window')}/{value.get('of')}: "
                            f"{value.get('examples_per_s', 0):,.1f} examples/s, loss {value.get('loss', 0):.4g}")

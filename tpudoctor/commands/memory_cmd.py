@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from tpudoctor.commands.common import add_output_flags, add_plugin_flag, add_redact_flag
+from tpudoctor.commands.memory_preflight import add_preflight_flags
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import MEMORY_FORMATS
 
@@ -41,11 +42,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "alone makes a program that does not fit fit)")
     gate.add_argument("--exit-zero", action="store_true", help="exit 0 whatever the findings")
     add_plugin_flag(parser)
+    add_preflight_flags(parser)
     parser.set_defaults(handler=run, settings_spec=SETTINGS)
 
 
 def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.commands.common import gate_for
+    from tpudoctor.commands.memory_preflight import run_preflight, wants_preflight
     from tpudoctor.documents import prepare
     from tpudoctor.errors import UsageError
     from tpudoctor.findings import exit_code_for
@@ -54,6 +57,8 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.progress import progress
     from tpudoctor.rendering import render
 
+    if wants_preflight(args):
+        return run_preflight(args, settings)
     fmt = settings.format_for(MEMORY_FORMATS)
     check_output(args.output, inputs=args.paths)
     if not args.paths:

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.pod.report_store import read_reports
     from tpudoctor.pod.worker_ids import parse_worker_spec
     from tpudoctor.progress import progress
-    from tpudoctor.reports.merged import render_merged_document
+    from tpudoctor.rendering import render
 
     api_timeout_s, fail_on = settings.api_timeout_s, settings.fail_on
     expected = parse_worker_spec(args.workers) if args.workers else None
@@ -77,6 +77,6 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         merged.report.target.tpu = args.tpu
     fmt = settings.format_for(CHECK_FORMATS)
     color = args.output in (None, "-") and sys.stdout.isatty()
-    write_text(args.output, render_merged_document(merged_document(merged, redact=args.redact), fmt, verbose=args.verbose,
+    write_text(args.output, render(merged_document(merged, redact=args.redact), fmt, verbose=args.verbose,
                                                      color=color, gate=gate_for(args, settings)), fmt=fmt, session=session)
     return exit_code_for(merged.report, fail_on=fail_on, exit_zero=args.exit_zero)

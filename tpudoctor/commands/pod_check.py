@@ -123,7 +123,7 @@ def run_fanout(args: argparse.Namespace, settings, *, fmt: str, fail_on: str) ->
     from tpudoctor.pod.documents import report_from_document
     from tpudoctor.pod.fanout import WorkerCommand
     from tpudoctor.pod.merge import merge_outcomes, slice_registry
-    from tpudoctor.reports.merged import render_merged_document
+    from tpudoctor.rendering import render
 
     fan = slice_fan_out(args, settings, command="check", refuse=lambda: _refuse(args))
     check = WorkerCommand("check", lambda w: worker_argv(args, settings, worker=w, timeout_s=fan.worker_limit_s),
@@ -133,7 +133,7 @@ def run_fanout(args: argparse.Namespace, settings, *, fmt: str, fail_on: str) ->
         registry=slice_registry(settings.disable_plugins)))
     from tpudoctor.findings import Gate
 
-    text = render_merged_document(merged_document(merged, redact=args.redact), fmt, verbose=args.verbose,
+    text = render(merged_document(merged, redact=args.redact), fmt, verbose=args.verbose,
                                   color=_color_wanted(args), gate=Gate(fail_on, args.exit_zero))
     write_text(args.output, text, fmt=fmt)
     return exit_code_for(merged.report, fail_on=fail_on, exit_zero=args.exit_zero)

@@ -14,9 +14,9 @@ wall time), never an estimate presented as a measurement.
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
+from tpudoctor.goodput import deviation
 from tpudoctor.goodput.attribution import (
     Figures,
     attribute_startup,
@@ -29,9 +29,6 @@ from tpudoctor.goodput.run import Run
 from tpudoctor.goodput.timeline import Stream, Timeline
 from tpudoctor.logs.clock import iso_utc
 
-OUTLIER_MADS = 3.0
-OUTLIER_MIN_RATIO = 1.5
-"""An interval stands out when its time per step exceeds median + 3 MAD and 1.5 x the median."""
 MAX_OUTLIERS_LISTED = 10
 OVERRUN_TOLERANCE = 0.01
 OVERRUN_MIN_S = 5.0
@@ -55,15 +52,22 @@ def step_statistics(stream: Stream) -> dict[str, Any]:
     if not values:
         values = [v for run in stream.runs for v in run.reported_per_step]
         source = "reported" if values else None
+    if not values:  # every timed interval has another event inside (fairseq notes a compilation each time): use them
+        values = [dt / dn for run in stream.runs for dt, dn, _end, known, _unknown in run.intervals()
+                  if dn > 0 and known == 0 and dt > 0]
+        source = "timestamps, every interval with another line inside" if values else None
     if not values:
-        return {"median_s": None, "mad_s": None, "source": None, "sampled": False, "n": 0}
-    median = statistics.median(values)
-    mad = statistics.median(abs(v - median) for v in values)
-    return {"median_s": median, "mad_s": mad, "source": source, "sampled": sampled, "n": len(values)}
+        return {"median_s": None, "mad_s": None, "source": None, "sampled": False, "n": 0, "ideal_s": None,
+                "anomalous": 0}
+    median, mad = deviation.median_and_mad(values)
+    return {"median_s": median, "mad_s": mad, "source": source, "sampled": sampled, "n": len(values),
+            "ideal_s": deviation.ideal_step_time(values),
+            "anomalous": sum(v > deviation.threshold(median, mad) for v in values),
+            "normal_mean_s": deviation.normal_mean(values)}
 
 
 def _threshold(median: float, mad: float) -> float:
-    return max(median + OUTLIER_MADS * mad, OUTLIER_MIN_RATIO * median)
+    return deviation.threshold(median, mad)
 
 
 def _redo_from(runs: list[Run]) -> list[int | None]:
@@ -99,7 +103,8 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
         wall_end - wall_start - sum(j["jump_s"] for j in jumps) > 0
     if timed:
         _anchor(runs, wall_start, wall_end, jumps)
-    bands, repeated = _attribute_runs(runs, timed, median, mad, wall_start, figures, outliers)
+    bands, repeated = _attribute_runs(runs, timed, median, mad, wall_start, figures, outliers,
+                                      stats.get("normal_mean_s"))
     wall, overrun = _charge_remainder(figures, wall_start, wall_end, jumps) if timed else (None, 0.0)
     steps_union, first_step, last_step = _step_union(runs)
     known_step = any(r.saves or r.restored_step is not None for r in runs)
@@ -130,6 +135,9 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
         "median_step_s": _r(median, 4),
         "step_time_mad_s": _r(mad, 4),
         "step_time_source": stats["source"],
+        "step_time_deviation": {"ideal_step_s": _r(stats["ideal_s"], 4), "anomalous_steps": stats["anomalous"],
+                                "rule": "ml-goodput-measurement: steps under 1 s left out of the ideal; ideal = mean "
+                                        "of the steps at or below median + 3 MAD; above it, anomalous"},
         "outlier_steps": outliers[:MAX_OUTLIERS_LISTED],
         "outlier_count": len(outliers),
         "restarts": max(len(runs) - 1, 0),
@@ -200,7 +208,7 @@ def _anchor(runs: list[Run], wall_start: float, wall_end: float, jumps: list[dic
 
 def _attribute_runs(runs: list[Run], timed: bool, median: float | None, mad: float | None,
                     wall_start: float | None, figures: Figures,
-                    outliers: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+                    outliers: list[dict[str, Any]], normal_s: float | None = None) -> tuple[list[dict[str, Any]], int]:
     """Each run's time into ``figures`` (and its gap before it, its outliers): its summary with its bands, and
     the steps done again after a restart."""
     redo_from = _redo_from(runs)
@@ -218,7 +226,7 @@ def _attribute_runs(runs: list[Run], timed: bool, median: float | None, mad: flo
         if median is not None and timed and run.stepped:
             attribute_startup(run, median, figures, run_bands, wall_start)
             attribute_steady(run, median, _threshold(median, mad or 0.0), redo_from[i], figures, outliers,
-                             run_bands, wall_start)
+                             run_bands, wall_start, normal_s)
             attribute_tail(run, i == len(runs) - 1, figures, run_bands, wall_start)
         elif timed and not run.stepped and run.start_t is not None and run.end_t is not None:
             # a start that never reached its first step: all of it lost to the disruption
@@ -357,7 +365,7 @@ def _step_union(runs: list[Run]) -> tuple[int | None, int | None, int | None]:
 def _empty(reason: str, timeline: Timeline) -> dict[str, Any]:
     nulls = {k: reason for k in ("steps", "wall_s", "ettr", "median_step_s", "productive_s")}
     return {"steps": None, "reached_first_step": None, "first_step": None, "last_step": None, "median_step_s": None, "step_time_mad_s": None,
-            "step_time_source": None, "outlier_steps": [], "outlier_count": 0, "restarts": None,
+            "step_time_source": None, "step_time_deviation": None, "outlier_steps": [], "outlier_count": 0, "restarts": None,
             "repeated_steps": None, "checkpoint_saves": None, "checkpoint_saves_sync": None,
             "checkpoint_saves_async": None, "saves": [], "restores": [],
             "compilations": {"reported": 0, "reported_s": None, "cache_hits": 0, "cache_writes": 0},

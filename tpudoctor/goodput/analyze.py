@@ -12,12 +12,15 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import gzip
+import itertools
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 from tpudoctor.errors import InputError
+from tpudoctor.goodput import inferred
 from tpudoctor.goodput.account import account
+from tpudoctor.goodput.line_patterns import Kind
 from tpudoctor.goodput.lines import read_event_blocks
 from tpudoctor.goodput.readers import READERS, Event, LineReader
 from tpudoctor.goodput.timeline import Timeline
@@ -47,6 +50,8 @@ class SourceInfo:
     """Its only times were a step line's time-of-day column (no date): step intervals, not a clock."""
     by_worker: dict = dataclasses.field(default_factory=dict)
     """Labelled worker -> [first, last] time of its lines."""
+    inferred: dict | None = None
+    """What was inferred from the log itself where no known form gave a step (clock, step template, MLLOG)."""
     cut: str | None = None
     """Why it ended before its end (a .gz cut short): what came before the cut was read."""
     clock_outliers: list = dataclasses.field(default_factory=list)
@@ -111,8 +116,10 @@ def analyze_paths(paths: Sequence[str], *, step_pattern: LineReader | None = Non
         try:
             stats: dict[str, Any] = {}
             clock = Clock(year, tz=tz)
-            timeline.feed(read_event_blocks(text_blocks(handle, info), name, clock=clock, readers=readers,
-                                            stats=stats), name)
+            known = read_event_blocks(text_blocks(handle, info), name, clock=clock, readers=readers, stats=stats)
+            held = _held_until_a_step(known, timeline, name)
+            if held is not None:  # the known forms found no step: infer the structure from the log itself
+                timeline.feed(_with_inferred(held, path, name, stats, year), name)
             _fill(info, stats)
         finally:
             if path != "-":
@@ -168,6 +175,46 @@ def _same_bytes(a: str, b: str) -> bool:
                 return True
 
 
+def _held_until_a_step(events: Iterable[Event], timeline: Timeline, name: str) -> list[Event] | None:
+    """Feed the timeline once a step line is seen (everything before it first); the events held when none is."""
+    held: list[Event] = []
+    it = iter(events)
+    for event in it:
+        held.append(event)
+        if event.kind is Kind.STEP:
+            timeline.feed(itertools.chain(held, it), name)
+            return None
+    return held
+
+
+def _with_inferred(held: list[Event], path: str, name: str, stats: dict[str, Any], year: int | None) -> list[Event]:
+    """The known forms' events with the inferred clock, steps and MLLOG timeline merged in line order."""
+    if path == "-":
+        return held
+    handle = sources.open_binary(path)
+    try:
+        lines = []
+        for block in sources.byte_blocks(sources.buffered(handle)):
+            lines.extend(sources.split_lines(block))
+            if len(lines) > inferred.MAX_LINES:
+                return held
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return held
+    finally:
+        handle.close()
+    found = inferred.infer(lines, name, year=year)
+    if found is None:
+        return held
+    events, what = found
+    stats["inferred"] = what
+    if what["first_t"] is not None:
+        stats["first_t"] = what["first_t"] if stats.get("first_t") is None else min(stats["first_t"], what["first_t"])
+        stats["last_t"] = what["last_t"] if stats.get("last_t") is None else max(stats["last_t"], what["last_t"])
+    if what["relative"] or what["mllog"]:  # the one clock of the log (MLLOG's time_ms, a counter since start)
+        stats["first_t"], stats["last_t"] = what["first_t"], what["last_t"]
+    return sorted(held + events, key=lambda e: (e.line_no or 0) if e.kind is not Kind.START else -1)
+
+
 def analyze_events(batches: Iterable[tuple[str, Iterable[Event], dict[str, Any]]], *,
                    min_ettr: float | None = None, extra: dict[str, Any] | None = None,
                    disabled_plugins: Collection[str] = (), tz: Zone = UTC) -> dict[str, Any]:
@@ -189,6 +236,7 @@ def _fill(info: SourceInfo, stats: dict[str, Any]) -> None:
     info.first_t, info.last_t = stats.get("first_t"), stats.get("last_t")
     info.year_source = stats.get("year_source")
     info.time_of_day_only = bool(stats.get("time_of_day_only"))
+    info.inferred = stats.get("inferred")
     info.clock_jumps = list(stats.get("clock_jumps") or [])
     info.by_worker = stats.get("by_worker") or {}
     info.clock_outliers = list(stats.get("clock_outliers") or [])
@@ -240,6 +288,7 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
                   "time the steps, not the job (its start and end are on no line), so the wall time is unknown")
         figures["nulls"]["wall_s"] = reason
         figures["nulls"]["ettr"] = figures["nulls"]["productive_s"] = "needs the wall time: " + reason.split(":")[0]
+    relative = _note_inferred(lead, figures)
     from tpudoctor import __version__
 
     document: dict[str, Any] = {
@@ -249,8 +298,8 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
         "sources": [i.to_dict() for i in infos],
         "lead_worker": _stream_name(primary) if primary is not None else None,
-        "wall_start": iso_utc(wall_start),
-        "wall_end": iso_utc(wall_end),
+        "wall_start": None if relative else iso_utc(wall_start),
+        "wall_end": None if relative else iso_utc(wall_end),
         "clock": {"zone": f"times without a zone are read as {tz.name}",
                   "year_from": sorted({i.year_source for i in infos if i.year_source})},
         "frameworks": dict(sorted(((k, v) for k, v in (primary.frameworks.items() if primary else [])),
@@ -268,6 +317,47 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
     document["findings"] = [f.to_dict() for f in evaluate_rules(document, rules)]
     document["gate"] = gate(figures, min_ettr)
     return document
+
+
+def _ettr_interval(figures: dict[str, Any], resolution_s: float | None) -> None:
+    """The ETTR's bounds from the clock's resolution: the wall's two ends and each run's first and last step line
+    may each be off by one tick."""
+    wall, productive = figures.get("wall_s"), figures.get("productive_s")
+    if resolution_s is None or not wall or productive is None:
+        return
+    runs = max(len(figures.get("runs") or []), 1)
+    slack = 2 * runs * resolution_s
+    low = max(productive - slack, 0.0) / (wall + 2 * resolution_s)
+    high = min((productive + slack) / max(wall - 2 * resolution_s, 1e-9), 1.0)
+    figures["ettr_interval"] = [round(low, 4), round(high, 4)]
+    figures["notes"].append(f"the clock ticks in {resolution_s:g} s: the ETTR lies in [{low:.3f}, {high:.3f}]")
+
+
+def _note_inferred(lead: SourceInfo | None, figures: dict[str, Any]) -> bool:
+    """Say which clock and which step lines were inferred, and why; True when the clock is relative (no date)."""
+    what = lead.inferred if lead is not None else None
+    if not what:
+        return False
+    figures["inferred"] = {"clock": what["clock"], "steps_from": what["steps_from"],
+                           "clock_resolution_s": what.get("resolution_s"), "durations": what.get("durations")}
+    durations = what.get("durations")
+    if durations and durations["agree"] < durations["checked"]:
+        worst = durations["worst"]
+        figures["notes"].append(f"the step times the lines print disagree with the clock's gaps in "
+                                f"{durations['checked'] - durations['agree']} of {durations['checked']} steps (worst: "
+                                f"step {worst['step']}, {worst['off_s']} s apart): one of them is wrong")
+        confidence = figures["consistency"]["confidence"]
+        confidence["level"] = "medium" if confidence["level"] == "high" else confidence["level"]
+        confidence["reasons"].append("printed step times disagree with the clock's gaps")
+    _ettr_interval(figures, what.get("resolution_s"))
+    figures["notes"].append(f"no known step form in the log; read from the log itself: {what['clock']}; "
+                            f"steps: {what['steps_from']}")
+    if what.get("mllog"):
+        figures["mllog"] = what["mllog"]
+    if what["relative"]:
+        figures["notes"].append("the clock counts time since the process started and carries no date: the wall "
+                                "time and ETTR are measured, the date is unknown")
+    return bool(what["relative"])
 
 
 def gate(figures: dict[str, Any], min_ettr: float | None) -> dict[str, Any] | None:

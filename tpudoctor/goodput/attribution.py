@@ -46,6 +46,10 @@ def attribute_startup(run: Run, median: float, figures: Figures, bands: list, or
             prev = m.t
     last = run.first_step_t - prev
     first_steps = _typical_dn(run)
+    if run.first_step_counted_from_start and run.first_step:
+        first_steps = run.first_step  # the first line stands for every step since the start (compiled once)
+    elif run.first_step is not None and not run.approx_steps and 0 <= run.first_step < first_steps:
+        first_steps = max(run.first_step, 1)  # a log counting from 0 (step 0, 1, ...) has done that many steps
     productive_first = min(median * first_steps, max(last, 0.0))
     if not marks and run.first_step_seconds is not None and run.first_step_seconds <= last:
         unsplit = last - run.first_step_seconds
@@ -76,7 +80,9 @@ def _typical_dn(run: Run) -> int:
 
 
 def attribute_steady(run: Run, median: float, threshold: float, redo_from: int | None, figures: Figures,
-            outliers: list, bands: list, origin: float) -> None:
+            outliers: list, bands: list, origin: float, normal_s: float | None = None) -> None:
+    """``normal_s``: the mean time per step of the normal intervals; an anomalous interval's excess over it is
+    badput (ml-goodput-measurement's extra time from anomalous steps)."""
     if run.first_step_t is None or run.last_step_t is None:
         return
     productive = 0.0
@@ -89,6 +95,7 @@ def attribute_steady(run: Run, median: float, threshold: float, redo_from: int |
             figures.add(CODE_BUCKETS[unknown], excess, estimated=True)
             rest -= excess
         elif dn > 0 and rest / dn > threshold:
+            excess = max(rest - (normal_s if normal_s is not None else median) * dn, 0.0)
             figures.add(OTHER, excess, other_part="step intervals far above the median, nothing in the log "
                                                   "says why")
             outliers.append({"step": end, "steps": dn, "seconds": _r(dt), "excess_s": _r(excess),

@@ -103,6 +103,8 @@ class Run:
         self.first_step_t: float | None = None
         self.last_step_t: float | None = None
         self.first_step_seconds: float | None = None
+        self.first_step_counted_from_start = False
+        """The first step line's number is the steps done since this start (MLPerf's epoch counter)."""
         self.restored_step: int | None = None
         """The checkpoint step this start restored (from its restore line), if it says."""
         self.step_lines = 0
@@ -159,6 +161,7 @@ class Run:
         if not self.stepped:
             self.first_step, self.last_step, self.first_step_t, self.last_step_t = n, n, t, t
             self.first_step_seconds = event.seconds
+            self.first_step_counted_from_start = event.mode == "counted-from-start"
             if event.seconds is not None:
                 self.reported_seconds_sum += event.seconds
                 self.reported_seconds_n += 1

@@ -169,14 +169,17 @@ class Stream:
         if run.stepped and e.step <= run.last_step:
             if e.step == run.last_step and not run.ended:
                 return  # the same step printed again (another device, another logger)
-            silence = (e.t - run.last_t) if (e.t is not None and run.last_t is not None) else None
+            # since the last step line (run.last_t already holds this line's own time)
+            silence = (e.t - run.last_step_t) if (e.t is not None and run.last_step_t is not None) else None
             median = _quick_median(run)
             long_silence = silence is not None and silence >= max(RESTART_SILENCE_S,
                                                                    RESTART_SILENCE_STEPS * (median or 0.0))
-            if run.ended or long_silence:
+            no_clock = e.t is None and run.last_step_t is None  # nothing but the step itself says it went back
+            if run.ended or long_silence or no_clock:
                 self._close_run(self._last_time_before(e))
                 why = (f"the step went back from {run.last_step} to {e.step}"
-                       + ("" if run.ended else f" after {silence:.0f} s of silence") + " (no start line)")
+                       + ("" if run.ended or silence is None else f" after {silence:.0f} s of silence")
+                       + " (no start line)")
                 run = self._open(e.t, why, e.where)
                 run.notes.append("this start has no start line: its start-up is counted from its first step")
             else:

@@ -126,8 +126,11 @@ def _op_diff(a: dict, b: dict) -> tuple[dict | None, str | None]:
 
     from tpudoctor.profile.op_diff import diff_ops
 
+    def text(value):  # a lone surrogate (JSON allows "\ud800") is no text pandas' Arrow strings can hold
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if isinstance(value, str) else value
+
     def table(doc: dict) -> pd.DataFrame:
-        return pd.DataFrame.from_records(doc["op_table"]["ops"])
+        return pd.DataFrame.from_records([{k: text(v) for k, v in op.items()} for op in doc["op_table"]["ops"]])
 
     steps_a, steps_b = (a.get("steps") or {}).get("count") or None, (b.get("steps") or {}).get("count") or None
     diff = diff_ops(table(a), table(b), baseline_steps=steps_a, candidate_steps=steps_b)

@@ -41,6 +41,9 @@ def hostname_of(file_name: str) -> str:
 def resolve(path: str | os.PathLike[str], run: str | None = None) -> ResolvedCapture:
     text = os.fspath(path)
     if locations.is_gcs(text):
+        from tpudoctor.cloud_knowledge.uri import split_user_gs_uri
+
+        split_user_gs_uri(text)  # a bucket, a valid one: said before any listing or credentials lookup
         return _resolve_listing(text, run, _Lister(text))
     local = Path(text).expanduser()
     if not local.exists():

@@ -7,6 +7,8 @@ Each module one job:
 
 * ``columns``: which stats become event columns, and ``LoadOptions`` (the loader's settings).
 * ``decoder``: the wire level: plane and line headers, metadata, every event's fields and stats.
+* ``jit_wire``, ``compiled``: the same decoding as numba-compiled kernels, their machine code cached on disk
+  and loaded with llvmlite (``LoadOptions.decoder``; the numpy decoder where numba is missing).
 * ``planes_on_disk``: a large local file walked plane by plane instead of parsed whole.
 * ``tables``: the decoded planes as the ``HostProfile`` tables (columns, categoricals, frames).
 * ``host_profile``: ``HostProfile`` itself; ``lookup``: (plane, id) -> row lookups.

@@ -6,6 +6,7 @@ Plain Python (no numpy): the CLI and the executors build options before anything
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Collection, Mapping
 
 # Stats copied into ``HostProfile.events`` columns: name -> kind. An event's own stat wins over
@@ -42,6 +43,7 @@ EVENT_STAT_COLUMNS: dict[str, str] = {
     "_c": "uint",
 }
 STAT_KINDS = ("int", "uint", "float", "str")
+DECODERS = ("auto", "jit", "numpy")
 # Always columns of ``events``, all-missing when the capture lacks them; the other stats of
 # EVENT_STAT_COLUMNS are columns only where the capture has them (a frame narrower by a dozen
 # columns is much cheaper to filter: every boolean selection copies every column).
@@ -58,6 +60,17 @@ ANALYSIS_STAT_COLUMNS: dict[str, str] = {name: EVENT_STAT_COLUMNS[name] for name
 METADATA_STATS = ("flops", "model_flops", "bytes_accessed")
 
 DEVICE_PLANE_PREFIXES = ("/device:TPU:", "/device:GPU:")
+DECODER_ENV = "TPUDOCTOR_PROFILE_DECODER"
+
+
+def _decoder_from_environment() -> str:
+    decoder = os.environ.get(DECODER_ENV, "") or "auto"
+    if decoder not in DECODERS:
+        from tpudoctor.errors import InputError
+
+        raise InputError(f"{DECODER_ENV}={decoder!r} is not a profile decoder",
+                         hint=f"set it to one of {', '.join(DECODERS)}, or unset it")
+    return decoder
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,9 +85,15 @@ class LoadOptions:
     stats: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict(EVENT_STAT_COLUMNS))
     extra_stats: Mapping[str, str] = dataclasses.field(default_factory=dict)
     metadata_stats: Collection[str] = frozenset()
+    decoder: str = dataclasses.field(default_factory=lambda: _decoder_from_environment())
+    """"jit": numba's compiled decoder, "numpy": the numpy one, "auto" (default; ``DECODER_ENV`` sets
+    another): the compiled one where numba is installed and the capture is big enough to pay for
+    loading it (``reader.jit_decoder``)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata_stats", frozenset(self.metadata_stats))
+        if self.decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {DECODERS}, not {self.decoder!r}")
         for kind in self.columns.values():
             if kind not in STAT_KINDS:
                 raise ValueError(f"stat column kind must be one of {STAT_KINDS}, not {kind!r}")

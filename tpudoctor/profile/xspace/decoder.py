@@ -10,6 +10,9 @@ time are joined into one buffer and their fields and stats decoded together with
 (``tpudoctor.profile.wire``), each field read where protobuf writes it. Plane/line headers and the
 metadata tables (thousands of entries, not millions) are read as ordinary messages.
 
+With ``jit`` (``compiled.Kernels``), each line's bytes are walked once by compiled code instead
+(``jit_wire``): the same fields and stats, 5-10x quicker than the numpy rounds on large captures.
+
 The planes come from a callable called twice (headers, then events), each line parsed when it is
 reached, so that a file read plane by plane (``planes_on_disk``) holds one parsed line at a time.
 """
@@ -123,10 +126,12 @@ class XSpaceDecoder:
     ``release`` so that the caller's parse can go before the tables are built)."""
 
     def __init__(self, planes: Callable[[], Iterable[Any]], errors: list[str], warnings: list[str],
-                 release: Callable[[], None] | None = None):
+                 release: Callable[[], None] | None = None, jit: Any = None):
+        """``jit``: the compiled decoder (``jit_kernels()``), or None for the numpy one."""
         self.planes = planes
         self.errors, self.warnings = errors, warnings
         self.release = release
+        self.jit = jit
 
     def read_headers(self) -> SpaceHeaders:
         """Plane and line headers and the metadata tables, each line parsed to count its events."""
@@ -154,11 +159,15 @@ class XSpaceDecoder:
                 meta_rows.append((plane_index, int(key), metadata.name, metadata.display_name, stats))
             n_plane_events = 0
             for line_bytes in plane.lines:
-                line = _parse_line(line_bytes, plane_index)
-                events = line.events
-                n_plane_events += len(events)
-                line_rows.append((plane_index, line.id, line.name, line.display_name, line.timestamp_ns,
-                                  line.duration_ps, len(events)))
+                if self.jit is not None:
+                    row = _line_header_jit(self.jit, line_bytes, plane_index)
+                else:
+                    line = _parse_line(line_bytes, plane_index)
+                    events = line.events
+                    row = (plane_index, line.id, line.name, line.display_name, line.timestamp_ns, line.duration_ps,
+                           len(events))
+                n_plane_events += row[6]
+                line_rows.append(row)
             planes.append(PlaneHeader(xplane_id=plane.id, name=plane.name, stats=plane_stats, n_lines=len(plane.lines),
                                       n_events=n_plane_events, n_event_metadata=len(plane.event_metadata)))
         plane = line = events = None  # the last plane's parse is not kept while the events are decoded
@@ -171,6 +180,9 @@ class XSpaceDecoder:
         """Fill ``fields`` batch by batch and yield each batch's stats (those named in ``wanted``, and
         any whose name takes more than its leading field to know; all with None). One batch's buffer
         is alive at a time: drop the batch (``del``) before asking for the next."""
+        if self.jit is not None:
+            yield from self._read_events_jit(headers, fields, wanted)
+            return
         stat_rows = RowLookup(headers.stat_ids, headers.stat_offsets)
         wanted_row = None if wanted is None else np.asarray(
             [name in wanted for names in headers.stat_names for name in names], dtype=bool)
@@ -197,6 +209,50 @@ class XSpaceDecoder:
             yield batch
             del batch
 
+    def _read_events_jit(self, headers: SpaceHeaders, fields: EventFields,
+                         wanted: Collection[str] | None) -> Iterator[StatBatch]:
+        """``read_events`` by the compiled decoder (``jit_wire``): each line's bytes walked once, its
+        events' fields written in place and its wanted stats gathered until a batch is full."""
+        jit = self.jit
+        wanted_row = np.asarray([wanted is None or name in wanted for names in headers.stat_names for name in names],
+                                dtype=bool)
+        stats = _StatArrays(BATCH_EVENTS * 2)
+        pieces: list[bytes] = []  # the batch's lines: stat texts are read from their joined bytes
+        text_base = batch_events = row = 0
+        for plane_index, plane in enumerate(self.planes()):
+            stat_ids, stat_row_offset = headers.stat_ids[plane_index], int(headers.stat_offsets[plane_index])
+            stat_row_by_id = _dense_rows(stat_ids, stat_row_offset)
+            for line_bytes in plane.lines:
+                data = np.frombuffer(line_bytes, dtype=np.uint8)
+                pos = 0
+                while True:
+                    n_events, pos, n_stats, error = jit.decode_line_events(
+                        data, pos, len(data), BATCH_EVENTS - batch_events, row, text_base, fields.metadata_id,
+                        fields.offset_ps, fields.duration_ps, stat_row_by_id, stat_ids, stat_row_offset, wanted_row,
+                        *stats.arrays,
+                        stats.n)
+                    row += n_events
+                    batch_events += n_events
+                    stats.n = n_stats
+                    if error == jit.FULL:
+                        stats.grow()
+                        continue
+                    if error != jit.OK:
+                        raise wire.WireError(f"an event of plane {plane_index} does not decode")
+                    line_done = pos >= len(data)
+                    if batch_events >= BATCH_EVENTS:
+                        yield stats.batch(pieces + [line_bytes], headers, fields)
+                        pieces, text_base, batch_events = [], 0, 0
+                        if line_done:
+                            break
+                    if line_done:
+                        pieces.append(line_bytes)
+                        text_base += len(line_bytes)
+                        break
+                del data
+        if batch_events or stats.n:
+            yield stats.batch(pieces, headers, fields)
+
     def close(self) -> None:
         """Drop the parsed planes (the caller's ``release``) and hand their heap back."""
         if self.release is not None:
@@ -206,6 +262,59 @@ class XSpaceDecoder:
 
 
 _PADDING = bytes(wire.PAD_BYTES)
+
+
+DENSE_STAT_IDS = 1 << 20  # a plane whose stat ids are all below this is looked up in a table, not searched
+
+
+def _dense_rows(ids: np.ndarray, offset: int) -> np.ndarray:
+    """Name row by stat id (-1: none) for a plane whose ids are small counters; empty otherwise."""
+    if not len(ids) or ids[0] < 0 or ids[-1] >= DENSE_STAT_IDS:
+        return np.zeros(0, dtype=np.int64)
+    table = np.full(int(ids[-1]) + 1, -1, dtype=np.int64)
+    table[ids] = np.arange(offset, offset + len(ids), dtype=np.int64)
+    return table
+
+
+class _StatArrays:
+    """The compiled decoder's stat output for one batch, grown when an event needs more room; the
+    same arrays serve every batch (fresh ones would page-fault in again each time), so a batch's
+    stats are views that the next batch overwrites: ``read_events``' rule, drop one before the next."""
+
+    def __init__(self, capacity: int):
+        self.n = 0
+        self.arrays = self._allocate(capacity)
+
+    @staticmethod
+    def _allocate(capacity: int) -> list[np.ndarray]:
+        # event, name_row, kind, raw, text_start, text_length
+        return [np.empty(capacity, dtype=dtype) for dtype in (np.int64, np.int32, np.int8, np.uint64, np.int64,
+                                                              np.int64)]
+
+    def grow(self) -> None:
+        larger = self._allocate(2 * len(self.arrays[0]))
+        for old, new in zip(self.arrays, larger, strict=True):
+            new[:self.n] = old[:self.n]
+        self.arrays = larger
+
+    def batch(self, pieces: list[bytes], headers: SpaceHeaders, fields: EventFields) -> StatBatch:
+        """The stats gathered so far as a ``StatBatch`` over the joined bytes of its lines."""
+        event, name_row, kind, raw, text_start, text_length = (array[:self.n] for array in self.arrays)
+        self.n = 0
+        stats = {"event": event, "plane": fields.plane[event], "name_row": name_row, "kind": kind, "raw": raw,
+                 "text_start": text_start, "text_length": text_length}
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        return StatBatch(stats, _StringResolver(_Bytes(data), stats, headers.stat_ids, headers.stat_names))
+
+
+class _Bytes:
+    """Plain bytes where ``_StringResolver`` reads a ``wire.Buffer``."""
+
+    def __init__(self, data: bytes):
+        self._data = data
+
+    def data(self) -> bytes:
+        return self._data
 
 
 def _batches(line_events: list[Any], line_counts: np.ndarray):
@@ -369,6 +478,31 @@ def _stat_value(stat: Any, names_by_id: dict[int, str]) -> object:
     if which is None:
         return None
     return getattr(stat, which)
+
+
+def _line_header_jit(jit: Any, data: bytes, plane_index: int) -> tuple:
+    """A ``LINE_FIELDS`` row of an XLine's bytes by the compiled decoder; where it finds the bytes
+    malformed, protobuf's parse says so (or, where protobuf takes them, ``WireError`` all the same)."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    line_id, timestamp_ns, duration_ps, name_at, name_length, display_at, display_length, n_events, error = (
+        jit.line_header(buf))
+    try:
+        if error != jit.OK:
+            raise ValueError("malformed")
+        name = data[name_at:name_at + name_length].decode("utf-8")
+        display_name = data[display_at:display_at + display_length].decode("utf-8")
+    except ValueError:
+        _parse_line(data, plane_index)
+        raise wire.WireError(f"a line of plane {plane_index} does not decode") from None
+    return plane_index, line_id, name, display_name, timestamp_ns, duration_ps, n_events
+
+
+def jit_kernels(*, compile_if_missing: bool = True) -> Any:
+    """The compiled decoder (``compiled.Kernels``), None where numba or llvmlite is missing or does not
+    load, or (``compile_if_missing`` false) where this machine has not compiled it yet."""
+    from tpudoctor.profile.xspace import compiled
+
+    return compiled.kernels(compile_if_missing)
 
 
 def _parse_line(data: bytes, plane_index: int):

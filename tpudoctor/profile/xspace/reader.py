@@ -12,13 +12,15 @@ from tpudoctor.errors import InputError
 from tpudoctor.profile import wire
 from tpudoctor.profile.schema import message_class
 from tpudoctor.profile.xspace.columns import LoadOptions
-from tpudoctor.profile.xspace.decoder import XSpaceDecoder
+from tpudoctor.profile.xspace.decoder import XSpaceDecoder, jit_kernels
 from tpudoctor.profile.xspace.host_profile import HostProfile
 from tpudoctor.profile.xspace.planes_on_disk import layout, planes_on_disk
 from tpudoctor.profile.xspace.tables import build_host_profile
 
 STREAM_MIN_BYTES = 64 << 20  # smaller files are read whole (one parse; every error message has the whole file)
 DEFAULT_OPTIONS = LoadOptions()
+JIT_MIN_BYTES = 4 << 20  # smaller captures decode in less time than the compiled decoder takes to load (~0.05 s)
+JIT_COMPILE_MIN_BYTES = 256 << 20  # compiling it (3-5 s, once per machine) pays from about this size
 
 
 def decode_host(data: bytes, *, hostname: str, source: str, options: LoadOptions = DEFAULT_OPTIONS) -> HostProfile:
@@ -39,7 +41,8 @@ def decode_host(data: bytes, *, hostname: str, source: str, options: LoadOptions
     file_size_bytes = len(data)
     del data  # parsed: the caller's read of the file need not stay while the events are decoded
     box = {"space": space}  # the decoder drops it once the events are decoded
-    decoder = XSpaceDecoder(lambda: box["space"].planes, list(space.errors), list(space.warnings), release=box.clear)
+    decoder = XSpaceDecoder(lambda: box["space"].planes, list(space.errors), list(space.warnings), release=box.clear,
+                            jit=jit_decoder(options, file_size_bytes))
     del space
     return _build(decoder, options, hostname=hostname, source=source, file_size_bytes=file_size_bytes)
 
@@ -59,12 +62,25 @@ def decode_host_file(path: str, *, hostname: str, source: str, options: LoadOpti
         with open(path, "rb") as handle:
             return decode_host(handle.read(), hostname=hostname, source=source, options=options)
     planes, errors, warnings = found
-    decoder = XSpaceDecoder(lambda: planes_on_disk(path, source, planes), errors, warnings)
+    decoder = XSpaceDecoder(lambda: planes_on_disk(path, source, planes), errors, warnings,
+                            jit=jit_decoder(options, size))
     profile = _build(decoder, options, hostname=hostname, source=source, file_size_bytes=size)
     if not profile.planes["plane_name"].astype(bool).any():
         raise InputError(f"{source} is not an XSpace profile: it decodes to no named planes",
                          hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler")
     return profile
+
+
+def jit_decoder(options: LoadOptions, size_bytes: int):
+    """The compiled decoder where ``options.decoder`` asks for it ("jit"), or lets it ("auto") and the
+    capture pays for it: from ``JIT_MIN_BYTES`` where this machine has it compiled already (loading it
+    takes milliseconds), from ``JIT_COMPILE_MIN_BYTES`` where it must be compiled first (seconds);
+    else None: the numpy decoder."""
+    if options.decoder == "numpy" or (options.decoder == "auto" and size_bytes < JIT_MIN_BYTES):
+        return None
+    if options.decoder == "auto" and size_bytes < JIT_COMPILE_MIN_BYTES:
+        return jit_kernels(compile_if_missing=False)
+    return jit_kernels()
 
 
 def _build(decoder: XSpaceDecoder, options: LoadOptions, **where) -> HostProfile:

@@ -1,0 +1,97 @@
+"""A view as one self-contained HTML page (no external assets): the title, each section under its heading,
+findings as a list with their fixes, tables, preformatted blocks, and the charts (bars drawn in SVG)."""
+
+from __future__ import annotations
+
+from tpudoctor.findings import Finding
+from tpudoctor.reports.escape import html as e
+from tpudoctor.reports.view import (
+    Chart,
+    Section,
+    Table,
+    View,
+    evidence_lines,
+    finding_line,
+    shows_fix,
+)
+
+STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:#1f2328}"
+         "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left;"
+         "vertical-align:top}.r{text-align:right}.PASS{color:#1a7f37}.WARN{color:#9a6700}.FAIL{color:#cf222e}"
+         ".SKIP{color:#6e7781}.ERROR{color:#8250df}.marked{background:#fff8c5}"
+         ".box{border:2px solid #cf222e;border-radius:6px;padding:0 1em;margin:1em 0}"
+         "pre,code{background:#f6f8fa}pre{padding:.5em;overflow-x:auto}.bar{fill:#69c}.bar.marked{fill:#cf222e}")
+BAR_WIDTH = 400
+
+
+def emit(view: View) -> str:
+    parts = ["<!doctype html><html><head><meta charset=\"utf-8\">", f"<title>tpudoctor {e(view.kind)}</title>",
+             f"<style>{STYLE}</style></head><body>", f"<h1>{e(view.title)}</h1>"]
+    parts += [f"<p>{e(note)}</p>" for note in view.notes]
+    for section in view.sections:
+        parts += _section(section)
+    return "\n".join(parts) + "\n</body></html>\n"
+
+
+def _section(section: Section) -> list[str]:
+    parts = ["<div class=\"box\">" if section.marked else ""]
+    if section.title:
+        parts.append(f"<h{section.level}>{e(section.title)}</h{section.level}>")
+    parts += [f"<p>{e(note)}</p>" for note in section.notes]
+    if section.findings:
+        parts += ["<ul>", *(_finding(f, brief=f.id in section.shown_above, scope=not section.scope_said)
+                               for f in section.findings), "</ul>"]
+    if section.table is not None:
+        parts.append(table_html(section.table))
+    if section.code or section.commands:
+        parts.append("<pre>" + e("\n".join([*section.code, *section.commands])) + "</pre>")
+    if section.chart is not None:
+        parts.append(chart_svg(section.chart))
+    if section.marked:
+        parts.append("</div>")
+    return [p for p in parts if p]
+
+
+def _finding(finding: Finding, *, brief: bool = False, scope: bool = True) -> str:
+    out = [f"<li class=\"{finding.status.value}\">{e(finding_line(finding, scope=scope))}"]
+    if brief:
+        return out[0] + " (see above)</li>"
+    fix = finding.remediation
+    if fix is not None and shows_fix(finding):
+        if fix.text:
+            out.append(f"<br>fix: {e(fix.text)}")
+        out += [f"<br><code>{e(c)}</code>" for c in fix.commands]
+        if fix.docs_url:
+            out.append(f"<br>docs: {e(fix.docs_url)}")
+    if finding.evidence:
+        out.append("<details><summary>evidence</summary><pre>" + e("\n".join(evidence_lines(finding)))
+                   + "</pre></details>")
+    return "".join(out) + "</li>"
+
+
+def table_html(table: Table) -> str:
+    right = [i < len(table.align) and table.align[i] == "r" for i in range(len(table.columns))]
+    head = "".join(f"<th>{e(c)}</th>" for c in table.columns)
+    rows = []
+    for n, row in enumerate(table.rows):
+        cells = "".join(f"<td class=\"r\">{e(c)}</td>" if r else f"<td>{e(c)}</td>"
+                        for c, r in zip(row, right, strict=True))
+        rows.append(f"<tr class=\"marked\">{cells}</tr>" if n in table.marked_rows else f"<tr>{cells}</tr>")
+    return f"<table><tr>{head}</tr>" + "".join(rows) + "</table>"
+
+
+def chart_svg(chart: Chart) -> str:
+    """One bar per item, scaled to the largest; the label left of it, its value right."""
+    top = max((b.value for b in chart.bars), default=0) or 1
+    row, label_w = 20, 160
+    height = row * len(chart.bars) + 10
+    out = [f"<h3>{e(chart.title)}</h3>",
+           f"<svg width=\"{label_w + BAR_WIDTH + 120}\" height=\"{height}\" role=\"img\" aria-label=\"{e(chart.title)}\">"]
+    for i, bar in enumerate(chart.bars):
+        y = 5 + i * row
+        width = max(BAR_WIDTH * bar.value / top, 0)
+        out.append(f"<text x=\"0\" y=\"{y + 13}\">{e(bar.label)}</text>"
+                   f"<rect class=\"bar{' marked' if bar.marked else ''}\" x=\"{label_w}\" y=\"{y}\" "
+                   f"width=\"{width:.0f}\" height=\"14\"></rect>"
+                   f"<text x=\"{label_w + width + 6:.0f}\" y=\"{y + 13}\">{e(bar.text)}</text>")
+    return "".join(out) + "</svg>"

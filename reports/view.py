@@ -1,0 +1,161 @@
+"""The view model: what a report shows, said once per report kind; the emitters (``reports/emit_*.py``) draw it,
+one per format.
+
+A ``View`` is a title, a few lines under it, ``Section``s (sentences, a ``Table``, preformatted lines, a ``Chart``,
+findings) and the facts its JUnit suite carries. Every string in it is plain text taken from the document: the
+emitters escape each one by their format's rule, so a view never escapes anything. ``render(document, fmt)`` is
+``EMITTERS[fmt](VIEWS[kind](document))`` (``tpudoctor.rendering``).
+
+A finding is shown one way in every kind (``finding_line``): ``[✗] ID Title (on chip 3): message``, then its fix
+(``fix:`` and ``$ command`` lines, ``docs:``) when it is not a pass, and its evidence with ``-v``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tpudoctor.findings import Finding, Status
+from tpudoctor.reports.markers import MARKERS, scope_words
+
+EVIDENCE_CHARS = 300
+"""An evidence value shown with ``-v`` is cut here: the JSON document holds it whole."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    align: str = ""
+    """One letter per column, ``l`` or ``r`` (missing: ``l``); text pads and HTML/Markdown align by it."""
+    marked_rows: frozenset[int] = frozenset()
+    """Rows to set apart (HTML shades them, Markdown and text say nothing more than the cells)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Bar:
+    label: str
+    value: float
+    text: str
+    """The value as words beside the bar."""
+    marked: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Chart:
+    """Horizontal bars, drawn by HTML only (text and Markdown have the same figures in a table)."""
+
+    title: str
+    bars: tuple[Bar, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+    title: str = ""
+    notes: tuple[str, ...] = ()
+    """Sentences, one line each."""
+    findings: tuple[Finding, ...] = ()
+    table: Table | None = None
+    code: tuple[str, ...] = ()
+    """Preformatted lines (a stack), kept as they are."""
+    commands: tuple[str, ...] = ()
+    """Shell commands to run: ``$ command`` in text, a ``sh`` block in Markdown."""
+    chart: Chart | None = None
+    verbose_only: bool = False
+    """Shown with ``-v`` (text and Markdown); HTML shows every section."""
+    marked: bool = False
+    """Set apart (HTML frames it): the root cause, the verdict."""
+    level: int = 2
+    """Its heading's level: 2 a part of the report, 3 a part of the part before."""
+    evidence: bool = False
+    """Its findings' evidence shown without ``-v`` (the root cause)."""
+    shown_above: tuple[str, ...] = ()
+    """Ids of findings a part before showed whole: here their line only."""
+    scope_said: bool = False
+    """Its findings' messages say where they hold (a merged report's "FAIL on 2 of 64 workers (3, 7)"), so
+    their line does not say it again."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    """What the JUnit testsuite says besides its testcases."""
+
+    name: str
+    classname: str
+    """Each testcase's; ``{step}`` becomes the finding's triage step (``step1_node``)."""
+    duration_s: float | None = None
+    timestamp: str = ""
+    hostname: str = ""
+    properties: tuple[tuple[str, str], ...] = ()
+    summary: str = ""
+    """The suite's ``system-out``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class View:
+    kind: str
+    """``tpudoctor <kind>``: the HTML page's title."""
+    title: str
+    notes: tuple[str, ...]
+    sections: tuple[Section, ...]
+    findings: tuple[Finding, ...]
+    """Every finding of the report, for JUnit (a section shows them to people)."""
+    suite: Suite
+    details: tuple[tuple[Suite, tuple[Finding, ...]], ...] = ()
+    """JUnit suites of detail (a merged report's workers): never failed, the main suite counts their findings."""
+
+
+def classname(suite: Suite, finding: Finding) -> str:
+    step = f"step{int(finding.step)}_{finding.step.name.lower()}" if finding.step is not None else "other"
+    return suite.classname.format(step=step)
+
+
+def findings_of(document: dict[str, Any]) -> tuple[Finding, ...]:
+    return tuple(Finding.from_dict(raw) for raw in document.get("findings") or ())
+
+
+def shows_fix(finding: Finding) -> bool:
+    return finding.remediation is not None and finding.status in (Status.FAIL, Status.WARN, Status.ERROR)
+
+
+def where_words(finding: Finding) -> str:
+    """``on workers 0-7; host t1v-0``: the scope, worker lists folded into ranges; empty for a pass."""
+    if finding.status is Status.PASS:
+        return ""
+    scope = finding.scope
+    if len(scope.workers) > 2:
+        from tpudoctor.pod.worker_ids import describe_workers
+
+        named = scope_words(dataclasses.replace(scope, workers=()))
+        workers = f"on workers {describe_workers(scope.workers)}"
+        return workers + (f"; {named.removeprefix('on ')}" if named else "")
+    return scope_words(scope)
+
+
+def finding_line(finding: Finding, *, scope: bool = True) -> str:
+    """The one line of a finding in every kind and format: ``[✗] ID Title (scope): message`` (``scope=False``:
+    the message says where)."""
+    where = where_words(finding) if scope else ""
+    where = f" ({where})" if where else ""
+    message = finding.message
+    if finding.status is Status.SKIP and "blocked_by" in finding.evidence:
+        message = f"blocked by {finding.evidence['blocked_by']}"  # the blocker's own line says why
+    return f"{MARKERS[finding.status]} {finding.id} {finding.title}{where}: {message}"
+
+
+def evidence_lines(finding: Finding) -> list[str]:
+    """``key: value``, one per evidence item (``-v``), each cut at ``EVIDENCE_CHARS``."""
+    out = []
+    for key, value in finding.evidence.items():
+        shown = value if isinstance(value, str) else json.dumps(value, default=str)
+        if len(shown) > EVIDENCE_CHARS:
+            shown = shown[:EVIDENCE_CHARS - 3] + "..."
+        out.append(f"{key}: {shown}")
+    return out
+
+
+def properties(pairs: Sequence[tuple[str, Any]]) -> tuple[tuple[str, str], ...]:
+    """JUnit properties: the pairs whose value says something, as strings."""
+    return tuple((name, str(value)) for name, value in pairs if value)

@@ -1,0 +1,1 @@
+"""One view per report kind: ``view(document) -> reports.view.View``, read from the prepared document."""

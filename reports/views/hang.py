@@ -1,0 +1,205 @@
+"""The hang report's view, read from the prepared document: the verdict and the root cause first (who, which
+frame, who waits, since when), the decision with its commands, the processes grouped by where they stand (as
+``py-spy dump`` prints stacks: "63 workers: ..." once, "worker 5: ..." apart), Megascale digests, the findings."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from tpudoctor.findings import Status
+from tpudoctor.hang.model import Frame
+from tpudoctor.hang.report import STACK_DUMPS_SOURCE
+from tpudoctor.hang.rule import Category, is_library
+from tpudoctor.reports.markers import MARKERS
+from tpudoctor.reports.view import Section, Suite, Table, View, findings_of, properties
+
+MAX_FRAMES = 14
+VERDICT_WORDS = {"hung": "HUNG", "progressing": "PROGRESSING", "unknown": "UNKNOWN", "no_process": "NO PROCESS"}
+VERDICT_STATUS = {"hung": Status.FAIL, "progressing": Status.PASS, "unknown": Status.WARN, "no_process": Status.FAIL}
+
+Member = tuple[str | None, int]
+
+
+def members_words(members: Sequence[Member]) -> str:
+    """``worker 5 (pid 1234)``, ``63 workers: 0-4, 6-63``, ``pid 6454``, ``3 processes (pids 1, 2, 3)``."""
+    from tpudoctor.pod.worker_ids import describe_workers
+
+    workers = sorted({w for w, _ in members if w is not None}, key=lambda w: (0, int(w), w) if w.isdigit() else (1, 0, w))
+    pids = [p for _, p in members if p]
+    if workers:
+        if len(workers) == 1:  # pid 0: a pasted dump that does not name its process
+            return f"worker {workers[0]}" + (f" (pid {pids[0]})" if len(pids) == 1 else
+                                               f" ({len(pids)} processes)" if pids else "")
+        return f"{len(workers)} workers: {describe_workers(workers, limit=10)}"
+    if len(pids) == 1:
+        return f"pid {pids[0]}"
+    shown = ", ".join(str(p) for p in pids[:10]) + (" ..." if len(pids) > 10 else "")
+    return f"{len(pids)} processes (pids {shown})"
+
+
+def category_words(category: str) -> str:
+    try:
+        return Category(category).label
+    except ValueError:
+        return category.replace("_", " ")
+
+
+def frame_lines(frames: Iterable[Frame], *, limit: int = MAX_FRAMES, code: bool = True) -> list[str]:
+    """Frames innermost first as py-spy dump prints them, the source line under each (``--locals`` is never read)."""
+    frames = [f for f in frames if not f.file.startswith("<frozen")]
+    lines = []
+    for frame in frames[:limit]:
+        lines.append(f"{frame.function} ({frame.where})")
+        if code and frame.code and not is_library(frame):
+            lines.append(f"    {frame.code}")
+    if len(frames) > limit:
+        lines.append(f"... {len(frames) - limit} more frame(s)")
+    return lines
+
+
+def _frames(rows: Iterable[dict[str, Any]] | None) -> list[Frame]:
+    return [Frame.from_dict(row) for row in rows or ()]
+
+
+def _members(group: dict[str, Any]) -> list[Member]:
+    return [(m.get("worker"), int(m["pid"])) for m in group["members"]]
+
+
+def summary_line(doc: dict[str, Any]) -> str:
+    count = len([p for p in doc["processes"] if p.get("pid") or p.get("stack")])  # a pasted dump may not name its pid
+    workers = doc.get("workers") or {}
+    from_dumps = str((doc.get("environment") or {}).get("source", "")).startswith(STACK_DUMPS_SOURCE)
+    if workers:
+        silent = sum(1 for w in workers.values() if w.get("status") == "no_report")
+        where = f" on {len(workers)} workers" + (f" ({silent} sent no report)" if silent else "")
+    else:
+        where = " from stack dumps" if from_dumps else f" on {doc['host']}" if doc.get("host") else ""
+    samples, interval = int(doc["samples"]), float(doc["interval_s"])
+    said = f"{samples} sample(s)"
+    if samples > 1 and interval <= 0:
+        said += " (the dumps carry no time of their own)"
+    elif samples > 1:
+        said += f" about {interval:.0f}s apart by the files' times" if from_dumps else f" {interval:g}s apart"
+    return f"{count} process(es){where}, {said}"
+
+
+def _verdict(doc: dict[str, Any]) -> Section:
+    verdict, cause = doc["verdict"], doc.get("root_cause")
+    hung = cause is not None and verdict == "hung"
+    headline = cause["headline"] if hung else doc["verdict_why"]
+    rate = f" at {doc['steps_per_s']:.2f} steps/s" if verdict == "progressing" and doc.get("steps_per_s") else ""
+    notes = [f"{MARKERS[VERDICT_STATUS[verdict]]} {VERDICT_WORDS[verdict]}{rate} (confidence {doc['confidence']}): "
+             f"{headline}"]
+    if hung:
+        if cause.get("stalled_since"):
+            since = dt.datetime.fromisoformat(cause["stalled_since"])
+            ago = max((dt.datetime.fromisoformat(doc["started_at"]) - since).total_seconds(), 0)
+            notes.append(f"no step since {since.astimezone().strftime('%Y-%m-%d %H:%M:%S')} ({ago:.0f}s before this run)")
+        if cause.get("detail") and cause["detail"] not in headline:
+            notes.append(cause["detail"])
+        notes.append(f"why hung: {doc['verdict_why']}")
+    elif cause is not None:
+        notes.append(f"if it is stuck: {cause['headline']}")
+    return Section(notes=tuple(notes), marked=True)
+
+
+def _decision(doc: dict[str, Any]) -> Section | None:
+    d = doc.get("decision")
+    if not d:
+        return None
+    return Section(f"Decision: {d['action']} (confidence {d['confidence']})", notes=(d["why"], d["text"]),
+                   commands=tuple(d["commands"]))
+
+
+def _groups(doc: dict[str, Any]) -> list[Section]:
+    if not doc["groups"]:
+        return []
+    states = {(p.get("worker"), int(p["pid"])): p for p in doc["processes"]}
+    last_threads = {(c.get("worker"), int(c["pid"])): (c["samples"][-1].get("threads") or [])
+                    for c in doc.get("captures") or [] if c.get("samples")}
+    rows, sections = [], []
+    for group in doc["groups"]:
+        members = _members(group)
+        state = next((states[m] for m in members if m in states), None)
+        progress = _progress(group, members, states)
+        frame = Frame.from_dict(state["frame"]) if state and state.get("frame") else None
+        rows.append((members_words(members), category_words(group["category"]),
+                     f"{frame.function} ({frame.where})" if frame else "", progress,
+                     "odd one out" if group.get("odd_one_out") else ""))
+        threads = last_threads.get(members[0]) or []
+        sections += _group_sections(group, members, state, progress, threads)
+    table = Table(("processes", "where", "frame", "progress", ""), tuple(rows),
+                  marked_rows=frozenset(i for i, g in enumerate(doc["groups"]) if g.get("odd_one_out")))
+    head = Section("Where the processes stand", notes=("training thread, innermost frame first; like py-spy dump",),
+                   table=table)
+    return [head, *sections]
+
+
+def _progress(group: dict[str, Any], members: list[Member], states: dict[Member, dict[str, Any]]) -> str:
+    """``frozen``, ``moving`` or ``2 frozen, 1 unknown``; nothing for processes with no stack."""
+    if group["category"] in (Category.UNKNOWN.value, Category.GONE.value):
+        return ""
+    counts: dict[str, int] = {}
+    for member in members:
+        if member in states:
+            counts[states[member]["progress"]] = counts.get(states[member]["progress"], 0) + 1
+    return next(iter(counts)) if len(counts) == 1 else ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+
+
+def _group_sections(group: dict[str, Any], members: list[Member], state: dict[str, Any] | None, progress: str,
+                    threads: list[dict[str, Any]]) -> list[Section]:
+    title = f"{members_words(members)}: {category_words(group['category'])}" + (f", {progress}" if progress else "")
+    notes = [n for n in ((state or {}).get("detail"), (state or {}).get("progress_why")) if n]
+    if not group["stack"]:
+        return [Section(title + (" (the odd one out)" if group.get("odd_one_out") else ""), notes=tuple(notes))]
+    thread = next((t for t in threads if t.get("name") == group["thread"]), None)
+    status = ("active" if thread["active"] else "idle") if thread else "?"
+    notes.append(f"Thread {str(thread['tid']) + ' ' if thread else ''}({status}): {group['thread']!r}")
+    code = frame_lines(_frames(group["stack"]))
+    others = [t for t in threads if t.get("name") != group["thread"] and t.get("frames")]
+    shown: list[str] = []
+    extra: list[str] = []
+    for other in others:
+        frames = _frames(other["frames"])
+        lines = [f"Thread {other['tid']} ({'active' if other.get('active') else 'idle'}): {other['name']!r}",
+                 *(f"  {line}" for line in frame_lines(frames, limit=6)),
+                 *(f"  holds: {held}" for f in frames for held in f.holding)]
+        important = group.get("odd_one_out") and (other.get("active") or any(f.holding for f in frames))
+        (shown if important else extra).extend(lines)
+    sections = [Section(title + (" (the odd one out)" if group.get("odd_one_out") else ""), notes=tuple(notes),
+                        code=tuple(code + shown), level=3)]
+    native = _frames((state or {}).get("native"))
+    if native or extra:
+        more = ([*("native frames under it:", *frame_lines(native, code=False, limit=8))] if native else []) + extra
+        sections.append(Section(f"{members_words(members)}: more threads and native frames", code=tuple(more),
+                                verbose_only=True, level=3))
+    return sections
+
+
+def _digests(doc: dict[str, Any]) -> Section | None:
+    digests = doc.get("digests") or []
+    if not digests:
+        return None
+    notes = []
+    for d in digests[-5:]:
+        hosts = f"; culprits {', '.join(d['culprit_hosts'])}" if d.get("culprit_hosts") else ""
+        pcs = f"; program counters {d['program_counters']}" if d.get("program_counters") else ""
+        notes.append(f"{d['kind']}: {d.get('cause') or d['headline'][:160]}{hosts}{pcs} ({d['source']}:{d['line_no']})")
+    return Section("Megascale", notes=tuple(notes))
+
+
+def view(doc: dict[str, Any]) -> View:
+    findings = findings_of(doc)
+    target = doc.get("target") or {}
+    version = (doc.get("tool") or {}).get("version", "")
+    title = " · ".join([f"tpudoctor hang {version}"] + [f"{k} {target[k]}" for k in ("project", "zone", "tpu", "worker")
+                                                        if target.get(k)])
+    sections = [_verdict(doc), _decision(doc), *_groups(doc), _digests(doc), Section("Findings", findings=findings)]
+    decision = doc.get("decision") or {}
+    suite = Suite("tpudoctor hang", "tpudoctor.hang", duration_s=float(doc.get("duration_s") or 0.0),
+                  timestamp=doc["started_at"], hostname=doc.get("host") or "", properties=properties((
+                      ("verdict", doc["verdict"]), ("confidence", doc["confidence"]),
+                      ("decision", decision.get("action", "")), *target.items())))
+    return View("hang", title, (summary_line(doc),), tuple(s for s in sections if s is not None), findings, suite)

@@ -1,0 +1,176 @@
+"""The view of a merged pod report (``tpudoctor merge``, ``check --all-workers``): the slice (which workers
+reported) and a worker x step map of the worst status each worker gave, the root cause, the folded results step
+by step, the closing sentence; in JUnit the merged suite and one suite of detail per worker that reported.
+
+The map is computed here from the document (which worker gave which status in which step): formatting of data
+already in the report, not analysis.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tpudoctor.findings import Finding, Status, Step, natural_key, root_cause, worst_status
+from tpudoctor.reports import escape
+from tpudoctor.reports.markers import MARKERS, WORDS
+from tpudoctor.reports.view import Section, Suite, View, properties, where_words
+
+MATRIX_MAX_WORKERS = 64
+CELL = {Status.PASS: "✓", Status.WARN: "!", Status.FAIL: "✗", Status.ERROR: "?", Status.SKIP: "-"}
+NO_REPORT = "?"  # unknown: the worker said nothing (POD-001/POD-003/POD-007 say why), which is not a failed check
+NOT_RUN = ""
+LEGEND = "✓ ok  ! warning  ✗ failed  ? could not run or no report  - skipped"
+
+
+def worker_step_matrix(document: dict[str, Any]) -> dict[str, dict[int, str]]:
+    """worker -> step -> cell: the worst status that worker gave in that step; NO_REPORT for a silent worker."""
+    workers = dict(document.get("workers") or {})
+    for worker in (document.get("slice") or {}).get("workers_expected") or []:
+        workers.setdefault(worker, {})  # an expected worker with no report at all is drawn too, as "?"
+    matrix: dict[str, dict[int, str]] = {}
+    for worker, entry in sorted(workers.items(), key=lambda kv: natural_key(kv[0])):
+        report = entry.get("report")
+        if not report:
+            matrix[worker] = {int(s): NO_REPORT for s in Step}
+            continue
+        by_step: dict[int, list[Status]] = {}
+        for result in report.get("results") or []:
+            if result.get("step"):
+                by_step.setdefault(int(result["step"]), []).append(Status(result["status"]))
+        matrix[worker] = {int(s): CELL[worst_status(by_step[int(s)])] if int(s) in by_step else NOT_RUN
+                          for s in Step}
+    return matrix
+
+
+def _slice(document: dict[str, Any]) -> Section:
+    from tpudoctor.pod.worker_ids import describe_workers
+
+    info = document.get("slice") or {}
+    expected, reported = info.get("workers_expected") or [], info.get("workers_reported") or []
+    target = document.get("target") or {}
+    name = f"{target.get('tpu')}: " if target.get("tpu") else ""
+    outside = [w for w in reported if expected and w not in expected]
+    counted = len(reported) - len(outside)
+    line = (f"Pod slice {name}{counted} of {len(expected) or len(document.get('workers') or {})} workers reported"
+            + (f", and worker {describe_workers(outside)} outside the expected workers "
+               f"({describe_workers(expected)})" if outside else "")
+            + f" (from {info.get('source') or 'reports'})")
+    notes = [line, *(f"left out: {why}" for why in info.get("left_out") or [])]
+    matrix = worker_step_matrix(document)
+    steps = [s for s in Step if any(row[int(s)] not in (NOT_RUN, NO_REPORT) for row in matrix.values())] or list(Step)
+    if len(matrix) > MATRIX_MAX_WORKERS:
+        return Section("Workers", notes=(*notes, *(_step_summary(step, matrix) for step in steps)))
+    return Section("Workers", notes=tuple(notes), code=tuple(_matrix_lines(matrix, steps)))
+
+
+def _matrix_lines(matrix: dict[str, dict[int, str]], steps: list[Step]) -> list[str]:
+    """A row per step, a column per worker (one character each; numbered workers headed by their digits,
+    others by their place, named below), then the legend."""
+    workers = list(matrix)
+    if not workers:
+        return []
+    numeric = all(w.isdigit() for w in workers)
+    label_width = max(len(f"{int(s)} {s.name.lower()}") for s in steps) + 2
+    lines = []
+    if numeric and len(workers) > 10:
+        lines.append(" " * label_width + "".join(w[-2] if len(w) > 1 else " " for w in workers))
+    header = "".join(w[-1] for w in workers) if numeric else " ".join(f"{i}" for i in range(len(workers)))
+    lines.append("worker".ljust(label_width) + header)
+    for step in steps:
+        cells = [matrix[w][int(step)] or " " for w in workers]
+        lines.append(f"{int(step)} {step.name.lower()}".ljust(label_width) + ("" if numeric else " ").join(cells))
+    if not numeric:
+        lines.append("columns: " + ", ".join(f"{i}={w}" for i, w in enumerate(workers)))
+    return [*lines, LEGEND]
+
+
+def _step_summary(step: Step, matrix: dict[str, dict[int, str]]) -> str:
+    from tpudoctor.pod.worker_ids import describe_workers
+
+    groups: dict[str, list[str]] = {}
+    for worker, row in matrix.items():
+        groups.setdefault(row[int(step)], []).append(worker)
+    parts = []
+    for cell in ("✗", "?", "!", "-", "✓", NOT_RUN):
+        if cell in groups:
+            ws = groups[cell]
+            who = f" ({describe_workers(ws, limit=8)})" if cell in ("✗", "?", "!") else ""
+            parts.append(f"{cell or 'not run'} {len(ws)}{who}")
+    return f"{int(step)} {step.name.lower()}: " + ", ".join(parts)
+
+
+def _steps(findings: list[Finding], cause: Finding | None) -> list[Section]:
+    """One part per triage step; a step none of whose checks could apply is one line with the reasons."""
+    sections = []
+    for step in Step:
+        in_step = [f for f in findings if f.step == step]
+        if not in_step:
+            continue
+        title = f"{int(step)}. {step.label}"
+        if all(f.status is Status.SKIP for f in in_step):
+            reasons = list(dict.fromkeys(f.evidence.get("root_skip_reason") or f.skip_reason or f.message
+                                         for f in in_step))
+            brief = Section(title, notes=(f"{MARKERS[Status.SKIP]} {len(in_step)} check(s) skipped: {reasons[0]}",
+                                          *(f"also: {r}" for r in reasons[1:3])))
+            sections += [brief, Section(title, findings=tuple(in_step), verbose_only=True, scope_said=True)]
+            continue
+        shown = (cause.id,) if cause is not None and cause in in_step else ()
+        sections.append(Section(title, findings=tuple(in_step), shown_above=shown, scope_said=True))
+    others = [f for f in findings if f.step is None]
+    if others:
+        sections.append(Section("Other", findings=tuple(others), scope_said=True))
+    return sections
+
+
+def summary_sentence(findings: list[Finding], cause: Finding | None) -> str:
+    """``tpudoctor found 2 issue(s) (1 warning, 1 failed, 3 ok). Root cause: NODE-001.`` or
+    ``No issues found (3 ok).``; a warning is an issue."""
+    counts = {s: sum(f.status is s for f in findings) for s in Status}
+    problems = counts[Status.FAIL] + counts[Status.ERROR] + counts[Status.WARN]
+    tally = ", ".join(f"{counts[s]} {WORDS[s]}" for s in Status if counts[s]) or "no checks ran"
+    if not problems:
+        return f"No issues found ({tally})."
+    where = where_words(cause) if cause is not None else ""
+    named = f" Root cause: {cause.id}{f' {where}' if where else ''}." if cause is not None else ""
+    return escape.plain(f"tpudoctor found {problems} issue(s) ({tally}).{named}")  # worker ids are one line here
+
+
+def _in_order(document: dict[str, Any]) -> list[Finding]:
+    findings = [Finding.from_dict(raw) for raw in document.get("results") or []]
+    return sorted(findings, key=lambda f: int(f.step) if f.step is not None else len(Step) + 1)
+
+
+def _worker_suites(document: dict[str, Any]) -> tuple[tuple[Suite, tuple[Finding, ...]], ...]:
+    details = []
+    for worker, entry in (document.get("workers") or {}).items():
+        own = entry.get("report")
+        if own:
+            findings = tuple(_in_order(own))
+            details.append((Suite(f"tpudoctor check worker {worker}", "tpudoctor.{step}",
+                                  duration_s=float(own.get("duration_s") or 0.0), timestamp=own.get("started_at", ""),
+                                  hostname=str(own.get("host") or ""), properties=properties((
+                                      *(own.get("target") or {}).items(),
+                                      ("detail", "this worker's own results; the merged suite counts their failures"))),
+                                  summary=summary_sentence(list(findings), root_cause(findings))), findings))
+    return tuple(details)
+
+
+def view(document: dict[str, Any]) -> View:
+    findings = _in_order(document)
+    cause = root_cause(findings)
+    target = document.get("target") or {}
+    version = (document.get("tool") or {}).get("version", "")
+    title = " · ".join([f"tpudoctor {version}", *(f"{k} {target[k]}" for k in ("project", "zone", "tpu", "worker")
+                                                   if target.get(k)), f"host {document.get('host', '')}"])
+    sections = [_slice(document)]
+    if cause is not None:
+        step = f"step {int(cause.step)}, {cause.step.label}" if cause.step is not None else "outside the steps"
+        sections.append(Section(f"Root cause ({step}): {cause.id} {cause.title}: {WORDS[cause.status]}",
+                                findings=(cause,), evidence=True, marked=True, scope_said=True))
+    sections += _steps(findings, cause)
+    summary = summary_sentence(findings, cause)
+    sections.append(Section(notes=(summary,)))
+    suite = Suite("tpudoctor check (merged across workers)", "tpudoctor.{step}",
+                  duration_s=float(document.get("duration_s") or 0.0), timestamp=document.get("started_at", ""),
+                  hostname=str(document.get("host") or ""), properties=properties(target.items()), summary=summary)
+    return View("check", title, (), tuple(sections), tuple(findings), suite, _worker_suites(document))

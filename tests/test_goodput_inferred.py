@@ -1,0 +1,210 @@
+"""goodput on logs no known form reads: the clock and step series inferred from the log itself, and MLPerf's
+MLLOG result logs (tests/data/logs/training_heldout_2, frozen and labelled by hand before the reader changed)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from tpudoctor.goodput.analyze import analyze_paths
+
+HELD_OUT = Path(__file__).parent / "data" / "logs" / "training_heldout_2"
+LOGS = tomllib.loads((HELD_OUT / "manifest.toml").read_text(encoding="utf-8"))["log"]
+MLLOGS = [log for log in LOGS if log.get("mllog")]
+RULESET = {"v10": "1.0.0", "v20": "2.0.0", "v31": "3.1.0", "v40": "4.0.0"}
+
+
+@pytest.mark.parametrize("log", MLLOGS, ids=lambda log: log["file"].removesuffix(".log"))
+def test_mllog_init_and_run_equal_mlcommons_own_reading(log):
+    """init and run durations to the millisecond: the hand label, and mlcommons' mlperf-logging parser."""
+    parser = pytest.importorskip("mlperf_logging.compliance_checker.mlp_parser")
+    path = HELD_OUT / log["file"]
+    lines, failed = parser.parse_file(str(path), ruleset=RULESET[log["file"].split("_")[1]])
+    assert not failed
+    at = {}
+    for line in lines:
+        at.setdefault(line.key, line.timestamp)
+    theirs = (round(at["init_stop"] - at["init_start"]), round(at["run_stop"] - at["run_start"]))  # milliseconds
+    doc = analyze_paths([str(path)])
+    g = doc["goodput"]
+    assert (g["mllog"]["init_ms"], g["mllog"]["run_ms"]) == theirs == (log["init_ms"], log["run_ms"])
+    assert doc["workers"][0]["step_lines"] == g["mllog"]["blocks"] == log["steps_logged"] and g["failures"] == []
+
+
+def test_fairseq_on_tpu_reads_its_steps_clock_and_start():
+    """fairseq's train_inner lines (issue 2338) were 'no step line'; now 4 step lines 100..400, its Python-logging
+    clock, and its own wall= counter putting the process start 439 s before the first line: ETTR 0.219."""
+    g = analyze_paths([str(HELD_OUT / "fairseq_tpu_v3_8_transformer_2338.log")])["goodput"]
+    assert (g["first_step"], g["last_step"], g["wall_s"]) == (100, 400, 547.0)
+    assert g["ettr"] == pytest.approx(0.219, abs=0.01)
+    assert "num_updates=<*>" in g["inferred"]["steps_from"] and "ISO" in g["inferred"]["clock"]
+    # the 100 updates to 200 took 48 s against 30 s: the two 'XLA compilation detected' lines inside say why
+    assert g["badput"]["PROGRAM_STARTUP"]["seconds"] == pytest.approx(18.0)
+
+
+def test_a_relative_clock_gives_wall_time_but_no_date():
+    doc = analyze_paths([str(HELD_OUT / "jax_gpu_jit_elapsed_minutes.log")])
+    assert doc["wall_start"] is None and doc["goodput"]["wall_s"] == pytest.approx(78.6)
+    assert doc["goodput"]["ettr"] == pytest.approx(0.71, abs=0.02)
+
+
+def _run_lines() -> list[tuple[float, str]]:
+    """One synthetic run: steps 1-10 two seconds apart, a relaunch after 90 s that resumes at step 6, steps 6-20."""
+    out, t = [], 0.0
+    for step in range(1, 11):
+        t += 2.0
+        out.append((t, f"step {step} | loss {3.0 - step / 100:.3f} | 2.00 s/step"))
+    t += 90.0
+    for step in range(6, 21):
+        t += 2.0
+        out.append((t, f"step {step} | loss {3.0 - step / 100:.3f} | 2.00 s/step"))
+    return out
+
+
+def _iso(t: float, sep: str = "T", zone: str = "Z") -> str:
+    import datetime as dt
+
+    return (dt.datetime(2026, 1, 5, 10, 0, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=t)).strftime(
+        f"%Y-%m-%d{sep}%H:%M:%S.%f")[:-3] + zone
+
+
+def _glog(t: float) -> str:
+    import datetime as dt
+
+    return (dt.datetime(2026, 1, 5, 10, 0) + dt.timedelta(seconds=t)).strftime("I%m%d %H:%M:%S.%f")
+
+
+PREFIXES = {
+    "launcher_and_process_clock": lambda t, m: f"{_iso(t + 0.4)} worker-0 {_glog(t)} 1 train.py:88] {m}",
+    "collector_clock": lambda t, m: f"{_iso(t)} stdout F {m}",
+    "kubectl_prefix": lambda t, m: f"[pod/train-0/main] {_iso(t)} {m}",
+    "ray": lambda t, m: f"(RayTrainWorker pid=4120, ip=10.0.0.7) {_iso(t, ' ', '')} INFO {m}",
+    "wandb_output_log": lambda t, m: m,
+    "no_clock": lambda t, m: f"INFO:train:{m}",
+}
+
+
+@pytest.mark.parametrize("prefix", sorted(PREFIXES))
+def test_one_run_under_every_prefix_reads_the_same(prefix, tmp_path):
+    """The same run printed by a launcher, a collector, kubectl --prefix, Ray, W&B's output.log or with no clock:
+    the same steps and starts everywhere, the same ETTR wherever a clock is present."""
+    lines = [PREFIXES[prefix](t, m) for t, m in _run_lines()]
+    path = tmp_path / "run.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    g = analyze_paths([str(path)])["goodput"]
+    assert (g["first_step"], g["last_step"]) == (1, 20)
+    assert g["repeated_steps"] == 5 and g["restarts"] == 1
+    if prefix in ("wandb_output_log", "no_clock"):
+        assert g["ettr"] is None and g["wall_s"] is None
+    else:
+        # first to last line: 18 + 92 + 28 = 138 s; step intervals 9 x 2 + 14 x 2 = 46 s, less the 5 intervals of
+        # steps 6-10 the relaunch did again (10 s): 36 s productive
+        assert g["ettr"] == pytest.approx(36 / 138, abs=0.005), g
+
+
+def _block_seconds(name: str) -> list[float]:
+    """The time of each MLPerf training block (block_start..block_stop) of a held-out MLLOG log."""
+    import json
+
+    starts, out = {}, []
+    for line in (HELD_OUT / name).read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line.split(":::MLLOG ", 1)[1])
+        first = (entry.get("metadata") or {}).get("first_epoch_num")
+        if entry["key"] == "block_start":
+            starts[first] = entry["time_ms"]
+        elif entry["key"] == "block_stop" and first in starts:
+            out.append((entry["time_ms"] - starts[first]) / 1000)
+    return out
+
+
+@pytest.mark.parametrize("name", ["mllog_v10_jax_v4_128_unet3d_r0.log", "mllog_v20_tf_v4_256_dlrm_r0.log",
+                                  "mllog_v31_pax_v5e4096_gpt3_r0.log", "mllog_v40_maxtext_v5p3072_gpt3_r2.log"])
+def test_the_deviation_rule_is_ml_goodputs_own(name):
+    """On real TPU block times, the ideal step time and the anomalous steps are ml-goodput-measurement's."""
+    utils = pytest.importorskip("ml_goodput_measurement.src.goodput_utils")
+    from tpudoctor.goodput import deviation
+
+    times = _block_seconds(name)
+    assert len(times) >= 8
+    theirs = utils.compute_ideal_step_time(times)
+    assert deviation.ideal_step_time(times) == pytest.approx(theirs, rel=1e-12)
+    anomalous, normal = utils.get_anomalous_and_normal_step_times(times)
+    assert deviation.anomalous_and_normal(times) == (list(anomalous), list(normal))
+
+
+def test_a_step_above_median_plus_3_mad_is_anomalous(tmp_path):
+    """MaxText steps of 10.0 s and one of 13.0 s: median 10, MAD 0, so 13 s is anomalous (ml-goodput's rule); the
+    account had a floor of 1.5 x the median and let it pass as productive."""
+    lines, t = [], 0.0
+    for step, dt in enumerate([10.0] * 8 + [13.0] + [10.0] * 3):
+        t += dt
+        stamp = f"I0813 10:{int(t // 60):02d}:{t % 60:09.6f} 1 metric_logger.py:226]"
+        lines.append(f"{stamp} completed step: {step}, seconds: {dt:.3f}, loss: 9.1")
+    path = tmp_path / "maxtext.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    g = analyze_paths([str(path)])["goodput"]
+    assert g["outlier_count"] == 1 and g["outlier_steps"][0]["step"] == 8
+    assert g["outlier_steps"][0]["excess_s"] == pytest.approx(3.0)
+    assert g["step_time_deviation"]["ideal_step_s"] == pytest.approx(10.0)
+    assert g["step_time_deviation"]["anomalous_steps"] == 1
+
+
+@pytest.mark.parametrize("name", ["mst_gpu_epoch_logger_timed.log", "fairseq_tpu_v3_8_transformer_2338.log"])
+def test_a_long_log_read_by_its_sample_template_reads_the_same(name, monkeypatch):
+    """A long log's template is found in its first lines and the rest scanned with one regex: the same reading as
+    the whole log's (the sample cut to 6 lines here)."""
+    from tpudoctor.goodput import inferred
+
+    whole = analyze_paths([str(HELD_OUT / name)])["goodput"]
+    monkeypatch.setattr(inferred, "SAMPLE_LINES", 6)
+    monkeypatch.setattr(inferred, "EDGE_LINES", 1)
+    sampled = analyze_paths([str(HELD_OUT / name)])["goodput"]
+    for key in ("steps", "first_step", "last_step", "restarts", "wall_s", "ettr", "median_step_s"):
+        assert sampled[key] == whole[key], key
+
+
+def test_checkpoint_saves_in_plain_words_are_saves_that_quote_their_line():
+    """MST's logger: 'Checkpoint saved to .../model_epoch_251.pth' after each epoch; two saves, for epochs 251 and
+    252 (hand label saves = 2), each pointing at its line."""
+    g = analyze_paths([str(HELD_OUT / "mst_gpu_epoch_logger_timed.log")])["goodput"]
+    assert g["checkpoint_saves"] == 2 and [s["step"] for s in g["saves"]] == [251, 252]
+    assert [s["where"].rsplit(":", 1)[1] for s in g["saves"]] == ["1", "4"]
+    assert g["ettr"] == pytest.approx(0.999, abs=0.01)
+
+
+def test_the_ettr_interval_holds_the_hand_reading():
+    """A clock in hundredths of a minute (0.6 s): the ETTR is given with the bounds that tick allows, and the hand
+    label (0.71) lies inside."""
+    g = analyze_paths([str(HELD_OUT / "jax_gpu_jit_elapsed_minutes.log")])["goodput"]
+    low, high = g["ettr_interval"]
+    assert low < 0.71 < high and high - low < 0.06 and g["inferred"]["clock_resolution_s"] == pytest.approx(0.6)
+
+
+def test_printed_step_times_are_checked_against_the_clock(tmp_path):
+    """MST prints each epoch's own time and it matches the clock's gaps (5 of 5); the same log with one printed
+    time changed disagrees, says where, and lowers the confidence."""
+    text = (HELD_OUT / "mst_gpu_epoch_logger_timed.log").read_text(encoding="utf-8")
+    g = analyze_paths([str(HELD_OUT / "mst_gpu_epoch_logger_timed.log")])["goodput"]
+    assert g["inferred"]["durations"] == {"checked": 5, "agree": 5, "worst": None}
+    edited = tmp_path / "mst.log"
+    edited.write_text(text.replace("time: 657.32", "time: 300.00"), encoding="utf-8")
+    g = analyze_paths([str(edited)])["goodput"]
+    # the clock's gap before epoch 253 is 10:00:04.390 - 09:49:05.973 = 658.417 s
+    assert g["inferred"]["durations"]["worst"] == {"step": 253, "off_s": pytest.approx(658.417 - 300.0, abs=0.001)}
+    assert any("disagree with the clock's gaps" in n for n in g["notes"])
+    assert g["consistency"]["confidence"]["level"] != "high"
+
+
+def test_when_every_interval_holds_a_compilation_note_the_step_time_comes_from_them():
+    """fairseq on a v3-8 (issue 2332) notes an XLA compilation in each of its two intervals; with no clean interval
+    the median was unknown and so was the ETTR. Now the intervals themselves give it (31 s per 100): 0.368."""
+    g = analyze_paths([str(HELD_OUT / "fairseq_tpu_v3_8_mbart_2332.log")])["goodput"]
+    assert g["median_step_s"] == pytest.approx(0.31) and g["step_time_source"].startswith("timestamps, every")
+    assert g["ettr"] == pytest.approx(0.368, abs=0.01)

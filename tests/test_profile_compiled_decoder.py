@@ -1,0 +1,174 @@
+"""The compiled XSpace decoder (numba's machine code, cached and loaded with llvmlite) gives the same tables as
+the numpy decoder: on real captures, on events whose fields come in another order, and on corrupt bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, shared_file
+
+from tpudoctor.errors import InputError
+from tpudoctor.profile import wire
+from tpudoctor.profile.schema import message_class
+from tpudoctor.profile.xspace import LoadOptions, decode_host, decode_host_file, reader
+from tpudoctor.profile.xspace.columns import DECODER_ENV
+
+pytest.importorskip("numba")
+pytest.importorskip("llvmlite")
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+TF_CAPTURE = FIXTURES / "tf_input_bound" / "localhost.xplane.pb"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cache_in_a_temporary_folder(tmp_path_factory):
+    """The kernels compile once for this module, into a folder of its own (not the user's cache)."""
+    from tpudoctor.profile.xspace import compiled
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(compiled.CACHE_ENV, str(tmp_path_factory.mktemp("decoder-cache")))
+        compiled.forget()
+        yield
+    compiled.forget()
+
+
+def _both(data: bytes, options: LoadOptions | None = None, **kwargs):
+    options = options or LoadOptions()
+    hosts = []
+    for decoder in ("numpy", "jit"):
+        chosen = LoadOptions(stats=options.stats, extra_stats=options.extra_stats,
+                             metadata_stats=options.metadata_stats, decoder=decoder)
+        hosts.append(decode_host(data, hostname="h", source="capture", options=chosen, **kwargs))
+    return hosts
+
+
+def _assert_same(numpy_host, jit_host) -> None:
+    for table in ("planes", "lines", "events", "event_metadata"):
+        pd.testing.assert_frame_equal(getattr(jit_host, table), getattr(numpy_host, table))
+    assert jit_host.plane_stats == numpy_host.plane_stats
+    assert jit_host.time_origin_ns == numpy_host.time_origin_ns
+
+
+@pytest.mark.parametrize("name", [TPU_CAPTURE, GPU_CAPTURE])
+@pytest.mark.parametrize("analysis", [False, True], ids=["all-stats", "analysis-stats"])
+def test_compiled_decoder_equals_numpy_on_real_captures(name, analysis):
+    data = shared_file(name).read_bytes()
+    _assert_same(*_both(data, LoadOptions.for_analysis() if analysis else None))
+
+
+def test_compiled_decoder_plane_by_plane(monkeypatch):
+    path = str(TF_CAPTURE)
+    whole = decode_host(TF_CAPTURE.read_bytes(), hostname="h", source=path, options=LoadOptions(decoder="numpy"))
+    monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 0)
+    streamed = decode_host_file(path, hostname="h", source=path, options=LoadOptions(decoder="jit"))
+    _assert_same(whole, streamed)
+
+
+def _field(number: int, wire_type: int, payload: bytes) -> bytes:
+    return wire.encode_varint(number << 3 | wire_type) + payload
+
+
+def _reordered_stat(stat) -> bytes:
+    """An XStat with its value before its metadata_id and an unknown field between (same message)."""
+    which = stat.WhichOneof("value")
+    if which == "double_value":
+        import struct
+
+        value = _field(2, 1, struct.pack("<d", stat.double_value))
+    elif which in ("str_value", "bytes_value"):
+        raw = stat.str_value.encode() if which == "str_value" else stat.bytes_value
+        value = _field(5 if which == "str_value" else 6, 2, wire.encode_varint(len(raw)) + raw)
+    elif which is not None:
+        number = {"uint64_value": 3, "int64_value": 4, "ref_value": 7}[which]
+        value = _field(number, 0, wire.encode_varint(getattr(stat, which) & 0xFFFFFFFFFFFFFFFF))
+    else:
+        value = b""
+    return value + _field(15, 0, wire.encode_varint(7)) + _field(1, 0, wire.encode_varint(stat.metadata_id))
+
+
+def _reordered_event(data: bytes) -> bytes:
+    """An XEvent's fields backwards (stats, duration, offset, metadata_id), an unknown field first."""
+    event = message_class("XEvent").FromString(data)
+    out = _field(14, 2, b"\x02ab")
+    for stat in event.stats:
+        body = _reordered_stat(stat)
+        out += _field(4, 2, wire.encode_varint(len(body)) + body)
+    out += _field(3, 0, wire.encode_varint(event.duration_ps))
+    if event.WhichOneof("data") == "offset_ps":
+        out += _field(2, 0, wire.encode_varint(event.offset_ps))
+    return out + _field(1, 0, wire.encode_varint(event.metadata_id))
+
+
+def test_fields_in_another_order_decode_the_same():
+    """protobuf lets a writer put fields in any order: both decoders read such events as the ordered ones."""
+    data = TF_CAPTURE.read_bytes()
+    raw_space, raw_line = message_class("XSpace", raw=True), message_class("XLine", raw=True)
+    space = raw_space.FromString(data)
+    changed = 0
+    for plane in space.planes:
+        lines = []
+        for line_bytes in plane.lines:
+            line = raw_line.FromString(line_bytes)
+            events = [_reordered_event(event) for event in line.events]
+            changed += len(events)
+            del line.events[:]
+            line.events.extend(events)
+            lines.append(line.SerializeToString())
+        del plane.lines[:]
+        plane.lines.extend(lines)
+    assert changed > 1000
+    ordered = _both(data)
+    reordered = _both(space.SerializeToString())
+    _assert_same(ordered[0], reordered[0])
+    _assert_same(ordered[0], reordered[1])
+
+
+def test_a_stat_that_runs_past_its_event_is_corrupt_for_both():
+    space = message_class("XSpace", raw=True)()
+    plane = space.planes.add(id=1, name="/host:CPU")
+    plane.stat_metadata[1].name = "step_num"
+    plane.event_metadata[1].name = "op"
+    event = _field(1, 0, b"\x01") + _field(4, 2, b"\x05\x08\x01")  # the stat says 5 bytes, 2 follow
+    line = message_class("XLine", raw=True)(id=1, name="l", timestamp_ns=1, events=[event])
+    plane.lines.append(line.SerializeToString())
+    for decoder in ("numpy", "jit"):
+        with pytest.raises(InputError, match="is corrupt"):
+            decode_host(space.SerializeToString(), hostname="h", source="x", options=LoadOptions(decoder=decoder))
+
+
+def test_auto_takes_the_numpy_decoder_on_small_captures_and_the_cached_one_above():
+    from tpudoctor.profile.xspace import compiled
+
+    assert reader.jit_decoder(LoadOptions(decoder="auto"), reader.JIT_MIN_BYTES - 1) is None
+    assert reader.jit_decoder(LoadOptions(decoder="numpy"), 1 << 30) is None
+    kernels = reader.jit_decoder(LoadOptions(decoder="jit"), 1)
+    assert kernels is not None and compiled.is_cached()
+    assert reader.jit_decoder(LoadOptions(decoder="auto"), reader.JIT_MIN_BYTES) is kernels
+
+
+def test_a_damaged_cache_file_is_compiled_again():
+    import llvmlite.binding as llvm
+
+    from tpudoctor.profile.xspace import compiled
+
+    compiled.kernels()
+    path = compiled._cache_path(llvm)
+    good = path.read_bytes()
+    path.write_bytes(good[: len(good) // 2])  # LLVM crashes the process on such an object file
+    compiled.forget()
+    assert compiled.kernels(False) is None  # damaged, and told not to compile
+    compiled.forget()
+    kernels = compiled.kernels()
+    assert kernels is not None and compiled._read_cache(path) is not None  # whole again
+    data = TF_CAPTURE.read_bytes()
+    _assert_same(*_both(data))
+
+
+def test_a_decoder_setting_that_is_not_one_is_an_input_error(monkeypatch):
+    monkeypatch.setenv(DECODER_ENV, "fast")
+    with pytest.raises(InputError, match="TPUDOCTOR_PROFILE_DECODER='fast' is not a profile decoder"):
+        LoadOptions()
+    monkeypatch.setenv(DECODER_ENV, "numpy")
+    assert LoadOptions().decoder == "numpy"

@@ -1,0 +1,117 @@
+"""Every clock on a line, and which one is the process's: a collector's receive time, the process's own
+absl/glog time (4- or 8-digit date), ISO with or without a zone, epoch seconds or milliseconds, and relative
+counters (``elapsed 0.38m``, ``wall=439``, ``t=348.07``, a progress bar's ``[16:00<``).
+
+>>> [c.kind for c in clocks_on('2024-06-01T10:00:01.5Z stdout F I0601 10:00:00.900000 1 train.py:9] step 3')]
+['iso', 'glog']
+>>> pick([c for c in clocks_on('2024-06-01T10:00:01.5Z stdout F I0601 10:00:00.900000 1 x.py:9] hi')]).kind
+'glog'
+
+A collector prints its time first and the process's line after it, so of several absolute clocks on one line
+the last (innermost) is the process's; relative counters time the process since its own start.
+"""
+
+from __future__ import annotations
+
+import calendar
+import dataclasses
+import re
+
+ISO = re.compile(r"(?<!\d)(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?(?!\d)")
+GLOG = re.compile(r"(?<![\w])[IWEF](\d{4})?(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?(?!\d)")
+EPOCH_MS = re.compile(r"\"?(?:time_ms|timestamp_ms|ts_ms)\"?\s*[:=]\s*(\d{13})\b")
+EPOCH_S = re.compile(r"\"?(?:time|timestamp|ts|created)\"?\s*[:=]\s*(1[4-9]\d{8}(?:\.\d+)?)\b")
+RELATIVE = re.compile(r"\b(elapsed|wall|t|uptime|time_since_start)\s*[=:]?\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\b(?![/.\d])")
+RELATIVE_HMS = re.compile(r"\b(?:elapsed)\s*[=:]?\s*(?:(\d+):)?(\d+):(\d\d)\b|\[(?:(\d+):)?(\d+):(\d\d)<")
+UNIT_S = {None: 1.0, "s": 1.0, "ms": 0.001, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LineClock:
+    kind: str
+    """iso, glog, epoch_ms, epoch_s (absolute) or relative."""
+    t: float
+    """Epoch seconds (absolute) or seconds since the process started (relative)."""
+    at: int
+    """Where on the line it stands."""
+    resolution_s: float
+    zone_given: bool = True
+
+    @property
+    def absolute(self) -> bool:
+        return self.kind != "relative"
+
+
+def _frac(text: str | None) -> float:
+    return float("0." + text) if text else 0.0
+
+
+def clocks_on(line: str, *, year: int | None = None) -> list[LineClock]:
+    """The clocks one line carries, in the order they stand."""
+    out: list[LineClock] = []
+    for m in ISO.finditer(line):
+        try:
+            t = calendar.timegm((int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6]), 0, 0, 0))
+        except (ValueError, OverflowError):
+            continue
+        zone = m[8]
+        if zone and zone != "Z":
+            sign = 1 if zone[0] == "+" else -1
+            digits = zone[1:].replace(":", "")
+            t -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
+        res = 10 ** -len(m[7]) if m[7] else 1.0
+        out.append(LineClock("iso", t + _frac(m[7]), m.start(), res, zone_given=bool(zone)))
+    for m in GLOG.finditer(line):
+        y = int(m[1]) if m[1] else (year or 1970)
+        try:
+            t = calendar.timegm((y, int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6]), 0, 0, 0))
+        except (ValueError, OverflowError):
+            continue
+        res = 10 ** -len(m[7]) if m[7] else 1.0
+        out.append(LineClock("glog", t + _frac(m[7]), m.start(), res, zone_given=False))
+    for m in EPOCH_MS.finditer(line):
+        out.append(LineClock("epoch_ms", int(m[1]) / 1000.0, m.start(), 0.001))
+    for m in EPOCH_S.finditer(line):
+        out.append(LineClock("epoch_s", float(m[1]), m.start(), 1.0))
+    for m in RELATIVE.finditer(line):
+        if m[1] == "t" and m[3] is None and "." not in m[2]:
+            continue  # a bare t=3 is as likely a counter as a time
+        unit = UNIT_S[m[3]]
+        decimals = len(m[2].split(".")[1]) if "." in m[2] else 0
+        out.append(LineClock("relative", float(m[2]) * unit, m.start(), unit * 10 ** -decimals))
+    for m in RELATIVE_HMS.finditer(line):
+        h, mi, s = (m[1], m[2], m[3]) if m[2] else (m[4], m[5], m[6])
+        out.append(LineClock("relative", int(h or 0) * 3600 + int(mi) * 60 + int(s), m.start(), 1.0))
+    out.sort(key=lambda c: c.at)
+    return out
+
+
+def pick(clocks: list[LineClock]) -> LineClock | None:
+    """The process's clock among one line's: the innermost absolute one (a collector's stands before it), else a
+    relative counter."""
+    absolute = [c for c in clocks if c.absolute]
+    if absolute:
+        return absolute[-1]
+    return clocks[0] if clocks else None
+
+
+def describe(kind: str, several: bool) -> str:
+    names = {"iso": "an ISO date and time", "glog": "absl/glog's date and time", "epoch_ms": "epoch milliseconds",
+             "epoch_s": "epoch seconds", "relative": "a counter of time since the process started (no date)"}
+    why = " (the innermost of several clocks on a line: a collector's or launcher's stands before the process's)" \
+        if several else ""
+    return f"the process's clock: {names[kind]}{why}"
+
+
+def innermost_of_kind(line: str, kind: str, *, year: int | None = None) -> LineClock | None:
+    """The line's last clock of one kind (the kind a log's sample showed is its process's): one regex, not all."""
+    pattern = {"iso": ISO, "glog": GLOG, "epoch_ms": EPOCH_MS, "epoch_s": EPOCH_S}.get(kind)
+    if pattern is None:
+        return pick(clocks_on(line, year=year))
+    last = None
+    for last in pattern.finditer(line):  # noqa: B007 (the last match is the one kept)
+        pass
+    if last is None:
+        return None
+    found = [c for c in clocks_on(line[last.start():last.end()], year=year) if c.kind == kind]
+    return found[-1] if found else None

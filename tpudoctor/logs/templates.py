@@ -1,0 +1,174 @@
+"""Step series by log-template mining: lines that share a template once their numbers are masked (the
+simplest Drain: the numbers are the variable tokens) form a series; a template that recurs with an integer
+field that grows line after line is a step line. Counts with k/M suffixes and progress bars (``94/6000``)
+count too.
+
+>>> series = step_series(["step 0 | elapsed 0.38m | loss: 4.01", "step 100 | elapsed 0.56m | loss: 3.87",
+...                       "step 200 | elapsed 0.75m | loss: 3.88"])
+>>> series.template, [s.step for s in series.points]
+('step <*> | elapsed <*>m | loss: <*>', [0, 100, 200])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+
+NUMBER = re.compile(r"(?<![A-Za-z_])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?:[kKM](?![A-Za-z]))?")
+SCALE = {"k": 1e3, "K": 1e3, "M": 1e6}
+STEP_HINT = re.compile(r"(?:step|iter|iteration|update|updates|num_updates|batch|epoch|global_step|it)\W{0,3}$",
+                       re.IGNORECASE)
+TIME_HINT = re.compile(r"(?:elapsed|wall|time|t|eta|remaining|lr|loss|rate|pid|ip|rank|port|worker|device|node|"
+                       r"process|host|gpu|tpu|xla|core|thread)\W{0,3}$", re.IGNORECASE)
+DURATION_HINT = re.compile(r"(?:step_time|time|seconds|sec|dt|duration)\W{0,3}$", re.IGNORECASE)
+LOSS_WORD = re.compile(r"\bloss\b", re.IGNORECASE)
+EVAL_WORDS = re.compile(r"\b(?:eval\w*|valid\w*|test\w*)\b", re.IGNORECASE)
+MIN_LINES = 2
+
+
+def value(text: str) -> float:
+    if text[-1] in SCALE:
+        return float(text[:-1]) * SCALE[text[-1]]
+    return float(text)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Point:
+    index: int
+    """The line's position among the lines given."""
+    step: int
+    approx: bool
+    seconds: float | None
+    """A per-step (or per-line) duration the line prints."""
+
+
+@dataclasses.dataclass
+class Series:
+    template: str
+    field: int
+    points: list[Point]
+    duration_field: int | None
+    why: str
+
+
+def template_of(message: str) -> tuple[str, list[str]]:
+    """The line with its numbers masked, and the numbers."""
+    values = [m.group(0) for m in NUMBER.finditer(message)]
+    return NUMBER.sub("<*>", message), values
+
+
+def step_series(messages: Iterable[str]) -> Series | None:
+    """The step series of lines (their clocks and prefixes already taken off), or None when no template recurs with
+    a growing integer field."""
+    groups: dict[str, list[tuple[int, list[str]]]] = {}
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for i, message in enumerate(messages):
+        key, values = template_of(" ".join(message.split()))
+        if values:
+            groups.setdefault(key, []).append((i, values))
+            if key not in spans:
+                spans[key] = [(m.start(), m.end()) for m in NUMBER.finditer(" ".join(message.split()))]
+    best: tuple[tuple, Series] | None = None
+    for key, rows in groups.items():
+        if len(rows) < MIN_LINES:
+            continue
+        sample_text = key
+        for f in range(len(rows[0][1])):
+            try:
+                nums = [value(r[1][f]) for r in rows]
+            except (ValueError, IndexError):
+                continue
+            if any(n != int(n) for n in nums) and not any(r[1][f][-1] in SCALE for r in rows):
+                continue
+            pairs = list(zip(nums, nums[1:], strict=False))
+            back = sum(b < a for a, b in pairs)
+            if len(set(nums)) < 2 or nums[-1] <= nums[0] or back > max(1, len(pairs) // 10):
+                continue  # a step may go back at a relaunch, not often
+            before = _before_field(sample_text, f)
+            if TIME_HINT.search(before) and not STEP_HINT.search(before):
+                continue
+            hint = bool(STEP_HINT.search(before))
+            if not hint and len(set(nums)) < 3:
+                continue
+            evalish = bool(EVAL_WORDS.search(key))
+            duration = _duration_field(key, len(rows[0][1]), f)
+            # a training step line reports a loss and is printed once per step (a data or runtime line that
+            # names the step is printed several times per step, or carries no loss)
+            loss = bool(LOSS_WORD.search(key))
+            score = (not evalish, hint, loss, len(set(nums)) / len(nums) > 0.5, len(set(nums)), duration is not None, -f)
+            points = [Point(i, int(n), rows[k][1][f][-1] in SCALE,
+                            value(rows[k][1][duration]) if duration is not None else None)
+                      for k, (n, (i, _)) in enumerate(zip(nums, rows, strict=True))]
+            why = (f"the template '{key[:120]}' recurs {len(rows)} times with field {f + 1} growing "
+                   f"{int(nums[0])} -> {int(nums[-1])}" + (" after a step word" if hint else ""))
+            if best is None or score > best[0]:
+                best = (score, Series(key, f, points, duration, why))
+    return best[1] if best is not None else None
+
+
+def _before_field(template: str, field: int) -> str:
+    parts = template.split("<*>")
+    return parts[field][-24:] if field < len(parts) else ""
+
+
+def _duration_field(template: str, count: int, step_field: int) -> int | None:
+    parts = template.split("<*>")
+    for f in range(count):
+        if f == step_field:
+            continue
+        before, after = parts[f][-24:], parts[f + 1][:8] if f + 1 < len(parts) else ""
+        if DURATION_HINT.search(before) and not re.search(r"(?:elapsed|wall)\W{0,3}$", before, re.IGNORECASE):
+            return f
+        if re.match(r"\s?s/(?:step|it)\b", after):
+            return f
+    return None
+
+
+def points_of(series: Series, indexed_messages: Iterable[tuple[int, str]]) -> Series:
+    """The series' points among ``(index, message)`` pairs: the messages of its template, its step field read."""
+    points = []
+    for index, message in indexed_messages:
+        key, values = template_of(" ".join(message.split()))
+        if key != series.template:
+            continue
+        try:
+            step = value(values[series.field])
+        except (ValueError, IndexError):
+            continue
+        seconds = value(values[series.duration_field]) if series.duration_field is not None else None
+        points.append(Point(index, int(step), values[series.field][-1] in SCALE, seconds))
+    return dataclasses.replace(series, points=points)
+
+
+def matcher(series: Series) -> re.Pattern[str]:
+    """A regex that finds the series' template in a raw line (clock masks match anything, runs of spaces any
+    spacing): the fast way through a long log once the template is known."""
+    out = []
+    for piece in re.split(r"(<\*>|<T>|\s+)", series.template):
+        if piece == "<*>":
+            out.append(f"({NUMBER.pattern})")
+        elif piece == "<T>":
+            out.append(".*?")
+        elif piece and piece.isspace():
+            out.append(r"\s+")
+        elif piece:
+            out.append(re.escape(piece))
+    return re.compile("".join(out))
+
+
+def points_by_matcher(series: Series, pattern: re.Pattern[str], indexed_lines: Iterable[tuple[int, str]], *,
+                      head: Iterable[Point] = ()) -> Series:
+    """The series' points among raw lines, read with ``matcher(series)``, after the ``head`` points already read."""
+    points = list(head)
+    for index, line in indexed_lines:
+        m = pattern.search(line)
+        if m is None:
+            continue
+        try:
+            step = value(m.group(series.field + 1))
+            seconds = value(m.group(series.duration_field + 1)) if series.duration_field is not None else None
+        except (ValueError, IndexError, TypeError):
+            continue
+        points.append(Point(index, int(step), m.group(series.field + 1)[-1] in SCALE, seconds))
+    return dataclasses.replace(series, points=points)

@@ -1,0 +1,293 @@
+"""The fixes a preflight applies and recompiles, each with what it predicts from the baseline's buffer plan.
+
+From outside the program: donating the arguments the step returns in their shape (``donate``), float32
+arguments as bfloat16 (``bf16``), each argument sharded over a mesh axis it does not use (``shard``), the
+arguments that hold optimizer state (else the largest) in host memory (``offload``). From the program's own
+knobs: the factory called with one keyword argument changed (``knob``).
+
+A ``Candidate`` says how to build the changed program; its ``predicted_saving_bytes`` is what the baseline's
+figures say it saves (None where they cannot tell: a knob that is not a size). The compile says what it does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from tpudoctor.memory.attribution import Attribution, is_optimizer_name
+from tpudoctor.preflight.program import KnobChange
+
+
+@dataclasses.dataclass
+class Candidate:
+    name: str
+    kind: str
+    """``outside`` (tpudoctor applies it to the arguments or the jit) or ``knob`` (the factory's keyword)."""
+    description: str
+    build: Callable[[], tuple[Any, tuple, tuple[int, ...]]]
+    """-> (step, args, donate_argnums) of the changed program."""
+    predicted_saving_bytes: int | None
+    prediction_basis: str
+
+
+def leaf_device_bytes(leaf) -> int:
+    """Bytes one device holds of a ShapeDtypeStruct under its sharding (no tiling padding)."""
+    shape = leaf.sharding.shard_shape(leaf.shape) if getattr(leaf, "sharding", None) is not None else leaf.shape
+    return math.prod(shape) * leaf.dtype.itemsize
+
+
+def _leaves(args) -> list:
+    import jax
+
+    return jax.tree_util.tree_leaves(args)
+
+
+def _map(args: tuple, fn) -> tuple:
+    import jax
+
+    return tuple(jax.tree_util.tree_map(fn, a) for a in args)
+
+
+def _path_names(args: tuple) -> list[list[str]]:
+    """Per top-level argument, its leaves' key paths (``['mu']['w']``)."""
+    import jax
+
+    return [[jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(a)[0]] for a in args]
+
+
+def output_device_bytes(step, args: tuple) -> int:
+    """The step's outputs' device bytes, as they would be placed: an output of an argument's shape and dtype
+    sharded as that argument (the compiler propagates it), any other replicated."""
+    import jax
+
+    pool: dict[tuple, list[int]] = {}
+    for leaf in _leaves(args):
+        pool.setdefault((leaf.shape, leaf.dtype), []).append(leaf_device_bytes(leaf))
+    total = 0
+    for out in _leaves(jax.eval_shape(step, *args)):
+        matches = pool.get((out.shape, out.dtype))
+        total += matches.pop(0) if matches else math.prod(out.shape) * out.dtype.itemsize
+    return total
+
+
+SHAPE_DIMS = re.compile(r"\[([\d,]*)\]")
+
+
+def changed_sizes(base_args: tuple, new_args: tuple) -> tuple[set[int], int]:
+    """The sizes (global and per device) of the argument dimensions a change alters, and the most dimensions it
+    alters in one argument."""
+    sizes: set[int] = set()
+    most = 0
+    for old, new in zip(_leaves(base_args), _leaves(new_args), strict=False):
+        if old.shape == new.shape:
+            continue
+        old_shard = old.sharding.shard_shape(old.shape)
+        dims = [d for d in range(min(len(old.shape), len(new.shape))) if old.shape[d] != new.shape[d]]
+        most = max(most, len(dims))
+        for d in dims:
+            sizes |= {old.shape[d], old_shard[d]}
+    return sizes, most
+
+
+def scaled_temporaries(attribution: Attribution, sizes: set[int], most: int, ratio: float) -> int:
+    """What activations and temporaries save when argument dimensions of ``sizes`` scale by ``ratio``: each buffer
+    with such a dimension shrinks by ``ratio`` per such dimension (at most ``most``, the dimensions the change
+    alters in one argument: a batch knob scales a buffer once, a width knob a weight twice)."""
+    saving = 0.0
+    for share in attribution.shares:
+        if share.bucket not in ("activations", "temporaries"):
+            continue
+        dims = SHAPE_DIMS.search(share.shape)
+        matched = sum(1 for d in (dims[1].split(",") if dims and dims[1] else ()) if int(d) in sizes)
+        saving += share.bytes * (1 - ratio ** min(matched, most))
+    return int(saving)
+
+
+def argument_and_output_saving(step, base_args: tuple, new_step, new_args: tuple, attribution: Attribution) -> int:
+    """The arguments' device bytes a change saves, and the outputs' (the plan's output bytes scaled by what the
+    outputs' placement says)."""
+    args_delta = (sum(leaf_device_bytes(x) for x in _leaves(base_args))
+                  - sum(leaf_device_bytes(x) for x in _leaves(new_args)))
+    base_out = output_device_bytes(step, base_args)
+    new_out = output_device_bytes(new_step, new_args)
+    out_delta = int(attribution.buckets["outputs"] * (1 - new_out / base_out)) if base_out else 0
+    return args_delta + out_delta
+
+
+def float32_saving(attribution: Attribution) -> int:
+    """Half the float32 bytes of the peak: what the program computes from bfloat16 arguments is bfloat16 (JAX's
+    type promotion), arguments, outputs, activations and temporaries alike; padding and fragmentation apart."""
+    return sum(s.bytes for s in attribution.shares
+               if s.dtype == "f32" and s.bucket not in ("padding", "fragmentation")) // 2
+
+
+def donate(step, args: tuple) -> Candidate | None:
+    """Donate every top-level argument one of whose leaves the step returns in the same shape and dtype."""
+    import jax
+
+    outputs = [(o.shape, o.dtype) for o in _leaves(jax.eval_shape(step, *args))]
+    positions, saving = [], 0
+    for i, arg in enumerate(args):
+        matched = 0
+        for leaf in _leaves(arg):
+            key = (leaf.shape, leaf.dtype)
+            if key in outputs:
+                outputs.remove(key)
+                matched += leaf_device_bytes(leaf)
+        if matched:
+            positions.append(i)
+            saving += matched
+    if not positions:
+        return None
+    return Candidate(
+        "donate", "outside", f"donate argument(s) {', '.join(map(str, positions))} "
+                             "(jax.jit(step, donate_argnums=...)): the outputs of their shape reuse their buffers",
+        lambda: (step, args, tuple(positions)), saving,
+        "the device bytes of the donated leaves the step returns in the same shape and dtype")
+
+
+def bf16(step, args: tuple, attribution: Attribution) -> Candidate | None:
+    """Every float32 argument as bfloat16: what the program computes from them follows the dtype."""
+    import jax
+    import jax.numpy as jnp
+
+    if not any(leaf.dtype == jnp.float32 for leaf in _leaves(args)):
+        return None
+    new_args = _map(args, lambda x: jax.ShapeDtypeStruct(x.shape, jnp.bfloat16, sharding=x.sharding)
+                    if x.dtype == jnp.float32 else x)
+    return Candidate("bf16", "outside", "float32 arguments as bfloat16 (params, optimizer state, inputs)",
+                     lambda: (step, new_args, ()), float32_saving(attribution),
+                     "half the float32 bytes of the peak (what is computed from them follows the dtype)")
+
+
+def shard(step, args: tuple, mesh, attribution: Attribution) -> list[Candidate]:
+    """Per mesh axis of size > 1: shard each argument leaf that does not use it on its largest dimension that
+    divides (FSDP / ZeRO-3 style)."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    out: list[Candidate] = []
+    for axis, size in mesh.shape.items():
+        if size < 2:
+            continue
+        changed = 0
+
+        def reshard(leaf, axis=axis, size=size):
+            nonlocal changed
+            sharding = leaf.sharding
+            if not isinstance(sharding, NamedSharding) or getattr(sharding, "memory_kind", None) == "pinned_host":
+                return leaf
+            spec = list(sharding.spec) + [None] * (len(leaf.shape) - len(sharding.spec))
+            used = {a for s in spec if s is not None for a in (s if isinstance(s, tuple) else (s,))}
+            if axis in used:
+                return leaf
+            shard_shape = sharding.shard_shape(leaf.shape)
+            for dim in sorted(range(len(leaf.shape)), key=lambda d: -shard_shape[d]):
+                if spec[dim] is None and shard_shape[dim] % size == 0 and shard_shape[dim] >= size:
+                    spec[dim] = axis
+                    new = leaf.update(sharding=NamedSharding(sharding.mesh, PartitionSpec(*spec),
+                                                             memory_kind=sharding.memory_kind))
+                    changed += 1
+                    return new
+            return leaf
+
+        new_args = _map(args, reshard)
+        if changed:
+            out.append(Candidate(
+                f"shard over {axis}", "outside",
+                f"shard {changed} argument array(s) over mesh axis {axis!r} ({size} ways), which they did not use, "
+                "and the outputs of their shape likewise (FSDP / ZeRO-3)",
+                lambda new_args=new_args: (outputs_like_arguments(step, new_args), new_args, ()),
+                argument_and_output_saving(step, args, step, new_args, attribution),
+                "the arguments' device bytes less their shards', and the outputs of their shape likewise "
+                "(temporaries not predicted)"))
+    return out
+
+
+def outputs_like_arguments(step, args: tuple):
+    """``step`` with each output of an argument's shape and dtype constrained to that argument's sharding (the
+    updated parameters and optimizer state stay sharded as they came in)."""
+    import jax
+
+    def pinned(*call_args):
+        result = step(*call_args)
+        pool: dict[tuple, list] = {}
+        for leaf in _leaves(args):
+            pool.setdefault((leaf.shape, leaf.dtype), []).append(leaf.sharding)
+
+        def constrain(out):
+            matches = pool.get((out.shape, out.dtype))
+            return jax.lax.with_sharding_constraint(out, matches.pop(0)) if matches else out
+
+        return jax.tree.map(constrain, result)
+
+    return pinned
+
+
+def offload(step, args: tuple, attribution: Attribution) -> Candidate | None:
+    """The top-level argument that holds optimizer state (by its leaves' names), else the largest, in pinned
+    host memory: the compiler brings it to HBM where used."""
+    from jax.sharding import NamedSharding
+
+    names = _path_names(args)
+    sizes = [sum(leaf_device_bytes(x) for x in _leaves(a)) for a in args]
+    optimizer = [i for i, paths in enumerate(names) if paths and any(is_optimizer_name(p) for p in paths)]
+    pick = max(optimizer or range(len(args)), key=sizes.__getitem__, default=None)
+    if pick is None or not sizes[pick]:
+        return None
+
+    def host(leaf):
+        if not isinstance(leaf.sharding, NamedSharding):
+            return leaf
+        return leaf.update(sharding=leaf.sharding.with_memory_kind("pinned_host"))
+
+    import jax
+
+    new_args = tuple(_map((a,), host)[0] if i == pick else a for i, a in enumerate(args))
+    on_device = jax.tree.map(lambda leaf: leaf.sharding, args[pick])
+
+    def offloaded(*call_args):
+        # the step computes on HBM: the host copy comes in where the compiler schedules the transfer
+        moved = jax.device_put(call_args[pick], on_device)
+        return step(*call_args[:pick], moved, *call_args[pick + 1:])
+
+    what = "optimizer state" if optimizer else "the largest argument"
+    return Candidate("offload", "outside", f"argument {pick} ({what}) in host memory (memory_kind='pinned_host'), "
+                                           "brought to HBM in the step",
+                     lambda: (offloaded, new_args, ()), None,
+                     "not predicted: how long the compiler keeps the copy in HBM is its schedule's choice")
+
+
+def knob(factory, mesh, change: KnobChange, base_step, base_args: tuple, attribution: Attribution) -> Candidate:
+    """The factory with one keyword changed. Predicted for an int knob (a size: batch, sequence, width):
+    the arguments' device bytes it changes, and the activations and temporaries scaled by new / old."""
+    from tpudoctor.preflight.program import abstract_args
+
+    cache: dict[str, Any] = {}
+
+    def build():
+        if "built" not in cache:
+            step, args = factory(mesh, **{change.name: change.value})
+            cache["built"] = (step, abstract_args(args, mesh), ())
+        return cache["built"]
+
+    predicted, basis = None, "a knob that is not a size or a dtype: the compile alone says"
+    numeric = (isinstance(change.value, int) and isinstance(change.default, int)
+               and not isinstance(change.value, bool) and change.default > 0)
+    if numeric:
+        try:
+            new_step, new_args, _ = build()
+        except Exception:  # noqa: BLE001 - the factory refuses the value: the compile step reports it
+            return Candidate(f"{change.name}={change.value!r}", "knob", f"the factory's {change.label}", build,
+                             None, "the factory did not build with this value")
+        sizes, most = changed_sizes(base_args, new_args)
+        predicted = (argument_and_output_saving(base_step, base_args, new_step, new_args, attribution)
+                     + scaled_temporaries(attribution, sizes, most, change.value / change.default))
+        basis = ("the arguments' and outputs' device bytes it changes; activations and temporaries with a "
+                 "dimension of that size scaled by new/old")
+    elif change.default in ("float32", "f32") and change.value in ("bfloat16", "bf16"):
+        predicted, basis = float32_saving(attribution), "half the float32 bytes of the peak"
+    return Candidate(f"{change.name}={change.value!r}", "knob", f"the factory's {change.label}", build, predicted,
+                     basis)
