@@ -226,7 +226,7 @@ def test_slice_checks_are_registered_listed_and_never_run_on_one_machine(capsys)
 
     registry = load_registry()
     slice_ids = sorted(c.id for c in registry.check_classes() if c.runs_on == "slice")
-    assert slice_ids == [f"POD-00{i}" for i in range(1, 8)]
+    assert slice_ids == [f"POD-00{i}" for i in range(1, 9)]
     assert main(["list-checks", "--format", "json"]) == 0
     listed = {row["id"]: row for row in json.loads(capsys.readouterr().out)["checks"]}
     assert listed["POD-004"]["runs_on"] == "slice" and listed["NODE-001"]["runs_on"] == "worker"
