@@ -21,15 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-BURST = """
-import sys, time
-on, off = float(sys.argv[1]), float(sys.argv[2])
-while True:
-    until = time.perf_counter() + on
-    while time.perf_counter() < until:
-        pass
-    time.sleep(off)
-"""
+from neighbour import start_bursts  # benchmarks/ is the script's own folder, first on sys.path
 
 EXPECTED = {"rerun": 0, "slowed": 1, "mismatch": 2}
 
@@ -103,7 +95,7 @@ def main() -> None:
     args = parser.parse_args()
     if not 0 < args.slowdown < 1:
         parser.error("--slowdown must be between 0 and 1")
-    neighbour = subprocess.Popen([sys.executable, "-c", BURST, *args.bursts.split(":")]) if args.bursts else None
+    neighbour = start_bursts(args.bursts) if args.bursts else None
     try:
         run_rounds(args)
     finally:

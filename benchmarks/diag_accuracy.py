@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 
+from neighbour import start_bursts  # benchmarks/ is the script's own folder, first on sys.path
+
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -26,24 +28,6 @@ def full_r2_seconds() -> float:
     subprocess.run([sys.executable, "-m", "tpudoctor", "diag", "-r", "2", "--cpu-devices", "8", "--format", "json",
                     "-o", os.devnull], check=False, capture_output=True, timeout=900)
     return time.perf_counter() - started
-
-
-BURST = """
-import sys, time
-on, off = float(sys.argv[1]), float(sys.argv[2])
-while True:
-    until = time.perf_counter() + on
-    while time.perf_counter() < until:
-        pass
-    time.sleep(off)
-"""
-
-
-def start_bursts(spec: str) -> subprocess.Popen:
-    """A process that keeps one core busy for ON seconds, then idles OFF seconds, over and over: a noisy neighbour
-    whose load comes and goes on the scale of one look (what made the VM's noisy runs)."""
-    on, off = spec.split(":")
-    return subprocess.Popen([sys.executable, "-c", BURST, on, off])
 
 
 def flagged_alone(table, device: int) -> bool:
