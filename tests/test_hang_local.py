@@ -278,3 +278,16 @@ def test_a_token_on_the_command_line_never_reaches_the_report(spawn, tmp_path):
 def test_bad_input_exits_2_with_a_message(argv, says, capsys):
     assert main(["hang", *argv]) == 2
     assert says in capsys.readouterr().err
+
+
+def test_a_worker_id_that_libtpu_filled_with_its_warning_is_not_a_worker(monkeypatch):
+    """With libtpu installed and no TPU, JAX's start-up sets TPU_WORKER_ID to libtpu's warning text (seen here:
+    'WARNING: could not determine TPU worker number, please set env var `TPU_WORKER_ID` manually, ...'); a report
+    that names that as the worker is wrong."""
+    from tpudoctor.hang.capture import this_worker
+
+    monkeypatch.setenv("TPU_WORKER_ID", "WARNING: could not determine TPU worker number, please set env var "
+                                        "`TPU_WORKER_ID` manually, otherwise libtpu.so may not properly initialize.")
+    assert this_worker(None) != os.environ["TPU_WORKER_ID"]
+    monkeypatch.setenv("TPU_WORKER_ID", "3")
+    assert this_worker(None) == "3"

@@ -73,8 +73,8 @@ def this_worker(flag: str | None) -> str | None:
     """--worker, then TPU_WORKER_ID (GKE), then a TPU VM host name (``t1v-n-...-w-3``)."""
     if flag not in (None, ""):
         return str(flag)
-    if os.environ.get("TPU_WORKER_ID", "") != "":
-        return os.environ["TPU_WORKER_ID"]
+    if os.environ.get("TPU_WORKER_ID", "").strip().isdigit():  # libtpu may have set it to its own warning text
+        return os.environ["TPU_WORKER_ID"].strip()
     return worker_of_host(socket.gethostname())
 
 
