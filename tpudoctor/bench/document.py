@@ -20,7 +20,7 @@ import numpy as np
 
 from tpudoctor.bench.steady import steady_state
 
-SCHEMA_VERSION = "1.1"  # 1.1: optional measurement.steady_state and the gate's "unknown" verdict and noise figures
+SCHEMA_VERSION = "1.2"  # 1.1: measurement.steady_state, the "unknown" verdict, noise figures; 1.2: confirmation runs
 SCHEMA_NAME = "bench_result"
 DOCUMENT_KIND = "bench"
 METRIC = {"name": "examples_per_s", "unit": "examples/s", "direction": "higher_is_better"}

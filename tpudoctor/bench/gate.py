@@ -17,6 +17,12 @@ machine shared with a noisy neighbour shifts and spreads the windows too. So eac
 variation (CV) is compared: when the current run's CV is over ``NOISIER_FACTOR`` x the baseline's, the
 drop must also clear the machine's extra noise (``tolerance + NOISE_MARGIN_SIGMAS x sqrt(cv_current^2 -
 cv_baseline^2)``); a drop that does not is ``unknown`` (the machine was N x noisier), not a regression.
+
+A machine can also be slower for a whole run without being noisier (another VM on the host, a busy neighbour
+for twenty seconds): its windows shift together and the U test cannot tell that from slower code. So a drop
+the first run judges a regression (or ``unknown``) is timed again on a fresh run before it fails a build, as
+perf CI systems retrigger a suspected regression (``confirm``): it is a regression only when every
+confirmation run says so too; when one does not, the drop is ``unknown`` (not reproduced).
 """
 
 from __future__ import annotations
@@ -102,6 +108,9 @@ class GateResult:
     """noise_ratio > NOISIER_FACTOR."""
     noise_tolerance: float
     """The drop a regression must exceed: ``tolerance``, widened by the extra noise when ``noisier``."""
+    unknown_reason: str | None = None
+    """Why a verdict is ``unknown``: ``noisier`` (within the machine's extra noise) or ``not_reproduced`` (a
+    confirmation run did not show the drop); None otherwise."""
 
     @property
     def regressed(self) -> bool:
@@ -139,8 +148,10 @@ def compare(
     noise_ratio = cv_cur / cv_base if cv_base > 0 else None  # identical baseline windows: no spread to compare
     noisier = noise_ratio > NOISIER_FACTOR if noise_ratio is not None else cv_cur > 0
     noise_tolerance = (tolerance + NOISE_MARGIN_SIGMAS * math.sqrt(cv_cur**2 - cv_base**2)) if noisier else tolerance
+    unknown_reason = None
     if ratio < 1.0 - tolerance and slower.p_value < alpha:
         verdict = "regression" if ratio < 1.0 - noise_tolerance else "unknown"
+        unknown_reason = "noisier" if verdict == "unknown" else None
     elif ratio > 1.0 + tolerance and faster.p_value < alpha:
         verdict = "improvement"
     else:
@@ -168,7 +179,26 @@ def compare(
         noise_ratio=noise_ratio,
         noisier=noisier,
         noise_tolerance=noise_tolerance,
+        unknown_reason=unknown_reason,
     )
+
+
+def needs_confirmation(result: GateResult) -> bool:
+    """A drop that would fail the build, or that noise left undecided: time it again before judging."""
+    return result.verdict in ("regression", "unknown")
+
+
+def confirmed(first: GateResult, confirmations: Sequence[GateResult]) -> GateResult:
+    """The first run's figures with the verdict its confirmation runs allow: a regression only when every
+    confirmation is one; ``unknown`` (``not_reproduced``) when a confirmation shows no significant drop
+    beyond tolerance; otherwise the confirmations' own ``unknown`` (the machine stayed noisy)."""
+    if not confirmations:
+        return first
+    if all(c.verdict == "regression" for c in confirmations):
+        return dataclasses.replace(first, verdict="regression", unknown_reason=None)
+    if any(c.verdict in ("no_change", "improvement") for c in confirmations):
+        return dataclasses.replace(first, verdict="unknown", unknown_reason="not_reproduced")
+    return dataclasses.replace(first, verdict="unknown", unknown_reason="noisier")
 
 
 
