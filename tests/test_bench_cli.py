@@ -108,6 +108,20 @@ def test_a_drop_that_holds_on_the_confirmation_run_exits_1_and_says_so(recorded_
     assert finding["status"] == "FAIL" and "held on 1 fresh run(s) (-24.0%)" in finding["message"]
 
 
+def test_a_drop_while_other_processes_took_the_machine_is_unknown_and_names_the_load(recorded_run, tmp_path):
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps(document.build_document(
+        run_result(samples=BASE_SAMPLES, machine={"others_cpu_share": 0.02, "steal_share": 0.0}), tool_version="0.1.0")))
+    runs = recorded_run(samples=[s * 0.8 for s in BASE_SAMPLES], machine={"others_cpu_share": 0.38, "steal_share": 0.0})
+    out = tmp_path / "out.json"
+    assert main(["bench", "--model", "dense", "--baseline", str(baseline), "--format", "json", "-o", str(out)]) == 0
+    assert len(runs) == 2  # the busy run was timed again, and was busy again
+    written = json.loads(out.read_text())
+    assert written["comparison"]["gate"]["unknown_reason"] == "busier"
+    finding = next(f for f in written["findings"] if f["id"] == "BENCH-001")
+    assert "38% during this run vs 2% during the baseline's" in finding["message"]
+
+
 def test_confirm_runs_0_judges_on_one_run_and_a_pass_is_never_rerun(recorded_run, baseline_file, tmp_path):
     runs = recorded_run(samples=[s * 0.692 for s in BASE_SAMPLES], then=[BASE_SAMPLES])
     assert main(["bench", "--model", "dense", "--baseline", str(baseline_file), "--confirm-runs", "0",

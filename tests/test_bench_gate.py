@@ -123,3 +123,17 @@ def test_confirmation_runs_decide_a_suspected_regression():
     assert gate.confirmed(shifted, [noisy]).verdict in ("unknown", "regression")
     if noisy.verdict == "unknown":
         assert gate.confirmed(shifted, [noisy]).unknown_reason == "noisier"
+
+
+def test_a_drop_that_the_extra_load_of_other_processes_can_explain_is_unknown():
+    baseline = _windows(10_000, 1.0, 8, seed=21)
+    current = _windows(8_000, 1.0, 8, seed=22)  # -20 %, windows as steady as the baseline's
+    quiet = gate.compare(baseline, current, busy_share_baseline=0.01, busy_share_current=0.03)
+    assert quiet.verdict == "regression" and quiet.busy_share_increase == pytest.approx(0.02)
+    busy = gate.compare(baseline, current, busy_share_baseline=0.01, busy_share_current=0.31)
+    assert (busy.verdict, busy.unknown_reason) == ("unknown", "busier")
+    slower_still = gate.compare(baseline, _windows(2_500, 1.0, 8, seed=23), busy_share_baseline=0.01,
+                                busy_share_current=0.31)
+    assert slower_still.verdict == "regression"  # -75 %: more than 5 % + 2 x 30 % of the machine can explain
+    unrecorded = gate.compare(baseline, current, busy_share_baseline=None, busy_share_current=0.31)
+    assert unrecorded.verdict == "regression" and unrecorded.busy_share_increase is None

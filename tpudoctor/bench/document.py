@@ -69,6 +69,7 @@ def build_document(run_result: Mapping[str, Any], *, tool_version: str, warmup_w
             "loss_dropped": bool(run_result["loss_dropped"]),
             "input": run_result.get("input", "in-memory"),
             "injected_step_delay_ms": float(run_result.get("injected_step_delay_ms") or 0.0),
+            "machine": run_result.get("machine"),
         },
         "profile_dir": run_result.get("profile_dir"),
         "comparison": None,
@@ -94,6 +95,14 @@ def validate_document(document: Any) -> None:
     from tpudoctor.schema import validate
 
     validate(document, SCHEMA_NAME)
+
+
+def busy_share(measurement: Mapping[str, Any]) -> float | None:
+    """The share of the machine's CPU that others (processes and the hypervisor) took while the windows were
+    timed; None when the run did not record it (an older document, not Linux)."""
+    machine = measurement.get("machine") or {}
+    others, steal = machine.get("others_cpu_share"), machine.get("steal_share")
+    return None if others is None else float(others) + float(steal or 0.0)
 
 
 def load_baseline(path: str | Path) -> dict[str, Any]:

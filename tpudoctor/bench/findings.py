@@ -49,6 +49,8 @@ def gate_finding(document: Mapping[str, Any]) -> Finding:
         evidence["cv_pct"] = {"baseline": round(g["cv_baseline"] * 100, 3), "current": round(g["cv_current"] * 100, 3)}
         evidence["noise_ratio"] = g["noise_ratio"]
         evidence["noise_tolerance_pct"] = round(g["noise_tolerance"] * 100, 3)
+    if g.get("busy_share_increase") is not None:
+        evidence["busy_share_increase_pct"] = round(g["busy_share_increase"] * 100, 1)
     steady = document["measurement"].get("steady_state")
     if steady:
         evidence["warmup_windows_dropped"] = steady["dropped_windows"]
@@ -94,6 +96,19 @@ def gate_finding(document: Mapping[str, Any]) -> Finding:
                      "regression: time more runs to tell.",
                 commands=(f"tpudoctor bench --model {model} --repeats {repeats} --confirm-runs 2 "
                           f"--baseline {comparison['baseline_file']}",),
+            ),
+        )
+    if g["verdict"] == "unknown" and g.get("unknown_reason") == "busier":
+        return _finding(
+            GATE_ID, GATE_TITLE, Status.WARN, Severity.MEDIUM,
+            f"unknown: other processes took {_busy(document, comparison)} of the machine's CPU: {figures} is "
+            f"beyond the {g['tolerance'] * 100:g}% tolerance (p={p_value:.2g}) but within what that extra load can "
+            f"explain, so it may be the machine, not the code",
+            evidence=evidence,
+            remediation=Remediation(
+                text="Rerun when the machine is quiet (or pin the run to idle cores); a drop that stays is a "
+                     "regression.",
+                commands=(f"tpudoctor bench --model {model} --repeats {repeats} --baseline {comparison['baseline_file']}",),
             ),
         )
     if g["verdict"] == "unknown":  # significant and beyond tolerance, but within the machine's extra noise
@@ -142,6 +157,15 @@ def gate_finding(document: Mapping[str, Any]) -> Finding:
                  f"show: record the baseline again on a quiet machine")
     return _finding(GATE_ID, GATE_TITLE, Status.PASS, Severity.INFO, f"throughput {words}: {figures}{noise}",
                     evidence=evidence)
+
+
+def _busy(document: Mapping[str, Any], comparison: Mapping[str, Any]) -> str:
+    """"38% ... (baseline: 2%)" in words, from the gate's recorded increase and this run's share."""
+    from tpudoctor.bench.document import busy_share
+
+    current = busy_share(document["measurement"])
+    increase = comparison["gate"]["busy_share_increase"]
+    return f"{current * 100:.0f}% during this run vs {(current - increase) * 100:.0f}% during the baseline's"
 
 
 def _times(ratio: float | None) -> str:

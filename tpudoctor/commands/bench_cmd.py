@@ -149,7 +149,10 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         try:
             baseline_steady = steady.measured_steady_state(baseline["measurement"], min_kept=gate.MIN_WINDOWS)
             current_steady = steady.measured_steady_state(doc["measurement"], min_kept=gate.MIN_WINDOWS)
-            verdict = gate.compare(baseline_steady.kept, current_steady.kept, tolerance=tolerance, alpha=args.alpha)
+            busy_baseline = bench_document.busy_share(baseline["measurement"])
+            verdict = gate.compare(baseline_steady.kept, current_steady.kept, tolerance=tolerance, alpha=args.alpha,
+                                   busy_share_baseline=busy_baseline,
+                                   busy_share_current=bench_document.busy_share(doc["measurement"]))
             confirmations = []
             while gate.needs_confirmation(verdict) and len(confirmations) < args.confirm_runs:
                 again = _run_with_progress(request, timeout_s, confirming=(verdict.change_pct, len(confirmations) + 1,
@@ -162,7 +165,9 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
                 again_steady = steady.measured_steady_state(again_doc["measurement"], min_kept=gate.MIN_WINDOWS)
                 confirmations.append((again_doc["measurement"],
                                       gate.compare(baseline_steady.kept, again_steady.kept, tolerance=tolerance,
-                                                   alpha=args.alpha)))
+                                                   alpha=args.alpha, busy_share_baseline=busy_baseline,
+                                                   busy_share_current=bench_document.busy_share(
+                                                       again_doc["measurement"]))))
                 if confirmations[-1][1].verdict != "regression":
                     break  # one run without the drop settles it: no need to time more
         except gate.GateInputError as exc:
