@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -119,10 +121,11 @@ def test_confirmation_runs_decide_a_suspected_regression():
     not_reproduced = gate.confirmed(shifted, [slower, same])
     assert (not_reproduced.verdict, not_reproduced.unknown_reason) == ("unknown", "not_reproduced")
     assert not_reproduced.change_pct == shifted.change_pct  # the first run's figures stay what they were
-    noisy = gate.compare(baseline, _windows(8_000, 12.0, 8, seed=15))
-    assert gate.confirmed(shifted, [noisy]).verdict in ("unknown", "regression")
-    if noisy.verdict == "unknown":
-        assert gate.confirmed(shifted, [noisy]).unknown_reason == "noisier"
+    noisy = dataclasses.replace(slower, verdict="unknown", unknown_reason="noisier")
+    assert gate.confirmed(shifted, [noisy]).unknown_reason == "noisier"
+    # Round 4 of the gate check: a 25 % slowdown held on one confirmation and the next one was noisy: no run
+    # showed the drop gone, so it stays a regression.
+    assert gate.confirmed(shifted, [slower, noisy]).verdict == "regression"
 
 
 def test_a_drop_that_the_extra_load_of_other_processes_can_explain_is_unknown():

@@ -207,15 +207,16 @@ def needs_confirmation(result: GateResult) -> bool:
 
 
 def confirmed(first: GateResult, confirmations: Sequence[GateResult]) -> GateResult:
-    """The first run's figures with the verdict its confirmation runs allow: a regression only when every
-    confirmation is one; ``unknown`` (``not_reproduced``) when a confirmation shows no significant drop
-    beyond tolerance; otherwise the last confirmation's own ``unknown`` (the machine stayed noisy or busy)."""
+    """The first run's figures with the verdict its confirmation runs allow: ``unknown`` (``not_reproduced``)
+    when a confirmation shows no significant drop beyond tolerance; a regression when none does and at least
+    one is a regression (a confirmation the machine's noise left ``unknown`` is no evidence either way);
+    otherwise the last confirmation's own ``unknown``."""
     if not confirmations:
         return first
-    if all(c.verdict == "regression" for c in confirmations):
-        return dataclasses.replace(first, verdict="regression", unknown_reason=None)
     if any(c.verdict in ("no_change", "improvement") for c in confirmations):
         return dataclasses.replace(first, verdict="unknown", unknown_reason="not_reproduced")
+    if any(c.verdict == "regression" for c in confirmations):
+        return dataclasses.replace(first, verdict="regression", unknown_reason=None)
     return dataclasses.replace(first, verdict="unknown", unknown_reason=confirmations[-1].unknown_reason)
 
 
