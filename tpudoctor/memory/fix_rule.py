@@ -26,6 +26,7 @@ from tpudoctor.findings import Confidence, ConfidenceLevel, Finding, FindingKind
 from tpudoctor.memory.attribution import Attribution, attribute
 from tpudoctor.memory.buffer_plan import ProgramPlan
 from tpudoctor.rule import Rule
+from tpudoctor.units import format_bytes
 
 FINDING_KIND = FindingKind.MEMORY
 """The kind of every memory finding (one constant: the rules, the placeholder and the tests read it)."""
@@ -167,9 +168,3 @@ class MemoryRule(Rule[MemoryPlanInput]):
                                         {"saving_bytes": int(saving.bytes)})
         return finding
 
-
-def format_bytes(n: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{int(n)} B"

@@ -15,7 +15,8 @@ from tpudoctor.findings import (
     Severity,
     Status,
 )
-from tpudoctor.memory.fix_rule import FINDING_KIND, format_bytes
+from tpudoctor.memory.fix_rule import FINDING_KIND
+from tpudoctor.units import format_bytes
 
 TOP_SITES = 10
 IMBALANCE_RATIO = 2.0
