@@ -48,8 +48,9 @@ def lint_imports(root: Path, config: Path = PYPROJECT, *contracts: str) -> subpr
                           cwd=root, env=env, timeout=300)
 
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("importlinter") is None,
-                                reason="import-linter is not installed (pip install -e '.[test]')")
+IMPORT_LINTER_MISSING = importlib.util.find_spec("importlinter") is None
+
+pytestmark = pytest.mark.skipif(IMPORT_LINTER_MISSING, reason="import-linter is not installed (pip install -e '.[test]')")
 
 
 def test_layering_contracts_hold(tmp_path):

@@ -124,15 +124,15 @@ def profile_document(report: ProfileReport, *, redact: bool = False) -> dict[str
 def goodput_document(document: dict[str, Any] | GoodputReport, *, redact: bool) -> dict[str, Any]:
     """A goodput report's document (``tpudoctor.goodput.analyze`` builds it as a dict); it quotes log lines,
     so secrets are scrubbed always."""
-    document = scrub_secrets_in(_document_of(document))
-    return validated(_redacted(document) if redact else document, "goodput_report")
+    scrubbed = scrub_secrets_in(_document_of(document))
+    return validated(_redacted(scrubbed) if redact else scrubbed, "goodput_report")
 
 
 def bench_document(document: dict[str, Any] | BenchReport, *, redact: bool) -> dict[str, Any]:
     """A bench document (a run, or the baseline made of it): secrets scrubbed always (its findings quote
     paths and versions), the host and any IP, bucket, project or e-mail replaced with ``redact``."""
-    document = scrub_secrets_in(_document_of(document))
-    return validated(_redacted(document) if redact else document, "bench_result")
+    scrubbed = scrub_secrets_in(_document_of(document))
+    return validated(_redacted(scrubbed) if redact else scrubbed, "bench_result")
 
 
 def diag_document(report: Any, *, redact: bool) -> dict[str, Any]:

@@ -288,7 +288,7 @@ def join_distributed(coordinator: str | None = None, num_processes: int | None =
 
     if os.environ.get("JAX_PLATFORMS", "") == "cpu":
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    kwargs = {k: v for k, v in (("coordinator_address", coordinator), ("num_processes", num_processes),
+    kwargs: dict[str, Any] = {k: v for k, v in (("coordinator_address", coordinator), ("num_processes", num_processes),
                                  ("process_id", process_id)) if v is not None}
     jax.distributed.initialize(**kwargs)
 
