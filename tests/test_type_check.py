@@ -55,3 +55,14 @@ def test_a_check_passes_with_a_title_of_its_own_as_every_rule_can():
     result = Titled().evaluate({})
     assert result.status is Status.PASS and result.title == "what it found" and result.message == "all well"
     assert Titled().passed("all well").title == "a check"
+
+
+def test_a_busier_machine_is_worded_even_where_the_run_recorded_no_share():
+    """mypy found it: the bench finding multiplied this run's busy share by 100 though it is None where the
+    measurement holds no machine figures (a TypeError in place of the finding)."""
+    from tpudoctor.bench.findings import _busy
+
+    assert _busy({"measurement": {}}, {"gate": {"busy_share_increase": 0.3}}) == \
+        "30 points more of it than during the baseline's"
+    measured = {"measurement": {"machine": {"others_cpu_share": 0.35, "steal_share": 0.03}}}
+    assert _busy(measured, {"gate": {"busy_share_increase": 0.36}}) == "38% during this run vs 2% during the baseline's"
