@@ -66,6 +66,13 @@ class MemoryPlanInput:
                 in_use_bytes=self.in_use_bytes))
 
     @property
+    def attributed(self) -> Attribution:
+        """The attribution the rules read: the one given, else the one ``__post_init__`` computed (never None)."""
+        if self.attribution is None:
+            raise AssertionError("MemoryPlanInput.__post_init__ computes the attribution")
+        return self.attribution
+
+    @property
     def peak_bytes(self) -> int:
         return self.plan.peak_bytes
 
