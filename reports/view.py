@@ -126,7 +126,7 @@ def where_words(finding: Finding) -> str:
         return ""
     scope = finding.scope
     if len(scope.workers) > 2:
-        from tpudoctor.pod.worker_ids import describe_workers
+        from tpudoctor.findings import describe_workers
 
         named = scope_words(dataclasses.replace(scope, workers=()))
         workers = f"on workers {describe_workers(scope.workers)}"

@@ -8,6 +8,8 @@ tpudoctor.reference_models), so the tree is laid out as installed in a temporary
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -23,7 +25,9 @@ except ModuleNotFoundError:  # Python 3.10
 
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = REPO / "pyproject.toml"
-LINT_IMPORTS = Path(sys.executable).parent / ("lint-imports.exe" if os.name == "nt" else "lint-imports")
+# import-linter's own command, run by this interpreter (a venv's console script can be missing or empty)
+LINT_IMPORTS = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
+                "sys.argv[0] = 'lint-imports'; lint_imports_command()"]
 
 
 def installed_layout(target: Path) -> Path:
@@ -36,15 +40,17 @@ def installed_layout(target: Path) -> Path:
     return target
 
 
-def lint_imports(root: Path) -> subprocess.CompletedProcess:
+def lint_imports(root: Path, config: Path = PYPROJECT, *contracts: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(root))
+    only = [arg for contract in contracts for arg in ("--contract", contract)]
     # run from the staged tree: lint-imports puts its working directory first on sys.path
-    return subprocess.run([str(LINT_IMPORTS), "--no-cache", str(PYPROJECT)], capture_output=True, text=True,
+    return subprocess.run([*LINT_IMPORTS, "--no-cache", *only, str(config)], capture_output=True, text=True,
                           cwd=root, env=env, timeout=300)
 
 
-pytestmark = pytest.mark.skipif(not LINT_IMPORTS.exists(), reason=f"import-linter is not installed ({LINT_IMPORTS} "
-                                                                  "is missing; pip install -e '.[test]')")
+IMPORT_LINTER_MISSING = importlib.util.find_spec("importlinter") is None
+
+pytestmark = pytest.mark.skipif(IMPORT_LINTER_MISSING, reason="import-linter is not installed (pip install -e '.[test]')")
 
 
 def test_layering_contracts_hold(tmp_path):
@@ -88,7 +94,7 @@ def test_google_clients_outside_gcp_and_adapters_in_checks_or_renderers_break_co
     for line in ("tpudoctor.commands.own_client -> google", "tpudoctor.checks.node.adapter -> tpudoctor.gcp.errors",
                  "tpudoctor.reports.reads_files -> tpudoctor.locations"):
         assert line in output, output
-    assert "3 broken" in output, output
+    assert "4 broken" in output, output  # the renderer reading files reaches tpudoctor.gcp too (views-no-pod-no-gcp)
 
 
 def test_pod_and_command_circles_an_engine_importing_the_pod_and_a_renderer_importing_the_merge_break(tmp_path):
@@ -115,7 +121,7 @@ CIRCLES = """
 import sys
 import grimp
 
-graph = grimp.build_graph("tpudoctor", exclude_type_checking_imports=True)
+graph = grimp.build_graph("tpudoctor", exclude_type_checking_imports=False)
 sys.setrecursionlimit(20000)
 index, low, stack, on, found = {}, {}, [], set(), []
 def visit(v):  # Tarjan: strongly connected components of more than one module are circles
@@ -140,12 +146,57 @@ print(found)
 """
 
 
-def test_no_module_imports_itself_back_anywhere_in_the_package(tmp_path):
-    """Every import, lazy ones inside functions too (annotations only excluded): no circle of modules anywhere,
-    across packages as well as inside them (settings once imported the CLI for a helper, the signature catalog
-    and its parsers imported each other)."""
-    root = installed_layout(tmp_path)
+def circles(root: Path) -> list[list[str]]:
     done = subprocess.run([sys.executable, "-c", CIRCLES], capture_output=True, text=True, cwd=root,
                           env=dict(os.environ, PYTHONPATH=str(root)), timeout=300)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]", done.stdout
+    return json.loads(done.stdout.replace("'", '"'))
+
+
+def test_no_module_imports_itself_back_anywhere_in_the_package(tmp_path):
+    """Every import, lazy ones inside functions and annotation-only ones too: no circle of modules anywhere,
+    across packages as well as inside them (settings once imported the CLI for a helper, the signature catalog
+    and its parsers imported each other, the profile report and its document read each other)."""
+    assert circles(installed_layout(tmp_path)) == []
+
+
+def test_an_annotation_only_import_back_is_a_circle(tmp_path):
+    """The last circle was profile/report.py <-> profile/document.py: the document named the report under
+    TYPE_CHECKING while the report called the document. Put that annotation back and the count finds it."""
+    root = installed_layout(tmp_path)
+    document = root / "tpudoctor" / "profile" / "document.py"
+    document.write_text(document.read_text() + "\n\nif TYPE_CHECKING:\n    from tpudoctor.profile.report import "
+                        "ProfileReport  # noqa: F401\n")
+    assert circles(root) == [["tpudoctor.profile.document", "tpudoctor.profile.report"]]
+
+
+def _counting_annotations(tmp_path: Path) -> Path:
+    """pyproject's contracts with annotation-only imports counted too."""
+    config = tmp_path / "annotations.toml"
+    config.write_text(PYPROJECT.read_text().replace("exclude_type_checking_imports = true",
+                                                    "exclude_type_checking_imports = false"))
+    return config
+
+
+def test_documents_never_import_the_pod_not_even_for_a_type(tmp_path):
+    root = installed_layout(tmp_path / "tree")
+    config = _counting_annotations(tmp_path)
+    kept = lint_imports(root, config, "engine-documents-no-pod")
+    assert kept.returncode == 0 and "1 kept, 0 broken" in kept.stdout, kept.stdout + kept.stderr
+    documents = root / "tpudoctor" / "documents.py"
+    documents.write_text(documents.read_text() + "\n\nif TYPE_CHECKING:\n    from tpudoctor.pod.merge import "
+                         "MergedReport  # noqa: F401\n")
+    broken = lint_imports(root, config, "engine-documents-no-pod")
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "tpudoctor.documents -> tpudoctor.pod.merge" in broken.stdout, broken.stdout
+
+
+def test_a_renderer_listing_workers_through_the_pod_breaks_a_contract(tmp_path):
+    """Renderers once imported the pod's describe_workers; it lives with the finding model now."""
+    root = installed_layout(tmp_path)
+    view = root / "tpudoctor" / "reports" / "views" / "merged.py"
+    view.write_text(view.read_text().replace("from tpudoctor.findings import describe_workers",
+                                             "from tpudoctor.pod.worker_ids import describe_workers", 1))
+    done = lint_imports(root, PYPROJECT, "views-no-pod-no-gcp")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "tpudoctor.reports.views.merged -> tpudoctor.pod.worker_ids" in done.stdout, done.stdout

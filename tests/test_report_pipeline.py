@@ -199,7 +199,7 @@ def bench_run(monkeypatch):
 
     holder = {}
     monkeypatch.setattr("tpudoctor.commands.bench_cmd._run_with_progress",
-                        lambda request, timeout_s: RunOutcome(["python"], True, 0, False, 60.0, 1.0,
+                        lambda request, timeout_s, note=None: RunOutcome(["python"], True, 0, False, 60.0, 1.0,
                                                               [{"key": result_log.RUN_RESULT,
                                                                 "value": holder["result"]}], ""))
     monkeypatch.setattr("tpudoctor.bench.launch.framework_installed", lambda name: True)

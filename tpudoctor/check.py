@@ -63,13 +63,14 @@ class Check(Rule[Facts]):
         remediation: Remediation | None = None,
         severity: Severity | None = None,
         skip_reason: str | None = None,
+        title: str | None = None,
     ) -> CheckResult:
         if remediation is not None and remediation.docs_url is None and self.docs:
             remediation = dataclasses.replace(remediation, docs_url=self.docs)
         return CheckResult(
             id=self.id,
             step=self.step,
-            title=self.title,
+            title=title or self.title,
             status=status,
             message=message,
             severity=severity or self.severity,
@@ -78,8 +79,8 @@ class Check(Rule[Facts]):
             skip_reason=skip_reason,
         )
 
-    def passed(self, message: str, *, evidence: Mapping[str, Any] | None = None) -> CheckResult:
-        return self._result(Status.PASS, message, evidence=evidence, severity=Severity.INFO)
+    def passed(self, message: str, *, evidence: Mapping[str, Any] | None = None, title: str | None = None) -> CheckResult:
+        return self._result(Status.PASS, message, evidence=evidence, severity=Severity.INFO, title=title)
 
     def warn(
         self,

@@ -10,7 +10,7 @@ prepared document. A document tpudoctor built that fails its own schema is a bug
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tpudoctor.errors import TpudoctorError
 from tpudoctor.exitcodes import ExitCode
@@ -27,9 +27,15 @@ if TYPE_CHECKING:
     from tpudoctor.findings import Report
     from tpudoctor.goodput.report import GoodputReport
     from tpudoctor.hang.report import HangReport
-    from tpudoctor.pod.merge import MergedReport
     from tpudoctor.profile.compare_report import CompareReport
     from tpudoctor.profile.report import ProfileReport
+
+
+class HasDocument(Protocol):
+    """A report that builds its own document: a merged pod report (``pod.merge.MergedReport``), which this
+    module does not import (the engine runs one host; the pod sits above it)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 class InvalidDocumentError(TpudoctorError):
@@ -96,7 +102,7 @@ def shown_check_report(report: Report, *, redact: bool) -> Report:
     return shown
 
 
-def merged_document(merged: MergedReport, *, redact: bool) -> dict[str, Any]:
+def merged_document(merged: HasDocument, *, redact: bool) -> dict[str, Any]:
     """A merged pod report's document. With ``redact``, one set of placeholders across every worker's report;
     without, each worker's own report is as the tpudoctor that wrote it scrubbed it."""
     document = merged.to_dict()
@@ -118,15 +124,15 @@ def profile_document(report: ProfileReport, *, redact: bool = False) -> dict[str
 def goodput_document(document: dict[str, Any] | GoodputReport, *, redact: bool) -> dict[str, Any]:
     """A goodput report's document (``tpudoctor.goodput.analyze`` builds it as a dict); it quotes log lines,
     so secrets are scrubbed always."""
-    document = scrub_secrets_in(_document_of(document))
-    return validated(_redacted(document) if redact else document, "goodput_report")
+    scrubbed = scrub_secrets_in(_document_of(document))
+    return validated(_redacted(scrubbed) if redact else scrubbed, "goodput_report")
 
 
 def bench_document(document: dict[str, Any] | BenchReport, *, redact: bool) -> dict[str, Any]:
     """A bench document (a run, or the baseline made of it): secrets scrubbed always (its findings quote
     paths and versions), the host and any IP, bucket, project or e-mail replaced with ``redact``."""
-    document = scrub_secrets_in(_document_of(document))
-    return validated(_redacted(document) if redact else document, "bench_result")
+    scrubbed = scrub_secrets_in(_document_of(document))
+    return validated(_redacted(scrubbed) if redact else scrubbed, "bench_result")
 
 
 def diag_document(report: Any, *, redact: bool) -> dict[str, Any]:

@@ -234,6 +234,27 @@ def natural_key(name: str) -> tuple:
 _DIGITS = re.compile(r"([0-9]+)")
 
 
+def describe_workers(workers: Iterable[str], *, limit: int = 12) -> str:
+    """``3, 7`` or ``0-15`` or ``0-3, 9, 12-20 and 4 more``: ranges folded, long lists cut."""
+    ordered = sorted(set(workers), key=natural_key)
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        if ordered[i].isdigit():
+            while j + 1 < len(ordered) and ordered[j + 1].isdigit() and int(ordered[j + 1]) == int(ordered[j]) + 1:
+                j += 1
+        if j - i >= 2:  # a run of three or more reads better as a range; "0, 1" stays a list
+            parts.append(f"{ordered[i]}-{ordered[j]}")
+            i = j + 1
+        else:
+            parts.append(ordered[i])
+            i += 1
+    if len(parts) > limit:
+        return ", ".join(parts[:limit]) + f" and {len(parts) - limit} more"
+    return ", ".join(parts)
+
+
 class ConfidenceLevel(str, enum.Enum):
     """How sure a verdict or finding is, from the evidence it rests on: ``high`` only with strong
     evidence; ``unknown`` where the input cannot tell."""

@@ -30,7 +30,7 @@ import re
 import shlex
 from collections.abc import Callable, Collection, Iterable
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tpudoctor.errors import TpudoctorError
 from tpudoctor.exitcodes import ExitCode
@@ -102,7 +102,7 @@ class Discovery:
     """What one family's discovery found: ``(source, classes by base)`` in load order, built-ins first,
     and the plugins that could not be loaded."""
 
-    sources: list[tuple[str, dict[type, list[type]]]]
+    sources: list[tuple[str, dict[type, list[type[Any]]]]]
     problems: list[PluginProblem]
 
 
@@ -137,11 +137,11 @@ def _modules_of(module: ModuleType) -> list[ModuleType]:
     return modules
 
 
-def classes_in(target: object, bases: tuple[type, ...], what: str, *, strict: bool = True) -> dict[type, list[type]]:
+def classes_in(target: object, bases: tuple[type, ...], what: str, *, strict: bool = True) -> dict[type, list[type[Any]]]:
     """Base -> the classes ``target`` (a module or package, a class, or a callable returning classes)
     provides; ``RegistryError`` for an object that is none of the bases, unless not ``strict`` (the shared
     group's entry points hold other families' classes too)."""
-    found: dict[type, list[type]] = {base: [] for base in bases}
+    found: dict[type, list[type[Any]]] = {base: [] for base in bases}
     if isinstance(target, ModuleType):
         for module in _modules_of(target):
             for _, obj in inspect.getmembers(module, inspect.isclass):
@@ -155,12 +155,12 @@ def classes_in(target: object, bases: tuple[type, ...], what: str, *, strict: bo
     if inspect.isclass(items):
         items = [items]
     for item in items:  # type: ignore[union-attr]
-        base = next((b for b in bases if inspect.isclass(item) and issubclass(item, b)), None)
-        if base is None:
+        matched = next((b for b in bases if inspect.isclass(item) and issubclass(item, b)), None)
+        if matched is None:
             if not strict:
                 continue
             raise RegistryError(f"entry point object {item!r} is not a {what}")
-        found[base].append(item)
+        found[matched].append(item)
     return found
 
 
@@ -210,11 +210,11 @@ def _disable_hint(source: str) -> str | None:
     return f"leave the plugin out with {DISABLE_FLAG} {name} (or {DISABLE_ENV}={name}), or fix or uninstall it"
 
 
-def register_by_id(sources: Iterable[tuple[str, Iterable[type]]], *, id_pattern: re.Pattern[str], what: str,
-                   id_example: str = "") -> dict[str, type]:
+def register_by_id(sources: Iterable[tuple[str, Iterable[type[Any]]]], *, id_pattern: re.Pattern[str], what: str,
+                   id_example: str = "") -> dict[str, type[Any]]:
     """Id -> class, in load order; a class from a plugin gets ``source``. An invalid or duplicate id is a
     ``RegistryError`` (the hint says how to leave a plugin out)."""
-    found: dict[str, type] = {}
+    found: dict[str, type[Any]] = {}
     for source, classes in sources:
         for cls in classes:
             if not id_pattern.match(cls.id or ""):
@@ -236,7 +236,7 @@ def placeholder_slug(name: str) -> str:
 
 
 def evaluating_placeholder(base: type, kind: str, *,
-                           rule_id: Callable[[PluginProblem], str] | None = None) -> Callable[[PluginProblem], type]:
+                           rule_id: Callable[[PluginProblem], str] | None = None) -> Callable[[PluginProblem], type[Any]]:
     """The placeholder of a family whose members ``evaluate(subject) -> Finding``: for a plugin that could not
     load, a member of ``base`` whose every evaluation is the problem's ERROR finding of ``kind`` (a
     ``FindingKind`` value; the finding model is imported when a placeholder is built, not before). Its id is
@@ -266,11 +266,11 @@ class Rules(dict):
     """What one family registered: id -> class, built-ins first, each source's classes in id order; a plugin
     that could not be loaded is there as its family's placeholder, a rule that reports it."""
 
-    def __init__(self, family: Family, found: dict[str, type]):
+    def __init__(self, family: Family, found: dict[str, type[Any]]):
         super().__init__(found)
         self.family = family
 
-    def plugin_problems(self) -> list[type]:
+    def plugin_problems(self) -> list[type[Any]]:
         return [cls for cls in self.values() if plugin_problem_of(cls) is not None]
 
 
@@ -288,7 +288,7 @@ class Family:
     """The entry-point group this family had before the shared ``tpudoctor`` one; still read."""
     id_pattern: re.Pattern[str]
     id_example: str = " (lowercase words joined by '-', e.g. acme-slow-io)"
-    placeholder: Callable[[PluginProblem], type] | None = None
+    placeholder: Callable[[PluginProblem], type[Any]] | None = None
     """The rule that stands for a plugin that could not be loaded (its finding is an ERROR naming it)."""
     judges: str = ""
     """What its members judge, for the reference: "`tpudoctor goodput`'s figures"."""

@@ -91,7 +91,11 @@ class Redactor:
 
     def learn(self, value: Any) -> None:
         """Learn every id in ``value`` (so placeholders do not depend on the order values are redacted in)."""
-        _walk(value, lambda s: (self._learn(s), s)[1])
+        def learn_text(text: str) -> str:
+            self._learn(text)
+            return text
+
+        _walk(value, learn_text)
 
     def value(self, value: Any) -> Any:
         self.learn(value)

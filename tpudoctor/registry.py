@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Iterable, Sequence
+from typing import cast
 
 from tpudoctor.check import CHECK_ID_PATTERN, Check
 from tpudoctor.findings import CheckResult, FindingKind, Step
@@ -83,14 +84,14 @@ def load_registry(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: 
         checks[cls.id] = cls
     providers: dict[str, type[FactProvider]] = {}
     for source, by_base in discovery.sources:
-        for cls in by_base[FactProvider]:
-            for key in cls.provides:
+        for provider in cast("list[type[FactProvider]]", by_base[FactProvider]):  # discovery sorts by base
+            for key in provider.provides:
                 other = providers.get(key)
-                if other is not None and other is not cls:
+                if other is not None and other is not provider:
                     raise RegistryError(
-                        f"fact '{key}' is provided twice: by {other.__qualname__} and {cls.__qualname__} ({source})"
+                        f"fact '{key}' is provided twice: by {other.__qualname__} and {provider.__qualname__} ({source})"
                     )
                 if source != "builtin":
-                    cls.source = source
-                providers[key] = cls
+                    provider.source = source
+                providers[key] = provider
     return Registry(checks=checks, providers=providers)

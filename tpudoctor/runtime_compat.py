@@ -128,8 +128,8 @@ class RuntimeCompat:
 
     # accelerators --------------------------------------------------------------------------
     def accelerator(self, accelerator_type: str | None) -> Accelerator | None:
-        match = ACCELERATOR_TYPE.match((accelerator_type or "").strip().lower())
-        if not match:
+        match = ACCELERATOR_TYPE.match(accelerator_type.strip().lower()) if accelerator_type else None
+        if not match or accelerator_type is None:
             return None
         for generation in self.generations.values():
             if match.group("prefix") in generation.prefixes:
@@ -159,12 +159,12 @@ class RuntimeCompat:
         if not generation.tensorflow:
             return ImageVerdict(True, False, (), f"{generation.name} does not support TensorFlow at all")
         if tf.suffix is not None:
-            gens = self.tf_suffix_generations.get(tf.suffix)
-            if gens is None:
+            suffix_gens = self.tf_suffix_generations.get(tf.suffix)
+            if suffix_gens is None:
                 return ImageVerdict(False, True, (), f"unknown TensorFlow image suffix '-{tf.suffix}'")
-            ok = generation.name in gens
-            return ImageVerdict(True, ok, gens, "" if ok else
-                                f"{runtime_version} is meant for {', '.join(gens)}, not {generation.name}")
+            ok = generation.name in suffix_gens
+            return ImageVerdict(True, ok, suffix_gens, "" if ok else
+                                f"{runtime_version} is meant for {', '.join(suffix_gens)}, not {generation.name}")
         if generation.tensorflow_min and version < Version(generation.tensorflow_min):
             return ImageVerdict(True, False, (), f"{generation.name} needs TensorFlow {generation.tensorflow_min} "
                                                  f"or newer; {runtime_version} has {version}")

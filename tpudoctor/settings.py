@@ -144,7 +144,8 @@ class Settings:
     def format_for(self, formats: Sequence[str]) -> str:
         """The format asked for where this command has it, else text (``html`` from the config file for
         ``bench``)."""
-        return self.format if self.format in formats else "text"
+        asked = self.format
+        return asked if asked is not None and asked in formats else "text"
 
     def target(self):
         """The gcloud-style target as given (flags, environment, config file); the metadata server's additions

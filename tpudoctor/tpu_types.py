@@ -77,8 +77,8 @@ class AcceleratorShape:
 
 def parse_accelerator_type(accelerator_type: str | None) -> AcceleratorShape | None:
     """``v4-8`` -> 4 chips on 1 host; ``v6e-16`` -> 16 chips on 4 hosts. None when unknown."""
-    match = _ACCELERATOR_TYPE.match((accelerator_type or "").strip().lower())
-    if not match:
+    match = _ACCELERATOR_TYPE.match(accelerator_type.strip().lower()) if accelerator_type else None
+    if not match or accelerator_type is None:
         return None
     gen = _BY_PREFIX.get(match["prefix"])
     if gen is None:

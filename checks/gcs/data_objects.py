@@ -3,15 +3,7 @@ from __future__ import annotations
 from tpudoctor.check import Check, Example, remediation
 from tpudoctor.facts import Facts
 from tpudoctor.findings import CheckResult, Severity, Status, Step
-
-
-def _fmt_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"  # pragma: no cover
+from tpudoctor.units import format_bytes
 
 
 class DataPrefixHasObjects(Check):
@@ -55,5 +47,5 @@ class DataPrefixHasObjects(Check):
         parts = []
         for path, o in objects.items():
             count = f"{o['object_count']}{'+' if o.get('truncated') else ''}"
-            parts.append(f"{path}: {count} objects, {_fmt_bytes(o.get('total_bytes', 0))}")
+            parts.append(f"{path}: {count} objects, {format_bytes(o.get('total_bytes', 0))}")
         return self.passed("; ".join(parts), evidence=evidence)

@@ -24,7 +24,7 @@ Member = tuple[str | None, int]
 
 def members_words(members: Sequence[Member]) -> str:
     """``worker 5 (pid 1234)``, ``63 workers: 0-4, 6-63``, ``pid 6454``, ``3 processes (pids 1, 2, 3)``."""
-    from tpudoctor.pod.worker_ids import describe_workers
+    from tpudoctor.findings import describe_workers
 
     workers = sorted({w for w, _ in members if w is not None}, key=lambda w: (0, int(w), w) if w.isdigit() else (1, 0, w))
     pids = [p for _, p in members if p]

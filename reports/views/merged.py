@@ -43,7 +43,7 @@ def worker_step_matrix(document: dict[str, Any]) -> dict[str, dict[int, str]]:
 
 
 def _slice(document: dict[str, Any]) -> Section:
-    from tpudoctor.pod.worker_ids import describe_workers
+    from tpudoctor.findings import describe_workers
 
     info = document.get("slice") or {}
     expected, reported = info.get("workers_expected") or [], info.get("workers_reported") or []
@@ -85,7 +85,7 @@ def _matrix_lines(matrix: dict[str, dict[int, str]], steps: list[Step]) -> list[
 
 
 def _step_summary(step: Step, matrix: dict[str, dict[int, str]]) -> str:
-    from tpudoctor.pod.worker_ids import describe_workers
+    from tpudoctor.findings import describe_workers
 
     groups: dict[str, list[str]] = {}
     for worker, row in matrix.items():

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tpudoctor.bench.gate import busy_share  # noqa: F401 - read here by the bench command
 from tpudoctor.bench.steady import steady_state
 
 SCHEMA_VERSION = "1.2"  # 1.1: measurement.steady_state, the "unknown" verdict, noise figures; 1.2: confirmation
@@ -109,14 +110,6 @@ def validate_document(document: Any) -> None:
     from tpudoctor.schema import validate
 
     validate(document, SCHEMA_NAME)
-
-
-def busy_share(measurement: Mapping[str, Any]) -> float | None:
-    """The share of the machine's CPU that others (processes and the hypervisor) took while the windows were
-    timed; None when the run did not record it (an older document, not Linux)."""
-    machine = measurement.get("machine") or {}
-    others, steal = machine.get("others_cpu_share"), machine.get("steal_share")
-    return None if others is None else float(others) + float(steal or 0.0)
 
 
 def load_baseline(path: str | Path) -> dict[str, Any]:

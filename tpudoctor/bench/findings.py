@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tpudoctor.bench.gate import NOISIER_FACTOR
+from tpudoctor.bench.gate import NOISIER_FACTOR, busy_share
 from tpudoctor.findings import Finding, FindingKind, Remediation, Severity, Status
 
 GATE_ID = "BENCH-001"
@@ -161,10 +161,10 @@ def gate_finding(document: Mapping[str, Any]) -> Finding:
 
 def _busy(document: Mapping[str, Any], comparison: Mapping[str, Any]) -> str:
     """"38% ... (baseline: 2%)" in words, from the gate's recorded increase and this run's share."""
-    from tpudoctor.bench.document import busy_share
-
     current = busy_share(document["measurement"])
     increase = comparison["gate"]["busy_share_increase"]
+    if current is None:  # the gate saw both shares; a document edited since may not hold this run's
+        return f"{increase * 100:.0f} points more of it than during the baseline's"
     return f"{current * 100:.0f}% during this run vs {(current - increase) * 100:.0f}% during the baseline's"
 
 

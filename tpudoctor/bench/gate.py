@@ -64,6 +64,14 @@ class GateInputError(ValueError):
     """Samples the gate cannot judge (too few, not finite, not positive)."""
 
 
+def busy_share(measurement: Mapping[str, Any]) -> float | None:
+    """The share of the machine's CPU that others (processes and the hypervisor) took while the windows were
+    timed; None when the run did not record it (an older document, not Linux)."""
+    machine = measurement.get("machine") or {}
+    others, steal = machine.get("others_cpu_share"), machine.get("steal_share")
+    return None if others is None else float(others) + float(steal or 0.0)
+
+
 @dataclasses.dataclass(frozen=True)
 class MannWhitney:
     u_statistic: float

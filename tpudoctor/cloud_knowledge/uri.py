@@ -92,8 +92,8 @@ def parse_path(raw: str, role: str) -> dict[str, Any]:
     if bucket != bucket.lower() and _BUCKET_NAME.match(bucket.lower()):
         problem("bucket_case", "fail", f"bucket names are lower-case; {bucket!r} cannot exist",
                 f"gs://{bucket.lower()}/{prefix}".rstrip("/"))
-    elif bucket_name_problem(bucket) is not None:
-        problem("bucket_name", "fail", bucket_name_problem(bucket))
+    elif (naming := bucket_name_problem(bucket)) is not None:
+        problem("bucket_name", "fail", naming)
     if "//" in prefix or prefix.startswith("/"):
         problem("double_slash", "fail", f"{raw!r} has '//' in the object path; GCS keeps it literally",
                 f"gs://{bucket}/{re.sub('/+', '/', prefix).lstrip('/')}")

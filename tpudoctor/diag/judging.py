@@ -116,10 +116,11 @@ class PeakRateRule(DiagRule):
         shown = RATE_UNITS[unit]
         p10 = timings.frame.groupby("device")[unit].quantile(0.10)
         sustained = float(p10.median())
-        peak = getattr(subject.peaks, self.peak_field, None) if subject.peaks else None
+        peaks = subject.peaks
+        peak = getattr(peaks, self.peak_field, None) if peaks else None
         evidence = {"unit": unit, "run": timings.size, "sustained_p10": round(sustained, 6),
                     "per_chip_p10": {subject.chip(int(d)): round(float(v), 6) for d, v in p10.items()}}
-        if peak is None:
+        if peaks is None or peak is None:
             kind = subject.inventory.devices[0].kind if subject.inventory.devices else "?"
             return self.judged(Status.PASS, Severity.INFO,
                                f"sustained {self.what} {sustained:.3g} {shown}; no published peak for {kind!r}",
@@ -128,15 +129,15 @@ class PeakRateRule(DiagRule):
                                                            "kind; judged against its peers only"}, host=subject.host)
         peak_in_unit = peak if unit == "tflops" else peak  # the table is in TFLOP/s and GB/s, as the runs are
         fraction = sustained / peak_in_unit
-        evidence.update({"peak": peak, "fraction_of_peak": round(fraction, 4), "peaks_source": subject.peaks.source,
-                         "peaks_table_version": subject.peaks.table_version})
+        evidence.update({"peak": peak, "fraction_of_peak": round(fraction, 4), "peaks_source": peaks.source,
+                         "peaks_table_version": peaks.table_version})
         if fraction >= self.warn_below:
             return self.judged(Status.PASS, Severity.INFO,
                                f"sustained {self.what} {sustained:.4g} {shown}: {fraction:.0%} of the "
-                               f"{subject.peaks.label} peak ({peak:g} {shown})", evidence={**evidence, "confidence": "medium"},
+                               f"{peaks.label} peak ({peak:g} {shown})", evidence={**evidence, "confidence": "medium"},
                                host=subject.host)
         return self.judged(Status.WARN, Severity.MEDIUM,
-                           f"sustained {self.what} {sustained:.4g} {shown} is {fraction:.0%} of the {subject.peaks.label} "
+                           f"sustained {self.what} {sustained:.4g} {shown} is {fraction:.0%} of the {peaks.label} "
                            f"peak ({peak:g} {shown}); below {self.warn_below:.0%}",
                            evidence={**evidence, "confidence": "low",
                                      "confidence_why": "every chip alike: the test's sizes, a throttled host or the "

@@ -11,6 +11,7 @@ Sizes depend on the backend: a TPU or GPU runs bf16 matmuls big enough to reach 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 LEVELS = (1, 2, 3)
 MEASUREMENTS = {
@@ -52,7 +53,7 @@ def sizes_for(backend: str, *, hbm_gib: float | None = None, soak_s: float | Non
     """The sizes for ``backend``; ``hbm_gib``, ``soak_s`` and ``reps`` (every timed test's repetitions) override
     (tests make them small)."""
     sizes = _CPU if backend == "cpu" else _ACCELERATOR
-    changes = {}
+    changes: dict[str, Any] = {}
     if hbm_gib is not None:
         changes["hbm_bytes"] = int(hbm_gib * 2**30)
     if soak_s is not None:

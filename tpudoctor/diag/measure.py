@@ -12,7 +12,7 @@ import hashlib
 import itertools
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -147,7 +147,7 @@ def gemm_check(sizes: Sizes, faults: FaultPlan) -> GemmCheck:
 SHUFFLE_SEED = 20261202
 
 
-def _timed(runs: dict[int, Callable[[], Any]], reps: int, faults: FaultPlan, *, soak_s: float | None = None,
+def _timed(runs: Mapping[int, Callable[[], Any]], reps: int, faults: FaultPlan, *, soak_s: float | None = None,
            progress: Callable[[float], None] | None = None) -> pd.DataFrame:
     """Each run once to compile and warm, then ``reps`` rounds (or rounds until ``soak_s`` has passed), the device
     order shuffled each round (seeded): a rotation keeps each device behind the same predecessor, whose after-effects
@@ -288,7 +288,7 @@ def join_distributed(coordinator: str | None = None, num_processes: int | None =
 
     if os.environ.get("JAX_PLATFORMS", "") == "cpu":
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    kwargs = {k: v for k, v in (("coordinator_address", coordinator), ("num_processes", num_processes),
+    kwargs: dict[str, Any] = {k: v for k, v in (("coordinator_address", coordinator), ("num_processes", num_processes),
                                  ("process_id", process_id)) if v is not None}
     jax.distributed.initialize(**kwargs)
 

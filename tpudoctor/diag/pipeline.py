@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import socket
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 
 from tpudoctor.accelerator_peaks import peaks_for
 from tpudoctor.diag import measure, second_look, stats
@@ -118,7 +118,7 @@ def soak_rows(subject: DiagInput) -> list[dict] | None:
             for r in windows.itertuples()]
 
 
-def run(options: DiagOptions, *, node_findings: list[Finding] = (), progress: Progress | None = None) -> DiagReport:
+def run(options: DiagOptions, *, node_findings: Sequence[Finding] = (), progress: Progress | None = None) -> DiagReport:
     from tpudoctor import __version__
     from tpudoctor.diag.rule_registry import evaluate_rules, load_rules
 

@@ -8,6 +8,7 @@ the level did not take does not apply. ``examples`` (made by ``example_input`` f
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -74,7 +75,7 @@ class DiagRule(Rule[DiagInput]):
         return self.measurement == "inventory" or getattr(subject, self.measurement, None) is not None
 
     def judged(self, status: Status, severity: Severity, message: str, *, evidence: dict[str, Any],
-               chips: list[str] = (), host: str = "", remediation: Remediation | None = None,
+               chips: Sequence[str] = (), host: str = "", remediation: Remediation | None = None,
                title: str | None = None) -> Finding:
         return Finding(id=self.id, step=None, title=title or self.title, status=status, message=message,
                        severity=severity, evidence=evidence, remediation=remediation, kind=FindingKind.DIAG,

@@ -15,7 +15,7 @@ from typing import Any
 
 def is_local_endpoint(endpoint: str | None) -> bool:
     """An ``http://`` endpoint: a local fake or emulator, called without credentials."""
-    return bool(endpoint) and endpoint.lower().startswith("http://")
+    return endpoint is not None and endpoint.lower().startswith("http://")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -103,7 +103,7 @@ class Session:
         self._lock = threading.RLock()
         self._clients: dict[str, Any] = {}
         # credentials and the on-Google-Cloud answer are the session's, whatever the timeout of a copy
-        self._shared = _shared if _shared is not None else {"lock": threading.RLock()}
+        self._shared: dict[str, Any] = _shared if _shared is not None else {"lock": threading.RLock()}
         if on_google_cloud is not None:
             self._shared["on_google_cloud"] = on_google_cloud
 

@@ -87,7 +87,7 @@ class HangDigest:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HangDigest:
-        values = {f.name: data.get(f.name) for f in dataclasses.fields(cls) if f.name in data}
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in dataclasses.fields(cls) if f.name in data}
         values["logged_at"] = _dt.datetime.fromisoformat(data["logged_at"]) if data.get("logged_at") else None
         for name in ("culprit_workers", "culprit_hosts", "modules"):
             values[name] = list(values.get(name) or [])
@@ -126,8 +126,8 @@ def find_digests(lines: Iterable[str], source: str, *, now: _dt.datetime | None 
                 continue
             found.append(parse_block(block, source, start_no, start_time))
             block = None
-        if _START.search(line):
-            block, start_no, start_time = [line[_START.search(line).start():]], number, line_time(raw, now, tz)
+        if started := _START.search(line):
+            block, start_no, start_time = [line[started.start():]], number, line_time(raw, now, tz)
         elif match := _DETECTED.search(line):
             found.append(HangDigest(source=source, line_no=number, logged_at=line_time(raw, now, tz), kind="timed_out",
                                     headline=line[match.start():].strip()[:500], launch_id=int(match.group(2)),

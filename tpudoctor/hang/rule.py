@@ -153,7 +153,7 @@ def words_of(frame: Frame) -> set[str]:
     {read, shard, input, pipeline}."""
     name = frame.file.rsplit("/", 1)[-1].removesuffix(".py")
     text = f"{name} {frame.function}".replace(".", " ").replace("<", " ").replace(">", " ")
-    words = set()
+    words: set[str] = set()
     for token in re.split(r"[\s_]+", text):
         words.update(w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", token))
     return words

@@ -330,7 +330,7 @@ def _signature(raw: dict[str, Any]) -> Signature:
     if unknown_parsers:
         raise CatalogError(f"{where}: unknown parsers {unknown_parsers} (known: {sorted(PARSERS)})")
     return Signature(
-        id=sid,
+        id=str(raw["id"]),
         title=raw["title"],
         layer=raw["layer"],
         any_patterns=tuple(_compile(p, where) for p in any_src),

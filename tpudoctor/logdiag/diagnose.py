@@ -124,20 +124,20 @@ class Diagnoser:
                 short = None
         if short and self._recorded == recorded_before and self._fallback is not None \
                 and short[-1].last_line_no <= SHORT_PASTE_LINES:
-            self._bare_message(short, source, scope)
+            self._bare_message(self._fallback, short, source, scope)
         self._end_source(source, scope, self.lines_scanned - lines_before, head)
 
     def _end_source(self, source: str, scope: Scope | None, n_lines: int, head: list[str]) -> None:
         """A traceback left open at the end of the source was cut; a short source is kept to judge its outcome."""
         open_tb = self._frames.pop(source, None)
-        if open_tb is not None and open_tb.frames >= 2 and self._fallback is not None \
+        if open_tb is not None and open_tb.event is not None and open_tb.frames >= 2 and self._fallback is not None \
                 and n_lines - open_tb.line_no <= outcome.CUT_TRACEBACK_TAIL_LINES:
             mark = ErrorMark(open_tb.offset, open_tb.line, errorlevel.CUT_TRACEBACK, errorlevel.CRASH)
             self._record(self._fallback, open_tb.event, open_tb.event.text, open_tb.offset, source, scope, mark)
         if 0 < n_lines <= outcome.SHORT_PASTE_MAX_LINES:
             self._short.append((source, scope, head[:outcome.SHORT_PASTE_MAX_LINES]))
 
-    def _bare_message(self, events: list[LogEvent], source: str, scope: Scope | None) -> None:
+    def _bare_message(self, fallback: Signature, events: list[LogEvent], source: str, scope: Scope | None) -> None:
         """A pasted excerpt of a few lines with no error-level form: a message printed without its class or
         level (``Failed to connect to ...``) still says the job failed when its words do."""
         for event in events:
@@ -146,7 +146,7 @@ class Diagnoser:
             for line in text.split("\n"):
                 if line.strip() and errorlevel.is_bare_failure(line):
                     mark = ErrorMark(offset, line, "a failure message", errorlevel.ERROR_LINE)
-                    self._record(self._fallback, event, text, offset, source, scope, mark)
+                    self._record(fallback, event, text, offset, source, scope, mark)
                     return
                 offset += len(line) + 1
 
@@ -236,7 +236,7 @@ class Diagnoser:
         if not known and not event.severity and not errorlevel.may_hold(text):
             return
         for context in self.catalog.contexts:
-            if context.keyword in text and (value := context.extract(text)) is not None:
+            if context.keyword is not None and context.keyword in text and (value := context.extract(text)) is not None:
                 self._context[context.name] = value
         hits = self._matches(text) if known else []
         for signature, offset in hits:

@@ -26,6 +26,7 @@ from tpudoctor.findings import Confidence, ConfidenceLevel, Finding, FindingKind
 from tpudoctor.memory.attribution import Attribution, attribute
 from tpudoctor.memory.buffer_plan import ProgramPlan
 from tpudoctor.rule import Rule
+from tpudoctor.units import format_bytes
 
 FINDING_KIND = FindingKind.MEMORY
 """The kind of every memory finding (one constant: the rules, the placeholder and the tests read it)."""
@@ -63,6 +64,13 @@ class MemoryPlanInput:
             object.__setattr__(self, "attribution", attribute(
                 self.plan, optimizer_parameters=self.optimizer_parameters, reserved_bytes=self.reserved_bytes,
                 in_use_bytes=self.in_use_bytes))
+
+    @property
+    def attributed(self) -> Attribution:
+        """The attribution the rules read: the one given, else the one ``__post_init__`` computed (never None)."""
+        if self.attribution is None:
+            raise AssertionError("MemoryPlanInput.__post_init__ computes the attribution")
+        return self.attribution
 
     @property
     def peak_bytes(self) -> int:
@@ -167,9 +175,3 @@ class MemoryRule(Rule[MemoryPlanInput]):
                                         {"saving_bytes": int(saving.bytes)})
         return finding
 
-
-def format_bytes(n: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{int(n)} B"

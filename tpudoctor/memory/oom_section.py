@@ -15,7 +15,8 @@ from tpudoctor.findings import (
     Severity,
     Status,
 )
-from tpudoctor.memory.fix_rule import FINDING_KIND, format_bytes
+from tpudoctor.memory.fix_rule import FINDING_KIND
+from tpudoctor.units import format_bytes
 
 TOP_OOM_ALLOCATIONS = 5
 """Largest allocations quoted in an out-of-memory finding's message (the document keeps them all)."""

@@ -41,10 +41,11 @@ from tpudoctor.findings import (
     Severity,
     Status,
 )
-from tpudoctor.memory.fix_rule import FINDING_KIND, format_bytes
+from tpudoctor.memory.fix_rule import FINDING_KIND
 from tpudoctor.memory.oom_section import CAPTURE_COMMANDS, TextInput, text_section
 from tpudoctor.memory.pod_table import HOST_ALLOCATOR, pod_section
 from tpudoctor.memory.report import MemoryReport
+from tpudoctor.units import format_bytes
 
 TOP_BUFFERS = 10
 """Buffers listed per peak and per program."""

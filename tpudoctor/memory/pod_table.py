@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tpudoctor.findings import Finding, Remediation, Scope, Severity, Status
-from tpudoctor.memory.fix_rule import FINDING_KIND, format_bytes
+from tpudoctor.memory.fix_rule import FINDING_KIND
+from tpudoctor.units import format_bytes
 
 OUTLIER_MIN_FRACTION = 0.05
 """A chip is named only when this share of the median above it, at least..."""

@@ -15,7 +15,8 @@ from tpudoctor.findings import (
     Severity,
     Status,
 )
-from tpudoctor.memory.fix_rule import FINDING_KIND, format_bytes
+from tpudoctor.memory.fix_rule import FINDING_KIND
+from tpudoctor.units import format_bytes
 
 TOP_SITES = 10
 IMBALANCE_RATIO = 2.0
@@ -42,7 +43,7 @@ def profile_section(profile, findings: list[Finding]) -> dict[str, Any]:
     section = {"source": profile.source, "sample_types": profile.sample_types, "total_bytes": total,
                "samples": int(len(profile.frame)), "devices": rows, "top_sites": top}
     where = Scope.of(hosts=[], chips=[r["device"] for r in rows])
-    largest = f"; most made at {top[0]['site']} ({format_bytes(top[0]['bytes'])})" if top else ""
+    largest = f"; most made at {top[0]['site']} ({format_bytes(int(top[0]['bytes']))})" if top else ""
     summary = Finding(
         id="memory-device-profile", step=None, title=f"live device memory in {profile.source}", status=Status.PASS,
         severity=Severity.INFO, kind=FINDING_KIND, scope=where,

@@ -37,7 +37,7 @@ def load_rules(extra_sources: Iterable[tuple[str, object]] = (), *, plugins: boo
 
 def _rank_key(finding: Finding, rules: Mapping[str, type[MemoryRule]]) -> tuple:
     evidence = finding.evidence
-    expected = int(evidence.get("saving_bytes") or 0) * CONFIDENCE_WEIGHT.get(evidence.get("confidence"), 0.0)
+    expected = int(evidence.get("saving_bytes") or 0) * CONFIDENCE_WEIGHT.get(str(evidence.get("confidence")), 0.0)
     keeps = getattr(rules.get(finding.id), "keeps_numerics", True)
     return (-expected, not keeps, finding.id)
 

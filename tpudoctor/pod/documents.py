@@ -50,7 +50,7 @@ def report_from_document(document: dict[str, Any], source: str) -> Report:
     return _report(check_document(document, source, **_CHECK_REPORT), source)
 
 
-_CHECK_REPORT = {"what": "check report", "schema": "check_report", "schema_version": SCHEMA_VERSION,
+_CHECK_REPORT: dict[str, Any] = {"what": "check report", "schema": "check_report", "schema_version": SCHEMA_VERSION,
                  "upgrades": {"1": upgrade_check_report_v1}, "kind": "check",
                  "reads": "merge reads the check reports the workers wrote (tpudoctor check --format json)"}
 

@@ -108,7 +108,7 @@ class FanOut:
         from tpudoctor.pod.documents import document_from_output
 
         source = self.reach.source(run.worker)
-        common = dict(source=source, sent_at=run.sent_at, received_at=run.received_at)
+        common: dict[str, Any] = dict(source=source, sent_at=run.sent_at, received_at=run.received_at)
         problem = run_problem(run, self.reach, timeout_s=self.timeout_s, command=command.line)
         if problem is not None:
             return WorkerOutcome(run.worker, **common, problem=problem)

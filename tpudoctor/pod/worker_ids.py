@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from tpudoctor.errors import UsageError
+
+# the one order of names and the one way to list workers live with the finding model, beside Scope, so that a
+# view can say "workers 0-15" without importing the pod
+from tpudoctor.findings import describe_workers, natural_key
 
 MAX_WORKERS = 4096
 
@@ -28,29 +30,4 @@ def parse_worker_spec(spec: str) -> list[str]:
     return [str(w) for w in sorted(found)]
 
 
-def natural_key(worker: str) -> tuple:
-    """``2`` before ``10``, ``worker-2`` before ``worker-10`` (the one order of names, in findings)."""
-    from tpudoctor.findings import natural_key as key
-
-    return key(worker)
-
-
-def describe_workers(workers: Iterable[str], *, limit: int = 12) -> str:
-    """``3, 7`` or ``0-15`` or ``0-3, 9, 12-20 and 4 more``: ranges folded, long lists cut."""
-    ordered = sorted(set(workers), key=natural_key)
-    parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        if ordered[i].isdigit():
-            while j + 1 < len(ordered) and ordered[j + 1].isdigit() and int(ordered[j + 1]) == int(ordered[j]) + 1:
-                j += 1
-        if j - i >= 2:  # a run of three or more reads better as a range; "0, 1" stays a list
-            parts.append(f"{ordered[i]}-{ordered[j]}")
-            i = j + 1
-        else:
-            parts.append(ordered[i])
-            i += 1
-    if len(parts) > limit:
-        return ", ".join(parts[:limit]) + f" and {len(parts) - limit} more"
-    return ", ".join(parts)
+__all__ = ["MAX_WORKERS", "describe_workers", "natural_key", "parse_worker_spec"]

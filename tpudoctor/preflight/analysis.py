@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tpudoctor.memory.attribution import Attribution, attribute
-from tpudoctor.memory.fix_rule import format_bytes
 from tpudoctor.preflight import compiler
 from tpudoctor.preflight import fixes as fix_makers
 from tpudoctor.preflight.program import abstract_args, knob_changes, load_factory
+from tpudoctor.units import format_bytes
 
 TOP_BUFFERS = 10
 VERIFIED_FIXES = 1

@@ -21,6 +21,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from tpudoctor import units
 from tpudoctor.memory.buffer_plan import ProgramPlan
 
 INSTALL_HINT = 'pip install "tpudoctor[tpu-compile]" (it brings jax[tpu] and libtpu, the TPU compiler)'
@@ -29,7 +30,6 @@ OOM_AVAILABLE = re.compile(r"exceeds available HBM \((?P<size>[\d.]+)(?P<unit>[K
 OOM_REQUIRED = re.compile(r"total memory required for HLO temporaries \((?P<size>[\d.]+)(?P<unit>[KMGT]?)\)")
 OOM_SPACE = re.compile(r"Ran out of memory (?:in memory space (?P<space>\w+)|on (?P<hbm>HBM))")
 OOM_USED = re.compile(r"Used (?P<used>[\d.]+)(?P<used_unit>[KMGT]?) of (?P<cap>[\d.]+)(?P<cap_unit>[KMGT]?) (?P<space>\w+)")
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 QUIET_ENV = {
     # libtpu looks for a TPU host's metadata at load; compiling for a topology needs none of it
@@ -68,7 +68,8 @@ def prepare_environment(log_dir: str | None = None) -> None:
 
 
 def parse_size(size: str, unit: str) -> int:
-    return int(float(size) * _UNITS[unit])
+    """The compiler's ``15.75G`` (figure and unit matched apart) as bytes, by the one size reader."""
+    return units.parse_size(f"{size}{unit}")
 
 
 @dataclasses.dataclass

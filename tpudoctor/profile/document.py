@@ -1,4 +1,6 @@
-"""The JSON document of a ``ProfileReport``: built here and nowhere else.
+"""The parts of a ``ProfileReport``'s JSON document: its schema version, the sections built from analysis
+objects, and the upgrade of 1.x documents. ``ProfileReport.to_dict`` assembles the document from these; this
+module reads no report, so the document is built in one direction (report -> document parts).
 
 Schemas ``tpudoctor/schema/profile_report`` (capture summary) and ``profile_diagnosis`` (verdict,
 findings, breakdown...) describe it; each finding has the shape of a check result (the check
@@ -10,12 +12,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from tpudoctor import __version__
 from tpudoctor.findings import FindingKind, Scope, Status
-from tpudoctor.profile.host_result import kpis
 
 if TYPE_CHECKING:
-    from tpudoctor.profile.report import ProfileReport
+    from tpudoctor.findings import Confidence
 
 DOCUMENT_KIND = "profile"
 SCHEMA_VERSION = "2.2"
@@ -29,65 +29,7 @@ time per program), ``hlo_op_ms``/``runtime_copy_ms``/``other_op_ms``; top ops an
 ``program`` (one row per program and op) and ``kind``; ``breakdown.per_step[].collective_ms``."""
 
 
-def profile_document(report: ProfileReport) -> dict[str, Any]:
-    p = report.primary
-    b, c, ho, dev = p.breakdown, p.compile, p.host_ops, p.device
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": DOCUMENT_KIND,
-        "tool": {"name": "tpudoctor", "version": __version__},
-        "duration_s": round(report.duration_s, 3),
-        "summary": report.summary.to_dict(),
-        "analyses": dict(report.analyses),
-        "source": report.source,
-        "run": report.run,
-        "verdict": report.verdict,
-        "verdict_reason": report.verdict_reason,
-        "verdict_confidence": _confidence(report.verdict_confidence),
-        "primary_host": p.host,
-        "device": p.device_kind,
-        "framework": p.framework,
-        "kpis": kpis(p),
-        "steps": {"method": p.steps.method, "program": p.steps.program, "reason": p.steps.reason,
-                  "count": p.steps.count, "stats": dict(p.steps.stats),
-                  "micro_benchmark": p.steps.micro_benchmark, "loop": dict(p.steps.loop)},
-        "breakdown": {"model": b.model, "classification": b.classification, "percent": dict(b.percent),
-                      "per_step": b.per_step, "input_stages": b.input_stages, "idle_gaps": b.idle_gaps,
-                      "device_timeline_span_ms": b.device_timeline_span_ms},
-        "findings": [f.to_dict() for f in report.findings],
-        "rules": [{"id": rule_id, "source": getattr(rule, "source", "builtin"), "needs": list(getattr(rule, "needs", ()))}
-                  for rule_id, rule in report.rules.items()],
-        "evidence_minimum": _evidence_minimum(),
-        "recompilation": {"compile_count": c.compile_count, "compile_ms": c.compile_ms,
-                          "share_of_capture_percent": c.share_of_capture_percent,
-                          "program_cache_misses": c.program_cache_misses,
-                          "programs_in_metadata": c.programs_in_metadata,
-                          "tf_tracing_count_max": c.tf_tracing_count_max, "functions": c.functions},
-        "host_ops": {"device_op_ms": ho.device_op_ms, "host_offload_device_ms": ho.host_offload_device_ms,
-                     "host_offload_share_of_device_percent": ho.host_offload_share_of_device_percent,
-                     "outside_compilation_share_of_device_percent": ho.outside_compilation_share_of_device_percent,
-                     "callback_ms": ho.callback_ms, "host_transfer_ms": ho.host_transfer_ms, "eager_ms": ho.eager_ms,
-                     "table": ho.table},
-        "device_ops": {"duty_cycle_percent": dev.duty_cycle_percent, "idle_percent": dev.idle_percent,
-                       "mxu_utilization_percent": dev.mxu_utilization_percent,
-                       "hbm_utilization_percent": dev.hbm_utilization_percent,
-                       "flops_utilization_percent": dev.flops_utilization_percent,
-                       "top_ops": dev.top_ops, "categories": dev.categories, "per_core": dev.per_core,
-                       "programs": dev.programs, "hlo_op_ms": dev.hlo_op_ms, "runtime_copy_ms": dev.runtime_copy_ms,
-                       "other_op_ms": dev.other_op_ms},
-        "versions": dict(p.versions),
-        "roofline": report.roofline,
-        "op_table": report.op_table,
-        "hosts": [{"host": name, "verdict": report.verdicts[name][0], "verdict_reason": report.verdicts[name][1],
-                   "verdict_confidence": _confidence(report.verdict_confidences.get(name)),
-                   "kpis": kpis(h), "findings": report.fired_ids(name)} for name, h in report.hosts.items()],
-        "straggler": _straggler(report),
-        "cross_host": _cross_host(report),
-        "failed_hosts": [{"host": k, "error": v} for k, v in report.failed_hosts.items()],
-    }
-
-
-def _confidence(confidence) -> dict[str, Any]:
+def confidence_document(confidence: Confidence | None) -> dict[str, Any]:
     """A verdict's confidence; ``unknown`` where none was judged (a report built by hand)."""
     if confidence is None:
         return {"level": "unknown", "reasons": ["not judged"], "basis": {}}
@@ -106,20 +48,20 @@ def _plain(value):
     return value
 
 
-def _straggler(report: ProfileReport) -> dict[str, Any] | None:
+def straggler_document(cross: Any, straggler: str | None, slowdown_percent: float | None) -> dict[str, Any] | None:
     """The straggler with its per-step delay (cross-host analysis); None when no host is named."""
-    if not report.straggler:
+    if not straggler:
         return None
-    s = report.cross_host.straggler if report.cross_host is not None else None
+    s = cross.straggler if cross is not None else None
     details = {} if s is None else {
         "delay_ms_median": s.delay_ms_median, "cost_ms_per_step": s.cost_ms_per_step,
         "others_wait_ms_per_step": s.others_wait_ms_per_step, "last_arrival_steps": s.last_arrival_steps,
         "steps_compared": s.steps_compared, "decided_by": s.decided_by}
-    return _plain({"host": report.straggler, "slowdown_percent": report.straggler_slowdown_percent, **details})
+    return _plain({"host": straggler, "slowdown_percent": slowdown_percent, **details})
 
 
-def _cross_host(report: ProfileReport) -> dict[str, Any] | None:
-    cross = report.cross_host
+def cross_host_document(cross: Any) -> dict[str, Any] | None:
+    """A multi-host capture's cross-host analysis (``analysis.cross_host.CrossHostAnalysis``); None for one host."""
     if cross is None:
         return None
     s = cross.straggler
@@ -132,7 +74,7 @@ def _cross_host(report: ProfileReport) -> dict[str, Any] | None:
                    "notes": list(cross.notes)})
 
 
-def _evidence_minimum() -> dict[str, Any]:
+def evidence_minimum() -> dict[str, Any]:
     """The named minimum evidence a verdict needs (below it the verdict is unknown)."""
     import dataclasses
 
@@ -166,4 +108,5 @@ def upgrade_profile_report_v1(document: dict[str, Any]) -> dict[str, Any]:
     return upgraded
 
 
-__all__ = ["profile_document", "upgrade_profile_report_v1"]
+__all__ = ["DOCUMENT_KIND", "SCHEMA_VERSION", "confidence_document", "cross_host_document", "evidence_minimum",
+           "straggler_document", "upgrade_profile_report_v1"]

@@ -149,7 +149,7 @@ def judge_history(history: Sequence[Mapping[str, Any]], candidate: Mapping[str, 
 def _judge(kpi: str, values: list[float], candidate: float | None, *, lower_better: bool, in_points: bool,
            gated: bool, z_threshold: float, min_change_percent: float, min_change_points: float,
            min_history: int) -> KpiJudgement:
-    base = {"kpi": kpi, "lower_is_better": lower_better, "in_points": in_points, "gated": gated,
+    base: dict[str, Any] = {"kpi": kpi, "lower_is_better": lower_better, "in_points": in_points, "gated": gated,
             "n_history": len(values)}
     if candidate is None:
         return KpiJudgement(**base, verdict="not_judged", reason="the candidate report has no value for it")
@@ -214,7 +214,7 @@ def _read(name: str, session) -> dict[str, Any]:
     from tpudoctor.profile.document import DOCUMENT_KIND, SCHEMA_VERSION
     from tpudoctor.report_file import parse_document, read_document
 
-    kind = {"what": "profile report", "schema": "profile_diagnosis", "schema_version": SCHEMA_VERSION,
+    kind: dict[str, Any] = {"what": "profile report", "schema": "profile_diagnosis", "schema_version": SCHEMA_VERSION,
             "max_bytes": MAX_REPORT_BYTES, "hint": HISTORY_HINT, "kind": DOCUMENT_KIND,
             "reads": "--history reads profile reports only: keep other reports out of that folder"}
     if locations.is_gcs(name):

@@ -1,7 +1,7 @@
 """``ProfileReport``: what ``tpudoctor.profile.analyze`` returns and every consumer reads.
 
-The CLI, ``compare`` and every renderer take this object; its JSON document is built in one place,
-``tpudoctor.profile.document`` (``ProfileReport.to_dict``).
+The CLI, ``compare`` and every renderer take this object; ``to_dict`` builds its JSON document, from the
+parts in ``tpudoctor.profile.document`` (which reads no report: one direction).
 """
 
 from __future__ import annotations
@@ -9,8 +9,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tpudoctor import __version__
 from tpudoctor.findings import Confidence, Finding, Scope, Status
-from tpudoctor.profile.host_result import HostResult
+from tpudoctor.profile.document import (
+    DOCUMENT_KIND,
+    SCHEMA_VERSION,
+    confidence_document,
+    cross_host_document,
+    evidence_minimum,
+    straggler_document,
+)
+from tpudoctor.profile.host_result import HostResult, kpis
 from tpudoctor.profile.summary import CaptureSummary
 
 
@@ -108,6 +117,58 @@ class ProfileReport:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document (schema ``profile_report`` and ``profile_diagnosis``, version 2.x)."""
-        from tpudoctor.profile.document import profile_document
-
-        return profile_document(self)
+        p = self.primary
+        b, c, ho, dev = p.breakdown, p.compile, p.host_ops, p.device
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": DOCUMENT_KIND,
+            "tool": {"name": "tpudoctor", "version": __version__},
+            "duration_s": round(self.duration_s, 3),
+            "summary": self.summary.to_dict(),
+            "analyses": dict(self.analyses),
+            "source": self.source,
+            "run": self.run,
+            "verdict": self.verdict,
+            "verdict_reason": self.verdict_reason,
+            "verdict_confidence": confidence_document(self.verdict_confidence),
+            "primary_host": p.host,
+            "device": p.device_kind,
+            "framework": p.framework,
+            "kpis": kpis(p),
+            "steps": {"method": p.steps.method, "program": p.steps.program, "reason": p.steps.reason,
+                      "count": p.steps.count, "stats": dict(p.steps.stats),
+                      "micro_benchmark": p.steps.micro_benchmark, "loop": dict(p.steps.loop)},
+            "breakdown": {"model": b.model, "classification": b.classification, "percent": dict(b.percent),
+                          "per_step": b.per_step, "input_stages": b.input_stages, "idle_gaps": b.idle_gaps,
+                          "device_timeline_span_ms": b.device_timeline_span_ms},
+            "findings": [f.to_dict() for f in self.findings],
+            "rules": [{"id": rule_id, "source": getattr(rule, "source", "builtin"), "needs": list(getattr(rule, "needs", ()))}
+                      for rule_id, rule in self.rules.items()],
+            "evidence_minimum": evidence_minimum(),
+            "recompilation": {"compile_count": c.compile_count, "compile_ms": c.compile_ms,
+                              "share_of_capture_percent": c.share_of_capture_percent,
+                              "program_cache_misses": c.program_cache_misses,
+                              "programs_in_metadata": c.programs_in_metadata,
+                              "tf_tracing_count_max": c.tf_tracing_count_max, "functions": c.functions},
+            "host_ops": {"device_op_ms": ho.device_op_ms, "host_offload_device_ms": ho.host_offload_device_ms,
+                         "host_offload_share_of_device_percent": ho.host_offload_share_of_device_percent,
+                         "outside_compilation_share_of_device_percent": ho.outside_compilation_share_of_device_percent,
+                         "callback_ms": ho.callback_ms, "host_transfer_ms": ho.host_transfer_ms, "eager_ms": ho.eager_ms,
+                         "table": ho.table},
+            "device_ops": {"duty_cycle_percent": dev.duty_cycle_percent, "idle_percent": dev.idle_percent,
+                           "mxu_utilization_percent": dev.mxu_utilization_percent,
+                           "hbm_utilization_percent": dev.hbm_utilization_percent,
+                           "flops_utilization_percent": dev.flops_utilization_percent,
+                           "top_ops": dev.top_ops, "categories": dev.categories, "per_core": dev.per_core,
+                           "programs": dev.programs, "hlo_op_ms": dev.hlo_op_ms, "runtime_copy_ms": dev.runtime_copy_ms,
+                           "other_op_ms": dev.other_op_ms},
+            "versions": dict(p.versions),
+            "roofline": self.roofline,
+            "op_table": self.op_table,
+            "hosts": [{"host": name, "verdict": self.verdicts[name][0], "verdict_reason": self.verdicts[name][1],
+                       "verdict_confidence": confidence_document(self.verdict_confidences.get(name)),
+                       "kpis": kpis(h), "findings": self.fired_ids(name)} for name, h in self.hosts.items()],
+            "straggler": straggler_document(self.cross_host, self.straggler, self.straggler_slowdown_percent),
+            "cross_host": cross_host_document(self.cross_host),
+            "failed_hosts": [{"host": k, "error": v} for k, v in self.failed_hosts.items()],
+        }

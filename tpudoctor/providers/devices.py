@@ -58,7 +58,7 @@ def scan_device_files(dev_root: Path) -> list[str]:
 
 def scan_holders(proc_root: Path, dev_root: Path, lockfile: Path) -> tuple[list[dict[str, Any]], int]:
     """Processes with a TPU device or the libtpu lockfile open: ([{pid, cmdline, files}], unreadable)."""
-    holders = []
+    holders: list[dict[str, Any]] = []
     unreadable = 0
     own_pid = os.getpid() if str(proc_root) == "/proc" else None
     for pid_dir in proc_root.glob("[0-9]*"):

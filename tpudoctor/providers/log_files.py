@@ -81,7 +81,7 @@ def with_baseline(summary: dict[str, Any], paths: list[str], baseline: str) -> N
         summary["baseline_diff"] = {"unavailable": "the failing log is not a file (stdin, a FIFO or a folder)"}
         return
     diff = compare_files(failing, baseline)
-    top = [{"line_no": d.first_line_no, "line": d.first_line[:300], "count_failing": d.failing_count,
+    top: list[dict[str, Any]] = [{"line_no": d.first_line_no, "line": d.first_line[:300], "count_failing": d.failing_count,
             "count_good": d.good_count, "new": d.new} for d in diff.top(BASELINE_TOP)]
     summary["baseline_diff"] = {"failing_log": failing, "good_log": baseline, "failing_lines": diff.failing_lines,
                                 "good_lines": diff.good_lines, "templates_failing": diff.templates_failing,

@@ -71,6 +71,7 @@ def libtpu_pins(installed: Mapping[str, str]) -> dict[str, dict[str, Any]]:
         except metadata.PackageNotFoundError:
             requires = None
         pin = declared_pin(requires, extra, LIBTPU_NAMES)
+        where: str | None
         if pin is not None:
             where = f"{dist} {version} package metadata" + (f" ('{extra}' extra)" if extra else "")
         else:

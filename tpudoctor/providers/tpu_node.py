@@ -33,7 +33,7 @@ class TpuNodeProvider(FactProvider):
         devices = facts.value("host.tpu_devices") or {}
         project, zone, tpu = target.get("project"), target.get("zone"), target.get("tpu")
         missing = [flag for flag, value in (("--tpu", tpu), ("--zone", zone), ("--project", project)) if not value]
-        if missing:
+        if missing or not (project and zone and tpu):
             why = Unavailable(f"no TPU node to look up (missing {', '.join(missing)}): {NO_TARGET}")
             return {"tpu.lookup": why, "tpu.node": why, "tpu.queued_resource": why}
 

@@ -37,7 +37,10 @@ def build_fake_tpu_host(
     root = Path(root)
     sysfs, proc, dev = root / "sys", root / "proc", root / "dev"
     device_id, subsystem = _pci_ids(gen)
-    accel = generation(gen).device_node == "accel"
+    known = generation(gen)
+    if known is None:
+        raise ValueError(f"no TPU generation {gen!r}")
+    accel = known.device_node == "accel"
     pci = sysfs / "bus" / "pci" / "devices"
     pci.mkdir(parents=True, exist_ok=True)
     (sysfs / "kernel" / "iommu_groups").mkdir(parents=True, exist_ok=True)

@@ -44,6 +44,8 @@ def _clause_matches(entry: dict[str, Any], field: str, op: str, wanted: str) -> 
     value = _field(entry, field)
     if value is None:
         return False
+    have: Any
+    want: Any
     if field == "severity":
         have, want = SEVERITY_ORDER.index(str(value)), SEVERITY_ORDER.index(wanted)
     elif field == "timestamp":
@@ -132,7 +134,7 @@ class FakeLoggingServer:
     def endpoint(self) -> str:
         assert self._server is not None, "start the server first"
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host.decode() if isinstance(host, bytes) else host}:{port}"
 
     def client(self, project: str = "my-project"):
         """A real ``google.cloud.logging.Client`` pointed at this fake."""

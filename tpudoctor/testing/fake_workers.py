@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 BANNER = b"SSH-2.0-OpenSSH_8.9p1 Ubuntu-3ubuntu0.6\r\n"
 
 
 class FakeWorkers:
-    def __init__(self, count: int, *, dead: set[int] = frozenset(), slow: set[int] = frozenset(),
-                 hung: set[int] = frozenset(), slow_s: float = 1.5):
+    def __init__(self, count: int, *, dead: AbstractSet[int] = frozenset(), slow: AbstractSet[int] = frozenset(),
+                 hung: AbstractSet[int] = frozenset(), slow_s: float = 1.5):
         if count > 250:
             raise ValueError("at most 250 fake workers (127.0.0.2 .. 127.0.0.251)")
         self.count, self.dead, self.slow, self.hung, self.slow_s = count, set(dead), set(slow), set(hung), slow_s

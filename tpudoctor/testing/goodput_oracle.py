@@ -48,12 +48,12 @@ def library_client(fake) -> Iterator[None]:
         return real_client(project=PROJECT, credentials=AnonymousCredentials(), _use_grpc=False,
                            client_options={"api_endpoint": fake.endpoint})
 
-    google.cloud.logging.Client = client
+    setattr(google.cloud.logging, "Client", client)  # noqa: B010 - a class replaced by a function on purpose
     _monitored_resources.retrieve_metadata_server = lambda *a, **k: None  # off Google Cloud: a global resource
     try:
         yield
     finally:
-        google.cloud.logging.Client = real_client
+        setattr(google.cloud.logging, "Client", real_client)  # noqa: B010
         _monitored_resources.retrieve_metadata_server = real_probe
 
 

@@ -39,13 +39,15 @@ class AllReduceAxes(DiagRule):
 
     def evaluate(self, subject: DiagInput) -> Finding:
         run = subject.allreduce
+        assert run is not None  # applies() ran this rule only where the level took its measurement
         medians = run.frame.groupby("axis")["bus_gbps"].median()
         evidence = {"axes": run.axes, "bytes_per_device": run.bytes_per_device,
                     "bus_gbps": {a: round(float(v), 4) for a, v in medians.items()}}
-        peak = subject.peaks.ici_gbps if subject.peaks else None
-        if peak is not None:
+        peaks = subject.peaks
+        peak = peaks.ici_gbps if peaks else None
+        if peaks is not None and peak is not None:
             low = {a: v for a, v in medians.items() if v < WARN_BELOW * peak}
-            evidence.update({"peak_gbps": peak, "peaks_source": subject.peaks.source})
+            evidence.update({"peak_gbps": peak, "peaks_source": peaks.source})
             if low:
                 return self.judged(Status.FAIL, Severity.HIGH,
                                    "all-reduce along " + ", ".join(f"axis {a} at {v:.3g} GB/s" for a, v in low.items())

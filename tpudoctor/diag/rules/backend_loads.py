@@ -59,9 +59,11 @@ def cause_of(inventory: Inventory) -> Cause:
             docs_url="https://docs.jax.dev/en/latest/installation.html#google-cloud-tpu"))
     from tpudoctor.logdiag import diagnose_text
 
-    known = [f for f in diagnose_text(error, "the backend's error") if f.id != "unrecognised-failure" and f.remediation]
+    known = [(f.title, f.remediation) for f in diagnose_text(error, "the backend's error")
+             if f.id != "unrecognised-failure" and f.remediation is not None]
     if known:
-        return Cause(known[0].title, known[0].remediation)
+        title, remediation = known[0]
+        return Cause(title, remediation)
     return Cause("the runtime refused it", Remediation(
         text="Read the runtime's error; the node and runtime checks (steps 1 and 3) say what else is wrong.",
         commands=("tpudoctor check --step 1 --step 3",)))

@@ -63,14 +63,15 @@ class DcnAllReduceAcrossSlices(DiagRule):
         evidence = {"across": run.across, "groups": run.axes["dcn"], "process_count": run.process_count,
                     "bytes_per_device": run.bytes_per_device, "bus_gbps": round(median, 4)}
         where = f"across {run.axes['dcn']} {run.across}"
-        peak = subject.peaks.dcn_gbps if subject.peaks else None
-        if peak is None:
+        peaks = subject.peaks
+        peak = peaks.dcn_gbps if peaks else None
+        if peaks is None or peak is None:
             return self.judged(Status.PASS, Severity.INFO, f"all-reduce {where}: {median:.3g} GB/s bus bandwidth",
                                evidence={**evidence, "confidence": "unknown",
                                          "confidence_why": "no published DCN figure for this device kind (the peaks "
                                                            "table's dcn_gbps)"},
                                host=subject.host)
-        evidence.update({"peak_gbps": peak, "peaks_source": subject.peaks.source, "confidence": "medium"})
+        evidence.update({"peak_gbps": peak, "peaks_source": peaks.source, "confidence": "medium"})
         if median < WARN_BELOW * peak:
             return self.judged(Status.FAIL, Severity.HIGH,
                                f"all-reduce {where} at {median:.3g} GB/s: under {WARN_BELOW:.0%} of the {peak:g} GB/s "

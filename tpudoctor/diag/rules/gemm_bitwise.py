@@ -29,7 +29,9 @@ class GemmBitwise(DiagRule):
                 DiagExample("two disagree", example_input(2, gemm=_gemm(["a", "b"])), Status.WARN))
 
     def evaluate(self, subject: DiagInput) -> Finding:
-        digests = subject.gemm.digests
+        gemm = subject.gemm
+        assert gemm is not None  # applies() ran this rule only where the level took its measurement
+        digests = gemm.digests
         counts = digests.value_counts()
         evidence = {"distinct_results": int(len(counts)), "chips": len(digests)}
         if len(counts) == 1:

@@ -31,9 +31,11 @@ class GemmGolden(DiagRule):
                 DiagExample("chip 2 wrong", example_input(4, gemm=_gemm([5e-7, 5e-7, 0.0123, 5e-7])), Status.FAIL))
 
     def evaluate(self, subject: DiagInput) -> Finding:
-        errors = subject.gemm.max_relative_error
+        gemm = subject.gemm
+        assert gemm is not None  # applies() ran this rule only where the level took its measurement
+        errors = gemm.max_relative_error
         bad = errors[errors > TOLERANCE]
-        evidence = {"size": subject.gemm.size, "tolerance": TOLERANCE, "max_relative_error": float(errors.max()),
+        evidence = {"size": gemm.size, "tolerance": TOLERANCE, "max_relative_error": float(errors.max()),
                     "per_chip": {subject.chip(int(d)): float(e) for d, e in errors.items()}}
         if bad.empty:
             return self.judged(Status.PASS, Severity.INFO, f"{len(errors)} chip(s) within {TOLERANCE:g} of the golden "

@@ -26,12 +26,14 @@ class SoakSlowdown(DiagRule):
                                                                           soak_slowdown=(2, 0.2, 0.5))), Status.FAIL))
 
     def evaluate(self, subject: DiagInput) -> Finding:
-        frame = subject.soak.frame
-        table = stats.compare_peers(frame, subject.soak.unit)
+        soak = subject.soak
+        assert soak is not None  # applies() ran this rule only where the level took its measurement
+        frame = soak.frame
+        table = stats.compare_peers(frame, soak.unit)
         count = stats.window_count(int(table["reps"].max()), subject.soak_windows)
         windows = stats.soak_windows(frame, count)
         onsets = stats.slowdown_onsets(windows)
-        peak_ok = {subject.chip(d): round(float(row[f"{subject.soak.unit}_max"]), 6) for d, row in table.iterrows()}
+        peak_ok = {subject.chip(d): round(float(row[f"{soak.unit}_max"]), 6) for d, row in table.iterrows()}
         evidence = {"windows": count, "reps": int(table["reps"].max()),
                     "duration_s": round(float(frame["at_s"].max()), 1), "peak_rate_per_chip": peak_ok}
         if frame["device"].nunique() < stats.MIN_PEERS:

@@ -54,7 +54,7 @@ def live_temporary_shares(subject: MemoryPlanInput):
     """The attribution's shares of buffers live at the heap peak (activations and temporaries), padding
     included with its buffer: buffer id -> bytes."""
     out: dict[int, int] = {}
-    for share in subject.attribution.shares:
+    for share in subject.attributed.shares:
         if share.buffer_id is not None and share.bucket in ("activations", "temporaries", "padding"):
             buffer = subject.plan.buffers.get(share.buffer_id)
             if buffer is not None and subject.plan.allocations_by_index[buffer.allocation].kind == "temporary":

@@ -94,8 +94,8 @@ class SmallerBatch(MemoryRule):
         why = (f"batch size {batch} ({how}); {with_batch:,} bytes of the peak have it in their shape and shrink to "
                f"{larger}/{batch} of it")
         details = {"batch_size": batch, "batch_size_source": how, "batch_bytes": with_batch,
-                   "micro_batches": parts, "gradient": subject.attribution.is_gradient}
-        if not subject.attribution.is_gradient:  # inference: nothing to accumulate
+                   "micro_batches": parts, "gradient": subject.attributed.is_gradient}
+        if not subject.attributed.is_gradient:  # inference: nothing to accumulate
             return Saving(saved, confidence, why, details=details,
                           what=f"a smaller serving batch ({batch} -> {larger} per device; the program has no backward "
                                "pass)",

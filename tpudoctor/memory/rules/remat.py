@@ -97,7 +97,7 @@ class Rematerialise(MemoryRule):
     )
 
     def saving(self, subject: MemoryPlanInput) -> Saving:
-        attribution = subject.attribution
+        attribution = subject.attributed
         shares = attribution.shares_in("activations")
         if not attribution.is_gradient:
             return Saving(0, "high", "the program has no backward pass: nothing to recompute")

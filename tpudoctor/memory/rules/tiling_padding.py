@@ -52,7 +52,7 @@ class TilingPadding(MemoryRule):
         if not any(i.shape.tiles for i in plan.instructions.values()):
             return Saving.unknown("the layouts carry no tiles (a CPU or GPU program): only a TPU capture tells "
                                   "tiling padding")
-        attribution = subject.attribution
+        attribution = subject.attributed
         padded: dict[int, int] = {}
         for share in attribution.shares_in("padding"):
             buffer = plan.buffers.get(share.buffer_id) if share.buffer_id is not None else None
