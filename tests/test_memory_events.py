@@ -32,7 +32,7 @@ from tpudoctor.memory.buffers import peak_breakdown, xprof_active_allocations
 from tpudoctor.memory.event_stats import DATA_TYPE_NAMES
 from tpudoctor.memory.events import memory_events_from_bytes, read_memory_events
 from tpudoctor.memory.timeline import allocator_timelines
-from tpudoctor.profile.schema import message_class
+from tpudoctor.captures.schema import message_class
 
 FRAGMENTATION_TOLERANCE = 1e-5  # xprof's JSON writes floats with 6 significant digits
 
