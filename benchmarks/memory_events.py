@@ -52,7 +52,7 @@ if mode == "xprof":
     copy = sys.argv[3]
     shutil.copyfile(path, copy)
 else:
-    from tpudoctor.memory.events import read_memory_events
+    from tpudoctor.captures.memory_events import read_memory_events
     from tpudoctor.memory.timeline import allocator_timelines
     from tpudoctor.memory.buffers import peak_breakdown
 baseline = vm("VmRSS:")

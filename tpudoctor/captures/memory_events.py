@@ -1,6 +1,6 @@
 """The allocator's memory events of an XSpace capture as one columnar table: ``MemoryEvents``.
 
-    from tpudoctor.memory.events import read_memory_events
+    from tpudoctor.captures.memory_events import read_memory_events
     events = read_memory_events("host.xplane.pb")   # events.frame: one row per allocation or free
 
 TensorFlow's and PJRT's allocators (BFC, the TPU runtime's) write a ``MemoryAllocation`` or
@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.errors import InputError
-from tpudoctor.memory.event_stats import (
+from tpudoctor.captures.memory_event_stats import (
     BYTES,
     DOUBLE,
     INT64,
