@@ -149,3 +149,14 @@ def test_no_module_imports_itself_back_anywhere_in_the_package(tmp_path):
                           env=dict(os.environ, PYTHONPATH=str(root)), timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_captures_importing_its_users_or_a_second_proto_decoder_outside_captures_break_contracts(tmp_path):
+    root = installed_layout(tmp_path)
+    (root / "tpudoctor" / "captures" / "upward.py").write_text("from tpudoctor.memory import timeline\n")
+    (root / "tpudoctor" / "memory" / "own_decoder.py").write_text("from google.protobuf import descriptor_pool\n")
+    done = lint_imports(root)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "tpudoctor.captures.upward -> tpudoctor.memory.timeline" in output, output
+    assert "tpudoctor.memory.own_decoder -> google" in output, output
