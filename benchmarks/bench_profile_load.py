@@ -98,7 +98,7 @@ data = open(path, "rb").read()
 started = time.perf_counter()
 if approach == "upb-messages":
     # the plain way: iterate protobuf messages, one Python object per event and stat
-    from tpudoctor.profile.schema import message_class
+    from tpudoctor.captures.schema import message_class
     space = message_class("XSpace").FromString(data)
     ids, offsets, durations, stat_count = [], [], [], 0
     for plane in space.planes:
@@ -112,7 +112,7 @@ if approach == "upb-messages":
     events = len(ids)
 else:
     # tpudoctor: upb splits lines into event bytes, numpy decodes all events at once
-    from tpudoctor.profile.xspace import decode_host
+    from tpudoctor.captures.xspace import decode_host
     events = len(decode_host(data, hostname="h", source=path).events)
 elapsed = time.perf_counter() - started
 print(json.dumps({"wall_s": elapsed, "peak_rss_mb": peak_rss_mb(),

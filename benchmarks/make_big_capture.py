@@ -16,7 +16,7 @@ from pathlib import Path
 
 def scale_capture(source: Path, factor: int, target: Path) -> int:
     """Write the scaled capture to ``target``; returns its number of events."""
-    from tpudoctor.profile.schema import message_class
+    from tpudoctor.captures.schema import message_class
 
     raw_space = message_class("XSpace", raw=True)
     raw_line = message_class("XLine", raw=True)
@@ -64,7 +64,7 @@ def _scaled_events(originals, factor: int):
 
 
 def _write_field(out, number: int, payload: bytes) -> None:
-    from tpudoctor.profile.wire import encode_varint
+    from tpudoctor.captures.wire import encode_varint
 
     out.write(encode_varint(number << 3 | 2) + encode_varint(len(payload)) + payload)
 

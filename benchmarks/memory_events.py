@@ -52,7 +52,7 @@ if mode == "xprof":
     copy = sys.argv[3]
     shutil.copyfile(path, copy)
 else:
-    from tpudoctor.memory.events import read_memory_events
+    from tpudoctor.captures.memory_events import read_memory_events
     from tpudoctor.memory.timeline import allocator_timelines
     from tpudoctor.memory.buffers import peak_breakdown
 baseline = vm("VmRSS:")
@@ -97,8 +97,8 @@ GIGABYTE = 1 << 30
 def _gigabyte_capture(x50: Path) -> Path:
     """A ~1 GB capture from the x50 one: each host line's events repeated (as bytes) so that the
     host plane is about 1 GB; the other planes as they are. Built plane by plane, line by line."""
-    from tpudoctor.profile.schema import message_class
-    from tpudoctor.profile.wire import encode_varint
+    from tpudoctor.captures.schema import message_class
+    from tpudoctor.captures.wire import encode_varint
 
     folder = WORK if shutil.disk_usage(tempfile.gettempdir()).free > 3 * GIGABYTE else REPO / ".bench_tmp"
     folder.mkdir(parents=True, exist_ok=True)

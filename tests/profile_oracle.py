@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from shared_data import SHARED_DATA  # noqa: F401  (re-exported)
 
-from tpudoctor.profile.schema import message_class
-from tpudoctor.profile.xspace import EVENT_STAT_COLUMNS
+from tpudoctor.captures.schema import message_class
+from tpudoctor.captures.xspace import EVENT_STAT_COLUMNS
 
 TPU_CAPTURE = "xprof_tpu_inference_2.xplane.pb"
 GPU_CAPTURE = "xprof_gpu_multi_worker_34.83.195.179_6003.xplane.pb"

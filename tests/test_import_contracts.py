@@ -200,3 +200,14 @@ def test_a_renderer_listing_workers_through_the_pod_breaks_a_contract(tmp_path):
     done = lint_imports(root, PYPROJECT, "views-no-pod-no-gcp")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "tpudoctor.reports.views.merged -> tpudoctor.pod.worker_ids" in done.stdout, done.stdout
+
+
+def test_captures_importing_its_users_or_a_second_proto_decoder_outside_captures_break_contracts(tmp_path):
+    root = installed_layout(tmp_path)
+    (root / "tpudoctor" / "captures" / "upward.py").write_text("from tpudoctor.memory import timeline\n")
+    (root / "tpudoctor" / "memory" / "own_decoder.py").write_text("from google.protobuf import descriptor_pool\n")
+    done = lint_imports(root)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "tpudoctor.captures.upward -> tpudoctor.memory.timeline" in output, output
+    assert "tpudoctor.memory.own_decoder -> google" in output, output

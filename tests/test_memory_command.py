@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tpudoctor import cli
-from tpudoctor.memory.events import read_memory_events
+from tpudoctor.captures.memory_events import read_memory_events
 from tpudoctor.memory.timeline import allocator_timelines
 from tpudoctor.schema import validate
 

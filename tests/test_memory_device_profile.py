@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tpudoctor import cli
-from tpudoctor.memory import pprof_schema
+from tpudoctor.captures import pprof_schema
 from tpudoctor.memory.device_profile import read_device_profile
 from tpudoctor.schema import validate
 

@@ -37,7 +37,7 @@ Thread 1000 (idle): "MainThread"
 def _device_profile(path: Path) -> None:
     """A device memory profile as jax.profiler.save_device_memory_profile writes it (pprof, gzip): eight
     devices, tpu:0 holding 100 GiB and the others 1 GiB, so one chip stands out (a WARN)."""
-    from tpudoctor.memory import pprof_schema
+    from tpudoctor.captures import pprof_schema
 
     profile = pprof_schema.profile_class()()
     names = ["", "allocations", "count", "space", "bytes", "device", "kind", "buffer", "train_step"]

@@ -58,7 +58,7 @@ def test_tpu_op_times_and_self_time_equal_a_stack_walk(shared_data, monkeypatch)
     from tpudoctor.profile.analysis import device_op_rows
     from tpudoctor.profile.analysis.device_op_rows import device_ops
     from tpudoctor.profile.analysis.events import take
-    from tpudoctor.profile.xspace import decode_host_file
+    from tpudoctor.captures.xspace import decode_host_file
 
     path = shared_data / "xprof_tpu_inference_2.xplane.pb"
     host = decode_host_file(str(path), hostname="h", source=str(path))
@@ -215,8 +215,8 @@ def test_line_timestamps_per_plane_equal_a_join_on_plane_and_line():
 
 
 def test_decoder_row_lookup_matches_a_dictionary_whatever_the_item_order():
-    from tpudoctor.profile.xspace.lookup import gather as _gather
-    from tpudoctor.profile.xspace.lookup import lookup_rows as _lookup_rows
+    from tpudoctor.captures.xspace.lookup import gather as _gather
+    from tpudoctor.captures.xspace.lookup import lookup_rows as _lookup_rows
 
     ids_per_plane = [np.array([2, 5, 9]), np.array([], np.int64), np.array([1, 5])]
     offsets = [0, 3, 3]

@@ -10,7 +10,7 @@ import pytest
 from profile_oracle import TPU_CAPTURE, shared_file
 
 from tpudoctor.cli import main
-from tpudoctor.profile.schema import message_class
+from tpudoctor.captures.schema import message_class
 from tpudoctor.schema import validate
 
 

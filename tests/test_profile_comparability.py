@@ -79,7 +79,7 @@ def test_tpu_against_cpu_is_not_comparable(tmp_path):
 @pytest.mark.needs_shared_data
 @needs_v6e
 def test_fewer_tpu_cores_is_not_comparable(tmp_path):
-    from tpudoctor.profile.schema import message_class
+    from tpudoctor.captures.schema import message_class
 
     space = message_class("XSpace").FromString(V6E.read_bytes())
     keep = [p for p in space.planes if p.name not in ("/device:TPU:2", "/device:TPU:3")]  # a 2-core slice

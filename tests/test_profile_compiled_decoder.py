@@ -10,10 +10,10 @@ import pytest
 from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, shared_file
 
 from tpudoctor.errors import InputError
-from tpudoctor.profile import wire
-from tpudoctor.profile.schema import message_class
-from tpudoctor.profile.xspace import LoadOptions, decode_host, decode_host_file, reader
-from tpudoctor.profile.xspace.columns import DECODER_ENV
+from tpudoctor.captures import wire
+from tpudoctor.captures.schema import message_class
+from tpudoctor.captures.xspace import LoadOptions, decode_host, decode_host_file, reader
+from tpudoctor.captures.xspace.columns import DECODER_ENV
 
 pytest.importorskip("numba")
 pytest.importorskip("llvmlite")
@@ -25,7 +25,7 @@ TF_CAPTURE = FIXTURES / "tf_input_bound" / "localhost.xplane.pb"
 @pytest.fixture(scope="module", autouse=True)
 def _cache_in_a_temporary_folder(tmp_path_factory):
     """The kernels compile once for this module, into a folder of its own (not the user's cache)."""
-    from tpudoctor.profile.xspace import compiled
+    from tpudoctor.captures.xspace import compiled
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(compiled.CACHE_ENV, str(tmp_path_factory.mktemp("decoder-cache")))
@@ -139,7 +139,7 @@ def test_a_stat_that_runs_past_its_event_is_corrupt_for_both():
 
 
 def test_auto_takes_the_numpy_decoder_on_small_captures_and_the_cached_one_above():
-    from tpudoctor.profile.xspace import compiled
+    from tpudoctor.captures.xspace import compiled
 
     assert reader.jit_decoder(LoadOptions(decoder="auto"), reader.JIT_MIN_BYTES - 1) is None
     assert reader.jit_decoder(LoadOptions(decoder="numpy"), 1 << 30) is None
@@ -151,7 +151,7 @@ def test_auto_takes_the_numpy_decoder_on_small_captures_and_the_cached_one_above
 def test_a_damaged_cache_file_is_compiled_again():
     import llvmlite.binding as llvm
 
-    from tpudoctor.profile.xspace import compiled
+    from tpudoctor.captures.xspace import compiled
 
     compiled.kernels()
     path = compiled._cache_path(llvm)

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, oracle_events, real_captures, shared_file
 
 import tpudoctor.profile
-from tpudoctor.profile import xspace
-from tpudoctor.profile.schema import _MESSAGES, message_class
-from tpudoctor.profile.xspace import (
+from tpudoctor.captures import xspace
+from tpudoctor.captures.schema import _MESSAGES, message_class
+from tpudoctor.captures.xspace import (
     EVENT_STAT_COLUMNS,
     LoadOptions,
     decode_host,
@@ -70,7 +70,7 @@ def _as_column_kind(value, kind):
 
 
 def test_proto_file_and_python_descriptor_agree():
-    text = resources.files("tpudoctor.profile").joinpath("xplane.proto").read_text()
+    text = resources.files("tpudoctor.captures").joinpath("xplane.proto").read_text()
     declared = {}
     for name, body in re.findall(r"message (\w+) \{(.*?)\n\}", text, flags=re.S):
         declared[name] = sorted((field, int(number)) for field, number in re.findall(r"(\w+) = (\d+);", body))
@@ -260,7 +260,7 @@ def test_random_captures_match_plain_protobuf(planes, batch):
 
 def _fields(data: bytes) -> list[bytes]:
     """The wire-format fields of one message, each as its bytes (tag, length and payload)."""
-    from tpudoctor.profile.wire import read_varint
+    from tpudoctor.captures.wire import read_varint
 
     fields, position = [], 0
     while position < len(data):
@@ -280,7 +280,7 @@ def _fields(data: bytes) -> list[bytes]:
 
 def _fields_reversed(data: bytes) -> bytes:
     """A serialized XSpace whose events (and their stats) list their fields last to first."""
-    from tpudoctor.profile.wire import encode_varint, read_varint
+    from tpudoctor.captures.wire import encode_varint, read_varint
 
     def reversed_stat(field: bytes) -> bytes:  # an event's field 4 (a stat): reverse the stat's own fields
         _, payload = read_varint(field, 1)
@@ -351,7 +351,7 @@ def _events_carrying(path: Path, names: tuple[str, ...]) -> dict[str, int]:
 
 def _field(number: int, value: int | bytes) -> bytes:
     """One wire-format field: a varint, or length-delimited bytes (a double is 8 raw bytes, field 2)."""
-    from tpudoctor.profile.wire import encode_varint
+    from tpudoctor.captures.wire import encode_varint
 
     if isinstance(value, int):
         return encode_varint(number << 3) + encode_varint(value)

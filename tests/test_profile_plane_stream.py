@@ -9,7 +9,7 @@ import pytest
 from profile_oracle import TPU_CAPTURE, shared_file
 
 from tpudoctor.errors import InputError
-from tpudoctor.profile.xspace import (
+from tpudoctor.captures.xspace import (
     ANALYSIS_STAT_COLUMNS,
     CORE_STAT_COLUMNS,
     LoadOptions,
@@ -63,7 +63,7 @@ def test_a_truncated_large_file_still_says_it_is_truncated(monkeypatch, tmp_path
 
 @pytest.mark.parametrize("where", ["plane-field-length", "line-bytes"])
 def test_damage_inside_a_plane_read_line_by_line_is_a_clear_error(monkeypatch, tmp_path, where):
-    from tpudoctor.profile.wire import read_varint
+    from tpudoctor.captures.wire import read_varint
 
     data = bytearray((FIXTURES / "tf_input_bound" / "localhost.xplane.pb").read_bytes())
     _, at = read_varint(data, 0)  # the first plane: tag, then its length

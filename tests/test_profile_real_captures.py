@@ -19,7 +19,7 @@ from profile_oracle import SHARED_DATA, real_captures, shared_file
 
 import tpudoctor.profile
 from tpudoctor.cli import main
-from tpudoctor.profile.schema import message_class
+from tpudoctor.captures.schema import message_class
 from tpudoctor.schema import validate
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"

@@ -161,7 +161,7 @@ def test_infeed_left_out_agrees_with_xprof(v6e, tmp_path):
     relabelled ``infeed`` in its metadata, as a capture with infeed carries the category."""
     import re
 
-    from tpudoctor.profile.schema import message_class
+    from tpudoctor.captures.schema import message_class
 
     path, _ = v6e
     space = message_class("XSpace").FromString(path.read_bytes())
@@ -198,7 +198,7 @@ def test_two_hosts_combined_agree_with_xprof(v6e, tmp_path):
     ``duration_ps`` and ``device_duration_ps``), so the hosts differ."""
     import re
 
-    from tpudoctor.profile.schema import message_class
+    from tpudoctor.captures.schema import message_class
 
     path, single = v6e
     host_a = tmp_path / "host-a.xplane.pb"

@@ -51,7 +51,7 @@ def _tpu_shaped(src: Path, dst: Path, *, cores: tuple[str, ...] | None = None, o
     ``infeed_ops`` (a regex on HLO op names, e.g. ``copy-done\\.5``) relabels those ops as
     category ``infeed``, as a real capture with infeed carries it, to make input-bound cases.
     """
-    from tpudoctor.profile.schema import message_class
+    from tpudoctor.captures.schema import message_class
 
     space = message_class("XSpace").FromString(src.read_bytes())
     if cores is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tpudoctor.profile.schema import message_class
+from tpudoctor.captures.schema import message_class
 
 
 def edited(src: Path, dst: Path, op: str, *, factor: float | None = None, remove: bool = False) -> Path:

@@ -24,7 +24,7 @@ RSS_PER_INPUT_BYTE = 40
 
 
 def _decode(data: bytes):
-    from tpudoctor.profile.xspace import HostProfile, decode_host
+    from tpudoctor.captures.xspace import HostProfile, decode_host
 
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     with time_bound():

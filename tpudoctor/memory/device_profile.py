@@ -80,7 +80,7 @@ def read_device_profile(path: str | os.PathLike, *, source: str | None = None) -
 
 def device_profile_from_bytes(data: bytes, *, source: str) -> DeviceMemoryProfile:
     """The profile in ``data`` (gzipped or not); ``InputError`` when it is empty, corrupt, or not a memory profile."""
-    from tpudoctor.memory.pprof_schema import parse_profile
+    from tpudoctor.captures.pprof_schema import parse_profile
 
     if not data:
         raise InputError(f"{source} is empty (0 bytes): not a device memory profile",

@@ -7,7 +7,7 @@ import dataclasses
 import math
 from collections.abc import Iterable
 
-from tpudoctor.memory.hlo_schema import ELEMENT_BITS
+from tpudoctor.captures.hlo_schema import ELEMENT_BITS
 
 
 @dataclasses.dataclass(frozen=True)

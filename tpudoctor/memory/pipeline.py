@@ -332,7 +332,7 @@ def _capture(capture: _Capture, options: MemoryOptions, rules, findings: list[Fi
 
 def _capture_file(capture: _Capture, path: str, options: MemoryOptions, rules, findings: list[Finding]
                   ) -> dict[str, Any]:
-    from tpudoctor.memory.events import read_memory_events
+    from tpudoctor.captures.memory_events import read_memory_events
     from tpudoctor.memory.plan_capture import largest_plan, plans_from_xspace, program_runs
     from tpudoctor.memory.timeline import allocator_timelines
 

@@ -30,14 +30,14 @@ def split_event_name(name: str) -> tuple[str, int | None]:
 def _planes(source: str | bytes) -> Iterable[Any]:
     """The planes of an XSpace (a local path or its bytes), each with ``name``, ``event_metadata``,
     ``stat_metadata`` and ``lines`` (bytes of each XLine, parsed by the caller)."""
-    from tpudoctor.profile.schema import message_class as xplane_class
+    from tpudoctor.captures.schema import message_class as xplane_class
 
     if isinstance(source, (bytes, bytearray, memoryview)):
         yield from xplane_class("XSpace", raw=True).FromString(bytes(source)).planes
         return
     import os
 
-    from tpudoctor.profile.xspace.planes_on_disk import layout, planes_on_disk
+    from tpudoctor.captures.xspace.planes_on_disk import layout, planes_on_disk
 
     with open(source, "rb") as handle:
         found = layout(handle, os.path.getsize(source))
@@ -94,7 +94,7 @@ class ProgramRun:
 def program_runs(source: str | bytes) -> list[ProgramRun]:
     """Every program run of the capture: the events of each device plane's ``XLA Modules`` line; where no plane
     has one (JAX on CPU), one run per (line, program_id, run_id) spanning the op events that carry them."""
-    from tpudoctor.profile.schema import message_class as xplane_class
+    from tpudoctor.captures.schema import message_class as xplane_class
 
     line_class, event_class = xplane_class("XLine", raw=True), xplane_class("XEvent")
     runs: list[ProgramRun] = []

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tpudoctor.memory.buffer_plan import Allocation, Buffer, HeapPeak, Instruction, ProgramPlan
-from tpudoctor.memory.hlo_schema import (
+from tpudoctor.captures.hlo_schema import (
     HEAP_ALLOC,
     HEAP_FREE,
     HEAP_SHARE_WITH,

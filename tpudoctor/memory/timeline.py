@@ -29,7 +29,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from tpudoctor.memory.events import MemoryEvents
+from tpudoctor.captures.memory_events import MemoryEvents
 
 MAX_TIMELINE_POINTS = 1000  # xprof's max_num_snapshots
 

@@ -21,7 +21,7 @@ protobuf's C parser (upb) reads the file against tpudoctor's own copy of the pub
 ``XPlane.lines`` and ``XLine.events`` declared as ``repeated bytes``. upb thus splits every line
 into its events' bytes without making a message object per event; the events are joined into
 buffers of about 128 k and their fields and stats decoded for all of them at once with numpy
-(``tpudoctor.profile.wire``); a large local file is read line by line. On the x50 benchmark
+(``tpudoctor.captures.wire``); a large local file is read line by line. On the x50 benchmark
 capture (40 MB, 1.3 M events) the whole analysis takes about 1.1 s and 0.24 GB, against 15 s and
 1.2 GB for xprof's own overview_page conversion; a 1 GB capture (35 M events) about 26 s and
 2.2-2.5 GB. Metadata and stat-name tables are resolved once per plane, stat ``ref_value``
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from tpudoctor.profile.pipeline import analyze, analyze_host, combine
     from tpudoctor.profile.report import ProfileReport
     from tpudoctor.profile.tracing import trace
-    from tpudoctor.profile.xspace import (
+    from tpudoctor.captures.xspace import (
         CORE_STAT_COLUMNS,
         EVENT_STAT_COLUMNS,
         HostProfile,
@@ -83,10 +83,10 @@ _EXPORTS = {
     "HostResult": "tpudoctor.profile.host_result",
     "load": "tpudoctor.profile.capture",
     "ProfileCapture": "tpudoctor.profile.capture",
-    "HostProfile": "tpudoctor.profile.xspace",
-    "EVENT_STAT_COLUMNS": "tpudoctor.profile.xspace",
-    "CORE_STAT_COLUMNS": "tpudoctor.profile.xspace",
-    "LoadOptions": "tpudoctor.profile.xspace",
+    "HostProfile": "tpudoctor.captures.xspace",
+    "EVENT_STAT_COLUMNS": "tpudoctor.captures.xspace",
+    "CORE_STAT_COLUMNS": "tpudoctor.captures.xspace",
+    "LoadOptions": "tpudoctor.captures.xspace",
     "trace": "tpudoctor.profile.tracing",
 }
 

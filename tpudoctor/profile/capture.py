@@ -8,9 +8,9 @@ import os
 from tpudoctor.errors import InputError
 from tpudoctor.profile.executor import HostTask, executor_for
 from tpudoctor.profile.sources import HostFile, read_bytes, resolve
-from tpudoctor.profile.xspace.columns import DEVICE_PLANE_PREFIXES, LoadOptions
-from tpudoctor.profile.xspace.host_profile import HostProfile
-from tpudoctor.profile.xspace.reader import decode_host, decode_host_file
+from tpudoctor.captures.xspace.columns import DEVICE_PLANE_PREFIXES, LoadOptions
+from tpudoctor.captures.xspace.host_profile import HostProfile
+from tpudoctor.captures.xspace.reader import decode_host, decode_host_file
 
 
 @dataclasses.dataclass
@@ -87,7 +87,7 @@ def load_host(host_file: HostFile, options: LoadOptions) -> HostProfile:
 
 
 LOAD_HOST = HostTask(load_host, key="load-host", noun="loader", verb="decoded",
-                     preload=("tpudoctor.profile.xspace.reader",))
+                     preload=("tpudoctor.captures.xspace.reader",))
 """Loading one host as a task any executor runs (``tpudoctor.profile.executor``)."""
 
 

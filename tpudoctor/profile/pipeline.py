@@ -36,7 +36,7 @@ from tpudoctor.profile.host_result import (
 )
 from tpudoctor.profile.report import ProfileReport
 from tpudoctor.profile.sources import HostFile, hostname_of, resolve
-from tpudoctor.profile.xspace.columns import LoadOptions
+from tpudoctor.captures.xspace.columns import LoadOptions
 
 MAX_STEP_RECORDS = 500
 MAX_PROGRAMS = 50
@@ -345,7 +345,7 @@ def analyze_capture(capture, *, rules: Mapping[str, type] | None = None,
 
 
 def _notes(hosts: Iterable[HostResult]) -> list[str]:
-    from tpudoctor.profile.xspace.columns import DEVICE_PLANE_PREFIXES
+    from tpudoctor.captures.xspace.columns import DEVICE_PLANE_PREFIXES
 
     hosts = list(hosts)
     notes = []

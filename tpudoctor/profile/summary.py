@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the data classes here travel without the loader (renderers import them)
     from tpudoctor.profile.capture import ProfileCapture
-    from tpudoctor.profile.xspace import HostProfile
+    from tpudoctor.captures.xspace import HostProfile
 
 
 @dataclasses.dataclass

@@ -7,7 +7,7 @@ module docstring of ``tpudoctor.profile``): protobuf's C parser (upb) reads the 
 schema in which ``XPlane.lines`` and ``XLine.events`` are ``repeated bytes``, so it finds every
 line's and event's bytes without building a message per event; the events of about 128 k at a
 time are joined into one buffer and their fields and stats decoded together with numpy
-(``tpudoctor.profile.wire``), each field read where protobuf writes it. Plane/line headers and the
+(``tpudoctor.captures.wire``), each field read where protobuf writes it. Plane/line headers and the
 metadata tables (thousands of entries, not millions) are read as ordinary messages.
 
 With ``jit`` (``compiled.Kernels``), each line's bytes are walked once by compiled code instead
@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from tpudoctor.profile import wire
-from tpudoctor.profile.schema import message_class
-from tpudoctor.profile.xspace.event_wire import event_fields
-from tpudoctor.profile.xspace.lookup import RowLookup, gather
+from tpudoctor.captures import wire
+from tpudoctor.captures.schema import message_class
+from tpudoctor.captures.xspace.event_wire import event_fields
+from tpudoctor.captures.xspace.lookup import RowLookup, gather
 
 BIG_BYTES_STAT = 4096  # plane/metadata stats with longer bytes values (HloProtos) keep only their size
 BATCH_EVENTS = 1 << 17  # events decoded together: bounds the temporary arrays, keeps numpy calls large
@@ -500,7 +500,7 @@ def _line_header_jit(jit: Any, data: bytes, plane_index: int) -> tuple:
 def jit_kernels(*, compile_if_missing: bool = True) -> Any:
     """The compiled decoder (``compiled.Kernels``), None where numba or llvmlite is missing or does not
     load, or (``compile_if_missing`` false) where this machine has not compiled it yet."""
-    from tpudoctor.profile.xspace import compiled
+    from tpudoctor.captures.xspace import compiled
 
     return compiled.kernels(compile_if_missing)
 

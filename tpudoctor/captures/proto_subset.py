@@ -1,6 +1,6 @@
 """A subset of a public protobuf schema, declared in Python and built into message classes at first use.
 
-Like ``tpudoctor.profile.schema`` (XSpace): no generated ``*_pb2.py`` and no TensorFlow or jaxlib import, a
+Like ``tpudoctor.captures.schema`` (XSpace): no generated ``*_pb2.py`` and no TensorFlow or jaxlib import, a
 descriptor built with ``descriptor_pb2`` in a private pool per schema (so it never clashes with TensorFlow's own
 classes in the default pool). Only the fields tpudoctor reads are declared; protobuf keeps the others as unknown
 fields and skips them. Each schema's field numbers are checked in the tests against the real descriptors where the

@@ -1,6 +1,6 @@
 """The allocator's memory events of an XSpace capture as one columnar table: ``MemoryEvents``.
 
-    from tpudoctor.memory.events import read_memory_events
+    from tpudoctor.captures.memory_events import read_memory_events
     events = read_memory_events("host.xplane.pb")   # events.frame: one row per allocation or free
 
 TensorFlow's and PJRT's allocators (BFC, the TPU runtime's) write a ``MemoryAllocation`` or
@@ -13,7 +13,7 @@ TensorFlow's and PJRT's allocators (BFC, the TPU runtime's) write a ``MemoryAllo
 (a number) or ``allocator_name``; the last of them in the event wins, as in xprof's memory_profile.
 A free carries no size of its own on TPU: ``match_frees`` gives it its allocation's (by ``addr``).
 
-Read at the wire level (``tpudoctor.profile.wire``), on the first host plane only, line by line:
+Read at the wire level (``tpudoctor.captures.wire``), on the first host plane only, line by line:
 each batch's metadata ids read first and only the memory events' fields and stats decoded, with
 numpy, into columns (memory bounded by the memory events, not the host plane's other events); no Python object per event: string values are compared as bytes with
 numpy and decoded once per distinct value (categoricals), allocator ids once per distinct id.
@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.errors import InputError
-from tpudoctor.memory.event_stats import (
+from tpudoctor.captures.memory_event_stats import (
     BYTES,
     DOUBLE,
     INT64,
@@ -50,8 +50,8 @@ from tpudoctor.memory.event_stats import (
     stats,
     text_column,
 )
-from tpudoctor.profile import wire
-from tpudoctor.profile.schema import message_class
+from tpudoctor.captures import wire
+from tpudoctor.captures.schema import message_class
 
 HOST_PLANE = "/host:CPU"
 ALLOCATION, DEALLOCATION = "MemoryAllocation", "MemoryDeallocation"
@@ -103,8 +103,8 @@ def read_memory_events(path: str | os.PathLike, *, source: str | None = None) ->
 
     A file of ``STREAM_MIN_BYTES`` or more is read plane by plane: only the host plane's lines
     are read from disk and parsed, one line at a time."""
-    from tpudoctor.profile.validate import check_bytes
-    from tpudoctor.profile.xspace.planes_on_disk import layout, planes_on_disk
+    from tpudoctor.captures.validate import check_bytes
+    from tpudoctor.captures.xspace.planes_on_disk import layout, planes_on_disk
 
     path = os.fspath(path)
     source = source or path
@@ -123,7 +123,7 @@ def read_memory_events(path: str | os.PathLike, *, source: str | None = None) ->
 
 def memory_events_from_bytes(data: bytes, *, source: str) -> MemoryEvents:
     """``read_memory_events`` for a serialized XSpace held in memory."""
-    from tpudoctor.profile.validate import check_bytes, explain_parse_failure
+    from tpudoctor.captures.validate import check_bytes, explain_parse_failure
 
     check_bytes(data, source)
     try:

@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.xspace.columns import (
+from tpudoctor.captures.xspace.columns import (
     CORE_STAT_COLUMNS,
     DEVICE_PLANE_PREFIXES,
     EVENT_STAT_COLUMNS,
     LoadOptions,
 )
-from tpudoctor.profile.xspace.decoder import (
+from tpudoctor.captures.xspace.decoder import (
     DOUBLE,
     INT64,
     LINE_FIELDS,
@@ -31,8 +31,8 @@ from tpudoctor.profile.xspace.decoder import (
     StatBatch,
     XSpaceDecoder,
 )
-from tpudoctor.profile.xspace.host_profile import HostProfile, as_text, numbers_of
-from tpudoctor.profile.xspace.lookup import RowLookup, gather
+from tpudoctor.captures.xspace.host_profile import HostProfile, as_text, numbers_of
+from tpudoctor.captures.xspace.lookup import RowLookup, gather
 
 METADATA_FILL_CHUNK = 1 << 20  # events given their metadata's value at a time: bounded temporaries on big captures
 PLANE_FIELDS = ("plane_id", "xplane_id", "plane_name", "device_kind", "is_device", "n_lines", "n_events",

@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 
 from tpudoctor.errors import InputError
-from tpudoctor.profile import wire
-from tpudoctor.profile.schema import message_class
-from tpudoctor.profile.xspace.columns import LoadOptions
-from tpudoctor.profile.xspace.decoder import XSpaceDecoder, jit_kernels
-from tpudoctor.profile.xspace.host_profile import HostProfile
-from tpudoctor.profile.xspace.planes_on_disk import layout, planes_on_disk
-from tpudoctor.profile.xspace.tables import build_host_profile
+from tpudoctor.captures import wire
+from tpudoctor.captures.schema import message_class
+from tpudoctor.captures.xspace.columns import LoadOptions
+from tpudoctor.captures.xspace.decoder import XSpaceDecoder, jit_kernels
+from tpudoctor.captures.xspace.host_profile import HostProfile
+from tpudoctor.captures.xspace.planes_on_disk import layout, planes_on_disk
+from tpudoctor.captures.xspace.tables import build_host_profile
 
 STREAM_MIN_BYTES = 64 << 20  # smaller files are read whole (one parse; every error message has the whole file)
 DEFAULT_OPTIONS = LoadOptions()
@@ -25,7 +25,7 @@ JIT_COMPILE_MIN_BYTES = 256 << 20  # compiling it (3-5 s, once per machine) pays
 
 def decode_host(data: bytes, *, hostname: str, source: str, options: LoadOptions = DEFAULT_OPTIONS) -> HostProfile:
     """Decode a serialized XSpace; raises ``InputError`` with the reason when it is not usable."""
-    from tpudoctor.profile.validate import check_bytes, explain_parse_failure
+    from tpudoctor.captures.validate import check_bytes, explain_parse_failure
 
     check_bytes(data, source)
     raw_space_class = message_class("XSpace", raw=True)
@@ -50,7 +50,7 @@ def decode_host(data: bytes, *, hostname: str, source: str, options: LoadOptions
 def decode_host_file(path: str, *, hostname: str, source: str, options: LoadOptions = DEFAULT_OPTIONS) -> HostProfile:
     """``decode_host`` for a local file, read plane by plane when it is large: the file's bytes and
     protobuf's parse are held for one plane at a time, not for the whole file."""
-    from tpudoctor.profile.validate import check_bytes
+    from tpudoctor.captures.validate import check_bytes
 
     size = os.path.getsize(path)
     with open(path, "rb") as handle:

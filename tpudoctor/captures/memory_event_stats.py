@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile import wire
-from tpudoctor.profile.schema import message_class
+from tpudoctor.captures import wire
+from tpudoctor.captures.schema import message_class
 
 # XStat value fields (their field numbers): the kind of each decoded stat value
 DOUBLE, UINT64, INT64, STR, BYTES, REF = 2, 3, 4, 5, 6, 7

@@ -7,7 +7,7 @@ Field numbers are pprof's; TensorFlow ships the same message as ``tensorflow.tfp
 
 from __future__ import annotations
 
-from tpudoctor.memory.proto_subset import ProtoSubset
+from tpudoctor.captures.proto_subset import ProtoSubset
 
 PACKAGE = "tpudoctor.pprof"
 

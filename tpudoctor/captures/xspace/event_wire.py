@@ -1,12 +1,12 @@
 """An XEvent's own fields (metadata_id, offset_ps, duration_ps) and the spans of its stats, decoded straight from
-the joined bytes of a batch of events, all events at once with numpy (``tpudoctor.profile.wire``).
+the joined bytes of a batch of events, all events at once with numpy (``tpudoctor.captures.wire``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from tpudoctor.profile import wire
+from tpudoctor.captures import wire
 
 # Tag bytes of fields as protobuf writes them (field number << 3 | wire type)
 _TAG_METADATA_ID, _TAG_OFFSET_PS, _TAG_DURATION_PS, _TAG_STAT = 0x08, 0x10, 0x18, 0x22

@@ -1,6 +1,6 @@
 """One host's XSpace (``.xplane.pb``) as columnar pandas tables: a ``HostProfile``.
 
-    from tpudoctor.profile.xspace import LoadOptions, decode_host_file
+    from tpudoctor.captures.xspace import LoadOptions, decode_host_file
     host = decode_host_file(path, hostname="h", source=path, options=LoadOptions.for_analysis())
 
 Each module one job:
@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tpudoctor.profile.xspace.columns import (
+    from tpudoctor.captures.xspace.columns import (
         ANALYSIS_STAT_COLUMNS,
         CORE_STAT_COLUMNS,
         DEVICE_PLANE_PREFIXES,
@@ -31,25 +31,25 @@ if TYPE_CHECKING:
         STAT_KINDS,
         LoadOptions,
     )
-    from tpudoctor.profile.xspace.host_profile import HostProfile
-    from tpudoctor.profile.xspace.reader import decode_host, decode_host_file
+    from tpudoctor.captures.xspace.host_profile import HostProfile
+    from tpudoctor.captures.xspace.reader import decode_host, decode_host_file
 
 __all__ = ["ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS", "METADATA_STATS",
            "STAT_KINDS", "HostProfile", "LoadOptions", "decode_host", "decode_host_file"]
 
 _EXPORTS = {
     **dict.fromkeys(("ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS",
-                     "METADATA_STATS", "STAT_KINDS", "LoadOptions"), "tpudoctor.profile.xspace.columns"),
-    "HostProfile": "tpudoctor.profile.xspace.host_profile",
-    "decode_host": "tpudoctor.profile.xspace.reader",
-    "decode_host_file": "tpudoctor.profile.xspace.reader",
+                     "METADATA_STATS", "STAT_KINDS", "LoadOptions"), "tpudoctor.captures.xspace.columns"),
+    "HostProfile": "tpudoctor.captures.xspace.host_profile",
+    "decode_host": "tpudoctor.captures.xspace.reader",
+    "decode_host_file": "tpudoctor.captures.xspace.reader",
 }
 
 
 def __getattr__(name: str) -> Any:
     module_name = _EXPORTS.get(name)
     if module_name is None:
-        raise AttributeError(f"module 'tpudoctor.profile.xspace' has no attribute {name!r}")
+        raise AttributeError(f"module 'tpudoctor.captures.xspace' has no attribute {name!r}")
     import importlib
 
     return getattr(importlib.import_module(module_name), name)

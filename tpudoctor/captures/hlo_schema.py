@@ -11,7 +11,7 @@ compares them where TensorFlow is installed). Enum fields (``element_type``, the
 
 from __future__ import annotations
 
-from tpudoctor.memory.proto_subset import ProtoSubset
+from tpudoctor.captures.proto_subset import ProtoSubset
 
 PACKAGE = "tpudoctor.xla"
 

@@ -174,7 +174,7 @@ def _compile() -> bytes:
     """numba's object code for C wrappers of the kernels, headed by their symbol names."""
     from numba import carray, cfunc, types
 
-    from tpudoctor.profile.xspace import jit_wire
+    from tpudoctor.captures.xspace import jit_wire
 
     i64, u8 = types.int64, types.uint8
     ptr = types.CPointer

@@ -8,8 +8,8 @@ import functools
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.xspace.columns import EVENT_STAT_COLUMNS
-from tpudoctor.profile.xspace.lookup import RowLookup
+from tpudoctor.captures.xspace.columns import EVENT_STAT_COLUMNS
+from tpudoctor.captures.xspace.lookup import RowLookup
 
 
 @dataclasses.dataclass

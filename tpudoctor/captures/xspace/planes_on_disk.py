@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tpudoctor.errors import InputError
-from tpudoctor.profile import wire
-from tpudoctor.profile.schema import message_class
+from tpudoctor.captures import wire
+from tpudoctor.captures.schema import message_class
 
 
 def planes_on_disk(path: str, source: str, planes: list[tuple[int, int]]) -> Iterator[_PlaneOnDisk]:
