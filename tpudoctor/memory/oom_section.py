@@ -73,6 +73,9 @@ def _headline(report) -> tuple[str, dict[str, Any]]:
     header, figures = report.header, {}
     space = next((block.memory_space for block in (header, report.total, report.program)
                   if block is not None and block.memory_space), None) or "hbm"
+    if header is not None and header.used_bytes is None:
+        when = "at compile time" if header.at_compile else ""
+        return f"ran out of {space.upper()} {when}".rstrip() + ": the text prints no figure", figures
     if header is not None:
         figures = {"used_bytes": header.used_bytes, "capacity_bytes": header.capacity_bytes,
                    "exceeded_bytes": header.exceeded_bytes}
@@ -97,7 +100,8 @@ def _headline(report) -> tuple[str, dict[str, Any]]:
             extra = f", {format_bytes(a.free_bytes)} free"
         if a.largest_free_bytes is not None:
             extra += f" but the largest contiguous region is {format_bytes(a.largest_free_bytes)} (fragmentation)"
-        return f"ran out of memory: allocating {format_bytes(a.requested_bytes)} failed{extra}", figures
+        what = format_bytes(a.requested_bytes) if a.requested_bytes is not None else "a tensor"
+        return f"ran out of memory: allocating {what} failed{extra}", figures
     if report.program is not None and report.program.total_bytes is not None:
         figures = {"program_bytes": report.program.total_bytes}
         return f"ran out of {space.upper()}: the program needs {format_bytes(report.program.total_bytes)}", figures
@@ -124,10 +128,11 @@ def text_section(text: TextInput, findings: list[Finding]) -> dict[str, Any]:
         headline, figures = _headline(report)
         # the title says what ran out, the message its figures (the renderers print "title: message")
         what, sep, sentence = headline.partition(": ")
-        largest = [a for a in report.allocations if a.size_bytes is not None][:TOP_OOM_ALLOCATIONS]
+        largest = [a for a in report.allocations if a.size_bytes is not None or a.shape][:TOP_OOM_ALLOCATIONS]
         if largest:
             sentence += "; largest allocations: " + ", ".join(
-                f"{format_bytes(a.size_bytes)} {a.shape or '?'}" + (f" ({a.op_name})" if a.op_name else "")
+                (f"{format_bytes(a.size_bytes)} " if a.size_bytes is not None else "") + (a.shape or "?")
+                + (f" ({a.op_name})" if a.op_name else "")
                 for a in largest)
         if report.problems:
             sentence += "; the listing does not add up to its own header: " + ", ".join(
