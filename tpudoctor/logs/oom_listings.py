@@ -112,11 +112,10 @@ def largest_allocations(text: str, reconciliations: list[Reconciliation],
 
 
 def peak_buffers(text: str, reconciliations: list[Reconciliation]) -> list[ProgramAllocation]:
-    """XLA GPU's ``Peak buffers:`` ``Buffer N:`` entries, each size reconciled with its shape's bytes."""
+    """XLA GPU's ``Peak buffers:`` ``Buffer N:`` entries (with or without that title; an entry without its
+    ``Size:`` is none), each size reconciled with its shape's bytes."""
     peak = _PEAK.search(text)
-    if peak is None:
-        return []
-    body = text[peak.end():]
+    body = text[peak.end():] if peak is not None else text
     entries = list(_BUFFER.finditer(body))
     out = []
     for index, entry in enumerate(entries):
