@@ -16,6 +16,7 @@ from tpudoctor.findings import (
     Status,
 )
 from tpudoctor.memory.fix_rule import FINDING_KIND, format_bytes
+from tpudoctor.memory.oom_fixes import rank_text_fixes
 
 TOP_OOM_ALLOCATIONS = 5
 """Largest allocations quoted in an out-of-memory finding's message (the document keeps them all)."""
@@ -65,7 +66,15 @@ def _listing(report) -> dict[str, Any]:
         "reconciliations": [{"what": r.what, "header_bytes": r.header_bytes, "listed_bytes": r.listed_bytes,
                              "difference_bytes": r.difference_bytes, "ok": r.ok} for r in report.reconciliations],
         "problems": [r.what for r in report.problems],
-        "fixes": "unknown", "fixes_why": CAPTURE_HINT}
+        **_fixes(report)}
+
+
+def _fixes(report) -> dict[str, Any]:
+    ranked = rank_text_fixes(report)
+    if not ranked:
+        return {"fixes": "unknown", "fixes_why": CAPTURE_HINT}
+    return {"fixes": [dataclasses.asdict(fix) for fix in ranked],
+            "fixes_why": "estimates from the listing's own figures; " + CAPTURE_HINT}
 
 
 def _headline(report) -> tuple[str, dict[str, Any]]:
@@ -113,6 +122,26 @@ def _headline(report) -> tuple[str, dict[str, Any]]:
     return "ran out of memory", figures
 
 
+def _remediation(report) -> Remediation:
+    ranked = rank_text_fixes(report)
+    if not ranked:
+        return Remediation("which fix saves how much is unknown from text: " + CAPTURE_HINT, CAPTURE_COMMANDS)
+    top = ranked[0]
+    excess = format_bytes(report.header.exceeded_bytes) if top.enough is not None else ""
+    enough = {True: f", which could cover the {excess} excess", False: f", less than the {excess} excess",
+              None: ""}[top.enough]
+    return Remediation(f"{top.fix}: saves at most {format_bytes(top.saves_bytes_at_most)}{enough} ({top.basis}); "
+                       "to measure it: " + CAPTURE_HINT, CAPTURE_COMMANDS)
+
+
+def _confidence(report) -> Confidence:
+    ranked = rank_text_fixes(report)
+    if not ranked:
+        return Confidence(ConfidenceLevel.UNKNOWN, (CAPTURE_HINT,), {"fixes": "unknown"})
+    return Confidence(ConfidenceLevel.LOW, (ranked[0].basis, "a text listing carries no buffer plan"),
+                      {"fixes": "estimated from text"})
+
+
 def text_section(text: TextInput, findings: list[Finding]) -> dict[str, Any]:
     reports, stats = text.oom.reports, text.oom.stats
     if text.oom.unreadable and (reports or stats):
@@ -143,11 +172,9 @@ def text_section(text: TextInput, findings: list[Finding]) -> dict[str, Any]:
             message=sentence.removeprefix("; ") or "the listing prints no figures",
             evidence={"source": text.name, "listing": index, **figures,
                       "largest_allocations": [_allocation_row(a) for a in largest],
-                      "reconciliation_problems": [r.what for r in report.problems],
-                      "fixes": "unknown", "fixes_why": CAPTURE_HINT},
-            remediation=Remediation("which fix saves how much is unknown from text: " + CAPTURE_HINT,
-                                    CAPTURE_COMMANDS))
-        finding.confidence = Confidence(ConfidenceLevel.UNKNOWN, (CAPTURE_HINT,), {"fixes": "unknown"})
+                      "reconciliation_problems": [r.what for r in report.problems], **_fixes(report)},
+            remediation=_remediation(report))
+        finding.confidence = _confidence(report)
         findings.append(finding)
     compiled = [dict(s.fields, device_bytes=s.device_bytes, host_bytes=s.host_bytes) for s in stats]
     for index, s in enumerate(stats, 1):
