@@ -86,3 +86,42 @@ def test_a_compile_error_and_its_payload_copy_are_one_report():
 
 def test_a_lone_size_line_without_its_title_or_fields_is_no_allocation():
     assert parse_oom_reports("W0110 18:36:27.929302    1590 other_file.cc:12]   1. Size: 1.00G") == []
+
+
+LIBTPU_LOG = Path(__file__).parent / "data" / "preflight" / "v5e_mlp_adam_oom.libtpu.log"
+
+
+def test_libtpus_usage_tables_sum_to_each_spaces_total_bytes():
+    (report,) = parse_oom_reports(LIBTPU_LOG.read_text())
+    totals = {r.what: r for r in report.reconciliations if r.what.startswith("Memory usage report")}
+    assert sorted(totals) == [f"Memory usage report, {space}: Total bytes = sum of its allocations"
+                              for space in ("hbm", "smem", "vmem")]
+    assert all(r.listed_bytes == r.header_bytes for r in totals.values())  # exact, on this compile
+    assert report.allocations[0].memory_space == "hbm" and report.allocations[0].shape == "f32[16384,16384]"
+
+
+def test_a_usage_report_the_log_cut_short_is_no_reconciliation_problem():
+    # libtpu's report is one log message; glog cuts a long one (v5p's 96 GiB listing ends in a table's rule)
+    text = LIBTPU_LOG.read_text()
+    cut = text[:text.index("Memory Space: vmem")].rstrip()
+    cut = cut[:cut.rindex("cumulative_size")] + "cumulative_size;       size;       offset; used_by_n_values; " \
+                                                "shapes_list\n  ---------------------"
+    (report,) = parse_oom_reports(cut)
+    assert report.allocations and report.problems == []
+    assert not any(r.what.startswith("Memory usage report, hbm") for r in report.reconciliations)
+
+
+@pytest.mark.slow
+def test_the_real_compilers_listings_round_trip():
+    # compiles two programs that do not fit (v5e, v6e) with libtpu on this host; see benchmarks/oom_roundtrip.py
+    import subprocess
+    import tempfile
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**__import__("os").environ, "TPU_LOG_DIR": tempfile.mkdtemp()}
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "oom_roundtrip.py"), "v5e", "v6e"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    if done.stdout.startswith("SKIP"):
+        pytest.skip(done.stdout.strip())
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "every generation holds" in done.stdout

@@ -163,15 +163,21 @@ def usage_tables(text: str, reconciliations: list[Reconciliation],
     one table per allocation, its rows the values that share it (at their offsets, reusing its bytes over time). An
     allocation's size is the extent its rows' offsets and sizes span (else its last ``cumulative_size``), its shape the largest value's ``shapes_list``; the allocations
     of the default space (the header's, e.g. hbm) are ranked by size and each space's sum reconciled with its
-    ``Total bytes``."""
+    ``Total bytes``, unless the log cut the report short (a table left without rows: libtpu's report is one log
+    message, and glog cuts a long one; then the tables read are the largest, not all)."""
     spaces = list(_MEMORY_SPACE.finditer(text))
     out: list[ProgramAllocation] = []
     for index, space in enumerate(spaces):
         body = text[space.end():spaces[index + 1].start() if index + 1 < len(spaces) else len(text)]
-        name = space.group("name")
-        name = (header_space or "hbm") if name == "default" else name
+        name, main = space.group("name"), header_space or "hbm"
+        if name == "default":
+            name = main
+        elif name == main:  # a coloured space of the same name as the default memory's (v4's hbm, color=3)
+            name = f"{name} (color={space.group('color')})"
         sizes: list[Size] = []
-        for columns in _COLUMNS.finditer(body):
+        tables = list(_COLUMNS.finditer(body))
+        cut = False
+        for columns in tables:
             names = [cell.strip() for cell in columns.group("names").split(";")]
             if "size" not in names:
                 continue
@@ -184,6 +190,7 @@ def usage_tables(text: str, reconciliations: list[Reconciliation],
                     break
                 rows.append(dict(zip(names, cells)))
             if not rows:
+                cut = True  # a table without rows: the log cut the message there (glog's line limit)
                 continue
             try:
                 row_sizes = [Size.parse(row["size"]) for row in rows]
@@ -203,7 +210,7 @@ def usage_tables(text: str, reconciliations: list[Reconciliation],
             out.append(allocation_of(rank=0, memory_space=name, size_bytes=size.bytes,
                                      shape=rows[largest].get("shapes_list"), allocation_type="buffer allocation"))
         total = _TOTAL_BYTES.search(body)
-        if total is not None and sizes:
+        if total is not None and sizes and not cut:
             exact = int(total.group("bytes"))
             reconciliations.append(reconcile(f"Memory usage report, {name}: Total bytes = sum of its allocations",
                                              Size(exact, 0, total.group("bytes")), sizes))
