@@ -1,4 +1,4 @@
-"""The OOM text forms XLA and libtpu print, and memory_analysis() output (tpudoctor.memory.oom_text), one
+"""The OOM text forms XLA and libtpu print, and memory_analysis() output (tpudoctor.logs.oom), one
 test per form on the real listings in tests/data/memory (manifest.toml: the thread each comes from)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tpudoctor.logs.prefixes import log_prefix, payload, program_line
-from tpudoctor.memory.oom_report import CompiledMemoryStats, parse_size
-from tpudoctor.memory.oom_text import parse_memory_analysis, parse_oom_report, parse_oom_reports
+from tpudoctor.logs.oom_report import CompiledMemoryStats, parse_size
+from tpudoctor.logs.oom import parse_memory_analysis, parse_oom_report, parse_oom_reports
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tpudoctor.memory.attribution import attribute
-from tpudoctor.memory.oom_text import parse_memory_analysis, parse_oom_reports
+from tpudoctor.logs.oom import parse_memory_analysis, parse_oom_reports
 from tpudoctor.memory.plan_decode import decode_hlo_proto
 from tpudoctor.preflight.compiler import OOM_AVAILABLE, OOM_REQUIRED, parse_size
 
@@ -65,22 +65,15 @@ def test_the_oom_reader_reads_libtpus_header_and_the_vmem_report():
     assert vmem.header.memory_space == "vmem" and vmem.header.capacity_bytes == 128 << 20
 
 
-@pytest.mark.xfail(strict=True, reason="JAX's error carries the compiler's message twice, the second time inside "
-                                       "an escaped CompilationResultProto payload: the OOM reader counts two reports")
 def test_one_compile_error_is_one_oom_report():
     assert len(parse_oom_reports(_read("v5e_pallas_vmem_oom.txt"))) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="the OOM grammar does not read the compile error JAX raises on TPU: "
-                                       "'RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required "
-                                       "for HLO temporaries (25.03G) exceeds available HBM (15.75G).'")
 def test_the_oom_reader_reads_the_compile_error_jax_raises():
     reports = parse_oom_reports(_read("v5e_mlp_adam_oom.txt"))
     assert reports and reports[0].header.capacity_bytes == int(15.75 * (1 << 30))
 
 
-@pytest.mark.xfail(strict=True, reason="the OOM grammar does not read libtpu's 'Memory usage report' tables "
-                                       "(cumulative_size; size; offset; used_by_n_values; shapes_list)")
 def test_the_oom_reader_reads_libtpus_usage_tables():
     (report,) = parse_oom_reports(_read("v5e_mlp_adam_oom.libtpu.log"))
     assert report.allocations

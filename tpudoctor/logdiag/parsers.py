@@ -18,6 +18,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+
 from tpudoctor.logs.sizes import parse_size as parse_bytes  # noqa: F401 - the one size reader
 
 if sys.version_info >= (3, 11):
@@ -36,64 +37,55 @@ GRPC_STATUS_NAMES = {
     15: "DATA_LOSS", 16: "UNAUTHENTICATED",
 }
 
-_SIZE = r"([0-9.]+\s*[KMGTP]?i?B?)"
-# "  1. Size: 32.00G" (TPU "Largest program allocations") or "Buffer 11:" with a "Size:" line after it.
-_ALLOCATION_START = re.compile(r"^\s*(?:(\d+)\.\s+Size:\s*" + _SIZE + r"|Buffer (\d+):)\s*$", re.MULTILINE)
-_FIELD_FLAGS = re.MULTILINE | re.IGNORECASE
-_ALLOCATION_FIELDS = {
-    "size": re.compile(r"^\s*Size:\s*" + _SIZE, _FIELD_FLAGS),
-    "shape": re.compile(r"^\s*Shape:\s*(\S[^\n]*)$", _FIELD_FLAGS),
-    "unpadded_size": re.compile(r"^\s*Unpadded size:\s*" + _SIZE, _FIELD_FLAGS),
-    "padding": re.compile(r"^\s*Extra memory due to padding:\s*" + _SIZE + r"(?:\s*\(([0-9.]+)x expansion\))?",
-                          _FIELD_FLAGS),
-    "operator": re.compile(r"^\s*Operator:\s*(\S[^\n]*)$", _FIELD_FLAGS),
-    "xla_label": re.compile(r"^\s*XLA label:\s*(\S[^\n]*)$", _FIELD_FLAGS),
-    "allocation_type": re.compile(r"^\s*Allocation type:\s*(\S[^\n]*)$", _FIELD_FLAGS),
-}
-_OPERATOR_ATTR = re.compile(r'(op_type|op_name|source_file|source_line)\s*=\s*"?([^"\s]*)"?')
-
-
-def _bytes(text: str) -> int | None:
-    try:
-        return parse_bytes(text)
-    except ValueError:
-        return None
-
-
 def hbm_allocations(text: str, offset: int) -> dict[str, Any]:
-    """The "Largest program allocations in hbm" list of an XLA out-of-memory report."""
-    starts = list(_ALLOCATION_START.finditer(text))[:MAX_ALLOCATIONS]
-    allocations = []
-    for i, start in enumerate(starts):
-        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
-        block = text[start.end():end]
-        if start.group(1):
-            entry: dict[str, Any] = {"rank": int(start.group(1)), "size_bytes": _bytes(start.group(2))}
-        else:
-            size = _ALLOCATION_FIELDS["size"].search(block)
-            entry = {"rank": int(start.group(3)), "size_bytes": _bytes(size.group(1)) if size else None}
-        if m := _ALLOCATION_FIELDS["shape"].search(block):
-            entry["shape"] = m.group(1).strip()[:MAX_FIELD_CHARS]
-        if m := _ALLOCATION_FIELDS["unpadded_size"].search(block):
-            entry["unpadded_size_bytes"] = _bytes(m.group(1))
-        if m := _ALLOCATION_FIELDS["padding"].search(block):
-            entry["padding_bytes"] = _bytes(m.group(1))
-            if m.group(2):
-                entry["padding_expansion"] = float(m.group(2))
-        if m := _ALLOCATION_FIELDS["operator"].search(block):
-            attrs = dict(_OPERATOR_ATTR.findall(m.group(1)))
-            for key in ("op_type", "op_name"):
-                if attrs.get(key):
-                    entry[key] = attrs[key][:MAX_FIELD_CHARS]
-            if attrs.get("source_file"):
-                line = f":{attrs['source_line']}" if attrs.get("source_line") else ""
-                entry["source"] = f"{attrs['source_file']}{line}"[:MAX_FIELD_CHARS]
-        if m := _ALLOCATION_FIELDS["xla_label"].search(block):
-            entry["xla_label"] = m.group(1).strip()[:MAX_FIELD_CHARS]
-        if m := _ALLOCATION_FIELDS["allocation_type"].search(block):
-            entry["allocation_type"] = m.group(1).strip()
-        allocations.append(entry)
-    return {"largest_allocations": allocations} if allocations else {}
+    """An out-of-memory report's figures and largest allocations, read by the one OOM grammar
+    (``tpudoctor.logs.oom``, which ``tpudoctor memory`` reads too): ``largest_allocations`` (each with its size,
+    shape, padding, op and source line) and the figures the text states, named as the catalog's extracts name
+    them (``hbm_used_bytes``, ``hbm_capacity_bytes``, ``hbm_excess_bytes``, ``hbm_requested_bytes``,
+    ``hbm_free_bytes``, ``hbm_required_bytes``; ``vmem_...`` for another space): a signature's own extract of the
+    same figure is kept."""
+    from tpudoctor.logs.oom import parse_oom_reports
+
+    reports = parse_oom_reports(text)
+    if not reports:
+        return {}
+    report = next((r for r in reports if r.allocations), reports[0])
+    found: dict[str, Any] = {}
+    allocations = [_allocation_evidence(a) for a in report.allocations[:MAX_ALLOCATIONS]]
+    if allocations:
+        found["largest_allocations"] = allocations
+    found.update(_oom_figures(reports[0]))
+    return found
+
+
+def _allocation_evidence(a) -> dict[str, Any]:
+    entry: dict[str, Any] = {"rank": a.rank, "size_bytes": a.size_bytes}
+    for key, value in (("shape", a.shape), ("unpadded_size_bytes", a.unpadded_bytes),
+                       ("padding_bytes", a.padding_bytes), ("padding_expansion", a.padding_expansion),
+                       ("op_type", a.op_type), ("op_name", a.op_name), ("source", a.source),
+                       ("xla_label", a.xla_label), ("allocation_type", a.allocation_type)):
+        if value is not None and value != "":
+            entry[key] = value[:MAX_FIELD_CHARS] if isinstance(value, str) else value
+    return entry
+
+
+def _oom_figures(report) -> dict[str, int]:
+    figures: dict[str, int | None] = {}
+    space = next((part.memory_space for part in (report.header, report.program) if part is not None
+                  and part.memory_space), "hbm")
+    if report.header is not None:
+        figures.update(used=report.header.used_bytes, capacity=report.header.capacity_bytes,
+                       excess=report.header.exceeded_bytes)
+    if report.program is not None:
+        figures["required"] = report.program.total_bytes
+    for failure in (report.reservation, report.allocation_failure):
+        if failure is not None:
+            figures.update(requested=failure.requested_bytes, free=failure.free_bytes)
+    if report.reservation is not None:
+        figures["capacity"] = figures.get("capacity") or report.reservation.capacity_bytes
+    if report.early_abort is not None:
+        figures.update(required=report.early_abort.required_bytes, capacity=report.early_abort.available_bytes)
+    return {f"{space}_{name}_bytes": value for name, value in figures.items() if value is not None}
 
 
 _GRPC_STATUS = re.compile(r'"grpc_status"\s*:\s*(\d+)')

@@ -10,8 +10,7 @@ What a capture and a log say about memory (other modules of the package plan buf
   by xprof memory_profile's rules: ``allocator_timelines``.
 * ``buffers``: the buffers live at a peak, merged and ranked (``peak_breakdown``), and xprof's own
   active-allocation table (``xprof_active_allocations``).
-* ``oom_text``: the out-of-memory reports XLA and libtpu print (``Ran out of memory in memory space
-  hbm``, ``Total hbm usage >=``, ``Program hbm requirement``, ``Largest program allocations in hbm``,
-  run-time reserve/allocate failures) and ``compiled.memory_analysis()`` output, each listing
-  reconciled with its own header: ``parse_oom_reports``, ``parse_memory_analysis``.
+
+The out-of-memory texts XLA, libtpu and the runtimes print are read by the log layer (``tpudoctor.logs.oom``), the
+one grammar ``memory`` and ``check --step 4`` share.
 """

@@ -16,6 +16,7 @@ from tpudoctor.findings import (
     Status,
 )
 from tpudoctor.memory.fix_rule import FINDING_KIND
+from tpudoctor.memory.oom_fixes import rank_text_fixes
 from tpudoctor.units import format_bytes
 
 TOP_OOM_ALLOCATIONS = 5
@@ -66,7 +67,15 @@ def _listing(report) -> dict[str, Any]:
         "reconciliations": [{"what": r.what, "header_bytes": r.header_bytes, "listed_bytes": r.listed_bytes,
                              "difference_bytes": r.difference_bytes, "ok": r.ok} for r in report.reconciliations],
         "problems": [r.what for r in report.problems],
-        "fixes": "unknown", "fixes_why": CAPTURE_HINT}
+        **_fixes(report)}
+
+
+def _fixes(report) -> dict[str, Any]:
+    ranked = rank_text_fixes(report)
+    if not ranked:
+        return {"fixes": "unknown", "fixes_why": CAPTURE_HINT}
+    return {"fixes": [dataclasses.asdict(fix) for fix in ranked],
+            "fixes_why": "estimates from the listing's own figures; " + CAPTURE_HINT}
 
 
 def _headline(report) -> tuple[str, dict[str, Any]]:
@@ -74,6 +83,9 @@ def _headline(report) -> tuple[str, dict[str, Any]]:
     header, figures = report.header, {}
     space = next((block.memory_space for block in (header, report.total, report.program)
                   if block is not None and block.memory_space), None) or "hbm"
+    if header is not None and header.used_bytes is None:
+        when = "at compile time" if header.at_compile else ""
+        return f"ran out of {space.upper()} {when}".rstrip() + ": the text prints no figure", figures
     if header is not None:
         figures = {"used_bytes": header.used_bytes, "capacity_bytes": header.capacity_bytes,
                    "exceeded_bytes": header.exceeded_bytes}
@@ -98,7 +110,8 @@ def _headline(report) -> tuple[str, dict[str, Any]]:
             extra = f", {format_bytes(a.free_bytes)} free"
         if a.largest_free_bytes is not None:
             extra += f" but the largest contiguous region is {format_bytes(a.largest_free_bytes)} (fragmentation)"
-        return f"ran out of memory: allocating {format_bytes(a.requested_bytes)} failed{extra}", figures
+        what = format_bytes(a.requested_bytes) if a.requested_bytes is not None else "a tensor"
+        return f"ran out of memory: allocating {what} failed{extra}", figures
     if report.program is not None and report.program.total_bytes is not None:
         figures = {"program_bytes": report.program.total_bytes}
         return f"ran out of {space.upper()}: the program needs {format_bytes(report.program.total_bytes)}", figures
@@ -108,6 +121,26 @@ def _headline(report) -> tuple[str, dict[str, Any]]:
         return (f"compilation aborted early: the program would need {format_bytes(e.required_bytes)}, "
                 f"{format_bytes(e.available_bytes)} available"), figures
     return "ran out of memory", figures
+
+
+def _remediation(report) -> Remediation:
+    ranked = rank_text_fixes(report)
+    if not ranked:
+        return Remediation("which fix saves how much is unknown from text: " + CAPTURE_HINT, CAPTURE_COMMANDS)
+    top = ranked[0]
+    excess = format_bytes(report.header.exceeded_bytes) if top.enough is not None else ""
+    enough = {True: f", which could cover the {excess} excess", False: f", less than the {excess} excess",
+              None: ""}[top.enough]
+    return Remediation(f"{top.fix}: saves at most {format_bytes(top.saves_bytes_at_most)}{enough} ({top.basis}); "
+                       "to measure it: " + CAPTURE_HINT, CAPTURE_COMMANDS)
+
+
+def _confidence(report) -> Confidence:
+    ranked = rank_text_fixes(report)
+    if not ranked:
+        return Confidence(ConfidenceLevel.UNKNOWN, (CAPTURE_HINT,), {"fixes": "unknown"})
+    return Confidence(ConfidenceLevel.LOW, (ranked[0].basis, "a text listing carries no buffer plan"),
+                      {"fixes": "estimated from text"})
 
 
 def text_section(text: TextInput, findings: list[Finding]) -> dict[str, Any]:
@@ -125,10 +158,11 @@ def text_section(text: TextInput, findings: list[Finding]) -> dict[str, Any]:
         headline, figures = _headline(report)
         # the title says what ran out, the message its figures (the renderers print "title: message")
         what, sep, sentence = headline.partition(": ")
-        largest = [a for a in report.allocations if a.size_bytes is not None][:TOP_OOM_ALLOCATIONS]
+        largest = [a for a in report.allocations if a.size_bytes is not None or a.shape][:TOP_OOM_ALLOCATIONS]
         if largest:
             sentence += "; largest allocations: " + ", ".join(
-                f"{format_bytes(a.size_bytes)} {a.shape or '?'}" + (f" ({a.op_name})" if a.op_name else "")
+                (f"{format_bytes(a.size_bytes)} " if a.size_bytes is not None else "") + (a.shape or "?")
+                + (f" ({a.op_name})" if a.op_name else "")
                 for a in largest)
         if report.problems:
             sentence += "; the listing does not add up to its own header: " + ", ".join(
@@ -139,11 +173,9 @@ def text_section(text: TextInput, findings: list[Finding]) -> dict[str, Any]:
             message=sentence.removeprefix("; ") or "the listing prints no figures",
             evidence={"source": text.name, "listing": index, **figures,
                       "largest_allocations": [_allocation_row(a) for a in largest],
-                      "reconciliation_problems": [r.what for r in report.problems],
-                      "fixes": "unknown", "fixes_why": CAPTURE_HINT},
-            remediation=Remediation("which fix saves how much is unknown from text: " + CAPTURE_HINT,
-                                    CAPTURE_COMMANDS))
-        finding.confidence = Confidence(ConfidenceLevel.UNKNOWN, (CAPTURE_HINT,), {"fixes": "unknown"})
+                      "reconciliation_problems": [r.what for r in report.problems], **_fixes(report)},
+            remediation=_remediation(report))
+        finding.confidence = _confidence(report)
         findings.append(finding)
     compiled = [dict(s.fields, device_bytes=s.device_bytes, host_bytes=s.host_bytes) for s in stats]
     for index, s in enumerate(stats, 1):

@@ -167,7 +167,7 @@ def _text_object(location: str):
 def _read_stdin(stream: Any) -> TextInput:
     """Standard input: its bytes (sniffed like a file's), or a text stream put in its place as lines."""
     from tpudoctor.logs.sources import bounded_lines
-    from tpudoctor.memory.oom_text import read_oom_text
+    from tpudoctor.logs.oom import read_oom_text
 
     raw = getattr(stream, "buffer", stream)
     if isinstance(raw, io.TextIOBase):  # a text stream put in place of stdin (an embedding program, a test)
@@ -210,7 +210,7 @@ def read_text(source: str, stream: Any) -> TextInput:
     import zlib
 
     from tpudoctor.logs import sources
-    from tpudoctor.memory.oom_text import OomText, read_oom_text
+    from tpudoctor.logs.oom import OomText, read_oom_text
 
     raw = _Capped(stream, source)
     handle = sources.buffered(raw)  # type: ignore[arg-type]

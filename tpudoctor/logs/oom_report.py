@@ -1,7 +1,7 @@
 """What an out-of-memory report says, as dataclasses: the header, usage blocks, program allocations, reservation
 and allocation failures, the compiler's early abort, ``compiled.memory_analysis()``'s stats, and the
 ``Reconciliation`` of each listing with its own header (sizes are read by ``tpudoctor.logs.sizes``).
-``oom_text`` fills them from the text."""
+``tpudoctor.logs.oom`` fills them from the text."""
 
 from __future__ import annotations
 
@@ -53,12 +53,16 @@ def reconcile(what: str, header: Size, listed: list[Size], *, exact: bool = Fals
 
 @dataclasses.dataclass(frozen=True)
 class OomHeader:
-    """``Ran out of memory in memory space hbm. Used X of Y hbm. Exceeded hbm capacity by Z.``"""
+    """``Ran out of memory in memory space hbm. Used X of Y hbm. Exceeded hbm capacity by Z.``, JAX's ``Ran out of
+    memory on HBM, the total memory required for HLO temporaries (X) exceeds available HBM (Y).``, or libtpu's
+    ``TPU TensorCore Hbm usage: X, SparseCore Hbm usage Y, exceeding available bytes: Z`` (used: their sum). The
+    figures are None where the line names the memory space and no figure (``Ran out of memory in memory space vmem.``,
+    ``... vmem while allocating on stack for %op = shape ...``)."""
 
     memory_space: str
-    used_bytes: int
-    capacity_bytes: int
-    exceeded_bytes: int
+    used_bytes: int | None
+    capacity_bytes: int | None
+    exceeded_bytes: int | None
     at_compile: bool
     """XLA refused to compile (``compile permanent error``, ``Compilation failure``), not a run-time failure."""
     status: str | None
@@ -164,10 +168,14 @@ class ReservationFailure:
 
 @dataclasses.dataclass(frozen=True)
 class AllocationFailure:
-    """``Attempting to allocate X. That was not possible. There are F free.`` (run time); or XLA GPU's
-    ``Out of memory while trying to allocate N bytes.`` (exact bytes, nothing free said)."""
+    """``Attempting to allocate X. That was not possible. There are F free.`` (run time); XLA GPU's ``Out of memory
+    while trying to allocate N bytes.``; the PjRt runtime's ``Failed to allocate request for X (NB) on device ordinal
+    N``; TensorFlow's ``OOM when allocating tensor with shape[...] and type T on DEVICE by allocator A`` (its tensor
+    is the report's allocation)."""
 
-    requested_bytes: int
+    requested_bytes: int | None
+    """None where the text names the tensor and not its bytes (TensorFlow's ``OOM when allocating tensor with
+    shape[...]`` without its type)."""
     free_bytes: int | None
     largest_free_bytes: int | None
     """``Due to fragmentation, the largest contiguous region of free memory is N``."""

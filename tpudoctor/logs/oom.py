@@ -1,6 +1,6 @@
 """The out-of-memory reports XLA and libtpu print, and ``compiled.memory_analysis()``, as dataclasses.
 
-    from tpudoctor.memory.oom_text import parse_oom_reports
+    from tpudoctor.logs.oom import parse_oom_reports
     for report in parse_oom_reports(log_text):
         report.header.used_bytes, report.allocations[0].op_name, report.problems
 
@@ -50,11 +50,12 @@ rounding of the figures printed where that is more. ``OomReport.problems`` lists
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 
 from tpudoctor.logs.prefixes import clean, kubectl_worker, log_prefix, program_line
-from tpudoctor.memory.oom_listings import largest_allocations, peak_buffers
-from tpudoctor.memory.oom_report import (
+from tpudoctor.logs.oom_listings import allocation_of, largest_allocations, peak_buffers, usage_tables
+from tpudoctor.logs.oom_report import (
     SIZE_PATTERN,
     AllocationFailure,
     CompiledMemoryStats,
@@ -62,6 +63,7 @@ from tpudoctor.memory.oom_report import (
     OomHeader,
     OomReport,
     OutputSize,
+    ProgramAllocation,
     Reconciliation,
     ReservationFailure,
     Size,
@@ -79,8 +81,24 @@ _HEADER = re.compile(
     r"(?:(?P<code>E\d+:\s*\w+):\s*)?"
     r"(?:(?P<compile>XLA:\w+ compile permanent error\.|Compilation failure:)\s*)?"
     r"(?:From /job:\S+\s*)?"
-    r"Ran out of memory in\s+memory space (?P<space>\w+)\.\s*Used (?P<used>" + SIZE_PATTERN + r") of (?P<capacity>"
-    + SIZE_PATTERN + r") (?P=space)\.\s*Exceeded (?P=space) capacity by (?P<exceeded>" + SIZE_PATTERN + r")\.?")
+    r"Ran out of memory in\s+memory space (?P<space>\w+)(?:\.\s*Used (?P<used>" + SIZE_PATTERN + r") of (?P<capacity>"
+    + SIZE_PATTERN + r") (?P=space)\.\s*Exceeded (?P=space) capacity by (?P<exceeded>" + SIZE_PATTERN + r")\.?"
+    r"|(?P<stack> while allocating on stack for %(?P<op>[\w.-]+) = (?P<shape>[a-z][a-z0-9]*\[[0-9,]*\]\S*))|\.|\b)")
+"""XLA's and libtpu's header; its figures are left out in some (``... vmem.``, ``... vmem while allocating on stack for
+%op = shape``)."""
+_JAX_HEADER = re.compile(
+    r"(?:(?P<status>RESOURCE_EXHAUSTED):\s*)?Ran out of memory on (?P<space>\w+), the total memory required for "
+    r"[\w ]+? \((?P<used>" + SIZE_PATTERN + r")\) exceeds available (?P=space) \((?P<capacity>" + SIZE_PATTERN + r")\)")
+"""The compile error JAX raises on TPU: ``Ran out of memory on HBM, the total memory required for HLO temporaries
+(25.03G) exceeds available HBM (15.75G).``"""
+_SPLIT_HEADER = re.compile(
+    r"(?:(?P<status>RESOURCE_EXHAUSTED):\s*)?TPU TensorCore (?P<space>\w+) usage:? (?P<tc>" + SIZE_PATTERN
+    + r"),\s*SparseCore (?P=space) usage:? (?P<sc>" + SIZE_PATTERN + r"),\s*exceeding available bytes:? (?P<capacity>"
+    + SIZE_PATTERN + r")")
+"""libtpu's TensorCore + SparseCore form (openxla.org/xla/errors/error_1000)."""
+_PAYLOAD = re.compile(r"\s*\[type\.googleapis\.com/[\w.]+='(?:[^'\\]|\\.)*'\]")
+"""A status payload (``[type.googleapis.com/tensorflow.tpu.CompilationResultProto='...']``): JAX's error carries the
+compiler's message again in it, escaped; it is a copy, not a second report."""
 _BLOCK_TITLE = re.compile(
     r"^[ \t]*(?:(?P<total>Total (?P<tspace>\w+) usage >= (?P<tsize>" + SIZE_PATTERN + r"))"
     r"|(?P<program>Program (?P<pspace>\w+) requirement (?P<psize>" + SIZE_PATTERN + r"))"
@@ -105,6 +123,15 @@ _ALLOCATE = re.compile(
     + r") free\.)?(?:\s*Due to fragmentation, the largest contiguous region of free memory is (?P<largest>" + SIZE_PATTERN
     + r")\.)?(?:;?\s*\((?P<device>[^)\s]+)\))?")
 _GPU_ALLOCATE = re.compile(r"Out of\s+memory while trying to allocate (?P<req>\d+) bytes\.?")
+_PJRT_ALLOCATE = re.compile(r"Failed to allocate request for (?P<size>" + SIZE_PATTERN + r")(?:\s*\((?P<exact>\d+)B\))?"
+                            r"(?: on device ordinal (?P<ordinal>\d+))?")
+_TF_OOM = re.compile(
+    r"OOM when allocating tensor (?:of shape \[|with shape\[)(?P<dims>[0-9, ]*)\](?: and type (?P<type>\w+))?"
+    r"(?: on (?P<device>\S+?))?(?: by allocator (?P<allocator>\w+))?(?=[\s.\[]|$)")
+_TF_OP = re.compile(r"\[Op:(?P<op>[\w.-]+)\]|\[\[(?:\{\{)?[Nn]ode:? (?P<node>[^\s=\]}]+)")
+# TensorFlow's dtype names (DataTypeString) and their bytes
+_TF_TYPE_BYTES = {"float": 4, "half": 2, "double": 8, "bfloat16": 2, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2,
+                  "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "bool": 1, "complex64": 8, "complex128": 16}
 _BUFFER_STATS = re.compile(r"^[ \t]*BufferAssignment stats:[ \t]*$", re.MULTILINE)
 _BUFFER_STAT = re.compile(r"^[ \t]+(?P<name>[\w ]+?):[ \t]+(?P<size>" + SIZE_PATTERN + r")(?P<rest>(?:[ \t].*)?)$")
 _EARLY_ABORT = re.compile(
@@ -113,7 +140,8 @@ _EARLY_ABORT = re.compile(
 _STATS = re.compile(r"CompiledMemoryStats\((?P<body>[^()]*)\)")
 _STATS_FIELD = re.compile(r"(\w+_in_bytes)\s*=\s*(-?\d+)")
 
-_STARTS = (_HEADER, _RESERVE, _ALLOCATE, _GPU_ALLOCATE, _EARLY_ABORT)
+_STARTS = (_HEADER, _JAX_HEADER, _SPLIT_HEADER, _RESERVE, _ALLOCATE, _GPU_ALLOCATE, _PJRT_ALLOCATE, _TF_OOM,
+           _EARLY_ABORT)
 
 
 @dataclasses.dataclass
@@ -133,7 +161,7 @@ def parse_oom_reports(text: str, unreadable: list[str] | None = None, *, line_of
 
     A report holding a size no byte count reaches (``UnreadableSize``) is left out, and what is wrong with it
     (its line and why) goes to ``unreadable``."""
-    raw = text.split("\n")
+    raw = [_PAYLOAD.sub("", line) if "type.googleapis.com/" in line else line for line in text.split("\n")]
     found = []
     for printed in _printers(raw):
         body = "\n".join(printed.lines)
@@ -151,7 +179,7 @@ def parse_oom_reports(text: str, unreadable: list[str] | None = None, *, line_of
             if report is None:
                 continue
             if report.header is not None:  # the header's line as the log printed it, prefix and all
-                row = first + body.count("\n", start, _HEADER.search(body, start, end).start())
+                row = first + body.count("\n", start, _header_match(body, start, end).start())
                 report.header = dataclasses.replace(report.header, line=clean(raw[printed.numbers[row]]).strip())
             found.append((printed.numbers[first], report))
     return [report for _, report in sorted(found, key=lambda pair: pair[0])]
@@ -179,15 +207,7 @@ def _printers(raw: list[str]) -> list[_Printed]:
 def parse_oom_report(text: str) -> OomReport | None:
     """The report parts in ``text`` (the first of each form) with their reconciliations; None if none."""
     report = OomReport()
-    if (m := _HEADER.search(text)) is not None:
-        report.header = OomHeader(
-            memory_space=m.group("space"), used_bytes=parse_size(m.group("used")),
-            capacity_bytes=parse_size(m.group("capacity")), exceeded_bytes=parse_size(m.group("exceeded")),
-            at_compile=m.group("compile") is not None, status=m.group("status"),
-            error_code=m.group("code"), line=_line_at(text, m.start()))
-        used, capacity, exceeded = (Size.parse(m.group(name)) for name in ("used", "capacity", "exceeded"))
-        report.reconciliations.append(reconcile(f"used {m.group('space')} = capacity + exceeded", used,
-                                                 [capacity, exceeded]))
+    _read_header(report, text)
     for block, sizes in _blocks(text):
         setattr(report, block.kind, getattr(report, block.kind) or block)
         if getattr(report, block.kind) is block and block.total_bytes is not None:
@@ -203,9 +223,11 @@ def parse_oom_report(text: str) -> OomReport | None:
     if (m := _OUTPUT.search(text)) is not None:
         report.output = OutputSize(parse_size(m.group("size")) if m.group("size") else None,
                                    parse_size(m.group("shared")) if m.group("shared") else None)
-    report.allocations = largest_allocations(text, report.reconciliations)
-    if not report.allocations:
-        report.allocations = peak_buffers(text, report.reconciliations)
+    space = report.header.memory_space if report.header is not None else None
+    report.allocations = (largest_allocations(text, report.reconciliations, space)
+                          or peak_buffers(text, report.reconciliations)
+                          or usage_tables(text, report.reconciliations, space)
+                          or _stack_allocation(text, space))
     report.buffer_assignment = _buffer_assignment(text, report.reconciliations)
     _cross_checks(report, text)
     if (m := _RESERVE.search(text)) is not None:
@@ -218,10 +240,76 @@ def parse_oom_report(text: str) -> OomReport | None:
             device=m.group("device"))
     elif (m := _GPU_ALLOCATE.search(text)) is not None:
         report.allocation_failure = AllocationFailure(int(m.group("req")), None, None, None)
+    elif (m := _PJRT_ALLOCATE.search(text)) is not None:
+        requested = int(m.group("exact")) if m.group("exact") else parse_size(m.group("size"))
+        device = f"device ordinal {m.group('ordinal')}" if m.group("ordinal") else None
+        report.allocation_failure = AllocationFailure(requested, None, None, device)
+    elif (m := _TF_OOM.search(text)) is not None:
+        tensor = _tf_tensor(m, text)
+        report.allocation_failure = AllocationFailure(tensor.size_bytes, None, None, m.group("device"))
+        if not report.allocations:
+            report.allocations = [tensor]
     if (m := _EARLY_ABORT.search(text)) is not None:
         report.early_abort = EarlyAbort(parse_size(m.group("req")), parse_size(m.group("avail")))
     empty = OomReport()
     return None if report == empty else report
+
+
+def _header_match(text: str, start: int = 0, end: int | None = None) -> re.Match | None:
+    """The first header of any form in ``text[start:end]``."""
+    end = len(text) if end is None else end
+    found = [m for pattern in (_HEADER, _JAX_HEADER, _SPLIT_HEADER) if (m := pattern.search(text, start, end))]
+    return min(found, key=lambda m: m.start()) if found else None
+
+
+def _read_header(report: OomReport, text: str) -> None:
+    m = _header_match(text)
+    if m is None:
+        return
+    status = m.group("status")
+    if m.re is _HEADER:
+        space, compiled, code = m.group("space"), m.group("compile") is not None, m.group("code")
+        if m.group("used") is None:  # the space named, no figures
+            report.header = OomHeader(space, None, None, None, compiled or m.group("stack") is not None, status,
+                                      code, _line_at(text, m.start()))
+            return
+        used, capacity, exceeded = (Size.parse(m.group(name)) for name in ("used", "capacity", "exceeded"))
+        report.reconciliations.append(reconcile(f"used {space} = capacity + exceeded", used, [capacity, exceeded]))
+    elif m.re is _JAX_HEADER:
+        space, compiled, code = m.group("space").lower(), True, None
+        used, capacity = Size.parse(m.group("used")), Size.parse(m.group("capacity"))
+        exceeded = Size(used.bytes - capacity.bytes, used.slack + capacity.slack, "")
+    else:  # TensorCore + SparseCore
+        space, compiled, code = m.group("space").lower(), True, None
+        core, sparse, capacity = (Size.parse(m.group(name)) for name in ("tc", "sc", "capacity"))
+        used = Size(core.bytes + sparse.bytes, core.slack + sparse.slack, "")
+        exceeded = Size(used.bytes - capacity.bytes, used.slack + capacity.slack, "")
+    report.header = OomHeader(
+        memory_space=space, used_bytes=used.bytes, capacity_bytes=capacity.bytes, exceeded_bytes=exceeded.bytes,
+        at_compile=compiled, status=status, error_code=code, line=_line_at(text, m.start()))
+
+
+def _stack_allocation(text: str, space: str | None) -> list[ProgramAllocation]:
+    """``Ran out of memory in memory space vmem while allocating on stack for %op = shape ...``: that op's buffer."""
+    m = _HEADER.search(text)
+    if m is None or m.group("stack") is None:
+        return []
+    return [allocation_of(rank=1, memory_space=space or m.group("space"), size_bytes=None, shape=m.group("shape"),
+                          op_name=m.group("op"))]
+
+
+def _tf_tensor(m: re.Match, text: str) -> ProgramAllocation:
+    """TensorFlow's ``OOM when allocating tensor with shape[...] and type T``: the tensor, its bytes where its type
+    says them, its op (``[Op:Mul]``, ``[[Node: name = ...``) where the text names it."""
+    dims = tuple(int(d) for d in m.group("dims").replace(" ", "").split(",") if d)
+    kind = m.group("type")
+    size = None
+    if kind in _TF_TYPE_BYTES:
+        size = _TF_TYPE_BYTES[kind] * math.prod(dims)
+    op = _TF_OP.search(text, m.end())
+    name = (op.group("op") or op.group("node")) if op is not None else None
+    return allocation_of(rank=1, memory_space="device", size_bytes=size, shape=f"{kind or ''}[{','.join(map(str, dims))}]",
+                         op_name=name, dtype=kind, dims=dims)
 
 
 def parse_memory_analysis(text: str) -> list[CompiledMemoryStats]:
@@ -372,6 +460,7 @@ def _reservation(text: str, m: re.Match, reconciliations: list[Reconciliation]) 
 
 _TRIGGER = re.compile(
     r"Ran out of memory|Attempting to (?:reserve|allocate)|usage >=|requirement|program allocations|Size:|Shape:|"
+    r"Failed to allocate request|OOM when allocating|Hbm usage|Memory usage report|cumulative_size|Memory Space:|"
     r"allocator status|Persistent allocations|memory while trying|BufferAssignment|Peak buffers|Buffer \d|"
     r"Aborting compilation|CompiledMemoryStats|_in_bytes|capacity|Operator:|label:|Allocation type")
 """A line that may belong to a listing; the lines around one are kept, every other line is dropped unread."""
