@@ -157,11 +157,13 @@ def test_predicted_savings_of_the_verified_fixes_against_the_recompile(suite):
     errors = {name: r.fixes[0].prediction_error for name, r in suite.items()
               if r.fixes and r.fixes[0].effort == "default" and r.fixes[0].prediction_error is not None}
     assert len(errors) >= 8, errors
-    # measured 2026-12-05: 7 of 10 within 10 %; the others: conv_net's bf16 (11 %), long_attention's seq (20 %:
-    # the scores grow with seq squared, the arguments say once), deep_scan's bf16 (33 %: the compiler saves more
-    # than half of an out-of-memory baseline)
-    assert sum(1 for e in errors.values() if e <= 0.10) >= 6, errors
-    assert max(errors.values()) <= 0.40, errors
+    # measured 2026-12-05: 8 of 10 within 10 %; the others: conv_net's bf16 (11 %), long_attention's seq (20 %:
+    # the scores grow with seq squared, the arguments say once)
+    assert sum(1 for e in errors.values() if e <= 0.10) >= 7, errors
+    assert max(errors.values()) <= 0.25, errors
+    # deep_scan's bf16 saves the whole bfloat16 copy the compiler made of the float32 stacked weights (4 GiB):
+    # predicted 12.32 GiB of 12.32 recompiled (32.5 % off when only half the float32 bytes were counted)
+    assert errors["deep_scan"] <= 0.01, errors
 
 
 @pytest.mark.slow
