@@ -221,3 +221,18 @@ def test_when_every_interval_holds_a_compilation_note_the_step_time_comes_from_t
     g = analyze_paths([str(HELD_OUT / "fairseq_tpu_v3_8_mbart_2332.log")])["goodput"]
     assert g["median_step_s"] == pytest.approx(0.31) and g["step_time_source"].startswith("timestamps, every")
     assert g["ettr"] == pytest.approx(0.368, abs=0.01)
+
+
+@pytest.mark.parametrize("name", ["fairseq_tpu_v3_8_transformer_2338", "mllog_v31_pax_v5e4096_gpt3_r0"])
+def test_standard_input_is_inferred_as_the_file_is(name, monkeypatch):
+    """A log no known form reads, piped on standard input, gives what the file gives (it gave 'no step line':
+    the inference pass re-read the file and standard input cannot be read twice)."""
+    import io
+
+    path = HELD_OUT / f"{name}.log"
+    from_file = analyze_paths([str(path)])["goodput"]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
+    from_stdin = analyze_paths(["-"])["goodput"]
+    assert from_stdin["ettr"] is not None and from_stdin["ettr"] == from_file["ettr"]
+    assert (from_stdin["first_step"], from_stdin["last_step"]) == (from_file["first_step"], from_file["last_step"])
+    assert from_stdin["inferred"] == from_file["inferred"]
