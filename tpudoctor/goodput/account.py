@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from tpudoctor.goodput import deviation
-from tpudoctor.goodput.mllog import FRAMEWORK as MLLOG_FRAMEWORK
 from tpudoctor.goodput.attribution import (
     Figures,
     attribute_startup,
@@ -26,6 +25,7 @@ from tpudoctor.goodput.attribution import (
     band,
 )
 from tpudoctor.goodput.buckets import BUCKETS, OTHER, RECOVERY, RESTORE, SAVE, WASTED
+from tpudoctor.goodput.mllog import FRAMEWORK as MLLOG_FRAMEWORK
 from tpudoctor.goodput.run import Run
 from tpudoctor.goodput.timeline import Stream, Timeline
 from tpudoctor.logs.clock import iso_utc
