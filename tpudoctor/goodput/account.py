@@ -25,6 +25,7 @@ from tpudoctor.goodput.attribution import (
     band,
 )
 from tpudoctor.goodput.buckets import BUCKETS, OTHER, RECOVERY, RESTORE, SAVE, WASTED
+from tpudoctor.goodput.mllog import FRAMEWORK as MLLOG_FRAMEWORK
 from tpudoctor.goodput.run import Run
 from tpudoctor.goodput.timeline import Stream, Timeline
 from tpudoctor.logs.clock import iso_utc
@@ -103,8 +104,12 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
         wall_end - wall_start - sum(j["jump_s"] for j in jumps) > 0
     if timed:
         _anchor(runs, wall_start, wall_end, jumps)
+    # MLPerf's timed run (run_start..run_stop) is training by the benchmark's own rules, and ml-goodput-measurement's
+    # goodput discounts no anomalous step (only the first step's excess, as PROGRAM_STARTUP): slow blocks there are
+    # listed, not charged
+    mlperf = MLLOG_FRAMEWORK in stream.frameworks
     bands, repeated = _attribute_runs(runs, timed, median, mad, wall_start, figures, outliers,
-                                      stats.get("normal_mean_s"))
+                                      stats.get("normal_mean_s"), charge_anomalous=not mlperf)
     wall, overrun = _charge_remainder(figures, wall_start, wall_end, jumps) if timed else (None, 0.0)
     steps_union, first_step, last_step = _step_union(runs)
     known_step = any(r.saves or r.restored_step is not None for r in runs)
@@ -208,7 +213,8 @@ def _anchor(runs: list[Run], wall_start: float, wall_end: float, jumps: list[dic
 
 def _attribute_runs(runs: list[Run], timed: bool, median: float | None, mad: float | None,
                     wall_start: float | None, figures: Figures,
-                    outliers: list[dict[str, Any]], normal_s: float | None = None) -> tuple[list[dict[str, Any]], int]:
+                    outliers: list[dict[str, Any]], normal_s: float | None = None,
+                    charge_anomalous: bool = True) -> tuple[list[dict[str, Any]], int]:
     """Each run's time into ``figures`` (and its gap before it, its outliers): its summary with its bands, and
     the steps done again after a restart."""
     redo_from = _redo_from(runs)
@@ -226,7 +232,7 @@ def _attribute_runs(runs: list[Run], timed: bool, median: float | None, mad: flo
         if median is not None and timed and run.stepped:
             attribute_startup(run, median, figures, run_bands, wall_start)
             attribute_steady(run, median, _threshold(median, mad or 0.0), redo_from[i], figures, outliers,
-                             run_bands, wall_start, normal_s)
+                             run_bands, wall_start, normal_s, charge_anomalous)
             attribute_tail(run, i == len(runs) - 1, figures, run_bands, wall_start)
         elif timed and not run.stepped and run.start_t is not None and run.end_t is not None:
             # a start that never reached its first step: all of it lost to the disruption

@@ -12,8 +12,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import gzip
+import io
 import itertools
 import os
+import tempfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -113,16 +115,21 @@ def analyze_paths(paths: Sequence[str], *, step_pattern: LineReader | None = Non
         if on_progress:
             on_progress(f"reading {name}")
         handle = sources.open_binary(path)
+        if path == "-":  # standard input is read once: keep a copy for the inference pass
+            handle = _KeptStdin(handle)
         try:
             stats: dict[str, Any] = {}
             clock = Clock(year, tz=tz)
             known = read_event_blocks(text_blocks(handle, info), name, clock=clock, readers=readers, stats=stats)
             held = _held_until_a_step(known, timeline, name)
             if held is not None:  # the known forms found no step: infer the structure from the log itself
-                timeline.feed(_with_inferred(held, path, name, stats, year), name)
+                timeline.feed(_with_inferred(held, path, name, stats, year,
+                                             kept=handle.kept() if path == "-" else None), name)
             _fill(info, stats)
         finally:
-            if path != "-":
+            if isinstance(handle, _KeptStdin):
+                handle.discard()
+            elif path != "-":
                 handle.close()
     problems = [i for i in infos if i.problem]
     if problems and len(problems) == len(infos):
@@ -187,11 +194,53 @@ def _held_until_a_step(events: Iterable[Event], timeline: Timeline, name: str) -
     return held
 
 
-def _with_inferred(held: list[Event], path: str, name: str, stats: dict[str, Any], year: int | None) -> list[Event]:
-    """The known forms' events with the inferred clock, steps and MLLOG timeline merged in line order."""
-    if path == "-":
+class _KeptStdin(io.RawIOBase):
+    """Standard input read through, its bytes kept (in memory up to 32 MiB, then a temporary file; none past
+    ``KEEP_BYTES``) so that a log no known form reads can be read again for inference."""
+
+    KEEP_BYTES = 1 << 30
+
+    def __init__(self, stream: Any):
+        super().__init__()
+        self._stream = stream
+        self._copy = tempfile.SpooledTemporaryFile(max_size=32 << 20)  # noqa: SIM115 - closed in discard()
+        self._kept = 0
+        self.whole = True
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._stream.read(len(buffer))
+        if not data:
+            return 0
+        buffer[:len(data)] = data
+        if self._kept + len(data) <= self.KEEP_BYTES:
+            self._copy.write(data)
+            self._kept += len(data)
+        else:
+            self.whole = False
+        return len(data)
+
+    def kept(self) -> Any:
+        """The kept bytes from the start; None when stdin ran past ``KEEP_BYTES``."""
+        if not self.whole:
+            return None
+        self._copy.seek(0)
+        return self._copy
+
+    def discard(self) -> None:
+        """Drop the copy (``close`` does not: the buffer read through closes this when it goes)."""
+        self._copy.close()
+
+
+def _with_inferred(held: list[Event], path: str, name: str, stats: dict[str, Any], year: int | None,
+                   kept: Any = None) -> list[Event]:
+    """The known forms' events with the inferred clock, steps and MLLOG timeline merged in line order
+    (standard input: from ``kept``, the copy of what was read)."""
+    if path == "-" and kept is None:
         return held
-    handle = sources.open_binary(path)
+    handle = kept if path == "-" else sources.open_binary(path)
     try:
         lines = []
         for block in sources.byte_blocks(sources.buffered(handle)):

@@ -80,9 +80,11 @@ def _typical_dn(run: Run) -> int:
 
 
 def attribute_steady(run: Run, median: float, threshold: float, redo_from: int | None, figures: Figures,
-            outliers: list, bands: list, origin: float, normal_s: float | None = None) -> None:
+            outliers: list, bands: list, origin: float, normal_s: float | None = None,
+            charge_anomalous: bool = True) -> None:
     """``normal_s``: the mean time per step of the normal intervals; an anomalous interval's excess over it is
-    badput (ml-goodput-measurement's extra time from anomalous steps)."""
+    badput (ml-goodput-measurement's extra time from anomalous steps). ``charge_anomalous`` False: the excess is
+    listed as step-time deviation and stays productive (an MLPerf timed run, where every block is training)."""
     if run.first_step_t is None or run.last_step_t is None:
         return
     productive = 0.0
@@ -96,11 +98,12 @@ def attribute_steady(run: Run, median: float, threshold: float, redo_from: int |
             rest -= excess
         elif dn > 0 and rest / dn > threshold:
             excess = max(rest - (normal_s if normal_s is not None else median) * dn, 0.0)
-            figures.add(OTHER, excess, other_part="step intervals far above the median, nothing in the log "
-                                                  "says why")
             outliers.append({"step": end, "steps": dn, "seconds": _r(dt), "excess_s": _r(excess),
                              "run": run.index})
-            rest -= excess
+            if charge_anomalous:
+                figures.add(OTHER, excess, other_part="step intervals far above the median, nothing in the log "
+                                                      "says why")
+                rest -= excess
         if redo_from is not None and end >= redo_from:
             wasted += rest
         else:

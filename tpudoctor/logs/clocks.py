@@ -46,29 +46,39 @@ def _frac(text: str | None) -> float:
     return float("0." + text) if text else 0.0
 
 
+def _iso_clock(m: re.Match, at: int) -> LineClock | None:
+    try:
+        t = calendar.timegm((int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6]), 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+    zone = m[8]
+    if zone and zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        digits = zone[1:].replace(":", "")
+        t -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
+    res = 10 ** -len(m[7]) if m[7] else 1.0
+    return LineClock("iso", t + _frac(m[7]), at, res, zone_given=bool(zone))
+
+
+def _glog_clock(m: re.Match, at: int, year: int | None) -> LineClock | None:
+    y = int(m[1]) if m[1] else (year or 1970)
+    try:
+        t = calendar.timegm((y, int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6]), 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+    res = 10 ** -len(m[7]) if m[7] else 1.0
+    return LineClock("glog", t + _frac(m[7]), at, res, zone_given=False)
+
+
 def clocks_on(line: str, *, year: int | None = None) -> list[LineClock]:
     """The clocks one line carries, in the order they stand."""
     out: list[LineClock] = []
     for m in ISO.finditer(line):
-        try:
-            t = calendar.timegm((int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6]), 0, 0, 0))
-        except (ValueError, OverflowError):
-            continue
-        zone = m[8]
-        if zone and zone != "Z":
-            sign = 1 if zone[0] == "+" else -1
-            digits = zone[1:].replace(":", "")
-            t -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
-        res = 10 ** -len(m[7]) if m[7] else 1.0
-        out.append(LineClock("iso", t + _frac(m[7]), m.start(), res, zone_given=bool(zone)))
+        if (c := _iso_clock(m, m.start())) is not None:
+            out.append(c)
     for m in GLOG.finditer(line):
-        y = int(m[1]) if m[1] else (year or 1970)
-        try:
-            t = calendar.timegm((y, int(m[2]), int(m[3]), int(m[4]), int(m[5]), int(m[6]), 0, 0, 0))
-        except (ValueError, OverflowError):
-            continue
-        res = 10 ** -len(m[7]) if m[7] else 1.0
-        out.append(LineClock("glog", t + _frac(m[7]), m.start(), res, zone_given=False))
+        if (c := _glog_clock(m, m.start(), year)) is not None:
+            out.append(c)
     for m in EPOCH_MS.finditer(line):
         out.append(LineClock("epoch_ms", int(m[1]) / 1000.0, m.start(), 0.001))
     for m in EPOCH_S.finditer(line):
@@ -113,5 +123,10 @@ def innermost_of_kind(line: str, kind: str, *, year: int | None = None) -> LineC
         pass
     if last is None:
         return None
+    # the match read at once (at 0, as the match alone would be): clocks_on would run every clock's regex again
+    if kind == "iso":
+        return _iso_clock(last, 0)
+    if kind == "glog":
+        return _glog_clock(last, 0, year)
     found = [c for c in clocks_on(line[last.start():last.end()], year=year) if c.kind == kind]
     return found[-1] if found else None
