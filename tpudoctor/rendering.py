@@ -53,6 +53,7 @@ VIEWS: dict[str, str] = {
     "hang": "tpudoctor.reports.views.hang:view",
     "merged": "tpudoctor.reports.views.merged:view",
     "memory": "tpudoctor.reports.views.memory:view",
+    "memory-preflight": "tpudoctor.reports.views.memory:preflight_view",
     **{kind: "tpudoctor.reports.views.compare:view" for kind in (PROFILE_COMPARE, PROFILE_HISTORY, GOODPUT_COMPARE)},
 }
 """Report kind -> ``module:function`` that makes its ``reports.view.View`` from the prepared document."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tpudoctor.findings import Finding, Status
 from tpudoctor.reports.view import Bar, Chart, Section, Suite, Table, View, findings_of, properties
 
 
@@ -162,3 +163,78 @@ def view(doc: dict[str, Any]) -> View:
         ("inputs", "; ".join(doc["inputs"])), ("hosts", len(doc["hosts"])), ("chips", len(doc["pod"]["chips"])),
         ("pod_verdict", doc["pod"]["verdict"]))))
     return View("memory", headline(doc), (), tuple(sections), findings, suite)
+
+
+# ---- the preflight: a program compiled for a topology ---------------------------------------------------------
+
+def _gib(n: int | None) -> str:
+    return "?" if n is None else f"{n / (1 << 30):.2f} GiB"
+
+
+def _saving(n: int | None) -> str:
+    return _gib(n) + (" (it adds)" if n is not None and n < 0 else "")
+
+
+def preflight_verdict(doc: dict[str, Any]) -> Finding:
+    """The preflight's one verdict as a finding (its document holds figures, not findings): PASS fits, FAIL does
+    not, SKIP nothing compiled (libtpu missing), ERROR the program does not compile."""
+    limit = _gib(doc["limit_bytes"])
+    if doc["skipped"]:
+        status, message = Status.SKIP, doc["skipped"]
+    elif doc["fits"]:
+        status, message = Status.PASS, (f"fits: {_gib(doc['total_bytes'])} of {limit}, headroom "
+                                        f"{_gib(doc['headroom_bytes'])} (compiled by libtpu; memory_analysis)")
+    elif doc["memory_space"] not in ("", "hbm"):
+        status, message = Status.FAIL, (f"does not fit in {doc['memory_space'].upper()} (the program's "
+                                        f"{_gib(doc['total_bytes'])} of HBM would fit)")
+    elif doc["total_bytes"] is not None:
+        status, message = Status.FAIL, (f"does not fit: needs {_gib(doc['total_bytes'])} of {limit} "
+                                        f"({_gib(-(doc['headroom_bytes'] or 0))} over)")
+    else:
+        status, message = Status.ERROR, f"does not compile: {doc['error'][:500]}"
+    return Finding("memory-preflight", None, "fits in memory", status, message)
+
+
+def preflight_view(doc: dict[str, Any]) -> View:
+    verdict = preflight_verdict(doc)
+    title = f"tpudoctor memory preflight: {doc['program']} on {doc['topology']}"
+    mesh = ",".join(f"{k}={v}" for k, v in doc["mesh"].items())
+    notes = () if doc["skipped"] else (f"{doc['devices']} x {doc['device_kind']}, mesh {mesh}; the compiler allows "
+                                       f"{_gib(doc['limit_bytes'])} a chip",)
+    error = doc["error"].splitlines()[:12] if verdict.status is Status.FAIL else []
+    sections = [Section("Verdict", findings=(verdict,), code=tuple(error), marked=True)]
+    att = doc["attribution"]
+    if att:
+        sections.append(Section(f"Peak by bucket (the buffer assignment; {att['named_fraction']:.0%} named)",
+                                table=Table(("bucket", "bytes", "share", "confidence"), tuple(
+                                    (b, size(n), f"{n / (att['total_bytes'] or 1):.1%}",
+                                     (att["confidence"].get(b) or {}).get("level", ""))
+                                    for b, n in sorted(att["buckets_bytes"].items(), key=lambda kv: -kv[1]) if n),
+                                    "lrr")))
+    if doc["largest_buffers"]:
+        sections.append(Section("Largest buffers", table=Table(("size", "bucket", "shape", "op", "source"), tuple(
+            (b["size"], b["bucket"], b["shape"], b["op_name"] or b["instruction"], b["source"] or "-")
+            for b in doc["largest_buffers"]), "r")))
+    if doc["fixes"]:
+        sections.append(Section("Fixes, each applied and compiled (best first)", table=Table(
+            ("#", "fix", "compiled", "saves", "predicted", "what"), tuple(
+                (str(i), f["name"], f["label"], _saving(f["compiled_saving_bytes"]),
+                 _saving(f["predicted_saving_bytes"]) if f["predicted_saving_bytes"] is not None else "-",
+                 f["description"]) for i, f in enumerate(doc["fixes"], 1)), "rllrr"),
+            chart=Chart("compiled saving per fix", tuple(Bar(f["name"], max(f["compiled_saving_bytes"] or 0, 0),
+                                                             _saving(f["compiled_saving_bytes"]), f["fits"])
+                                                         for f in doc["fixes"]))))
+    if doc["topologies"]:
+        smallest = doc["smallest_fitting_topology"]
+        sections.append(Section("Other topologies asked", notes=(
+            f"smallest that fits: {smallest}" if smallest else "none of them fits",), table=Table(
+            ("topology", "devices", "verdict", "total", "limit"), tuple(
+                (t["topology"], str(t["devices"]), "fits" if t["fits"] else "does not fit", _gib(t["total_bytes"]),
+                 _gib(t["limit_bytes"])) for t in doc["topologies"]), "lrlrr")))
+    sections.append(Section(notes=(f"{doc['compile_seconds']:.1f} s compiling, {doc['duration_s']:.1f} s in all",)))
+    suite = Suite("tpudoctor memory preflight", "tpudoctor.memory.preflight", duration_s=doc["duration_s"],
+                  properties=properties((("program", doc["program"]), ("topology", doc["topology"]),
+                                         ("device_kind", doc["device_kind"]), ("limit_bytes", doc["limit_bytes"]),
+                                         ("total_bytes", doc["total_bytes"]),
+                                         ("smallest_fitting_topology", doc["smallest_fitting_topology"]))))
+    return View("memory", title, notes, tuple(sections), (verdict,), suite)
