@@ -235,6 +235,10 @@ def _product_snapshots() -> list[Snapshot]:
     # the preflight of examples/preflight/programs.py:mlp_adam on v5e:2x2 (libtpu), 7 fixes compiled, 1 verified
     rows += [Snapshot(f"documents/memory_preflight_mlp_adam_v5e.{FORMAT_SUFFIX[f]}", (f,),
                       document="tests/data/documents/memory_preflight_mlp_adam_v5e.json") for f in MEMORY_FORMATS]
+    # ByteDance's op trace with a slow last stage, replayed as a dependency graph (the what-if of its stragglers)
+    rows += [Snapshot(f"files/pipeline_whatif_st.{FORMAT_SUFFIX[f]}",
+                      ("profile", "analyze", "bytedance_straggler/trace-ST.parquet", "--format", f), SHARED_DATA)
+             for f in PROFILE_FORMATS]
     # bench of the dense model on CPU against a baseline of the same model, tolerance 1 %
     rows += [Snapshot(f"documents/bench_dense_cpu_vs_baseline.{FORMAT_SUFFIX[f]}", (f,),
                       document="tests/data/documents/bench_dense_cpu_vs_baseline.json") for f in BENCH_FORMATS]
