@@ -44,6 +44,16 @@ class Bar:
 
 
 @dataclasses.dataclass(frozen=True)
+class Span:
+    lane: str
+    start: float
+    end: float
+    text: str
+    """Said when pointed at."""
+    marked: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
 class Chart:
     """Horizontal bars, or a step line over time (``line``: its ``peak`` point marked, ``limit`` dashed), drawn
     by HTML only (text and Markdown have the same figures in a table)."""
@@ -58,6 +68,9 @@ class Chart:
     """A dashed level (a capacity): ``value`` its y, ``text`` its words."""
     axis: tuple[str, str, str] = ("", "", "")
     """The top y, the first x and the last x as words."""
+    spans: tuple[Span, ...] = ()
+    """Spans over time, one lane per ``lane`` (a Gantt chart); ``legend``: what marked and unmarked spans are."""
+    legend: tuple[str, str] = ("", "")
 
 
 @dataclasses.dataclass(frozen=True)

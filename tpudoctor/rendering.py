@@ -43,8 +43,6 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
     ("bench", "json"): Renderer("tpudoctor.reports.bench_json:render"),
     ("bench", "markdown"): Renderer("tpudoctor.reports.bench_markdown:render"),
     ("bench", "junit"): Renderer("tpudoctor.reports.bench_junit:render", ("gate",)),
-    **{("pipeline_whatif", fmt): Renderer("tpudoctor.reports.pipeline_whatif:render", takes_format=True)
-       for fmt in ("text", "json", "markdown", "html")},
 }
 
 
@@ -53,6 +51,7 @@ VIEWS: dict[str, str] = {
     "hang": "tpudoctor.reports.views.hang:view",
     "merged": "tpudoctor.reports.views.merged:view",
     "memory": "tpudoctor.reports.views.memory:view",
+    "pipeline_whatif": "tpudoctor.reports.views.profile:whatif_view",
     "memory-preflight": "tpudoctor.reports.views.memory:preflight_view",
     **{kind: "tpudoctor.reports.views.compare:view" for kind in (PROFILE_COMPARE, PROFILE_HISTORY, GOODPUT_COMPARE)},
 }
