@@ -91,7 +91,7 @@ def _timeline(a: dict[str, Any]) -> Chart | None:
 
 def _host(host: dict[str, Any]) -> list[Section]:
     allocators = host["allocators"]
-    out = [Section(f"{host['host']} ({host['source']})", notes=tuple(f"note: {n}" for n in host["notes"]),
+    out = [Section(f"host {host['host']} ({host['source']})", notes=tuple(f"note: {n}" for n in host["notes"]),
                    table=Table(("allocator", "peak", "capacity", "of capacity", "heap", "stack", "fragmentation",
                                 "at (ms)", "step", "program at the peak"), tuple(map(_allocator, allocators)),
                                "lrrrrrrrrl") if allocators else None)]
@@ -112,11 +112,11 @@ def _host(host: dict[str, Any]) -> list[Section]:
 
 
 def _text(text: dict[str, Any]) -> list[Section]:
-    out = [Section(text["source"])]
-    for listing in text["listings"]:
+    out = [Section(f"log {text['source']}")]
+    for i, listing in enumerate(text["listings"], 1):
         rows = tuple((str(a["rank"]), size(a["size_bytes"]), a["shape"] or "-", a["op_name"] or a["op_type"] or "-",
                       a["source"] or "-") for a in listing["allocations"])
-        out.append(Section(listing_header(listing), level=3, notes=(
+        out.append(Section(f"listing {i}: {listing_header(listing)}", level=3, notes=(
             *(f"does not add up: {p}" for p in listing["problems"]), f"fixes: unknown ({listing['fixes_why']})"),
             table=Table(("#", "size", "shape", "op", "source"), rows, "rr") if rows else None))
     return out
