@@ -2,7 +2,9 @@
 model, reruns against it (must exit 0), reruns with a known slowdown (``--inject-step-delay``, sized from the
 baseline's own step time so that throughput drops by ``--slowdown``: must exit 1) and with another batch size
 (a key mismatch: must exit 2). Prints one row per round and how many rounds passed, and beside each round
-the exits (rerun/slowed) that the gate gave before warm-up detection and the noise rule, on the same windows.
+the exits (rerun/slowed) that the gate gave before warm-up detection and the noise rule, on the same windows,
+and (``1 run``) the exits it gave on the first run alone, before a suspected drop was timed again
+(``--confirm-runs``).
 
     python benchmarks/bench_gate_repeat.py [--runs 10] [--model dense] [--steps 200] [--repeats 8]
                                           [--slowdown 0.25] [--bursts ON:OFF] [--keep DIR]
@@ -45,7 +47,9 @@ def gate_words(document: dict | None) -> str:
     g = document["comparison"]["gate"]
     p = g["p_value_slower"] if g["ratio"] < 1 else g["p_value_faster"]
     noise = f" x{g['noise_ratio']:.1f}" if g.get("noise_ratio") is not None else ""
-    return f"{g['verdict']} {g['change_pct']:+.1f}% p={p:.2g}{noise}"
+    confirmation = document["comparison"].get("confirmation")
+    again = "".join(f" then {run['gate']['change_pct']:+.1f}%" for run in confirmation["runs"]) if confirmation else ""
+    return f"{g['verdict']} {g['change_pct']:+.1f}% p={p:.2g}{noise}{again}"
 
 
 def gate_before(baseline: dict, document: dict | None) -> str:
@@ -58,6 +62,15 @@ def gate_before(baseline: dict, document: dict | None) -> str:
     before = compare(baseline["measurement"]["samples"], document["measurement"]["samples"],
                      tolerance=g["tolerance"], alpha=g["alpha"])
     return "1" if before.ratio < 1 - before.tolerance and before.p_value_slower < before.alpha else "0"
+
+
+def one_run_exit(document: dict | None) -> str:
+    """The exit on the first run alone: what the gate gave before confirmation runs."""
+    if not document or not document.get("comparison"):
+        return "-"
+    comparison = document["comparison"]
+    first = (comparison.get("confirmation") or {}).get("first_verdict", comparison["gate"]["verdict"])
+    return "1" if first == "regression" else "0"
 
 
 def one_round(args: argparse.Namespace, folder: Path) -> dict:
@@ -79,6 +92,7 @@ def one_round(args: argparse.Namespace, folder: Path) -> dict:
     }
     row["passed"] = all(row[name][0] == code for name, code in EXPECTED.items())
     row["before"] = f"{gate_before(base_doc, rerun[1])}/{gate_before(base_doc, slowed[1])}"
+    row["one_run"] = f"{one_run_exit(rerun[1])}/{one_run_exit(slowed[1])}"
     return row
 
 
@@ -109,8 +123,9 @@ def run_rounds(args: argparse.Namespace) -> None:
     print(f"bench gate x{args.runs}: {args.model}, {args.repeats} windows of {args.steps} steps, "
           f"slowdown {args.slowdown:.0%}{load}")
     print(f"{'#':>2}  {'baseline':<34} {'rerun (want 0)':<36} {'slowed (want 1)':<40} {'key (2)':<7} {'s':>5}  ok"
-          f"  before")
+          f"  before  1 run")
     passed = false_regressions = before_false_regressions = caught = before_caught = 0
+    one_run_false = one_run_caught = 0
     for index in range(1, args.runs + 1):
         if args.keep:
             folder = Path(args.keep) / f"round-{index:02d}"
@@ -128,11 +143,14 @@ def run_rounds(args: argparse.Namespace) -> None:
         caught += slowed[0] == 1
         before_false_regressions += row["before"].startswith("1")
         before_caught += row["before"].endswith("1")
+        one_run_false += row["one_run"].startswith("1")
+        one_run_caught += row["one_run"].endswith("1")
         print(f"{index:>2}  {row['baseline']:<34} {rerun[0]}: {gate_words(rerun[1]):<33} "
               f"{slowed[0]}: {gate_words(slowed[1]):<37} {mismatch[0]:<7} {row['seconds']:>5.1f}  "
-              f"{'yes' if row['passed'] else 'NO':<3} {row['before']}", flush=True)
+              f"{'yes' if row['passed'] else 'NO':<3} {row['before']:<7} {row['one_run']}", flush=True)
     print(f"passed {passed} of {args.runs}; false exit 1 on a rerun: {false_regressions} (the gate before: "
-          f"{before_false_regressions}); slowdown caught: {caught} (before: {before_caught})")
+          f"{before_false_regressions}; on one run: {one_run_false}); slowdown caught: {caught} (before: "
+          f"{before_caught}; on one run: {one_run_caught})")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from tpudoctor.reference_models import result_log
+from tpudoctor.reference_models.machine import CpuMeter
 
 Emit = Callable[..., None]
 
@@ -47,6 +48,8 @@ def measure_run(
 
     samples: list[float] = []
     step_times_ms: list[float] = []
+    meter = CpuMeter()  # over all timed windows: one window (~50 ms) is a few clock ticks, too coarse alone
+    meter.start()
     loss_end = loss_start
     for window in range(windows):
         t0 = time.perf_counter()
@@ -59,6 +62,7 @@ def measure_run(
                                  "loss": loss_end}, event_type=result_log.INTERVAL_END)
         if not math.isfinite(loss_end):
             raise FloatingPointError(f"loss became {loss_end} in window {window + 1}")
+    machine = meter.stop()
 
     if profile_dir:
         with (profiler or (lambda _d: contextlib.nullcontext()))(profile_dir):
@@ -70,6 +74,7 @@ def measure_run(
         **start,
         "compile_time_ms": compile_time_ms,
         "examples_per_s": samples,
+        "machine": machine,
         "examples_per_s_median": _median(samples_sorted),
         "step_time_ms_median": _median(sorted(step_times_ms)),
         "loss_start": loss_start,

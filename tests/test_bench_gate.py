@@ -105,3 +105,35 @@ def test_key_mismatches_name_every_differing_field():
     other = {**base, "accelerator_type": "v5litepod-8", "global_batch_size": 1024}
     fields = {m.field: (m.baseline, m.current) for m in gate.key_mismatches(base, other)}
     assert fields == {"accelerator_type": ("v4-8", "v5litepod-8"), "global_batch_size": (512, 1024)}
+
+
+def test_confirmation_runs_decide_a_suspected_regression():
+    baseline = _windows(10_000, 1.0, 8, seed=11)
+    shifted = gate.compare(baseline, _windows(6_900, 1.0, 8, seed=12))  # a whole run slower, no noisier
+    same = gate.compare(baseline, _windows(10_000, 1.0, 8, seed=13))
+    slower = gate.compare(baseline, _windows(7_500, 1.0, 8, seed=14))
+    assert shifted.verdict == "regression" and gate.needs_confirmation(shifted)
+    assert not gate.needs_confirmation(same)
+    assert gate.confirmed(shifted, []) == shifted
+    assert gate.confirmed(shifted, [slower]).verdict == "regression"
+    not_reproduced = gate.confirmed(shifted, [slower, same])
+    assert (not_reproduced.verdict, not_reproduced.unknown_reason) == ("unknown", "not_reproduced")
+    assert not_reproduced.change_pct == shifted.change_pct  # the first run's figures stay what they were
+    noisy = gate.compare(baseline, _windows(8_000, 12.0, 8, seed=15))
+    assert gate.confirmed(shifted, [noisy]).verdict in ("unknown", "regression")
+    if noisy.verdict == "unknown":
+        assert gate.confirmed(shifted, [noisy]).unknown_reason == "noisier"
+
+
+def test_a_drop_that_the_extra_load_of_other_processes_can_explain_is_unknown():
+    baseline = _windows(10_000, 1.0, 8, seed=21)
+    current = _windows(8_000, 1.0, 8, seed=22)  # -20 %, windows as steady as the baseline's
+    quiet = gate.compare(baseline, current, busy_share_baseline=0.01, busy_share_current=0.03)
+    assert quiet.verdict == "regression" and quiet.busy_share_increase == pytest.approx(0.02)
+    busy = gate.compare(baseline, current, busy_share_baseline=0.01, busy_share_current=0.31)
+    assert (busy.verdict, busy.unknown_reason) == ("unknown", "busier")
+    slower_still = gate.compare(baseline, _windows(2_500, 1.0, 8, seed=23), busy_share_baseline=0.01,
+                                busy_share_current=0.31)
+    assert slower_still.verdict == "regression"  # -75 %: more than 5 % + 2 x 30 % of the machine can explain
+    unrecorded = gate.compare(baseline, current, busy_share_baseline=None, busy_share_current=0.31)
+    assert unrecorded.verdict == "regression" and unrecorded.busy_share_increase is None

@@ -239,3 +239,11 @@ def test_a_gz_log_cut_short_is_read_up_to_the_cut(tmp_path, capsys):
     assert doc["sources"][0]["cut"].startswith("was cut short")
     assert any("read up to the cut" in note for note in doc["goodput"]["notes"])
     assert doc["goodput"]["consistency"]["confidence"]["level"] == "medium"
+
+
+def test_a_utc_offset_given_after_a_space_is_the_flag_s_value(capsys):
+    """``--tz -08:00`` (as users type it) used to be refused: argparse took the offset for an option."""
+    joined = _json(capsys, str(BUNDLED), "--tz=-08:00")
+    spaced = _json(capsys, str(BUNDLED), "--tz", "-08:00")
+    assert spaced[0] == joined[0]
+    assert spaced[1]["goodput"]["goodput_percent"] == joined[1]["goodput"]["goodput_percent"]

@@ -305,6 +305,14 @@ def test_a_worker_outside_workers_is_named_not_counted(probe_reports, capsys):
     assert "1 of 1 workers reported, and worker 1 outside the expected workers (0)" in head
 
 
+def test_the_merged_report_s_host_counts_only_the_expected_workers(probe_reports, tmp_path):
+    """The header said "host 2 of 2 workers" for `--workers 0,0` with a report from worker 1 as well."""
+    out = tmp_path / "merged.json"
+    main(["merge", str(probe_reports / "w0.json"), str(probe_reports / "w1.json"), "--workers", "0,0",
+          "--format", "json", "-o", str(out)])
+    assert __import__("json").loads(out.read_text())["host"] == "1 of 1 workers, and 1 outside the expected workers"
+
+
 def test_missing_workers_are_drawn_as_unknown(probe_reports, capsys):
     main(["merge", str(probe_reports / "w0.json"), str(probe_reports / "w1.json"), "--workers", "0-3"])
     lines = [line.strip() for line in capsys.readouterr().out.splitlines()]

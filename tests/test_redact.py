@@ -103,3 +103,11 @@ def test_redacted_markdown_shows_placeholders_as_text_outside_code_and_as_writte
     prose = re.sub(r"`[^`]*`", "", out)
     assert "&lt;host-3&gt; reached the step's first collective last" in prose
     assert "<host-" not in prose and "| &lt;host-3&gt; | host-bound |" in out
+
+
+def test_a_dotted_four_part_version_is_not_an_ip_address():
+    redactor = Redactor()
+    text = ("libtpu 0.0.42.1 with jax 0.10.2; tensorflow==2.15.0.1; worker 10.128.0.7:8470 and peer (34.56.78.90), "
+            "build v1.2.3.4, oid 1.3.6.1.4.1")
+    assert redactor.text(text) == ("libtpu 0.0.42.1 with jax 0.10.2; tensorflow==2.15.0.1; worker <ip-1>:8470 and "
+                                   "peer (<ip-2>), build v1.2.3.4, oid 1.3.6.1.4.1")

@@ -8,6 +8,7 @@ and never imports TensorFlow or JAX.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,6 +28,12 @@ exit codes:
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # argparse takes "-08:00" for an option (it knows only -5 and -.5 as negative numbers), so
+        # `--tz -08:00` failed with "expected one argument": a UTC offset is a value as well.
+        self._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d{1,2}:?\d{2}$")
+
     def error(self, message: str) -> None:  # argparse's default exit code is 2 as well; keep the text short
         self.print_usage(sys.stderr)
         sys.stderr.write(f"tpudoctor: error: {message}\n")

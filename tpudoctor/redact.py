@@ -25,7 +25,11 @@ _SECRET_PATTERNS = (
 )
 
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
-_IPV4 = re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b")
+# A dotted quad that is a version, not a host: 0.x.x.x names no host (libtpu 0.0.42.1, libtpu-nightly's 0.1.x),
+# and one after a version specifier or a "v" is a version too (tensorflow==2.15.0.1, v1.2.3.4). "." and digits
+# on either side make it a longer dotted number (a 5-part version, an OID), not an address.
+_IPV4 = re.compile(r"(?<![\w.])(?<!==)(?<!>=)(?<!<=)(?<!~=)(?!0\.)"
+                   r"(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?!\w|\.\d)")
 _IPV6 = re.compile(r"\b(?:[0-9a-fA-F]{1,4}:){4,7}[0-9a-fA-F]{1,4}\b")
 _GS_BUCKET = re.compile(r"gs://([a-z0-9][a-z0-9._\-]{1,220}[a-z0-9])")
 _PROJECT_IN_PATH = re.compile(r"\bprojects/([a-z][a-z0-9\-]{4,28}[a-z0-9])\b")

@@ -20,7 +20,8 @@ import numpy as np
 
 from tpudoctor.bench.steady import steady_state
 
-SCHEMA_VERSION = "1.1"  # 1.1: optional measurement.steady_state and the gate's "unknown" verdict and noise figures
+SCHEMA_VERSION = "1.2"  # 1.1: measurement.steady_state, the "unknown" verdict, noise figures; 1.2: confirmation
+# runs, the machine's load, a baseline's process medians
 SCHEMA_NAME = "bench_result"
 DOCUMENT_KIND = "bench"
 METRIC = {"name": "examples_per_s", "unit": "examples/s", "direction": "higher_is_better"}
@@ -69,10 +70,24 @@ def build_document(run_result: Mapping[str, Any], *, tool_version: str, warmup_w
             "loss_dropped": bool(run_result["loss_dropped"]),
             "input": run_result.get("input", "in-memory"),
             "injected_step_delay_ms": float(run_result.get("injected_step_delay_ms") or 0.0),
+            "machine": run_result.get("machine"),
         },
         "profile_dir": run_result.get("profile_dir"),
         "comparison": None,
     })
+
+
+def middle_process(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """Of several runs of one configuration, each in a fresh process, the one whose steady median is the
+    middle one, with every process's median recorded (``measurement.process_medians``): a process can settle
+    20 % slower than the next on the same machine (thread placement, the host), and a baseline taken in such
+    a process would hide a real slowdown of that size."""
+    medians = [d["measurement"]["median"] for d in documents]
+    middle = sorted(range(len(documents)), key=lambda i: medians[i])[(len(documents) - 1) // 2]
+    chosen = documents[middle]
+    chosen["measurement"]["process_medians"] = medians
+    chosen["measurement"]["process_kept"] = middle
+    return with_findings(chosen)
 
 
 def with_findings(document: dict[str, Any]) -> dict[str, Any]:
@@ -94,6 +109,14 @@ def validate_document(document: Any) -> None:
     from tpudoctor.schema import validate
 
     validate(document, SCHEMA_NAME)
+
+
+def busy_share(measurement: Mapping[str, Any]) -> float | None:
+    """The share of the machine's CPU that others (processes and the hypervisor) took while the windows were
+    timed; None when the run did not record it (an older document, not Linux)."""
+    machine = measurement.get("machine") or {}
+    others, steal = machine.get("others_cpu_share"), machine.get("steal_share")
+    return None if others is None else float(others) + float(steal or 0.0)
 
 
 def load_baseline(path: str | Path) -> dict[str, Any]:

@@ -17,6 +17,16 @@ machine shared with a noisy neighbour shifts and spreads the windows too. So eac
 variation (CV) is compared: when the current run's CV is over ``NOISIER_FACTOR`` x the baseline's, the
 drop must also clear the machine's extra noise (``tolerance + NOISE_MARGIN_SIGMAS x sqrt(cv_current^2 -
 cv_baseline^2)``); a drop that does not is ``unknown`` (the machine was N x noisier), not a regression.
+Where both runs recorded what the rest of the machine took (``busy_share``: other processes and steal, as a
+share of all CPUs), a drop must also clear ``BUSY_FACTOR`` x the increase of that share (a 2-thread step on a
+2-core machine stalls on the one contended core, so it can lose up to twice the share taken): a drop that
+does not is ``unknown`` (busier).
+
+A machine can also be slower for a whole run without being noisier (another VM on the host, a busy neighbour
+for twenty seconds): its windows shift together and the U test cannot tell that from slower code. So a drop
+the first run judges a regression (or ``unknown``) is timed again on a fresh run before it fails a build, as
+perf CI systems retrigger a suspected regression (``confirm``): it is a regression only when every
+confirmation run says so too; when one does not, the drop is ``unknown`` (not reproduced).
 """
 
 from __future__ import annotations
@@ -39,6 +49,8 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_CONFIDENCE = 0.99
 NOISIER_FACTOR = 1.5
 """The current run's CV over this many times the baseline's: the machine was noisier than the baseline's."""
+BUSY_FACTOR = 2.0
+"""A drop must clear the tolerance plus this many times the increase of the share other processes took."""
 NOISE_MARGIN_SIGMAS = 2.0
 """On a noisier machine a drop must clear the tolerance plus this many of the extra relative spread."""
 
@@ -102,6 +114,12 @@ class GateResult:
     """noise_ratio > NOISIER_FACTOR."""
     noise_tolerance: float
     """The drop a regression must exceed: ``tolerance``, widened by the extra noise when ``noisier``."""
+    unknown_reason: str | None = None
+    """Why a verdict is ``unknown``: ``noisier`` (within the machine's extra noise), ``busier`` (within what the
+    CPU other processes took could explain) or ``not_reproduced`` (a confirmation run did not show the drop)."""
+    busy_share_increase: float | None = None
+    """How much more of the machine's CPU others took during this run than during the baseline's (None: not
+    recorded by both)."""
 
     @property
     def regressed(self) -> bool:
@@ -126,6 +144,8 @@ def compare(
     tolerance: float = DEFAULT_TOLERANCE,
     alpha: float = DEFAULT_ALPHA,
     seed: int = 0,
+    busy_share_baseline: float | None = None,
+    busy_share_current: float | None = None,
 ) -> GateResult:
     base = _checked(baseline, "baseline")
     cur = _checked(current, "current")
@@ -139,8 +159,16 @@ def compare(
     noise_ratio = cv_cur / cv_base if cv_base > 0 else None  # identical baseline windows: no spread to compare
     noisier = noise_ratio > NOISIER_FACTOR if noise_ratio is not None else cv_cur > 0
     noise_tolerance = (tolerance + NOISE_MARGIN_SIGMAS * math.sqrt(cv_cur**2 - cv_base**2)) if noisier else tolerance
+    busier = (None if busy_share_baseline is None or busy_share_current is None
+              else busy_share_current - busy_share_baseline)
+    busy_tolerance = tolerance + BUSY_FACTOR * max(0.0, busier or 0.0)
+    unknown_reason = None
     if ratio < 1.0 - tolerance and slower.p_value < alpha:
-        verdict = "regression" if ratio < 1.0 - noise_tolerance else "unknown"
+        verdict = "regression"
+        if ratio >= 1.0 - noise_tolerance:
+            verdict, unknown_reason = "unknown", "noisier"
+        elif ratio >= 1.0 - busy_tolerance:
+            verdict, unknown_reason = "unknown", "busier"
     elif ratio > 1.0 + tolerance and faster.p_value < alpha:
         verdict = "improvement"
     else:
@@ -168,8 +196,27 @@ def compare(
         noise_ratio=noise_ratio,
         noisier=noisier,
         noise_tolerance=noise_tolerance,
+        unknown_reason=unknown_reason,
+        busy_share_increase=busier,
     )
 
+
+def needs_confirmation(result: GateResult) -> bool:
+    """A drop that would fail the build, or that noise left undecided: time it again before judging."""
+    return result.verdict in ("regression", "unknown")
+
+
+def confirmed(first: GateResult, confirmations: Sequence[GateResult]) -> GateResult:
+    """The first run's figures with the verdict its confirmation runs allow: a regression only when every
+    confirmation is one; ``unknown`` (``not_reproduced``) when a confirmation shows no significant drop
+    beyond tolerance; otherwise the last confirmation's own ``unknown`` (the machine stayed noisy or busy)."""
+    if not confirmations:
+        return first
+    if all(c.verdict == "regression" for c in confirmations):
+        return dataclasses.replace(first, verdict="regression", unknown_reason=None)
+    if any(c.verdict in ("no_change", "improvement") for c in confirmations):
+        return dataclasses.replace(first, verdict="unknown", unknown_reason="not_reproduced")
+    return dataclasses.replace(first, verdict="unknown", unknown_reason=confirmations[-1].unknown_reason)
 
 
 def _checked(samples: Sequence[float], name: str) -> np.ndarray:

@@ -74,10 +74,13 @@ def merge_outcomes(outcomes: Iterable[WorkerOutcome], *, expected: Iterable[str]
     starts = [r.started_at for r in reports.values()]
     started = min(starts) if starts else _dt.datetime.now(_dt.timezone.utc)
     ends = [r.started_at + _dt.timedelta(seconds=r.duration_s) for r in reports.values()]
+    outside = [w for w in reports if w not in set(expected_list)]
+    host = f"{len(reports) - len(outside)} of {len(expected_list)} workers" + (
+        f", and {len(outside)} outside the expected workers" if outside else "")
     merged = Report(
         results=results,
         target=target or _common_target(reports.values()),
-        host=f"{len(reports)} of {len(set(expected_list) | set(by_worker))} workers",
+        host=host,
         started_at=started,
         duration_s=max(0.0, (max(ends) - started).total_seconds()) if ends else 0.0,
         tool_version=__version__,
