@@ -21,6 +21,7 @@ STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:
          ".SKIP{color:#6e7781}.ERROR{color:#8250df}.marked{background:#fff8c5}"
          ".box{border:2px solid #cf222e;border-radius:6px;padding:0 1em;margin:1em 0}"
          "pre,code{background:#f6f8fa}pre{padding:.5em;overflow-x:auto}.bar{fill:#69c}.bar.marked{fill:#cf222e}")
+SPAN_FILL = {True: "#c62828", False: "#c5cae9"}
 BAR_WIDTH = 400
 
 
@@ -81,6 +82,64 @@ def table_html(table: Table) -> str:
 
 
 def chart_svg(chart: Chart) -> str:
+    return line_svg(chart) if chart.line else spans_svg(chart) if chart.spans else bars_svg(chart)
+
+
+def spans_svg(chart: Chart, width: int = 1040) -> str:
+    """One lane per ``lane`` in order of first appearance, each span a bar (marked ones red), a legend under."""
+    lanes = list(dict.fromkeys(s.lane for s in chart.spans))
+    end = max(s.end for s in chart.spans) or 1.0
+    left, lane_h, top = 150, 16, 18
+    height = top + lane_h * len(lanes) + 24
+    scale = (width - left - 10) / end
+    out = [f"<h3>{e(chart.title)}</h3>", f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+           f'role="img" aria-label="{e(chart.title)}" font-size="11"><text x="{left}" y="12">{e(chart.axis[1])}</text>'
+           f'<text x="{width - 10}" y="12" text-anchor="end">{e(chart.axis[2])}</text>']
+    out += [f'<text x="{left - 6}" y="{top + i * lane_h + 11}" text-anchor="end">{e(lane)}</text>'
+            for i, lane in enumerate(lanes)]
+    out += [f'<rect class="critical" fill="{SPAN_FILL[s.marked]}" x="{left + s.start * scale:.1f}" '
+            f'y="{top + lanes.index(s.lane) * lane_h + 2}" width="{max((s.end - s.start) * scale, 0.5):.1f}" '
+            f'height="{lane_h - 4}"><title>{e(s.text)}</title></rect>' for s in chart.spans]
+    y = top + lane_h * len(lanes) + 16
+    out.append(f'<rect fill="{SPAN_FILL[True]}" x="{left}" y="{y - 9}" width="10" height="10"/><text x="{left + 14}" '
+               f'y="{y}">{e(chart.legend[0])}</text><rect fill="{SPAN_FILL[False]}" x="{left + 230}" y="{y - 9}" width="10" '
+               f'height="10"/><text x="{left + 244}" y="{y}">{e(chart.legend[1])}</text>')
+    return "".join(out) + "</svg>"
+
+
+def line_svg(chart: Chart, width: int = 640, height: int = 160, pad: int = 40) -> str:
+    """A step line (a value holds until the next point), the peak marked, the limit dashed where it is in scale."""
+    xs, ys = [x for x, _ in chart.line], [y for _, y in chart.line]
+    x0, span = min(xs), (max(xs) - min(xs)) or 1.0
+    top = max(max(ys), chart.peak.value if chart.peak else 0, chart.limit.value if chart.limit else 0, 1)
+
+    def px(x: float) -> float:
+        return pad + (x - x0) / span * (width - 2 * pad)
+
+    def py(y: float) -> float:
+        return height - pad / 2 - y / top * (height - pad)
+
+    points = [f"{px(x):.1f},{py(y):.1f}" for x, y in chart.line]
+    steps = [p for i, (x, _) in enumerate(chart.line) for p in
+             ([f"{px(x):.1f},{py(chart.line[i - 1][1]):.1f}"] if i else []) + [points[i]]]
+    out = [f"<h3>{e(chart.title)}</h3>", f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+           f'role="img" aria-label="{e(chart.title)}" style="background:#fafafa">',
+           f'<polyline class="line" fill="none" stroke="#36c" stroke-width="1.5" points="{" ".join(steps)}"/>',
+           f'<text x="2" y="12" font-size="10">{e(chart.axis[0])}</text>',
+           f'<text x="{pad}" y="{height - 2}" font-size="10">{e(chart.axis[1])}</text>',
+           f'<text x="{width - pad - 60}" y="{height - 2}" font-size="10">{e(chart.axis[2])}</text>']
+    if chart.peak is not None:
+        x, y = px(float(chart.peak.label)), py(chart.peak.value)
+        out.append(f'<circle class="peak" fill="#b00" cx="{x:.1f}" cy="{y:.1f}" r="4"/><text x="{min(x + 6, width - 200):.1f}" '
+                   f'y="{max(y - 6, 12):.1f}" font-size="11">{e(chart.peak.text)}</text>')
+    if chart.limit is not None:
+        y = py(chart.limit.value)
+        out.append(f'<line class="cap" stroke="#b00" stroke-dasharray="4" x1="{pad}" x2="{width - pad}" y1="{y:.1f}" y2="{y:.1f}">'
+                   f"<title>{e(chart.limit.text)}</title></line>")
+    return "".join(out) + "</svg>"
+
+
+def bars_svg(chart: Chart) -> str:
     """One bar per item, scaled to the largest; the label left of it, its value right."""
     top = max((b.value for b in chart.bars), default=0) or 1
     row, label_w = 20, 160

@@ -44,11 +44,33 @@ class Bar:
 
 
 @dataclasses.dataclass(frozen=True)
+class Span:
+    lane: str
+    start: float
+    end: float
+    text: str
+    """Said when pointed at."""
+    marked: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
 class Chart:
-    """Horizontal bars, drawn by HTML only (text and Markdown have the same figures in a table)."""
+    """Horizontal bars, or a step line over time (``line``: its ``peak`` point marked, ``limit`` dashed), drawn
+    by HTML only (text and Markdown have the same figures in a table)."""
 
     title: str
-    bars: tuple[Bar, ...]
+    bars: tuple[Bar, ...] = ()
+    line: tuple[tuple[float, float], ...] = ()
+    """(x, y) points; y holds until the next x."""
+    peak: Bar | None = None
+    """The marked point: ``label`` its x as a number, ``value`` its y, ``text`` said beside it."""
+    limit: Bar | None = None
+    """A dashed level (a capacity): ``value`` its y, ``text`` its words."""
+    axis: tuple[str, str, str] = ("", "", "")
+    """The top y, the first x and the last x as words."""
+    spans: tuple[Span, ...] = ()
+    """Spans over time, one lane per ``lane`` (a Gantt chart); ``legend``: what marked and unmarked spans are."""
+    legend: tuple[str, str] = ("", "")
 
 
 @dataclasses.dataclass(frozen=True)

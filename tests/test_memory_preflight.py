@@ -66,7 +66,6 @@ def test_knobs_tried_are_the_declared_ones_else_derived_from_defaults():
     (["--topology", "v5e:2x2", "--program", "no_such_file.py:make"], "no file 'no_such_file.py'"),
     (["--topology", "v5e:2x2", "--program", f"{PROGRAMS}"], "is not FILE.py:FACTORY"),
     (["--topology", "v5e:2x2", "--program", f"{PROGRAMS}:mlp_adam", "--knob", "batch_size"], "NAME=VALUE"),
-    (["--topology", "v5e:2x2", "--program", f"{PROGRAMS}:mlp_adam", "--format", "html"], "writes text or json"),
 ])
 def test_bad_preflight_flags_exit_2_with_a_message(args, message):
     done = _cli(*args, timeout=60)
@@ -85,9 +84,11 @@ def test_without_libtpu_the_preflight_is_a_skip_saying_what_to_install(monkeypat
     report = preflight(f"{PROGRAMS}:mlp_adam", "v5e:2x2", mesh=MESH)
     assert report.fits is None and report.fixes == []
     assert 'pip install "tpudoctor[tpu-compile]"' in report.skipped
-    from tpudoctor.reports.preflight_text import render_preflight_text
+    from tpudoctor.documents import prepare
+    from tpudoctor.rendering import render
 
-    assert render_preflight_text(report.to_dict()).splitlines()[1].startswith("SKIP  libtpu (the TPU compiler) is not")
+    text = render(prepare(report, redact=False), "text")
+    assert "[-] memory-preflight fits in memory: libtpu (the TPU compiler) is not" in text, text
 
 
 # --- with the compiler --------------------------------------------------------------------------------------------
@@ -185,6 +186,26 @@ def test_cli_json_for_a_program_that_does_not_fit_exits_1_and_names_the_smallest
     assert doc["fits"] is False and doc["devices"] == 4
     assert doc["attribution"]["named_fraction"] == 1.0
     assert doc["smallest_fitting_topology"] == "v5p:2x2x1"  # 95.74 GiB a chip; v5e:2x4 has as little a chip
+    from tpudoctor.schema import validate
+
+    validate(doc, "memory_preflight")  # the command's JSON is the prepared, validated document
+
+
+@pytest.mark.slow
+@needs_libtpu
+@pytest.mark.parametrize("fmt", ["html", "junit"])
+def test_cli_writes_the_preflight_in_every_format(fmt):
+    done = _cli("--topology", "v5e:2x2", "--program", f"{PROGRAMS}:mlp_adam", "--mesh", "data=2,model=2",
+                "--no-fixes", "--format", fmt)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "does not fit: needs 25.03 GiB of 15.75 GiB" in done.stdout
+    if fmt == "html":
+        assert "<h2>Peak by bucket" in done.stdout and "optimizer_state" in done.stdout
+    else:
+        import xml.etree.ElementTree as ET
+
+        suite = ET.fromstring(done.stdout).find("testsuite")
+        assert suite.get("failures") == "1" and suite.find("testcase/failure") is not None
 
 
 @pytest.mark.slow
@@ -210,12 +231,13 @@ def test_the_buffer_plan_reader_matches_memory_analysis_on_three_generations(top
 @needs_libtpu
 def test_a_pallas_kernel_over_vmem_is_named_as_such_and_its_block_knob_compiled():
     from tpudoctor.preflight.analysis import preflight
-    from tpudoctor.reports.preflight_text import render_preflight_text
+    from tpudoctor.documents import prepare
+    from tpudoctor.rendering import render
 
     report = preflight(f"{ROOT}/examples/preflight/pallas_matmul.py:matmul_step", "v5e:2x2", verify=1)
     assert report.fits is False and report.memory_space == "vmem"
     assert "Ran out of memory in memory space vmem" in report.error
     assert [f.name for f in report.fixes] == ["block=256"]  # HBM fixes cannot reach a kernel's VMEM
     assert report.fixes[0].fits and report.fixes[0].effort == "default"
-    text = render_preflight_text(report.to_dict())
-    assert "does not fit in VMEM" in text and "block=256: compiled: fits at" in text
+    text = render(prepare(report, redact=False), "text")
+    assert "does not fit in VMEM" in text and "block=256" in text and "compiled: fits at" in text

@@ -232,6 +232,13 @@ def _product_snapshots() -> list[Snapshot]:
     # diag -r 2 on 4 CPU devices with a flipped bit on device 2 and device 1 made 50 % slower (3 FAIL, 10 PASS)
     rows += [Snapshot(f"documents/diag_r2_cpu_injected.{FORMAT_SUFFIX[f]}", (f,),
                       document="tests/data/documents/diag_r2_cpu_injected.json") for f in DIAG_FORMATS]
+    # the preflight of examples/preflight/programs.py:mlp_adam on v5e:2x2 (libtpu), 7 fixes compiled, 1 verified
+    rows += [Snapshot(f"documents/memory_preflight_mlp_adam_v5e.{FORMAT_SUFFIX[f]}", (f,),
+                      document="tests/data/documents/memory_preflight_mlp_adam_v5e.json") for f in MEMORY_FORMATS]
+    # ByteDance's op trace with a slow last stage, replayed as a dependency graph (the what-if of its stragglers)
+    rows += [Snapshot(f"files/pipeline_whatif_st.{FORMAT_SUFFIX[f]}",
+                      ("profile", "analyze", "bytedance_straggler/trace-ST.parquet", "--format", f), SHARED_DATA)
+             for f in PROFILE_FORMATS]
     # bench of the dense model on CPU against a baseline of the same model, tolerance 1 %
     rows += [Snapshot(f"documents/bench_dense_cpu_vs_baseline.{FORMAT_SUFFIX[f]}", (f,),
                       document="tests/data/documents/bench_dense_cpu_vs_baseline.json") for f in BENCH_FORMATS]

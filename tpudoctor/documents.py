@@ -148,6 +148,13 @@ def memory_document(report: Any, *, redact: bool) -> dict[str, Any]:
     return validated(_redacted(document) if redact else document, "memory_report")
 
 
+def preflight_document(report: Any, *, redact: bool) -> dict[str, Any]:
+    """A memory preflight's document: secrets scrubbed always (it quotes the compiler's error and the program's
+    path and source lines), identities with ``redact``."""
+    document = scrub_secrets_in(_document_of(report))
+    return validated(_redacted(document) if redact else document, "memory_preflight")
+
+
 def compare_document(result: dict[str, Any] | CompareReport, *, redact: bool) -> dict[str, Any]:
     """A comparison's document (of two profiles, of a profile with its history, or of two goodput reports).
     Its parts were validated as they were read; the comparison itself has no schema."""
@@ -185,6 +192,7 @@ _PREPARERS: dict[str, Callable[[Any, bool], dict[str, Any]]] = {
     "bench": lambda report, redact: bench_document(report, redact=redact),
     "diag": lambda report, redact: diag_document(report, redact=redact),
     "memory": lambda report, redact: memory_document(report, redact=redact),
+    "memory-preflight": lambda report, redact: preflight_document(report, redact=redact),
     "pipeline_whatif": lambda report, redact: op_trace_document(report, redact=redact),
     **{kind: (lambda report, redact: compare_document(report, redact=redact))
        for kind in COMPARE_KINDS},

@@ -39,17 +39,10 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
     ("goodput", "markdown"): Renderer("tpudoctor.reports.goodput_markdown:render"),
     ("goodput", "html"): Renderer("tpudoctor.reports.goodput_html:render"),
     ("goodput", "junit"): Renderer("tpudoctor.reports.goodput_junit:render", ("gate",)),
-    ("memory", "text"): Renderer("tpudoctor.reports.memory_text:render", ("verbose",)),
-    ("memory", "json"): Renderer("tpudoctor.reports.memory_json:render"),
-    ("memory", "markdown"): Renderer("tpudoctor.reports.memory_markdown:render", ("verbose",)),
-    ("memory", "html"): Renderer("tpudoctor.reports.memory_html:render"),
-    ("memory", "junit"): Renderer("tpudoctor.reports.memory_junit:render", ("gate",)),
     ("bench", "text"): Renderer("tpudoctor.reports.bench_text:render"),
     ("bench", "json"): Renderer("tpudoctor.reports.bench_json:render"),
     ("bench", "markdown"): Renderer("tpudoctor.reports.bench_markdown:render"),
     ("bench", "junit"): Renderer("tpudoctor.reports.bench_junit:render", ("gate",)),
-    **{("pipeline_whatif", fmt): Renderer("tpudoctor.reports.pipeline_whatif:render", takes_format=True)
-       for fmt in ("text", "json", "markdown", "html")},
 }
 
 
@@ -57,6 +50,9 @@ VIEWS: dict[str, str] = {
     "diag": "tpudoctor.reports.views.diag:view",
     "hang": "tpudoctor.reports.views.hang:view",
     "merged": "tpudoctor.reports.views.merged:view",
+    "memory": "tpudoctor.reports.views.memory:view",
+    "pipeline_whatif": "tpudoctor.reports.views.profile:whatif_view",
+    "memory-preflight": "tpudoctor.reports.views.memory:preflight_view",
     **{kind: "tpudoctor.reports.views.compare:view" for kind in (PROFILE_COMPARE, PROFILE_HISTORY, GOODPUT_COMPARE)},
 }
 """Report kind -> ``module:function`` that makes its ``reports.view.View`` from the prepared document."""

@@ -67,7 +67,7 @@ class _Tags(HTMLParser):
 
 HTML_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "b", "code", "pre", "div",
              "span", "table", "thead", "tbody", "tr", "th", "td", "details", "summary", "ul", "li", "i", "svg", "rect",
-             "line", "text", "circle", "path", "script", "br"}
+             "line", "text", "circle", "path", "script", "br", "polyline"}
 
 
 def assert_safe_html(out: str, *, scripts: int = 0) -> None:
@@ -410,3 +410,63 @@ def test_goodput_comparison_in_every_format(data):
     result = compare_goodput(_poison_strings(clean, _pool(data)), _poison_strings(clean, _pool(data)))
     for fmt in ("text", "markdown", "html", "junit", "json"):
         _assert_format(fmt, render(result, fmt))
+
+
+# ---------------------------------------------------------------- memory, its preflight, and the op-trace what-if
+
+MEMORY_INPUTS = [Path(__file__).resolve().parents[1] / "data" / "memory" / name
+                 for name in ("easydel_166_compile_hbm_report.log", "trax_431_runtime_allocate_fragmentation.log")]
+
+
+@pytest.fixture(scope="module")
+def memory_document():
+    """A real memory document: two OOM logs and, where the reference data is here, a TPU capture (allocators,
+    buffers, programs with fixes, the chips across the pod)."""
+    from shared_data import SHARED_DATA
+
+    from tpudoctor.documents import prepare
+    from tpudoctor.memory.pipeline import analyze
+
+    capture = SHARED_DATA / "xprof_tpu_inference_2.xplane.pb"
+    paths = [str(p) for p in (*MEMORY_INPUTS, capture) if p.is_file()]
+    return prepare(analyze(paths), redact=False)
+
+
+@pytest.mark.parametrize("name", ["memory", "memory_preflight_mlp_adam_v5e.json"])
+@given(data=st.data())
+@RENDERINGS
+def test_memory_and_preflight_reports_in_every_format(memory_document, name, data):
+    """Every string of a memory document (log paths, op names, shapes, allocator and program names, fix titles)
+    and of a preflight document (the program, the compiler's error, buffers' ops and source lines, fixes) hostile."""
+    from tpudoctor.formats import MEMORY_FORMATS
+    from tpudoctor.rendering import render
+
+    clean = memory_document if name == "memory" else json.loads((DOCUMENTS / name).read_text(encoding="utf-8"))
+    doc = _poison_strings(clean, _pool(data))
+    for fmt in MEMORY_FORMATS:
+        _assert_format(fmt, render(doc, fmt, verbose=data.draw(st.booleans())))
+
+
+@given(data=st.data())
+@RENDERINGS
+def test_op_trace_whatif_in_every_format(whatif_document, data):
+    """ByteDance's trace-ST what-if document with every string hostile: the source path, op types, causes, time
+    classes."""
+    from tpudoctor.rendering import render
+
+    doc = _poison_strings(whatif_document, _pool(data))
+    for fmt in FORMATS:
+        _assert_format(fmt, render(doc, fmt))
+
+
+@pytest.fixture(scope="module")
+def whatif_document():
+    from shared_data import SHARED_DATA
+
+    from tpudoctor.documents import prepare
+    from tpudoctor.profile.op_trace_report import analyze_op_trace
+
+    trace = SHARED_DATA / "bytedance_straggler" / "trace-ST.parquet"
+    if not trace.is_file():
+        pytest.skip("ByteDance's straggler traces (../shared/data/bytedance_straggler) are absent")
+    return prepare(analyze_op_trace(trace), redact=False)

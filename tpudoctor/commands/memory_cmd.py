@@ -1,7 +1,7 @@
 """``tpudoctor memory PATH...``: what fills memory at the peak, what to shrink and how much each fix saves.
 
 Layers: ``tpudoctor.memory.pipeline`` reads the captures and logs and judges them (data only);
-``tpudoctor.reports.memory_<format>`` renders the prepared document.
+``tpudoctor.reports.views.memory`` is its view (``tpudoctor.rendering``).
 """
 
 from __future__ import annotations

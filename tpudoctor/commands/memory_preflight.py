@@ -1,18 +1,17 @@
 """``tpudoctor memory --topology v5e:2x2 --program FILE.py:FACTORY``: compile the program for the topology with the
 real TPU compiler, say whether it fits, what fills the peak, and which fixes, applied and recompiled, make it fit.
 
-The analysis is ``tpudoctor.preflight.analysis.preflight`` (data only); ``tpudoctor.reports.preflight_text``
-renders it as text, JSON is its document.
+The analysis is ``tpudoctor.preflight.analysis.preflight`` (data only); its document is prepared
+(``tpudoctor.documents``: scrubbed, validated against ``memory_preflight``) and rendered in any format.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 
 from tpudoctor.exitcodes import ExitCode
 
-PREFLIGHT_FORMATS = ("text", "json")
+PREFLIGHT_FORMATS = ("text", "json", "markdown", "html", "junit")
 
 
 def add_preflight_flags(parser: argparse.ArgumentParser) -> None:
@@ -73,14 +72,10 @@ def run_preflight(args: argparse.Namespace, settings) -> ExitCode:
                                verify=None if args.verify == -1 else args.verify, progress=update)
         except ValueError as exc:  # a topology libtpu does not know, a mesh that does not cover it
             raise UsageError(str(exc).splitlines()[0] if str(exc) else repr(exc)) from None
-    doc = report.to_dict()
-    if fmt == "json":
-        text = json.dumps(doc, indent=2, default=str)
-    else:
-        from tpudoctor.reports.preflight_text import render_preflight_text
+    from tpudoctor.documents import prepare
+    from tpudoctor.rendering import render
 
-        text = render_preflight_text(doc)
-    write_text(args.output, text, fmt=fmt)
+    write_text(args.output, render(prepare(report, redact=args.redact), fmt), fmt=fmt)
     if report.skipped or args.exit_zero:
         return ExitCode.OK
     if report.total_bytes is None and report.error:
