@@ -14,8 +14,9 @@ import argparse
 import json
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 SET = ROOT / "tests" / "data" / "oom" / "frozen_set_1"

@@ -36,7 +36,7 @@ def test_check_and_memory_read_the_same_op_name_shape_and_size(name):
     (report,) = parse_oom_reports(text)
     checked = _check_allocations(text)
     assert checked and len(checked) == len(report.allocations)
-    for row, allocation in zip(checked, report.allocations):
+    for row, allocation in zip(checked, report.allocations, strict=True):
         assert (row.get("op_name"), row.get("shape"), row["size_bytes"]) == (
             allocation.op_name, allocation.shape, allocation.size_bytes)
     label = LABELS[name]["allocations"][0]

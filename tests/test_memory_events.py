@@ -25,14 +25,14 @@ import numpy as np
 import pytest
 from profile_oracle import real_captures
 
-from tpudoctor.errors import InputError
 from tpudoctor.captures import memory_event_stats as event_stats
 from tpudoctor.captures import memory_events as events_module
-from tpudoctor.memory.buffers import peak_breakdown, xprof_active_allocations
 from tpudoctor.captures.memory_event_stats import DATA_TYPE_NAMES
 from tpudoctor.captures.memory_events import memory_events_from_bytes, read_memory_events
-from tpudoctor.memory.timeline import allocator_timelines
 from tpudoctor.captures.schema import message_class
+from tpudoctor.errors import InputError
+from tpudoctor.memory.buffers import peak_breakdown, xprof_active_allocations
+from tpudoctor.memory.timeline import allocator_timelines
 
 FRAGMENTATION_TOLERANCE = 1e-5  # xprof's JSON writes floats with 6 significant digits
 

@@ -15,9 +15,9 @@ import pytest
 
 from tpudoctor import cli
 from tpudoctor.logdiag import parse_bytes
+from tpudoctor.logs.oom import parse_oom_reports, read_oom_text
 from tpudoctor.logs.sizes import MAX_SIZE_BYTES, UnreadableSize, parse_size
 from tpudoctor.memory import pipeline
-from tpudoctor.logs.oom import parse_oom_reports, read_oom_text
 
 DATA = Path(__file__).parent / "data" / "memory"
 RUNTIME_LOG = DATA / "trax_431_runtime_allocate_fragmentation.log"

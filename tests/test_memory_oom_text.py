@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tpudoctor.logs.prefixes import log_prefix, payload, program_line
-from tpudoctor.logs.oom_report import CompiledMemoryStats, parse_size
 from tpudoctor.logs.oom import parse_memory_analysis, parse_oom_report, parse_oom_reports
+from tpudoctor.logs.oom_report import CompiledMemoryStats, parse_size
+from tpudoctor.logs.prefixes import log_prefix, payload, program_line
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -18,8 +18,8 @@ import pytest
 from shared_data import SHARED_DATA
 
 from tpudoctor.captures import hlo_schema
-from tpudoctor.memory.attribution import BUCKETS, attribute, is_backward, is_optimizer_name
 from tpudoctor.captures.hlo_schema import HEAP_ALLOC, HEAP_FREE, HEAP_SHARE_WITH, message_class
+from tpudoctor.memory.attribution import BUCKETS, attribute, is_backward, is_optimizer_name
 from tpudoctor.memory.hlo_shapes import Shape, tiled_elements
 from tpudoctor.memory.plan_capture import (
     plan_at,

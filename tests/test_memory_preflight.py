@@ -230,8 +230,8 @@ def test_the_buffer_plan_reader_matches_memory_analysis_on_three_generations(top
 @pytest.mark.slow
 @needs_libtpu
 def test_a_pallas_kernel_over_vmem_is_named_as_such_and_its_block_knob_compiled():
-    from tpudoctor.preflight.analysis import preflight
     from tpudoctor.documents import prepare
+    from tpudoctor.preflight.analysis import preflight
     from tpudoctor.rendering import render
 
     report = preflight(f"{ROOT}/examples/preflight/pallas_matmul.py:matmul_step", "v5e:2x2", verify=1)

@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-from tpudoctor.memory.attribution import attribute
 from tpudoctor.logs.oom import parse_memory_analysis, parse_oom_reports
+from tpudoctor.memory.attribution import attribute
 from tpudoctor.memory.plan_decode import decode_hlo_proto
 from tpudoctor.preflight.compiler import OOM_AVAILABLE, OOM_REQUIRED, parse_size
 

@@ -55,10 +55,10 @@ def test_self_time_equals_a_stack_walk_for_any_nesting():
 
 @pytest.mark.needs_shared_data
 def test_tpu_op_times_and_self_time_equal_a_stack_walk(shared_data, monkeypatch):
+    from tpudoctor.captures.xspace import decode_host_file
     from tpudoctor.profile.analysis import device_op_rows
     from tpudoctor.profile.analysis.device_op_rows import device_ops
     from tpudoctor.profile.analysis.events import take
-    from tpudoctor.captures.xspace import decode_host_file
 
     path = shared_data / "xprof_tpu_inference_2.xplane.pb"
     host = decode_host_file(str(path), hostname="h", source=str(path))

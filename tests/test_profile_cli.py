@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from profile_oracle import TPU_CAPTURE, shared_file
 
-from tpudoctor.cli import main
 from tpudoctor.captures.schema import message_class
+from tpudoctor.cli import main
 from tpudoctor.schema import validate
 
 

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, shared_file
 
-from tpudoctor.errors import InputError
 from tpudoctor.captures import wire
 from tpudoctor.captures.schema import message_class
 from tpudoctor.captures.xspace import LoadOptions, decode_host, decode_host_file, reader
 from tpudoctor.captures.xspace.columns import DECODER_ENV
+from tpudoctor.errors import InputError
 
 pytest.importorskip("numba")
 pytest.importorskip("llvmlite")

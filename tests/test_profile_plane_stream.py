@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 from profile_oracle import TPU_CAPTURE, shared_file
 
-from tpudoctor.errors import InputError
 from tpudoctor.captures.xspace import (
     ANALYSIS_STAT_COLUMNS,
     CORE_STAT_COLUMNS,
@@ -17,6 +16,7 @@ from tpudoctor.captures.xspace import (
     decode_host_file,
     reader,
 )
+from tpudoctor.errors import InputError
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
 

@@ -18,8 +18,8 @@ import pytest
 from profile_oracle import SHARED_DATA, real_captures, shared_file
 
 import tpudoctor.profile
-from tpudoctor.cli import main
 from tpudoctor.captures.schema import message_class
+from tpudoctor.cli import main
 from tpudoctor.schema import validate
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"

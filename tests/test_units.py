@@ -7,11 +7,17 @@ import math
 
 import pytest
 
-from tpudoctor.checks.gcs.data_objects import DataPrefixHasObjects
 from tpudoctor import units
+from tpudoctor.checks.gcs.data_objects import DataPrefixHasObjects
 from tpudoctor.facts import Facts
 from tpudoctor.findings import Status
-from tpudoctor.units import MAX_SIZE_BYTES, UnreadableSize, format_bytes, format_duration, parse_size
+from tpudoctor.units import (
+    MAX_SIZE_BYTES,
+    UnreadableSize,
+    format_bytes,
+    format_duration,
+    parse_size,
+)
 
 TIB = 1 << 40
 

@@ -164,20 +164,20 @@ class FactStore:
             self._unbilled.add(cls.name)
             if thread.is_alive():
                 err = GatherError(cls.name, f"no answer within {budget:.1f}s", timed_out=True)
-                self._fill(cls, lambda _key: err)
+                self._fill(cls, lambda _key: err)  # noqa: B023 - called at once
             elif "error" in box:
                 err = GatherError(cls.name, box["error"])
-                self._fill(cls, lambda _key: err)
+                self._fill(cls, lambda _key: err)  # noqa: B023 - called at once
             else:
                 value = box.get("value") or {}
                 undeclared = sorted(set(value) - set(cls.provides))
                 if undeclared:  # a bug in the provider: its facts cannot be trusted, and no check may read them
                     err = GatherError(cls.name, f"provider returned fact(s) it does not declare in 'provides': "
                                                 f"{', '.join(map(str, undeclared))}")
-                    self._fill(cls, lambda _key: err)
+                    self._fill(cls, lambda _key: err)  # noqa: B023 - called at once
                     continue
                 missing = GatherError(cls.name, "provider returned no value for this fact")
-                self._fill(cls, lambda key: value.get(key, missing))
+                self._fill(cls, lambda key: value.get(key, missing))  # noqa: B023 - called at once
 
     def _fill(self, cls: type[FactProvider], value_for: Callable[[str], Any]) -> None:
         for key in cls.provides:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tpudoctor.errors import InputError
+from tpudoctor.captures import wire
 from tpudoctor.captures.memory_event_stats import (
     BYTES,
     DOUBLE,
@@ -50,8 +50,8 @@ from tpudoctor.captures.memory_event_stats import (
     stats,
     text_column,
 )
-from tpudoctor.captures import wire
 from tpudoctor.captures.schema import message_class
+from tpudoctor.errors import InputError
 
 HOST_PLANE = "/host:CPU"
 ALLOCATION, DEALLOCATION = "MemoryAllocation", "MemoryDeallocation"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tpudoctor.errors import InputError
 from tpudoctor.captures.wire import read_varint
+from tpudoctor.errors import InputError
 
 REPLACEMENT_CHAR = b"\xef\xbf\xbd"  # U+FFFD in UTF-8: what a text-mode copy writes for every non-UTF-8 byte
 # Share of the file made of U+FFFD above which the file was surely mangled by a text-mode copy

@@ -18,7 +18,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-
 from tpudoctor.logs.sizes import parse_size as parse_bytes  # noqa: F401 - the one size reader
 
 if sys.version_info >= (3, 11):

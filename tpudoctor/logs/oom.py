@@ -53,8 +53,12 @@ import dataclasses
 import math
 import re
 
-from tpudoctor.logs.prefixes import clean, kubectl_worker, log_prefix, program_line
-from tpudoctor.logs.oom_listings import allocation_of, largest_allocations, peak_buffers, usage_tables
+from tpudoctor.logs.oom_listings import (
+    allocation_of,
+    largest_allocations,
+    peak_buffers,
+    usage_tables,
+)
 from tpudoctor.logs.oom_report import (
     SIZE_PATTERN,
     AllocationFailure,
@@ -73,6 +77,7 @@ from tpudoctor.logs.oom_report import (
     parse_size,
     reconcile,
 )
+from tpudoctor.logs.prefixes import clean, kubectl_worker, log_prefix, program_line
 
 # --- the forms ---------------------------------------------------------------------------------------------------
 

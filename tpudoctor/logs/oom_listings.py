@@ -188,7 +188,7 @@ def usage_tables(text: str, reconciliations: list[Reconciliation],
                 cells = [cell.strip() for cell in line.split(";")]
                 if len(cells) != len(names):
                     break
-                rows.append(dict(zip(names, cells)))
+                rows.append(dict(zip(names, cells, strict=True)))
             if not rows:
                 cut = True  # a table without rows: the log cut the message there (glog's line limit)
                 continue
@@ -202,7 +202,7 @@ def usage_tables(text: str, reconciliations: list[Reconciliation],
             offsets = [row.get("offset", "") for row in rows]
             if all(offset.isdigit() for offset in offsets):  # the extent its values span (they reuse its bytes)
                 low = min(int(offset) for offset in offsets)
-                high = max(int(offset) + size.bytes for offset, size in zip(offsets, row_sizes))
+                high = max(int(offset) + size.bytes for offset, size in zip(offsets, row_sizes, strict=False))
                 size = Size(high - low, sum(size.slack for size in row_sizes), "")
             else:
                 size = cumulative if cumulative is not None else row_sizes[largest]

@@ -166,8 +166,8 @@ def _text_object(location: str):
 
 def _read_stdin(stream: Any) -> TextInput:
     """Standard input: its bytes (sniffed like a file's), or a text stream put in its place as lines."""
-    from tpudoctor.logs.sources import bounded_lines
     from tpudoctor.logs.oom import read_oom_text
+    from tpudoctor.logs.sources import bounded_lines
 
     raw = getattr(stream, "buffer", stream)
     if isinstance(raw, io.TextIOBase):  # a text stream put in place of stdin (an embedding program, a test)

@@ -7,7 +7,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from tpudoctor.memory.buffer_plan import Allocation, Buffer, HeapPeak, Instruction, ProgramPlan
 from tpudoctor.captures.hlo_schema import (
     HEAP_ALLOC,
     HEAP_FREE,
@@ -15,6 +14,7 @@ from tpudoctor.captures.hlo_schema import (
     PRIMITIVE_TYPES,
     message_class,
 )
+from tpudoctor.memory.buffer_plan import Allocation, Buffer, HeapPeak, Instruction, ProgramPlan
 from tpudoctor.memory.hlo_shapes import Shape, Sharding
 
 _SHARDING_TYPES = {0: "replicated", 1: "maximal", 2: "tuple", 3: "other", 4: "manual", 5: "unknown", 6: "unreduced"}

@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tpudoctor.memory.buffer_plan import ProgramPlan
 from tpudoctor.captures.hlo_schema import HEAP_ALLOC, HEAP_FREE, PRIMITIVE_TYPES, message_class
+from tpudoctor.memory.buffer_plan import ProgramPlan
 from tpudoctor.memory.hlo_shapes import Shape
 from tpudoctor.memory.plan_decode import decode_hlo_proto
 

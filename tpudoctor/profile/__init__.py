@@ -60,17 +60,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tpudoctor.profile.capture import ProfileCapture, load
-    from tpudoctor.profile.host_result import HostResult
-    from tpudoctor.profile.pipeline import analyze, analyze_host, combine
-    from tpudoctor.profile.report import ProfileReport
-    from tpudoctor.profile.tracing import trace
     from tpudoctor.captures.xspace import (
         CORE_STAT_COLUMNS,
         EVENT_STAT_COLUMNS,
         HostProfile,
         LoadOptions,
     )
+    from tpudoctor.profile.capture import ProfileCapture, load
+    from tpudoctor.profile.host_result import HostResult
+    from tpudoctor.profile.pipeline import analyze, analyze_host, combine
+    from tpudoctor.profile.report import ProfileReport
+    from tpudoctor.profile.tracing import trace
 
 __all__ = ["CORE_STAT_COLUMNS", "EVENT_STAT_COLUMNS", "HostProfile", "HostResult", "LoadOptions", "ProfileCapture",
            "ProfileReport", "analyze", "analyze_host", "combine", "load", "trace"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from tpudoctor.errors import InputError
-from tpudoctor.profile.executor import HostTask, executor_for
-from tpudoctor.profile.sources import HostFile, read_bytes, resolve
 from tpudoctor.captures.xspace.columns import DEVICE_PLANE_PREFIXES, LoadOptions
 from tpudoctor.captures.xspace.host_profile import HostProfile
 from tpudoctor.captures.xspace.reader import decode_host, decode_host_file
+from tpudoctor.errors import InputError
+from tpudoctor.profile.executor import HostTask, executor_for
+from tpudoctor.profile.sources import HostFile, read_bytes, resolve
 
 
 @dataclasses.dataclass

@@ -6,8 +6,8 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the data classes here travel without the loader (renderers import them)
-    from tpudoctor.profile.capture import ProfileCapture
     from tpudoctor.captures.xspace import HostProfile
+    from tpudoctor.profile.capture import ProfileCapture
 
 
 @dataclasses.dataclass

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tpudoctor.errors import InputError
 from tpudoctor.captures import wire
 from tpudoctor.captures.schema import message_class
+from tpudoctor.errors import InputError
 
 
 def planes_on_disk(path: str, source: str, planes: list[tuple[int, int]]) -> Iterator[_PlaneOnDisk]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 
-from tpudoctor.errors import InputError
 from tpudoctor.captures import wire
 from tpudoctor.captures.schema import message_class
 from tpudoctor.captures.xspace.columns import LoadOptions
@@ -16,6 +15,7 @@ from tpudoctor.captures.xspace.decoder import XSpaceDecoder, jit_kernels
 from tpudoctor.captures.xspace.host_profile import HostProfile
 from tpudoctor.captures.xspace.planes_on_disk import layout, planes_on_disk
 from tpudoctor.captures.xspace.tables import build_host_profile
+from tpudoctor.errors import InputError
 
 STREAM_MIN_BYTES = 64 << 20  # smaller files are read whole (one parse; every error message has the whole file)
 DEFAULT_OPTIONS = LoadOptions()
