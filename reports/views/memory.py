@@ -111,13 +111,21 @@ def _host(host: dict[str, Any]) -> list[Section]:
     return out
 
 
+def _text_fixes(listing: dict[str, Any]) -> tuple[str, ...]:
+    """A listing's fixes ranked from its own figures (estimates), or unknown and what would tell."""
+    if not isinstance(listing["fixes"], list):
+        return (f"fixes: unknown ({listing['fixes_why']})",)
+    return (*(f"fix {i}: {f['fix']}, saves at most {size(f['saves_bytes_at_most'])} ({f['basis']})"
+              for i, f in enumerate(listing["fixes"], 1)), f"fixes: {listing['fixes_why']}")
+
+
 def _text(text: dict[str, Any]) -> list[Section]:
     out = [Section(f"log {text['source']}")]
     for i, listing in enumerate(text["listings"], 1):
         rows = tuple((str(a["rank"]), size(a["size_bytes"]), a["shape"] or "-", a["op_name"] or a["op_type"] or "-",
                       a["source"] or "-") for a in listing["allocations"])
         out.append(Section(f"listing {i}: {listing_header(listing)}", level=3, notes=(
-            *(f"does not add up: {p}" for p in listing["problems"]), f"fixes: unknown ({listing['fixes_why']})"),
+            *(f"does not add up: {p}" for p in listing["problems"]), *_text_fixes(listing)),
             table=Table(("#", "size", "shape", "op", "source"), rows, "rr") if rows else None))
     return out
 
