@@ -80,7 +80,8 @@ def _fixes(report) -> dict[str, Any]:
 
 def _headline(report) -> tuple[str, dict[str, Any]]:
     """What ran out, in a sentence, and its figures."""
-    header, figures = report.header, {}
+    header = report.header
+    figures: dict[str, Any] = {}
     space = next((block.memory_space for block in (header, report.total, report.program)
                   if block is not None and block.memory_space), None) or "hbm"
     if header is not None and header.used_bytes is None:
