@@ -47,6 +47,7 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
 
 
 VIEWS: dict[str, str] = {
+    "check": "tpudoctor.reports.views.check:view",
     "diag": "tpudoctor.reports.views.diag:view",
     "hang": "tpudoctor.reports.views.hang:view",
     "merged": "tpudoctor.reports.views.merged:view",
