@@ -141,7 +141,7 @@ class View:
 
 def classname(suite: Suite, finding: Finding) -> str:
     step = f"step{int(finding.step)}_{finding.step.name.lower()}" if finding.step is not None else "other"
-    return suite.classname.format(step=step)
+    return suite.classname.replace("{step}", step)  # a model name may hold braces: no format()
 
 
 def findings_of(document: dict[str, Any]) -> tuple[Finding, ...]:

@@ -327,7 +327,7 @@ def test_bench_report_in_every_format(data):
     clean = json.loads((DOCUMENTS / "bench_dense_cpu_vs_baseline.json").read_text(encoding="utf-8"))
     doc = _poison_strings(clean, _pool(data))
     for fmt in BENCH_FORMATS:
-        _assert_format(fmt, render(doc, fmt))
+        _assert_format(fmt, render(doc, fmt, verbose=data.draw(st.booleans())))
 
 
 # ---------------------------------------------------------------- hang and goodput reports
