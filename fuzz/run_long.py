@@ -74,10 +74,10 @@ def targets(tmp: Path) -> dict:
 
     def render_everywhere(report):
         """A report with hostile strings in every outside field, in every format (checked, not only run)."""
-        from tpudoctor.reports import render_check_report
+        from tpudoctor.rendering import render
 
         for fmt in FORMATS:
-            _assert_format(fmt, render_check_report(report, fmt, verbose=True))
+            _assert_format(fmt, render(report.to_dict(), fmt, verbose=True))
 
     return {
         "xspace_loader": (damaged(captures), lambda d: decode_host(d, hostname="h", source="fuzz.xplane.pb")),

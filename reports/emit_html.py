@@ -12,6 +12,7 @@ from tpudoctor.reports.view import (
     View,
     evidence_lines,
     finding_line,
+    fix_lines,
     shows_fix,
 )
 
@@ -59,8 +60,7 @@ def _finding(finding: Finding, *, brief: bool = False, scope: bool = True) -> st
         return out[0] + " (see above)</li>"
     fix = finding.remediation
     if fix is not None and shows_fix(finding):
-        if fix.text:
-            out.append(f"<br>fix: {e(fix.text)}")
+        out += [f"<br>fix: {e(line)}" for line in fix_lines(finding)]
         out += [f"<br><code>{e(c)}</code>" for c in fix.commands]
         if fix.docs_url:
             out.append(f"<br>docs: {e(fix.docs_url)}")

@@ -1,41 +1,88 @@
-"""A view as JUnit XML: one testcase per finding. The run's ``Gate`` (``tpudoctor.findings``) decides both the exit
-status and which testcases are a ``<failure>`` (an ``<error>`` for ERROR), so ``failures`` + ``errors`` is 0
-exactly when the run exits 0 on its findings; the suite's properties are the view's headline facts."""
+"""A view as JUnit XML: one testcase per finding, so Jenkins, GitLab and GitHub reporters show each one.
+
+The run's ``Gate`` (``tpudoctor.findings``), the rule that sets the exit status, decides which testcases are a
+``<failure>`` (an ``<error>`` when the check itself could not run, ERROR): a finding that does not fail the run
+(a WARN below ``--fail-on warn``, anything under ``--exit-zero``) is a passing testcase whose ``<system-out>``
+says its status and message; SKIP is ``<skipped>``. A threshold the user set (``View.thresholds``: goodput's
+``--min-ettr``) is judged at FAIL whatever ``--fail-on`` says. So ``failures`` + ``errors`` is 0 exactly when
+the run exits 0 on its findings; the suite's properties are the view's headline facts."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from tpudoctor.findings import DEFAULT_GATE, Finding, Gate
-from tpudoctor.reports.check_junit import add_testcase, suite_counts
+from tpudoctor.findings import DEFAULT_GATE, Finding, Gate, Status
 from tpudoctor.reports.escape import junit_document, lines, plain
-from tpudoctor.reports.view import Suite, View, classname
+from tpudoctor.reports.view import Suite, View, classname, scope_words
+
+Judged = tuple[Finding, bool]
+"""A finding and whether it fails the run."""
 
 
 def emit(view: View, *, gate: Gate = DEFAULT_GATE) -> str:
     suites = ET.Element("testsuites", name="tpudoctor")
-    _suite(suites, view.suite, view.findings, gate)
+    judged = [(f, gate.fails(f.status, threshold=True)) for f in view.thresholds]
+    _suite(suites, view.suite, judged + [(f, gate.fails(f.status)) for f in view.findings])
     for suite_facts, findings in view.details:
-        _suite(suites, suite_facts, findings, None)
+        _suite(suites, suite_facts, [(f, False) for f in findings], detail=True)
     return junit_document(suites)
 
 
-def _suite(suites: ET.Element, suite_facts: Suite, findings: Sequence[Finding], gate: Gate | None) -> None:
-    """``gate=None``: a suite of detail, none of whose testcases fails (another suite counts them)."""
-    attributes = {"name": suite_facts.name, "tests": str(len(findings)), **suite_counts(findings, gate)}
-    if suite_facts.duration_s is not None:
-        attributes["time"] = f"{suite_facts.duration_s:.3f}"
-    if suite_facts.timestamp:
-        attributes["timestamp"] = suite_facts.timestamp
-    if suite_facts.hostname:
-        attributes["hostname"] = suite_facts.hostname
+def _suite(suites: ET.Element, facts: Suite, judged: Sequence[Judged], *, detail: bool = False) -> None:
+    """``detail``: a suite none of whose testcases fails (a merged report's worker: the merged suite counts them)."""
+    attributes = {"name": facts.name, "tests": str(len(judged)),
+                  "failures": str(sum(fails and f.status is not Status.ERROR for f, fails in judged)),
+                  "errors": str(sum(fails and f.status is Status.ERROR for f, fails in judged)),
+                  "skipped": str(sum(f.status is Status.SKIP for f, _ in judged))}
+    if facts.duration_s is not None:
+        attributes["time"] = f"{facts.duration_s:.3f}"
+    if facts.timestamp:
+        attributes["timestamp"] = facts.timestamp
+    if facts.hostname:
+        attributes["hostname"] = facts.hostname
     suite = ET.SubElement(suites, "testsuite", attributes)
-    if suite_facts.properties:
+    if facts.properties:
         props = ET.SubElement(suite, "properties")
-        for name, value in suite_facts.properties:
+        for name, value in facts.properties:
             ET.SubElement(props, "property", name=name, value=plain(value))  # one line: no forged row
-    for finding in findings:
-        add_testcase(suite, finding, classname=classname(suite_facts, finding), gate=gate)
-    if suite_facts.summary:
-        ET.SubElement(suite, "system-out").text = lines(suite_facts.summary)
+    for finding, fails in judged:
+        _testcase(suite, finding, classname(facts, finding), fails, detail)
+    if facts.summary:
+        ET.SubElement(suite, "system-out").text = lines(facts.summary)
+
+
+def _testcase(suite: ET.Element, r: Finding, classname: str, fails: bool, detail: bool) -> None:
+    where = scope_words(r.scope)
+    case = ET.SubElement(suite, "testcase", classname=classname,
+                         name=f"{r.id} {r.title}" + (f" ({where})" if where else ""), time=f"{r.duration_s:.3f}")
+    if where:  # also machine-readable, as testcase properties (what pytest's record_property writes)
+        props = ET.SubElement(case, "properties")
+        for field, values in r.scope.to_dict().items():
+            if values:
+                ET.SubElement(props, "property", name=f"scope.{field}", value=",".join(values))
+    body = _body(r)
+    if fails and r.status is Status.ERROR:
+        ET.SubElement(case, "error", message=r.message, type="check-error").text = body
+    elif fails:
+        ET.SubElement(case, "failure", message=r.message, type=r.severity.value).text = body
+    elif r.status is Status.SKIP:
+        ET.SubElement(case, "skipped", message=r.skip_reason or r.message)
+    elif r.status is Status.WARN:
+        ET.SubElement(case, "system-out").text = f"WARNING: {plain(r.message)}\n{body}"
+    elif r.status is not Status.PASS:  # said, not failed
+        why = "detail: the merged suite counts it" if detail else "not a failure of this run: below --fail-on, or --exit-zero"
+        ET.SubElement(case, "system-out").text = f"{r.status.value} ({why}): {body}"
+
+
+def _body(r: Finding) -> str:
+    """One line per item (a field's own newline never starts a line of its own); a traceback keeps its lines."""
+    body = [plain(r.message)]
+    body += [plain(f"{key}: {value}") for key, value in r.evidence.items() if key != "traceback"]
+    if "traceback" in r.evidence:
+        body.append(lines(r.evidence["traceback"]))
+    if r.remediation:
+        if r.remediation.text:
+            body.append(plain(f"fix: {r.remediation.text}"))
+        body += [plain(f"$ {c}") for c in r.remediation.commands]
+    return "\n".join(body)

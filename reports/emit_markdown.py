@@ -6,7 +6,7 @@ from __future__ import annotations
 from tpudoctor.findings import Finding
 from tpudoctor.reports.escape import markdown as md
 from tpudoctor.reports.escape import markdown_code, markdown_fence, markdown_link, markdown_prose
-from tpudoctor.reports.view import Section, Table, View, evidence_lines, finding_line, shows_fix
+from tpudoctor.reports.view import Section, Table, View, evidence_lines, finding_line, fix_lines, shows_fix
 
 
 def emit(view: View, *, verbose: bool = False) -> str:
@@ -44,8 +44,7 @@ def _finding(finding: Finding, verbose: bool, *, brief: bool = False, scope: boo
         return [*lines, "  - (see above)"]
     fix = finding.remediation
     if fix is not None and shows_fix(finding):
-        if fix.text:
-            lines.append(f"  - fix: {markdown_prose(fix.text)}")
+        lines += [f"  - fix: {markdown_prose(line)}" for line in fix_lines(finding)]
         lines += [f"  - {markdown_code(c)}" for c in fix.commands]
         if fix.docs_url:
             lines.append(f"  - docs: {markdown_link(fix.docs_url)}")

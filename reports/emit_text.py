@@ -12,8 +12,17 @@ from rich.console import Console
 
 from tpudoctor.findings import Finding
 from tpudoctor.reports.escape import text as escape
-from tpudoctor.reports.markers import MARKERS, STYLES
-from tpudoctor.reports.view import Section, Table, View, evidence_lines, finding_line, shows_fix
+from tpudoctor.reports.view import (
+    MARKERS,
+    STYLES,
+    Section,
+    Table,
+    View,
+    evidence_lines,
+    finding_line,
+    fix_lines,
+    shows_fix,
+)
 
 
 def emit(view: View, *, verbose: bool = False, color: bool = False, width: int = 100) -> str:
@@ -60,8 +69,8 @@ def _finding(console: Console, finding: Finding, indent: str, verbose: bool, *, 
         return
     fix = finding.remediation
     if fix is not None and shows_fix(finding):
-        if fix.text:
-            console.print(f"{indent}    [bold]fix:[/bold] {escape(fix.text)}")
+        for line in fix_lines(finding):
+            console.print(f"{indent}    [bold]fix:[/bold] {escape(line)}")
         for command in fix.commands:
             console.print(f"{indent}      [cyan]$ {escape(command)}[/cyan]")
         if fix.docs_url:

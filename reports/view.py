@@ -17,8 +17,15 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tpudoctor.findings import Finding, Status
-from tpudoctor.reports.markers import MARKERS, scope_words
+from tpudoctor.findings import Finding, Scope, Status
+from tpudoctor.units import format_bytes
+
+MARKERS = {Status.PASS: "[✓]", Status.WARN: "[!]", Status.FAIL: "[✗]", Status.SKIP: "[-]", Status.ERROR: "[☠]"}
+"""Status boxes (flutter doctor's), in every kind and format."""
+STYLES = {Status.PASS: "green", Status.WARN: "yellow", Status.FAIL: "bold red", Status.SKIP: "dim", Status.ERROR: "magenta"}
+"""A status box's colour in a terminal (``--color``)."""
+WORDS = {Status.PASS: "ok", Status.WARN: "warning", Status.FAIL: "failed", Status.SKIP: "skipped",
+         Status.ERROR: "could not run"}
 
 EVIDENCE_CHARS = 300
 """An evidence value shown with ``-v`` is cut here: the JSON document holds it whole."""
@@ -127,11 +134,14 @@ class View:
     suite: Suite
     details: tuple[tuple[Suite, tuple[Finding, ...]], ...] = ()
     """JUnit suites of detail (a merged report's workers): never failed, the main suite counts their findings."""
+    thresholds: tuple[Finding, ...] = ()
+    """The outcome of a threshold the user set (goodput's ``--min-ettr``), JUnit testcases before the findings,
+    judged at FAIL whatever ``--fail-on`` says (``Gate.fails(threshold=True)``)."""
 
 
 def classname(suite: Suite, finding: Finding) -> str:
     step = f"step{int(finding.step)}_{finding.step.name.lower()}" if finding.step is not None else "other"
-    return suite.classname.format(step=step)
+    return suite.classname.replace("{step}", step)  # a model name may hold braces: no format()
 
 
 def findings_of(document: dict[str, Any]) -> tuple[Finding, ...]:
@@ -140,6 +150,20 @@ def findings_of(document: dict[str, Any]) -> tuple[Finding, ...]:
 
 def shows_fix(finding: Finding) -> bool:
     return finding.remediation is not None and finding.status in (Status.FAIL, Status.WARN, Status.ERROR)
+
+
+def fix_lines(finding: Finding) -> list[str]:
+    """The fix's text, a line each (a goodput rule's fix lists several ways)."""
+    text = finding.remediation.text if finding.remediation is not None else ""
+    return [line for line in (text or "").splitlines() if line.strip()]
+
+
+def scope_words(scope: Scope) -> str:
+    """``on workers 3, 7`` / ``on worker 0; hosts t1v-n-0``; empty for the whole node or job."""
+    parts = [f"{singular if len(values) == 1 else plural} {', '.join(values)}"
+             for singular, plural, values in (("worker", "workers", scope.workers), ("host", "hosts", scope.hosts),
+                                              ("chip", "chips", scope.chips)) if values]
+    return f"on {'; '.join(parts)}" if parts else ""
 
 
 def where_words(finding: Finding) -> str:
@@ -172,6 +196,8 @@ def evidence_lines(finding: Finding) -> list[str]:
     out = []
     for key, value in finding.evidence.items():
         shown = value if isinstance(value, str) else json.dumps(value, default=str)
+        if key.endswith("_bytes") and isinstance(value, int) and not isinstance(value, bool):
+            shown = f"{value} ({format_bytes(value)})"
         if len(shown) > EVIDENCE_CHARS:
             shown = shown[:EVIDENCE_CHARS - 3] + "..."
         out.append(f"{key}: {shown}")

@@ -107,13 +107,14 @@ def test_a_drop_within_the_extra_noise_is_unknown_not_a_regression():
     assert finding.message.startswith("unknown: the machine was 10.2x noisier than the baseline's")
     from test_bench_document import run_result
 
-    from tpudoctor.reports.bench_markdown import render as markdown
+    from tpudoctor.rendering import render
 
     rendered = build_document(run_result(samples=current), tool_version="0.1.0")
     rendered["comparison"] = {**doc["comparison"], "baseline_key": rendered["key"], "allowed_mismatch": False}
-    assert "**⚠️ unknown (the machine was noisier than the baseline's): -15.0% vs baseline" in markdown(rendered)
+    markdown = render(rendered, "markdown")
+    assert "\nunknown (the machine was noisier than the baseline's): -15.0% vs baseline" in markdown
     assert "the machine was 10.2x noisier than the baseline's (CV 12.9% vs 1.3%): a regression must exceed 30.6%" \
-        in markdown(rendered)
+        in markdown
 
 
 def test_the_same_drop_on_a_machine_as_quiet_as_the_baselines_is_a_regression():

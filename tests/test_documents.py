@@ -13,14 +13,12 @@ from tpudoctor.documents import (
     InvalidDocumentError,
     check_document,
     merged_document,
-    shown_check_report,
     validated,
 )
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.findings import Target
 from tpudoctor.pod.merge import WorkerOutcome, merge_outcomes
 from tpudoctor.rendering import render
-from tpudoctor.reports import render_check_report
 
 
 def test_a_check_document_is_scrubbed_always_and_redacted_on_request():
@@ -31,9 +29,9 @@ def test_a_check_document_is_scrubbed_always_and_redacted_on_request():
 
 
 def test_every_check_format_is_made_from_the_one_prepared_report():
-    shown = shown_check_report(leaky_report(), redact=True)
+    shown = check_document(leaky_report(), redact=True)
     for fmt in ("text", "json", "markdown", "html", "junit"):
-        out = render_check_report(shown, fmt)
+        out = render(shown, fmt)
         assert "acme-prod-42" not in out and "acme-training-data" not in out and "ya29." not in out, fmt
 
 

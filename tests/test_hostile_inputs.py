@@ -288,16 +288,16 @@ def test_host_names_from_capture_file_names_are_escaped_in_every_profile_format(
 # ---------------------------------------------------------------- 9. one summary, the same in every format
 
 def test_one_summary_sentence_in_every_format(tmp_path):
-    from tpudoctor.findings import Report, Status
-    from tpudoctor.reports import render_check_report
-    from tpudoctor.reports.markers import summary_sentence
+    from tpudoctor.findings import Report, Status, root_cause
+    from tpudoctor.rendering import render
+    from tpudoctor.reports.views.check import summary_sentence
 
     only_warning = Report.from_dict(_report_doc())
     only_warning.results = [r for r in only_warning.results if r.status in (Status.WARN, Status.PASS)]
-    sentence = summary_sentence(only_warning)
+    sentence = summary_sentence(only_warning.results, root_cause(only_warning.results))
     assert sentence.startswith("tpudoctor found 1 issue(s) (1 ok, 1 warning)")
     for fmt in ("text", "markdown", "html", "junit"):
-        out = render_check_report(only_warning, fmt)
+        out = render(only_warning.to_dict(), fmt)
         assert sentence in out.replace("\\", ""), fmt
         assert "No issues found" not in out, fmt
 
@@ -305,8 +305,7 @@ def test_one_summary_sentence_in_every_format(tmp_path):
 def test_the_root_cause_headline_says_the_check_failed(tmp_path):
     """LOGS-001's title says what passing means ('Job log shows no known TPU failure'): the headline must
     not read as a pass."""
-    from tpudoctor.findings import Report
-    from tpudoctor.reports import render_check_report
+    from tpudoctor.rendering import render
 
     doc = _report_doc()
     doc["results"] = [dict(r, status="PASS", skip_reason=None) for r in doc["results"] if r["id"] != "LOGS-001"]
@@ -314,12 +313,11 @@ def test_the_root_cause_headline_says_the_check_failed(tmp_path):
                            "status": "FAIL", "severity": "high", "message": "HBM out of memory (train.log:6)",
                            "evidence": {}, "remediation": None, "scope": {"workers": [], "hosts": [], "chips": []},
                            "skip_reason": None, "duration_s": 0.01})
-    report = Report.from_dict(doc)
-    html_out = render_check_report(report, "html")
-    assert "<h2>Root cause: [✗] LOGS-001 Job log shows no known TPU failure: failed</h2>" in html_out
-    assert "<p class='summary'>tpudoctor found 1 issue(s)" in html_out
-    assert "<h2>Root cause: [✗] LOGS-001 Job log shows no known TPU failure: failed</h2>" in _markdown_as_html(
-        render_check_report(report, "markdown"))
+    headline = "Root cause (step 4, Logs): LOGS-001 Job log shows no known TPU failure: failed"
+    assert f"<h2>{headline}</h2>" in render(doc, "html")
+    assert f"<p>tpudoctor found 1 issue(s)" in render(doc, "html")
+    assert f"<h2>{headline}</h2>" in _markdown_as_html(render(doc, "markdown"))
+    assert f"\n{headline}\n" in render(doc, "text")
 
 
 def test_error_messages_show_escape_sequences_from_file_names_never_run_them(tmp_path, capsys):

@@ -283,12 +283,12 @@ def test_cli_names_root_cause_first_in_every_format(capsys, tmp_path, monkeypatc
     code, md, _ = _check(capsys, "--log-file", log, "--format", "markdown")
     # The title names what is looked at, not an outcome: "[✗] Job log shows no error" read as a contradiction
     # (the hostile probe of 2026-12-04, N29).
-    assert "## Root cause: [✗] LOGS-001 Errors in the job log: failed" in md  # not read as a pass
-    assert "HBM out of memory" in md and "**Fix:**" in md
+    assert "## Root cause (step 4, Logs): LOGS-001 Errors in the job log: failed" in md  # not read as a pass
+    assert "HBM out of memory" in md and "  - fix: " in md
     assert "22054657065" in md
 
     code, html, _ = _check(capsys, "--log-file", log, "--format", "html")
-    assert "Root cause: [✗] LOGS-001" in html and "HBM out of memory" in html and "22054657065" in html
+    assert "Root cause (step 4, Logs): LOGS-001 Errors in the job log: failed" in html and "HBM out of memory" in html and "22054657065" in html
 
     code, junit, _ = _check(capsys, "--log-file", log, "--format", "junit")
     root = ET.fromstring(junit)

@@ -1,4 +1,5 @@
-"""List evidence (an OOM report's largest allocations) is drawn as rows in text, markdown and HTML."""
+"""List evidence of the root cause (an OOM report's largest allocations) is drawn as a table in text, markdown and
+HTML."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from sample_reports import preempted_node_report
 from tpudoctor.checks.logs.user_log_files import UserLogFilesDiagnosis
 from tpudoctor.facts import Facts
 from tpudoctor.logdiag import Diagnoser
-from tpudoctor.reports import render_check_report
+from tpudoctor.rendering import render
 from tpudoctor.schema import validate
 
 LOG = Path(__file__).parent / "data" / "logs" / "real" / "t50_flowpm_compile_oom_padding.log"
@@ -30,25 +31,26 @@ def _oom_report():
     return report
 
 
-def test_text_lists_each_allocation_on_its_own_line():
-    text = render_check_report(_oom_report(), "text")
-    assert "largest_allocations:" in text
-    line = next(ln for ln in text.splitlines() if "- rank 1" in ln)
-    assert "size_bytes 32.00 GiB" in line and "s32[8388608,8,4]" in line
-    assert "padding_bytes 31.00 GiB" in line and "padding_expansion 32" in line and "FloorMod" in line
+def test_text_draws_the_root_causes_allocations_as_a_table():
+    text = render(_oom_report().to_dict(), "text")
+    lines = text.splitlines()
+    head = lines.index("  largest_allocations") + 1
+    assert lines[head].split()[:5] == ["rank", "size_bytes", "shape", "unpadded_size_bytes", "padding_bytes"]
+    row = lines[head + 1]
+    assert row.split()[:2] == ["1", "32.00"] and "s32[8388608,8,4]" in row and "31.00 GiB" in row and "FloorMod" in row
     assert "hbm_excess_bytes: 27638114550 (25.74 GiB)" in text
 
 
 def test_markdown_and_html_draw_a_table():
-    md = render_check_report(_oom_report(), "markdown")
-    assert "**largest_allocations**" in md
-    assert "| rank | size_bytes | shape |" in md and "| 1 | 32.00 GiB | s32[8388608,8,4]" in md
-    html = render_check_report(_oom_report(), "html")
+    md = render(_oom_report().to_dict(), "markdown")
+    assert "### largest_allocations" in md and "| rank | size_bytes | shape |" in md
+    assert "| 1 | 32.00 GiB | s32[8388608,8,4]" in md
+    html = render(_oom_report().to_dict(), "html")
     assert "<h3>largest_allocations</h3>" in html and "<td>32.00 GiB</td>" in html
 
 
 def test_json_keeps_the_numbers():
-    doc = json.loads(render_check_report(_oom_report(), "json"))
+    doc = json.loads(render(_oom_report().to_dict(), "json"))
     validate(doc, "check_report")
     first = doc["results"][0]["evidence"]["largest_allocations"][0]
     assert first["size_bytes"] == 32 * 2**30 and first["padding_bytes"] == 31 * 2**30

@@ -93,15 +93,6 @@ def check_document(report: Report, *, redact: bool) -> dict[str, Any]:
     return validated(sanitize_report_dict(report.to_dict(), redact=redact), "check_report")
 
 
-def shown_check_report(report: Report, *, redact: bool) -> Report:
-    """The ``Report`` the check renderers format: read back from its prepared document."""
-    from tpudoctor.findings import Report
-
-    shown = Report.from_dict(check_document(report, redact=redact))
-    shown.duration_s = report.duration_s
-    return shown
-
-
 def merged_document(merged: HasDocument, *, redact: bool) -> dict[str, Any]:
     """A merged pod report's document. With ``redact``, one set of placeholders across every worker's report;
     without, each worker's own report is as the tpudoctor that wrote it scrubbed it."""

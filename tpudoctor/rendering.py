@@ -39,14 +39,12 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
     ("goodput", "markdown"): Renderer("tpudoctor.reports.goodput_markdown:render"),
     ("goodput", "html"): Renderer("tpudoctor.reports.goodput_html:render"),
     ("goodput", "junit"): Renderer("tpudoctor.reports.goodput_junit:render", ("gate",)),
-    ("bench", "text"): Renderer("tpudoctor.reports.bench_text:render"),
-    ("bench", "json"): Renderer("tpudoctor.reports.bench_json:render"),
-    ("bench", "markdown"): Renderer("tpudoctor.reports.bench_markdown:render"),
-    ("bench", "junit"): Renderer("tpudoctor.reports.bench_junit:render", ("gate",)),
 }
 
 
 VIEWS: dict[str, str] = {
+    "bench": "tpudoctor.reports.views.bench:view",
+    "check": "tpudoctor.reports.views.check:view",
     "diag": "tpudoctor.reports.views.diag:view",
     "hang": "tpudoctor.reports.views.hang:view",
     "merged": "tpudoctor.reports.views.merged:view",

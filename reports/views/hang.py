@@ -12,8 +12,7 @@ from tpudoctor.findings import Status
 from tpudoctor.hang.model import Frame
 from tpudoctor.hang.report import STACK_DUMPS_SOURCE
 from tpudoctor.hang.rule import Category, is_library
-from tpudoctor.reports.markers import MARKERS
-from tpudoctor.reports.view import Section, Suite, Table, View, findings_of, properties
+from tpudoctor.reports.view import MARKERS, Section, Suite, Table, View, findings_of, properties
 
 MAX_FRAMES = 14
 VERDICT_WORDS = {"hung": "HUNG", "progressing": "PROGRESSING", "unknown": "UNKNOWN", "no_process": "NO PROCESS"}

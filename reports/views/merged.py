@@ -11,9 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from tpudoctor.findings import Finding, Status, Step, natural_key, root_cause, worst_status
-from tpudoctor.reports import escape
-from tpudoctor.reports.markers import MARKERS, WORDS
-from tpudoctor.reports.view import Section, Suite, View, properties, where_words
+from tpudoctor.reports.view import Section, Suite, View, properties
+from tpudoctor.reports.views.check import (
+    cause_sections,
+    findings_in_order,
+    step_sections,
+    suite,
+    summary_sentence,
+    title,
+)
 
 MATRIX_MAX_WORKERS = 64
 CELL = {Status.PASS: "✓", Status.WARN: "!", Status.FAIL: "✗", Status.ERROR: "?", Status.SKIP: "-"}
@@ -99,53 +105,12 @@ def _step_summary(step: Step, matrix: dict[str, dict[int, str]]) -> str:
     return f"{int(step)} {step.name.lower()}: " + ", ".join(parts)
 
 
-def _steps(findings: list[Finding], cause: Finding | None) -> list[Section]:
-    """One part per triage step; a step none of whose checks could apply is one line with the reasons."""
-    sections = []
-    for step in Step:
-        in_step = [f for f in findings if f.step == step]
-        if not in_step:
-            continue
-        title = f"{int(step)}. {step.label}"
-        if all(f.status is Status.SKIP for f in in_step):
-            reasons = list(dict.fromkeys(f.evidence.get("root_skip_reason") or f.skip_reason or f.message
-                                         for f in in_step))
-            brief = Section(title, notes=(f"{MARKERS[Status.SKIP]} {len(in_step)} check(s) skipped: {reasons[0]}",
-                                          *(f"also: {r}" for r in reasons[1:3])))
-            sections += [brief, Section(title, findings=tuple(in_step), verbose_only=True, scope_said=True)]
-            continue
-        shown = (cause.id,) if cause is not None and cause in in_step else ()
-        sections.append(Section(title, findings=tuple(in_step), shown_above=shown, scope_said=True))
-    others = [f for f in findings if f.step is None]
-    if others:
-        sections.append(Section("Other", findings=tuple(others), scope_said=True))
-    return sections
-
-
-def summary_sentence(findings: list[Finding], cause: Finding | None) -> str:
-    """``tpudoctor found 2 issue(s) (1 warning, 1 failed, 3 ok). Root cause: NODE-001.`` or
-    ``No issues found (3 ok).``; a warning is an issue."""
-    counts = {s: sum(f.status is s for f in findings) for s in Status}
-    problems = counts[Status.FAIL] + counts[Status.ERROR] + counts[Status.WARN]
-    tally = ", ".join(f"{counts[s]} {WORDS[s]}" for s in Status if counts[s]) or "no checks ran"
-    if not problems:
-        return f"No issues found ({tally})."
-    where = where_words(cause) if cause is not None else ""
-    named = f" Root cause: {cause.id}{f' {where}' if where else ''}." if cause is not None else ""
-    return escape.plain(f"tpudoctor found {problems} issue(s) ({tally}).{named}")  # worker ids are one line here
-
-
-def _in_order(document: dict[str, Any]) -> list[Finding]:
-    findings = [Finding.from_dict(raw) for raw in document.get("results") or []]
-    return sorted(findings, key=lambda f: int(f.step) if f.step is not None else len(Step) + 1)
-
-
 def _worker_suites(document: dict[str, Any]) -> tuple[tuple[Suite, tuple[Finding, ...]], ...]:
     details = []
     for worker, entry in (document.get("workers") or {}).items():
         own = entry.get("report")
         if own:
-            findings = tuple(_in_order(own))
+            findings = tuple(findings_in_order(own))
             details.append((Suite(f"tpudoctor check worker {worker}", "tpudoctor.{step}",
                                   duration_s=float(own.get("duration_s") or 0.0), timestamp=own.get("started_at", ""),
                                   hostname=str(own.get("host") or ""), properties=properties((
@@ -156,21 +121,10 @@ def _worker_suites(document: dict[str, Any]) -> tuple[tuple[Suite, tuple[Finding
 
 
 def view(document: dict[str, Any]) -> View:
-    findings = _in_order(document)
+    findings = findings_in_order(document)
     cause = root_cause(findings)
-    target = document.get("target") or {}
-    version = (document.get("tool") or {}).get("version", "")
-    title = " · ".join([f"tpudoctor {version}", *(f"{k} {target[k]}" for k in ("project", "zone", "tpu", "worker")
-                                                   if target.get(k)), f"host {document.get('host', '')}"])
-    sections = [_slice(document)]
-    if cause is not None:
-        step = f"step {int(cause.step)}, {cause.step.label}" if cause.step is not None else "outside the steps"
-        sections.append(Section(f"Root cause ({step}): {cause.id} {cause.title}: {WORDS[cause.status]}",
-                                findings=(cause,), evidence=True, marked=True, scope_said=True))
-    sections += _steps(findings, cause)
     summary = summary_sentence(findings, cause)
-    sections.append(Section(notes=(summary,)))
-    suite = Suite("tpudoctor check (merged across workers)", "tpudoctor.{step}",
-                  duration_s=float(document.get("duration_s") or 0.0), timestamp=document.get("started_at", ""),
-                  hostname=str(document.get("host") or ""), properties=properties(target.items()), summary=summary)
-    return View("check", title, (), tuple(sections), tuple(findings), suite, _worker_suites(document))
+    sections = [_slice(document), *cause_sections(cause, scope_said=True),
+                *step_sections(findings, cause, scope_said=True), Section(notes=(summary,))]
+    return View("check", title(document), (), tuple(sections), tuple(findings),
+                suite(document, "tpudoctor check (merged across workers)", summary), _worker_suites(document))

@@ -146,12 +146,12 @@ RENDERINGS = settings(max_examples=max(40, settings.default.max_examples // 4))
 @given(report=hostile_report(), verbose=st.booleans())
 @RENDERINGS
 def test_check_report_in_every_format(report, verbose):
-    from tpudoctor.reports import render_check_report
+    from tpudoctor.rendering import render
 
     for fmt in FORMATS:
-        out = render_check_report(report, fmt, verbose=verbose)
+        out = render(report.to_dict(), fmt, verbose=verbose)
         _assert_format(fmt, out)
-    assert json.loads(render_check_report(report, "json")) == report.to_dict()
+    assert json.loads(render(report.to_dict(), "json")) == json.loads(json.dumps(report.to_dict(), default=str))
 
 
 @given(data=st.data())
@@ -327,7 +327,7 @@ def test_bench_report_in_every_format(data):
     clean = json.loads((DOCUMENTS / "bench_dense_cpu_vs_baseline.json").read_text(encoding="utf-8"))
     doc = _poison_strings(clean, _pool(data))
     for fmt in BENCH_FORMATS:
-        _assert_format(fmt, render(doc, fmt))
+        _assert_format(fmt, render(doc, fmt, verbose=data.draw(st.booleans())))
 
 
 # ---------------------------------------------------------------- hang and goodput reports

@@ -70,7 +70,6 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.formats import CHECK_FORMATS
     from tpudoctor.progress import progress
     from tpudoctor.registry import load_registry
-    from tpudoctor.reports import render_check_report
     from tpudoctor.runner import Runner
 
     target = settings.target()  # every name checked before it reaches gcloud or an API path
@@ -120,14 +119,12 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
     ctx = RunContext(target=target, options=options, run_timeout_s=run_timeout_s, session=session)
     with progress("tpudoctor check") as update:
         report = Runner(registry, ctx, progress=update).run(selected)
-    from tpudoctor.documents import shown_check_report
-    from tpudoctor.findings import exit_code_for
+    from tpudoctor.documents import prepare
+    from tpudoctor.findings import Gate, exit_code_for
+    from tpudoctor.rendering import render
 
-    shown = shown_check_report(report, redact=args.redact)  # scrubbed and validated once, before any renderer
-    from tpudoctor.findings import Gate
-
-    text = render_check_report(shown, fmt, verbose=args.verbose, color=_color_wanted(args),
-                               gate=Gate(fail_on, args.exit_zero))
+    document = prepare(report, redact=args.redact)  # scrubbed and validated once, before any renderer
+    text = render(document, fmt, verbose=args.verbose, color=_color_wanted(args), gate=Gate(fail_on, args.exit_zero))
     _write_report(args, report, text, fmt, session)
     return exit_code_for(report, fail_on=fail_on, exit_zero=args.exit_zero)
 
