@@ -6,7 +6,15 @@ from __future__ import annotations
 from tpudoctor.findings import Finding
 from tpudoctor.reports.escape import markdown as md
 from tpudoctor.reports.escape import markdown_code, markdown_fence, markdown_link, markdown_prose
-from tpudoctor.reports.view import Section, Table, View, evidence_lines, finding_line, fix_lines, shows_fix
+from tpudoctor.reports.view import (
+    Section,
+    Table,
+    View,
+    evidence_lines,
+    finding_line,
+    fix_lines,
+    shows_fix,
+)
 
 
 def emit(view: View, *, verbose: bool = False) -> str:

@@ -315,7 +315,7 @@ def test_the_root_cause_headline_says_the_check_failed(tmp_path):
                            "skip_reason": None, "duration_s": 0.01})
     headline = "Root cause (step 4, Logs): LOGS-001 Job log shows no known TPU failure: failed"
     assert f"<h2>{headline}</h2>" in render(doc, "html")
-    assert f"<p>tpudoctor found 1 issue(s)" in render(doc, "html")
+    assert "<p>tpudoctor found 1 issue(s)" in render(doc, "html")
     assert f"<h2>{headline}</h2>" in _markdown_as_html(render(doc, "markdown"))
     assert f"\n{headline}\n" in render(doc, "text")
 

@@ -10,7 +10,16 @@ from typing import Any
 
 from tpudoctor.findings import Finding, Status, Step, root_cause
 from tpudoctor.reports import escape
-from tpudoctor.reports.view import MARKERS, WORDS, Section, Suite, Table, View, properties, where_words
+from tpudoctor.reports.view import (
+    MARKERS,
+    WORDS,
+    Section,
+    Suite,
+    Table,
+    View,
+    properties,
+    where_words,
+)
 from tpudoctor.units import format_bytes
 
 RECORD_ROWS = 20
