@@ -140,3 +140,18 @@ def test_a_drop_that_the_extra_load_of_other_processes_can_explain_is_unknown():
     assert slower_still.verdict == "regression"  # -75 %: more than 5 % + 2 x 30 % of the machine can explain
     unrecorded = gate.compare(baseline, current, busy_share_baseline=None, busy_share_current=0.31)
     assert unrecorded.verdict == "regression" and unrecorded.busy_share_increase is None
+
+
+def test_a_confirmation_whose_drop_stays_beyond_tolerance_without_significance_does_not_clear_it():
+    """Round 8 of the gate check (merged main): a 25 % slowdown gave -21.6 % (regression), then -24.5 %
+    (regression) and -23.6 % with p=0.0037 against a baseline whose windows varied 15.5 %: the last one was
+    read as 'not reproduced' and the build passed."""
+    baseline = _windows(10_000, 1.0, 8, seed=31)
+    first = gate.compare(baseline, _windows(7_800, 1.0, 8, seed=32))
+    held = gate.compare(baseline, _windows(7_550, 1.0, 8, seed=33))
+    unsure = dataclasses.replace(held, verdict="no_change", change_pct=-23.6, ratio=0.764, p_value_slower=0.0037)
+    assert gate.confirmed(first, [held, unsure]).verdict == "regression"
+    alone = gate.confirmed(first, [unsure])
+    assert (alone.verdict, alone.unknown_reason) == ("unknown", "not_significant")
+    gone = dataclasses.replace(held, verdict="no_change", change_pct=-3.0, ratio=0.97)
+    assert gate.confirmed(first, [held, gone]).unknown_reason == "not_reproduced"

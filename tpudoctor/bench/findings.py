@@ -98,6 +98,18 @@ def gate_finding(document: Mapping[str, Any]) -> Finding:
                           f"--baseline {comparison['baseline_file']}",),
             ),
         )
+    if g["verdict"] == "unknown" and g.get("unknown_reason") == "not_significant":
+        shown = ", ".join(f"{run['change_pct']:+.1f}%" for run in again)
+        return _finding(
+            GATE_ID, GATE_TITLE, Status.WARN, Severity.MEDIUM,
+            f"unknown: {figures} (p={p_value:.2g}); the runs timed to confirm it gave {shown}, still beyond the "
+            f"{g['tolerance'] * 100:g}% tolerance but not significant: the windows vary too much to tell",
+            evidence=evidence,
+            remediation=Remediation(
+                text="Time more windows so that a real drop can reach significance.",
+                commands=(f"tpudoctor bench --model {model} --repeats {repeats} --baseline {comparison['baseline_file']}",),
+            ),
+        )
     if g["verdict"] == "unknown" and g.get("unknown_reason") == "busier":
         return _finding(
             GATE_ID, GATE_TITLE, Status.WARN, Severity.MEDIUM,

@@ -216,16 +216,18 @@ def needs_confirmation(result: GateResult) -> bool:
 
 def confirmed(first: GateResult, confirmations: Sequence[GateResult]) -> GateResult:
     """The first run's figures with the verdict its confirmation runs allow: ``unknown`` (``not_reproduced``)
-    when a confirmation shows no significant drop beyond tolerance; a regression when none does and at least
-    one is a regression (a confirmation the machine's noise left ``unknown`` is no evidence either way);
-    otherwise the last confirmation's own ``unknown``."""
+    when a confirmation shows the drop gone (its median within tolerance of the baseline's, or faster); a
+    regression when none does and at least one is a regression. A confirmation whose drop stays beyond
+    tolerance without reaching significance, or that the machine's noise or load left ``unknown``, is no
+    evidence either way; with nothing else, the last confirmation's own ``unknown`` stands."""
     if not confirmations:
         return first
-    if any(c.verdict in ("no_change", "improvement") for c in confirmations):
+    if any(c.ratio >= 1.0 - c.tolerance for c in confirmations):
         return dataclasses.replace(first, verdict="unknown", unknown_reason="not_reproduced")
     if any(c.verdict == "regression" for c in confirmations):
         return dataclasses.replace(first, verdict="regression", unknown_reason=None)
-    return dataclasses.replace(first, verdict="unknown", unknown_reason=confirmations[-1].unknown_reason)
+    return dataclasses.replace(first, verdict="unknown", unknown_reason=confirmations[-1].unknown_reason
+                               or "not_significant")
 
 
 def _checked(samples: Sequence[float], name: str) -> np.ndarray:
