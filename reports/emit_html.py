@@ -23,6 +23,10 @@ STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:
          ".box{border:2px solid #cf222e;border-radius:6px;padding:0 1em;margin:1em 0}"
          "pre,code{background:#f6f8fa}pre{padding:.5em;overflow-x:auto}.bar{fill:#69c}.bar.marked{fill:#cf222e}")
 SPAN_FILL = {True: "#c62828", False: "#c5cae9"}
+GROUP_FILLS = ("#5d4037", "#8d6e63", "#6a1b9a", "#2e7d32", "#ad1457", "#ef6c00", "#f9a825", "#263238", "#c62828",
+               "#9e9e9e", "#1565c0", "#00838f")
+"""A span group's colour, in the order the groups first appear (goodput: initialisation, preparation, compilation,
+productive steps, ...)."""
 BAR_WIDTH = 400
 
 
@@ -97,10 +101,17 @@ def spans_svg(chart: Chart, width: int = 1040) -> str:
            f'<text x="{width - 10}" y="12" text-anchor="end">{e(chart.axis[2])}</text>']
     out += [f'<text x="{left - 6}" y="{top + i * lane_h + 11}" text-anchor="end">{e(lane)}</text>'
             for i, lane in enumerate(lanes)]
-    out += [f'<rect class="critical" fill="{SPAN_FILL[s.marked]}" x="{left + s.start * scale:.1f}" '
-            f'y="{top + lanes.index(s.lane) * lane_h + 2}" width="{max((s.end - s.start) * scale, 0.5):.1f}" '
-            f'height="{lane_h - 4}"><title>{e(s.text)}</title></rect>' for s in chart.spans]
+    groups = list(dict.fromkeys(s.group for s in chart.spans if s.group))
+    fill = {g: GROUP_FILLS[i % len(GROUP_FILLS)] for i, g in enumerate(groups)}
+    out += [f'<rect class="{"band" if s.group else "critical"}" fill="{fill.get(s.group) or SPAN_FILL[s.marked]}" '
+            f'x="{left + s.start * scale:.1f}" y="{top + lanes.index(s.lane) * lane_h + 2}" '
+            f'width="{max((s.end - s.start) * scale, 0.5):.1f}" height="{lane_h - 4}"><title>{e(s.text)}</title></rect>'
+            for s in chart.spans]
     y = top + lane_h * len(lanes) + 16
+    if groups:  # a legend line of its own under the lanes
+        return "".join(out) + "</svg><p>" + " ".join(
+            f'<svg width="10" height="10"><rect fill="{fill[g]}" width="10" height="10"/></svg> {e(g)}'
+            for g in groups) + "</p>"
     out.append(f'<rect fill="{SPAN_FILL[True]}" x="{left}" y="{y - 9}" width="10" height="10"/><text x="{left + 14}" '
                f'y="{y}">{e(chart.legend[0])}</text><rect fill="{SPAN_FILL[False]}" x="{left + 230}" y="{y - 9}" width="10" '
                f'height="10"/><text x="{left + 244}" y="{y}">{e(chart.legend[1])}</text>')

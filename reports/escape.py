@@ -12,8 +12,8 @@ every outside value through the rule of its format, and only that rule:
 * ``markdown``: ``plain``, then HTML's ``& < >`` as entities and Markdown's metacharacters backslashed;
   ``markdown_code`` a code span no backtick can end, ``markdown_fence`` a fenced block no line can close.
 * ``html``: newlines kept, the other controls as above, then HTML-escaped (quotes too).
-* ``xml`` (JUnit): what XML 1.0 cannot hold (NUL, ESC, ...) made visible as above; ``junit_document``
-  applies it to every attribute and text of a tree before it is written.
+* JUnit: what XML 1.0 cannot hold (NUL, ESC, ...) made visible as above (``lines``; an attribute ``plain``):
+  ``junit_document`` applies it to every attribute and text of a tree before it is written.
 """
 
 from __future__ import annotations
@@ -118,19 +118,14 @@ def html(value: Any) -> str:
     return _html.escape(lines(value), quote=True)
 
 
-def xml(value: Any) -> str:
-    """Text XML 1.0 can hold; ElementTree escapes the markup itself."""
-    return lines(value)
-
-
 def junit_document(root: ET.Element) -> str:
     """The JUnit XML of ``root``, every attribute and text made XML-safe first (whatever put them there)."""
     for element in root.iter():
         for name, value in element.attrib.items():  # an attribute is one line: a newline in it forges a row
             element.set(name, plain(value))
-        if element.text:
-            element.text = xml(element.text)
+        if element.text:  # ``lines``: what XML 1.0 can hold (ElementTree escapes the markup itself)
+            element.text = lines(element.text)
         if element.tail:
-            element.tail = xml(element.tail)
+            element.tail = lines(element.tail)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -58,6 +58,8 @@ class Span:
     text: str
     """Said when pointed at."""
     marked: bool = False
+    group: str = ""
+    """Spans of one group share a colour, named in the legend (goodput's buckets); without: marked or not."""
 
 
 @dataclasses.dataclass(frozen=True)

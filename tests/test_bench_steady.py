@@ -133,3 +133,21 @@ def test_a_baseline_noisier_than_the_run_is_said_to_hide_all_but_large_drops():
     finding = gate_finding(doc)
     assert finding.status == Status.PASS
     assert "the baseline's windows were 10.2x noisier than this run's (CV 12.9% vs 1.3%)" in finding.message
+
+
+@pytest.mark.parametrize("reason,words", [("not_reproduced", "unknown (the drop was gone on a fresh run): -52.1%"),
+                                          ("not_significant", "unknown (a fresh run did not confirm the drop)"),
+                                          ("busier", "unknown (the machine was busier than the baseline")])
+def test_an_unknown_verdict_says_its_own_reason_not_noise(reason, words):
+    """A drop that a fresh run did not reproduce read 'unknown (the machine was noisier than the baseline's)' on a
+    machine no noisier than the baseline's: the verdict names why it is unknown."""
+    import json
+    from pathlib import Path
+
+    from tpudoctor.rendering import render
+
+    doc = json.loads((Path(__file__).parent / "data" / "documents" / "bench_dense_cpu_vs_baseline.json").read_text())
+    doc["comparison"]["gate"].update(verdict="unknown", unknown_reason=reason)
+    for fmt in ("text", "markdown", "html"):
+        out = render(doc, fmt)
+        assert words in out and "noisier" not in out, fmt

@@ -43,11 +43,11 @@ def test_json_report_has_the_goodput_section_and_validates(tmp_path):
 def test_text_markdown_html_junit(tmp_path, capsys):
     assert main(["goodput", str(FIXTURE)]) == 0
     text = capsys.readouterr().out
-    assert "ETTR 0.271" in text and "Where did the time go" in text and "[✗] Compilation takes 22.9%" in text
-    assert "jax_compilation_cache_dir" in text
+    assert "ETTR 0.271" in text and "Where did the time go" in text
+    assert "[✗] compilation Compilation takes 22.9%" in text and "jax_compilation_cache_dir" in text
     assert main(["goodput", str(FIXTURE), "--format", "markdown"]) == 0
     md = capsys.readouterr().out
-    assert "| PROGRAM_STARTUP (compilation / first step) | 3.7 min | 22.92 |" in md
+    assert "| PROGRAM_STARTUP | compilation / first step | 3.7 min | 22.92 |  |" in md
     html_path = tmp_path / "g.html"
     assert main(["goodput", str(FIXTURE), "--format", "html", "-o", str(html_path)]) == 0
     page = html_path.read_text()
@@ -56,9 +56,13 @@ def test_text_markdown_html_junit(tmp_path, capsys):
     suite = ET.fromstring(capsys.readouterr().out).find("testsuite")
     assert suite.get("failures") == "0"  # exit 0: compilation and restarts FAIL, said in system-out; the gate passes
     assert sum("FAIL (" in (c.findtext("system-out") or "") for c in suite.iter("testcase")) == 2
-    assert any(c.get("name") == "ETTR >= 0.2" and c.find("failure") is None for c in suite.iter("testcase"))
+    (gate,) = [c for c in suite.iter("testcase") if c.get("name") == "GOODPUT-GATE ETTR vs --min-ettr"]
+    assert gate.find("failure") is None and suite.find("testcase") is gate  # the threshold first
     assert main(["goodput", str(FIXTURE), "--format", "junit", "--min-ettr", "0.2", "--fail-on", "fail"]) == 1
     assert ET.fromstring(capsys.readouterr().out).find("testsuite").get("failures") == "2"  # now they set exit 1
+    assert main(["goodput", str(FIXTURE), "--format", "junit", "--min-ettr", "0.5"]) == 1  # below it, whatever --fail-on
+    suite = ET.fromstring(capsys.readouterr().out).find("testsuite")
+    assert suite.get("failures") == "1" and suite.find("testcase").find("failure").get("message") == "ETTR 0.271 < 0.500"
 
 
 def test_min_ettr_gate_exits_1_below_and_0_above(tmp_path, capsys):

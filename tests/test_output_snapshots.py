@@ -203,6 +203,10 @@ def _file_snapshots() -> list[Snapshot]:
     rows += [Snapshot(f"files/goodput_maxtext.{FORMAT_SUFFIX[f]}",
                       ("goodput", "tests/fixtures/goodput/maxtext_restart.log", "--format", f), scene="workbench")
              for f in CHECK_FORMATS]
+    # --min-ettr 0.5 above the log's ETTR (0.271): its testcase fails first, whatever --fail-on says (exit 1)
+    rows.append(Snapshot("files/goodput_maxtext_min_ettr.xml", ("goodput", "tests/fixtures/goodput/maxtext_restart.log",
+                                                                "--format", "junit", "--min-ettr", "0.5"),
+                         exit_code=1, scene="workbench"))
     rows += [Snapshot(f"files/compare_goodput.redacted.{FORMAT_SUFFIX[f]}",
                       ("compare", "{root}/goodput/a.json", "{root}/goodput/b.json", "--format", f, "--redact"),
                       scene="workbench") for f in ("text", "json")]

@@ -34,17 +34,13 @@ RENDERERS: dict[tuple[str, str], Renderer] = {
     ("profile", "json"): Renderer("tpudoctor.reports.profile_json:render_document"),
     ("profile", "markdown"): Renderer("tpudoctor.reports.profile_markdown:render_document"),
     ("profile", "html"): Renderer("tpudoctor.reports.profile_html:render_document"),
-    ("goodput", "text"): Renderer("tpudoctor.reports.goodput_text:render", ("verbose",)),
-    ("goodput", "json"): Renderer("tpudoctor.reports.goodput_json:render"),
-    ("goodput", "markdown"): Renderer("tpudoctor.reports.goodput_markdown:render"),
-    ("goodput", "html"): Renderer("tpudoctor.reports.goodput_html:render"),
-    ("goodput", "junit"): Renderer("tpudoctor.reports.goodput_junit:render", ("gate",)),
 }
 
 
 VIEWS: dict[str, str] = {
     "bench": "tpudoctor.reports.views.bench:view",
     "check": "tpudoctor.reports.views.check:view",
+    "goodput": "tpudoctor.reports.views.goodput:view",
     "diag": "tpudoctor.reports.views.diag:view",
     "hang": "tpudoctor.reports.views.hang:view",
     "merged": "tpudoctor.reports.views.merged:view",

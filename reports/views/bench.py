@@ -9,12 +9,11 @@ from typing import Any
 
 from tpudoctor.reports.view import Section, Suite, Table, View, findings_of, properties
 
-VERDICT_WORDS = {
-    "regression": "REGRESSION",
-    "improvement": "improvement",
-    "no_change": "no significant change",
-    "unknown": "unknown (the machine was noisier than the baseline's)",
-}
+VERDICT_WORDS = {"regression": "REGRESSION", "improvement": "improvement", "no_change": "no significant change"}
+UNKNOWN_WHY = {"noisier": "the machine was noisier than the baseline's",
+               "busier": "the machine was busier than the baseline's (other processes' load)",
+               "not_reproduced": "the drop was gone on a fresh run",
+               "not_significant": "a fresh run did not confirm the drop"}
 
 
 def headline(doc: Mapping[str, Any]) -> str:
@@ -38,7 +37,9 @@ def _warmup_words(steady: Mapping[str, Any]) -> str:
 
 def verdict_line(g: Mapping[str, Any]) -> str:
     p_value = g["p_value_slower" if g["ratio"] < 1 else "p_value_faster"]
-    line = (f"{VERDICT_WORDS[g['verdict']]}: {'' if g['significant'] else '~'}{g['change_pct']:+.1f}% vs baseline "
+    reason = g.get("unknown_reason") or "noisier"
+    verdict = VERDICT_WORDS.get(g["verdict"]) or f"unknown ({UNKNOWN_WHY.get(reason, reason)})"
+    line = (f"{verdict}: {'' if g['significant'] else '~'}{g['change_pct']:+.1f}% vs baseline "
             f"({g['current_median']:,.1f} vs {g['baseline_median']:,.1f} examples/s; tolerance {g['tolerance'] * 100:g}%, "
             f"one-sided Mann-Whitney p={p_value:.2g}, alpha {g['alpha']:g}; 99% CI of the ratio "
             f"{g['ratio_ci_low']:.3f}-{g['ratio_ci_high']:.3f})")

@@ -143,14 +143,19 @@ RENDERINGS = settings(max_examples=max(40, settings.default.max_examples // 4))
 """Each example renders every format of a whole report: a quarter of the profile's inputs, at least 40."""
 
 
-@given(report=hostile_report(), verbose=st.booleans())
+@given(report=hostile_report(), verbose=st.booleans(), fail_on=st.sampled_from(["warn", "fail"]))
 @RENDERINGS
-def test_check_report_in_every_format(report, verbose):
+def test_check_report_in_every_format(report, verbose, fail_on):
+    """Every format of a hostile check report; its JUnit fails exactly the findings its exit status judges."""
+    from tpudoctor.findings import Gate, failing_findings
+    from tpudoctor.formats import CHECK_FORMATS
     from tpudoctor.rendering import render
 
-    for fmt in FORMATS:
-        out = render(report.to_dict(), fmt, verbose=verbose)
-        _assert_format(fmt, out)
+    gate = Gate(fail_on)
+    for fmt in CHECK_FORMATS:
+        _assert_format(fmt, render(report.to_dict(), fmt, verbose=verbose, gate=gate))
+    suite = assert_junit_parses(render(report.to_dict(), "junit", gate=gate)).find("testsuite")
+    assert int(suite.get("failures")) + int(suite.get("errors")) == len(failing_findings(report, gate))
     assert json.loads(render(report.to_dict(), "json")) == json.loads(json.dumps(report.to_dict(), default=str))
 
 
@@ -387,16 +392,16 @@ def _poison_strings(value, h, key=None):
 @RENDERINGS
 def test_goodput_report_in_every_format(data):
     """Every string of a goodput document read back (a saved report: sources, notes, the log lines that began
-    and ended each start, findings) hostile."""
-    from tpudoctor.commands.goodput_cmd import render
+    and ended each start, the bands of each start, findings, the --min-ettr verdict) hostile."""
+    from tpudoctor.findings import Gate
+    from tpudoctor.formats import GOODPUT_FORMATS
     from tpudoctor.goodput.analyze import analyze_paths
+    from tpudoctor.rendering import render
 
-    clean = analyze_paths([str(GOODPUT_LOG)])
-    scripts = render(clean, "html").count("<script")  # the renderer's own (the data block, the table sorter)
+    clean = analyze_paths([str(GOODPUT_LOG)], min_ettr=data.draw(st.sampled_from([None, 0.2, 0.5])))
     doc = _poison_strings(clean, _pool(data))
-    for fmt in FORMATS:
-        out = render(doc, fmt, verbose=data.draw(st.booleans()))
-        assert_safe_html(out, scripts=scripts) if fmt == "html" else _assert_format(fmt, out)
+    for fmt in GOODPUT_FORMATS:
+        _assert_format(fmt, render(doc, fmt, verbose=data.draw(st.booleans()), gate=Gate(fail_on=None)))
 
 
 @given(data=st.data())
