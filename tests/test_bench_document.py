@@ -102,7 +102,7 @@ def test_renderers_without_a_baseline_skip_the_gate_testcase():
     assert suite.find("testcase[@name='BENCH-001 throughput vs baseline']/skipped") is not None
     assert suite.find("testcase[@name='BENCH-002 loss drops']") is not None
     assert suite.get("failures") == "0"
-    assert "loss 26 -> 0.3 (dropped)" in render(doc, "text")
+    assert "[✓] BENCH-002 loss drops: loss 26 -> 0.3" in render(doc, "text")  # the loss said by its finding
 
 
 def _findings(doc):

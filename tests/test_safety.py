@@ -98,8 +98,9 @@ def test_redact_removes_projects_accounts_ips_and_buckets(fake_tpu_api, fake_gcs
     shared = capsys.readouterr().out
     for secret in (PROJECT, BUCKET, SA, "trainer@", "10.130.0."):
         assert secret not in shared, f"{secret} survived --redact in {fmt}"
-    if fmt in ("json", "text", "markdown"):
-        assert "<bucket-1>" in shared and "<project-1>" in shared
+    if fmt in ("json", "text", "markdown"):  # Markdown writes a placeholder's <> as entities, so it is not a tag
+        shown = __import__("html").unescape(shared) if fmt == "markdown" else shared
+        assert "<bucket-1>" in shown and "<project-1>" in shown
 
 
 def test_output_never_follows_a_symlink(fake_tpu_api, fake_gcs, tmp_path, capsys):
