@@ -9,7 +9,7 @@ from pathlib import Path
 from tpudoctor.logs.oom import parse_memory_analysis, parse_oom_reports
 from tpudoctor.memory.attribution import attribute
 from tpudoctor.memory.plan_decode import decode_hlo_proto
-from tpudoctor.preflight.compiler import OOM_AVAILABLE, OOM_REQUIRED, parse_size
+from tpudoctor.preflight.compiler import read_out_of_memory
 
 DATA = Path(__file__).parent / "data" / "preflight"
 
@@ -42,9 +42,9 @@ def test_the_printed_memory_analysis_is_read_field_for_field():
 def test_the_plan_dumped_by_a_compile_that_failed_is_what_the_compiler_says_it_needs():
     plan = decode_hlo_proto((DATA / "v5e_mlp_adam_oom.hlo.pb").read_bytes())
     error = _read("v5e_mlp_adam_oom.txt")
-    required, available = OOM_REQUIRED.search(error), OOM_AVAILABLE.search(error)
-    assert parse_size(available["size"], available["unit"]) == int(15.75 * (1 << 30))
-    needs = parse_size(required["size"], required["unit"])
+    oom = read_out_of_memory(error)  # the one OOM grammar's reading of JAX's compile error
+    assert oom.memory_space == "hbm" and oom.available_bytes == int(15.75 * (1 << 30))
+    needs = oom.required_bytes
     assert abs(plan.peak_bytes - needs) <= 0.001 * needs  # 25.03G, to the compiler's 0.01G
     log = _read("v5e_mlp_adam_oom.libtpu.log")
     total = int(log.split("Total bytes: ", 1)[1].split()[0])  # libtpu's own report of the default memory
@@ -75,3 +75,19 @@ def test_the_oom_reader_reads_the_compile_error_jax_raises():
 def test_the_oom_reader_reads_libtpus_usage_tables():
     (report,) = parse_oom_reports(_read("v5e_mlp_adam_oom.libtpu.log"))
     assert report.allocations
+
+
+def test_the_preflight_reads_the_compilers_out_of_memory_texts_through_the_one_grammar():
+    log = _read("v5e_mlp_adam_oom.libtpu.log")  # libtpu's "Used 25.03G of 15.75G hbm." header
+    oom = read_out_of_memory(log)
+    assert oom.memory_space == "hbm" and oom.available_bytes == int(15.75 * (1 << 30))
+    assert abs(oom.required_bytes - 25.03 * (1 << 30)) < 0.01 * (1 << 30)
+    vmem = read_out_of_memory(_read("v5e_pallas_vmem_oom.txt"))  # a kernel's VMEM: not the program's HBM
+    assert (vmem.memory_space, vmem.required_bytes, vmem.available_bytes) == ("vmem", None, None)
+    # libtpu's TensorCore + SparseCore form (tests/data/logs/sig_hbm-oom-sparsecore.log): the preflight's own
+    # patterns read no memory space in it, so a compile that ran out of HBM was taken for one that failed
+    split = read_out_of_memory("RESOURCE_EXHAUSTED: TPU TensorCore Hbm usage: 34.82G, SparseCore Hbm usage "
+                               "174.10G, exceeding available bytes: 95.74G")
+    assert split.memory_space == "hbm" and split.available_bytes == round(95.74 * (1 << 30))
+    assert abs(split.required_bytes - (34.82 + 174.10) * (1 << 30)) < 0.01 * (1 << 30)
+    assert read_out_of_memory("INVALID_ARGUMENT: the mesh has 3 devices").memory_space == ""

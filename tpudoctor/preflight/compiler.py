@@ -14,22 +14,16 @@ import dataclasses
 import glob
 import importlib.util
 import os
-import re
 import shutil
 import tempfile
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from tpudoctor import units
 from tpudoctor.memory.buffer_plan import ProgramPlan
 
 INSTALL_HINT = 'pip install "tpudoctor[tpu-compile]" (it brings jax[tpu] and libtpu, the TPU compiler)'
 
-OOM_AVAILABLE = re.compile(r"exceeds available HBM \((?P<size>[\d.]+)(?P<unit>[KMGT]?)\)")
-OOM_REQUIRED = re.compile(r"total memory required for HLO temporaries \((?P<size>[\d.]+)(?P<unit>[KMGT]?)\)")
-OOM_SPACE = re.compile(r"Ran out of memory (?:in memory space (?P<space>\w+)|on (?P<hbm>HBM))")
-OOM_USED = re.compile(r"Used (?P<used>[\d.]+)(?P<used_unit>[KMGT]?) of (?P<cap>[\d.]+)(?P<cap_unit>[KMGT]?) (?P<space>\w+)")
 
 QUIET_ENV = {
     # libtpu looks for a TPU host's metadata at load; compiling for a topology needs none of it
@@ -67,9 +61,30 @@ def prepare_environment(log_dir: str | None = None) -> None:
         os.environ.setdefault("TPU_LOG_DIR", log_dir)
 
 
-def parse_size(size: str, unit: str) -> int:
-    """The compiler's ``15.75G`` (figure and unit matched apart) as bytes, by the one size reader."""
-    return units.parse_size(f"{size}{unit}")
+@dataclasses.dataclass(frozen=True)
+class OutOfMemory:
+    """What the compiler's out-of-memory text says, read by the one OOM grammar (``tpudoctor.logs.oom``)."""
+
+    memory_space: str
+    """``hbm``, ``vmem`` (a kernel's scoped memory)...; empty where the text is no out-of-memory report."""
+    required_bytes: int | None = None
+    available_bytes: int | None = None
+
+
+def read_out_of_memory(error: str) -> OutOfMemory:
+    """The memory space a compile error ran out of, and, for HBM, what it needs and what the chip has for it:
+    JAX's ``Ran out of memory on HBM, the total memory required for HLO temporaries (X) exceeds available HBM
+    (Y)`` and libtpu's ``Ran out of memory in memory space hbm. Used X of Y hbm.`` alike."""
+    from tpudoctor.logs.oom import parse_oom_reports
+
+    headers = [r.header for r in parse_oom_reports(error) if r.header is not None] if error else []
+    if not headers:
+        return OutOfMemory("")
+    header = next((h for h in headers if h.used_bytes is not None), headers[0])
+    space = header.memory_space.lower()
+    if space != "hbm":  # a kernel's scoped memory: its figures are not the program's HBM
+        return OutOfMemory(space)
+    return OutOfMemory(space, header.used_bytes, header.capacity_bytes)
 
 
 @dataclasses.dataclass
@@ -179,18 +194,10 @@ def compile_for_topology(step, args: tuple, *, donate_argnums: tuple[int, ...] =
             shutil.copytree(dump, keep_dump, dirs_exist_ok=True)
     finally:
         shutil.rmtree(dump, ignore_errors=True)
-    required = OOM_REQUIRED.search(error)
-    available = OOM_AVAILABLE.search(error)
-    space = OOM_SPACE.search(error)
-    used = OOM_USED.search(error)
-    memory_space = "" if space is None else ("hbm" if space["hbm"] else space["space"].lower())
-    if used is not None and memory_space == "hbm" and required is None:
-        required, available = ({"size": used["used"], "unit": used["used_unit"]},
-                               {"size": used["cap"], "unit": used["cap_unit"]})
+    oom = read_out_of_memory(error)
     return Compiled(fits=not error, stats=stats, plan=plan, seconds=seconds, error=error, effort=effort or "default",
-                    memory_space=memory_space,
-                    required_bytes=parse_size(required["size"], required["unit"]) if required else None,
-                    available_bytes=parse_size(available["size"], available["unit"]) if available else None)
+                    memory_space=oom.memory_space, required_bytes=oom.required_bytes,
+                    available_bytes=oom.available_bytes)
 
 
 _LIMITS: dict[str, int] = {}
