@@ -223,6 +223,10 @@ def test_the_buffer_plan_reader_matches_memory_analysis_on_three_generations(top
     stats, attribution = report.stats, report.attribution
     _plan_against_memory_analysis(report.plan_summary, stats, topology)
     assert sum(attribution.buckets.values()) == attribution.peak_bytes and attribution.named_fraction == 1.0
+    # the peak attributed from the buffer assignment is the compiler's own, to the byte: the parameters, outputs
+    # and constants, and the buffers live at the larger temporary heap's peak (the allocations all at once are not)
+    assert attribution.peak_bytes == stats["peak_memory_in_bytes"] == report.total_bytes, topology
+    assert attribution.buckets["fragmentation"] == 0  # a heap's peak is its live bytes
     # Adam's mu and nu (JAX names the parameters by their argument path): twice the four 4096 x 4096 f32 weights
     assert attribution.buckets["optimizer_state"] == 2 * 4 * 4096 * 4096 * 4
     assert report.headroom_bytes == report.limit_bytes - report.total_bytes > 0

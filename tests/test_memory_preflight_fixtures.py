@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from tpudoctor.logs.oom import parse_memory_analysis, parse_oom_reports
-from tpudoctor.memory.attribution import attribute
+from tpudoctor.memory.attribution import attribute, attribute_heap_peak
 from tpudoctor.memory.plan_decode import decode_hlo_proto
 from tpudoctor.preflight.compiler import read_out_of_memory
 
@@ -30,6 +30,19 @@ def test_the_plan_of_a_program_that_fits_matches_memory_analysis():
     attribution = attribute(plan)
     assert sum(attribution.buckets.values()) == plan.peak_bytes and attribution.named_fraction == 1.0
     assert attribution.buckets["optimizer_state"] == 2 * 4 * 1024 * 1024 * 4  # mu and nu of four f32 weights
+
+
+def test_the_heap_peak_attribution_of_a_program_that_fits_is_memory_analysis_peak_to_the_byte():
+    # the allocations all at once are 60.5 MiB under peak_memory_in_bytes (above); the compiler's peak is the
+    # parameters, outputs and constants with the buffers live at the peak of the larger temporary heap
+    plan = decode_hlo_proto((DATA / "v5e_mlp_adam_1024.hlo.pb").read_bytes())
+    stats = json.loads(_read("v5e_mlp_adam_1024.json"))
+    attribution = attribute_heap_peak(plan)
+    assert attribution.peak_bytes == sum(attribution.buckets.values()) == stats["peak_memory_in_bytes"] == 167773696
+    assert attribution.named_fraction == 1.0 and attribution.buckets["other"] == 0
+    assert attribution.buckets["optimizer_state"] == 2 * 4 * 1024 * 1024 * 4
+    # the temporaries are those live at the heap's peak: no fragmentation in a peak of live bytes
+    assert attribution.buckets["activations"] > 0 and attribution.buckets["fragmentation"] == 0
 
 
 def test_the_printed_memory_analysis_is_read_field_for_field():

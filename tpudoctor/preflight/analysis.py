@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tpudoctor.memory.attribution import Attribution, attribute
+from tpudoctor.memory.attribution import Attribution, attribute, attribute_heap_peak
 from tpudoctor.preflight import compiler
 from tpudoctor.preflight import fixes as fix_makers
 from tpudoctor.preflight.program import abstract_args, knob_changes, load_factory
@@ -196,7 +196,9 @@ def preflight(program: str | Callable[..., Any], topology: str | Sequence[str], 
             return report  # the program does not compile: the compiler's text is the finding
     else:
         report.plan_summary = base.plan.summary()
-        report.attribution = attribute(base.plan)
+        # a program that compiled: its peak as memory_analysis() counts it (the heap's live bytes at its peak);
+        # one that does not fit: what the compiler's out-of-memory text counts (every allocation whole)
+        report.attribution = attribute_heap_peak(base.plan) if base.fits else attribute(base.plan)
         report.largest_buffers = largest_buffers(report.attribution)
     if apply_fixes and report.attribution is not None and not report.fits:
         apply_and_compile(factory, jax_mesh, step, args, report, knobs, verify, say)
