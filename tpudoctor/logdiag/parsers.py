@@ -39,7 +39,8 @@ GRPC_STATUS_NAMES = {
 def hbm_allocations(text: str, offset: int) -> dict[str, Any]:
     """An out-of-memory report's figures and largest allocations, read by the one OOM grammar
     (``tpudoctor.logs.oom``, which ``tpudoctor memory`` reads too): ``largest_allocations`` (each with its size,
-    shape, padding, op and source line) and the figures the text states, named as the catalog's extracts name
+    shape, padding, op and source line), the fixes those buffers support (``fixes``, ranked as ``tpudoctor memory``
+    ranks them) and the figures the text states, named as the catalog's extracts name
     them (``hbm_used_bytes``, ``hbm_capacity_bytes``, ``hbm_excess_bytes``, ``hbm_requested_bytes``,
     ``hbm_free_bytes``, ``hbm_required_bytes``; ``vmem_...`` for another space): a signature's own extract of the
     same figure is kept."""
@@ -54,7 +55,18 @@ def hbm_allocations(text: str, offset: int) -> dict[str, Any]:
     if allocations:
         found["largest_allocations"] = allocations
     found.update(_oom_figures(reports[0]))
+    fixes = _text_fixes(report)
+    if fixes:
+        found["fixes"] = fixes
     return found
+
+
+def _text_fixes(report) -> list[dict[str, Any]]:
+    """The fixes the listing's own buffers support, ranked as ``tpudoctor memory`` ranks them (estimates from text)."""
+    from tpudoctor.memory.oom_fixes import rank_text_fixes
+
+    return [{"id": fix.id, "fix": fix.fix, "saves_bytes_at_most": fix.saves_bytes_at_most, "basis": fix.basis,
+             "enough": fix.enough} for fix in rank_text_fixes(report)]
 
 
 def _allocation_evidence(a) -> dict[str, Any]:
