@@ -44,6 +44,23 @@ def test_check_and_memory_read_the_same_op_name_shape_and_size(name):
     assert report.allocations[0].op_name == label.get("op_name")
 
 
+def test_check_ranks_the_fix_a_listings_buffers_support_as_memory_does():
+    # flowpm#27: s32[8388608,8,4] under T(8,128) holds 32 GiB for 1 GiB of elements; check named no fix before
+    text = (FROZEN / "flowpm_27.txt").read_text()
+    (diagnosis,) = [d for d in diagnose_text(text) if d.id == "hbm-oom-compile"]
+    fixes = diagnosis.evidence["fixes"]
+    assert fixes[0]["id"] == LABELS["flowpm_27"]["fix"] == "tiling-padding"
+    assert fixes[0]["saves_bytes_at_most"] == 33285996544 and fixes[0]["enough"] is True
+    assert fixes[0]["basis"].startswith("estimate from text")
+
+
+def test_an_smem_out_of_memory_is_one_with_its_figures():
+    (diagnosis,) = [d for d in diagnose_text((FROZEN / "vllm_8318.txt").read_text()) if d.status.name == "FAIL"]
+    assert diagnosis.id == "smem-oom"
+    assert (diagnosis.evidence["smem_used_bytes"], diagnosis.evidence["smem_capacity_bytes"],
+            diagnosis.evidence["smem_excess_bytes"]) == (1 << 20, 1 << 20, parse_size("1.7K"))
+
+
 @pytest.mark.parametrize("name", sorted(LABELS))
 def test_every_frozen_text_reads_as_labelled(name):
     label = LABELS[name]
