@@ -76,10 +76,11 @@ ISSUE_FORMS = {
         "E0722 14:31:07.112611   20512 tpu_compiler.cc:1102]   1. Size: 2.00G\n"
         "E0722 14:31:07.112620   20512 tpu_compiler.cc:1102]      Allocation type: HLO temp\n",
         "hbm-oom", "HBM"),
+    # an entry of the listing alone names an HLO temporary: the program's HBM (pytorch/xla#1965 pasted only that)
     "allocation fragments alone": (
         "     XLA label: fusion.1234 = fusion(param.1, param.2), kind=kOutput\n"
         "     Allocation type: HLO temp\n",
-        "unrecognised-failure", "an out-of-memory report"),
+        "hbm-oom", "HBM"),
     "TensorFlow's EagerPyFunc kernel error": (
         "No registered 'EagerPyFunc' OpKernel for CPU devices compatible with node {{node EagerPyFunc}}\n"
         "\t.  Registered:  <no registered kernels>\n"

@@ -54,6 +54,17 @@ def test_check_ranks_the_fix_a_listings_buffers_support_as_memory_does():
     assert fixes[0]["basis"].startswith("estimate from text")
 
 
+@pytest.mark.parametrize("name, signature", [("torchprime_28", "host-memory-program-oom"),
+                                             ("pytorch_xla_1965", "hbm-oom")])
+def test_check_reads_a_listing_printed_one_glog_line_at_a_time(name, signature):
+    # every line of the listing under its own glog prefix: check read each line apart (torchprime#28: no allocation;
+    # pytorch/xla#1965, one entry's tail: an unrecognised failure)
+    (diagnosis,) = [d for d in diagnose_text((FROZEN / f"{name}.txt").read_text()) if d.status.name == "FAIL"]
+    assert diagnosis.id == signature
+    (want,) = LABELS[name]["allocations"]
+    assert [row["shape"] for row in diagnosis.evidence["largest_allocations"]] == [want["shape"]]
+
+
 def test_an_smem_out_of_memory_is_one_with_its_figures():
     (diagnosis,) = [d for d in diagnose_text((FROZEN / "vllm_8318.txt").read_text()) if d.status.name == "FAIL"]
     assert diagnosis.id == "smem-oom"

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 
 from tpudoctor.logdiag.errorlevel import is_exception_line, is_ipython_traceback, opens_message
 from tpudoctor.logs.clock import stamp_text
+from tpudoctor.logs.prefixes import log_prefix
 from tpudoctor.logs.sources import MAX_LINE_CHARS, LinePiece, windows
 
 MAX_HEAD_LINES = 120
@@ -205,12 +206,25 @@ def group_events(lines: Iterable[str | Gap], first_line_no: int = 1) -> Iterator
             current.message_lines += 1
             current.add(line, line_no)
             continue
+        elif (starts_record and current.prefixed and current.message_lines < MAX_MESSAGE_LINES
+              and _continues_glog_message(current.head[0], line)):
+            current.message_lines += 1
+            current.add(line, line_no)
+            continue
         yield current.finish()
         current = _Builder(line, line_no, in_traceback=False,
                            prefixed=starts_record or opens_message(line))
         is_traceback = False
     if current is not None:
         yield current.finish()
+
+
+def _continues_glog_message(first: str, line: str) -> bool:
+    """``line`` goes on the glog message ``first`` opened: the same thread and file:line, its payload blank or
+    indented (libtpu prints an out-of-memory listing one log line at a time: AI-Hypercomputer/torchprime#28,
+    pytorch/xla#1965)."""
+    source, payload = log_prefix(line)
+    return source is not None and source == log_prefix(first)[0] and (not payload.strip() or payload[0].isspace())
 
 
 def _continues_traceback(current: _Builder, line: str, line_no: int, starts_record: bool) -> bool:
