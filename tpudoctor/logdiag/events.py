@@ -224,7 +224,9 @@ def _continues_glog_message(first: str, line: str) -> bool:
     indented (libtpu prints an out-of-memory listing one log line at a time: AI-Hypercomputer/torchprime#28,
     pytorch/xla#1965)."""
     source, payload = log_prefix(line)
-    return source is not None and source == log_prefix(first)[0] and (not payload.strip() or payload[0].isspace())
+    if source is None or (payload.strip() and not payload[0].isspace()):
+        return False
+    return source == log_prefix(first)[0]
 
 
 def _continues_traceback(current: _Builder, line: str, line_no: int, starts_record: bool) -> bool:
