@@ -4,7 +4,7 @@
     report = analyze(["logdir/plugins/profile/run/", "oom.log"], MemoryOptions(mesh={"data": 8}))
 
 Inputs: ``*.xplane.pb`` captures (one file per host), profile run folders or logdirs (``<logdir>/plugins/
-profile/<run>/``: the newest run's host files, ``tpudoctor.profile.sources``), and text (anything else; ``-`` is
+profile/<run>/``: the newest run's host files, ``tpudoctor.captures.capture_files``), and text (anything else; ``-`` is
 stdin) holding XLA's or libtpu's out-of-memory listings or ``memory_analysis()`` output.
 
 Per capture (host): each allocator's peak (``timeline.allocator_timelines``: bytes in use, when, step, capacity,
@@ -106,9 +106,9 @@ def parse_mesh(text: str | None) -> dict[str, int] | None:
 
 def _inputs(paths: Iterable[str], stdin: Callable[[], Any]) -> list[_Capture | TextInput | _DeviceProfile]:
     from tpudoctor import locations
+    from tpudoctor.captures.capture_files import hostname_of, resolve
     from tpudoctor.cloud_knowledge.uri import split_user_gs_uri
     from tpudoctor.memory.device_profile import is_device_profile_name
-    from tpudoctor.profile.sources import hostname_of, resolve
 
     out: list[_Capture | TextInput | _DeviceProfile] = []
     for path in paths:
@@ -332,23 +332,24 @@ def _capture(capture: _Capture, options: MemoryOptions, rules, findings: list[Fi
 
 def _capture_file(capture: _Capture, path: str, options: MemoryOptions, rules, findings: list[Finding]
                   ) -> dict[str, Any]:
-    from tpudoctor.captures.memory_events import read_memory_events
-    from tpudoctor.memory.plan_capture import largest_plan, plans_from_xspace, program_runs
+    from tpudoctor.captures.memory_capture import read_memory_capture
+    from tpudoctor.memory.plan_capture import largest_plan, plans_of
     from tpudoctor.memory.timeline import allocator_timelines
 
     location = capture.location
     if os.path.getsize(path) == 0:
         raise InputError(f"{location} is empty (0 bytes): not a capture",
                          hint="the profiler may have been stopped before it wrote; capture again")
-    events = read_memory_events(path)
+    read = read_memory_capture(path)  # the one read of the capture: events, programs' HloProtos, runs
+    events = read.events
     timelines = allocator_timelines(events)
-    plan_errors: list[str] = []
-    try:
-        plans = plans_from_xspace(path, errors=plan_errors)
-        runs = program_runs(path)
-    except Exception as exc:  # noqa: BLE001 - the events read; a metadata plane that does not is a note
-        plans, runs = {}, []
-        plan_errors.append(f"the capture's programs could not be read: {exc}")
+    plan_errors: list[str] = [read.program_error] if read.program_error is not None else []
+    plans, runs = {}, []
+    if read.program_error is None:
+        try:
+            plans, runs = plans_of(read.hlo_protos, errors=plan_errors), read.runs
+        except Exception as exc:  # noqa: BLE001 - the events read; programs that do not decode are a note
+            plan_errors.append(f"the capture's programs could not be read: {exc}")
     notes = list(events.warnings) + plan_errors
     if not events.has_host_plane:
         notes.append("the capture has no host plane (/host:CPU): no allocator events")
