@@ -58,7 +58,8 @@ def test_a_memory_run_opens_and_reads_the_capture_once(capsys, monkeypatch):
     assert code in (0, 1), err
     assert '"plans"' in out  # the run judged the capture (its buffer plans were looked for)
     assert tally["opens"] == 1, tally
-    assert tally["bytes"] == TPU.stat().st_size, tally
+    # each byte once; beside them only the 20-byte peeks at each plane's field head that find the planes
+    assert TPU.stat().st_size <= tally["bytes"] < TPU.stat().st_size + 1024, tally
 
 
 def _imported_modules(path: Path) -> set[str]:

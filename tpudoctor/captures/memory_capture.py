@@ -33,6 +33,7 @@ from tpudoctor.errors import InputError
 
 HLO_PROTO_STAT = "Hlo Proto"
 PROGRAM_ID_STAT = "program_id"
+RUN_ID_STAT = "run_id"
 METADATA_PLANE = "/host:metadata"
 MODULES_LINE = "XLA Modules"
 
@@ -77,7 +78,8 @@ class MemoryCapture:
 
 def read_memory_capture(path: str | os.PathLike, *, source: str | None = None) -> MemoryCapture:
     """The memory events, the programs' HloProtos and their runs of a local ``.xplane.pb``, in one read;
-    ``InputError`` where it is not a readable XSpace."""
+    ``InputError`` where it is not a readable XSpace. One plane is held at a time; a file of ``STREAM_MIN_BYTES``
+    or more holds one line of it at a time (its lines left on disk until read)."""
     from tpudoctor.captures.validate import check_bytes
     from tpudoctor.captures.xspace.planes_on_disk import layout, planes_on_disk
 
@@ -85,15 +87,44 @@ def read_memory_capture(path: str | os.PathLike, *, source: str | None = None) -
     source = source or path
     size = os.path.getsize(path)
     with open(path, "rb") as handle:
-        if size >= STREAM_MIN_BYTES:
-            check_bytes(handle.read(1 << 20), source)
-            found = layout(handle, size)
-            if found is not None:
-                planes, _errors, warnings = found
-                return _one_pass(lambda: planes_on_disk(path, source, planes), source, warnings)
-            handle.seek(0)  # not a clean XSpace layout: the whole-file path says what is wrong
+        head = handle.read(1 << 20)
+        check_bytes(head, source)
+        found = layout(handle, size)
+        if found is not None:
+            spans, _errors, warnings = found
+            if size >= STREAM_MIN_BYTES:
+                return _one_pass(lambda: planes_on_disk(path, source, spans), source, warnings)
+            names: list[str] = []
+            capture = _one_pass(lambda: _planes_read(handle, head, spans, source, names), source, warnings)
+            if not any(names):
+                raise _no_named_planes(source)
+            return capture
+        handle.seek(0)  # not a clean XSpace layout: the whole-file path says what is wrong
         data = handle.read()
     return memory_capture_from_bytes(data, source=source)
+
+
+def _planes_read(handle, head: bytes, spans: list[tuple[int, int]], source: str, names: list[str]
+                 ) -> Iterator[Any]:
+    """Each plane at (offset, length) of an open file, read and parsed in turn (its lines as bytes); a plane
+    within ``head`` (the file's first bytes, already read) is not read again."""
+    plane_class = message_class("XPlane", raw=True)
+    for start, length in spans:
+        if start + length <= len(head):
+            data = head[start:start + length]
+        else:
+            handle.seek(start)
+            data = handle.read(length)
+        try:
+            plane = plane_class.FromString(data)
+        except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and RuntimeError on some builds)
+            raise InputError(f"{source} is a corrupt XSpace profile: the plane at byte {start:,} does not decode",
+                             hint="the file was damaged after it was written; copy it again as binary or "
+                                  "recapture") from exc
+        del data
+        names.append(plane.name)
+        yield plane
+        del plane
 
 
 def memory_capture_from_bytes(data: bytes, *, source: str) -> MemoryCapture:
@@ -107,9 +138,13 @@ def memory_capture_from_bytes(data: bytes, *, source: str) -> MemoryCapture:
         raise explain_parse_failure(data, source) from exc
     del data
     if not any(plane.name for plane in space.planes):
-        raise InputError(f"{source} is not an XSpace profile: it decodes to no named planes",
-                         hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler")
+        raise _no_named_planes(source)
     return _one_pass(lambda: space.planes, source, list(space.warnings))
+
+
+def _no_named_planes(source: str) -> InputError:
+    return InputError(f"{source} is not an XSpace profile: it decodes to no named planes",
+                      hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler")
 
 
 def _one_pass(planes: Callable[[], Iterable[Any]], source: str, warnings: list[str]) -> MemoryCapture:
@@ -178,6 +213,7 @@ class _Programs:
         self._runs: list[ProgramRun] = []
         self._op_spans: dict[tuple[str, str, int, Any], list[int]] = {}
         self._plane: Any = None
+        self._op_spans_possible = False
 
     def plane(self, plane: Any) -> None:
         if self.error is not None:
@@ -187,6 +223,8 @@ class _Programs:
             self._plane = (plane.name, stat_names, {k: v.name for k, v in plane.event_metadata.items()},
                            {k: {stat_names.get(s.metadata_id): _stat_value(s) for s in v.stats}
                             for k, v in plane.event_metadata.items() if v.stats})
+            # an op event spans a run only with both stats, which a plane without either name cannot hold
+            self._op_spans_possible = {PROGRAM_ID_STAT, RUN_ID_STAT} <= set(stat_names.values())
             if plane.name == METADATA_PLANE:
                 self._hlo_protos(plane, stat_names)
         except Exception as exc:  # noqa: BLE001 - any decode failure is the programs' note, not the run's end
@@ -216,6 +254,8 @@ class _Programs:
         line = self._line_class.FromString(raw_line)
         base_ps = line.timestamp_ns * 1000
         is_modules = line.name == MODULES_LINE
+        if not is_modules and (self._runs or not self._op_spans_possible):
+            return  # op spans count only where no plane has a modules line, and need both stats
         for raw_event in line.events:
             event = self._event_class.FromString(raw_event)
             stats = dict(metadata_stats.get(event.metadata_id, {}))
@@ -227,8 +267,8 @@ class _Programs:
                 program_id = split_event_name(name)[1] if program_id is None else int(program_id)
                 self._runs.append(ProgramRun(plane_name, line.name, name, program_id, start,
                                              start + event.duration_ps))
-            elif PROGRAM_ID_STAT in stats and "run_id" in stats:
-                key = (plane_name, line.name, int(stats[PROGRAM_ID_STAT]), stats["run_id"])
+            elif PROGRAM_ID_STAT in stats and RUN_ID_STAT in stats:
+                key = (plane_name, line.name, int(stats[PROGRAM_ID_STAT]), stats[RUN_ID_STAT])
                 span = self._op_spans.setdefault(key, [start, start + event.duration_ps])
                 span[0], span[1] = min(span[0], start), max(span[1], start + event.duration_ps)
 
