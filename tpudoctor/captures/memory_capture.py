@@ -108,7 +108,7 @@ def _planes_read(handle, head: bytes, spans: list[tuple[int, int]], source: str,
                  ) -> Iterator[Any]:
     """Each plane at (offset, length) of an open file, read and parsed in turn (its lines as bytes); a plane
     within ``head`` (the file's first bytes, already read) is not read again."""
-    plane_class = message_class("XPlane", raw=True)
+    plane_class: Any = message_class("XPlane", raw=True)
     for start, length in spans:
         if start + length <= len(head):
             data = head[start:start + length]
@@ -133,7 +133,8 @@ def memory_capture_from_bytes(data: bytes, *, source: str) -> MemoryCapture:
 
     check_bytes(data, source)
     try:
-        space = message_class("XSpace", raw=True).FromString(data)
+        space_class: Any = message_class("XSpace", raw=True)
+        space = space_class.FromString(data)
     except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and RuntimeError on some builds)
         raise explain_parse_failure(data, source) from exc
     del data
