@@ -211,3 +211,16 @@ def test_captures_importing_its_users_or_a_second_proto_decoder_outside_captures
     assert done.returncode == 1, output
     assert "tpudoctor.captures.upward -> tpudoctor.memory.timeline" in output, output
     assert "tpudoctor.memory.own_decoder -> google" in output, output
+
+
+def test_memory_reaching_into_profile_for_capture_files_breaks_a_contract(tmp_path):
+    """memory once found a capture's host files through profile.sources; they live in captures now."""
+    root = installed_layout(tmp_path)
+    kept = lint_imports(root, PYPROJECT, "memory-no-profile")
+    assert kept.returncode == 0 and "1 kept, 0 broken" in kept.stdout, kept.stdout + kept.stderr
+    pipeline = root / "tpudoctor" / "memory" / "pipeline.py"
+    pipeline.write_text(pipeline.read_text() + "\n\ndef _upward():\n    from tpudoctor.profile import capture  # noqa: "
+                        "F401\n")
+    broken = lint_imports(root, PYPROJECT, "memory-no-profile")
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "tpudoctor.memory.pipeline -> tpudoctor.profile.capture" in broken.stdout, broken.stdout

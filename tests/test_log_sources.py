@@ -149,3 +149,28 @@ def test_the_reader_says_what_it_read(tmp_path):
     (tmp_path / "b.log").write_text("")
     reads = feed_path(Diagnoser(), str(tmp_path))
     assert [(Path(r.source).name, r.state, r.lines) for r in reads] == [("a.log", "text", 5), ("b.log", "empty", 0)]
+
+
+def test_capped_stream_gunzips_by_magic_and_refuses_a_bomb_or_too_much_text():
+    """memory's text logs go through the log layer's capped stream: gzip told by its bytes (no .gz name), a
+    gzip stream past its ratio and a log past its size refused as they are read."""
+    import gzip as gzip_module
+    import io as io_module
+
+    from tpudoctor.errors import InputError as Refused
+    from tpudoctor.logs.sources import TextCaps, capped_stream, decoded_lines
+
+    caps = TextCaps(max_bytes=1 << 20, max_gzip_ratio=50, gzip_bomb_min_bytes=64 << 10, hint="pass less")
+    log = b"2024-01-01 Ran out of memory in memory space hbm.\n" * 100
+    handle, compressed = capped_stream(io_module.BytesIO(gzip_module.compress(log)), "job.log", caps)
+    assert compressed and "".join(decoded_lines(handle)) == log.decode()
+    handle, compressed = capped_stream(io_module.BytesIO(log), "job.log", caps)
+    assert not compressed and handle.read() == log
+
+    bomb, _ = capped_stream(io_module.BytesIO(gzip_module.compress(b"\0" * (512 << 10))), "bomb", caps)
+    with pytest.raises(Refused, match=r"bomb decompresses to more than 50 times its size"):
+        bomb.read()
+    big, _ = capped_stream(io_module.BytesIO(b"x\n" * (1 << 20)), "big.log", caps)
+    with pytest.raises(Refused, match=r"big.log holds more than .* of text") as refused:
+        big.read()
+    assert refused.value.hint == "pass less"

@@ -157,9 +157,9 @@ def test_a_process_pool_analysis_leaves_the_plugin_out_and_only_the_combining_pr
         tmp_path, monkeypatch):
     """The per-host map runs in worker processes that never load rules; the combine loads them with the
     names it was handed, not with whatever the environment says."""
+    from tpudoctor.captures.capture_files import resolve
     from tpudoctor.profile import executor
     from tpudoctor.profile.pipeline import analyze
-    from tpudoctor.profile.sources import resolve
 
     marker = tmp_path / "imported-by"
     site = tmp_path / "site"

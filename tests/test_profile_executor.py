@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from tpudoctor.captures.capture_files import HostFile
 from tpudoctor.errors import InputError
 from tpudoctor.profile import executor
 from tpudoctor.profile.executor import (
@@ -16,7 +17,6 @@ from tpudoctor.profile.executor import (
     LocalProcesses,
     executor_for,
 )
-from tpudoctor.profile.sources import HostFile
 
 
 def _shout(host_file: HostFile, suffix: str) -> str:

@@ -11,6 +11,8 @@ compares them where TensorFlow is installed). Enum fields (``element_type``, the
 
 from __future__ import annotations
 
+from typing import Any
+
 from tpudoctor.captures.proto_subset import ProtoSubset
 
 PACKAGE = "tpudoctor.xla"
@@ -207,3 +209,10 @@ def file_descriptor():
 def message_class(name: str) -> type:
     """``message_class("HloProto")`` -> the message class of that subset message."""
     return SCHEMA.message_class(name)
+
+
+def parse_hlo_proto(data: bytes | bytearray | memoryview) -> Any:
+    """An ``xla.HloProto`` message (this subset) from its bytes; protobuf's ``DecodeError`` where they do not
+    decode."""
+    hlo_proto: Any = message_class("HloProto")
+    return hlo_proto.FromString(bytes(data))

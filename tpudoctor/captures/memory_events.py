@@ -160,8 +160,8 @@ def _memory_events(planes, source: str, warnings: list[str], release) -> MemoryE
     try:
         plane = next(iterator, None)
         if plane is None:
-            return _empty(source, has_host_plane=False, warnings=list(warnings))
-        return _plane_memory_events(plane, source, warnings)
+            return empty_memory_events(source, has_host_plane=False, warnings=list(warnings))
+        return plane_memory_events(plane, source, warnings)
     finally:
         plane = None
         close = getattr(iterator, "close", None)
@@ -171,10 +171,10 @@ def _memory_events(planes, source: str, warnings: list[str], release) -> MemoryE
             release()
 
 
-def _plane_memory_events(plane, source: str, warnings: list[str]) -> MemoryEvents:
+def plane_memory_events(plane, source: str, warnings: list[str]) -> MemoryEvents:
     scan = _PlaneScan.of(plane)
     if scan is None or not scan.n:
-        return _empty(source, warnings=list(warnings))
+        return empty_memory_events(source, warnings=list(warnings))
     line = np.concatenate(scan.event_line)
     line_ts = np.asarray(scan.line_ts, dtype=np.int64)
     offset_ps = np.concatenate(scan.event_offset)
@@ -327,7 +327,7 @@ def _fragmentation(n: int, target, stat_name, stat_raw, stat_kind) -> np.ndarray
     return fragmentation
 
 
-def _empty(source: str, *, has_host_plane: bool = True, warnings: list[str] | None = None) -> MemoryEvents:
+def empty_memory_events(source: str, *, has_host_plane: bool = True, warnings: list[str] | None = None) -> MemoryEvents:
     frame = pd.DataFrame({
         "allocator": pd.Categorical([], categories=pd.Index([""], dtype=object)),
         "is_allocation": np.zeros(0, dtype=bool),

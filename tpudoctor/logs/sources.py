@@ -310,3 +310,54 @@ def readable_problem(path: str) -> str | None:
     if not os.access(path, os.R_OK):
         return "not readable (check its permissions)"
     return None
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclasses.dataclass(frozen=True)
+class TextCaps:
+    """How much one log may give: ``max_bytes`` read (or decompressed), and a gzip stream no more than
+    ``max_gzip_ratio`` times its own size once past ``gzip_bomb_min_bytes``; ``hint`` says what to pass instead."""
+
+    max_bytes: int
+    max_gzip_ratio: int
+    gzip_bomb_min_bytes: int
+    hint: str
+
+
+def capped_stream(stream: BinaryIO, source: str, caps: TextCaps) -> tuple[io.BufferedReader, bool]:
+    """(a buffered stream of ``stream``'s text, whether it was gzip): gzip told by its magic bytes (a ``.gz``
+    name or not, standard input too), the bytes read and decompressed capped (``InputError`` past the caps,
+    raised as they are read), so that a log too big or a gzip bomb is refused, not read into memory for minutes."""
+    raw = _Capped(stream, source, caps)
+    handle = buffered(raw)  # type: ignore[arg-type]
+    if handle.peek(2)[:2] != GZIP_MAGIC:
+        return handle, False
+    return buffered(_Capped(gzip.GzipFile(fileobj=handle), source, caps, raw)), True  # type: ignore[arg-type]
+
+
+class _Capped(io.RawIOBase):
+    """A byte stream that refuses to give more than ``caps.max_bytes``, or (decompressed) more than
+    ``caps.max_gzip_ratio`` times what its compressed source gave."""
+
+    def __init__(self, stream, source: str, caps: TextCaps, compressed: _Capped | None = None):
+        self._stream, self._source, self._caps, self._compressed, self.count = stream, source, caps, compressed, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        data = self._stream.read(len(buffer))
+        self.count += len(data)
+        caps = self._caps
+        if self.count > caps.max_bytes:
+            raise InputError(f"{self._source} holds more than {caps.max_bytes >> 30} GiB of text"
+                             + (" once decompressed" if self._compressed is not None else ""), hint=caps.hint)
+        if (self._compressed is not None and self.count > caps.gzip_bomb_min_bytes
+                and self.count > caps.max_gzip_ratio * max(self._compressed.count, 1)):
+            raise InputError(f"{self._source} decompresses to more than {caps.max_gzip_ratio} times its size "
+                             f"({self.count >> 20:,} MiB from {self._compressed.count >> 10:,} KiB so far): a gzip "
+                             "bomb, not a log")
+        buffer[:len(data)] = data
+        return len(data)

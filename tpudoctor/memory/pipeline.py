@@ -4,7 +4,7 @@
     report = analyze(["logdir/plugins/profile/run/", "oom.log"], MemoryOptions(mesh={"data": 8}))
 
 Inputs: ``*.xplane.pb`` captures (one file per host), profile run folders or logdirs (``<logdir>/plugins/
-profile/<run>/``: the newest run's host files, ``tpudoctor.profile.sources``), and text (anything else; ``-`` is
+profile/<run>/``: the newest run's host files, ``tpudoctor.captures.capture_files``), and text (anything else; ``-`` is
 stdin) holding XLA's or libtpu's out-of-memory listings or ``memory_analysis()`` output.
 
 Per capture (host): each allocator's peak (``timeline.allocator_timelines``: bytes in use, when, step, capacity,
@@ -50,7 +50,6 @@ from tpudoctor.units import format_bytes
 TOP_BUFFERS = 10
 """Buffers listed per peak and per program."""
 CAPTURE_SUFFIXES = (".xplane.pb", ".pb")
-GZIP_MAGIC = b"\x1f\x8b"
 MAX_TEXT_BYTES = 2 << 30
 """Bytes of text one log may hold (read, or decompressed): more is refused, not read for minutes."""
 MAX_GZIP_RATIO = 500
@@ -106,9 +105,9 @@ def parse_mesh(text: str | None) -> dict[str, int] | None:
 
 def _inputs(paths: Iterable[str], stdin: Callable[[], Any]) -> list[_Capture | TextInput | _DeviceProfile]:
     from tpudoctor import locations
+    from tpudoctor.captures.capture_files import hostname_of, resolve
     from tpudoctor.cloud_knowledge.uri import split_user_gs_uri
     from tpudoctor.memory.device_profile import is_device_profile_name
-    from tpudoctor.profile.sources import hostname_of, resolve
 
     out: list[_Capture | TextInput | _DeviceProfile] = []
     for path in paths:
@@ -175,51 +174,21 @@ def _read_stdin(stream: Any) -> TextInput:
     return read_text("<stdin>", raw)
 
 
-class _Capped(io.RawIOBase):
-    """A byte stream that refuses to give more than ``limit`` bytes, or (decompressed) more than ``ratio`` times
-    what its compressed source gave: a log that size is refused, not read into memory or for minutes."""
-
-    def __init__(self, stream: Any, source: str, compressed: _Capped | None = None):
-        self._stream, self._source, self._compressed, self.count = stream, source, compressed, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:  # type: ignore[override]
-        data = self._stream.read(len(buffer))
-        self.count += len(data)
-        if self.count > MAX_TEXT_BYTES:
-            raise InputError(f"{self._source} holds more than {MAX_TEXT_BYTES >> 30} GiB of text"
-                             + (" once decompressed" if self._compressed is not None else ""),
-                             hint="pass the part of the log around the failure, e.g. grep -B 20 -A 400 "
-                                  "'Ran out of memory\\|Attempting to' LOG > oom.log")
-        if (self._compressed is not None and self.count > GZIP_BOMB_MIN_BYTES
-                and self.count > MAX_GZIP_RATIO * max(self._compressed.count, 1)):
-            raise InputError(f"{self._source} decompresses to more than {MAX_GZIP_RATIO} times its size "
-                             f"({self.count >> 20:,} MiB from {self._compressed.count >> 10:,} KiB so far): a gzip "
-                             "bomb, not a log")
-        buffer[:len(data)] = data
-        return len(data)
-
-
 def read_text(source: str, stream: Any) -> TextInput:
     """A text log's out-of-memory reports, streamed through the log layer (``tpudoctor.logs.sources``): gzip told by
     its magic bytes (a ``.gz`` name or not, stdin too), binary and empty input refused (``InputError``), the
     bytes read and decompressed capped (``MAX_TEXT_BYTES``, ``MAX_GZIP_RATIO``), lines bounded."""
-    import gzip
     import zlib
 
     from tpudoctor.logs import sources
     from tpudoctor.logs.oom import OomText, read_oom_text
 
-    raw = _Capped(stream, source)
-    handle = sources.buffered(raw)  # type: ignore[arg-type]
-    compressed = None
+    caps = sources.TextCaps(MAX_TEXT_BYTES, MAX_GZIP_RATIO, GZIP_BOMB_MIN_BYTES,
+                            hint="pass the part of the log around the failure, e.g. grep -B 20 -A 400 "
+                                 "'Ran out of memory\\|Attempting to' LOG > oom.log")
+    compressed = False
     try:
-        if handle.peek(2)[:2] == GZIP_MAGIC:
-            compressed = raw
-            raw = _Capped(gzip.GzipFile(fileobj=handle), source, compressed)
-            handle = sources.buffered(raw)  # type: ignore[arg-type]
+        handle, compressed = sources.capped_stream(stream, source, caps)
         sniffed = sources.sniff(handle)
         if sniffed.state == "binary":
             raise InputError(f"{source} is binary: it {sniffed.reason.removesuffix(': not a text log')}, not a "
@@ -231,7 +200,7 @@ def read_text(source: str, stream: Any) -> TextInput:
             raise InputError(f"{source} {sniffed.reason}")
         return TextInput(source, read_oom_text(sources.decoded_lines(handle)))
     except (OSError, EOFError, zlib.error) as exc:
-        what = "a readable gzip file" if compressed is not None else "readable"
+        what = "a readable gzip file" if compressed else "readable"
         raise InputError(f"{source} is not {what}: {exc}") from None
 
 
@@ -332,23 +301,24 @@ def _capture(capture: _Capture, options: MemoryOptions, rules, findings: list[Fi
 
 def _capture_file(capture: _Capture, path: str, options: MemoryOptions, rules, findings: list[Finding]
                   ) -> dict[str, Any]:
-    from tpudoctor.captures.memory_events import read_memory_events
-    from tpudoctor.memory.plan_capture import largest_plan, plans_from_xspace, program_runs
+    from tpudoctor.captures.memory_capture import read_memory_capture
+    from tpudoctor.memory.plan_capture import largest_plan, plans_of
     from tpudoctor.memory.timeline import allocator_timelines
 
     location = capture.location
     if os.path.getsize(path) == 0:
         raise InputError(f"{location} is empty (0 bytes): not a capture",
                          hint="the profiler may have been stopped before it wrote; capture again")
-    events = read_memory_events(path)
+    read = read_memory_capture(path)  # the one read of the capture: events, programs' HloProtos, runs
+    events = read.events
     timelines = allocator_timelines(events)
-    plan_errors: list[str] = []
-    try:
-        plans = plans_from_xspace(path, errors=plan_errors)
-        runs = program_runs(path)
-    except Exception as exc:  # noqa: BLE001 - the events read; a metadata plane that does not is a note
-        plans, runs = {}, []
-        plan_errors.append(f"the capture's programs could not be read: {exc}")
+    plan_errors: list[str] = [read.program_error] if read.program_error is not None else []
+    plans, runs = {}, []
+    if read.program_error is None:
+        try:
+            plans, runs = plans_of(read.hlo_protos, errors=plan_errors), read.runs
+        except Exception as exc:  # noqa: BLE001 - the events read; programs that do not decode are a note
+            plan_errors.append(f"the capture's programs could not be read: {exc}")
     notes = list(events.warnings) + plan_errors
     if not events.has_host_plane:
         notes.append("the capture has no host plane (/host:CPU): no allocator events")

@@ -12,7 +12,7 @@ from tpudoctor.captures.hlo_schema import (
     HEAP_FREE,
     HEAP_SHARE_WITH,
     PRIMITIVE_TYPES,
-    message_class,
+    parse_hlo_proto,
 )
 from tpudoctor.memory.buffer_plan import Allocation, Buffer, HeapPeak, Instruction, ProgramPlan
 from tpudoctor.memory.hlo_shapes import Shape, Sharding
@@ -86,7 +86,7 @@ def _hlo_proto(data: bytes | Any, event_name: str):
     """The ``HloProto`` message of ``data``; ``PlanError`` when it does not decode or has no buffer assignment."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         try:
-            proto = message_class("HloProto").FromString(bytes(data))
+            proto = parse_hlo_proto(data)
         except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError
             raise PlanError(f"the HloProto of {event_name or 'a program'} does not decode: {exc}") from exc
     else:

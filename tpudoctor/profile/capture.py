@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 
+from tpudoctor import locations
+from tpudoctor.captures.capture_files import HostFile, resolve
 from tpudoctor.captures.xspace.columns import DEVICE_PLANE_PREFIXES, LoadOptions
 from tpudoctor.captures.xspace.host_profile import HostProfile
 from tpudoctor.captures.xspace.reader import decode_host, decode_host_file
 from tpudoctor.errors import InputError
 from tpudoctor.profile.executor import HostTask, executor_for
-from tpudoctor.profile.sources import HostFile, read_bytes, resolve
 
 
 @dataclasses.dataclass
@@ -108,3 +110,16 @@ def _notes(capture: ProfileCapture) -> list[str]:
         for message in host.warnings:
             notes.append(f"host {hostname}: profiler warning: {message}")
     return notes
+
+
+def read_bytes(location: str) -> bytes:
+    """The bytes of a host file; a clear ``InputError`` when it cannot be read."""
+    if locations.is_gcs(location):
+        return locations.read_bytes(location)
+    from tpudoctor.profile.memory import ensure_memory_for
+
+    try:
+        ensure_memory_for(Path(location).stat().st_size, location)
+        return Path(location).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {location}: {exc.strerror or exc}") from exc

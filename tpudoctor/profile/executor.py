@@ -17,8 +17,8 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
+from tpudoctor.captures.capture_files import HostFile
 from tpudoctor.errors import InputError
-from tpudoctor.profile.sources import HostFile
 
 
 @dataclasses.dataclass(frozen=True)

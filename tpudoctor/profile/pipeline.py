@@ -23,6 +23,7 @@ import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any
 
+from tpudoctor.captures.capture_files import HostFile, hostname_of, resolve
 from tpudoctor.captures.xspace.columns import LoadOptions
 from tpudoctor.errors import InputError
 from tpudoctor.findings import Finding, Status
@@ -36,7 +37,6 @@ from tpudoctor.profile.host_result import (
     StepFigures,
 )
 from tpudoctor.profile.report import ProfileReport
-from tpudoctor.profile.sources import HostFile, hostname_of, resolve
 
 MAX_STEP_RECORDS = 500
 MAX_PROGRAMS = 50

@@ -51,7 +51,7 @@ def capture(request: CaptureRequest, *, on_progress: Callable[[str], None] = lam
         if not host or not port.isdigit():
             raise UsageError(f"not a HOST:PORT address: {address!r}", hint="e.g. --service-addr localhost:9012")
     profiler_client, options = _tensorflow_client(request)
-    from tpudoctor.profile.sources import resolve
+    from tpudoctor.captures.capture_files import resolve
 
     before = _runs(request.logdir, resolve)
     started = time.monotonic()

@@ -1,4 +1,5 @@
-"""Find the host files of a capture: a ``.xplane.pb``, a run directory or a logdir, local or ``gs://``.
+"""Find the host files of a capture: a ``.xplane.pb``, a run directory or a logdir, local or ``gs://`` (for
+``profile`` and ``memory`` alike).
 
 A logdir is what TensorBoard and ``tf.profiler``/``jax.profiler`` write:
 ``<logdir>/plugins/profile/<run>/<host>.xplane.pb`` with one file per host and one ``<run>``
@@ -135,15 +136,3 @@ def _xplanes(lister, relative: str) -> list[str]:
 def _join(*parts: str) -> str:
     return "/".join(part for part in parts if part)
 
-
-def read_bytes(location: str) -> bytes:
-    """The bytes of a host file; a clear ``InputError`` when it cannot be read."""
-    if locations.is_gcs(location):
-        return locations.read_bytes(location)
-    from tpudoctor.profile.memory import ensure_memory_for
-
-    try:
-        ensure_memory_for(Path(location).stat().st_size, location)
-        return Path(location).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {location}: {exc.strerror or exc}") from exc
