@@ -87,7 +87,7 @@ def _fill_stat_columns(batches: Iterable[StatBatch], headers: SpaceHeaders, sink
             if len(rows):
                 targets = batch.event[rows]
                 if sink.kind == "str":
-                    sink.put(targets, batch.texts(rows))
+                    sink.put_codes(targets, batch.text_codes(rows, sink.categories))
                 else:
                     sink.put(targets, *batch.numbers(rows))
         del batch  # one batch's buffer at a time: the next one is decoded once this one is gone
@@ -173,14 +173,15 @@ class _ColumnSink:
         return np.fromiter((-1 if v is None else index.setdefault(as_text(v), len(index)) for v in values),
                            dtype=np.int32, count=len(values))
 
-    def put(self, targets: np.ndarray, values: Any, kinds: np.ndarray | None = None) -> None:
-        """Store values: a list of texts (str columns) or raw 64-bit values with their XStat kinds."""
+    def put_codes(self, targets: np.ndarray, codes: np.ndarray) -> None:
+        """Store a str column's values as their codes in ``categories`` (-1: none)."""
         self._allocate()
-        if self.kind == "str":
-            codes = self._codes(values)
-            codes += 1
-            self.values[targets] = codes
-            return
+        codes += 1
+        self.values[targets] = codes
+
+    def put(self, targets: np.ndarray, values: Any, kinds: np.ndarray | None = None) -> None:
+        """Store a number column's values: raw 64-bit values with their XStat kinds."""
+        self._allocate()
         doubles = kinds == DOUBLE
         signed = kinds == INT64
         unsigned = kinds == UINT64
