@@ -2,6 +2,10 @@
 
     from tpudoctor.captures.xspace import LoadOptions, decode_host_file
     host = decode_host_file(path, hostname="h", source=path, options=LoadOptions.for_analysis())
+    memory = read_plane_events(path, ["/host:CPU"], {"bytes_allocated": "int", "tf_op": "str"})
+
+``read_plane_events`` (``LoadOptions.planes``) is the entry for any reader of a capture's events
+besides ``profile``: the named planes only, the stats asked for as columns.
 
 Each module one job:
 
@@ -32,10 +36,10 @@ if TYPE_CHECKING:
         LoadOptions,
     )
     from tpudoctor.captures.xspace.host_profile import HostProfile
-    from tpudoctor.captures.xspace.reader import decode_host, decode_host_file
+    from tpudoctor.captures.xspace.reader import decode_host, decode_host_file, read_plane_events
 
 __all__ = ["ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS", "METADATA_STATS",
-           "STAT_KINDS", "HostProfile", "LoadOptions", "decode_host", "decode_host_file"]
+           "STAT_KINDS", "HostProfile", "LoadOptions", "decode_host", "decode_host_file", "read_plane_events"]
 
 _EXPORTS = {
     **dict.fromkeys(("ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS",
@@ -43,6 +47,7 @@ _EXPORTS = {
     "HostProfile": "tpudoctor.captures.xspace.host_profile",
     "decode_host": "tpudoctor.captures.xspace.reader",
     "decode_host_file": "tpudoctor.captures.xspace.reader",
+    "read_plane_events": "tpudoctor.captures.xspace.reader",
 }
 
 

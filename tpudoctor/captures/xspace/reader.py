@@ -7,6 +7,8 @@ read line by line (``planes_on_disk``). Whatever cannot be read is an ``InputErr
 from __future__ import annotations
 
 import os
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
 from tpudoctor.captures import wire
 from tpudoctor.captures.schema import message_class
@@ -41,8 +43,8 @@ def decode_host(data: bytes, *, hostname: str, source: str, options: LoadOptions
     file_size_bytes = len(data)
     del data  # parsed: the caller's read of the file need not stay while the events are decoded
     box = {"space": space}  # the decoder drops it once the events are decoded
-    decoder = XSpaceDecoder(lambda: box["space"].planes, list(space.errors), list(space.warnings), release=box.clear,
-                            jit=jit_decoder(options, file_size_bytes))
+    decoder = XSpaceDecoder(lambda: selected_planes(box["space"].planes, options.planes), list(space.errors),
+                            list(space.warnings), release=box.clear, jit=jit_decoder(options, file_size_bytes))
     del space
     return _build(decoder, options, hostname=hostname, source=source, file_size_bytes=file_size_bytes)
 
@@ -62,13 +64,38 @@ def decode_host_file(path: str, *, hostname: str, source: str, options: LoadOpti
         with open(path, "rb") as handle:
             return decode_host(handle.read(), hostname=hostname, source=source, options=options)
     planes, errors, warnings = found
-    decoder = XSpaceDecoder(lambda: planes_on_disk(path, source, planes), errors, warnings,
-                            jit=jit_decoder(options, size))
+    decoder = XSpaceDecoder(lambda: selected_planes(planes_on_disk(path, source, planes), options.planes), errors,
+                            warnings, jit=jit_decoder(options, size))
     profile = _build(decoder, options, hostname=hostname, source=source, file_size_bytes=size)
-    if not profile.planes["plane_name"].astype(bool).any():
+    if options.planes is None and not profile.planes["plane_name"].astype(bool).any():
         raise InputError(f"{source} is not an XSpace profile: it decodes to no named planes",
                          hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler")
     return profile
+
+
+def read_plane_events(path: str, plane_names: Collection[str], stats: Mapping[str, str], *,
+                      source: str | None = None) -> HostProfile:
+    """The events of the named planes of a local XSpace file, each stat of ``stats`` (name -> "int",
+    "uint", "float" or "str") a column of ``events`` (missing where an event and its metadata carry
+    none; "str" columns categorical): the decoder of ``profile`` for any other reader of a capture's
+    events. ``InputError`` where the file is not a readable XSpace."""
+    from tpudoctor.captures.xspace.tables import missing_column
+
+    where = source or str(path)
+    host = decode_host_file(str(path), hostname="", source=where,
+                            options=LoadOptions(stats=dict(stats), planes=frozenset(plane_names)))
+    for name, kind in stats.items():  # every stat asked for is a column, all-missing where no event has it
+        if name not in host.events.columns:
+            host.events[name] = missing_column(kind, len(host.events))
+    return host
+
+
+def selected_planes(planes: Iterable[Any], names: Collection[str] | None) -> Iterable[Any]:
+    """``planes``, or only those named in ``names`` (when given)."""
+    if names is None:
+        return planes
+    return [plane for plane in planes if plane.name in names] if hasattr(planes, "__len__") else (
+        plane for plane in planes if plane.name in names)
 
 
 def jit_decoder(options: LoadOptions, size_bytes: int):

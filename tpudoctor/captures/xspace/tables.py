@@ -142,8 +142,13 @@ def _events_frame(headers: SpaceHeaders, fields: EventFields, name: pd.Categoric
     }
     for column in CORE_STAT_COLUMNS:  # there, all-missing, when asked for and the capture has none
         if column not in frame and column in columns and column not in from_metadata:
-            frame[column] = _ColumnSink(EVENT_STAT_COLUMNS[column], headers.n_events).array()
+            frame[column] = missing_column(EVENT_STAT_COLUMNS[column], headers.n_events)
     return pd.DataFrame(frame, copy=False)
+
+
+def missing_column(kind: str, n_events: int):
+    """A stat column of this kind with no value (a read-only view: it costs no memory)."""
+    return _ColumnSink(kind, n_events).array()
 
 
 
