@@ -200,6 +200,10 @@ class _ColumnSink:
             return
         # integers keep their 64 bits exactly; a double is truncated when it fits, else missing
         dtype = self.values.dtype
+        if not doubles.any():  # as writers write integer stats: no conversion, no copy
+            self.values[targets] = values.view(dtype)
+            self.present[targets] = signed | unsigned
+            return
         limits = np.iinfo(dtype)
         with np.errstate(invalid="ignore"):
             double_fits = doubles & np.isfinite(as_float) & (as_float >= float(limits.min)) & (as_float < float(limits.max))
