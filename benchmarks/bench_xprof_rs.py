@@ -48,6 +48,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("capture", nargs="?", type=Path)
     parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                        help="also run the tpudoctor of this checkout (e.g. a `git worktree add` of an older commit)")
+    parser.add_argument("--no-numpy", action="store_true", help="leave out the numpy decoder's column")
     args = parser.parse_args()
     path = args.capture or default_capture()
     session = Path(tempfile.mkdtemp(prefix="xprof-rs-session-"))
@@ -57,6 +60,10 @@ def main() -> int:
         "tpudoctor (compiled decoder)": lambda: _tpudoctor(path, "auto"),
         "tpudoctor (numpy decoder)": lambda: _tpudoctor(path, "numpy"),
     }
+    if args.no_numpy:
+        contenders.pop("tpudoctor (numpy decoder)")
+    if args.baseline:
+        contenders[f"tpudoctor at {args.baseline.name}"] = lambda: _tpudoctor(path, "auto", checkout=args.baseline)
     if rust:
         contenders["xprof-rs get_overview"] = lambda: run_process([rust, "get_overview", str(session)])
     else:
@@ -85,7 +92,7 @@ def main() -> int:
     return 0
 
 
-def run_process(argv: list[str]) -> dict:
+def run_process(argv: list[str], *, cwd: Path = REPO) -> dict:
     """A fresh process: ``process_s`` (spawn to exit), ``process_rss_mb`` (peak RSS, ``/usr/bin/time``);
     ``error`` unless it ends 0 or 1 (1: the report has findings)."""
     import subprocess
@@ -95,7 +102,7 @@ def run_process(argv: list[str]) -> dict:
         timed = [str(GNU_TIME), "-f", "%M", "-o", rss.name] if GNU_TIME.exists() else []
         started = time.perf_counter()
         done = subprocess.run([*timed, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                              timeout=900, cwd=REPO, env=child_environment())
+                              timeout=900, cwd=cwd, env=_environment(cwd))
         elapsed = time.perf_counter() - started
         measured = rss.read().strip()
     if done.returncode not in (0, 1):
@@ -103,11 +110,18 @@ def run_process(argv: list[str]) -> dict:
     return {"process_s": elapsed, "process_rss_mb": int(measured.splitlines()[-1]) / 1024 if measured else float("nan")}
 
 
-def _tpudoctor(path: Path, decoder: str) -> dict:
+def _environment(cwd: Path) -> dict[str, str]:
+    env = child_environment()
+    if cwd != REPO:  # another checkout's tpudoctor, not this one's editable install
+        env["PYTHONPATH"] = str(cwd)
+    return env
+
+
+def _tpudoctor(path: Path, decoder: str, checkout: Path = REPO) -> dict:
     env_before = os.environ.get("TPUDOCTOR_PROFILE_DECODER")
     os.environ["TPUDOCTOR_PROFILE_DECODER"] = decoder
     try:
-        return run_process([*TPUDOCTOR, "profile", "analyze", str(path), "-o", os.devnull])
+        return run_process([*TPUDOCTOR, "profile", "analyze", str(path), "-o", os.devnull], cwd=checkout)
     finally:
         if env_before is None:
             os.environ.pop("TPUDOCTOR_PROFILE_DECODER")
