@@ -11,6 +11,7 @@ from tpudoctor.captures.memory_events import read_memory_events
 from tpudoctor.captures.xspace import LoadOptions, decode_host_file, read_plane_events, reader
 
 HOST = "/host:CPU"
+MEMORY_EVENT_NAMES = ("MemoryAllocation", "MemoryDeallocation")
 MEMORY_STATS = {"bytes_allocated": "int", "bytes_reserved": "int", "bytes_available": "int",
                 "peak_bytes_in_use": "int", "requested_bytes": "int", "allocation_bytes": "int", "addr": "uint",
                 "tf_op": "str", "shape": "str", "region_type": "str", "fragmentation": "float"}
@@ -46,6 +47,27 @@ def test_memory_events_read_through_the_profile_decoder_equal_memory_events(monk
             assert got.fillna(0).astype("uint64").tolist() == expected[column].astype("uint64").tolist(), stat
 
 
+@pytest.mark.parametrize("plane_by_plane", [False, True], ids=["whole-file", "plane-by-plane"])
+def test_memory_events_chosen_by_name_before_decoding_equal_memory_events(monkeypatch, plane_by_plane):
+    path = shared_file(TPU_CAPTURE)
+    if plane_by_plane:
+        monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 0)
+    host = read_plane_events(path, [HOST], MEMORY_STATS, event_names=MEMORY_EVENT_NAMES)
+    expected = read_memory_events(path)
+    events, frame = host.events, expected.frame
+    assert len(events) == len(frame) == 906  # of the host plane's 19,270 events
+    assert host.planes["n_events"].tolist() == [906]
+    # each load counts time from its own earliest line with events: the same instants
+    assert (events["start_ps"] + host.time_origin_ns * 1000).tolist() == (
+        frame["time_ps"] + expected.time_origin_ns * 1000).tolist()
+    assert (events["name"] == "MemoryAllocation").tolist() == frame["is_allocation"].tolist()
+    for stat in ("bytes_allocated", "addr", "requested_bytes"):
+        assert events[stat].fillna(0).astype("uint64").tolist() == frame[MEMORY_COLUMN[stat]].astype(
+            "uint64").tolist(), stat
+    assert events["tf_op"].astype(object).where(events["tf_op"].notna(), "").tolist() == frame["tf_op"].astype(
+        str).tolist()
+
+
 def test_a_selected_plane_has_the_events_of_the_whole_decode():
     path = shared_file(GPU_CAPTURE)
     stats = {"correlation_id": "uint", "kernel_details": "str"}
@@ -65,6 +87,8 @@ def test_a_selected_plane_has_the_events_of_the_whole_decode():
     assert read_plane_events(path, ["/no such plane"], stats).events.empty
 
 
-def test_planes_given_as_one_string_is_a_mistake_not_a_set_of_letters():
+def test_planes_or_events_given_as_one_string_is_a_mistake_not_a_set_of_letters():
     with pytest.raises(ValueError, match="collection of plane names"):
         LoadOptions(planes=HOST)
+    with pytest.raises(ValueError, match="collection of event names"):
+        LoadOptions(events="MemoryAllocation")

@@ -7,8 +7,7 @@ read line by line (``planes_on_disk``). Whatever cannot be read is an ``InputErr
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Mapping
-from typing import Any
+from collections.abc import Collection, Mapping
 
 from tpudoctor.captures import wire
 from tpudoctor.captures.schema import message_class
@@ -16,6 +15,7 @@ from tpudoctor.captures.xspace.columns import LoadOptions
 from tpudoctor.captures.xspace.decoder import XSpaceDecoder, jit_kernels
 from tpudoctor.captures.xspace.host_profile import HostProfile
 from tpudoctor.captures.xspace.planes_on_disk import layout, planes_on_disk
+from tpudoctor.captures.xspace.selection import Selection
 from tpudoctor.captures.xspace.tables import build_host_profile
 from tpudoctor.errors import InputError
 
@@ -45,8 +45,9 @@ def decode_host(data: bytes, *, hostname: str, source: str, options: LoadOptions
     file_size_bytes = len(data)
     del data  # parsed: the caller's read of the file need not stay while the events are decoded
     box = {"space": space}  # the decoder drops it once the events are decoded
-    decoder = XSpaceDecoder(lambda: selected_planes(box["space"].planes, options.planes), list(space.errors),
-                            list(space.warnings), release=box.clear, jit=jit_decoder(options, file_size_bytes))
+    chosen = Selection(options.planes, options.events)
+    decoder = XSpaceDecoder(lambda: chosen(box["space"].planes), list(space.errors), list(space.warnings),
+                            release=box.clear, jit=jit_decoder(options, file_size_bytes))
     del space
     return _build(decoder, options, hostname=hostname, source=source, file_size_bytes=file_size_bytes)
 
@@ -66,8 +67,9 @@ def decode_host_file(path: str, *, hostname: str, source: str, options: LoadOpti
         with open(path, "rb") as handle:
             return decode_host(handle.read(), hostname=hostname, source=source, options=options)
     planes, errors, warnings = found
-    decoder = XSpaceDecoder(lambda: selected_planes(planes_on_disk(path, source, planes), options.planes), errors,
-                            warnings, jit=jit_decoder(options, size))
+    chosen = Selection(options.planes, options.events)
+    decoder = XSpaceDecoder(lambda: chosen(planes_on_disk(path, source, planes)), errors, warnings,
+                            jit=jit_decoder(options, size))
     profile = _build(decoder, options, hostname=hostname, source=source, file_size_bytes=size)
     if options.planes is None and not profile.planes["plane_name"].astype(bool).any():
         raise InputError(f"{source} is not an XSpace profile: it decodes to no named planes",
@@ -76,8 +78,9 @@ def decode_host_file(path: str, *, hostname: str, source: str, options: LoadOpti
 
 
 def read_plane_events(path: str, plane_names: Collection[str], stats: Mapping[str, str], *,
-                      source: str | None = None) -> HostProfile:
-    """The events of the named planes of a local XSpace file, each stat of ``stats`` (name -> "int",
+                      event_names: Collection[str] | None = None, source: str | None = None) -> HostProfile:
+    """The events of the named planes of a local XSpace file (only those of ``event_names`` when given: the
+    others are dropped before they are decoded), each stat of ``stats`` (name -> "int",
     "uint", "float" or "str") a column of ``events`` (missing where an event and its metadata carry
     none; "str" columns categorical): the decoder of ``profile`` for any other reader of a capture's
     events. ``InputError`` where the file is not a readable XSpace."""
@@ -85,19 +88,12 @@ def read_plane_events(path: str, plane_names: Collection[str], stats: Mapping[st
 
     where = source or str(path)
     host = decode_host_file(str(path), hostname="", source=where,
-                            options=LoadOptions(stats=dict(stats), planes=frozenset(plane_names)))
+                            options=LoadOptions(stats=dict(stats), planes=frozenset(plane_names),
+                                                events=None if event_names is None else frozenset(event_names)))
     for name, kind in stats.items():  # every stat asked for is a column, all-missing where no event has it
         if name not in host.events.columns:
             host.events[name] = missing_column(kind, len(host.events))
     return host
-
-
-def selected_planes(planes: Iterable[Any], names: Collection[str] | None) -> Iterable[Any]:
-    """``planes``, or only those named in ``names`` (when given)."""
-    if names is None:
-        return planes
-    return [plane for plane in planes if plane.name in names] if hasattr(planes, "__len__") else (
-        plane for plane in planes if plane.name in names)
 
 
 def jit_decoder(options: LoadOptions, size_bytes: int):
