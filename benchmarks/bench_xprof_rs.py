@@ -8,6 +8,33 @@ events; ``make_big_capture.py``). Per pair: the tpudoctor command with the compi
 is built by one unmeasured run first), the same with the numpy decoder, and ``xprof-rs get_overview SESSION``
 (xprof-rs started fresh, reading the file and answering the overview page). xprof-rs is not a dependency of
 tpudoctor: where it is not installed, its column is skipped, saying so. Prints the load average before and after.
+``--baseline CHECKOUT`` adds an older checkout's tpudoctor (``git worktree add /tmp/old COMMIT``) to the pairs.
+
+Measured 2026-12-05 on the shared 2-core machine (6 sessions at once; load averages as printed), xprof-rs 0.1.3:
+
+Where the 0.76 s of ``profile analyze`` on the 57 MB capture went before (commit 1f11913; load 0.2-0.5;
+``python -X importtime``, ``bench_profile_phases.py``, cProfile): imports 0.42 s, of which pandas 0.23 s (numpy
+0.06 s and pyarrow 0.04-0.06 s inside it), jsonschema 0.02 s (the report's schema check), tpudoctor.cli 0.03 s,
+llvmlite 0.013 s (loads the cached decoder); loading 0.27 s (the compiled kernel 0.06-0.09 s, the str stat
+columns 0.075 s: a Python string then a code per stat, the file's read and parse 0.03-0.05 s); the analyses 0.10 s;
+preparing, validating and writing the report 0.06 s. Python with pandas imported alone takes 0.30 s here, which
+is already about 2x xprof-rs's whole run (0.12-0.17 s quiet): the 2.0x bar cannot be met while the analyses are
+pandas code.
+
+After (str columns coded per distinct value, integer columns stored without conversion, plane-by-plane reading
+from 16 MB), 9 pairs, load average 1.39 -> 1.75::
+
+                                      wall s (median)  peak RSS MB  x xprof-rs
+    tpudoctor (compiled decoder)                 0.79          248       3.70x
+    tpudoctor at 1f11913 (before)                0.93          300       4.25x
+    xprof-rs get_overview                        0.22          234
+
+(an earlier run at load 0.5, before: tpudoctor 0.76 s, xprof-rs 0.12 s, 5.95x.) The x50 v6e capture (40 MB),
+7 pairs at load 1.6-1.75: 0.85 s before and after (median), peak RSS 286 -> 278 MB; its JSON report is
+byte-identical (``check_profile_reports.py``). The 1 GB capture (``capture_memory.py``), 2 pairs at load 1.6-2.2:
+15.6, 15.7 s before, 14.0, 18.0 s after, peak RSS 2.69 GB both: the decode is 3-4 s of it, the tables left after
+loading 1.85 GB (51 bytes per event, 36 M events) and the peak (2.6 GB) is reached inside the analyses
+(``analyze_device_ops``), not the loader.
 """
 
 from __future__ import annotations
@@ -48,6 +75,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("capture", nargs="?", type=Path)
     parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                        help="also run the tpudoctor of this checkout (e.g. a `git worktree add` of an older commit)")
+    parser.add_argument("--no-numpy", action="store_true", help="leave out the numpy decoder's column")
     args = parser.parse_args()
     path = args.capture or default_capture()
     session = Path(tempfile.mkdtemp(prefix="xprof-rs-session-"))
@@ -57,6 +87,10 @@ def main() -> int:
         "tpudoctor (compiled decoder)": lambda: _tpudoctor(path, "auto"),
         "tpudoctor (numpy decoder)": lambda: _tpudoctor(path, "numpy"),
     }
+    if args.no_numpy:
+        contenders.pop("tpudoctor (numpy decoder)")
+    if args.baseline:
+        contenders[f"tpudoctor at {args.baseline.name}"] = lambda: _tpudoctor(path, "auto", checkout=args.baseline)
     if rust:
         contenders["xprof-rs get_overview"] = lambda: run_process([rust, "get_overview", str(session)])
     else:
@@ -85,7 +119,7 @@ def main() -> int:
     return 0
 
 
-def run_process(argv: list[str]) -> dict:
+def run_process(argv: list[str], *, cwd: Path = REPO) -> dict:
     """A fresh process: ``process_s`` (spawn to exit), ``process_rss_mb`` (peak RSS, ``/usr/bin/time``);
     ``error`` unless it ends 0 or 1 (1: the report has findings)."""
     import subprocess
@@ -95,7 +129,7 @@ def run_process(argv: list[str]) -> dict:
         timed = [str(GNU_TIME), "-f", "%M", "-o", rss.name] if GNU_TIME.exists() else []
         started = time.perf_counter()
         done = subprocess.run([*timed, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                              timeout=900, cwd=REPO, env=child_environment())
+                              timeout=900, cwd=cwd, env=_environment(cwd))
         elapsed = time.perf_counter() - started
         measured = rss.read().strip()
     if done.returncode not in (0, 1):
@@ -103,11 +137,18 @@ def run_process(argv: list[str]) -> dict:
     return {"process_s": elapsed, "process_rss_mb": int(measured.splitlines()[-1]) / 1024 if measured else float("nan")}
 
 
-def _tpudoctor(path: Path, decoder: str) -> dict:
+def _environment(cwd: Path) -> dict[str, str]:
+    env = child_environment()
+    if cwd != REPO:  # another checkout's tpudoctor, not this one's editable install
+        env["PYTHONPATH"] = str(cwd)
+    return env
+
+
+def _tpudoctor(path: Path, decoder: str, checkout: Path = REPO) -> dict:
     env_before = os.environ.get("TPUDOCTOR_PROFILE_DECODER")
     os.environ["TPUDOCTOR_PROFILE_DECODER"] = decoder
     try:
-        return run_process([*TPUDOCTOR, "profile", "analyze", str(path), "-o", os.devnull])
+        return run_process([*TPUDOCTOR, "profile", "analyze", str(path), "-o", os.devnull], cwd=checkout)
     finally:
         if env_before is None:
             os.environ.pop("TPUDOCTOR_PROFILE_DECODER")

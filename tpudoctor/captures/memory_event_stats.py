@@ -1,6 +1,6 @@
-"""Reads the memory events straight from the bytes of a host plane's XEvents: each event's metadata id, the
-fields and XStats of the memory events only (``metadata_ids``, ``event_fields``, ``stats``), their string values
-coded without decoding each one (``code_texts``), gathered batch by batch (``Gathered``), and the gathered stats
+"""Reads the memory events straight from the bytes of a host plane's XEvents (each event's metadata id by
+``xspace.event_wire.metadata_ids``): the fields and XStats of the memory events only (``event_fields``,
+``stats``), their string values coded without decoding each one (``code_texts``), gathered batch by batch (``Gathered``), and the gathered stats
 made columns (``text_column``, ``allocator_column``, ``dtype_column``); which stats are read (``MEMORY_STAT_ORDER``)."""
 
 from __future__ import annotations
@@ -45,24 +45,6 @@ MEMORY_STAT_ORDER = (*INT_STATS, *FLOAT_STATS, *TEXT_STATS, *ALLOCATOR_STATS)
 
 TEXT_BLOCK_BYTES = 1 << 24  # bytes of string values compared at a time
 PADDING = bytes(wire.PAD_BYTES)
-TAG_METADATA_ID = 0x08  # XEvent.metadata_id as writers put it: the event's first field
-
-
-def metadata_ids(buffer: wire.Buffer, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Each event's metadata_id (field 1): read where writers put it (first), else by a field walk."""
-    data = buffer.bytes
-    metadata_id = np.zeros(len(starts), dtype=np.int64)
-    first = np.flatnonzero((data[starts] == TAG_METADATA_ID) & (starts < ends))
-    if len(first):
-        metadata_id[first] = wire.read_varints(buffer, starts[first] + 1)[0].view(np.int64)
-    other = np.ones(len(starts), dtype=bool)
-    other[first] = False
-    other = np.flatnonzero(other)
-    if len(other):
-        for alive, field, wire_type, _, value, _ in wire.scan_fields(buffer, starts[other], ends[other]):
-            hit = (field == 1) & (wire_type == wire.WIRE_VARINT)
-            metadata_id[other[alive[hit]]] = value[hit].view(np.int64)
-    return metadata_id
 
 
 def event_fields(buffer: wire.Buffer, starts: np.ndarray, ends: np.ndarray):

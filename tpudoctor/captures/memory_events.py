@@ -45,12 +45,12 @@ from tpudoctor.captures.memory_event_stats import (
     code_texts,
     dtype_column,
     event_fields,
-    metadata_ids,
     parse_line,
     stats,
     text_column,
 )
 from tpudoctor.captures.schema import message_class
+from tpudoctor.captures.xspace.event_wire import metadata_ids
 from tpudoctor.errors import InputError
 
 HOST_PLANE = "/host:CPU"

@@ -2,6 +2,12 @@
 
     from tpudoctor.captures.xspace import LoadOptions, decode_host_file
     host = decode_host_file(path, hostname="h", source=path, options=LoadOptions.for_analysis())
+    memory = read_plane_events(path, ["/host:CPU"], {"bytes_allocated": "int", "tf_op": "str"},
+                               event_names=["MemoryAllocation", "MemoryDeallocation"])
+
+``read_plane_events`` (``LoadOptions.planes``, ``LoadOptions.events``) is the entry for any reader of a
+capture's events besides ``profile``: the named planes only, the named events only, the stats asked for as
+columns.
 
 Each module one job:
 
@@ -9,6 +15,7 @@ Each module one job:
 * ``decoder``: the wire level: plane and line headers, metadata, every event's fields and stats.
 * ``jit_wire``, ``compiled``: the same decoding as numba-compiled kernels, their machine code cached on disk
   and loaded with llvmlite (``LoadOptions.decoder``; the numpy decoder where numba is missing).
+* ``selection``: the planes and events a load asks for by name, chosen before they are decoded.
 * ``planes_on_disk``: a large local file walked plane by plane instead of parsed whole.
 * ``tables``: the decoded planes as the ``HostProfile`` tables (columns, categoricals, frames).
 * ``host_profile``: ``HostProfile`` itself; ``lookup``: (plane, id) -> row lookups.
@@ -32,10 +39,10 @@ if TYPE_CHECKING:
         LoadOptions,
     )
     from tpudoctor.captures.xspace.host_profile import HostProfile
-    from tpudoctor.captures.xspace.reader import decode_host, decode_host_file
+    from tpudoctor.captures.xspace.reader import decode_host, decode_host_file, read_plane_events
 
 __all__ = ["ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS", "METADATA_STATS",
-           "STAT_KINDS", "HostProfile", "LoadOptions", "decode_host", "decode_host_file"]
+           "STAT_KINDS", "HostProfile", "LoadOptions", "decode_host", "decode_host_file", "read_plane_events"]
 
 _EXPORTS = {
     **dict.fromkeys(("ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS",
@@ -43,6 +50,7 @@ _EXPORTS = {
     "HostProfile": "tpudoctor.captures.xspace.host_profile",
     "decode_host": "tpudoctor.captures.xspace.reader",
     "decode_host_file": "tpudoctor.captures.xspace.reader",
+    "read_plane_events": "tpudoctor.captures.xspace.reader",
 }
 
 

@@ -89,9 +89,23 @@ class LoadOptions:
     """"jit": numba's compiled decoder, "numpy": the numpy one, "auto" (default; ``DECODER_ENV`` sets
     another): the compiled one where numba is installed and the capture is big enough to pay for
     loading it (``reader.jit_decoder``)."""
+    planes: Collection[str] | None = None
+    """The names of the planes to decode (None: every plane); the others are skipped before their
+    lines are read, and ``plane_id`` then counts the planes decoded."""
+    events: Collection[str] | None = None
+    """The event metadata names to decode (None: every event); the others are dropped from their lines
+    before the decoder reads them (``selection``)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata_stats", frozenset(self.metadata_stats))
+        if self.planes is not None:
+            if isinstance(self.planes, str):
+                raise ValueError(f"planes must be a collection of plane names, not the string {self.planes!r}")
+            object.__setattr__(self, "planes", frozenset(self.planes))
+        if self.events is not None:
+            if isinstance(self.events, str):
+                raise ValueError(f"events must be a collection of event names, not the string {self.events!r}")
+            object.__setattr__(self, "events", frozenset(self.events))
         if self.decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {DECODERS}, not {self.decoder!r}")
         for kind in self.columns.values():

@@ -119,6 +119,12 @@ class StatBatch:
         """The given stat rows as strings (refs resolved to their names, numbers written out)."""
         return self._strings.values(rows)
 
+    def text_codes(self, rows: np.ndarray, index: dict[str, int]) -> np.ndarray:
+        """The given stat rows as codes in ``index`` (text -> code, grown in first-seen order; -1: none),
+        as ``index.setdefault(text, len(index))`` of each of ``texts(rows)`` gives them, decoding each
+        distinct value once."""
+        return self._strings.codes(rows, index)
+
 
 class XSpaceDecoder:
     """Decodes the planes that ``planes()`` gives (ids, names, metadata, stats; ``lines`` as each
@@ -343,6 +349,22 @@ class _StringResolver:
         self.buffer, self.stats, self.stat_plane = buffer, stats, stats["plane"]
         self.stat_ids, self.stat_names = stat_ids, stat_names
         self._data: bytes | None = None
+
+    def codes(self, rows: np.ndarray, index: dict[str, int]) -> np.ndarray:
+        kinds = self.stats["kind"][rows]
+        if not ((kinds == STR) | (kinds == BYTES)).all():  # refs and numbers written out: one by one
+            return np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in self.values(rows)),
+                               dtype=np.int32, count=len(rows))
+        if self._data is None:
+            self._data = self.buffer.data()
+        data = self._data
+        starts = self.stats["text_start"][rows]
+        chunks = [data[start:end] for start, end in zip(starts.tolist(), (starts + self.stats["text_length"][rows]).tolist(),
+                                                        strict=True)]
+        code_of = dict.fromkeys(chunks)  # distinct values in first-seen order
+        for chunk in code_of:
+            code_of[chunk] = index.setdefault(chunk.decode("utf-8", errors="replace"), len(index))
+        return np.fromiter(map(code_of.__getitem__, chunks), dtype=np.int32, count=len(chunks))
 
     def values(self, rows: np.ndarray) -> list[object]:
         if self._data is None:

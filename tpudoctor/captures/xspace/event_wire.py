@@ -78,3 +78,20 @@ def _event_fields_any_order(buffer, starts, ends, irregular, columns, spans):
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def metadata_ids(buffer: wire.Buffer, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Each event's metadata_id (field 1): read where writers put it (first), else by a field walk."""
+    data = buffer.bytes
+    metadata_id = np.zeros(len(starts), dtype=np.int64)
+    first = np.flatnonzero((data[starts] == _TAG_METADATA_ID) & (starts < ends))
+    if len(first):
+        metadata_id[first] = wire.read_varints(buffer, starts[first] + 1)[0].view(np.int64)
+    other = np.ones(len(starts), dtype=bool)
+    other[first] = False
+    other = np.flatnonzero(other)
+    if len(other):
+        for alive, field, wire_type, _, value, _ in wire.scan_fields(buffer, starts[other], ends[other]):
+            hit = (field == 1) & (wire_type == wire.WIRE_VARINT)
+            metadata_id[other[alive[hit]]] = value[hit].view(np.int64)
+    return metadata_id

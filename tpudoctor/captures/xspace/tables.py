@@ -87,7 +87,7 @@ def _fill_stat_columns(batches: Iterable[StatBatch], headers: SpaceHeaders, sink
             if len(rows):
                 targets = batch.event[rows]
                 if sink.kind == "str":
-                    sink.put(targets, batch.texts(rows))
+                    sink.put_codes(targets, batch.text_codes(rows, sink.categories))
                 else:
                     sink.put(targets, *batch.numbers(rows))
         del batch  # one batch's buffer at a time: the next one is decoded once this one is gone
@@ -142,8 +142,13 @@ def _events_frame(headers: SpaceHeaders, fields: EventFields, name: pd.Categoric
     }
     for column in CORE_STAT_COLUMNS:  # there, all-missing, when asked for and the capture has none
         if column not in frame and column in columns and column not in from_metadata:
-            frame[column] = _ColumnSink(EVENT_STAT_COLUMNS[column], headers.n_events).array()
+            frame[column] = missing_column(EVENT_STAT_COLUMNS[column], headers.n_events)
     return pd.DataFrame(frame, copy=False)
+
+
+def missing_column(kind: str, n_events: int):
+    """A stat column of this kind with no value (a read-only view: it costs no memory)."""
+    return _ColumnSink(kind, n_events).array()
 
 
 
@@ -173,14 +178,15 @@ class _ColumnSink:
         return np.fromiter((-1 if v is None else index.setdefault(as_text(v), len(index)) for v in values),
                            dtype=np.int32, count=len(values))
 
-    def put(self, targets: np.ndarray, values: Any, kinds: np.ndarray | None = None) -> None:
-        """Store values: a list of texts (str columns) or raw 64-bit values with their XStat kinds."""
+    def put_codes(self, targets: np.ndarray, codes: np.ndarray) -> None:
+        """Store a str column's values as their codes in ``categories`` (-1: none)."""
         self._allocate()
-        if self.kind == "str":
-            codes = self._codes(values)
-            codes += 1
-            self.values[targets] = codes
-            return
+        codes += 1
+        self.values[targets] = codes
+
+    def put(self, targets: np.ndarray, values: Any, kinds: np.ndarray | None = None) -> None:
+        """Store a number column's values: raw 64-bit values with their XStat kinds."""
+        self._allocate()
         doubles = kinds == DOUBLE
         signed = kinds == INT64
         unsigned = kinds == UINT64
@@ -194,6 +200,10 @@ class _ColumnSink:
             return
         # integers keep their 64 bits exactly; a double is truncated when it fits, else missing
         dtype = self.values.dtype
+        if not doubles.any():  # as writers write integer stats: no conversion, no copy
+            self.values[targets] = values.view(dtype)
+            self.present[targets] = signed | unsigned
+            return
         limits = np.iinfo(dtype)
         with np.errstate(invalid="ignore"):
             double_fits = doubles & np.isfinite(as_float) & (as_float >= float(limits.min)) & (as_float < float(limits.max))
