@@ -236,3 +236,38 @@ def test_standard_input_is_inferred_as_the_file_is(name, monkeypatch):
     assert from_stdin["ettr"] is not None and from_stdin["ettr"] == from_file["ettr"]
     assert (from_stdin["first_step"], from_stdin["last_step"]) == (from_file["first_step"], from_file["last_step"])
     assert from_stdin["inferred"] == from_file["inferred"]
+
+
+@pytest.mark.parametrize("name", ["mst_gpu_epoch_logger_timed.log", "fairseq_tpu_v3_8_transformer_2338.log",
+                                  "jax_gpu_jit_elapsed_minutes.log"])
+def test_the_columnar_second_pass_reads_as_the_line_by_line_one(name, monkeypatch):
+    """The inference's second pass holds the log as bytes and line offsets (a regex over the buffer, numpy for
+    the line numbers); the same log split line by line (what a carriage return still needs) reads the same."""
+    from tpudoctor.goodput import inferred
+    from tpudoctor.logs import buffer
+
+    monkeypatch.setattr(inferred, "SAMPLE_LINES", 6)
+    monkeypatch.setattr(inferred, "EDGE_LINES", 1)
+    columnar = analyze_paths([str(HELD_OUT / name)])["goodput"]
+    assert columnar["steps"] and columnar["inferred"] is not None
+    monkeypatch.setattr(buffer.LineBuffer, "of", classmethod(lambda cls, data: None))
+    by_line = analyze_paths([str(HELD_OUT / name)])["goodput"]
+    for key in ("steps", "first_step", "last_step", "restarts", "wall_s", "ettr", "median_step_s",
+                "checkpoint_saves", "inferred", "saves"):
+        assert columnar.get(key) == by_line.get(key), key
+
+
+def test_step_clocks_read_a_column_at_a_time_equal_the_line_at_a_time_reading():
+    """Every clock of the held-out logs' lines, read by one regex over all rows with numpy dates, equals the
+    line-at-a-time reading (innermost_of_kind), clock and resolution; rows with two clocks take the last."""
+    from tpudoctor.logs import clocks
+
+    lines = [line for log in HELD_OUT.glob("*.log") for line in log.read_text(encoding="utf-8").splitlines()]
+    lines += ["2024-06-01T10:00:01.5Z stdout F I0601 10:00:00.900000 1 train.py:9] step 3", "no clock at all"]
+    rows = "\n".join(lines).encode()
+    for kind in ("iso", "glog"):
+        columnar = clocks.innermost_times(rows, len(lines), kind, year=2024)
+        one_by_one = [clocks.innermost_of_kind(line, kind, year=2024) for line in lines]
+        assert columnar is not None and sum(c is not None for c in one_by_one) > 20
+        assert [(c.t, c.resolution_s) if c else None for c in columnar] == \
+            [(c.t, c.resolution_s) if c else None for c in one_by_one]

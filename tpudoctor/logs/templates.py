@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable
+from typing import Any
 
 NUMBER = re.compile(r"(?<![A-Za-z_])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?:[kKM](?![A-Za-z]))?")
 SCALE = {"k": 1e3, "K": 1e3, "M": 1e6}
@@ -157,18 +158,24 @@ def matcher(series: Series) -> re.Pattern[str]:
     return re.compile("".join(out))
 
 
-def points_by_matcher(series: Series, pattern: re.Pattern[str], indexed_lines: Iterable[tuple[int, str]], *,
-                      head: Iterable[Point] = ()) -> Series:
-    """The series' points among raw lines, read with ``matcher(series)``, after the ``head`` points already read."""
+def points_by_matcher(series: Series, pattern: re.Pattern, indexed_lines: Iterable[tuple[int, Any]], *,
+                      head: Iterable[Point] = (), matched: bool = False) -> Series:
+    """The series' points among raw lines, read with ``matcher(series)``, after the ``head`` points already read
+    (``matched``: the pairs are ``(index, match)``, the regex already run)."""
     points = list(head)
     for index, line in indexed_lines:
-        m = pattern.search(line)
+        m = line if matched else pattern.search(line)
         if m is None:
             continue
         try:
-            step = value(m.group(series.field + 1))
-            seconds = value(m.group(series.duration_field + 1)) if series.duration_field is not None else None
+            field = _text(m.group(series.field + 1))
+            step = value(field)
+            seconds = value(_text(m.group(series.duration_field + 1))) if series.duration_field is not None else None
         except (ValueError, IndexError, TypeError):
             continue
-        points.append(Point(index, int(step), m.group(series.field + 1)[-1] in SCALE, seconds))
+        points.append(Point(index, int(step), field[-1] in SCALE, seconds))
     return dataclasses.replace(series, points=points)
+
+
+def _text(group: str | bytes) -> str:
+    return group.decode("ascii", errors="replace") if isinstance(group, bytes) else group
