@@ -271,3 +271,37 @@ def test_step_clocks_read_a_column_at_a_time_equal_the_line_at_a_time_reading():
         assert columnar is not None and sum(c is not None for c in one_by_one) > 20
         assert [(c.t, c.resolution_s) if c else None for c in columnar] == \
             [(c.t, c.resolution_s) if c else None for c in one_by_one]
+
+
+HELD_OUT_3 = Path(__file__).parent / "data" / "logs" / "training_heldout_3"
+
+
+def test_set_3_is_frozen_and_was_scored_before_the_reader_changed():
+    import hashlib
+
+    frozen = (HELD_OUT_3 / "FROZEN.sha256").read_text(encoding="utf-8").split("\n")
+    for line in filter(None, frozen):
+        digest, name = line.split()
+        assert hashlib.sha256((HELD_OUT_3 / name).read_bytes()).hexdigest() == digest, name
+    logs = tomllib.loads((HELD_OUT_3 / "manifest.toml").read_text(encoding="utf-8"))["log"]
+    first = tomllib.loads((HELD_OUT_3 / "FIRST_SCORE.toml").read_text(encoding="utf-8"))
+    assert len(logs) == first["logs"] >= 20 and first["right"] == 15 and len(first["wrong"]) == 5
+
+
+def test_a_line_that_reports_steps_per_second_is_a_step_summary():
+    """Flax's ImageNet example through clu's metric writer, on four processes (google/flax#3364): '[400]
+    steps_per_second=1.58, ... train_loss=...' under absl. No step word stands before the [400]; the rate in steps
+    says the line is a step summary. Read as no step at all before; now steps 400..500, each printed by several
+    processes once, over the absl clock's 56.147 s (hand label: ETTR 1.00, the window all training)."""
+    doc = analyze_paths([str(HELD_OUT_3 / "flax_clu_imagenet_4proc_3364.log")])
+    g = doc["goodput"]
+    assert doc["workers"][0]["step_lines"] == 2 and (g["first_step"], g["last_step"]) == (400, 500)
+    assert g["wall_s"] == pytest.approx(56.147, abs=0.001)
+    assert g["ettr"] == pytest.approx(1.0, abs=0.02)
+
+
+def test_inference_reads_glog_dates_in_the_year_the_known_forms_chose():
+    """The same absl log: the known forms read its glog dates (no year) in the year nearest now, the inference in
+    1970, and the wall time spanned the two (1767225656 s, ETTR 0.000). One year for both readings."""
+    g = analyze_paths([str(HELD_OUT_3 / "flax_clu_imagenet_4proc_3364.log")])["goodput"]
+    assert g["wall_s"] < 60 and g["ettr"] > 0.9

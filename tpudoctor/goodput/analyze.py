@@ -124,7 +124,8 @@ def analyze_paths(paths: Sequence[str], *, step_pattern: LineReader | None = Non
             known = read_event_blocks(text_blocks(handle, info), name, clock=clock, readers=readers, stats=stats)
             held = _held_until_a_step(known, timeline, name)
             if held is not None:  # the known forms found no step: infer the structure from the log itself
-                timeline.feed(_with_inferred(held, path, name, stats, year,
+                # the year the known forms read its glog dates in, so that both readings put a line at one time
+                timeline.feed(_with_inferred(held, path, name, stats, year if year is not None else clock.year,
                                              kept=handle.kept() if path == "-" else None), name)
             _fill(info, stats)
         finally:

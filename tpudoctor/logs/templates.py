@@ -22,6 +22,9 @@ STEP_HINT = re.compile(r"(?:step|iter|iteration|update|updates|num_updates|batch
                        re.IGNORECASE)
 TIME_HINT = re.compile(r"(?:elapsed|wall|time|t|eta|remaining|lr|loss|rate|pid|ip|rank|port|worker|device|node|"
                        r"process|host|gpu|tpu|xla|core|thread)\W{0,3}$", re.IGNORECASE)
+STEP_RATE = re.compile(r"\bsteps?(?:_per_|/)s(?:ec(?:ond)?)?\b|\b(?:sec|s)/(?:step|it)\b|\bit/s\b", re.IGNORECASE)
+"""A line that reports its rate in steps (``steps_per_second=1.58``, ``0.175 sec/step``, ``9.17s/it``) is a step
+summary: its growing integer is the step even where no step word stands before it (clu's ``[400]``)."""
 DURATION_HINT = re.compile(r"(?:step_time|time|seconds|sec|dt|duration)\W{0,3}$", re.IGNORECASE)
 LOSS_WORD = re.compile(r"\bloss\b", re.IGNORECASE)
 EVAL_WORDS = re.compile(r"\b(?:eval\w*|valid\w*|test\w*)\b", re.IGNORECASE)
@@ -89,7 +92,7 @@ def step_series(messages: Iterable[str]) -> Series | None:
             before = _before_field(sample_text, f)
             if TIME_HINT.search(before) and not STEP_HINT.search(before):
                 continue
-            hint = bool(STEP_HINT.search(before))
+            hint = bool(STEP_HINT.search(before)) or bool(STEP_RATE.search(key))
             if not hint and len(set(nums)) < 3:
                 continue
             evalish = bool(EVAL_WORDS.search(key))
