@@ -1,7 +1,8 @@
-"""How right `tpudoctor goodput` is on the frozen held-out training logs (tests/data/logs/training_heldout_2).
+"""How right `tpudoctor goodput` is on a frozen held-out set of training logs (tests/data/logs/training_heldout_N).
 
-    python benchmarks/goodput_heldout_score.py            # one row per log and the total
-    python benchmarks/goodput_heldout_score.py --quiet    # the total only
+    python benchmarks/goodput_heldout_score.py            # set 2: one row per log and the total
+    python benchmarks/goodput_heldout_score.py 3          # set 3
+    python benchmarks/goodput_heldout_score.py 3 --quiet  # the total only
 
 Each log was labelled by hand (manifest.toml) and frozen (FROZEN.sha256) before the reader changed. A log is
 right when every labelled fact matches: the number of step lines, the first and last step, the starts
@@ -24,7 +25,7 @@ else:  # pragma: no cover
 
 from tpudoctor.goodput.analyze import analyze_paths
 
-HELD_OUT = Path(__file__).resolve().parents[1] / "tests" / "data" / "logs" / "training_heldout_2"
+LOGS = Path(__file__).resolve().parents[1] / "tests" / "data" / "logs"
 
 
 def misses(log: dict, doc: dict) -> list[str]:
@@ -61,9 +62,14 @@ def misses(log: dict, doc: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("set", nargs="?", type=int, default=2, help="the held-out set's number (default 2)")
     parser.add_argument("--quiet", action="store_true", help="print the total only")
-    parser.add_argument("--dir", type=Path, default=HELD_OUT, help="a folder with manifest.toml and its logs")
+    parser.add_argument("--dir", type=Path, help="a folder with manifest.toml and its logs (instead of a set)")
     args = parser.parse_args(argv)
+    folder = args.dir or LOGS / f"training_heldout_{args.set}"
+    if not (folder / "manifest.toml").is_file():
+        parser.error(f"no manifest.toml in {folder}")
+    args.dir = folder
     logs = tomllib.loads((args.dir / "manifest.toml").read_text(encoding="utf-8"))["log"]
     right = 0
     for log in logs:

@@ -236,3 +236,72 @@ def test_standard_input_is_inferred_as_the_file_is(name, monkeypatch):
     assert from_stdin["ettr"] is not None and from_stdin["ettr"] == from_file["ettr"]
     assert (from_stdin["first_step"], from_stdin["last_step"]) == (from_file["first_step"], from_file["last_step"])
     assert from_stdin["inferred"] == from_file["inferred"]
+
+
+@pytest.mark.parametrize("name", ["mst_gpu_epoch_logger_timed.log", "fairseq_tpu_v3_8_transformer_2338.log",
+                                  "jax_gpu_jit_elapsed_minutes.log"])
+def test_the_columnar_second_pass_reads_as_the_line_by_line_one(name, monkeypatch):
+    """The inference's second pass holds the log as bytes and line offsets (a regex over the buffer, numpy for
+    the line numbers); the same log split line by line (what a carriage return still needs) reads the same."""
+    from tpudoctor.goodput import inferred
+    from tpudoctor.logs import buffer
+
+    monkeypatch.setattr(inferred, "SAMPLE_LINES", 6)
+    monkeypatch.setattr(inferred, "EDGE_LINES", 1)
+    columnar = analyze_paths([str(HELD_OUT / name)])["goodput"]
+    assert columnar["steps"] and columnar["inferred"] is not None
+    monkeypatch.setattr(buffer.LineBuffer, "of", classmethod(lambda cls, data: None))
+    by_line = analyze_paths([str(HELD_OUT / name)])["goodput"]
+    for key in ("steps", "first_step", "last_step", "restarts", "wall_s", "ettr", "median_step_s",
+                "checkpoint_saves", "inferred", "saves"):
+        assert columnar.get(key) == by_line.get(key), key
+
+
+def test_step_clocks_read_a_column_at_a_time_equal_the_line_at_a_time_reading():
+    """Every clock of the held-out logs' lines, read by one regex over all rows with numpy dates, equals the
+    line-at-a-time reading (innermost_of_kind), clock and resolution; rows with two clocks take the last."""
+    from tpudoctor.logs import clocks
+
+    lines = [line for log in HELD_OUT.glob("*.log") for line in log.read_text(encoding="utf-8").splitlines()]
+    lines += ["2024-06-01T10:00:01.5Z stdout F I0601 10:00:00.900000 1 train.py:9] step 3", "no clock at all"]
+    rows = "\n".join(lines).encode()
+    for kind in ("iso", "glog"):
+        columnar = clocks.innermost_times(rows, len(lines), kind, year=2024)
+        one_by_one = [clocks.innermost_of_kind(line, kind, year=2024) for line in lines]
+        assert columnar is not None and sum(c is not None for c in one_by_one) > 20
+        assert [(c.t, c.resolution_s) if c else None for c in columnar] == \
+            [(c.t, c.resolution_s) if c else None for c in one_by_one]
+
+
+HELD_OUT_3 = Path(__file__).parent / "data" / "logs" / "training_heldout_3"
+
+
+def test_set_3_is_frozen_and_was_scored_before_the_reader_changed():
+    import hashlib
+
+    frozen = (HELD_OUT_3 / "FROZEN.sha256").read_text(encoding="utf-8").split("\n")
+    for line in filter(None, frozen):
+        digest, name = line.split()
+        assert hashlib.sha256((HELD_OUT_3 / name).read_bytes()).hexdigest() == digest, name
+    logs = tomllib.loads((HELD_OUT_3 / "manifest.toml").read_text(encoding="utf-8"))["log"]
+    first = tomllib.loads((HELD_OUT_3 / "FIRST_SCORE.toml").read_text(encoding="utf-8"))
+    assert len(logs) == first["logs"] >= 20 and first["right"] == 15 and len(first["wrong"]) == 5
+
+
+def test_a_line_that_reports_steps_per_second_is_a_step_summary():
+    """Flax's ImageNet example through clu's metric writer, on four processes (google/flax#3364): '[400]
+    steps_per_second=1.58, ... train_loss=...' under absl. No step word stands before the [400]; the rate in steps
+    says the line is a step summary. Read as no step at all before; now steps 400..500, each printed by several
+    processes once, over the absl clock's 56.147 s (hand label: ETTR 1.00, the window all training)."""
+    doc = analyze_paths([str(HELD_OUT_3 / "flax_clu_imagenet_4proc_3364.log")])
+    g = doc["goodput"]
+    assert doc["workers"][0]["step_lines"] == 2 and (g["first_step"], g["last_step"]) == (400, 500)
+    assert g["wall_s"] == pytest.approx(56.147, abs=0.001)
+    assert g["ettr"] == pytest.approx(1.0, abs=0.02)
+
+
+def test_inference_reads_glog_dates_in_the_year_the_known_forms_chose():
+    """The same absl log: the known forms read its glog dates (no year) in the year nearest now, the inference in
+    1970, and the wall time spanned the two (1767225656 s, ETTR 0.000). One year for both readings."""
+    g = analyze_paths([str(HELD_OUT_3 / "flax_clu_imagenet_4proc_3364.log")])["goodput"]
+    assert g["wall_s"] < 60 and g["ettr"] > 0.9

@@ -27,6 +27,7 @@ from tpudoctor.goodput.lines import read_event_blocks
 from tpudoctor.goodput.readers import READERS, Event, LineReader
 from tpudoctor.goodput.timeline import Timeline
 from tpudoctor.logs import sources
+from tpudoctor.logs.buffer import LineBuffer
 from tpudoctor.logs.clock import UTC, Clock, Zone, iso_utc
 
 SCHEMA_VERSION = "1.0"
@@ -123,7 +124,8 @@ def analyze_paths(paths: Sequence[str], *, step_pattern: LineReader | None = Non
             known = read_event_blocks(text_blocks(handle, info), name, clock=clock, readers=readers, stats=stats)
             held = _held_until_a_step(known, timeline, name)
             if held is not None:  # the known forms found no step: infer the structure from the log itself
-                timeline.feed(_with_inferred(held, path, name, stats, year,
+                # the year the known forms read its glog dates in, so that both readings put a line at one time
+                timeline.feed(_with_inferred(held, path, name, stats, year if year is not None else clock.year,
                                              kept=handle.kept() if path == "-" else None), name)
             _fill(info, stats)
         finally:
@@ -242,15 +244,13 @@ def _with_inferred(held: list[Event], path: str, name: str, stats: dict[str, Any
         return held
     handle = kept if path == "-" else sources.open_binary(path)
     try:
-        lines = []
-        for block in sources.byte_blocks(sources.buffered(handle)):
-            lines.extend(sources.split_lines(block))
-            if len(lines) > inferred.MAX_LINES:
-                return held
+        lines = _whole_log(handle)
     except (OSError, EOFError, gzip.BadGzipFile):
         return held
     finally:
         handle.close()
+    if lines is None:
+        return held
     found = inferred.infer(lines, name, year=year)
     if found is None:
         return held
@@ -262,6 +262,21 @@ def _with_inferred(held: list[Event], path: str, name: str, stats: dict[str, Any
     if what["relative"] or what["mllog"]:  # the one clock of the log (MLLOG's time_ms, a counter since start)
         stats["first_t"], stats["last_t"] = what["first_t"], what["last_t"]
     return sorted(held + events, key=lambda e: (e.line_no or 0) if e.kind is not Kind.START else -1)
+
+
+def _whole_log(handle: Any) -> Sequence[str] | None:
+    """A log's lines for the inference pass: its bytes held whole and split by numpy (a buffer read a column at a
+    time); lines split one by one where carriage returns or overlong lines need it; None past ``MAX_LINES``."""
+    data = handle.read(inferred.MAX_BYTES + 1)
+    if len(data) > inferred.MAX_BYTES or data.count(b"\n") > inferred.MAX_LINES:
+        return None
+    buffer = LineBuffer.of(data)
+    if buffer is not None:
+        return buffer
+    lines: list[str] = []
+    for block in sources.byte_blocks(io.BufferedReader(io.BytesIO(data))):  # type: ignore[arg-type]
+        lines.extend(sources.split_lines(block))
+    return lines if len(lines) <= inferred.MAX_LINES else None
 
 
 def analyze_events(batches: Iterable[tuple[str, Iterable[Event], dict[str, Any]]], *,

@@ -9,12 +9,15 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from tpudoctor.goodput.line_patterns import Kind
 from tpudoctor.goodput.mllog import MARK, read_mllog
 from tpudoctor.goodput.readers import Event
 from tpudoctor.logs import clocks
+from tpudoctor.logs.buffer import LineBuffer
 from tpudoctor.logs.prefixes import clean, kubectl_worker, unwrapped
-from tpudoctor.logs.templates import matcher, points_by_matcher, step_series
+from tpudoctor.logs.templates import Series, matcher, points_by_matcher, step_series
 
 FRAMEWORK = "inferred"
 SAVED = re.compile(r"(?i)\b(?:saved?|saving|wrote|writing)\b.{0,40}\bcheckpoint|\bcheckpoint\b.{0,40}\b(?:saved|written)\b")
@@ -23,11 +26,12 @@ RESTORED = re.compile(r"(?i)\b(?:resumed|restored|loaded)\b.{0,40}\bcheckpoint|\
 COMPILING = re.compile(r"(?i)\b(?:compilation|compiling|recompil\w*|compiled)\b(?!\s+(?:with|by|for|flags|version))")
 LAST_NUMBER = re.compile(r"(\d+)\D*$")
 MAX_LINES = 4_000_000
+MAX_BYTES = 512 << 20
+"""Logs longer than these are read by their known forms only (the inference holds the whole log)."""
 SAMPLE_LINES = 20_000
 """The step template is found in a log's first lines; the rest is scanned for it alone."""
 EDGE_LINES = 1000
 """The log's first and last lines whose clocks bound its wall time."""
-"""Logs longer than this are read by their known forms only (the inference keeps every line's message)."""
 
 
 def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tuple[list[Event], dict[str, Any]] | None:
@@ -52,16 +56,17 @@ def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tupl
     edges = list(range(min(len(lines), EDGE_LINES))) + list(range(max(len(lines) - EDGE_LINES, 0), len(lines)))
     picked = {i: read.clock(i) for i in sorted(set(edges) | {p.index for p in series.points})}
     if len(lines) > SAMPLE_LINES:  # the rest of a long log: lines with the template's longest literal, one regex
-        keyword = max((part.strip() for part in series.template.replace("<T>", "<*>").split("<*>")), key=len)
-        pattern = matcher(series)
-        series = points_by_matcher(series, pattern, ((i, lines[i]) for i in range(SAMPLE_LINES, len(lines))
-                                                     if not keyword or keyword in lines[i]), head=series.points)
+        series = _rest_of_series(lines, series)
         kinds = [c.kind for p in series.points if (c := picked.get(p.index)) is not None]  # the step lines' clock
         kind_seen = max(set(kinds), key=kinds.count) if kinds else None
-        for p in series.points:
-            if p.index not in picked:
-                picked[p.index] = clocks.innermost_of_kind(lines[p.index], kind_seen, year=year) \
-                    if kind_seen not in (None, "relative") else read.clock(p.index)
+        rest = [p.index for p in series.points if p.index not in picked]
+        columnar = clocks.innermost_times(lines.joined(np.array(rest, dtype=np.int64)), len(rest), kind_seen,
+                                          year=year) if isinstance(lines, LineBuffer) and kind_seen else None
+        if columnar is not None:
+            picked.update(zip(rest, columnar, strict=True))
+        for i in rest if columnar is None else ():
+            picked[i] = clocks.innermost_of_kind(lines[i], kind_seen, year=year) \
+                if kind_seen not in (None, "relative") else read.clock(i)
     has_absolute = any(c is not None and c.absolute for c in picked.values())
     on_steps = [c.kind for p in series.points if (c := picked.get(p.index)) is not None
                 and (c.absolute or not has_absolute)]
@@ -92,6 +97,20 @@ def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tupl
                     "steps_from": series.why, "relative": kind == "relative" and not has_absolute,
                     "first_t": min(times) if times else None, "last_t": max(times) if times else None,
                     "mllog": None}
+
+
+def _rest_of_series(lines: Sequence[str], series: Series) -> Series:
+    """The series' points past the sample, on the lines that hold the template's longest literal: in a buffer
+    the literal is found over the whole log at once and numpy maps its hits to lines; a list is filtered line by
+    line."""
+    pattern = matcher(series)
+    keyword = max((part.strip() for part in series.template.replace("<T>", "<*>").split("<*>")), key=len)
+    if isinstance(lines, LineBuffer):
+        found = lines.first_match_per_line(re.compile(pattern.pattern.encode()), keyword.encode(),
+                                           from_line=SAMPLE_LINES)
+        return points_by_matcher(series, pattern, found, head=series.points, matched=True)
+    return points_by_matcher(series, pattern, ((i, lines[i]) for i in range(SAMPLE_LINES, len(lines))
+                                               if not keyword or keyword in lines[i]), head=series.points)
 
 
 DURATION_AGREES = 0.05
@@ -126,10 +145,11 @@ def _checkpoint_events(lines: Sequence[str], read: _Lines, picked: dict, has_abs
     .../model_epoch_251.pth``, ``resuming from checkpoint``, fairseq's ``XLA compilation detected``), each quoting
     its line; a save's or restore's step is the line's last number where it names one."""
     out = []
-    for i, line in enumerate(lines):
+    candidates = lines.lines_with(b"heckpoint", b"HECKPOINT", b"ompil").tolist() if isinstance(lines, LineBuffer) else \
+        (i for i, line in enumerate(lines) if "heckpoint" in line or "HECKPOINT" in line or "ompil" in line)
+    for i in candidates:
+        line = lines[i]
         checkpoint = "heckpoint" in line or "HECKPOINT" in line
-        if not checkpoint and "ompil" not in line:
-            continue
         text = read._text(i)
         if checkpoint:
             kind = Kind.SAVE_END if SAVED.search(text) else Kind.RESTORE_END if RESTORED.search(text) else \

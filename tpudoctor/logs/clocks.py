@@ -17,6 +17,8 @@ import calendar
 import dataclasses
 import re
 
+import numpy as np
+
 ISO = re.compile(r"(?<!\d)(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?(?!\d)")
 GLOG = re.compile(r"(?<![\w])[IWEF](\d{4})?(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?(?!\d)")
 EPOCH_MS = re.compile(r"\"?(?:time_ms|timestamp_ms|ts_ms)\"?\s*[:=]\s*(\d{13})\b")
@@ -130,3 +132,68 @@ def innermost_of_kind(line: str, kind: str, *, year: int | None = None) -> LineC
         return _glog_clock(last, 0, year)
     found = [c for c in clocks_on(line[last.start():last.end()], year=year) if c.kind == kind]
     return found[-1] if found else None
+
+
+def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 of proleptic Gregorian dates, a column at a time (H. Hinnant's algorithm)."""
+    y = y - (m <= 2)
+    era = np.floor_divide(y, 400)
+    yoe = y - era * 400
+    doy = (153 * (m + np.where(m > 2, -3, 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+_INNERMOST = {kind: re.compile(rb"(?m)^(?:[^\n]*" + pattern.pattern.encode() + rb")?[^\n]*$")
+              for kind, pattern in (("iso", ISO), ("glog", GLOG))}
+_ONE = {"iso": re.compile(ISO.pattern.encode()), "glog": re.compile(GLOG.pattern.encode())}
+
+
+def innermost_times(rows: bytes, count: int, kind: str, *, year: int | None = None) -> list[LineClock | None] | None:
+    """Each row's last clock of one kind (``rows``: ``count`` lines joined by newlines), read a column at a time:
+    one regex over all rows, the dates and times as numpy columns. None where the rows need the line-at-a-time
+    reading (a zone other than Z, a date no calendar has, another kind)."""
+    pattern = _INNERMOST.get(kind)
+    if pattern is None or count == 0:
+        return None
+    matches = list(_ONE[kind].finditer(rows))
+    found = [m.groups(b"") for m in matches]
+    if len(found) == count:  # one clock per row, unless some row has two and another none
+        newlines = np.flatnonzero(np.frombuffer(rows, dtype=np.uint8) == 10)
+        at = np.fromiter((m.start() for m in matches), dtype=np.int64, count=len(matches))
+        rows_hit = np.searchsorted(newlines, at)
+        if len(newlines) + 1 != count or not (np.diff(rows_hit) == 1).all():
+            found = []
+    if len(found) != count:
+        found = pattern.findall(rows)  # not one clock of the kind per row: the last on each row
+    if len(found) != count:
+        return None
+    table = np.array(found, dtype="S9")
+    present = table[:, 1 if kind == "iso" else 2] != b""
+
+    def column(k: int) -> np.ndarray:
+        return np.where(table[:, k] == b"", b"0", table[:, k]).astype(np.int64)
+
+    if kind == "iso":
+        if any(z not in (b"", b"Z") for z in table[:, 7]):
+            return None
+        y, mo, d, h, mi, s = (column(k) for k in range(6))
+        zone_given = table[:, 7] == b"Z"
+    else:
+        given = table[:, 0] != b""
+        y = np.where(given, column(0), year or 1970)
+        mo, d, h, mi, s = (column(k) for k in range(1, 6))
+        zone_given = np.zeros(count, dtype=bool)
+    ok = ~present | ((1 <= mo) & (mo <= 12) & (1 <= d) & (d <= 31) & (h <= 23) & (mi <= 59) & (s <= 61))
+    if not ok.all():
+        return None
+    digits = np.char.str_len(table[:, 6]).astype(np.int64)
+    scale = 10.0 ** -digits
+    fraction = np.char.add(b"0.", np.where(table[:, 6] == b"", b"0", table[:, 6])).astype(np.float64)
+    t = (_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s) + fraction
+    resolution = np.where(digits > 0, scale, 1.0)
+    out: list[LineClock | None] = []
+    for has, tt, res, zone in zip(present.tolist(), t.tolist(), resolution.tolist(), zone_given.tolist(),
+                                  strict=True):
+        out.append(LineClock(kind, tt, 0, res, zone_given=zone if kind == "iso" else False) if has else None)
+    return out

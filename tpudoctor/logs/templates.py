@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable
+from typing import Any
 
 NUMBER = re.compile(r"(?<![A-Za-z_])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?:[kKM](?![A-Za-z]))?")
 SCALE = {"k": 1e3, "K": 1e3, "M": 1e6}
@@ -21,6 +22,9 @@ STEP_HINT = re.compile(r"(?:step|iter|iteration|update|updates|num_updates|batch
                        re.IGNORECASE)
 TIME_HINT = re.compile(r"(?:elapsed|wall|time|t|eta|remaining|lr|loss|rate|pid|ip|rank|port|worker|device|node|"
                        r"process|host|gpu|tpu|xla|core|thread)\W{0,3}$", re.IGNORECASE)
+STEP_RATE = re.compile(r"\bsteps?(?:_per_|/)s(?:ec(?:ond)?)?\b|\b(?:sec|s)/(?:step|it)\b|\bit/s\b", re.IGNORECASE)
+"""A line that reports its rate in steps (``steps_per_second=1.58``, ``0.175 sec/step``, ``9.17s/it``) is a step
+summary: its growing integer is the step even where no step word stands before it (clu's ``[400]``)."""
 DURATION_HINT = re.compile(r"(?:step_time|time|seconds|sec|dt|duration)\W{0,3}$", re.IGNORECASE)
 LOSS_WORD = re.compile(r"\bloss\b", re.IGNORECASE)
 EVAL_WORDS = re.compile(r"\b(?:eval\w*|valid\w*|test\w*)\b", re.IGNORECASE)
@@ -88,7 +92,7 @@ def step_series(messages: Iterable[str]) -> Series | None:
             before = _before_field(sample_text, f)
             if TIME_HINT.search(before) and not STEP_HINT.search(before):
                 continue
-            hint = bool(STEP_HINT.search(before))
+            hint = bool(STEP_HINT.search(before)) or bool(STEP_RATE.search(key))
             if not hint and len(set(nums)) < 3:
                 continue
             evalish = bool(EVAL_WORDS.search(key))
@@ -157,18 +161,24 @@ def matcher(series: Series) -> re.Pattern[str]:
     return re.compile("".join(out))
 
 
-def points_by_matcher(series: Series, pattern: re.Pattern[str], indexed_lines: Iterable[tuple[int, str]], *,
-                      head: Iterable[Point] = ()) -> Series:
-    """The series' points among raw lines, read with ``matcher(series)``, after the ``head`` points already read."""
+def points_by_matcher(series: Series, pattern: re.Pattern, indexed_lines: Iterable[tuple[int, Any]], *,
+                      head: Iterable[Point] = (), matched: bool = False) -> Series:
+    """The series' points among raw lines, read with ``matcher(series)``, after the ``head`` points already read
+    (``matched``: the pairs are ``(index, match)``, the regex already run)."""
     points = list(head)
     for index, line in indexed_lines:
-        m = pattern.search(line)
+        m = line if matched else pattern.search(line)
         if m is None:
             continue
         try:
-            step = value(m.group(series.field + 1))
-            seconds = value(m.group(series.duration_field + 1)) if series.duration_field is not None else None
+            field = _text(m.group(series.field + 1))
+            step = value(field)
+            seconds = value(_text(m.group(series.duration_field + 1))) if series.duration_field is not None else None
         except (ValueError, IndexError, TypeError):
             continue
-        points.append(Point(index, int(step), m.group(series.field + 1)[-1] in SCALE, seconds))
+        points.append(Point(index, int(step), field[-1] in SCALE, seconds))
     return dataclasses.replace(series, points=points)
+
+
+def _text(group: str | bytes) -> str:
+    return group.decode("ascii", errors="replace") if isinstance(group, bytes) else group

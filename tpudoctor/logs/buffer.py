@@ -1,0 +1,94 @@
+"""A whole log held as its bytes and the offsets of its lines, read a column at a time: a regex runs over the
+buffer once (in C), numpy maps its hits to line numbers, and only the lines asked for are decoded. Inference's
+second pass reads a long log this way instead of a Python loop over every line.
+
+>>> buf = LineBuffer.of(b"a 1\\nstep 2 loss 3\\nb\\nstep 4 loss 5\\n")
+>>> len(buf), buf[1], buf[-1]
+(4, 'step 2 loss 3', 'step 4 loss 5')
+>>> [int(i) for i in buf.lines_with(b"step ")]
+[1, 3]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+import numpy as np
+
+from tpudoctor.logs.sources import MAX_LINE_CHARS
+
+
+class LineBuffer(Sequence[str]):
+    """The lines of a log (as universal newlines split them, without their ends), decoded one at a time."""
+
+    def __init__(self, data: bytes, starts: np.ndarray, ends: np.ndarray):
+        self.data, self.starts, self.ends = data, starts, ends
+
+    @classmethod
+    def of(cls, data: bytes) -> LineBuffer | None:
+        """The buffer's lines; None where a carriage return or an overlong line needs the line-by-line split."""
+        if b"\r" in data:
+            return None
+        newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+        starts = np.concatenate(([0], newlines + 1))
+        ends = np.concatenate((newlines, [len(data)]))
+        if len(starts) and starts[-1] == len(data):  # the text ends with its newline: no empty last line
+            starts, ends = starts[:-1], ends[:-1]
+        if len(starts) and int((ends - starts).max()) > MAX_LINE_CHARS:
+            return None
+        return cls(data, starts, ends)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self.data[self.starts[i]:self.ends[i]].decode("utf-8", errors="replace")
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[i] for i in range(len(self)))
+
+    def line_of(self, offsets: np.ndarray) -> np.ndarray:
+        """The line each byte offset stands on."""
+        return np.searchsorted(self.starts, offsets, side="right") - 1
+
+    def offset(self, line: int) -> int:
+        return int(self.starts[line]) if line < len(self) else len(self.data)
+
+    def lines_with(self, *literals: bytes, from_line: int = 0) -> np.ndarray:
+        """The lines (from ``from_line`` on) that hold any of ``literals``, each once, in order: a literal is found
+        by the fast substring search, not tried at every byte."""
+        start = self.offset(from_line)
+        found = [np.fromiter((m.start() for m in re.finditer(re.escape(literal), self.data[start:])), dtype=np.int64)
+                 for literal in literals if literal]
+        hits = np.concatenate(found) + start if found else np.zeros(0, dtype=np.int64)
+        return np.unique(self.line_of(hits))
+
+    def first_match_per_line(self, pattern: re.Pattern[bytes], literal: bytes, *,
+                             from_line: int = 0) -> Iterator[tuple[int, re.Match[bytes]]]:
+        """``(line, match)`` for the first match of ``pattern`` on each line that holds ``literal`` (a literal the
+        pattern needs): the literal finds the lines, the pattern reads each within its bounds."""
+        lines = self.lines_with(literal, from_line=from_line) if literal else \
+            np.arange(from_line, len(self), dtype=np.int64)
+        for line, s, e in zip(lines.tolist(), self.starts[lines].tolist(), self.ends[lines].tolist(), strict=True):
+            m = pattern.search(self.data, s, e)
+            if m is not None:
+                yield line, m
+
+    def joined(self, lines: np.ndarray) -> bytes:
+        """The given lines' bytes, one per row (newline-separated)."""
+        return b"\n".join(self.data[s:e] for s, e in zip(self.starts[lines].tolist(), self.ends[lines].tolist(),
+                                                          strict=True))
