@@ -226,7 +226,7 @@ def poison_profile(doc: dict, h) -> dict:
 @given(data=st.data())
 @RENDERINGS
 def test_profile_report_in_every_format(profile_report, data):
-    from tpudoctor.reports import profile_html, profile_markdown, profile_text
+    from tpudoctor.rendering import render
 
     h = lambda: data.draw(hostile)  # noqa: E731
     doc = poison_profile(profile_report.to_dict(), h)
@@ -237,9 +237,9 @@ def test_profile_report_in_every_format(profile_report, data):
     summary = dataclasses.replace(summary, source=h(), run=h(), runs_available=[h(), h()], device_kinds=[h()],
                                   hosts=hosts, notes=[h()], failed_hosts={h(): h()})
     doc["summary"] = summary.to_dict()
-    _assert_format("text", profile_text.render_document(doc, width=100_000))  # rich's own wraps apart
-    _assert_format("markdown", profile_markdown.render_document(doc))
-    assert_safe_html(profile_html.render_document(doc), scripts=2)  # the data block and the table sorter
+    _assert_format("text", render(doc, "text"))
+    _assert_format("markdown", render(doc, "markdown"))
+    assert_safe_html(render(doc, "html"))
 
 
 @given(data=st.data())
