@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from tpudoctor.findings import DEFAULT_GATE, Finding, Gate, Status
 from tpudoctor.reports.escape import junit_document, lines, plain
-from tpudoctor.reports.view import Suite, View, classname, scope_words
+from tpudoctor.reports.view import Suite, View, classname, fix_lines, scope_words
 
 Judged = tuple[Finding, bool]
 """A finding and whether it fails the run."""
@@ -82,7 +82,6 @@ def _body(r: Finding) -> str:
     if "traceback" in r.evidence:
         body.append(lines(r.evidence["traceback"]))
     if r.remediation:
-        if r.remediation.text:
-            body.append(plain(f"fix: {r.remediation.text}"))
+        body += [plain(f"fix: {line}") for line in fix_lines(r)]  # one line per way to fix it
         body += [plain(f"$ {c}") for c in r.remediation.commands]
     return "\n".join(body)

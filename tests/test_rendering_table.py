@@ -4,6 +4,8 @@ guess."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tpudoctor.errors import TpudoctorError
@@ -30,3 +32,19 @@ def test_every_view_and_emitter_loads(target):
 def test_a_document_of_no_known_kind_is_a_clear_error():
     with pytest.raises(TpudoctorError, match="no view for a mystery document"):
         render({"kind": "mystery"}, "markdown")
+
+
+def test_a_two_line_fix_is_two_lines_in_every_format():
+    """Memory's batch fix is two ways (``Serve 3 per device ...`` and ``Or spread the batch ...``); JUnit's
+    testcase folded them into one line ("... instead of one Or spread ...")."""
+    from pathlib import Path
+
+    stored = Path(__file__).parent / "snapshots" / "files" / "memory_capture.json"
+    document = json.loads(stored.read_text(encoding="utf-8").replace("<normalised>", "0"))
+    first, second = ("fix: Serve 3 per device at a time (5 as batches of 3 and 2): the same requests in two calls "
+                     "instead of one", "fix: Or spread the batch over more devices (a larger data axis)")
+    for fmt in ("text", "junit"):
+        lines = "\n".join(line.strip() for line in render(document, fmt).splitlines())
+        assert f"\n{first}\n{second}" in lines, fmt
+    assert "<br>fix: Or spread the batch" in render(document, "html")
+    assert "  - fix: Or spread the batch" in render(document, "markdown")
