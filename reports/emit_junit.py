@@ -22,10 +22,12 @@ Judged = tuple[Finding, bool]
 
 def emit(view: View, *, gate: Gate = DEFAULT_GATE) -> str:
     suites = ET.Element("testsuites", name="tpudoctor")
-    judged = [(f, gate.fails(f.status, threshold=True)) for f in view.thresholds]
-    _suite(suites, view.suite, judged + [(f, gate.fails(f.status)) for f in view.findings])
-    for suite_facts, findings in view.details:
-        _suite(suites, suite_facts, [(f, False) for f in findings], detail=True)
+    thresholds = len(view.thresholds)
+    for facts, cases, detail in ((view.suite, (*view.thresholds, *view.findings), False),
+                                 *((facts, cases, True) for facts, cases in view.details)):
+        _suite(suites, facts, [(f, not detail and gate.fails(f.status, threshold=i < thresholds))
+                               for i, f in enumerate(cases)], detail=detail)
+        thresholds = 0  # the thresholds are the main suite's first testcases only
     return junit_document(suites)
 
 

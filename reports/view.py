@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tpudoctor.findings import Finding, Scope, Status
+from tpudoctor.findings import Finding, Scope, Status, Step
 from tpudoctor.units import format_bytes
 
 MARKERS = {Status.PASS: "[✓]", Status.WARN: "[!]", Status.FAIL: "[✗]", Status.SKIP: "[-]", Status.ERROR: "[☠]"}
@@ -159,14 +159,29 @@ class View:
     """The outcome of a threshold the user set (goodput's ``--min-ettr``), JUnit testcases before the findings,
     judged at FAIL whatever ``--fail-on`` says (``Gate.fails(threshold=True)``)."""
 
+    def __post_init__(self) -> None:  # a view leaves out a part it has nothing for by giving None
+        object.__setattr__(self, "sections", tuple(s for s in self.sections if s is not None))
+
 
 def classname(suite: Suite, finding: Finding) -> str:
     step = f"step{int(finding.step)}_{finding.step.name.lower()}" if finding.step is not None else "other"
     return suite.classname.replace("{step}", step)  # a model name may hold braces: no format()
 
 
-def findings_of(document: dict[str, Any]) -> tuple[Finding, ...]:
-    return tuple(Finding.from_dict(raw) for raw in document.get("findings") or ())
+def findings_of(document: dict[str, Any], key: str = "findings") -> tuple[Finding, ...]:
+    """The document's findings (a check report keeps them under ``results``)."""
+    return tuple(Finding.from_dict(raw) for raw in document.get(key) or ())
+
+
+def sort_out(findings: Sequence[Finding]) -> tuple[dict[Status, list[Finding]], dict[Step | None, list[Finding]]]:
+    """The findings by status (every status a key) and by triage step (those outside the steps under None), each
+    list in the order given."""
+    by_status: dict[Status, list[Finding]] = {s: [] for s in Status}
+    by_step: dict[Step | None, list[Finding]] = {}
+    for finding in findings:
+        by_status[finding.status].append(finding)
+        by_step.setdefault(finding.step, []).append(finding)
+    return by_status, by_step
 
 
 def shows_fix(finding: Finding) -> bool:

@@ -290,8 +290,9 @@ def _straggler_cost(w: dict[str, Any] | None) -> list[Section]:
 def _capture(summary: dict[str, Any]) -> list[Section]:
     """What the capture holds: a host table beyond a few hosts, then the planes and lines of each (or the first)."""
     hosts = summary.get("hosts") or []
-    sections = [Section(notes=tuple([*(f"note: {n}" for n in summary.get("notes") or ()),
-                                     *(f"host {h} not loaded: {m}" for h, m in (summary.get("failed_hosts") or {}).items())]))]
+    notes = (*(f"note: {n}" for n in summary.get("notes") or ()),
+             *(f"host {h} not loaded: {m}" for h, m in (summary.get("failed_hosts") or {}).items()))
+    sections = [Section(notes=notes)] if notes else []
     if len(hosts) > MAX_DETAILED_HOSTS:
         sections.append(Section("Hosts in the capture", notes=(
             f"planes and lines of the first of {len(hosts)} hosts below (all hosts: --format json)",), table=Table(
@@ -357,7 +358,7 @@ def _diagnosis(doc: dict[str, Any]) -> list[Section]:
             [{"host": h["host"], "verdict": h["verdict"], **h["kpis"]} for h in hosts],
             (("host", "host"), ("verdict", "verdict"), ("step_time_mean_ms", "step ms"), ("input_percent", "input %"),
              ("idle_percent", "idle %"), ("compile_ms", "compile ms")), limit=64) if len(hosts) > 1 else None))
-    return [s for s in sections if s is not None]
+    return sections
 
 
 def view(doc: dict[str, Any]) -> View:
@@ -375,8 +376,7 @@ def view(doc: dict[str, Any]) -> View:
                                          ("step_time_mean_ms", k.get("step_time_mean_ms")),
                                          ("mfu_percent", k.get("mfu_percent")))), summary=str(doc.get("verdict_reason") or ""))
     run = f" · run {summary['run']}" if summary.get("run") else ""
-    return View("profile", f"Profile {source}{run}", tuple(notes), tuple(s for s in sections if s.notes or s.table
-                                                                          or s.findings or s.title), findings_of(doc), suite)
+    return View("profile", f"Profile {source}{run}", tuple(notes), tuple(sections), findings_of(doc), suite)
 
 
 MAX_GROUP_ROWS = 8
@@ -466,4 +466,4 @@ def whatif_view(doc: dict[str, Any]) -> View:
     suite = Suite("tpudoctor profile analyze (op trace)", "tpudoctor.profile.whatif", properties=properties((
         ("source", doc["source"]), ("slowdown", w.get("slowdown")), ("cause", w.get("cause")))))
     return View("profile", f"tpudoctor profile analyze: op trace {doc['source']}", (),
-                tuple(s for s in sections if s is not None), (), suite)
+                tuple(sections), (), suite)
