@@ -48,3 +48,23 @@ def test_a_two_line_fix_is_two_lines_in_every_format():
         assert f"\n{first}\n{second}" in lines, fmt
     assert "<br>fix: Or spread the batch" in render(document, "html")
     assert "  - fix: Or spread the batch" in render(document, "markdown")
+
+
+def test_one_finding_line_style_in_every_kinds_text():
+    """Every stored text output writes a finding as ``[✗] ID Title (scope): message``: a status box (never a
+    severity such as profile's ``[HIGH]``, never goodput's ERROR as ``[✗]``), then the id."""
+    import re
+    from pathlib import Path
+
+    from tpudoctor.reports.view import MARKERS
+
+    boxes = "|".join(re.escape(m) for m in MARKERS.values())
+    other_box = re.compile(r"^\s*(?:- )?\[(CRITICAL|HIGH|MEDIUM|LOW|INFO|FAIL|WARN|PASS|ERROR|SKIP)\]")
+    line = re.compile(rf"^\s*(?:- )?(?:{boxes}) \S+ ")
+    stored = sorted((Path(__file__).parent / "snapshots").rglob("*.txt"))
+    assert len(stored) > 40
+    for path in stored:
+        for text in path.read_text(encoding="utf-8").splitlines():
+            assert not other_box.match(text), (path.name, text)
+            if re.match(rf"^\s*(?:{boxes})", text):
+                assert line.match(text), (path.name, text)
