@@ -20,10 +20,12 @@ REPORT_KINDS = ("check", "merged", "profile", "hang", "goodput", "diag", "memory
 
 
 def _loops_over_findings(tree: ast.AST) -> int:
-    """``for`` statements over a collection of findings (``findings``, ``results``, ``ordered_results()``,
-    ``doc["findings"]``): the loop that draws one finding per line, which issue 39 counts."""
+    """``for`` statements and comprehensions over a collection of findings (``findings``, ``results``,
+    ``ordered_results()``, ``doc["findings"]``), as issue 39's ``grep -E "for [^:]+ in [^:]*(findings|results)"``
+    counts them, less its false hits (a loop over sections on a line that names findings after it)."""
     plural = re.compile(r"\b(findings|results|ordered_results)\b")
-    return sum(1 for n in ast.walk(tree) if isinstance(n, ast.For) and plural.search(ast.unparse(n.iter)))
+    return sum(1 for n in ast.walk(tree) if isinstance(n, (ast.For, ast.comprehension))
+               and plural.search(ast.unparse(n.iter)))
 
 
 def report_counts() -> dict[str, object]:

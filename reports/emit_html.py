@@ -3,17 +3,14 @@ findings as a list with their fixes, tables, preformatted blocks, and the charts
 
 from __future__ import annotations
 
-from tpudoctor.findings import Finding
 from tpudoctor.reports.escape import html as e
 from tpudoctor.reports.view import (
     Chart,
     Section,
+    Shown,
     Table,
     View,
-    evidence_lines,
-    finding_line,
-    fix_lines,
-    shows_fix,
+    shown,
 )
 
 STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:#1f2328}"
@@ -45,8 +42,7 @@ def _section(section: Section) -> list[str]:
         parts.append(f"<h{section.level}>{e(section.title)}</h{section.level}>")
     parts += [f"<p>{e(note)}</p>" for note in section.notes]
     if section.findings:
-        parts += ["<ul>", *(_finding(f, brief=f.id in section.shown_above, scope=not section.scope_said)
-                               for f in section.findings), "</ul>"]
+        parts += ["<ul>", *map(_finding, shown(section)), "</ul>"]
     if section.table is not None:
         parts.append(table_html(section.table))
     if section.code or section.commands:
@@ -58,19 +54,16 @@ def _section(section: Section) -> list[str]:
     return [p for p in parts if p]
 
 
-def _finding(finding: Finding, *, brief: bool = False, scope: bool = True) -> str:
-    out = [f"<li class=\"{finding.status.value}\">{e(finding_line(finding, scope=scope))}"]
-    if brief:
+def _finding(shown: Shown) -> str:
+    out = [f"<li class=\"{shown.status.value}\">{e(shown.line)}"]
+    if shown.brief:
         return out[0] + " (see above)</li>"
-    fix = finding.remediation
-    if fix is not None and shows_fix(finding):
-        out += [f"<br>fix: {e(line)}" for line in fix_lines(finding)]
-        out += [f"<br><code>{e(c)}</code>" for c in fix.commands]
-        if fix.docs_url:
-            out.append(f"<br>docs: {e(fix.docs_url)}")
-    if finding.evidence:
-        out.append("<details><summary>evidence</summary><pre>" + e("\n".join(evidence_lines(finding)))
-                   + "</pre></details>")
+    out += [f"<br>{e(shown.confidence)}"] if shown.confidence else []
+    out += [f"<br>fix: {e(line)}" for line in shown.fixes]
+    out += [f"<br><code>{e(c)}</code>" for c in shown.commands]
+    out += [f"<br>docs: {e(shown.docs)}"] if shown.docs else []
+    if shown.evidence:
+        out.append("<details><summary>evidence</summary><pre>" + e("\n".join(shown.evidence)) + "</pre></details>")
     return "".join(out) + "</li>"
 
 
@@ -86,7 +79,56 @@ def table_html(table: Table) -> str:
 
 
 def chart_svg(chart: Chart) -> str:
+    if chart.points:
+        return roofline_svg(chart)
     return line_svg(chart) if chart.line else spans_svg(chart) if chart.spans else bars_svg(chart)
+
+
+def roofline_svg(chart: Chart, width: int = 760, height: int = 420) -> str:
+    """Log-log: the HBM roof rising to the ridge, the compute roof flat after it; a circle per point (area by its
+    share), the marked point a diamond; ``legend[0]`` said under it."""
+    import math
+
+    peak_flops, peak_hbm = chart.roofs
+    ridge = peak_flops / peak_hbm
+    xs, ys = [p.x for p in chart.points], [p.y for p in chart.points]
+    x_lo, x_hi = math.floor(math.log10(min(xs + [ridge]))) - 1, math.ceil(math.log10(max(xs + [ridge]))) + 1
+    y_hi = math.ceil(math.log10(peak_flops))
+    y_lo = min(math.floor(math.log10(min(ys + [peak_hbm * 10 ** x_lo]))), y_hi - 1)
+    left, top, plot_w, plot_h = 70, 20, width - 90, height - 70
+
+    def px(x: float) -> float:
+        return left + plot_w * (math.log10(x) - x_lo) / (x_hi - x_lo)
+
+    def py(y: float) -> float:
+        return top + plot_h * (1 - (math.log10(y) - y_lo) / (y_hi - y_lo))
+
+    out = [f"<h3>{e(chart.title)}</h3>", f'<svg role="img" aria-label="{e(chart.title)}" width="{width}" '
+           f'height="{height}" viewBox="0 0 {width} {height}" font-size="11" class="roofline">'
+           f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#fafafa" stroke="#e0e0e0"/>']
+    out += [f'<text x="{px(10.0 ** k):.1f}" y="{top + plot_h + 16}" text-anchor="middle">1e{k}</text>'
+            for k in range(x_lo, x_hi + 1)]
+    out += [f'<text x="{left - 6}" y="{py(10.0 ** k) + 4:.1f}" text-anchor="end">1e{k}</text>' for k in range(y_lo, y_hi + 1)]
+    out.append(f'<text x="{left + plot_w / 2:.0f}" y="{height - 8}" text-anchor="middle">operational intensity '
+               f'(FLOPs per HBM byte, log)</text><text x="14" y="{top + plot_h / 2:.0f}" transform="rotate(-90 14 '
+               f'{top + plot_h / 2:.0f})" text-anchor="middle">FLOP rate (FLOP/s, log)</text>')
+    y0 = max(peak_hbm * 10.0 ** x_lo, 10.0 ** y_lo)
+    x0 = y0 / peak_hbm
+    out.append(f'<line class="roof-memory" x1="{px(x0):.1f}" y1="{py(y0):.1f}" x2="{px(ridge):.1f}" '
+               f'y2="{py(peak_flops):.1f}" stroke="#1565c0" stroke-width="2.5"><title>HBM roof</title></line>'
+               f'<line class="roof-compute" x1="{px(ridge):.1f}" y1="{py(peak_flops):.1f}" x2="{left + plot_w}" '
+               f'y2="{py(peak_flops):.1f}" stroke="#2e7d32" stroke-width="2.5"><title>compute roof</title></line>')
+    colours = {"compute": "#2e7d32", "hbm": "#1565c0"}
+    for p in chart.points:
+        x, y = px(p.x), py(p.y)
+        if p.marked:
+            out.append(f'<path class="program" d="M{x - 7:.1f},{y:.1f} L{x:.1f},{y - 7:.1f} L{x + 7:.1f},{y:.1f} '
+                       f'L{x:.1f},{y + 7:.1f} Z" fill="#c62828"><title>{e(p.text)}</title></path>')
+            continue
+        out.append(f'<circle class="op" cx="{x:.1f}" cy="{y:.1f}" r="{3 + 14 * math.sqrt(max(p.area, 0.0) / 100):.1f}" '
+                   f'fill="{colours.get(p.group, "#ef6c00")}" fill-opacity="0.55" stroke="#424242" stroke-width="0.6">'
+                   f"<title>{e(p.text)}</title></circle>")
+    return "".join(out) + f"</svg><p>{e(chart.legend[0])}</p>"
 
 
 def spans_svg(chart: Chart, width: int = 1040) -> str:

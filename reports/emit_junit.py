@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from tpudoctor.findings import DEFAULT_GATE, Finding, Gate, Status
 from tpudoctor.reports.escape import junit_document, lines, plain
-from tpudoctor.reports.view import Suite, View, classname, scope_words
+from tpudoctor.reports.view import Suite, View, classname, fix_lines, scope_words
 
 Judged = tuple[Finding, bool]
 """A finding and whether it fails the run."""
@@ -22,10 +22,12 @@ Judged = tuple[Finding, bool]
 
 def emit(view: View, *, gate: Gate = DEFAULT_GATE) -> str:
     suites = ET.Element("testsuites", name="tpudoctor")
-    judged = [(f, gate.fails(f.status, threshold=True)) for f in view.thresholds]
-    _suite(suites, view.suite, judged + [(f, gate.fails(f.status)) for f in view.findings])
-    for suite_facts, findings in view.details:
-        _suite(suites, suite_facts, [(f, False) for f in findings], detail=True)
+    thresholds = len(view.thresholds)
+    for facts, cases, detail in ((view.suite, (*view.thresholds, *view.findings), False),
+                                 *((facts, cases, True) for facts, cases in view.details)):
+        _suite(suites, facts, [(f, not detail and gate.fails(f.status, threshold=i < thresholds))
+                               for i, f in enumerate(cases)], detail=detail)
+        thresholds = 0  # the thresholds are the main suite's first testcases only
     return junit_document(suites)
 
 
@@ -82,7 +84,6 @@ def _body(r: Finding) -> str:
     if "traceback" in r.evidence:
         body.append(lines(r.evidence["traceback"]))
     if r.remediation:
-        if r.remediation.text:
-            body.append(plain(f"fix: {r.remediation.text}"))
+        body += [plain(f"fix: {line}") for line in fix_lines(r)]  # one line per way to fix it
         body += [plain(f"$ {c}") for c in r.remediation.commands]
     return "\n".join(body)

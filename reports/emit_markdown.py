@@ -3,17 +3,14 @@ findings as a list with their fixes under them, tables as GFM tables, preformatt
 
 from __future__ import annotations
 
-from tpudoctor.findings import Finding
 from tpudoctor.reports.escape import markdown as md
 from tpudoctor.reports.escape import markdown_code, markdown_fence, markdown_link, markdown_prose
 from tpudoctor.reports.view import (
     Section,
+    Shown,
     Table,
     View,
-    evidence_lines,
-    finding_line,
-    fix_lines,
-    shows_fix,
+    shown,
 )
 
 
@@ -33,9 +30,8 @@ def _section(section: Section, verbose: bool) -> list[str]:
     for note in section.notes:
         lines += [md(note), ""]
     if section.findings:
-        for finding in section.findings:
-            lines += _finding(finding, verbose or section.evidence, brief=finding.id in section.shown_above,
-                              scope=not section.scope_said)
+        for item in shown(section):
+            lines += _finding(item, verbose or section.evidence)
         lines.append("")
     if section.table is not None:
         lines += [*table_lines(section.table), ""]
@@ -46,19 +42,15 @@ def _section(section: Section, verbose: bool) -> list[str]:
     return lines
 
 
-def _finding(finding: Finding, verbose: bool, *, brief: bool = False, scope: bool = True) -> list[str]:
-    lines = [f"- {md(finding_line(finding, scope=scope))}"]
-    if brief:
+def _finding(shown: Shown, verbose: bool) -> list[str]:
+    lines = [f"- {md(shown.line)}"]
+    if shown.brief:
         return [*lines, "  - (see above)"]
-    fix = finding.remediation
-    if fix is not None and shows_fix(finding):
-        lines += [f"  - fix: {markdown_prose(line)}" for line in fix_lines(finding)]
-        lines += [f"  - {markdown_code(c)}" for c in fix.commands]
-        if fix.docs_url:
-            lines.append(f"  - docs: {markdown_link(fix.docs_url)}")
-    if verbose:
-        lines += [f"  - {md(line)}" for line in evidence_lines(finding)]
-    return lines
+    lines += [f"  - {md(shown.confidence)}"] if shown.confidence else []
+    lines += [f"  - fix: {markdown_prose(line)}" for line in shown.fixes]
+    lines += [f"  - {markdown_code(c)}" for c in shown.commands]
+    lines += [f"  - docs: {markdown_link(shown.docs)}"] if shown.docs else []
+    return lines + ([f"  - {md(line)}" for line in shown.evidence] if verbose else [])
 
 
 def table_lines(table: Table) -> list[str]:

@@ -10,18 +10,15 @@ import io
 
 from rich.console import Console
 
-from tpudoctor.findings import Finding
 from tpudoctor.reports.escape import text as escape
 from tpudoctor.reports.view import (
     MARKERS,
     STYLES,
     Section,
+    Shown,
     Table,
     View,
-    evidence_lines,
-    finding_line,
-    fix_lines,
-    shows_fix,
+    shown,
 )
 
 
@@ -47,9 +44,8 @@ def _section(console: Console, section: Section, verbose: bool) -> None:
         indent += "  "
     for note in section.notes:
         console.print(f"{indent}{escape(note)}")
-    for finding in section.findings:
-        _finding(console, finding, indent, verbose or section.evidence, brief=finding.id in section.shown_above,
-                 scope=not section.scope_said)
+    for item in shown(section):
+        _finding(console, item, indent, verbose or section.evidence)
     if section.table is not None:
         for line in table_lines(section.table):
             console.print(f"{indent}{escape(line)}")
@@ -59,25 +55,22 @@ def _section(console: Console, section: Section, verbose: bool) -> None:
         console.print(f"{indent}  [cyan]$ {escape(command)}[/cyan]")
 
 
-def _finding(console: Console, finding: Finding, indent: str, verbose: bool, *, brief: bool = False, scope: bool = True) -> None:
-    style = STYLES[finding.status]
-    marker = MARKERS[finding.status]
-    line = finding_line(finding, scope=scope).removeprefix(marker)
-    console.print(f"{indent}[{style}]{escape(marker)}[/{style}]{escape(line)}")
-    if brief:
+def _finding(console: Console, shown: Shown, indent: str, verbose: bool) -> None:
+    style, marker = STYLES[shown.status], MARKERS[shown.status]
+    console.print(f"{indent}[{style}]{escape(marker)}[/{style}]{escape(shown.line.removeprefix(marker))}")
+    if shown.brief:
         console.print(f"{indent}    [dim](see above)[/dim]")
         return
-    fix = finding.remediation
-    if fix is not None and shows_fix(finding):
-        for line in fix_lines(finding):
-            console.print(f"{indent}    [bold]fix:[/bold] {escape(line)}")
-        for command in fix.commands:
-            console.print(f"{indent}      [cyan]$ {escape(command)}[/cyan]")
-        if fix.docs_url:
-            console.print(f"{indent}    [dim]docs: {escape(fix.docs_url)}[/dim]")
-    if verbose:
-        for line in evidence_lines(finding):
-            console.print(f"{indent}    [dim]{escape(line)}[/dim]")
+    if shown.confidence:
+        console.print(f"{indent}    {escape(shown.confidence)}")
+    for line in shown.fixes:
+        console.print(f"{indent}    [bold]fix:[/bold] {escape(line)}")
+    for command in shown.commands:
+        console.print(f"{indent}      [cyan]$ {escape(command)}[/cyan]")
+    if shown.docs:
+        console.print(f"{indent}    [dim]docs: {escape(shown.docs)}[/dim]")
+    for line in shown.evidence if verbose else ():
+        console.print(f"{indent}    [dim]{escape(line)}[/dim]")
 
 
 def table_lines(table: Table) -> list[str]:

@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tpudoctor.findings import Finding, Scope, Status
+from tpudoctor.findings import Finding, Scope, Status, Step
 from tpudoctor.units import format_bytes
 
 MARKERS = {Status.PASS: "[✓]", Status.WARN: "[!]", Status.FAIL: "[✗]", Status.SKIP: "[-]", Status.ERROR: "[☠]"}
@@ -63,6 +63,19 @@ class Span:
 
 
 @dataclasses.dataclass(frozen=True)
+class Point:
+    """A point of a log-log roofline: ``x`` FLOPs per HBM byte, ``y`` FLOP/s, ``area`` its share of time (%)."""
+
+    x: float
+    y: float
+    area: float
+    text: str
+    group: str = ""
+    """What bounds it (``compute``, ``hbm``): its colour."""
+    marked: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
 class Chart:
     """Horizontal bars, or a step line over time (``line``: its ``peak`` point marked, ``limit`` dashed), drawn
     by HTML only (text and Markdown have the same figures in a table)."""
@@ -80,6 +93,9 @@ class Chart:
     spans: tuple[Span, ...] = ()
     """Spans over time, one lane per ``lane`` (a Gantt chart); ``legend``: what marked and unmarked spans are."""
     legend: tuple[str, str] = ("", "")
+    points: tuple[Point, ...] = ()
+    """A roofline (log-log) under ``roofs``: (peak FLOP/s, peak HBM bytes/s)."""
+    roofs: tuple[float, float] = (0.0, 0.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +120,9 @@ class Section:
     """Its findings' evidence shown without ``-v`` (the root cause)."""
     shown_above: tuple[str, ...] = ()
     """Ids of findings a part before showed whole: here their line only."""
+    confidence: bool = False
+    """Its findings' confidence on a line of its own (profile's rules weigh evidence of uneven strength; a memory
+    finding's message says its own)."""
     scope_said: bool = False
     """Its findings' messages say where they hold (a merged report's "FAIL on 2 of 64 workers (3, 7)"), so
     their line does not say it again."""
@@ -140,14 +159,29 @@ class View:
     """The outcome of a threshold the user set (goodput's ``--min-ettr``), JUnit testcases before the findings,
     judged at FAIL whatever ``--fail-on`` says (``Gate.fails(threshold=True)``)."""
 
+    def __post_init__(self) -> None:  # a view leaves out a part it has nothing for by giving None
+        object.__setattr__(self, "sections", tuple(s for s in self.sections if s is not None))
+
 
 def classname(suite: Suite, finding: Finding) -> str:
     step = f"step{int(finding.step)}_{finding.step.name.lower()}" if finding.step is not None else "other"
     return suite.classname.replace("{step}", step)  # a model name may hold braces: no format()
 
 
-def findings_of(document: dict[str, Any]) -> tuple[Finding, ...]:
-    return tuple(Finding.from_dict(raw) for raw in document.get("findings") or ())
+def findings_of(document: dict[str, Any], key: str = "findings") -> tuple[Finding, ...]:
+    """The document's findings (a check report keeps them under ``results``)."""
+    return tuple(Finding.from_dict(raw) for raw in document.get(key) or ())
+
+
+def sort_out(findings: Sequence[Finding]) -> tuple[dict[Status, list[Finding]], dict[Step | None, list[Finding]]]:
+    """The findings by status (every status a key) and by triage step (those outside the steps under None), each
+    list in the order given."""
+    by_status: dict[Status, list[Finding]] = {s: [] for s in Status}
+    by_step: dict[Step | None, list[Finding]] = {}
+    for finding in findings:
+        by_status[finding.status].append(finding)
+        by_step.setdefault(finding.step, []).append(finding)
+    return by_status, by_step
 
 
 def shows_fix(finding: Finding) -> bool:
@@ -191,6 +225,35 @@ def finding_line(finding: Finding, *, scope: bool = True) -> str:
     if finding.status is Status.SKIP and "blocked_by" in finding.evidence:
         message = f"blocked by {finding.evidence['blocked_by']}"  # the blocker's own line says why
     return f"{MARKERS[finding.status]} {finding.id} {finding.title}{where}: {message}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Shown:
+    """A finding as every format shows it: its line, then (not a pass) how sure (``Section.confidence``) and its
+    fix, then its evidence (``-v``; HTML folds it); ``brief``: a part before showed it whole, here its line only."""
+
+    status: Status
+    line: str
+    confidence: str = ""
+    fixes: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    docs: str = ""
+    evidence: tuple[str, ...] = ()
+    brief: bool = False
+
+
+def shown(section: Section) -> list[Shown]:
+    """The section's findings, each as ``Shown``: the one place that decides what of a finding is shown."""
+    out = []
+    for finding in section.findings:
+        fix = finding.remediation if shows_fix(finding) else None
+        sure = finding.confidence if section.confidence and finding.status is not Status.PASS else None
+        out.append(Shown(finding.status, finding_line(finding, scope=not section.scope_said),
+                         f"confidence: {sure.level.value}" + (f" - {'; '.join(sure.reasons)}" if sure.reasons else "") if sure else "",
+                         tuple(fix_lines(finding)) if fix else (), tuple(fix.commands) if fix else (),
+                         (fix.docs_url or "") if fix else "", tuple(evidence_lines(finding)),
+                         brief=finding.id in section.shown_above))
+    return out
 
 
 def evidence_lines(finding: Finding) -> list[str]:

@@ -63,11 +63,11 @@ def test_layering_contracts_hold(tmp_path):
 
 def test_a_profile_module_importing_a_renderer_breaks_a_contract(tmp_path):
     root = installed_layout(tmp_path)
-    (root / "tpudoctor" / "profile" / "upward.py").write_text("from tpudoctor.reports import profile_json\n")
+    (root / "tpudoctor" / "profile" / "upward.py").write_text("from tpudoctor.reports import emit_text\n")
     done = lint_imports(root)
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
-    assert "tpudoctor.profile.upward -> tpudoctor.reports.profile_json" in output, output
+    assert "tpudoctor.profile.upward -> tpudoctor.reports.emit_text" in output, output
 
 
 def test_a_circle_between_profile_modules_breaks_a_contract(tmp_path):

@@ -123,7 +123,7 @@ def test_profile_analyze_formats(tmp_path, capsys, fmt):
     else:
         assert "compile-bound" in text.lower() and "recompilation" in text
     if fmt == "html":
-        assert "<svg" in text and "sortable" in text and "http://" not in text.replace(
+        assert "<svg" in text and "<table>" in text and "http://" not in text.replace(
             'xmlns="http://www.w3.org/2000/svg"', "")
 
 

@@ -98,9 +98,9 @@ def test_balanced_job_names_no_straggler_and_says_which_test_decided(analyses):
     assert a.straggler is None and s.host is None
     assert s.decided_by.startswith("no straggler") and "Wilcoxon" in s.decided_by
     assert a.to_dict()["straggler"] is None
-    from tpudoctor.reports.profile_diagnosis_text import diagnosis_lines
+    from tpudoctor.rendering import render
 
-    assert any(line.startswith("Straggler: none. no straggler: ") for line in diagnosis_lines(a.to_dict()))
+    assert "\n  Straggler: none. no straggler: " in render(a.to_dict(), "text")
     # The balanced job's hosts wait little: most collective time is moving data.
     per_host = a.cross_host.per_host
     assert (per_host["wait_ms"] < per_host["collective_ms"]).all()
@@ -252,7 +252,7 @@ def test_per_step_breakdown_has_the_collective_part_of_the_aggregate(analyses, c
     """Each step's collective time is its own part, not compute, and the steps add up to the
     aggregate (before, the per-step compute held the collectives: 17.6 % of step time where the
     aggregate said compute 1.3 % + collective 16.3 %); the HTML step chart draws that part."""
-    from tpudoctor.reports.profile_html import COLORS, render_document
+    from tpudoctor.rendering import render
 
     report = analyses[case]
     for name, host in report.hosts.items():
@@ -265,6 +265,6 @@ def test_per_step_breakdown_has_the_collective_part_of_the_aggregate(analyses, c
         for part in ("collective", "compute"):
             assert 100 * per_step[f"{part}_ms"].sum() / total == pytest.approx(host.breakdown.part(part), abs=0.05), \
                 (name, part)
-    html = render_document(report.to_dict())
-    chart = html.split("<h2>Step-time breakdown</h2>", 1)[1].split("<h2>", 1)[0]
-    assert f'fill="{COLORS["collective"]}"' in chart and "collective" in chart
+    html = render(report.to_dict(), "html")
+    chart = html.split("<h2>Steps</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "<title>step 0: collective " in chart and chart.count(": collective ") >= 12  # a span each step

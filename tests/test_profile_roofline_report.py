@@ -170,7 +170,8 @@ def test_kernel_benchmark_is_unknown_through_the_cli(tmp_path):
 
 
 def test_rates_above_the_roof_are_not_shown_as_measurements():
-    from tpudoctor.reports.roofline_view import UNMEASURABLE, op_rows, roofline_lines
+    from tpudoctor.rendering import render
+    from tpudoctor.reports.views.profile import UNMEASURABLE, op_row
 
     roofline = {
         "peaks": {"device_kind": "TPU v6 Lite", "flops_per_s": 9.18e14, "hbm_bytes_per_s": 1.64e12, "source": "capture"},
@@ -188,7 +189,7 @@ def test_rates_above_the_roof_are_not_shown_as_measurements():
         ],
         "ops_total": 2,
     }
-    fusion, copy_start = op_rows(roofline)
-    assert fusion["HBM bw"] == "1.3 TB/s" and fusion["roofline eff."] == "80.4%"
-    assert copy_start["HBM bw"] == UNMEASURABLE and copy_start["roofline eff."] == UNMEASURABLE
-    assert any("above the roof" in line for line in roofline_lines({"roofline": roofline}))
+    fusion, copy_start = map(op_row, roofline["ops"])
+    assert fusion[6] == "1.3 TB/s" and fusion[8] == "80.4%"  # HBM bandwidth, roofline efficiency
+    assert copy_start[6] == UNMEASURABLE and copy_start[8] == UNMEASURABLE
+    assert "* above the roof" in render({"kind": "profile", "verdict": "unknown", "roofline": roofline}, "text")

@@ -66,14 +66,14 @@ def test_predicted_saving_is_within_10_percent_of_the_rerun_without_the_delay(re
 def test_a_balanced_job_prices_no_host(reports, case):
     """Issue 43: on a balanced 4-process job the all-median saving charges random spread to whichever host
     was last (multihost_balanced: worker2 11.4 % 'if not slow'); only a persistent excess is priced."""
-    from tpudoctor.reports.whatif_view import summary_line
+    from tpudoctor.reports.views.profile import whatif_line
 
     w = _w(reports[case])
     assert max(r["saved_percent"] for r in w["per_host"]) > 1.0  # there is spread to misread
     assert w["priced_hosts"] == []
     assert all(r["persistent_saved_percent"] <= 2.0 and not r["priced"] for r in w["per_host"])
     assert w["spread_ms"] == pytest.approx(w["slowdown_ms"], abs=1e-3)
-    line = summary_line(w)
+    line = whatif_line(w)
     assert "spread across the hosts" in line and not any(f"{r['host']} is persistently" in line for r in w["per_host"])
 
 
@@ -100,13 +100,13 @@ def test_a_slowdown_that_began_mid_run_is_dated(reports):
     assert isinstance(worker2["onset_step"], int)
     assert all(r["onset_step"] is None for r in w["per_host"] if r["host"] != "worker2")
     # over the whole run worker2 is not the last arrival beyond noise; the report still speaks for it
-    from tpudoctor.reports.profile_diagnosis_text import diagnosis_lines
+    from tpudoctor.rendering import render
 
     report = reports["onset"]
     assert report.straggler is None and report.primary_host == "worker2"
     cost = next(f for f in report.findings if f.id == "straggler-cost")
     assert "since step" in cost.title and "compute time" in cost.title
-    assert any("worker2 persistently slow since step" in line for line in diagnosis_lines(report.to_dict()))
+    assert "the what-if finds worker2 persistently slow since step" in render(report.to_dict(), "text")
 
 
 def test_onset_and_the_excess_test_on_their_own():
@@ -135,16 +135,17 @@ def test_the_rule_prices_the_straggler_and_stays_quiet_without_one(reports):
 
 
 def test_every_format_shows_the_finding_and_html_draws_the_critical_path(reports):
-    from tpudoctor.reports import profile_html, profile_json, profile_markdown
-    from tpudoctor.reports.profile_diagnosis_text import diagnosis_lines
+    from tpudoctor.rendering import render
 
     report = reports["delayed"]
-    html = profile_html.render(report)
-    assert "What the straggler costs" in html and "<svg" in html and 'class="critical"' in html
-    assert html.count('class="critical"') >= 3
-    assert "straggler-cost" in profile_markdown.render(report)
-    assert "straggler-cost" in "\n".join(diagnosis_lines(report.to_dict()))
-    doc = json.loads(profile_json.render(report))
+    html = render(report.to_dict(), "html")
+    cost = html[html.index("<h2>What the straggler costs</h2>"):]
+    cost = cost[:cost.index("</svg>")]
+    assert 'aria-label="critical path of the first steps"' in cost
+    assert cost.count('fill="#c62828"') >= 3  # the last arrivals' compute segments, marked
+    assert "straggler-cost" in render(report.to_dict(), "markdown")
+    assert "straggler-cost" in render(report.to_dict(), "text")
+    doc = json.loads(render(report.to_dict(), "json"))
     assert doc["analyses"]["straggler_whatif"]["per_host"][0]["host"] == "worker2"
     assert any(f["id"] == "straggler-cost" for f in doc["findings"])
 

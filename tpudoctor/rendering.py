@@ -2,14 +2,13 @@
 
 A command prepares its document once (``tpudoctor.documents``: scrubbed, redacted, validated), then asks
 ``render(document, fmt)``. A kind with a view (``VIEWS``) is ``EMITTERS[fmt](VIEWS[kind](document))``, and its
-JSON is the prepared document itself; the kinds not moved yet have a renderer per format (``RENDERERS``). Options
-(``verbose``, ``color``; ``gate``, the run's ``tpudoctor.findings.Gate``, for JUnit) go to whoever takes them.
+JSON is the prepared document itself. Options (``verbose``, ``color``; ``gate``, the run's
+``tpudoctor.findings.Gate``, for JUnit) go to the emitter that takes them.
 Views and emitters are imported only when used, so ``--help`` loads none of them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import inspect
 import json
@@ -17,25 +16,6 @@ from typing import Any
 
 from tpudoctor.errors import TpudoctorError
 from tpudoctor.profile.compare_report import GOODPUT_COMPARE, PROFILE_COMPARE, PROFILE_HISTORY
-
-
-@dataclasses.dataclass(frozen=True)
-class Renderer:
-    target: str
-    """``module:function``."""
-    options: tuple[str, ...] = ()
-    """The keyword options it takes; others given to ``render`` are not its business."""
-    takes_format: bool = False
-    """One function renders several formats: it is given the format as its second argument."""
-
-
-RENDERERS: dict[tuple[str, str], Renderer] = {
-    ("profile", "text"): Renderer("tpudoctor.reports.profile_text:render_document", ("color",)),
-    ("profile", "json"): Renderer("tpudoctor.reports.profile_json:render_document"),
-    ("profile", "markdown"): Renderer("tpudoctor.reports.profile_markdown:render_document"),
-    ("profile", "html"): Renderer("tpudoctor.reports.profile_html:render_document"),
-}
-
 
 VIEWS: dict[str, str] = {
     "bench": "tpudoctor.reports.views.bench:view",
@@ -46,6 +26,7 @@ VIEWS: dict[str, str] = {
     "merged": "tpudoctor.reports.views.merged:view",
     "memory": "tpudoctor.reports.views.memory:view",
     "pipeline_whatif": "tpudoctor.reports.views.profile:whatif_view",
+    "profile": "tpudoctor.reports.views.profile:view",
     "memory-preflight": "tpudoctor.reports.views.memory:preflight_view",
     **{kind: "tpudoctor.reports.views.compare:view" for kind in (PROFILE_COMPARE, PROFILE_HISTORY, GOODPUT_COMPARE)},
 }
@@ -81,17 +62,12 @@ def _load(target: str) -> Any:
 def render(document: dict[str, Any], fmt: str, **options: Any) -> str:
     """``document`` (a prepared report document, its ``kind`` set) in ``fmt``."""
     kind = view_kind(document)
-    if kind in VIEWS:
-        if fmt == "json":
-            return render_json(document)
-        if fmt not in EMITTERS:
-            raise TpudoctorError(f"no {fmt} emitter (formats: json, {', '.join(EMITTERS)})")
-        emit = _load(EMITTERS[fmt])
-        taken = inspect.signature(emit).parameters
-        return emit(_load(VIEWS[kind])(document), **{k: v for k, v in options.items() if k in taken})
-    renderer = RENDERERS.get((kind, fmt))
-    if renderer is None:
-        raise TpudoctorError(f"no {fmt} renderer for a {kind or 'kind-less'} document")
-    given = {k: v for k, v in options.items() if k in renderer.options}
-    function = _load(renderer.target)
-    return function(document, fmt, **given) if renderer.takes_format else function(document, **given)
+    if kind not in VIEWS:
+        raise TpudoctorError(f"no view for a {kind or 'kind-less'} document (kinds: {', '.join(sorted(VIEWS))})")
+    if fmt == "json":
+        return render_json(document)
+    if fmt not in EMITTERS:
+        raise TpudoctorError(f"no {fmt} emitter (formats: json, {', '.join(EMITTERS)})")
+    emit = _load(EMITTERS[fmt])
+    taken = inspect.signature(emit).parameters
+    return emit(_load(VIEWS[kind])(document), **{k: v for k, v in options.items() if k in taken})

@@ -90,5 +90,5 @@ def view(doc: dict[str, Any]) -> View:
     suite = Suite("tpudoctor bench", f"tpudoctor.bench.{key['model']}", duration_s=seconds,
                   timestamp=doc["created_at"], hostname=str(doc["host"]), properties=properties(key.items()),
                   summary="\n".join([headline(doc), *mismatch_lines(doc)]))
-    return View("bench", f"tpudoctor bench: {headline(doc)}", (), tuple(s for s in sections if s is not None),
+    return View("bench", f"tpudoctor bench: {headline(doc)}", (), tuple(sections),
                 findings, suite)

@@ -17,7 +17,9 @@ from tpudoctor.reports.view import (
     Suite,
     Table,
     View,
+    findings_of,
     properties,
+    sort_out,
     where_words,
 )
 from tpudoctor.units import format_bytes
@@ -27,14 +29,14 @@ CELL_CHARS = 120
 
 
 def findings_in_order(document: dict[str, Any]) -> list[Finding]:
-    findings = [Finding.from_dict(raw) for raw in document.get("results") or []]
-    return sorted(findings, key=lambda f: int(f.step) if f.step is not None else len(Step) + 1)
+    return sorted(findings_of(document, "results"), key=lambda f: int(f.step) if f.step is not None else len(Step) + 1)
 
 
 def summary_sentence(findings: list[Finding], cause: Finding | None) -> str:
     """``tpudoctor found 2 issue(s) (1 warning, 1 failed, 3 ok). Root cause: NODE-001.`` or
     ``No issues found (3 ok).``; a warning is an issue."""
-    counts = {s: sum(f.status is s for f in findings) for s in Status}
+    by_status = sort_out(findings)[0]
+    counts = {s: len(by_status[s]) for s in Status}
     problems = counts[Status.FAIL] + counts[Status.ERROR] + counts[Status.WARN]
     tally = ", ".join(f"{counts[s]} {WORDS[s]}" for s in Status if counts[s]) or "no checks ran"
     if not problems:
@@ -72,8 +74,9 @@ def cause_sections(cause: Finding | None, *, scope_said: bool) -> list[Section]:
 def step_sections(findings: list[Finding], cause: Finding | None, *, scope_said: bool) -> list[Section]:
     """One part per triage step; a step none of whose checks could apply is one line with the reasons."""
     sections = []
+    by_step = sort_out(findings)[1]
     for step in Step:
-        in_step = [f for f in findings if f.step == step]
+        in_step = by_step.get(step)
         if not in_step:
             continue
         title = f"{int(step)}. {step.label}"
@@ -86,9 +89,8 @@ def step_sections(findings: list[Finding], cause: Finding | None, *, scope_said:
             continue
         shown = (cause.id,) if cause is not None and cause in in_step else ()
         sections.append(Section(title, findings=tuple(in_step), shown_above=shown, scope_said=scope_said))
-    others = [f for f in findings if f.step is None]
-    if others:
-        sections.append(Section("Other", findings=tuple(others), scope_said=scope_said))
+    if None in by_step:
+        sections.append(Section("Other", findings=tuple(by_step[None]), scope_said=scope_said))
     return sections
 
 

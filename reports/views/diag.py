@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from tpudoctor.reports.view import Bar, Chart, Section, Suite, Table, View, findings_of, properties
+from tpudoctor.findings import Status
+from tpudoctor.reports.view import (
+    Bar,
+    Chart,
+    Section,
+    Suite,
+    Table,
+    View,
+    findings_of,
+    properties,
+    sort_out,
+)
 
 COLUMNS = (("chip", "chip", "{}"), ("matmul_tflops_p10", "matmul TFLOP/s p10", "{:.4g}"),
            ("matmul_slowness", "matmul time vs peers", "{:+.1%}"), ("hbm_gbps_median", "bandwidth GB/s", "{:.4g}"),
@@ -21,9 +32,10 @@ NAMED_FAILURES = 3
 def failed_words(doc: dict[str, Any]) -> str:
     """What failed, named: the chips a failing test names, then the titles of those that name none (the runtime,
     the node, the count of chips)."""
-    failing = [f for f in doc["findings"] if f["status"] in ("FAIL", "ERROR")]
-    chips = list(dict.fromkeys(c for f in failing for c in (f.get("scope") or {}).get("chips") or ()))
-    others = list(dict.fromkeys(f["title"] for f in failing if not (f.get("scope") or {}).get("chips")))
+    by_status = sort_out(findings_of(doc))[0]
+    failing = by_status[Status.FAIL] + by_status[Status.ERROR]
+    chips = list(dict.fromkeys(c for f in failing for c in f.scope.chips))
+    others = list(dict.fromkeys(f.title for f in failing if not f.scope.chips))
     parts = [f"{'chip' if len(chips) == 1 else 'chips'} {', '.join(chips)} failed"] if chips else []
     if others:
         more = f"; {len(others) - NAMED_FAILURES} more" if len(others) > NAMED_FAILURES else ""
@@ -93,4 +105,4 @@ def view(doc: dict[str, Any]) -> View:
                   hostname=str(doc["host"]), properties=properties((
                       ("backend", doc["backend"]), ("devices", len(doc["devices"])),
                       ("faults_injected", "; ".join(doc["faults_injected"])))))
-    return View("diag", headline(doc), notes, tuple(s for s in sections if s is not None), findings, suite)
+    return View("diag", headline(doc), notes, tuple(sections), findings, suite)

@@ -124,5 +124,5 @@ def view(doc: dict[str, Any]) -> View:
                   properties=tuple((k, str(g[k])) for k in ("ettr", "wall_s", "productive_s", "steps", "restarts")
                                    if g.get(k) is not None))
     sources = ", ".join(str(s["source"]) for s in doc["sources"])
-    return View("goodput", f"tpudoctor goodput: {sources}", tuple(notes), tuple(s for s in sections if s is not None),
+    return View("goodput", f"tpudoctor goodput: {sources}", tuple(notes), tuple(sections),
                 findings, suite, thresholds=tuple(GoodputReport(doc).threshold_results))

@@ -201,4 +201,4 @@ def view(doc: dict[str, Any]) -> View:
                   timestamp=doc["started_at"], hostname=doc.get("host") or "", properties=properties((
                       ("verdict", doc["verdict"]), ("confidence", doc["confidence"]),
                       ("decision", decision.get("action", "")), *target.items())))
-    return View("hang", title, (summary_line(doc),), tuple(s for s in sections if s is not None), findings, suite)
+    return View("hang", title, (summary_line(doc),), tuple(sections), findings, suite)

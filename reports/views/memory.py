@@ -8,16 +8,12 @@ from typing import Any
 
 from tpudoctor.findings import Finding, Status
 from tpudoctor.reports.view import Bar, Chart, Section, Suite, Table, View, findings_of, properties
+from tpudoctor.units import format_bytes
 
 
 def size(n: Any) -> str:
-    if n is None:
-        return "-"
-    n = float(n)
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= scale:
-            return f"{n / scale:.2f} {unit}"
-    return f"{int(n)} B"
+    """``units.format_bytes`` (5 TiB reads ``5.00 TiB``, not ``5120.00 GiB``); ``-`` for none."""
+    return "-" if n is None else format_bytes(n)
 
 
 def percent(x: Any) -> str:

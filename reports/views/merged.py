@@ -8,10 +8,11 @@ already in the report, not analysis.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from tpudoctor.findings import Finding, Status, Step, natural_key, root_cause, worst_status
-from tpudoctor.reports.view import Section, Suite, View, properties
+from tpudoctor.reports.view import Section, Suite, View, findings_of, properties, sort_out
 from tpudoctor.reports.views.check import (
     cause_sections,
     findings_in_order,
@@ -39,12 +40,9 @@ def worker_step_matrix(document: dict[str, Any]) -> dict[str, dict[int, str]]:
         if not report:
             matrix[worker] = {int(s): NO_REPORT for s in Step}
             continue
-        by_step: dict[int, list[Status]] = {}
-        for result in report.get("results") or []:
-            if result.get("step"):
-                by_step.setdefault(int(result["step"]), []).append(Status(result["status"]))
-        matrix[worker] = {int(s): CELL[worst_status(by_step[int(s)])] if int(s) in by_step else NOT_RUN
-                          for s in Step}
+        by_step = sort_out(findings_of(report, "results"))[1]
+        matrix[worker] = {int(s): CELL[worst_status(map(attrgetter("status"), by_step[s]))] if s in by_step
+                          else NOT_RUN for s in Step}
     return matrix
 
 

@@ -101,7 +101,11 @@ def assert_safe_markdown(out: str) -> None:
     assert_safe_text_chars(out)
     rendered = md.render(out)
     assert "<script" not in rendered and "<img" not in rendered  # as text they read &lt;script
-    assert not any(f"{brk}{SENTINEL}" in out for brk in LINE_STARTS), "a field started a line"
+    prose = out
+    for token in tokens:  # preformatted text (a compiler's error, a stack) keeps its own lines, fenced
+        if token.type == "fence":
+            prose = prose.replace(token.content, "")
+    assert not any(f"{brk}{SENTINEL}" in prose for brk in LINE_STARTS), "a field started a line"
 
 
 def assert_safe_text_chars(out: str) -> None:
@@ -148,11 +152,10 @@ RENDERINGS = settings(max_examples=max(40, settings.default.max_examples // 4))
 def test_check_report_in_every_format(report, verbose, fail_on):
     """Every format of a hostile check report; its JUnit fails exactly the findings its exit status judges."""
     from tpudoctor.findings import Gate, failing_findings
-    from tpudoctor.formats import CHECK_FORMATS
     from tpudoctor.rendering import render
 
     gate = Gate(fail_on)
-    for fmt in CHECK_FORMATS:
+    for fmt in FORMATS:
         _assert_format(fmt, render(report.to_dict(), fmt, verbose=verbose, gate=gate))
     suite = assert_junit_parses(render(report.to_dict(), "junit", gate=gate)).find("testsuite")
     assert int(suite.get("failures")) + int(suite.get("errors")) == len(failing_findings(report, gate))
@@ -205,7 +208,7 @@ def poison_profile(doc: dict, h) -> dict:
     if doc.get("straggler"):
         doc["straggler"]["host"] = hosts.get(doc["straggler"]["host"], h())
     for finding in doc["findings"]:
-        finding.update(id=h(), title=h(), message=h(), severity=h())
+        finding.update(id=h(), title=h(), message=h())  # severity and status: enumerations a reader checks
         finding["remediation"] = {"text": h(), "commands": [h()], "docs_url": None}
         finding["scope"]["hosts"] = [h(), h()]
     for fn in doc["recompilation"]["functions"]:
@@ -226,7 +229,7 @@ def poison_profile(doc: dict, h) -> dict:
 @given(data=st.data())
 @RENDERINGS
 def test_profile_report_in_every_format(profile_report, data):
-    from tpudoctor.reports import profile_html, profile_markdown, profile_text
+    from tpudoctor.rendering import render
 
     h = lambda: data.draw(hostile)  # noqa: E731
     doc = poison_profile(profile_report.to_dict(), h)
@@ -237,9 +240,28 @@ def test_profile_report_in_every_format(profile_report, data):
     summary = dataclasses.replace(summary, source=h(), run=h(), runs_available=[h(), h()], device_kinds=[h()],
                                   hosts=hosts, notes=[h()], failed_hosts={h(): h()})
     doc["summary"] = summary.to_dict()
-    _assert_format("text", profile_text.render_document(doc, width=100_000))  # rich's own wraps apart
-    _assert_format("markdown", profile_markdown.render_document(doc))
-    assert_safe_html(profile_html.render_document(doc), scripts=2)  # the data block and the table sorter
+    whole = _poison_strings(profile_report.to_dict(), _pool(data))  # every string: the what-if's hosts, the peaks
+    for shown in (doc, whole):
+        for fmt in FORMATS:
+            _assert_format(fmt, render(shown, fmt, verbose=data.draw(st.booleans())))
+
+
+def test_every_kind_is_fuzzed_in_every_format():
+    """Each kind ``render`` knows has a test above that draws it hostile in every format (FORMATS): a kind added
+    without one fails here."""
+    from tpudoctor.rendering import EMITTERS, VIEWS
+
+    fuzzed = {"check": test_check_report_in_every_format, "merged": test_merged_pod_report_in_every_format,
+              "profile": test_profile_report_in_every_format, "hang": test_hang_report_in_every_format,
+              "goodput": test_goodput_report_in_every_format, "diag": test_diag_report_in_every_format,
+              "bench": test_bench_report_in_every_format, "memory": test_memory_and_preflight_reports_in_every_format,
+              "memory-preflight": test_memory_and_preflight_reports_in_every_format,
+              "pipeline_whatif": test_op_trace_whatif_in_every_format,
+              "tpudoctor.profile_compare": test_compare_output_in_every_format,
+              "tpudoctor.profile_history": test_compare_output_in_every_format,
+              "tpudoctor.goodput_compare": test_goodput_comparison_in_every_format}
+    assert {*VIEWS, "merged"} == set(fuzzed)
+    assert set(FORMATS) == {"json", *EMITTERS}
 
 
 @given(data=st.data())
@@ -314,24 +336,22 @@ DOCUMENTS = Path(__file__).resolve().parents[1] / "data" / "documents"
 def test_diag_report_in_every_format(data):
     """Every string of a saved diag document (a -r 2 run on 4 CPU devices with injected faults: chips, hosts,
     findings, fault words, the backend) hostile."""
-    from tpudoctor.formats import DIAG_FORMATS
     from tpudoctor.rendering import render
 
     clean = json.loads((DOCUMENTS / "diag_r2_cpu_injected.json").read_text(encoding="utf-8"))
     doc = _poison_strings(clean, _pool(data))
-    for fmt in DIAG_FORMATS:
+    for fmt in FORMATS:
         _assert_format(fmt, render(doc, fmt, verbose=data.draw(st.booleans())))
 
 
 @given(data=st.data())
 @RENDERINGS
 def test_bench_report_in_every_format(data):
-    from tpudoctor.formats import BENCH_FORMATS
     from tpudoctor.rendering import render
 
     clean = json.loads((DOCUMENTS / "bench_dense_cpu_vs_baseline.json").read_text(encoding="utf-8"))
     doc = _poison_strings(clean, _pool(data))
-    for fmt in BENCH_FORMATS:
+    for fmt in FORMATS:
         _assert_format(fmt, render(doc, fmt, verbose=data.draw(st.booleans())))
 
 
@@ -394,13 +414,12 @@ def test_goodput_report_in_every_format(data):
     """Every string of a goodput document read back (a saved report: sources, notes, the log lines that began
     and ended each start, the bands of each start, findings, the --min-ettr verdict) hostile."""
     from tpudoctor.findings import Gate
-    from tpudoctor.formats import GOODPUT_FORMATS
     from tpudoctor.goodput.analyze import analyze_paths
     from tpudoctor.rendering import render
 
     clean = analyze_paths([str(GOODPUT_LOG)], min_ettr=data.draw(st.sampled_from([None, 0.2, 0.5])))
     doc = _poison_strings(clean, _pool(data))
-    for fmt in GOODPUT_FORMATS:
+    for fmt in FORMATS:
         _assert_format(fmt, render(doc, fmt, verbose=data.draw(st.booleans()), gate=Gate(fail_on=None)))
 
 
@@ -413,7 +432,7 @@ def test_goodput_comparison_in_every_format(data):
 
     clean = analyze_paths([str(GOODPUT_LOG)])
     result = compare_goodput(_poison_strings(clean, _pool(data)), _poison_strings(clean, _pool(data)))
-    for fmt in ("text", "markdown", "html", "junit", "json"):
+    for fmt in FORMATS:
         _assert_format(fmt, render(result, fmt))
 
 
@@ -443,12 +462,11 @@ def memory_document():
 def test_memory_and_preflight_reports_in_every_format(memory_document, name, data):
     """Every string of a memory document (log paths, op names, shapes, allocator and program names, fix titles)
     and of a preflight document (the program, the compiler's error, buffers' ops and source lines, fixes) hostile."""
-    from tpudoctor.formats import MEMORY_FORMATS
     from tpudoctor.rendering import render
 
     clean = memory_document if name == "memory" else json.loads((DOCUMENTS / name).read_text(encoding="utf-8"))
     doc = _poison_strings(clean, _pool(data))
-    for fmt in MEMORY_FORMATS:
+    for fmt in FORMATS:
         _assert_format(fmt, render(doc, fmt, verbose=data.draw(st.booleans())))
 
 
