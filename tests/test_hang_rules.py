@@ -9,14 +9,21 @@ from pathlib import Path
 
 import pytest
 
+from tpudoctor.families import FAMILIES, RegistryError
+from tpudoctor.families import load_rules as load_family
 from tpudoctor.hang.capture import read_dump_dir
 from tpudoctor.hang.classify import process_state
 from tpudoctor.hang.rule import Category, HangRule, Match, RuleExample, ThreadView
-from tpudoctor.hang.rule_registry import ENTRY_POINT_GROUP, load_rules
 from tpudoctor.hang.stacks import parse_dump
-from tpudoctor.registry import RegistryError
 
 CAPTURES = Path(__file__).resolve().parent / "data" / "hang"
+ENTRY_POINT_GROUP = FAMILIES["hang-rules"].alias_group
+
+
+def load_rules(*args, **kwargs):
+    return load_family("hang-rules", *args, **kwargs)
+
+
 RULES = load_rules()
 
 

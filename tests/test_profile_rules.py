@@ -13,14 +13,18 @@ import jsonschema
 import pytest
 
 import tpudoctor.profile
+from tpudoctor.families import RegistryError
+from tpudoctor.families import load_rules as load_family
 from tpudoctor.findings import FindingKind, Severity, Status
 from tpudoctor.profile.host_result import BreakdownFigures, HostResult, StepFigures
 from tpudoctor.profile.rule import ProfileRule, RuleExample, evaluate_rule
-from tpudoctor.profile.rule_registry import load_rules
 from tpudoctor.profile.verdict import decide
-from tpudoctor.registry import RegistryError
 from tpudoctor.schema import load_schema
 from tpudoctor.testing import profile_rule_conformance_problems
+
+
+def load_rules(*args, **kwargs):
+    return load_family("profile-rules", *args, **kwargs)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
 BUILTIN_IDS = {"no-step-markers", "input-bound", "device-idle", "host-overhead", "recompilation",

@@ -170,7 +170,7 @@ def _comparison(options: BenchOptions, baseline: dict[str, Any], doc: dict[str, 
         verdict = gate.compare(baseline_steady.kept, current_steady.kept, tolerance=options.tolerance, alpha=options.alpha,
                                busy_share_baseline=busy_baseline,
                                busy_share_current=bench_document.busy_share(doc["measurement"]))
-        confirmations = []
+        confirmations: list[tuple[dict[str, Any], Any]] = []
         while gate.needs_confirmation(verdict) and len(confirmations) < options.confirm_runs:
             note = (f"{verdict.change_pct:+.1f}% vs baseline: timing a fresh run to confirm "
                     f"({len(confirmations) + 1} of {options.confirm_runs})")

@@ -8,7 +8,7 @@ the level did not take does not apply. ``examples`` (made by ``example_input`` f
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -112,3 +112,12 @@ def example_input(count: int = 8, **fields: Any) -> DiagInput:
                                                            devices=example_devices(count, platform, kind),
                                                            process_count=1)
     return DiagInput(level=fields.pop("level", 2), host="t1v-n-0", inventory=inventory, **fields)
+
+
+def evaluate_rules(subject: DiagInput, rules: Mapping[str, type[DiagRule]]) -> list[Finding]:
+    """The findings of every rule whose measurement the level took, worst first (``rules``: the family's,
+    ``tpudoctor.families.load_rules("diag-rules")``)."""
+    from tpudoctor.rule import evaluate_rule
+
+    found = [evaluate_rule(cls, subject) for cls in rules.values() if cls().applies(subject)]
+    return sorted(found, key=lambda f: (-f.status.rank, -f.severity.rank, f.id))

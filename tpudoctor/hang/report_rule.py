@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from tpudoctor.check import CHECK_ID_PATTERN
@@ -87,3 +88,19 @@ def example_report(verdict: str = "progressing", *, why: str = "the step counter
     return HangReport(verdict=verdict, verdict_why=why, confidence=confidence, target=Target(), host="t1v-n-0",
                       started_at=_EXAMPLE_TIME, interval_s=10.0, samples=2, processes=fields.pop("processes", []),
                       groups=fields.pop("groups", []), findings=[], captures=list(captures or []), **fields)
+
+
+def evaluate_rules(report: HangReport, rules: Mapping[str, type[HangReportRule]]) -> list[Finding]:
+    """The findings of every report rule (``rules``: ``tpudoctor.families.load_rules("hang-report-rules")``) that
+    applies to ``report``, built-ins first in id order (HANG-001 first); a rule whose ``applies`` crashes is
+    evaluated, so its crash shows as an ERROR finding."""
+    from tpudoctor.rule import evaluate_rule
+
+    return [evaluate_rule(cls, report) for cls in rules.values() if _applies(cls, report)]
+
+
+def _applies(cls: type[HangReportRule], report: HangReport) -> bool:
+    try:
+        return bool(cls().applies(report))
+    except Exception:  # noqa: BLE001 - evaluate_rule turns the rule's crash into its ERROR finding
+        return True
