@@ -155,7 +155,7 @@ def test_every_goodput_rule_gives_its_examples_statuses(rule_id, rule):
     statuses = {ex.status for ex in rule.examples}
     assert statuses & {Status.WARN, Status.FAIL}, "a rule that cannot fire is a defect"
     for ex in rule.examples:
-        finding = evaluate_rule(rule, ex.goodput)
+        finding = evaluate_rule(rule, ex.input)
         assert finding.status is ex.status, (rule_id, ex.name, finding.message)
         assert finding.id == rule_id and finding.kind.value == "goodput"
         if finding.status in (Status.WARN, Status.FAIL):

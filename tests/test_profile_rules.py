@@ -17,7 +17,7 @@ from tpudoctor.families import RegistryError
 from tpudoctor.families import load_rules as load_family
 from tpudoctor.findings import FindingKind, Severity, Status
 from tpudoctor.profile.host_result import BreakdownFigures, HostResult, StepFigures
-from tpudoctor.profile.rule import ProfileRule, RuleExample, evaluate_rule
+from tpudoctor.profile.rule import Example, ProfileRule, evaluate_rule
 from tpudoctor.profile.verdict import decide
 from tpudoctor.schema import load_schema
 from tpudoctor.testing import profile_rule_conformance_problems
@@ -82,7 +82,7 @@ def test_conformance_catches_a_rule_that_cannot_fire_and_a_wrong_example():
         id = "never-fires"
         title = "never"
         docs = "https://example.invalid"
-        examples = (RuleExample("claims a warning", HostResult("h"), Status.WARN),)
+        examples = (Example("claims a warning", HostResult("h"), Status.WARN),)
 
         def evaluate(self, host):
             return self.passed("fine")
@@ -204,7 +204,7 @@ def write_rule_plugin(root: Path) -> Path:
     (root / "acme_profile_rules.py").write_text(textwrap.dedent('''
         from tpudoctor.findings import Severity, Status
         from tpudoctor.profile.host_result import HostResult, StepFigures
-        from tpudoctor.profile.rule import ProfileRule, RuleExample
+        from tpudoctor.profile.rule import ProfileRule, Example
 
         class FewSteps(ProfileRule):
             """Acme wants at least 20 steps in every capture."""
@@ -212,8 +212,8 @@ def write_rule_plugin(root: Path) -> Path:
             title = "Enough steps for Acme's dashboards"
             docs = "https://acme.example/profiling"
             MIN_STEPS = 20
-            examples = (RuleExample("many", HostResult("h", steps=StepFigures("device-steps-line", 50)), Status.PASS),
-                        RuleExample("few", HostResult("h", steps=StepFigures("device-steps-line", 5)), Status.WARN))
+            examples = (Example("many", HostResult("h", steps=StepFigures("device-steps-line", 50)), Status.PASS),
+                        Example("few", HostResult("h", steps=StepFigures("device-steps-line", 5)), Status.WARN))
 
             def evaluate(self, host):
                 if host.steps.count >= self.MIN_STEPS:

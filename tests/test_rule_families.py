@@ -61,7 +61,7 @@ def test_a_rule_whose_example_is_wrong_does_not_conform(family):
     example = cls.examples[0]
     import dataclasses
 
-    if hasattr(example, "matches"):
+    if example.matches is not None:
         wrong = dataclasses.replace(example, matches=not example.matches)
     else:
         wrong = dataclasses.replace(example, status=Status.ERROR if example.status is not Status.ERROR else Status.PASS)
@@ -80,15 +80,15 @@ def test_the_hang_report_findings_are_registered_rules_in_id_order():
 
 PLUGIN = '''
 from tpudoctor.findings import Status
-from tpudoctor.goodput.rule import GoodputExample, GoodputRule
-from tpudoctor.hang.report_rule import HangReportRule, ReportExample, example_report
+from tpudoctor.goodput.rule import Example, GoodputRule
+from tpudoctor.hang.report_rule import HangReportRule, Example, example_report
 
 
 class AcmeQuota(GoodputRule):
     """Acme's quota bucket."""
     id = "acme-quota"
     title = "Acme quota"
-    examples = (GoodputExample("any", {}, Status.PASS),)
+    examples = (Example("any", {}, Status.PASS),)
 
     def evaluate(self, goodput):
         return self.passed("fine")
@@ -98,7 +98,7 @@ class AcmeHang(HangReportRule):
     """Acme's hang note."""
     id = "ACME-001"
     title = "Acme hang note"
-    examples = (ReportExample("any", example_report(), Status.PASS),)
+    examples = (Example("any", example_report(), Status.PASS),)
 
     def evaluate(self, report):
         return self.finding(Status.PASS, "fine")
@@ -176,3 +176,13 @@ def test_a_hang_report_plugin_that_failed_to_load_is_an_error_entry_with_a_check
     assert RULE_ID_PATTERN.match(rule.id) and rule.id == family.placeholder_for(problem).id  # stable per plugin
     finding = rule().evaluate(example_report())
     assert finding.status is Status.ERROR and finding.kind is FindingKind.HANG and "acme" in finding.message
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_every_family_gives_its_examples_as_the_one_example_type(family):
+    """One ``Example`` (``tpudoctor.rule.Example``) for every family: an input and what the rule must say of it."""
+    from tpudoctor.rule import Example
+
+    for rule_id, cls in _members(family).items():
+        assert cls.examples and all(type(e) is Example for e in cls.examples), rule_id
+        assert all((e.status is None) != (e.matches is None) for e in cls.examples), rule_id

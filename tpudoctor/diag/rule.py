@@ -26,7 +26,7 @@ from tpudoctor.diag.measure import (
     Timings,
 )
 from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Severity, Status
-from tpudoctor.rule import Rule
+from tpudoctor.rule import Example, Rule
 
 
 @dataclasses.dataclass
@@ -56,11 +56,6 @@ class DiagInput:
         return self.inventory.devices[device].chip if device < len(self.inventory.devices) else f"device:{device}"
 
 
-@dataclasses.dataclass(frozen=True)
-class DiagExample:
-    name: str
-    input: DiagInput
-    status: Status
 
 
 class DiagRule(Rule[DiagInput]):
@@ -69,7 +64,7 @@ class DiagRule(Rule[DiagInput]):
     kind: ClassVar[FindingKind] = FindingKind.DIAG
     measurement: ClassVar[str] = "inventory"
     """The measurement it judges (``levels.MEASUREMENTS``); it applies only where the level took it."""
-    examples: ClassVar[tuple[DiagExample, ...]] = ()
+    examples: ClassVar[tuple[Example, ...]] = ()
 
     def applies(self, subject: DiagInput) -> bool:
         return self.measurement == "inventory" or getattr(subject, self.measurement, None) is not None
@@ -121,3 +116,7 @@ def evaluate_rules(subject: DiagInput, rules: Mapping[str, type[DiagRule]]) -> l
 
     found = [evaluate_rule(cls, subject) for cls in rules.values() if cls().applies(subject)]
     return sorted(found, key=lambda f: (-f.status.rank, -f.severity.rank, f.id))
+
+
+DiagExample = Example
+"""The old name of this family's example type, for plugins written against it (construct it positionally)."""

@@ -9,7 +9,6 @@ does not apply and gives no finding. ``examples`` (small reports made by ``examp
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -18,29 +17,21 @@ from tpudoctor.check import CHECK_ID_PATTERN
 from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Severity, Status, Target
 from tpudoctor.hang.model import CaptureFailure, ProcessCapture, StackSample
 from tpudoctor.hang.report import HangReport, ProcessState
-from tpudoctor.rule import Rule
+from tpudoctor.rule import Example, Rule
 
 RULE_ID_PATTERN = CHECK_ID_PATTERN
 """Like check ids: ``HANG-001``; a third party's own prefix (``ACME-001``)."""
 PYSPY_DOCS = "https://github.com/benfred/py-spy"
 
 
-@dataclasses.dataclass(frozen=True)
-class ReportExample:
-    name: str
-    report: HangReport
-    status: Status
 
 
 class HangReportRule(Rule[HangReport]):
     """Base class for every hang report rule. Subclasses set the metadata and implement ``evaluate``."""
 
     kind: ClassVar[FindingKind] = FindingKind.HANG
-    examples: ClassVar[tuple[ReportExample, ...]] = ()
+    examples: ClassVar[tuple[Example, ...]] = ()
 
-    @classmethod
-    def example_input(cls, example: ReportExample) -> HangReport:
-        return example.report
 
     def finding(self, status: Status, message: str, *, title: str | None = None,
                 severity: Severity = Severity.MEDIUM, evidence: dict | None = None,
@@ -104,3 +95,7 @@ def _applies(cls: type[HangReportRule], report: HangReport) -> bool:
         return bool(cls().applies(report))
     except Exception:  # noqa: BLE001 - evaluate_rule turns the rule's crash into its ERROR finding
         return True
+
+
+ReportExample = Example
+"""The old name of this family's example type, for plugins written against it (construct it positionally)."""

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from tpudoctor.findings import Confidence, ConfidenceLevel, Finding, FindingKind, Severity, Status
 from tpudoctor.memory.attribution import Attribution, attribute
 from tpudoctor.memory.buffer_plan import ProgramPlan
-from tpudoctor.rule import Rule
+from tpudoctor.rule import Example, Rule
 from tpudoctor.units import format_bytes
 
 FINDING_KIND = FindingKind.MEMORY
@@ -109,14 +109,6 @@ class Saving:
         return cls(0, "unknown", why)
 
 
-@dataclasses.dataclass(frozen=True)
-class MemoryExample:
-    """An input, the status the rule must give, and (where given) the saving it must predict."""
-
-    name: str
-    input: MemoryPlanInput
-    status: Status
-    saving_bytes: int | None = None
 
 
 class MemoryRule(Rule[MemoryPlanInput]):
@@ -127,13 +119,13 @@ class MemoryRule(Rule[MemoryPlanInput]):
     """The fix in a few words (``donate buffers``)."""
     keeps_numerics: ClassVar[bool] = True
     """False for a fix that changes what the program computes (bf16, a smaller batch)."""
-    examples: ClassVar[tuple[MemoryExample, ...]] = ()
+    examples: ClassVar[tuple[Example, ...]] = ()
 
     def saving(self, subject: MemoryPlanInput) -> Saving:
         raise NotImplementedError
 
     @classmethod
-    def example_problem(cls, example: MemoryExample) -> str | None:
+    def example_problem(cls, example: Example) -> str | None:
         problem = super().example_problem(example)
         if problem or example.saving_bytes is None:
             return problem
@@ -198,3 +190,7 @@ def rank_fixes(subject: MemoryPlanInput, rules: Mapping[str, type[MemoryRule]]) 
     """The fixes that would save a worthwhile share of the peak, best first: by ``saving_bytes`` x the weight of
     its confidence (``CONFIDENCE_WEIGHT``), then fixes that keep the numerics before those that change them."""
     return [f for f in evaluate_rules(subject, rules) if f.status in (Status.WARN, Status.FAIL)]
+
+
+MemoryExample = Example
+"""The old name of this family's example type, for plugins written against it (construct it positionally)."""
