@@ -83,70 +83,13 @@ def gate_finding(document: Mapping[str, Any]) -> Finding:
                           "tpudoctor compare BASELINE_PROFILE ./bench-profile"),
             ),
         )
-    if g["verdict"] == "unknown" and g.get("unknown_reason") == "not_reproduced":
-        shown = ", ".join(f"{run['change_pct']:+.1f}%" for run in again)
+    undecided = _undecided_words(document, comparison, figures, p_value, again)
+    if undecided is not None:
+        message, advice = undecided
         return _finding(
-            GATE_ID, GATE_TITLE, Status.WARN, Severity.MEDIUM,
-            f"unknown: {figures} is beyond the {g['tolerance'] * 100:g}% tolerance (p={p_value:.2g}), but a fresh "
-            f"run timed to confirm it gave {shown}: the drop did not reproduce, so the machine was likely slower "
-            f"during the first run (another VM, a busy neighbour), not the code",
-            evidence=evidence,
-            remediation=Remediation(
-                text="Nothing to fix if reruns stay at the baseline; a drop that comes back on most runs is a "
-                     "regression: time more runs to tell.",
-                commands=(f"tpudoctor bench --model {model} --repeats {repeats} --confirm-runs 2 "
-                          f"--baseline {comparison['baseline_file']}",),
-            ),
-        )
-    if g["verdict"] == "unknown" and g.get("unknown_reason") == "not_significant":
-        shown = ", ".join(f"{run['change_pct']:+.1f}%" for run in again)
-        return _finding(
-            GATE_ID, GATE_TITLE, Status.WARN, Severity.MEDIUM,
-            f"unknown: {figures} (p={p_value:.2g}); the runs timed to confirm it gave {shown}, still beyond the "
-            f"{g['tolerance'] * 100:g}% tolerance but not significant: the windows vary too much to tell",
-            evidence=evidence,
-            remediation=Remediation(
-                text="Time more windows so that a real drop can reach significance.",
-                commands=(f"tpudoctor bench --model {model} --repeats {repeats} --baseline {comparison['baseline_file']}",),
-            ),
-        )
-    if g["verdict"] == "unknown" and g.get("unknown_reason") == "busier":
-        return _finding(
-            GATE_ID, GATE_TITLE, Status.WARN, Severity.MEDIUM,
-            f"unknown: other processes took {_busy(document, comparison)} of the machine's CPU: {figures} is "
-            f"beyond the {g['tolerance'] * 100:g}% tolerance (p={p_value:.2g}) but within what that extra load can "
-            f"explain, so it may be the machine, not the code",
-            evidence=evidence,
-            remediation=Remediation(
-                text="Rerun when the machine is quiet (or pin the run to idle cores); a drop that stays is a "
-                     "regression.",
-                commands=(f"tpudoctor bench --model {model} --repeats {repeats} --baseline {comparison['baseline_file']}",),
-            ),
-        )
-    if g["verdict"] == "unknown":  # significant and beyond tolerance, but within the machine's extra noise
-        return _finding(
-            GATE_ID, GATE_TITLE, Status.WARN, Severity.MEDIUM,
-            f"unknown: the machine was {_times(g['noise_ratio'])} noisier than the baseline's (CV of the windows "
-            f"{g['cv_current'] * 100:.1f}% vs {g['cv_baseline'] * 100:.1f}%): {figures} is beyond the "
-            f"{g['tolerance'] * 100:g}% tolerance (p={p_value:.2g}) but within the "
-            f"{g['noise_tolerance'] * 100:.1f}% that the extra noise allows, so it may be the machine, not the code",
-            evidence=evidence,
-            remediation=Remediation(
-                text="Rerun on a machine without a busy neighbour (or pin the run to idle cores); a drop that "
-                     "stays is a regression.",
-                commands=(f"tpudoctor bench --model {model} --repeats {repeats} --baseline {comparison['baseline_file']}",),
-            ),
-        )
-    if g["ratio"] < 1 - g["tolerance"]:  # dropped beyond tolerance, but the windows are too noisy to say so
-        return _finding(
-            GATE_ID, GATE_TITLE, Status.WARN, Severity.MEDIUM,
-            f"throughput may have dropped: {figures}, beyond the {g['tolerance'] * 100:g}% tolerance but not "
-            f"significant (p={p_value:.2g} >= alpha {g['alpha']:g}); the windows vary too much to tell",
-            evidence=evidence,
-            remediation=Remediation(
-                text="Time more windows so that a real drop can reach significance.",
-                commands=(f"tpudoctor bench --model {model} --repeats {repeats} --baseline {comparison['baseline_file']}",),
-            ),
+            GATE_ID, GATE_TITLE, Status.WARN, Severity.MEDIUM, message, evidence=evidence,
+            remediation=Remediation(text=advice, commands=(
+                f"tpudoctor bench --model {model} --repeats {repeats} --baseline {comparison['baseline_file']}",)),
         )
     if mismatches:
         fields = ", ".join(m["field"] for m in mismatches)
@@ -169,6 +112,42 @@ def gate_finding(document: Mapping[str, Any]) -> Finding:
                  f"show: record the baseline again on a quiet machine")
     return _finding(GATE_ID, GATE_TITLE, Status.PASS, Severity.INFO, f"throughput {words}: {figures}{noise}",
                     evidence=evidence)
+
+
+def _undecided_words(document: Mapping[str, Any], comparison: Mapping[str, Any], figures: str, p_value: float,
+                     again: list[Mapping[str, Any]]) -> tuple[str, str] | None:
+    """(message, advice) for a drop beyond tolerance that the gate could not call, by why; None otherwise.
+    Every such drop has the same way out: time it again, with more windows."""
+    g = comparison["gate"]
+    tolerance = f"{g['tolerance'] * 100:g}% tolerance"
+    shown = ", ".join(f"{run['change_pct']:+.1f}%" for run in again)
+    more_windows = "Time more windows so that a real drop can reach significance."
+    reason = g.get("unknown_reason") if g["verdict"] == "unknown" else None
+    if reason == "not_reproduced":
+        return (f"unknown: {figures} is beyond the {tolerance} (p={p_value:.2g}), but a fresh run timed to confirm "
+                f"it gave {shown}: the drop did not reproduce, so the machine was likely slower during the first "
+                f"run (another VM, a busy neighbour), not the code",
+                "Nothing to fix if reruns stay at the baseline; a drop that comes back on most runs is a "
+                "regression: time more runs to tell.")
+    if reason == "not_significant":
+        return (f"unknown: {figures} (p={p_value:.2g}); the runs timed to confirm it gave {shown}, still beyond the "
+                f"{tolerance} but not significant: the windows vary too much to tell", more_windows)
+    if reason == "busier":
+        return (f"unknown: other processes took {_busy(document, comparison)} of the machine's CPU: {figures} is "
+                f"beyond the {tolerance} (p={p_value:.2g}) but within what that extra load can explain, so it may "
+                f"be the machine, not the code",
+                "Rerun when the machine is quiet (or pin the run to idle cores); a drop that stays is a regression.")
+    if g["verdict"] == "unknown":  # significant and beyond tolerance, but within the machine's extra noise
+        return (f"unknown: the machine was {_times(g['noise_ratio'])} noisier than the baseline's (CV of the windows "
+                f"{g['cv_current'] * 100:.1f}% vs {g['cv_baseline'] * 100:.1f}%): {figures} is beyond the "
+                f"{tolerance} (p={p_value:.2g}) but within the {g['noise_tolerance'] * 100:.1f}% that the extra "
+                f"noise allows, so it may be the machine, not the code",
+                "Rerun on a machine without a busy neighbour (or pin the run to idle cores); a drop that stays is a "
+                "regression.")
+    if g["ratio"] < 1 - g["tolerance"]:  # dropped beyond tolerance, but the windows are too noisy to say so
+        return (f"throughput may have dropped: {figures}, beyond the {tolerance} but not significant "
+                f"(p={p_value:.2g} >= alpha {g['alpha']:g}); the windows vary too much to tell", more_windows)
+    return None
 
 
 def _busy(document: Mapping[str, Any], comparison: Mapping[str, Any]) -> str:

@@ -9,8 +9,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tpudoctor.bench import DEFAULT_CONFIRM_RUNS, gate, steady
 from tpudoctor.bench import document as bench_document
-from tpudoctor.bench import gate, steady
 from tpudoctor.bench.report import BenchReport
 from tpudoctor.errors import InputError, UsageError
 from tpudoctor.exitcodes import ExitCode
@@ -34,7 +34,7 @@ class BenchOptions:
     """The allowed drop of the median, a fraction."""
     alpha: float = 0.002
     baseline_runs: int = 3
-    confirm_runs: int = 2
+    confirm_runs: int = DEFAULT_CONFIRM_RUNS
     allow_mismatch: bool = False
     failure_junit: str | None = None
     """Where a run that produced no result writes its one-case JUnit (``--junit``)."""

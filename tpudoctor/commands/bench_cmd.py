@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from tpudoctor.bench import DEFAULT_CONFIRM_RUNS
 from tpudoctor.commands.common import add_redact_flag
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import BENCH_FORMATS
@@ -53,10 +54,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--baseline-runs", type=int, default=3, metavar="N",
                       help="with --save-baseline, time N fresh processes and keep the one with the middle median "
                            "(default 3): one process can run 20%% slower than the next on the same machine")
-    gate.add_argument("--confirm-runs", type=int, default=2, metavar="N",
-                      help="time a suspected regression again on up to N fresh runs before failing (default 2; the "
-                           "first run without the drop settles it; 0 judges on one run): a process or a machine "
-                           "that was slower for one run does not fail the build")
+    gate.add_argument("--confirm-runs", type=int, default=DEFAULT_CONFIRM_RUNS, metavar="N",
+                      help="time a suspected regression again on up to N fresh runs before failing (default "
+                           f"{DEFAULT_CONFIRM_RUNS}; the first run without the drop settles it; 0 judges on one "
+                           "run): a process or a machine that was slower for a run does not fail the build")
     gate.add_argument("--allow-mismatch", action="store_true",
                       help="compare even when the baseline's key (model version, accelerator, versions, batch) differs")
     out = parser.add_argument_group("output")
@@ -76,8 +77,8 @@ def render(document: dict[str, Any], fmt: str) -> str:
 
 
 def run(args: argparse.Namespace, settings) -> ExitCode:
-    from tpudoctor.bench import BenchOptions
-    from tpudoctor.bench import run as bench
+    from tpudoctor.bench.product import BenchOptions
+    from tpudoctor.bench.product import run as bench
     from tpudoctor.documents import prepare
     from tpudoctor.findings import exit_code_for
     from tpudoctor.output import check_output, write_text

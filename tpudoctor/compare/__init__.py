@@ -154,5 +154,5 @@ def _load(paths: list[str], options: CompareOptions, update: Callable[[str], Non
     for path in paths:  # captures (not report JSONs) are analysed first
         update(f"reading {path}")
         documents.append(load_document(path, cluster=options.cluster, on_progress=update,
-                                       disabled_plugins=options.disabled_plugins or None))
+                                       disabled_plugins=options.disabled_plugins))
     return documents
