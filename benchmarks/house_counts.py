@@ -40,10 +40,26 @@ def report_counts() -> dict[str, object]:
             "loops": sum(_loops_over_findings(t) for t in trees.values()), "per_kind": per_kind}
 
 
+def product_counts(trees: dict[Path, ast.AST]) -> dict[str, object]:
+    """Issue 39 part 2: lines in ``commands/``, the longest command ``run``, family registry modules (a module
+    that defines a ``FAMILY``) and rule example types (a class named ``Example`` or ending in ``Example``)."""
+    commands = sorted((ROOT / "tpudoctor" / "commands").glob("*.py"))
+    runs = sorted(((n.end_lineno - n.lineno + 1, p.stem) for p in commands
+                   for n in ast.parse(p.read_text(encoding="utf-8")).body
+                   if isinstance(n, ast.FunctionDef) and n.name == "run"), reverse=True)
+    registries = sorted(p.relative_to(ROOT).as_posix() for p, t in trees.items()
+                        if any(isinstance(n, ast.Assign) and any(getattr(x, "id", None) == "FAMILY" for x in n.targets)
+                               for n in t.body))
+    examples = sorted(f"{p.relative_to(ROOT).as_posix()}:{n.name}" for p, t in trees.items() for n in ast.walk(t)
+                      if isinstance(n, ast.ClassDef) and n.name.endswith("Example"))  # old names kept as aliases
+    return {"lines": sum(len(p.read_text().splitlines()) for p in commands), "runs": runs,
+            "registries": registries, "examples": examples}
+
+
 def main() -> None:
     trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in SOURCES}
-    families = sum(1 for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.Assign)
-                   and any(getattr(x, "id", None) == "FAMILY" for x in n.targets))
+    families = sum(1 for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.Call)
+                   and getattr(n.func, "id", None) == "Family")
     rule_bases = sorted(n.name for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.ClassDef)
                         and any(isinstance(b, ast.Subscript) and getattr(b.value, "id", "") == "Rule" for b in n.bases))
     evaluate_rule = sum(1 for t in trees.values() for n in ast.walk(t)
@@ -61,7 +77,7 @@ def main() -> None:
                             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno >= 80)
     text = (ROOT / "pyproject.toml").read_text()
     groups = sorted(set(re.findall(r'^\[project\.entry-points\.("?[\w.]+"?)\]', text, re.M)))
-    print(f"families (one Family each, one registry type): {families}")
+    print(f"families (Family rows, one registry type): {families}")
     print(f"entry-point groups declared: {len(groups)} {groups} (old per-family groups read as aliases)")
     print(f"rule bases on Rule[Input]: {len(rule_bases)} {rule_bases}")
     print(f"evaluate_rule definitions: {evaluate_rule}")
@@ -70,6 +86,11 @@ def main() -> None:
     print(f"exit-code rules: {exit_rules}")
     print(f"modules over 400 lines: {len(long_modules)} {long_modules}")
     print(f"functions over 80 lines: {len(long_functions)} {long_functions}")
+    products = product_counts(trees)
+    print(f"commands/: {products['lines']} lines; longest run: {products['runs'][0][0]} lines "
+          f"({products['runs'][0][1]}.run); runs over 30 lines: {sum(1 for n, _ in products['runs'] if n > 30)}")
+    print(f"family registry modules: {len(products['registries'])} {products['registries']}")
+    print(f"Example types: {len(products['examples'])} {products['examples']}")
     counts = report_counts()
     print(f"reports/: {counts['files']} files, {counts['lines']} lines")
     print(f"loops over findings in reports/: {counts['loops']}")

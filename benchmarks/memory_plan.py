@@ -52,8 +52,10 @@ def peak_rss_bytes():
             return int(line.split()[1]) * 1024
 from tpudoctor.memory.plan_capture import largest_plan, plans_from_xspace
 from tpudoctor.memory.fix_rule import MemoryPlanInput
-from tpudoctor.memory.rule_registry import load_rules, rank_fixes
-rules = load_rules(plugins=False)
+from tpudoctor.families import load_rules
+from tpudoctor.memory.fix_rule import rank_fixes
+
+rules = load_rules("memory-rules", plugins=False)
 base = peak_rss_bytes()
 decode, attribute, judge = [], [], []
 for _ in range(int(sys.argv[2])):

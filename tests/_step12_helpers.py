@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tpudoctor.context import CheckOptions, RunContext
+from tpudoctor.families import load_registry
 from tpudoctor.findings import CheckResult, Target
-from tpudoctor.registry import load_registry
 from tpudoctor.runner import Runner
 
 

@@ -37,13 +37,13 @@ def recorded_run(monkeypatch):
     run, ``then`` (one per confirmation run; default: the same again) for the runs that confirm a drop."""
     holder = {}
 
-    def fake_run(request, timeout_s, note=None):
+    def fake_run(request, timeout_s, note=None, update=None):
         result = holder["results"].pop(0) if len(holder["results"]) > 1 else holder["results"][0]
         assert request.model == result["model"]
         holder["runs"].append(note)
         return _outcome(result)
 
-    monkeypatch.setattr("tpudoctor.commands.bench_cmd._run_with_progress", fake_run)
+    monkeypatch.setattr("tpudoctor.bench.product._run_with_progress", fake_run)
 
     def set_result(then=(), **kwargs):
         holder["results"] = [run_result(**kwargs), *(run_result(samples=samples) for samples in then)]
@@ -197,7 +197,7 @@ def test_a_run_whose_loss_did_not_drop_exits_1_and_saves_no_baseline(recorded_ru
 
 
 def test_a_baseline_for_another_model_is_refused_before_running(baseline_file, monkeypatch, capsys):
-    monkeypatch.setattr("tpudoctor.commands.bench_cmd._run_with_progress",
+    monkeypatch.setattr("tpudoctor.bench.product._run_with_progress",
                         lambda *a, **k: pytest.fail("must not start a run"))
     assert main(["bench", "--model", "mlp", "--baseline", str(baseline_file)]) == ExitCode.USAGE_ERROR
     assert "is for model 'dense', not 'mlp'" in capsys.readouterr().err
@@ -215,7 +215,7 @@ def test_a_baseline_for_another_model_is_refused_before_running(baseline_file, m
     (["--baseline-runs", "0", "--save-baseline", "x.json"], "--baseline-runs must be 1 or more"),
 ])
 def test_bad_input_exits_2(argv, message, monkeypatch, capsys):
-    monkeypatch.setattr("tpudoctor.commands.bench_cmd._run_with_progress",
+    monkeypatch.setattr("tpudoctor.bench.product._run_with_progress",
                         lambda *a, **k: pytest.fail("must not start a run"))
     assert main(["bench", "--model", "dense", *argv]) == ExitCode.USAGE_ERROR
     assert message in capsys.readouterr().err
@@ -225,7 +225,7 @@ def test_a_failed_run_exits_1_with_the_catalog_diagnosis(monkeypatch, tmp_path, 
     text = "RuntimeError: Unable to initialize backend 'tpu': The TPU is already in use by process with pid 77"
     outcome = RunOutcome(["python"], True, 3, False, 60.0, 1.0,
                          [{"key": result_log.RUN_ERROR, "value": {"type": "RuntimeError", "message": text}}], text)
-    monkeypatch.setattr("tpudoctor.commands.bench_cmd._run_with_progress", lambda *a, **k: outcome)
+    monkeypatch.setattr("tpudoctor.bench.product._run_with_progress", lambda *a, **k: outcome)
     junit = tmp_path / "bench.xml"
     assert main(["bench", "--model", "dense", "--junit", str(junit)]) == ExitCode.FINDINGS
     err = capsys.readouterr().err

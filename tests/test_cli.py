@@ -9,10 +9,10 @@ import pytest
 from sample_reports import healthy_report, preempted_node_report
 
 from tpudoctor import cli
-from tpudoctor import registry as registry_module
+from tpudoctor import families as registry_module
 from tpudoctor.exitcodes import ExitCode
+from tpudoctor.families import Registry
 from tpudoctor.findings import exit_code_for
-from tpudoctor.registry import Registry
 from tpudoctor.schema import validate
 
 

@@ -18,10 +18,10 @@ from tpudoctor.diag.faults import FaultPlan
 from tpudoctor.diag.measure import Inventory
 from tpudoctor.diag.pipeline import chip_rows
 from tpudoctor.diag.report import DiagReport
-from tpudoctor.diag.rule import example_devices, example_input, example_timings
-from tpudoctor.diag.rule_registry import evaluate_rules
+from tpudoctor.diag.rule import evaluate_rules, example_devices, example_input, example_timings
 from tpudoctor.diag.rules.chips_enumerate import ChipsEnumerate
 from tpudoctor.errors import UsageError
+from tpudoctor.families import load_rules
 from tpudoctor.findings import Status
 from tpudoctor.rendering import render
 
@@ -60,7 +60,7 @@ def failed_inventory(error: str, platforms: str | None) -> Inventory:
 
 
 def report_of(subject, level: int = 1) -> dict:
-    findings = evaluate_rules(subject)
+    findings = evaluate_rules(subject, load_rules("diag-rules"))
     report = DiagReport(level=level, host="t1v-n-0", backend=subject.inventory.backend, jax_version="0.10.2",
                         devices=[d.to_dict() for d in subject.inventory.devices], sizes={}, chips=chip_rows(subject),
                         allreduce=None, soak=None, peaks=None, faults_injected=[], findings=findings, duration_s=1.0,
@@ -233,7 +233,7 @@ def test_a_chip_whose_runs_take_longer_is_said_so_and_its_rate_below_is_its_inve
 
     assert (longer(1.308), rate_below(1.308)) == ("30.8% longer", "24% below")
     subject = example_input(8, level=2, matmul=example_timings([1.0] * 3 + [1.5] + [1.0] * 4, jitter=0.0))
-    finding = {f.id: f for f in evaluate_rules(subject)}["matmul-peers"]
+    finding = {f.id: f for f in evaluate_rules(subject, load_rules("diag-rules"))}["matmul-peers"]
     assert "cpu:3's runs take 50.0% longer than its peers'" in finding.message
     assert "+50.0%" not in finding.message
 
@@ -252,7 +252,7 @@ def test_the_text_table_says_what_its_peer_columns_measure_and_lines_up():
 
 def test_the_peak_finding_writes_the_table_s_unit():
     subject = example_input(4, level=2, hbm=example_timings([1.0] * 4, unit="gbps", work=720e9))
-    finding = {f.id: f for f in evaluate_rules(subject)}["hbm-peak"]
+    finding = {f.id: f for f in evaluate_rules(subject, load_rules("diag-rules"))}["hbm-peak"]
     assert " GB/s" in finding.message and "gbps" not in finding.message
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from tpudoctor.cli import main
+from tpudoctor.families import FAMILIES
+from tpudoctor.families import load_rules as load_family
 from tpudoctor.findings import Status
-from tpudoctor.goodput.rule_registry import load_rules
 from tpudoctor.rule import evaluate_rule
 from tpudoctor.schema import validate
 
@@ -147,14 +148,14 @@ def test_compare_two_goodput_reports(tmp_path, capsys):
     assert main(["compare", str(a), str(other)]) == 2
 
 
-@pytest.mark.parametrize("rule_id, rule", sorted(load_rules().items()))
+@pytest.mark.parametrize("rule_id, rule", sorted(load_family("goodput-rules").items()))
 def test_every_goodput_rule_gives_its_examples_statuses(rule_id, rule):
     """The rule's examples are its tests: each gives the status it names, with evidence and a fix when it fires."""
     assert rule.description() and rule.docs.startswith("https://")
     statuses = {ex.status for ex in rule.examples}
     assert statuses & {Status.WARN, Status.FAIL}, "a rule that cannot fire is a defect"
     for ex in rule.examples:
-        finding = evaluate_rule(rule, ex.goodput)
+        finding = evaluate_rule(rule, ex.input)
         assert finding.status is ex.status, (rule_id, ex.name, finding.message)
         assert finding.id == rule_id and finding.kind.value == "goodput"
         if finding.status in (Status.WARN, Status.FAIL):
@@ -162,7 +163,6 @@ def test_every_goodput_rule_gives_its_examples_statuses(rule_id, rule):
 
 
 def test_a_crashing_rule_is_an_error_result_and_plugins_load_by_entry_point_group():
-    from tpudoctor.goodput import rule_registry
     from tpudoctor.goodput.rule import GoodputRule
 
     class Broken(GoodputRule):
@@ -175,6 +175,6 @@ def test_a_crashing_rule_is_an_error_result_and_plugins_load_by_entry_point_grou
             raise KeyError("x")
 
     assert evaluate_rule(Broken, {}).status is Status.ERROR
-    rules = rule_registry.load_rules(extra_sources=[("acme", [Broken])])
+    rules = load_family("goodput-rules", extra_sources=[("acme", [Broken])])
     assert "acme-broken" in rules and rules["acme-broken"].source == "acme"
-    assert rule_registry.ENTRY_POINT_GROUP == "tpudoctor.goodput_rules"
+    assert FAMILIES["goodput-rules"].alias_group == "tpudoctor.goodput_rules"

@@ -25,11 +25,11 @@ ZONE = "us-central2-b"
 
 def _pids(capture: str) -> tuple[int, list[int]]:
     """(the stuck process, the waiting ones) of a real capture."""
+    from tpudoctor.families import load_rules
     from tpudoctor.hang.capture import read_dump_dir
     from tpudoctor.hang.classify import process_state
-    from tpudoctor.hang.rule_registry import load_rules
 
-    rules = list(load_rules().values())
+    rules = list(load_rules("hang-rules").values())
     states = {c.pid: process_state(c, rules) for c in read_dump_dir(str(CAPTURES / capture)).captures}
     stuck = [pid for pid, state in states.items() if state.category != "device"]
     assert len(stuck) == 1

@@ -9,14 +9,21 @@ from pathlib import Path
 
 import pytest
 
+from tpudoctor.families import FAMILIES, RegistryError
+from tpudoctor.families import load_rules as load_family
 from tpudoctor.hang.capture import read_dump_dir
 from tpudoctor.hang.classify import process_state
-from tpudoctor.hang.rule import Category, HangRule, Match, RuleExample, ThreadView
-from tpudoctor.hang.rule_registry import ENTRY_POINT_GROUP, load_rules
+from tpudoctor.hang.rule import Category, HangRule, Match, ThreadView, stack_example
 from tpudoctor.hang.stacks import parse_dump
-from tpudoctor.registry import RegistryError
 
 CAPTURES = Path(__file__).resolve().parent / "data" / "hang"
+ENTRY_POINT_GROUP = FAMILIES["hang-rules"].alias_group
+
+
+def load_rules(*args, **kwargs):
+    return load_family("hang-rules", *args, **kwargs)
+
+
 RULES = load_rules()
 
 
@@ -29,7 +36,7 @@ def test_rule_conforms_and_its_examples_hold(rule):
     assert any(e.matches for e in rule.examples) and any(not e.matches for e in rule.examples), \
         f"{rule.id}: needs an example it matches and one it does not"
     for example in rule.examples:
-        found = rule().match(example.view())
+        found = rule().match(example.input.view())
         assert (found is not None) == example.matches, f"{rule.id}: {example.name}"
         if found is not None:
             assert isinstance(found, Match) and found.depth >= 0
@@ -52,8 +59,8 @@ class AcmeRpcWait(HangRule):
     category = Category.IO
     rank = 3
     docs = "https://example.com/acme"
-    examples = (RuleExample("rpc", ("AcmeClient.call (acme/rpc.py:10)",), matches=True),
-                RuleExample("not rpc", ("main (train.py:1)",), matches=False))
+    examples = (stack_example("rpc", ("AcmeClient.call (acme/rpc.py:10)",), matches=True),
+                stack_example("not rpc", ("main (train.py:1)",), matches=False))
 
     def match(self, thread: ThreadView):
         return self.first_frame(thread, lambda f: "acme/rpc.py" in f.file)
@@ -62,8 +69,8 @@ class AcmeRpcWait(HangRule):
 def test_a_plugin_rule_joins_and_wins_where_it_is_more_specific():
     rules = load_rules([("acme-plugin:acme", AcmeRpcWait)])
     assert rules["acme-rpc-wait"].source == "acme-plugin:acme"
-    view = RuleExample("x", ("AcmeClient.call (acme/rpc.py:10)", "read_shard (input_pipeline.py:50)",
-                             "main (train.py:1)"), matches=True).view()
+    view = stack_example("x", ("AcmeClient.call (acme/rpc.py:10)", "read_shard (input_pipeline.py:50)",
+                             "main (train.py:1)"), matches=True).input.view()
     from tpudoctor.hang.classify import classify_thread
 
     rule, match, context = classify_thread(view, rules.values())
@@ -94,7 +101,7 @@ def test_a_crashing_plugin_rule_does_not_take_the_classification_down():
 
     from tpudoctor.hang.classify import classify_thread
 
-    view = RuleExample("x", ("read_shard (input_pipeline.py:50)",), matches=True).view()
+    view = stack_example("x", ("read_shard (input_pipeline.py:50)",), matches=True).input.view()
     rule, _match, _ctx = classify_thread(view, [*RULES.values(), Broken])
     assert rule.id == "data-loading"
 

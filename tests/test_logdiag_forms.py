@@ -209,7 +209,7 @@ def test_importing_the_log_checks_diagnoses_nothing():
         diagnose.Diagnoser.feed_lines = boom
         import tpudoctor.checks.logs.user_log_files, tpudoctor.checks.logs.libtpu_logs
         import tpudoctor.checks.logs.cloud_logging, tpudoctor.checks.logs.tpu_idle
-        from tpudoctor.registry import load_registry
+        from tpudoctor.families import load_registry
         load_registry().check_classes()
         print("ok")
     """)

@@ -15,13 +15,13 @@ import pytest
 from tpudoctor import cli
 from tpudoctor.context import CheckOptions, RunContext
 from tpudoctor.facts import Facts, Unavailable
+from tpudoctor.families import load_registry
 from tpudoctor.findings import Scope, Status, Target
 from tpudoctor.gcp.session import LOGGING_ENDPOINT_ENV, MONITORING_ENDPOINT_ENV
 from tpudoctor.providers.cloud_logging import CloudLoggingProvider, build_filter
 from tpudoctor.providers.cloud_monitoring import CloudMonitoringProvider
 from tpudoctor.providers.libtpu_logs import LibtpuLogsProvider
 from tpudoctor.providers.log_files import LogFilesProvider
-from tpudoctor.registry import load_registry
 from tpudoctor.schema import validate
 from tpudoctor.testing import conformance_problems, run_check
 from tpudoctor.testing.fake_logging import FakeLoggingServer, filter_matches
@@ -311,7 +311,7 @@ def test_cli_healthy_log_passes_and_bad_path_is_exit_2(capsys, tmp_path, monkeyp
 def test_the_log_checks_titles_read_right_whatever_their_status():
     """A title that states the passing outcome ("Job log shows no error") reads as a contradiction beside a
     FAIL; the log-error checks name what they look at."""
-    from tpudoctor.registry import load_registry
+    from tpudoctor.families import load_registry
 
     checks = load_registry(plugins=False).checks
     for check_id in ("LOGS-001", "LOGS-002", "LOGS-003"):

@@ -23,12 +23,26 @@ from pathlib import Path
 
 import pytest
 
+from tpudoctor.families import FAMILIES
+from tpudoctor.families import load_rules as load_family
 from tpudoctor.findings import FindingKind, Status
-from tpudoctor.memory.fix_rule import FINDING_KIND, MemoryPlanInput, MemoryRule
+from tpudoctor.memory.fix_rule import (
+    FINDING_KIND,
+    MemoryPlanInput,
+    MemoryRule,
+    evaluate_rules,
+    rank_fixes,
+)
 from tpudoctor.memory.plan_capture import plans_from_xspace
 from tpudoctor.memory.plan_spec import Value, synthetic_plan
-from tpudoctor.memory.rule_registry import FAMILY, evaluate_rules, load_rules, rank_fixes
 from tpudoctor.rule import Rule, conformance_problems
+
+FAMILY = FAMILIES["memory-rules"]
+
+
+def load_rules(*args, **kwargs):
+    return load_family("memory-rules", *args, **kwargs)
+
 
 TOLERANCE = 0.10
 CASES_DIR = Path(__file__).resolve().parent / "data" / "memory_cases"
@@ -224,7 +238,7 @@ def test_the_top_fix_is_the_change_and_its_saving_is_measured(known_fixes, name)
     case, plan, measured = known_fixes[name]
     subject = MemoryPlanInput(plan, **case.options)
     assert subject.attribution.named_fraction >= 0.95
-    fixes = rank_fixes(subject)
+    fixes = rank_fixes(subject, load_rules(plugins=False))
     assert fixes, f"no fix for {name}"
     top = fixes[0]
     assert top.id == case.fix, [(f.id, f.evidence["saving_bytes"]) for f in fixes]
@@ -244,7 +258,7 @@ def test_shard_along_the_unused_mesh_axis(tmp_path):
     (plan,) = [p for p in plans.values() if p.module_name == result["module"]
                and p.peak_bytes - p.constant_bytes == result["before"]]
     assert plan.partitions == 4
-    fixes = rank_fixes(MemoryPlanInput(plan, mesh={"data": 2, "model": 2}))
+    fixes = rank_fixes(MemoryPlanInput(plan, mesh={"data": 2, "model": 2}), load_rules(plugins=False))
     top, measured = fixes[0], result["before"] - result["after"]
     assert top.id == "shard-unused-mesh-axis" and top.evidence["confidence"] == "high"
     assert top.evidence["mesh_axes"] == ["data", "model"]  # both axes have size 2: either could be the unused one
@@ -260,7 +274,7 @@ def test_tiling_padding_on_a_synthetic_tpu_layout():
                                Value("out", dims=(), kind="output", op_name="jit(f)/reduce_sum")])
     before, after = plan((100_000, 3)), plan((3, 100_000))
     measured = before.peak_bytes - after.peak_bytes
-    top = rank_fixes(MemoryPlanInput(before))[0]
+    top = rank_fixes(MemoryPlanInput(before), load_rules(plugins=False))[0]
     assert top.id == "tiling-padding" and abs(top.evidence["saving_bytes"] - measured) <= TOLERANCE * measured
     cpu = load_rules(plugins=False)["tiling-padding"]().evaluate(MemoryPlanInput(synthetic_plan(
         [Value("points", dims=(100_000, 3), kind="parameter", op_name="points")])))

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from tpudoctor.families import load_registry
 from tpudoctor.findings import Status
 from tpudoctor.plugins import DISABLE_ENV
-from tpudoctor.registry import load_registry
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 IMPORT_ERROR = "raise ImportError(\"No module named 'acme_internal_sdk'\")\n"
@@ -65,19 +65,19 @@ def test_a_check_plugin_that_fails_to_import_is_an_error_check_naming_it(tmp_pat
 
 
 def test_a_rule_plugin_that_fails_to_construct_is_an_error_rule(tmp_path, monkeypatch):
-    from tpudoctor.profile.rule_registry import load_rules
+    from tpudoctor.families import load_rules
 
     install_plugin(tmp_path, dist="acme-profile-rules", group="tpudoctor.profile_rules", entry_point="acme_rules",
                    module="acme_profile_rules", attr="rules",
                    source="def rules():\n    raise RuntimeError('acme licence server unreachable')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    rules = load_rules(disabled=())
+    rules = load_rules("profile-rules", disabled=())
     placeholder = rules["plugin-acme-rules"]
     assert placeholder.source == "acme-profile-rules:acme_rules"
     finding = placeholder().evaluate(None)
     assert finding.status is Status.ERROR and "acme licence server unreachable" in finding.message
     assert "input-bound" in rules
-    assert "plugin-acme-rules" not in load_rules(disabled={"acme_rules"})
+    assert "plugin-acme-rules" not in load_rules("profile-rules", disabled={"acme_rules"})
 
 
 def run_cli(args: tuple[str, ...], plugin_dir: Path, *, cwd: Path = REPO_ROOT, **env: str

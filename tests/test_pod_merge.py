@@ -222,7 +222,7 @@ def test_different_causes_on_different_workers_stay_apart_and_the_earliest_leads
 
 
 def test_slice_checks_are_registered_listed_and_never_run_on_one_machine(capsys):
-    from tpudoctor.registry import load_registry
+    from tpudoctor.families import load_registry
 
     registry = load_registry()
     slice_ids = sorted(c.id for c in registry.check_classes() if c.runs_on == "slice")
@@ -236,8 +236,8 @@ def test_slice_checks_are_registered_listed_and_never_run_on_one_machine(capsys)
 
 def test_a_crashing_slice_check_is_an_error_result_and_the_merge_goes_on(worker_report):
     from tpudoctor.check import Check
+    from tpudoctor.families import load_registry
     from tpudoctor.findings import Step
-    from tpudoctor.registry import load_registry
 
     class Crashes(Check):
         """Divides by the number of workers that hung."""

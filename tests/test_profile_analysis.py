@@ -9,8 +9,12 @@ import pytest
 
 import tpudoctor.profile
 from tpudoctor.cli import main
-from tpudoctor.profile.rule_registry import load_rules
+from tpudoctor.families import load_rules as load_family
 from tpudoctor.schema import validate
+
+
+def load_rules(*args, **kwargs):
+    return load_family("profile-rules", *args, **kwargs)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
 RULES = load_rules(plugins=False)

@@ -13,14 +13,18 @@ import jsonschema
 import pytest
 
 import tpudoctor.profile
+from tpudoctor.families import RegistryError
+from tpudoctor.families import load_rules as load_family
 from tpudoctor.findings import FindingKind, Severity, Status
 from tpudoctor.profile.host_result import BreakdownFigures, HostResult, StepFigures
-from tpudoctor.profile.rule import ProfileRule, RuleExample, evaluate_rule
-from tpudoctor.profile.rule_registry import load_rules
+from tpudoctor.profile.rule import Example, ProfileRule, evaluate_rule
 from tpudoctor.profile.verdict import decide
-from tpudoctor.registry import RegistryError
 from tpudoctor.schema import load_schema
 from tpudoctor.testing import profile_rule_conformance_problems
+
+
+def load_rules(*args, **kwargs):
+    return load_family("profile-rules", *args, **kwargs)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
 BUILTIN_IDS = {"no-step-markers", "input-bound", "device-idle", "host-overhead", "recompilation",
@@ -78,7 +82,7 @@ def test_conformance_catches_a_rule_that_cannot_fire_and_a_wrong_example():
         id = "never-fires"
         title = "never"
         docs = "https://example.invalid"
-        examples = (RuleExample("claims a warning", HostResult("h"), Status.WARN),)
+        examples = (Example("claims a warning", HostResult("h"), Status.WARN),)
 
         def evaluate(self, host):
             return self.passed("fine")
@@ -200,7 +204,7 @@ def write_rule_plugin(root: Path) -> Path:
     (root / "acme_profile_rules.py").write_text(textwrap.dedent('''
         from tpudoctor.findings import Severity, Status
         from tpudoctor.profile.host_result import HostResult, StepFigures
-        from tpudoctor.profile.rule import ProfileRule, RuleExample
+        from tpudoctor.profile.rule import ProfileRule, Example
 
         class FewSteps(ProfileRule):
             """Acme wants at least 20 steps in every capture."""
@@ -208,8 +212,8 @@ def write_rule_plugin(root: Path) -> Path:
             title = "Enough steps for Acme's dashboards"
             docs = "https://acme.example/profiling"
             MIN_STEPS = 20
-            examples = (RuleExample("many", HostResult("h", steps=StepFigures("device-steps-line", 50)), Status.PASS),
-                        RuleExample("few", HostResult("h", steps=StepFigures("device-steps-line", 5)), Status.WARN))
+            examples = (Example("many", HostResult("h", steps=StepFigures("device-steps-line", 50)), Status.PASS),
+                        Example("few", HostResult("h", steps=StepFigures("device-steps-line", 5)), Status.WARN))
 
             def evaluate(self, host):
                 if host.steps.count >= self.MIN_STEPS:

@@ -11,9 +11,9 @@ from tpudoctor.bench.launch import RunRequest, launch
 from tpudoctor.checks.reference.reference_model_trains import ReferenceModelTrains
 from tpudoctor.context import CheckOptions, RunContext
 from tpudoctor.facts import Facts, Unavailable
+from tpudoctor.families import load_registry
 from tpudoctor.findings import Status
 from tpudoctor.providers.reference_run import ReferenceRunProvider
-from tpudoctor.registry import load_registry
 from tpudoctor.runner import Runner
 from tpudoctor.testing import assert_status, conformance_problems, run_check
 

@@ -28,11 +28,10 @@ def test_a_stale_or_stray_page_fails_the_check(tmp_path, capsys):
 
 
 def test_every_registered_id_has_its_entry():
+    from tpudoctor.families import families, load_registry
     from tpudoctor.logdiag.catalog import load_catalog
     from tpudoctor.logdiag.parsers import load_cause_families
     from tpudoctor.logs.steps import load_forms
-    from tpudoctor.plugins import families
-    from tpudoctor.registry import load_registry
 
     pages = {p.name: p.read_text(encoding="utf-8") for p in REFERENCE.glob("*.md")}
     expected = {

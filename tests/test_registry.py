@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tpudoctor.check import Check
+from tpudoctor.families import RegistryError, load_registry
 from tpudoctor.findings import Step
-from tpudoctor.registry import RegistryError, load_registry
 from tpudoctor.testing import conformance_problems
 
 

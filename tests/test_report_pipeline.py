@@ -198,8 +198,8 @@ def bench_run(monkeypatch):
     from tpudoctor.reference_models import result_log
 
     holder = {}
-    monkeypatch.setattr("tpudoctor.commands.bench_cmd._run_with_progress",
-                        lambda request, timeout_s, note=None: RunOutcome(["python"], True, 0, False, 60.0, 1.0,
+    monkeypatch.setattr("tpudoctor.bench.product._run_with_progress",
+                        lambda request, timeout_s, note=None, update=None: RunOutcome(["python"], True, 0, False, 60.0, 1.0,
                                                               [{"key": result_log.RUN_RESULT,
                                                                 "value": holder["result"]}], ""))
     monkeypatch.setattr("tpudoctor.bench.launch.framework_installed", lambda name: True)

@@ -11,8 +11,10 @@ import textwrap
 
 import pytest
 
+from tpudoctor.families import FAMILIES as TABLE
+from tpudoctor.families import families, load_rules
 from tpudoctor.findings import Status
-from tpudoctor.plugins import FAMILY_MODULES, Family, Rules, families
+from tpudoctor.plugins import Family, Rules
 from tpudoctor.rule import Rule
 
 FAMILIES = families()
@@ -20,7 +22,7 @@ FAMILIES = families()
 
 def _members(family: Family) -> Rules:
     if family.name == "checks":
-        from tpudoctor.registry import load_registry
+        from tpudoctor.families import load_registry
 
         return load_registry(plugins=False).checks
     return family.load(plugins=False)
@@ -31,8 +33,9 @@ def _conformance(family: Family):
     return getattr(importlib.import_module(module), name)
 
 
-def test_every_family_is_listed_once_and_named_as_its_module_says():
-    assert [f.name for f in FAMILIES] == list(FAMILY_MODULES)
+def test_every_family_is_listed_once_in_the_one_table():
+    assert [f.name for f in FAMILIES] == list(TABLE) == ["checks", "profile-rules", "hang-rules", "hang-report-rules",
+                                                         "goodput-rules", "diag-rules", "memory-rules"]
     assert {f.name for f in FAMILIES} >= {"checks", "profile-rules", "hang-rules", "hang-report-rules", "goodput-rules"}
     assert len({f.alias_group for f in FAMILIES}) == len(FAMILIES)
 
@@ -58,7 +61,7 @@ def test_a_rule_whose_example_is_wrong_does_not_conform(family):
     example = cls.examples[0]
     import dataclasses
 
-    if hasattr(example, "matches"):
+    if example.matches is not None:
         wrong = dataclasses.replace(example, matches=not example.matches)
     else:
         wrong = dataclasses.replace(example, status=Status.ERROR if example.status is not Status.ERROR else Status.PASS)
@@ -67,10 +70,9 @@ def test_a_rule_whose_example_is_wrong_does_not_conform(family):
 
 
 def test_the_hang_report_findings_are_registered_rules_in_id_order():
-    from tpudoctor.hang.report_rule import example_capture, example_report
-    from tpudoctor.hang.report_rule_registry import evaluate_rules, load_rules
+    from tpudoctor.hang.report_rule import evaluate_rules, example_capture, example_report
 
-    rules = load_rules(plugins=False)
+    rules = load_rules("hang-report-rules", plugins=False)
     assert list(rules) == [f"HANG-00{n}" for n in range(1, 7)]
     report = example_report(captures=[example_capture(), example_capture(7, failure="exited", detail="gone")])
     assert [f.id for f in evaluate_rules(report, rules)] == ["HANG-001", "HANG-002", "HANG-004", "HANG-005"]
@@ -78,15 +80,15 @@ def test_the_hang_report_findings_are_registered_rules_in_id_order():
 
 PLUGIN = '''
 from tpudoctor.findings import Status
-from tpudoctor.goodput.rule import GoodputExample, GoodputRule
-from tpudoctor.hang.report_rule import HangReportRule, ReportExample, example_report
+from tpudoctor.goodput.rule import Example, GoodputRule
+from tpudoctor.hang.report_rule import HangReportRule, Example, example_report
 
 
 class AcmeQuota(GoodputRule):
     """Acme's quota bucket."""
     id = "acme-quota"
     title = "Acme quota"
-    examples = (GoodputExample("any", {}, Status.PASS),)
+    examples = (Example("any", {}, Status.PASS),)
 
     def evaluate(self, goodput):
         return self.passed("fine")
@@ -96,7 +98,7 @@ class AcmeHang(HangReportRule):
     """Acme's hang note."""
     id = "ACME-001"
     title = "Acme hang note"
-    examples = (ReportExample("any", example_report(), Status.PASS),)
+    examples = (Example("any", example_report(), Status.PASS),)
 
     def evaluate(self, report):
         return self.finding(Status.PASS, "fine")
@@ -113,9 +115,11 @@ def _install(tmp_path, monkeypatch, group: str, module: str) -> None:
 
 
 def test_one_entry_point_in_the_shared_group_gives_each_family_its_own_classes(tmp_path, monkeypatch):
-    from tpudoctor.goodput.rule_registry import load_rules as goodput_rules
-    from tpudoctor.hang.report_rule_registry import load_rules as report_rules
-    from tpudoctor.profile.rule_registry import load_rules as profile_rules
+    from functools import partial
+
+    goodput_rules = partial(load_rules, "goodput-rules")
+    report_rules = partial(load_rules, "hang-report-rules")
+    profile_rules = partial(load_rules, "profile-rules")
 
     _install(tmp_path, monkeypatch, "tpudoctor", "acme_shared_plugin")
     try:
@@ -128,19 +132,18 @@ def test_one_entry_point_in_the_shared_group_gives_each_family_its_own_classes(t
 
 
 def test_the_old_group_of_a_family_is_still_read(tmp_path, monkeypatch):
-    from tpudoctor.goodput.rule_registry import ENTRY_POINT_GROUP, load_rules
-
-    assert ENTRY_POINT_GROUP == "tpudoctor.goodput_rules"
-    _install(tmp_path, monkeypatch, ENTRY_POINT_GROUP, "acme_old_group_plugin")
+    group = TABLE["goodput-rules"].alias_group
+    assert group == "tpudoctor.goodput_rules"
+    _install(tmp_path, monkeypatch, group, "acme_old_group_plugin")
     try:
-        assert "acme-quota" in load_rules()
+        assert "acme-quota" in load_rules("goodput-rules")
     finally:
         sys.modules.pop("acme_old_group_plugin", None)
 
 
 def test_no_second_registry_finds_plugins_or_declares_a_family_outside_the_table():
-    """Only tpudoctor.plugins reads entry points or walks packages for classes; every ``FAMILY = Family(...)`` is
-    one of ``FAMILY_MODULES``."""
+    """Only tpudoctor.plugins reads entry points or walks packages for classes; no module declares a family of its
+    own (``Family(...)`` is called in ``tpudoctor.families``' table only)."""
     import ast
     from pathlib import Path
 
@@ -155,22 +158,31 @@ def test_no_second_registry_finds_plugins_or_declares_a_family_outside_the_table
                 if name in ("entry_points", "walk_packages") and rel != "tpudoctor/plugins.py" \
                         and not rel.startswith("tpudoctor/testing/"):
                     readers.append(f"{rel}:{node.lineno}")
-            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "FAMILY" for t in node.targets) \
-                    and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) == "Family":
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Family":
                 declared.add(rel.removesuffix(".py").replace("/", "."))
     assert readers == []
-    assert declared == set(FAMILY_MODULES.values())
+    assert declared == {"tpudoctor.families"}
 
 
 def test_a_hang_report_plugin_that_failed_to_load_is_an_error_entry_with_a_check_style_id():
     from tpudoctor.findings import FindingKind, Status
     from tpudoctor.hang.report_rule import RULE_ID_PATTERN, example_report
-    from tpudoctor.hang.report_rule_registry import FAMILY
+    family = TABLE["hang-report-rules"]
     from tpudoctor.plugins import PluginProblem
 
     problem = PluginProblem(name="acme", source="acme-tpudoctor-plugins:acme", group="tpudoctor",
                             what="hang report rule", error="ImportError: no module named acme_rules")
-    rule = FAMILY.placeholder(problem)
-    assert RULE_ID_PATTERN.match(rule.id) and rule.id == FAMILY.placeholder(problem).id  # stable per plugin
+    rule = family.placeholder_for(problem)
+    assert RULE_ID_PATTERN.match(rule.id) and rule.id == family.placeholder_for(problem).id  # stable per plugin
     finding = rule().evaluate(example_report())
     assert finding.status is Status.ERROR and finding.kind is FindingKind.HANG and "acme" in finding.message
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_every_family_gives_its_examples_as_the_one_example_type(family):
+    """One ``Example`` (``tpudoctor.rule.Example``) for every family: an input and what the rule must say of it."""
+    from tpudoctor.rule import Example
+
+    for rule_id, cls in _members(family).items():
+        assert cls.examples and all(type(e) is Example for e in cls.examples), rule_id
+        assert all((e.status is None) != (e.matches is None) for e in cls.examples), rule_id

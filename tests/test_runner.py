@@ -6,8 +6,8 @@ import engine_fixtures as ef
 import pytest
 
 from tpudoctor.context import RunContext
+from tpudoctor.families import Registry
 from tpudoctor.findings import Status
-from tpudoctor.registry import Registry
 from tpudoctor.runner import Runner
 
 

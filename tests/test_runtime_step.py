@@ -10,13 +10,13 @@ import pytest
 from tpudoctor import cli
 from tpudoctor.context import RunContext
 from tpudoctor.facts import Facts, Unavailable
+from tpudoctor.families import load_registry
 from tpudoctor.findings import Status
 from tpudoctor.providers.runtime_env import (
     FrameworkPinsProvider,
     RuntimeTargetProvider,
     libtpu_pins,
 )
-from tpudoctor.registry import load_registry
 from tpudoctor.runtime_compat import declared_pin, load_compat, satisfies
 from tpudoctor.schema import validate
 from tpudoctor.testing import conformance_problems, run_check

@@ -286,8 +286,7 @@ def _reads_environment(path: Path) -> bool:
 def test_the_plugin_registry_reads_no_environment(tmp_path):
     """Which plugins are left out is the ``disable_plugins`` setting, handed to every loader by the command."""
     assert ENV_FOR_SETTING["disable_plugins"] == ("TPUDOCTOR_DISABLE_PLUGINS",)
-    for name in ("tpudoctor/plugins.py", "tpudoctor/registry.py", "tpudoctor/profile/rule_registry.py",
-                 "tpudoctor/hang/rule_registry.py", "tpudoctor/goodput/rule_registry.py"):
+    for name in ("tpudoctor/plugins.py", "tpudoctor/families.py"):
         assert not _reads_environment(REPO / name), name
     crossing = tmp_path / "crossing.py"
     crossing.write_text("import os\nnames = os.environ.get(DISABLE_ENV, '')\n", encoding="utf-8")

@@ -8,10 +8,10 @@ import requests
 from google.api_core import exceptions as gexc
 
 from tpudoctor.cloud_knowledge.uri import listing_prefix, parse_path
+from tpudoctor.families import load_registry
 from tpudoctor.findings import Step
 from tpudoctor.gcp.errors import ApiCallFailed, call_with_retries, failure_from_exception
 from tpudoctor.gcp.metadata import parse_tpu_env
-from tpudoctor.registry import load_registry
 from tpudoctor.testing import conformance_problems
 from tpudoctor.tfrecord import encode_records, masked_crc32c, scan_framing
 from tpudoctor.tpu_types import generation_for_pci, is_tpu_api_unsupported, parse_accelerator_type

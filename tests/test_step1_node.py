@@ -153,8 +153,8 @@ def test_tpu7x_is_not_reported_as_missing(fake_tpu_api, fake_metadata):
 
 def test_metadata_fills_the_target_on_a_tpu_vm(fake_tpu_api, fake_metadata):
     from tpudoctor.context import CheckOptions, RunContext
+    from tpudoctor.families import load_registry
     from tpudoctor.findings import Target
-    from tpudoctor.registry import load_registry
     from tpudoctor.runner import Runner
 
     fake_tpu_api.add_node(make_node("p", "us-central2-b", "my-tpu"))

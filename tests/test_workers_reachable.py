@@ -30,7 +30,7 @@ def _run(fake_tpu_api, fake_metadata, monkeypatch, capsys, workers: FakeWorkers)
 
 
 def test_conforms():
-    from tpudoctor.registry import load_registry
+    from tpudoctor.families import load_registry
 
     assert conformance_problems(load_registry(plugins=False).checks["NODE-009"]) == []
 

@@ -14,18 +14,11 @@ from typing import Any, ClassVar
 
 from tpudoctor.facts import Facts
 from tpudoctor.findings import CheckResult, Remediation, Severity, Status, Step
-from tpudoctor.rule import Rule
+from tpudoctor.rule import Example, Rule
 
 CHECK_ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*-[0-9]{3}$")
 
 
-@dataclasses.dataclass(frozen=True)
-class Example:
-    """A facts dict and the status the check must give for it."""
-
-    name: str
-    facts: Mapping[str, Any]
-    status: Status
 
 
 class Check(Rule[Facts]):
@@ -46,7 +39,7 @@ class Check(Rule[Facts]):
 
     @classmethod
     def example_input(cls, example: Example) -> Facts:
-        return example.facts if isinstance(example.facts, Facts) else Facts(example.facts)
+        return example.input if isinstance(example.input, Facts) else Facts(example.input)
 
     def applies(self, facts: Facts) -> bool:
         """False: the check has nothing to say on these facts and the run records no result for it (a

@@ -262,6 +262,35 @@ def evaluating_placeholder(base: type, kind: str, *,
     return placeholder
 
 
+def matching_placeholder(base: type) -> Callable[[PluginProblem], type[Any]]:
+    """The placeholder of a family whose members ``match`` (hang rules): a member that never matches and
+    carries the problem, which the product shows as an ERROR finding naming the plugin."""
+
+    def placeholder(problem: PluginProblem) -> type:
+        class PluginProblemRule(base):
+            __doc__ = f"The {problem.what} plugin {problem.name} ({problem.source}) loads."
+            id = f"plugin-{placeholder_slug(problem.name)}"
+            source = problem.source
+            plugin_problem = problem
+
+            def match(self, thread: object) -> None:
+                return None
+
+        return PluginProblemRule
+
+    return placeholder
+
+
+def check_style_id(problem: PluginProblem) -> str:
+    """A placeholder id in the check style, stable per plugin: ``PLUGIN-123``."""
+    return f"PLUGIN-{sum(map(ord, problem.source)) % 900 + 100:03d}"
+
+
+def _resolve(path: str) -> type:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 class Rules(dict):
     """What one family registered: id -> class, built-ins first, each source's classes in id order; a plugin
     that could not be loaded is there as its family's placeholder, a rule that reports it."""
@@ -283,18 +312,34 @@ class Family:
     what: str
     """One member in words: "profile rule"."""
     builtin: tuple[str, ...]
-    bases: tuple[type, ...]
+    base_paths: tuple[str, ...]
+    """``module:Class`` of each base the family takes (the first is its members'), imported on load."""
     alias_group: str
     """The entry-point group this family had before the shared ``tpudoctor`` one; still read."""
     id_pattern: re.Pattern[str]
     id_example: str = " (lowercase words joined by '-', e.g. acme-slow-io)"
-    placeholder: Callable[[PluginProblem], type[Any]] | None = None
-    """The rule that stands for a plugin that could not be loaded (its finding is an ERROR naming it)."""
+    placeholder: str | None = None
+    """The rule that stands for a plugin that could not be loaded: ``evaluating`` (its finding is an ERROR naming
+    it; ``evaluating-check-id`` with a check-style id), ``matching`` (a member that never matches, which the
+    product shows as an ERROR), or None (the family makes its own)."""
     judges: str = ""
     """What its members judge, for the reference: "`tpudoctor goodput`'s figures"."""
     conformance: str = "tpudoctor.rule:conformance_problems"
     """``module:function`` listing what a member gets wrong (its examples run); the conformance test runs it on
     every member of every family, plugins included."""
+
+    @property
+    def bases(self) -> tuple[type, ...]:
+        return tuple(_resolve(path) for path in self.base_paths)
+
+    def placeholder_for(self, problem: PluginProblem) -> type[Any] | None:
+        base: Any = self.bases[0]
+        if self.placeholder == "matching":
+            return matching_placeholder(base)(problem)
+        if self.placeholder in ("evaluating", "evaluating-check-id"):
+            rule_id = check_style_id if self.placeholder == "evaluating-check-id" else None
+            return evaluating_placeholder(base, base.kind.value, rule_id=rule_id)(problem)
+        return None
 
     def discover(self, extra_sources: Iterable[tuple[str, object]] = (), *, plugins: bool = True,
                  disabled: Collection[str] = (), builtin: Iterable[str] | None = None) -> Discovery:
@@ -311,28 +356,11 @@ class Family:
         found = register_by_id(((source, sorted(by_base[base], key=lambda c: c.id))
                                 for source, by_base in discovery.sources), id_pattern=self.id_pattern,
                                what=self.what, id_example=self.id_example)
-        if self.placeholder is not None:
-            for problem in discovery.problems:
-                cls = self.placeholder(problem)
+        for problem in discovery.problems:
+            cls = self.placeholder_for(problem)
+            if cls is not None:
                 found.setdefault(cls.id, cls)
         return Rules(self, found)
-
-
-FAMILY_MODULES = {
-    "checks": "tpudoctor.registry",
-    "profile-rules": "tpudoctor.profile.rule_registry",
-    "hang-rules": "tpudoctor.hang.rule_registry",
-    "hang-report-rules": "tpudoctor.hang.report_rule_registry",
-    "goodput-rules": "tpudoctor.goodput.rule_registry",
-    "diag-rules": "tpudoctor.diag.rule_registry",
-    "memory-rules": "tpudoctor.memory.rule_registry",
-}
-"""Every family, by name -> the module whose ``FAMILY`` it is (imported only when asked for)."""
-
-
-def families() -> list[Family]:
-    """Every registered family (imports each family's module)."""
-    return [importlib.import_module(module).FAMILY for module in FAMILY_MODULES.values()]
 
 
 def plugin_problem_of(cls: type) -> PluginProblem | None:

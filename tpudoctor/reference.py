@@ -17,13 +17,13 @@ def _doc(cls: type) -> str:
 def gather(*, plugins: bool = False) -> dict[str, Any]:
     """The reference as data; ``plugins``: also third parties' checks and rules installed here."""
     from tpudoctor.exitcodes import ExitCode
+    from tpudoctor.families import families as rule_families
+    from tpudoctor.families import load_registry
     from tpudoctor.logdiag.benign import load_benign
     from tpudoctor.logdiag.catalog import load_catalog
     from tpudoctor.logdiag.parsers import load_cause_families
     from tpudoctor.logs.steps import load_forms
     from tpudoctor.plugins import ENTRY_POINT_GROUP
-    from tpudoctor.plugins import families as rule_families
-    from tpudoctor.registry import load_registry
 
     registry = load_registry(plugins=plugins)
     checks = [{"id": c.id, "step": int(c.step), "step_label": c.step.label, "title": c.title, "doc": _doc(c),

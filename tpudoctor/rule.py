@@ -24,11 +24,15 @@ InputT = TypeVar("InputT")
 
 @dataclasses.dataclass(frozen=True)
 class Example(Generic[InputT]):
-    """An input and the status the rule must give for it."""
+    """The one example type of every family: an input and what the rule must say of it. ``status``: the status its
+    finding must have; ``saving_bytes``: the saving a memory fix must predict; ``matches``: for a family that
+    places rather than judges (hang rules), whether the rule must match the input."""
 
     name: str
     input: InputT
-    status: Status
+    status: Status | None = None
+    saving_bytes: int | None = None
+    matches: bool | None = None
 
 
 class Rule(Generic[InputT]):

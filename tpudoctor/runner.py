@@ -25,12 +25,12 @@ from tpudoctor.facts import (
     GatherError,
     Unavailable,
 )
+from tpudoctor.families import Registry
 from tpudoctor.findings import CheckResult, Report, Severity, Status, Step
 from tpudoctor.provider import FactProvider
 from tpudoctor.providers.report_environment import REPORT_ENVIRONMENT
 from tpudoctor.providers.target import reported_target
 from tpudoctor.providers.worker_env import WORKER_ENV_FACT
-from tpudoctor.registry import Registry
 
 ProgressCallback = Callable[[str], None]
 

@@ -1,7 +1,8 @@
 """``tpudoctor bench``: run a reference model, record throughput, gate it against a baseline.
 
-``gate`` is the pure statistics, ``document`` the versioned bench/baseline JSON, ``launch``
-the reference-model subprocess. Nothing here imports a framework.
+``gate`` is the pure statistics, ``document`` the versioned bench/baseline JSON, ``launch`` the reference-model
+subprocess, ``product`` the product's ``run`` (imported from there, so that this package stays free of numpy for
+``--help``). Nothing here imports a framework.
 """
 
 DEFAULT_CONFIRM_RUNS = 4

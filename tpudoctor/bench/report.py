@@ -19,6 +19,10 @@ from tpudoctor.findings import Finding
 class BenchReport:
     document: dict[str, Any]
     """The bench document (schema ``bench_result``), its ``findings`` set (``bench.document.with_findings``)."""
+    baseline_document: dict[str, Any] | None = None
+    """What ``--save-baseline`` writes (``bench.document.as_baseline``); None when the run is no baseline."""
+    note: str | None = None
+    """A line for stderr: why the throughput is not meaningful (the loss did not drop)."""
 
     kind: ClassVar[str] = DOCUMENT_KIND
 

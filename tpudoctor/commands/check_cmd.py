@@ -67,9 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.context import CheckOptions, RunContext
     from tpudoctor.errors import UsageError
+    from tpudoctor.families import load_registry
     from tpudoctor.formats import CHECK_FORMATS
     from tpudoctor.progress import progress
-    from tpudoctor.registry import load_registry
     from tpudoctor.runner import Runner
 
     target = settings.target()  # every name checked before it reaches gcloud or an API path

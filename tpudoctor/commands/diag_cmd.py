@@ -143,7 +143,7 @@ def _node_findings(settings, target) -> tuple[list, str | None]:
     the VM's accelerator type where known (the node's, the VM metadata's, or TPU_ACCELERATOR_TYPE)."""
     from tpudoctor.commands.common import session_for
     from tpudoctor.context import CheckOptions, RunContext
-    from tpudoctor.registry import load_registry
+    from tpudoctor.families import load_registry
     from tpudoctor.runner import Runner
 
     registry = load_registry(disabled=settings.disable_plugins)

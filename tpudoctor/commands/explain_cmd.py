@@ -77,7 +77,7 @@ def _join_condition(join: Any) -> str:
 
 def check_info(check_id: str, *, disabled_plugins: tuple[str, ...] = ()) -> dict[str, Any] | None:
     """What the registry says about one check (None: no check has this id)."""
-    from tpudoctor.registry import load_registry
+    from tpudoctor.families import load_registry
 
     cls = load_registry(disabled=disabled_plugins).checks.get(check_id)
     if cls is None:

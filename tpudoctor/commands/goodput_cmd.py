@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from tpudoctor.commands.common import add_gate_flags, add_plugin_flag, add_redact_flag
 from tpudoctor.exitcodes import ExitCode
@@ -20,7 +19,6 @@ SETTINGS = {"project": None, "zone": None, "since": "24h", "api_timeout": "30s",
 ``--worker`` are this command's flags only."""
 
 
-MIN_YEAR, MAX_YEAR = 1970, 9999
 """--year: epoch seconds start in 1970, and a date has four digits."""
 
 
@@ -82,53 +80,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.commands.common import gate_for
-    from tpudoctor.config import parse_ratio
-    from tpudoctor.errors import UsageError
+    from tpudoctor.documents import prepare
+    from tpudoctor.findings import exit_code_for
+    from tpudoctor.goodput.product import GoodputOptions
+    from tpudoctor.goodput.product import run as goodput
     from tpudoctor.output import check_output, write_text
     from tpudoctor.progress import progress
 
     fmt = settings.format_for(GOODPUT_FORMATS)
     check_output(args.output, inputs=args.logs)
-    if args.min_ettr is not None:
-        args.min_ettr = parse_ratio(args.min_ettr, flag="--min-ettr")
-    if args.year is not None and not MIN_YEAR <= args.year <= MAX_YEAR:
-        raise UsageError(f"--year out of range: {args.year} (give a year from {MIN_YEAR} to {MAX_YEAR})")
-    step_pattern = None
-    if args.step_pattern:
-        from tpudoctor.goodput.readers import step_pattern as make_step_pattern
-
-        try:
-            step_pattern = make_step_pattern(args.step_pattern)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    from tpudoctor.logs.clock import zone
-
-    try:
-        tz = zone(args.tz)
-    except ValueError as exc:
-        raise UsageError(f"--tz: {exc}") from None
-    cloud = bool(args.tpu or args.gke_cluster or args.gke_workload)
-    if cloud and args.logs:
-        raise UsageError("give LOG files or a Cloud Logging target (--tpu, --gke-cluster), not both")
-    if not cloud and not args.logs:
-        raise UsageError("say which logs to read: LOG files ('-' for stdin), --tpu NAME, or --gke-cluster C "
-                         "--gke-workload W", hint="tpudoctor goodput train.log")
-    if args.goodput_job and not cloud:
-        raise UsageError("--goodput-job reads Cloud Logging: give --tpu NAME or --gke-cluster/--gke-workload too")
+    options = GoodputOptions.from_args(args, settings)
     with progress("tpudoctor goodput") as update:
-        if cloud:
-            document = _from_cloud(args, settings, step_pattern, update)
-        else:
-            from tpudoctor.goodput.analyze import analyze_paths
-
-            document = analyze_paths(args.logs, step_pattern=step_pattern, year=args.year, tz=tz,
-                                     min_ettr=args.min_ettr, on_progress=update,
-                                     disabled_plugins=settings.disable_plugins)
-    from tpudoctor.documents import prepare
-    from tpudoctor.findings import exit_code_for
-    from tpudoctor.goodput.report import GoodputReport
-
-    report = GoodputReport(document)
+        report = goodput(args.logs, options, update)
     prepared = prepare(report, redact=args.redact)  # once, before any renderer
     write_text(args.output, render(prepared, fmt, verbose=args.verbose, gate=gate_for(args, settings)), fmt=fmt)
     gate = prepared.get("gate")
@@ -136,57 +99,6 @@ def run(args: argparse.Namespace, settings) -> ExitCode:
         sys.stderr.write(f"tpudoctor goodput: --min-ettr cannot be judged: {gate['reason']}\n")
         return ExitCode.USAGE_ERROR
     return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)  # --min-ettr, --fail-on
-
-
-def _from_cloud(args: argparse.Namespace, settings, step_pattern, update) -> dict:
-    from tpudoctor.commands.common import session_for
-    from tpudoctor.errors import UsageError
-    from tpudoctor.goodput.analyze import analyze_events, readers_for
-    from tpudoctor.goodput.cloud import (
-        CloudTarget,
-        compare_accounts,
-        job_events,
-        recorder_entries,
-    )
-    from tpudoctor.goodput.recorder import recorder_account
-    from tpudoctor.resource_names import check_resource_name
-
-    # Every name goes into a Cloud Logging filter: each valid by its own rule before it does (the project and
-    # the zone were checked with the settings).
-    project, zone = settings.project, settings.zone
-    for key in ("tpu", "worker", "gke_cluster", "gke_namespace", "gke_workload"):
-        check_resource_name(key, getattr(args, key, None), origin=f"--{key.replace('_', '-')}")
-    if not project:
-        raise UsageError("Cloud Logging needs a project: --project, CLOUDSDK_CORE_PROJECT or 'project' in "
-                         "tpudoctor.toml")
-    if (args.gke_cluster or args.gke_workload) and not (args.gke_cluster and args.gke_workload):
-        raise UsageError("a GKE workload needs both --gke-cluster and --gke-workload")
-    since_s, timeout_s = settings.since_s, settings.api_timeout_s
-    target = CloudTarget(project=project, since_s=since_s, tpu=args.tpu,
-                         zone=zone, gke_cluster=args.gke_cluster,
-                         gke_namespace=args.gke_namespace, gke_workload=args.gke_workload, worker=args.worker)
-    session = session_for(settings, timeout_s=timeout_s, project=project)
-    update(f"reading {target.name}")
-    name, events, stats = job_events(target, readers=readers_for(step_pattern), session=session)
-    extra = {"cloud": {"filter": stats["filter"], "project": project}}
-    if args.goodput_job:
-        update(f"reading ml-goodput-measurement's entries for {args.goodput_job}")
-        payloads = recorder_entries(project, args.goodput_log, args.goodput_job, since_s, session=session)
-        extra["instrumented"] = {"job_name": args.goodput_job, "log_name": args.goodput_log,
-                                 "entries": len(payloads)}
-    document = analyze_events([(name, events, stats)], min_ettr=args.min_ettr, extra=extra,
-                              disabled_plugins=settings.disable_plugins)
-    document["cloud"]["entries"] = stats.get("entries", 0)
-    if args.goodput_job:
-        info = document["instrumented"]
-        if not info["entries"]:
-            info["lines"] = [f"no entries for job {args.goodput_job} in log {args.goodput_log}: the job did not use "
-                             "ml-goodput-measurement's recorder, or wrote elsewhere (--goodput-log)"]
-        else:
-            recorded = recorder_account(payloads, now=time.time())
-            info["account"] = recorded
-            info.update(compare_accounts(document["goodput"], recorded))
-    return document
 
 
 def render(document: dict, fmt: str, *, verbose: bool = False, gate=None) -> str:

@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings) -> ExitCode:
-    from tpudoctor.registry import load_registry
+    from tpudoctor.families import load_registry
 
     fmt = settings.format_for(LIST_FORMATS)
     registry = load_registry(disabled=settings.disable_plugins)

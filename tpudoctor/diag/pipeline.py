@@ -120,11 +120,12 @@ def soak_rows(subject: DiagInput) -> list[dict] | None:
 
 def run(options: DiagOptions, *, node_findings: Sequence[Finding] = (), progress: Progress | None = None) -> DiagReport:
     from tpudoctor import __version__
-    from tpudoctor.diag.rule_registry import evaluate_rules, load_rules
+    from tpudoctor.diag.rule import evaluate_rules
+    from tpudoctor.families import load_rules
 
     started = time.perf_counter()
     subject, sizes = measure_level(options, progress)
-    findings = evaluate_rules(subject, load_rules(disabled=options.disabled_plugins)) + list(node_findings)
+    findings = evaluate_rules(subject, load_rules("diag-rules", disabled=options.disabled_plugins)) + list(node_findings)
     findings.sort(key=lambda f: (-f.status.rank, -f.severity.rank, f.id))
     allreduce = None
     if subject.allreduce is not None:

@@ -8,7 +8,7 @@ the level did not take does not apply. ``examples`` (made by ``example_input`` f
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,7 +26,7 @@ from tpudoctor.diag.measure import (
     Timings,
 )
 from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Severity, Status
-from tpudoctor.rule import Rule
+from tpudoctor.rule import Example, Rule
 
 
 @dataclasses.dataclass
@@ -56,11 +56,6 @@ class DiagInput:
         return self.inventory.devices[device].chip if device < len(self.inventory.devices) else f"device:{device}"
 
 
-@dataclasses.dataclass(frozen=True)
-class DiagExample:
-    name: str
-    input: DiagInput
-    status: Status
 
 
 class DiagRule(Rule[DiagInput]):
@@ -69,7 +64,7 @@ class DiagRule(Rule[DiagInput]):
     kind: ClassVar[FindingKind] = FindingKind.DIAG
     measurement: ClassVar[str] = "inventory"
     """The measurement it judges (``levels.MEASUREMENTS``); it applies only where the level took it."""
-    examples: ClassVar[tuple[DiagExample, ...]] = ()
+    examples: ClassVar[tuple[Example, ...]] = ()
 
     def applies(self, subject: DiagInput) -> bool:
         return self.measurement == "inventory" or getattr(subject, self.measurement, None) is not None
@@ -112,3 +107,16 @@ def example_input(count: int = 8, **fields: Any) -> DiagInput:
                                                            devices=example_devices(count, platform, kind),
                                                            process_count=1)
     return DiagInput(level=fields.pop("level", 2), host="t1v-n-0", inventory=inventory, **fields)
+
+
+def evaluate_rules(subject: DiagInput, rules: Mapping[str, type[DiagRule]]) -> list[Finding]:
+    """The findings of every rule whose measurement the level took, worst first (``rules``: the family's,
+    ``tpudoctor.families.load_rules("diag-rules")``)."""
+    from tpudoctor.rule import evaluate_rule
+
+    found = [evaluate_rule(cls, subject) for cls in rules.values() if cls().applies(subject)]
+    return sorted(found, key=lambda f: (-f.status.rank, -f.severity.rank, f.id))
+
+
+DiagExample = Example
+"""The old name of this family's example type, for plugins written against it (construct it positionally)."""

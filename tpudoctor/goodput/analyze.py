@@ -16,8 +16,8 @@ import io
 import itertools
 import os
 import tempfile
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tpudoctor.errors import InputError
 from tpudoctor.goodput import inferred
@@ -29,6 +29,10 @@ from tpudoctor.goodput.timeline import Timeline
 from tpudoctor.logs import sources
 from tpudoctor.logs.buffer import LineBuffer
 from tpudoctor.logs.clock import UTC, Clock, Zone, iso_utc
+
+if TYPE_CHECKING:
+    from tpudoctor.findings import Finding
+    from tpudoctor.goodput.rule import GoodputRule
 
 SCHEMA_VERSION = "1.0"
 DOCUMENT_KIND = "goodput"
@@ -375,9 +379,9 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
     }
     if extra:
         document.update(extra)
-    from tpudoctor.goodput.rule_registry import evaluate_rules, load_rules
+    from tpudoctor.families import load_rules
 
-    rules = load_rules(disabled=disabled_plugins)
+    rules = load_rules("goodput-rules", disabled=disabled_plugins)
     document["findings"] = [f.to_dict() for f in evaluate_rules(document, rules)]
     document["gate"] = gate(figures, min_ettr)
     return document
@@ -452,3 +456,19 @@ def _worker_row(stream: Any) -> dict[str, Any]:
             "end_reason": last.end_reason if last else None}
 
 
+MEASURABLE_RULE_ID = "goodput-measurable"
+"""The rule that judges whether the log supports the figures: the one rule still run when it does not."""
+
+
+def evaluate_rules(document: Mapping[str, Any], rules: Mapping[str, type[GoodputRule]]
+                   ) -> list[Finding]:
+    """Every rule on the document's ``goodput`` figures: fired ones first (worst first), then passes."""
+    from tpudoctor.goodput.rules._common import skipped
+    from tpudoctor.rule import evaluate_rule
+
+    goodput = document["goodput"]
+    unsupported = (goodput.get("consistency") or {}).get("unsupported")
+    findings = [skipped(cls, f"not judged: the log's times contradict each other ({unsupported})")
+                if unsupported and cls.id != MEASURABLE_RULE_ID else evaluate_rule(cls, goodput)
+                for cls in rules.values()]
+    return sorted(findings, key=lambda f: (-f.status.rank, -f.severity.rank, f.id))

@@ -10,23 +10,16 @@ Rules are found like profile rules: the built-ins in ``tpudoctor.goodput.rules``
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from tpudoctor.findings import FindingKind, Status
-from tpudoctor.rule import Rule
+from tpudoctor.findings import FindingKind
+from tpudoctor.rule import Example, Rule
 
 RULE_ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
 
-@dataclasses.dataclass(frozen=True)
-class GoodputExample:
-    name: str
-    goodput: Mapping[str, Any]
-    """The ``goodput`` section (only the keys the rule reads)."""
-    status: Status
 
 
 class GoodputRule(Rule[Mapping[str, Any]]):
@@ -35,14 +28,15 @@ class GoodputRule(Rule[Mapping[str, Any]]):
     kind: ClassVar[FindingKind] = FindingKind.GOODPUT
     bucket: ClassVar[str | None] = None
     """The badput bucket the rule is about, if one."""
-    examples: ClassVar[tuple[GoodputExample, ...]] = ()
+    examples: ClassVar[tuple[Example, ...]] = ()
 
-    @classmethod
-    def example_input(cls, example: GoodputExample) -> Mapping[str, Any]:
-        return example.goodput
 
 
 def bucket_share(goodput: Mapping[str, Any], bucket: str) -> tuple[float | None, float | None]:
     """(seconds, percent of wall time) of a badput bucket, None where the log cannot tell."""
     entry = (goodput.get("badput") or {}).get(bucket) or {}
     return entry.get("seconds"), entry.get("percent")
+
+
+GoodputExample = Example
+"""The old name of this family's example type, for plugins written against it (construct it positionally)."""

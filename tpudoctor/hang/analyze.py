@@ -41,10 +41,10 @@ def analyze(captures: Iterable[ProcessCapture], *, target: Target, host: str, st
     default to the registered ones less ``disabled_plugins`` (the run's ``disable_plugins`` setting).
     ``input_notes``: what the reading of the input left out (a dump given twice), said with the verdict."""
     from tpudoctor import __version__
-    from tpudoctor.hang.rule_registry import load_rules
+    from tpudoctor.families import load_rules
 
     captures = list(captures)
-    rules = rules if rules is not None else list(load_rules(disabled=disabled_plugins).values())
+    rules = rules if rules is not None else list(load_rules("hang-rules", disabled=disabled_plugins).values())
     states = [process_state(c, rules) for c in captures]
     workers = dict(workers or {})
     states += _absent_workers(workers)

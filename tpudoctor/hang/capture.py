@@ -79,8 +79,8 @@ def this_worker(flag: str | None) -> str | None:
 
 
 def capture_live(options: CaptureOptions, *, on_progress: Callable[[str], None] | None = None) -> Capture:
+    from tpudoctor.families import load_rules
     from tpudoctor.hang.classify import process_state
-    from tpudoctor.hang.rule_registry import load_rules
 
     say = on_progress or (lambda _m: None)
     started_at = _dt.datetime.now(_dt.timezone.utc)
@@ -104,7 +104,7 @@ def capture_live(options: CaptureOptions, *, on_progress: Callable[[str], None] 
     say("second sample")
     _sample_all(captures, pyspy, options)
     if options.native != "never" and pyspy:
-        rules = list(load_rules(disabled=options.disabled_plugins).values())
+        rules = list(load_rules("hang-rules", disabled=options.disabled_plugins).values())
         wanted = [c for c in captures if c.samples and c.failure is None]
         if options.native == "auto":
             wanted = _one_per_place([(c, process_state(c, rules)) for c in wanted])

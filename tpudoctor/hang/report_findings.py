@@ -13,9 +13,10 @@ from tpudoctor.hang.rule import HangRule
 def findings(report: HangReport, worker_problems: list[Finding], *, disabled_plugins: Collection[str] = ()
              ) -> list[Finding]:
     """``report.captures`` must be set: the report rules read them."""
-    from tpudoctor.hang.report_rule_registry import evaluate_rules, load_rules
+    from tpudoctor.families import load_rules
+    from tpudoctor.hang.report_rule import evaluate_rules
 
-    return evaluate_rules(report, load_rules(disabled=disabled_plugins)) + worker_problems
+    return evaluate_rules(report, load_rules("hang-report-rules", disabled=disabled_plugins)) + worker_problems
 
 
 def plugin_problem_findings(rules: Iterable[type[HangRule]]) -> list[Finding]:

@@ -9,37 +9,29 @@ does not apply and gives no finding. ``examples`` (small reports made by ``examp
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from tpudoctor.check import CHECK_ID_PATTERN
 from tpudoctor.findings import Finding, FindingKind, Remediation, Scope, Severity, Status, Target
 from tpudoctor.hang.model import CaptureFailure, ProcessCapture, StackSample
 from tpudoctor.hang.report import HangReport, ProcessState
-from tpudoctor.rule import Rule
+from tpudoctor.rule import Example, Rule
 
 RULE_ID_PATTERN = CHECK_ID_PATTERN
 """Like check ids: ``HANG-001``; a third party's own prefix (``ACME-001``)."""
 PYSPY_DOCS = "https://github.com/benfred/py-spy"
 
 
-@dataclasses.dataclass(frozen=True)
-class ReportExample:
-    name: str
-    report: HangReport
-    status: Status
 
 
 class HangReportRule(Rule[HangReport]):
     """Base class for every hang report rule. Subclasses set the metadata and implement ``evaluate``."""
 
     kind: ClassVar[FindingKind] = FindingKind.HANG
-    examples: ClassVar[tuple[ReportExample, ...]] = ()
+    examples: ClassVar[tuple[Example, ...]] = ()
 
-    @classmethod
-    def example_input(cls, example: ReportExample) -> HangReport:
-        return example.report
 
     def finding(self, status: Status, message: str, *, title: str | None = None,
                 severity: Severity = Severity.MEDIUM, evidence: dict | None = None,
@@ -87,3 +79,23 @@ def example_report(verdict: str = "progressing", *, why: str = "the step counter
     return HangReport(verdict=verdict, verdict_why=why, confidence=confidence, target=Target(), host="t1v-n-0",
                       started_at=_EXAMPLE_TIME, interval_s=10.0, samples=2, processes=fields.pop("processes", []),
                       groups=fields.pop("groups", []), findings=[], captures=list(captures or []), **fields)
+
+
+def evaluate_rules(report: HangReport, rules: Mapping[str, type[HangReportRule]]) -> list[Finding]:
+    """The findings of every report rule (``rules``: ``tpudoctor.families.load_rules("hang-report-rules")``) that
+    applies to ``report``, built-ins first in id order (HANG-001 first); a rule whose ``applies`` crashes is
+    evaluated, so its crash shows as an ERROR finding."""
+    from tpudoctor.rule import evaluate_rule
+
+    return [evaluate_rule(cls, report) for cls in rules.values() if _applies(cls, report)]
+
+
+def _applies(cls: type[HangReportRule], report: HangReport) -> bool:
+    try:
+        return bool(cls().applies(report))
+    except Exception:  # noqa: BLE001 - evaluate_rule turns the rule's crash into its ERROR finding
+        return True
+
+
+ReportExample = Example
+"""The old name of this family's example type, for plugins written against it (construct it positionally)."""

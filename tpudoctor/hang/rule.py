@@ -15,11 +15,11 @@ import dataclasses
 import enum
 import re
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from tpudoctor.findings import FindingKind
 from tpudoctor.hang.model import Frame, ThreadStack
-from tpudoctor.rule import Rule
+from tpudoctor.rule import Example, Rule
 
 RULE_ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/lib64/python3", "<frozen ")
@@ -98,13 +98,11 @@ class Match:
 
 
 @dataclasses.dataclass(frozen=True)
-class RuleExample:
+class StackText:
     """A stack written as py-spy prints it (innermost first: ``function (file:line)``; native frames as
-    ``function (library)``), and whether the rule must match it."""
+    ``function (library)``): a hang rule example's input, read into a ``ThreadView`` when the example runs."""
 
-    name: str
     frames: tuple[str, ...]
-    matches: bool
     native: tuple[str, ...] = ()
     active: bool = False
     busy: bool = False
@@ -118,6 +116,11 @@ class RuleExample:
         return ThreadView(name="MainThread", frames=tuple(parse_frame(f) for f in self.frames),
                           native_frames=tuple(parse_frame(f, native=True) for f in self.native), active=self.active,
                           busy=self.busy, others=others, frameworks=self.frameworks)
+
+
+def stack_example(name: str, frames: tuple[str, ...], *, matches: bool, **stack: Any) -> Example:
+    """A hang rule example: the stack (``StackText``'s fields) and whether the rule must match it."""
+    return Example(name, StackText(frames, **stack), matches=matches)
 
 
 _FRAME_TEXT = re.compile(r"^(?P<function>.+?) \((?P<where>[^()]*)\)(?:\s+`(?P<code>.*?)`)?(?:\s+holding `(?P<holding>.*)`)?$")
@@ -169,14 +172,14 @@ class HangRule(Rule[ThreadView]):
     """Among matches at the same depth, lower ranks win (specific before generic)."""
     fallback: ClassVar[bool] = False
     """Answers only when no other rule matched at any depth."""
-    examples: ClassVar[tuple[RuleExample, ...]] = ()
+    examples: ClassVar[tuple[Example, ...]] = ()
 
     def match(self, thread: ThreadView) -> Match | None:
         raise NotImplementedError
 
     @classmethod
-    def example_problem(cls, example: RuleExample) -> str | None:
-        found = cls().match(example.view())
+    def example_problem(cls, example: Example) -> str | None:
+        found = cls().match(example.input.view())
         if (found is not None) != example.matches:
             return f"{cls.id}: example {example.name!r} {'did not match' if example.matches else 'matched'}"
         if found is not None and not (isinstance(found, Match) and found.depth >= 0):

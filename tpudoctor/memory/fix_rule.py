@@ -7,7 +7,7 @@ least ``MIN_SAVING_FRACTION`` of the peak; PASS otherwise; PASS with confidence 
 when the input cannot tell. Every finding's evidence carries ``saving_bytes``, ``confidence`` (high / medium /
 low / unknown) and ``confidence_why``; the finding's ``confidence`` says the same.
 
-Fixes are ranked (``tpudoctor.memory.rule_registry.rank_fixes``) by expected saving: ``saving_bytes`` times
+Fixes are ranked (``rank_fixes``) by expected saving: ``saving_bytes`` times
 ``CONFIDENCE_WEIGHT`` of its confidence, then fixes that keep the numerics (donation, rematerialisation) before
 those that change them (bf16, a smaller batch).
 
@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from tpudoctor.findings import Confidence, ConfidenceLevel, Finding, FindingKind, Severity, Status
 from tpudoctor.memory.attribution import Attribution, attribute
 from tpudoctor.memory.buffer_plan import ProgramPlan
-from tpudoctor.rule import Rule
+from tpudoctor.rule import Example, Rule
 from tpudoctor.units import format_bytes
 
 FINDING_KIND = FindingKind.MEMORY
@@ -109,14 +109,6 @@ class Saving:
         return cls(0, "unknown", why)
 
 
-@dataclasses.dataclass(frozen=True)
-class MemoryExample:
-    """An input, the status the rule must give, and (where given) the saving it must predict."""
-
-    name: str
-    input: MemoryPlanInput
-    status: Status
-    saving_bytes: int | None = None
 
 
 class MemoryRule(Rule[MemoryPlanInput]):
@@ -127,13 +119,13 @@ class MemoryRule(Rule[MemoryPlanInput]):
     """The fix in a few words (``donate buffers``)."""
     keeps_numerics: ClassVar[bool] = True
     """False for a fix that changes what the program computes (bf16, a smaller batch)."""
-    examples: ClassVar[tuple[MemoryExample, ...]] = ()
+    examples: ClassVar[tuple[Example, ...]] = ()
 
     def saving(self, subject: MemoryPlanInput) -> Saving:
         raise NotImplementedError
 
     @classmethod
-    def example_problem(cls, example: MemoryExample) -> str | None:
+    def example_problem(cls, example: Example) -> str | None:
         problem = super().example_problem(example)
         if problem or example.saving_bytes is None:
             return problem
@@ -175,3 +167,30 @@ class MemoryRule(Rule[MemoryPlanInput]):
                                         {"saving_bytes": int(saving.bytes)})
         return finding
 
+
+def _rank_key(finding: Finding, rules: Mapping[str, type[MemoryRule]]) -> tuple:
+    evidence = finding.evidence
+    expected = int(evidence.get("saving_bytes") or 0) * CONFIDENCE_WEIGHT.get(str(evidence.get("confidence")), 0.0)
+    keeps = getattr(rules.get(finding.id), "keeps_numerics", True)
+    return (-expected, not keeps, finding.id)
+
+
+def evaluate_rules(subject: MemoryPlanInput, rules: Mapping[str, type[MemoryRule]]) -> list[Finding]:
+    """Every rule (``rules``: ``tpudoctor.families.load_rules("memory-rules")``) on one program: the fixes that
+    fired, best first (``rank_fixes``' order), then the rest (errors first, then passes by id)."""
+    from tpudoctor.rule import evaluate_rule
+
+    findings = [evaluate_rule(cls, subject) for cls in rules.values()]
+    fired = [f for f in findings if f.status in (Status.WARN, Status.FAIL)]
+    rest = [f for f in findings if f not in fired]
+    return sorted(fired, key=lambda f: _rank_key(f, rules)) + sorted(rest, key=lambda f: (-f.status.rank, f.id))
+
+
+def rank_fixes(subject: MemoryPlanInput, rules: Mapping[str, type[MemoryRule]]) -> list[Finding]:
+    """The fixes that would save a worthwhile share of the peak, best first: by ``saving_bytes`` x the weight of
+    its confidence (``CONFIDENCE_WEIGHT``), then fixes that keep the numerics before those that change them."""
+    return [f for f in evaluate_rules(subject, rules) if f.status in (Status.WARN, Status.FAIL)]
+
+
+MemoryExample = Example
+"""The old name of this family's example type, for plugins written against it (construct it positionally)."""

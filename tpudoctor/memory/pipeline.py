@@ -10,7 +10,7 @@ stdin) holding XLA's or libtpu's out-of-memory listings or ``memory_analysis()``
 Per capture (host): each allocator's peak (``timeline.allocator_timelines``: bytes in use, when, step, capacity,
 fragmentation) with the buffers live there (``buffers.peak_breakdown``) and a sampled timeline; the program
 running at the peak (``plan_capture.plan_at``; where none ran then, the largest program, said so), its bytes by
-bucket (``attribution.attribute``) and the fixes ranked by saving (``rule_registry.evaluate_rules``). Per text:
+bucket (``attribution.attribute``) and the fixes ranked by saving (``fix_rule.evaluate_rules``). Per text:
 each out-of-memory listing (``oom_text.parse_oom_reports``) as a FAIL finding; text carries no buffer plan, so
 what each fix would save is ``unknown`` and the finding says how to take a capture that tells.
 
@@ -253,8 +253,7 @@ def _fix_row(finding: Finding) -> dict[str, Any]:
 
 def _program(plan, why: str, allocators: list[str], peak, options: MemoryOptions, rules, host: str,
              findings: list[Finding]) -> dict[str, Any]:
-    from tpudoctor.memory.fix_rule import MemoryPlanInput
-    from tpudoctor.memory.rule_registry import evaluate_rules
+    from tpudoctor.memory.fix_rule import MemoryPlanInput, evaluate_rules
 
     at_peak = peak is not None
     subject = MemoryPlanInput(plan, mesh=options.mesh, batch_size=options.batch_size,
@@ -398,7 +397,7 @@ def analyze(paths: Sequence[str], options: MemoryOptions | None = None, *,
     """The memory report of ``paths`` (captures, run folders, logdirs, texts; ``-``: stdin). ``InputError``
     for a path that does not exist, a capture that does not read, or when no input holds anything to judge."""
     from tpudoctor import __version__
-    from tpudoctor.memory.rule_registry import load_rules
+    from tpudoctor.families import load_rules
 
     options = options or MemoryOptions()
     started = time.monotonic()
@@ -407,7 +406,7 @@ def analyze(paths: Sequence[str], options: MemoryOptions | None = None, *,
         raise InputError("no input given", hint="tpudoctor memory PATH... (.xplane.pb, a profile run folder or "
                                                 "logdir, or a log with an out-of-memory report; '-': stdin)")
     inputs = _inputs(paths, stdin or (lambda: sys.stdin))
-    rules = load_rules(disabled=tuple(options.disabled_plugins or ())) if any(
+    rules = load_rules("memory-rules", disabled=tuple(options.disabled_plugins or ())) if any(
         isinstance(i, _Capture) for i in inputs) else None
     findings: list[Finding] = []
     hosts: list[dict[str, Any]] = []

@@ -98,7 +98,7 @@ SLICE_BUILTINS = ("tpudoctor.checks.slice", "tpudoctor.providers.slice_view", "t
 
 def slice_registry(disabled: Collection[str] = ()) -> Any:
     """The registry a merge runs: the slice checks and their providers, plugins included less ``disabled``."""
-    from tpudoctor.registry import load_registry
+    from tpudoctor.families import load_registry
 
     return load_registry(builtin=SLICE_BUILTINS, disabled=disabled)
 

@@ -27,6 +27,8 @@ GATE_TITLE = "regression vs baseline"
 class CompareReport:
     document: dict[str, Any]
     """The comparison's document; its ``kind`` is one of ``KINDS``."""
+    refusal: Exception | None = dataclasses.field(default=None, compare=False)
+    """The gate's refusal to judge (not comparable, nothing judged): raised once the comparison is written."""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -221,9 +221,9 @@ def combine(host_results: Iterable[HostResult], *, source: str = "", run: str | 
                          + (": " + "; ".join(f"{k}: {v}" for k, v in (failed_hosts or {}).items())
                             if failed_hosts else ""))
     if rules is None:
-        from tpudoctor.profile.rule_registry import load_rules
+        from tpudoctor.families import load_rules
 
-        rules = load_rules(disabled=disabled_plugins)
+        rules = load_rules("profile-rules", disabled=disabled_plugins)
     origin_ns = min(h.time_origin_ns for h in hosts.values())
     # one time origin for all hosts, as a loaded capture has (copies: the inputs stay as mapped)
     hosts = {name: dataclasses.replace(h, summary=shifted(h.summary, (h.time_origin_ns - origin_ns) * 1000))

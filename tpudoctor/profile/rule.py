@@ -18,13 +18,12 @@ verdict is derived from those (``tpudoctor.profile.verdict``).
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import ClassVar
 
-from tpudoctor.findings import Finding, FindingKind, Scope, Status
+from tpudoctor.findings import Finding, FindingKind, Scope
 from tpudoctor.profile.host_result import HostResult
-from tpudoctor.rule import Rule
+from tpudoctor.rule import Example, Rule
 from tpudoctor.rule import evaluate_rule as evaluate_one
 
 RULE_ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
@@ -43,13 +42,6 @@ are in ``tpudoctor.profile.analysis.evidence``."""
 BOTTLENECKS = ("input-bound", "compile-bound", "host-bound", "communication-bound", "device-bound")
 
 
-@dataclasses.dataclass(frozen=True)
-class RuleExample:
-    """A host result and the status the rule must give for it."""
-
-    name: str
-    host: HostResult
-    status: Status
 
 
 class ProfileRule(Rule[HostResult]):
@@ -68,11 +60,8 @@ class ProfileRule(Rule[HostResult]):
     lead_rank: ClassVar[int] = 100
     """Among the findings that explain the verdict, lower ranks are named first (specific causes
     before generic ones)."""
-    examples: ClassVar[tuple[RuleExample, ...]] = ()
+    examples: ClassVar[tuple[Example, ...]] = ()
 
-    @classmethod
-    def example_input(cls, example: RuleExample) -> HostResult:
-        return example.host
 
 
 def evaluate_rule(rule: type[ProfileRule] | ProfileRule, host: HostResult) -> Finding:
@@ -92,3 +81,7 @@ def fixes_of(finding: Finding) -> list[str]:
     if finding.remediation is None or not finding.remediation.text:
         return []
     return [line for line in finding.remediation.text.splitlines() if line.strip()]
+
+
+RuleExample = Example
+"""The old name of this family's example type, for plugins written against it (construct it positionally)."""

@@ -64,15 +64,15 @@ def conformance_problems(cls: type[Check], known_facts: set[str] | None = None) 
     # ERROR counts where the check itself says a verdict is unknown (a worker's report could not be read),
     # on facts that gathered fine: not an ERROR any check gives on a broken fact.
     unknown_on_good_facts = any(ex.status is Status.ERROR and not any(isinstance(v, GatherError)
-                                                                        for v in ex.facts.values())
+                                                                        for v in ex.input.values())
                                 for ex in cls.examples)
     if not statuses & {Status.FAIL, Status.WARN} and not unknown_on_good_facts:
         problems.append(f"{name}: needs at least one FAIL or WARN example (a check that cannot fail is a defect)")
     for ex in cls.examples:
-        result = run_check(cls, ex.facts)
+        result = run_check(cls, ex.input)
         if result.status is not ex.status:
             problems.append(
-                f"{name}: example '{ex.name}' expected {ex.status.value}, got {result.status.value}: {result.message}"
+                f"{name}: example '{ex.name}' expected {ex.status.value if ex.status else None}, got {result.status.value}: {result.message}"
             )
         elif result.status in (Status.FAIL, Status.WARN, Status.ERROR) and ex.status is not Status.ERROR \
                 and result.remediation is None:
@@ -115,14 +115,14 @@ def profile_rule_conformance_problems(cls) -> list[str]:
     if not statuses & {Status.FAIL, Status.WARN}:
         problems.append(f"{name}: needs at least one FAIL or WARN example (a rule that cannot fire is a defect)")
     for ex in cls.examples:
-        result = evaluate_rule(cls, ex.host)
+        result = evaluate_rule(cls, ex.input)
         if result.status is not ex.status:
             problems.append(f"{name}: example '{ex.name}' expected {ex.status.value}, got {result.status.value}: "
                             f"{result.message}")
             continue
         if result.kind is not FindingKind.PROFILE or result.id != cls.id or result.step is not None:
             problems.append(f"{name}: example '{ex.name}' gives a finding that is not this rule's profile finding")
-        if list(result.scope.hosts) != [ex.host.host]:
+        if list(result.scope.hosts) != [ex.input.host]:
             problems.append(f"{name}: example '{ex.name}' finding's scope is not its host")
         if result.status in (Status.FAIL, Status.WARN) and (result.remediation is None or not result.remediation.text):
             problems.append(f"{name}: example '{ex.name}' gives {result.status.value} without a remediation")

@@ -1,1 +1,1 @@
-"""Built-in diag rules, one module each; found by ``tpudoctor.diag.rule_registry``."""
+"""Built-in diag rules, one module each; found by the family table (``tpudoctor.families``, ``diag-rules``)."""

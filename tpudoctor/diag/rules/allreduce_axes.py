@@ -6,7 +6,7 @@ import pandas as pd
 
 from tpudoctor.accelerator_peaks import generations
 from tpudoctor.diag.measure import AllReduce
-from tpudoctor.diag.rule import DiagExample, DiagInput, DiagRule, example_input
+from tpudoctor.diag.rule import DiagInput, DiagRule, Example, example_input
 from tpudoctor.findings import Finding, Remediation, Severity, Status
 
 WARN_BELOW = 0.3
@@ -31,11 +31,11 @@ class AllReduceAxes(DiagRule):
     title = "All-reduce along each mesh axis"
     measurement = "allreduce"
     docs = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
-    examples = (DiagExample("v5e healthy", example_input(8, kind="TPU v5 lite", platform="tpu", peaks=_V5E,
+    examples = (Example("v5e healthy", example_input(8, kind="TPU v5 lite", platform="tpu", peaks=_V5E,
                                                          allreduce=_allreduce(150.0, 140.0)), Status.PASS),
-                DiagExample("v5e link down", example_input(8, kind="TPU v5 lite", platform="tpu", peaks=_V5E,
+                Example("v5e link down", example_input(8, kind="TPU v5 lite", platform="tpu", peaks=_V5E,
                                                            allreduce=_allreduce(150.0, 20.0)), Status.FAIL),
-                DiagExample("cpu: no published peak", example_input(8, allreduce=_allreduce(0.6, 0.2)), Status.PASS))
+                Example("cpu: no published peak", example_input(8, allreduce=_allreduce(0.6, 0.2)), Status.PASS))
 
     def evaluate(self, subject: DiagInput) -> Finding:
         run = subject.allreduce

@@ -6,7 +6,7 @@ import dataclasses
 import re
 
 from tpudoctor.diag.measure import Inventory
-from tpudoctor.diag.rule import DiagExample, DiagInput, DiagRule, example_input
+from tpudoctor.diag.rule import DiagInput, DiagRule, Example, example_input
 from tpudoctor.findings import Finding, Remediation, Severity, Status
 
 _BROKEN = Inventory(backend="none", jax_version="0.10.2", devices=[], process_count=0,
@@ -77,10 +77,10 @@ class BackendLoads(DiagRule):
     id = "backend-loads"
     title = "The accelerator runtime loads"
     docs = "https://cloud.google.com/tpu/docs/troubleshooting/trouble-jax"
-    examples = (DiagExample("eight devices", example_input(8), Status.PASS),
-                DiagExample("TPU in use", example_input(0, inventory=_BROKEN), Status.FAIL),
-                DiagExample("libtpu missing", example_input(0, inventory=_NO_LIBTPU), Status.FAIL),
-                DiagExample("JAX_PLATFORMS names no backend", example_input(0, inventory=_UNKNOWN_PLATFORM),
+    examples = (Example("eight devices", example_input(8), Status.PASS),
+                Example("TPU in use", example_input(0, inventory=_BROKEN), Status.FAIL),
+                Example("libtpu missing", example_input(0, inventory=_NO_LIBTPU), Status.FAIL),
+                Example("JAX_PLATFORMS names no backend", example_input(0, inventory=_UNKNOWN_PLATFORM),
                             Status.FAIL))
 
     def evaluate(self, subject: DiagInput) -> Finding:

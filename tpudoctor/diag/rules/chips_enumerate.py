@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.diag.expected import ExpectedCount, expected_count
 from tpudoctor.diag.measure import Inventory
-from tpudoctor.diag.rule import DiagExample, DiagInput, DiagRule, example_devices, example_input
+from tpudoctor.diag.rule import DiagInput, DiagRule, Example, example_devices, example_input
 from tpudoctor.findings import Finding, Remediation, Severity, Status
 
 _NO_BACKEND = Inventory(backend="none", jax_version="0.10.2", devices=[], process_count=0,
@@ -32,13 +32,13 @@ class ChipsEnumerate(DiagRule):
     id = "chips-enumerate"
     title = "Every chip enumerates"
     docs = "https://cloud.google.com/tpu/docs/system-architecture-tpu-vm"
-    examples = (DiagExample("8 of 8", example_input(8, expected=expected_count(8, None)), Status.PASS),
-                DiagExample("7 of 8", example_input(7, expected=expected_count(8, None)), Status.FAIL),
-                DiagExample("3 of a v4-8 host's 4", example_input(0, inventory=_V4_HOST,
+    examples = (Example("8 of 8", example_input(8, expected=expected_count(8, None)), Status.PASS),
+                Example("7 of 8", example_input(7, expected=expected_count(8, None)), Status.FAIL),
+                Example("3 of a v4-8 host's 4", example_input(0, inventory=_V4_HOST,
                                                                  expected=expected_count(None, "v4-8")), Status.FAIL),
-                DiagExample("8 where 4 are expected", example_input(8, expected=expected_count(4, None)), Status.WARN),
-                DiagExample("no accelerator type", example_input(8), Status.PASS),
-                DiagExample("no backend loaded", example_input(0, inventory=_NO_BACKEND,
+                Example("8 where 4 are expected", example_input(8, expected=expected_count(4, None)), Status.WARN),
+                Example("no accelerator type", example_input(8), Status.PASS),
+                Example("no backend loaded", example_input(0, inventory=_NO_BACKEND,
                                                                expected=expected_count(None, "v4-8")), Status.SKIP))
 
     def evaluate(self, subject: DiagInput) -> Finding:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from tpudoctor.accelerator_peaks import generations
 from tpudoctor.diag.measure import DcnAllReduce
-from tpudoctor.diag.rule import DiagExample, DiagInput, DiagRule, example_input
+from tpudoctor.diag.rule import DiagInput, DiagRule, Example, example_input
 from tpudoctor.findings import Finding, Remediation, Severity, Status
 
 WARN_BELOW = 0.3
@@ -34,15 +34,15 @@ class DcnAllReduceAcrossSlices(DiagRule):
     title = "All-reduce across slices (DCN)"
     measurement = "dcn"
     docs = "https://cloud.google.com/tpu/docs/multislice-introduction"
-    examples = (DiagExample("two v5p slices, sound", example_input(8, kind="TPU v5", platform="tpu", peaks=_V5P,
+    examples = (Example("two v5p slices, sound", example_input(8, kind="TPU v5", platform="tpu", peaks=_V5P,
                                                                    level=3, distributed=True, dcn=_dcn(20.0)),
                             Status.PASS),
-                DiagExample("two v5p slices, slow network", example_input(8, kind="TPU v5", platform="tpu",
+                Example("two v5p slices, slow network", example_input(8, kind="TPU v5", platform="tpu",
                                                                           peaks=_V5P, level=3, distributed=True,
                                                                           dcn=_dcn(2.0)), Status.FAIL),
-                DiagExample("cpu processes: no published figure",
+                Example("cpu processes: no published figure",
                             example_input(8, level=3, distributed=True, dcn=_dcn(0.4, "processes")), Status.PASS),
-                DiagExample("one process", example_input(8, level=3), Status.SKIP))
+                Example("one process", example_input(8, level=3), Status.SKIP))
 
     def applies(self, subject: DiagInput) -> bool:
         return subject.level >= 3

@@ -6,7 +6,7 @@ import pandas as pd
 
 from tpudoctor.diag.measure import GemmCheck
 from tpudoctor.diag.remedies import chip_fault
-from tpudoctor.diag.rule import DiagExample, DiagInput, DiagRule, example_input
+from tpudoctor.diag.rule import DiagInput, DiagRule, Example, example_input
 from tpudoctor.findings import Finding, Severity, Status
 
 
@@ -24,9 +24,9 @@ class GemmBitwise(DiagRule):
     title = "Every chip returns the same bits"
     measurement = "gemm"
     docs = "https://arxiv.org/abs/2102.11245"
-    examples = (DiagExample("identical", example_input(4, gemm=_gemm(["a"] * 4)), Status.PASS),
-                DiagExample("chip 1 differs", example_input(4, gemm=_gemm(["a", "b", "a", "a"])), Status.FAIL),
-                DiagExample("two disagree", example_input(2, gemm=_gemm(["a", "b"])), Status.WARN))
+    examples = (Example("identical", example_input(4, gemm=_gemm(["a"] * 4)), Status.PASS),
+                Example("chip 1 differs", example_input(4, gemm=_gemm(["a", "b", "a", "a"])), Status.FAIL),
+                Example("two disagree", example_input(2, gemm=_gemm(["a", "b"])), Status.WARN))
 
     def evaluate(self, subject: DiagInput) -> Finding:
         gemm = subject.gemm

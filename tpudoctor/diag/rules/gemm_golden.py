@@ -6,7 +6,7 @@ import pandas as pd
 
 from tpudoctor.diag.measure import GemmCheck
 from tpudoctor.diag.remedies import chip_fault
-from tpudoctor.diag.rule import DiagExample, DiagInput, DiagRule, example_input
+from tpudoctor.diag.rule import DiagInput, DiagRule, Example, example_input
 from tpudoctor.findings import Finding, Severity, Status
 
 TOLERANCE = 1e-3
@@ -27,8 +27,8 @@ class GemmGolden(DiagRule):
     title = "Each chip's GEMM matches the golden result"
     measurement = "gemm"
     docs = "https://arxiv.org/abs/2102.11245"
-    examples = (DiagExample("all right", example_input(4, gemm=_gemm([5e-7] * 4)), Status.PASS),
-                DiagExample("chip 2 wrong", example_input(4, gemm=_gemm([5e-7, 5e-7, 0.0123, 5e-7])), Status.FAIL))
+    examples = (Example("all right", example_input(4, gemm=_gemm([5e-7] * 4)), Status.PASS),
+                Example("chip 2 wrong", example_input(4, gemm=_gemm([5e-7, 5e-7, 0.0123, 5e-7])), Status.FAIL))
 
     def evaluate(self, subject: DiagInput) -> Finding:
         gemm = subject.gemm

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.accelerator_peaks import generations
 from tpudoctor.diag.judging import PeakRateRule
-from tpudoctor.diag.rule import DiagExample, example_input, example_timings
+from tpudoctor.diag.rule import Example, example_input, example_timings
 from tpudoctor.findings import Status
 
 _V5E = generations()["v5e"]
@@ -21,10 +21,10 @@ class HbmPeak(PeakRateRule):
     what = "memory bandwidth"
     docs = "https://cloud.google.com/tpu/docs/v5e"
     examples = (
-        DiagExample("v5e near its peak", example_input(4, kind="TPU v5 lite", platform="tpu", peaks=_V5E,
+        Example("v5e near its peak", example_input(4, kind="TPU v5 lite", platform="tpu", peaks=_V5E,
                                                 hbm=example_timings([1.0] * 4, unit="gbps", work=720e9, jitter=0.0)),
                     Status.PASS),
-        DiagExample("v5e at a fifth of its peak", example_input(4, kind="TPU v5 lite", platform="tpu", peaks=_V5E,
+        Example("v5e at a fifth of its peak", example_input(4, kind="TPU v5 lite", platform="tpu", peaks=_V5E,
                                                 hbm=example_timings([3.6] * 4, unit="gbps", work=720e9, jitter=0.0)),
                     Status.WARN),
     )

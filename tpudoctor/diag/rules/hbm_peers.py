@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.diag.judging import PeerRateRule
-from tpudoctor.diag.rule import DiagExample, example_input, example_timings
+from tpudoctor.diag.rule import Example, example_input, example_timings
 from tpudoctor.findings import Status
 
 
@@ -17,7 +17,7 @@ class HbmPeers(PeerRateRule):
     measurement = "hbm"
     what = "memory bandwidth"
     docs = "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html"
-    examples = (DiagExample("even", example_input(8, hbm=example_timings([0.5] * 8, unit="gbps", work=2**31)),
+    examples = (Example("even", example_input(8, hbm=example_timings([0.5] * 8, unit="gbps", work=2**31)),
                             Status.PASS),
-                DiagExample("chip 0 15% slow", example_input(8, hbm=example_timings([0.575] + [0.5] * 7, unit="gbps",
+                Example("chip 0 15% slow", example_input(8, hbm=example_timings([0.575] + [0.5] * 7, unit="gbps",
                                                                                    work=2**31)), Status.FAIL))

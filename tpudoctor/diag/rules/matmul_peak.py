@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.accelerator_peaks import generations
 from tpudoctor.diag.judging import PeakRateRule
-from tpudoctor.diag.rule import DiagExample, example_input, example_timings
+from tpudoctor.diag.rule import Example, example_input, example_timings
 from tpudoctor.findings import Status
 
 _V6E = generations()["v6e"]
@@ -22,11 +22,11 @@ class MatmulPeak(PeakRateRule):
     what = "matmul rate"
     docs = "https://cloud.google.com/tpu/docs/v6e"
     examples = (
-        DiagExample("v6e near its peak", example_input(4, kind="TPU v6 lite", platform="tpu", peaks=_V6E,
+        Example("v6e near its peak", example_input(4, kind="TPU v6 lite", platform="tpu", peaks=_V6E,
                                                 matmul=example_timings([1.0] * 4, work=1000e12, jitter=0.0)),
                     Status.PASS),
-        DiagExample("v6e at a third of its peak", example_input(4, kind="TPU v6 lite", platform="tpu", peaks=_V6E,
+        Example("v6e at a third of its peak", example_input(4, kind="TPU v6 lite", platform="tpu", peaks=_V6E,
                                                 matmul=example_timings([2.5] * 4, work=1000e12, jitter=0.0)),
                     Status.WARN),
-        DiagExample("cpu: no peak", example_input(4, matmul=example_timings([1.0] * 4)), Status.PASS),
+        Example("cpu: no peak", example_input(4, matmul=example_timings([1.0] * 4)), Status.PASS),
     )

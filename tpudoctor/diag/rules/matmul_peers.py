@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.diag.judging import PeerRateRule
-from tpudoctor.diag.rule import DiagExample, example_input, example_timings
+from tpudoctor.diag.rule import Example, example_input, example_timings
 from tpudoctor.findings import Status
 
 
@@ -19,7 +19,7 @@ class MatmulPeers(PeerRateRule):
     measurement = "matmul"
     what = "sustained matmul rate"
     docs = "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html"
-    examples = (DiagExample("even", example_input(8, matmul=example_timings([1.0] * 8)), Status.PASS),
-                DiagExample("chip 3 10% slow", example_input(8, matmul=example_timings([1.0] * 3 + [1.1] + [1.0] * 4)),
+    examples = (Example("even", example_input(8, matmul=example_timings([1.0] * 8)), Status.PASS),
+                Example("chip 3 10% slow", example_input(8, matmul=example_timings([1.0] * 3 + [1.1] + [1.0] * 4)),
                             Status.FAIL),
-                DiagExample("two devices", example_input(2, matmul=example_timings([1.0, 1.1])), Status.PASS))
+                Example("two devices", example_input(2, matmul=example_timings([1.0, 1.1])), Status.PASS))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tpudoctor.diag import stats
 from tpudoctor.diag.judging import longer
 from tpudoctor.diag.remedies import chip_fault
-from tpudoctor.diag.rule import DiagExample, DiagInput, DiagRule, example_input, example_timings
+from tpudoctor.diag.rule import DiagInput, DiagRule, Example, example_input, example_timings
 from tpudoctor.findings import Finding, Severity, Status
 
 
@@ -19,9 +19,9 @@ class SoakSlowdown(DiagRule):
     title = "No chip slows down during the soak"
     measurement = "soak"
     docs = "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html"
-    examples = (DiagExample("steady", example_input(8, level=3, soak=example_timings([1.0] * 8, reps=60)),
+    examples = (Example("steady", example_input(8, level=3, soak=example_timings([1.0] * 8, reps=60)),
                             Status.PASS),
-                DiagExample("chip 2 slows from half-way",
+                Example("chip 2 slows from half-way",
                             example_input(8, level=3, soak=example_timings([1.0] * 8, reps=60,
                                                                           soak_slowdown=(2, 0.2, 0.5))), Status.FAIL))
 

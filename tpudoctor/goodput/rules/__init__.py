@@ -1,1 +1,1 @@
-"""Built-in goodput rules, one module each; found by ``tpudoctor.goodput.rule_registry``."""
+"""Built-in goodput rules, one module each; found by the family table (``tpudoctor.families``, ``goodput-rules``)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.findings import Status
-from tpudoctor.goodput.rule import GoodputExample, GoodputRule
+from tpudoctor.goodput.rule import Example, GoodputRule
 from tpudoctor.goodput.rules._common import badput, example_goodput, level, skipped
 
 BUCKET = "UNPRODUCTIVE_CHECKPOINT_RESTORE_TIME"
@@ -26,9 +26,9 @@ class CheckpointRestores(GoodputRule):
     FAIL_PERCENT = 10.0
     docs = "https://orbax.readthedocs.io/en/latest/guides/checkpoint/checkpointing_pytrees.html"
     examples = (
-        GoodputExample("small", example_goodput(**{BUCKET: 0.4}), Status.PASS),
-        GoodputExample("4%", example_goodput(**{BUCKET: 4.0}), Status.WARN),
-        GoodputExample("unknown", example_goodput(**{BUCKET: None}), Status.SKIP),
+        Example("small", example_goodput(**{BUCKET: 0.4}), Status.PASS),
+        Example("4%", example_goodput(**{BUCKET: 4.0}), Status.WARN),
+        Example("unknown", example_goodput(**{BUCKET: None}), Status.SKIP),
     )
 
     def evaluate(self, goodput):

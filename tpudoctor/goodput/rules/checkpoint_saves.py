@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.findings import Status
-from tpudoctor.goodput.rule import GoodputExample, GoodputRule
+from tpudoctor.goodput.rule import Example, GoodputRule
 from tpudoctor.goodput.rules._common import badput, example_goodput, level, skipped
 
 BUCKET = "UNPRODUCTIVE_CHECKPOINT_SAVE_TIME"
@@ -34,12 +34,12 @@ class CheckpointSaves(GoodputRule):
     FAIL_PERCENT = 10.0
     docs = "https://orbax.readthedocs.io/en/latest/guides/checkpoint/async_checkpointing.html"
     examples = (
-        GoodputExample("small", example_goodput(**{BUCKET: 0.5}), Status.PASS),
-        GoodputExample("sync saves take 12%", example_goodput(
+        Example("small", example_goodput(**{BUCKET: 0.5}), Status.PASS),
+        Example("sync saves take 12%", example_goodput(
             **{BUCKET: 12.0}, saves=[{"mode": "sync"}] * 4), Status.FAIL),
-        GoodputExample("async blocking 4%", example_goodput(
+        Example("async blocking 4%", example_goodput(
             **{BUCKET: 4.0}, saves=[{"mode": "async"}] * 4), Status.WARN),
-        GoodputExample("no timestamps", example_goodput(**{BUCKET: None}), Status.SKIP),
+        Example("no timestamps", example_goodput(**{BUCKET: None}), Status.SKIP),
     )
 
     def evaluate(self, goodput):

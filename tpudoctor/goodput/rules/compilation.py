@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.findings import Status
-from tpudoctor.goodput.rule import GoodputExample, GoodputRule
+from tpudoctor.goodput.rule import Example, GoodputRule
 from tpudoctor.goodput.rules._common import badput, example_goodput, level, skipped
 
 BUCKET = "PROGRAM_STARTUP"
@@ -32,10 +32,10 @@ class Compilation(GoodputRule):
     FAIL_PERCENT = 15.0
     docs = "https://docs.jax.dev/en/latest/persistent_compilation_cache.html"
     examples = (
-        GoodputExample("small", example_goodput(**{BUCKET: 1.0}), Status.PASS),
-        GoodputExample("7% without cache", example_goodput(**{BUCKET: 7.0}), Status.WARN),
-        GoodputExample("20%", example_goodput(**{BUCKET: 20.0}, restarts=4), Status.FAIL),
-        GoodputExample("unknown", example_goodput(**{BUCKET: None}), Status.SKIP),
+        Example("small", example_goodput(**{BUCKET: 1.0}), Status.PASS),
+        Example("7% without cache", example_goodput(**{BUCKET: 7.0}), Status.WARN),
+        Example("20%", example_goodput(**{BUCKET: 20.0}, restarts=4), Status.FAIL),
+        Example("unknown", example_goodput(**{BUCKET: None}), Status.SKIP),
     )
 
     def evaluate(self, goodput):

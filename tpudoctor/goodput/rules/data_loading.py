@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.findings import Status
-from tpudoctor.goodput.rule import GoodputExample, GoodputRule
+from tpudoctor.goodput.rule import Example, GoodputRule
 from tpudoctor.goodput.rules._common import badput, example_goodput, level, skipped
 
 BUCKET = "DATA_LOADING_SYNC"
@@ -27,10 +27,10 @@ class DataLoading(GoodputRule):
     FAIL_PERCENT = 10.0
     docs = "https://www.tensorflow.org/guide/data_performance"
     examples = (
-        GoodputExample("none", example_goodput(**{BUCKET: 0.0}), Status.PASS),
-        GoodputExample("5%", example_goodput(**{BUCKET: 5.0}), Status.WARN),
-        GoodputExample("12%", example_goodput(**{BUCKET: 12.0}), Status.FAIL),
-        GoodputExample("unknown", example_goodput(**{BUCKET: None}), Status.SKIP),
+        Example("none", example_goodput(**{BUCKET: 0.0}), Status.PASS),
+        Example("5%", example_goodput(**{BUCKET: 5.0}), Status.WARN),
+        Example("12%", example_goodput(**{BUCKET: 12.0}), Status.FAIL),
+        Example("unknown", example_goodput(**{BUCKET: None}), Status.SKIP),
     )
 
     def evaluate(self, goodput):

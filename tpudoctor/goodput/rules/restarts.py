@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.findings import Status
-from tpudoctor.goodput.rule import GoodputExample, GoodputRule
+from tpudoctor.goodput.rule import Example, GoodputRule
 from tpudoctor.goodput.rules._common import badput, example_goodput, level
 
 WASTED = "WASTED_PROGRESS_FROM_DISRUPTION"
@@ -30,11 +30,11 @@ class FrequentRestarts(GoodputRule):
     WARN_RESTARTS = 3
     docs = "https://cloud.google.com/blog/products/ai-machine-learning/goodput-metric-as-measure-of-ml-productivity"
     examples = (
-        GoodputExample("no restart", example_goodput(**{WASTED: 0.0, RECOVERY: 0.0}), Status.PASS),
-        GoodputExample("one cheap restart", example_goodput(**{WASTED: 1.0, RECOVERY: 1.0}, restarts=1), Status.PASS),
-        GoodputExample("costly", example_goodput(**{WASTED: 4.0, RECOVERY: 3.0}, restarts=2), Status.WARN),
-        GoodputExample("very costly", example_goodput(**{WASTED: 10.0, RECOVERY: 9.0}, restarts=5), Status.FAIL),
-        GoodputExample("many restarts, times unknown", example_goodput(**{WASTED: None, RECOVERY: None},
+        Example("no restart", example_goodput(**{WASTED: 0.0, RECOVERY: 0.0}), Status.PASS),
+        Example("one cheap restart", example_goodput(**{WASTED: 1.0, RECOVERY: 1.0}, restarts=1), Status.PASS),
+        Example("costly", example_goodput(**{WASTED: 4.0, RECOVERY: 3.0}, restarts=2), Status.WARN),
+        Example("very costly", example_goodput(**{WASTED: 10.0, RECOVERY: 9.0}, restarts=5), Status.FAIL),
+        Example("many restarts, times unknown", example_goodput(**{WASTED: None, RECOVERY: None},
                                                                       restarts=4), Status.WARN),
     )
 

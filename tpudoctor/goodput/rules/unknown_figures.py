@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
-from tpudoctor.goodput.rule import GoodputExample, GoodputRule
+from tpudoctor.goodput.rule import Example, GoodputRule
 
 FIXES = (
     "Keep the time on each line: absl/glog prefixes (JAX and TensorFlow print them by default), Python logging "
@@ -21,20 +21,20 @@ class GoodputMeasurable(GoodputRule):
     title = "The log supports the goodput figures"
     docs = "https://github.com/AI-Hypercomputer/ml-goodput-measurement"
     examples = (
-        GoodputExample("timed", {"ettr": 0.9, "nulls": {}, "steps": 10}, Status.PASS),
-        GoodputExample("no timestamps", {"ettr": None, "nulls": {"ettr": "the log's lines carry no timestamps"},
+        Example("timed", {"ettr": 0.9, "nulls": {}, "steps": 10}, Status.PASS),
+        Example("no timestamps", {"ettr": None, "nulls": {"ettr": "the log's lines carry no timestamps"},
                                          "steps": 10}, Status.WARN),
-        GoodputExample("no steps", {"ettr": None, "nulls": {"ettr": "no step line"}, "steps": None}, Status.WARN),
-        GoodputExample("zones disagree", {"ettr": 0.01, "nulls": {}, "steps": 10, "consistency": {
+        Example("no steps", {"ettr": None, "nulls": {"ettr": "no step line"}, "steps": None}, Status.WARN),
+        Example("zones disagree", {"ettr": 0.01, "nulls": {}, "steps": 10, "consistency": {
             "unsupported": "lines with a zone and lines without disagree by 7.0 h", "zone_skews": [
                 {"zoned_at": "a.log:28", "zoned": "2024-08-13T10:06:45Z", "zoneless_at": "a.log:27",
                  "zoneless": "2024-08-13T17:06:40Z", "skew_s": 25195.0, "tz": "local", "suggested_tz": "UTC"}]}},
             Status.FAIL),
-        GoodputExample("one line ahead", {"ettr": 0.27, "nulls": {}, "steps": 10, "consistency": {
+        Example("one line ahead", {"ettr": 0.27, "nulls": {}, "steps": 10, "consistency": {
             "clock_outliers": [{"at": "a.log:11", "ahead_s": 7190.0, "time": "2024-08-13T12:04:10Z",
                                 "next_at": "a.log:12", "next_time": "2024-08-13T10:04:20Z",
                                 "treated": "its time dropped"}]}}, Status.WARN),
-        GoodputExample("the clock went back", {"ettr": 0.8, "nulls": {}, "steps": 10, "clock_jumps": [
+        Example("the clock went back", {"ettr": 0.8, "nulls": {}, "steps": 10, "clock_jumps": [
             {"at": "train.log:11", "jump_s": -3618.0, "from": "2026-08-13T10:00:18Z", "to": "2026-08-13T09:00:00Z"}]},
             Status.WARN),
     )

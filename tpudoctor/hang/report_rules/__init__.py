@@ -1,1 +1,1 @@
-"""Built-in hang report rules (HANG-001..), one module each; found by ``tpudoctor.hang.report_rule_registry``."""
+"""Built-in hang report rules (HANG-001..), one module each; found by the family table (``tpudoctor.families``, ``hang-report-rules``)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tpudoctor.findings import Finding, Scope, Severity, Status
 from tpudoctor.hang.digest import HangDigest
 from tpudoctor.hang.report import HangReport
-from tpudoctor.hang.report_rule import HangReportRule, ReportExample, example_report
+from tpudoctor.hang.report_rule import Example, HangReportRule, example_report
 
 _NO_DIGEST = "No Megascale hang digest in the logs"
 _DIGEST = HangDigest(source="/tmp/tpu_logs/tpu-runtime.log", line_no=8812, logged_at=None, kind="digest",
@@ -24,10 +24,10 @@ class MegascaleDigest(HangReportRule):
     title = "Megascale reported a hang"
     docs = "https://cloud.google.com/tpu/docs/troubleshooting/troubleshoot-multislice"
     examples = (
-        ReportExample("no digest", example_report(environment={"log_sources": ["/tmp/tpu_logs/tpu-runtime.log"]}),
+        Example("no digest", example_report(environment={"log_sources": ["/tmp/tpu_logs/tpu-runtime.log"]}),
                       Status.PASS),
-        ReportExample("coordinator's digest", example_report("hung", digests=[_DIGEST]), Status.FAIL),
-        ReportExample("a worker timed out", example_report("hung", digests=[_TIMED_OUT]), Status.FAIL),
+        Example("coordinator's digest", example_report("hung", digests=[_DIGEST]), Status.FAIL),
+        Example("a worker timed out", example_report("hung", digests=[_TIMED_OUT]), Status.FAIL),
     )
 
     def evaluate(self, report: HangReport) -> Finding:

@@ -8,8 +8,8 @@ from tpudoctor.hang.model import ProcessCapture
 from tpudoctor.hang.report import HangReport, ProcessState
 from tpudoctor.hang.report_rule import (
     PYSPY_DOCS,
+    Example,
     HangReportRule,
-    ReportExample,
     example_capture,
     example_report,
     failures_by_kind,
@@ -25,7 +25,7 @@ class ProcessesStayed(HangReportRule):
     title = "The processes stayed up while their stacks were taken"
     docs = PYSPY_DOCS
     examples = (
-        ReportExample("exited", example_report(captures=[example_capture(
+        Example("exited", example_report(captures=[example_capture(
             failure="exited", detail="Error: Failed to get process executable name. Check that the process is "
                                      "running.")]), Status.WARN),
     )

@@ -9,8 +9,8 @@ from tpudoctor.hang.model import Frame
 from tpudoctor.hang.report import Decision, HangReport, RootCause
 from tpudoctor.hang.report_rule import (
     PYSPY_DOCS,
+    Example,
     HangReportRule,
-    ReportExample,
     example_report,
     scope_of,
 )
@@ -32,10 +32,10 @@ class JobMakesProgress(HangReportRule):
     title = "The job makes progress"
     docs = PYSPY_DOCS
     examples = (
-        ReportExample("progressing", example_report("progressing", steps_per_s=2.5), Status.PASS),
-        ReportExample("no training process", example_report("no_process", why="no process"), Status.FAIL),
-        ReportExample("one snapshot cannot tell", example_report("unknown", why="one dump per process"), Status.WARN),
-        ReportExample("hung on one worker's input", example_report("hung", why="no step in 10 minutes",
+        Example("progressing", example_report("progressing", steps_per_s=2.5), Status.PASS),
+        Example("no training process", example_report("no_process", why="no process"), Status.FAIL),
+        Example("one snapshot cannot tell", example_report("unknown", why="one dump per process"), Status.WARN),
+        Example("hung on one worker's input", example_report("hung", why="no step in 10 minutes",
                                                                    root_cause=_STUCK_CAUSE, decision=_RESTART),
                       Status.FAIL),
     )

@@ -6,8 +6,8 @@ from tpudoctor.findings import Finding, Remediation, Severity, Status
 from tpudoctor.hang.report import HangReport
 from tpudoctor.hang.report_rule import (
     PYSPY_DOCS,
+    Example,
     HangReportRule,
-    ReportExample,
     example_capture,
     example_report,
     failures_by_kind,
@@ -23,9 +23,9 @@ class PyspyInstalled(HangReportRule):
     title = "py-spy is installed"
     docs = PYSPY_DOCS
     examples = (
-        ReportExample("missing", example_report("unknown", captures=[example_capture(failure="pyspy_missing")]),
+        Example("missing", example_report("unknown", captures=[example_capture(failure="pyspy_missing")]),
                       Status.ERROR),
-        ReportExample("missing on worker 2 only", example_report("unknown", captures=[
+        Example("missing on worker 2 only", example_report("unknown", captures=[
             example_capture(), example_capture(7, failure="pyspy_missing", worker="2")]), Status.ERROR),
     )
 

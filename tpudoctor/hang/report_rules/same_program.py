@@ -5,8 +5,8 @@ from __future__ import annotations
 from tpudoctor.findings import Finding, Scope, Severity, Status
 from tpudoctor.hang.report import HangReport, RootCause, StackGroup
 from tpudoctor.hang.report_rule import (
+    Example,
     HangReportRule,
-    ReportExample,
     example_report,
     example_state,
     scope_of,
@@ -34,12 +34,12 @@ class SameProgram(HangReportRule):
     title = "Every process runs the same program"
     docs = "https://docs.jax.dev/en/latest/multi_process.html"
     examples = (
-        ReportExample("one line", example_report("hung", processes=_TWO, groups=[
+        Example("one line", example_report("hung", processes=_TWO, groups=[
             _group("train.py:88 all_reduce", [("0", 10), ("1", 11)])]), Status.PASS),
-        ReportExample("two lines", example_report("hung", processes=_TWO, groups=[
+        Example("two lines", example_report("hung", processes=_TWO, groups=[
             _group("train.py:88 all_reduce", [("0", 10)]), _group("eval.py:12 all_gather", [("1", 11)])]),
                       Status.WARN),
-        ReportExample("a different program", example_report("hung", processes=_TWO, root_cause=_INCONSISTENT),
+        Example("a different program", example_report("hung", processes=_TWO, root_cause=_INCONSISTENT),
                       Status.FAIL),
     )
 

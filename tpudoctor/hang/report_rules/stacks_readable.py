@@ -5,8 +5,8 @@ from __future__ import annotations
 from tpudoctor.findings import Finding, Remediation, Severity, Status
 from tpudoctor.hang.report import HangReport
 from tpudoctor.hang.report_rule import (
+    Example,
     HangReportRule,
-    ReportExample,
     example_capture,
     example_report,
     failures_by_kind,
@@ -25,8 +25,8 @@ class StacksReadable(HangReportRule):
     title = "The processes' stacks can be read"
     docs = "https://github.com/benfred/py-spy#when-do-you-need-to-run-as-sudo"
     examples = (
-        ReportExample("read", example_report(captures=[example_capture()]), Status.PASS),
-        ReportExample("ptrace denied", example_report(captures=[example_capture(
+        Example("read", example_report(captures=[example_capture()]), Status.PASS),
+        Example("ptrace denied", example_report(captures=[example_capture(
             failure="ptrace_denied", message="py-spy was not allowed to trace process 4242",
             detail="Permission Denied: Try running again with elevated permissions by going 'sudo env \"PATH=$PATH\" "
                    "!!'")], environment={"ptrace_scope": 1}), Status.ERROR),

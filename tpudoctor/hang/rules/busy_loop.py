@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tpudoctor.hang.rule import Category, HangRule, Match, RuleExample, ThreadView, is_library
+from tpudoctor.hang.rule import Category, HangRule, Match, ThreadView, is_library, stack_example
 
 
 class BusyLoop(HangRule):
@@ -15,9 +15,9 @@ class BusyLoop(HangRule):
     rank = 8
     docs = "https://github.com/benfred/py-spy#how-does-py-spy-work"
     examples = (
-        RuleExample("spinning on a flag", ("wait_for_peers (train.py:31) `while not ready(): pass`",
+        stack_example("spinning on a flag", ("wait_for_peers (train.py:31) `while not ready(): pass`",
                                            "main (train.py:40)"), active=True, busy=True, matches=True),
-        RuleExample("idle at the same line is not busy", ("wait_for_peers (train.py:31)",), matches=False),
+        stack_example("idle at the same line is not busy", ("wait_for_peers (train.py:31)",), matches=False),
     )
 
     def match(self, thread: ThreadView) -> Match | None:

@@ -7,10 +7,10 @@ from tpudoctor.hang.rule import (
     Category,
     HangRule,
     Match,
-    RuleExample,
     ThreadView,
     in_files,
     is_library,
+    stack_example,
     words_of,
 )
 
@@ -31,14 +31,14 @@ class CheckpointIO(HangRule):
     rank = 30
     docs = "https://orbax.readthedocs.io/en/latest/guides/checkpoint/async_checkpointing.html"
     examples = (
-        RuleExample("the job's atomic write blocked in open()",
+        stack_example("the job's atomic write blocked in open()",
                     ("write_atomically (checkpointing.py:25) `with open(tmp, \"wb\") as handle:`",
                      "Checkpointer.save (checkpointing.py:21)", "main (train.py:46)"), matches=True),
-        RuleExample("Orbax save",
+        stack_example("Orbax save",
                     (f"_write_metadata_file ({SITE}orbax/checkpoint/_src/metadata/checkpoint.py:210)",
                      f"CheckpointManager.save ({SITE}orbax/checkpoint/checkpoint_manager.py:1311)",
                      "train_loop (train.py:140)"), matches=True),
-        RuleExample("the data loader is not a checkpoint",
+        stack_example("the data loader is not a checkpoint",
                     ("read_shard (input_pipeline.py:50)", "main (train.py:42)"), matches=False),
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tpudoctor.hang.rule import SITE, Category, HangRule, Match, RuleExample, ThreadView, in_files
+from tpudoctor.hang.rule import SITE, Category, HangRule, Match, ThreadView, in_files, stack_example
 
 NATIVE = re.compile(r"gloo::|nccl|AllReduce|AllGather|ReduceScatter|AllToAll|CollectivePermute|CollectiveThunk|"
                     r"[Mm]egascale|Rendezvous|[Bb]arrier", re.IGNORECASE)
@@ -43,14 +43,14 @@ class CollectiveWait(HangRule):
     rank = 10
     docs = "https://docs.jax.dev/en/latest/multi_process.html"
     examples = (
-        RuleExample("gloo all-reduce (native)", ("train_step (train.py:55)",),
+        stack_example("gloo all-reduce (native)", ("train_step (train.py:55)",),
                     native=("pthread_cond_timedwait (libc.so.6)",
                             "gloo::transport::tcp::UnboundBuffer::waitRecv (jaxlib/libjax_common.so)",
                             "gloo::allreduce (jaxlib/libjax_common.so)",
                             "xla::cpu::GlooCommunicator::AllReduce (jaxlib/libjax_common.so)"), matches=True),
-        RuleExample("multi-host barrier", (f"sync_global_devices ({SITE}jax/experimental/multihost_utils.py:95)",
+        stack_example("multi-host barrier", (f"sync_global_devices ({SITE}jax/experimental/multihost_utils.py:95)",
                                            "save (train.py:80)"), matches=True),
-        RuleExample("waiting for a result is not a collective",
+        stack_example("waiting for a result is not a collective",
                     (f"ArrayImpl._value ({SITE}jax/_src/array.py:623)", "train_step (train.py:55)"), matches=False),
     )
 

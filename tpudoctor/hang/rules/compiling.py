@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tpudoctor.hang.rule import SITE, Category, HangRule, Match, RuleExample, ThreadView, in_files
+from tpudoctor.hang.rule import SITE, Category, HangRule, Match, ThreadView, in_files, stack_example
 
 PYTHON_FILES = ("jax/_src/compiler.py", "jax/_src/interpreters/pxla.py", "jax/_src/interpreters/partial_eval.py",
                 "tensorflow/python/eager/polymorphic_function/", "torch_xla/_dynamo/")
@@ -23,13 +23,13 @@ class Compiling(HangRule):
     rank = 15
     docs = "https://docs.jax.dev/en/latest/persistent_compilation_cache.html"
     examples = (
-        RuleExample("JAX backend compile",
+        stack_example("JAX backend compile",
                     (f"backend_compile_and_load ({SITE}jax/_src/compiler.py:353)",
                      f"compile_or_get_cached ({SITE}jax/_src/compiler.py:469)",
                      f"_cached_compilation ({SITE}jax/_src/interpreters/pxla.py:1516)",
                      f"_cpp_pjit.<locals>.cache_miss ({SITE}jax/_src/pjit.py:259)", "train_step (train.py:54)"),
                     matches=True),
-        RuleExample("a step that runs is not compiling",
+        stack_example("a step that runs is not compiling",
                     (f"ArrayImpl._value ({SITE}jax/_src/array.py:623)", "train_step (train.py:55)"), matches=False),
     )
 

@@ -8,10 +8,10 @@ from tpudoctor.hang.rule import (
     Category,
     HangRule,
     Match,
-    RuleExample,
     ThreadView,
     in_files,
     is_library,
+    stack_example,
     words_of,
 )
 
@@ -34,17 +34,17 @@ class DataLoading(HangRule):
     rank = 30
     docs = "https://www.tensorflow.org/guide/data_performance"
     examples = (
-        RuleExample("the job's shard reader blocked in open()",
+        stack_example("the job's shard reader blocked in open()",
                     ("read_shard (input_pipeline.py:50) `with open(path, \"rb\") as handle:`",
                      "ShardReader.next_batch (input_pipeline.py:43)", "main (train.py:42)"), matches=True),
-        RuleExample("tf.data iterator",
+        stack_example("tf.data iterator",
                     (f"OwnedIterator._next_internal ({SITE}tensorflow/python/data/ops/iterator_ops.py:777)",
                      f"OwnedIterator.__next__ ({SITE}tensorflow/python/data/ops/iterator_ops.py:810)",
                      "train_loop (train.py:120)"), matches=True),
-        RuleExample("a prefetch queue fed by another thread",
+        stack_example("a prefetch queue fed by another thread",
                     (f"Condition.wait ({STDLIB}threading.py:327)", f"Queue.get ({STDLIB}queue.py:171)",
                      "Prefetcher.__next__ (input_pipeline.py:88)", "main (train.py:40)"), matches=True),
-        RuleExample("the training step is not data loading",
+        stack_example("the training step is not data loading",
                     (f"ArrayImpl._value ({SITE}jax/_src/array.py:623)", "train_step (train.py:55)"), matches=False),
     )
 

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from tpudoctor.hang.rule import STDLIB, Category, HangRule, Match, RuleExample, ThreadView, in_files
+from tpudoctor.hang.rule import (
+    STDLIB,
+    Category,
+    HangRule,
+    Match,
+    ThreadView,
+    in_files,
+    stack_example,
+)
 
 FILES = ("/pdb.py", "/bdb.py", "/ipdb/", "/pudb/", "/debugpy/", "/pydevd", "/cmd.py")
 
@@ -16,11 +24,11 @@ class Debugger(HangRule):
     rank = 1
     docs = "https://docs.python.org/3/library/pdb.html"
     examples = (
-        RuleExample("breakpoint() in the loop",
+        stack_example("breakpoint() in the loop",
                     (f"Cmd.cmdloop ({STDLIB}cmd.py:126)", f"Pdb._cmdloop ({STDLIB}pdb.py:352)",
                      f"Pdb.interaction ({STDLIB}pdb.py:417)", f"Pdb.user_line ({STDLIB}pdb.py:271)",
                      f"Bdb.dispatch_line ({STDLIB}bdb.py:91)", "train_step (train.py:57)"), matches=True),
-        RuleExample("no debugger", ("read_shard (input_pipeline.py:50)",), matches=False),
+        stack_example("no debugger", ("read_shard (input_pipeline.py:50)",), matches=False),
     )
 
     def match(self, thread: ThreadView) -> Match | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tpudoctor.hang.rule import SITE, Category, HangRule, Match, RuleExample, ThreadView, in_files
+from tpudoctor.hang.rule import SITE, Category, HangRule, Match, ThreadView, in_files, stack_example
 
 PYTHON = (
     ("jax/_src/array.py", None),
@@ -41,14 +41,14 @@ class DeviceWait(HangRule):
     rank = 20
     docs = "https://docs.jax.dev/en/latest/async_dispatch.html"
     examples = (
-        RuleExample("float(loss) in the training step",
+        stack_example("float(loss) in the training step",
                     (f"ArrayImpl._value ({SITE}jax/_src/array.py:623)",
                      f"annotate_function.<locals>.wrapper ({SITE}jax/_src/profiler.py:420)",
                      f"ArrayImpl.__float__ ({SITE}jax/_src/array.py:300)", "train_step (train.py:55)",
                      "main (train.py:43)"), matches=True),
-        RuleExample("block_until_ready", (f"block_until_ready ({SITE}jax/_src/api.py:3004)", "main (train.py:12)"),
+        stack_example("block_until_ready", (f"block_until_ready ({SITE}jax/_src/api.py:3004)", "main (train.py:12)"),
                     matches=True),
-        RuleExample("reading a shard is not the device", ("read_shard (input_pipeline.py:50)", "main (train.py:42)"),
+        stack_example("reading a shard is not the device", ("read_shard (input_pipeline.py:50)", "main (train.py:42)"),
                     matches=False),
     )
 

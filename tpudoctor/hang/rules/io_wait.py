@@ -8,9 +8,9 @@ from tpudoctor.hang.rule import (
     Category,
     HangRule,
     Match,
-    RuleExample,
     ThreadView,
     in_files,
+    stack_example,
 )
 
 FILES = ("/socket.py", "/ssl.py", "/http/client.py", "/urllib3/", "/requests/", "/grpc/", "/google/cloud/storage/",
@@ -28,10 +28,10 @@ class IoWait(HangRule):
     fallback = True
     docs = "https://cloud.google.com/storage/docs/retry-strategy"
     examples = (
-        RuleExample("a GCS download", (f"SocketIO.readinto ({STDLIB}socket.py:706)",
+        stack_example("a GCS download", (f"SocketIO.readinto ({STDLIB}socket.py:706)",
                                        f"Blob.download_as_bytes ({SITE}google/cloud/storage/blob.py:1453)",
                                        "fetch (util.py:20)"), matches=True),
-        RuleExample("no I/O frame", ("fetch (util.py:20)",), matches=False),
+        stack_example("no I/O frame", ("fetch (util.py:20)",), matches=False),
     )
 
     def match(self, thread: ThreadView) -> Match | None:

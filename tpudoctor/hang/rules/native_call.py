@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tpudoctor.hang.rule import Category, HangRule, Match, RuleExample, ThreadView
+from tpudoctor.hang.rule import Category, HangRule, Match, ThreadView, stack_example
 
 
 class NativeCall(HangRule):
@@ -15,8 +15,8 @@ class NativeCall(HangRule):
     fallback = True
     docs = "https://github.com/benfred/py-spy#can-py-spy-profile-native-extensions"
     examples = (
-        RuleExample("a jitted call with no frame below it", ("<module> (job.py:21)",), matches=True),
-        RuleExample("a running thread is not waiting", ("<module> (job.py:21)",), active=True, matches=False),
+        stack_example("a jitted call with no frame below it", ("<module> (job.py:21)",), matches=True),
+        stack_example("a running thread is not waiting", ("<module> (job.py:21)",), active=True, matches=False),
     )
 
     def match(self, thread: ThreadView) -> Match | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from tpudoctor.hang.model import Frame, ThreadStack
-from tpudoctor.hang.rule import STDLIB, Category, HangRule, Match, RuleExample, ThreadView
+from tpudoctor.hang.rule import STDLIB, Category, HangRule, Match, ThreadView, stack_example
 
 ACQUIRE_LINE = re.compile(r"^\s*(?:async\s+)?with\b.*(?:lock|mutex|semaphore|cond)|\.acquire\(", re.IGNORECASE)
 NATIVE = re.compile(r"PyThread_acquire_lock|lock_PyThread_acquire_lock|acquire_timed|rlock_acquire|_PyMutex_Lock")
@@ -55,14 +55,14 @@ class PythonLock(HangRule):
     rank = 5
     docs = "https://docs.python.org/3/library/threading.html#lock-objects"
     examples = (
-        RuleExample("record() waits while the writer thread holds the lock in open()",
+        stack_example("record() waits while the writer thread holds the lock in open()",
                     ("MetricsWriter.record (metrics.py:21) `with self._lock:`", "main (train.py:44)"),
                     others=(("metrics-writer", ("MetricsWriter.flush (metrics.py:33) `with open(self.path, \"a\") as "
                                                 "handle:` holding `with self._lock:  # held while writing (metrics.py:30)`",
                                                 f"Thread.run ({STDLIB}threading.py:982)")),),
                     matches=True),
-        RuleExample("lock.acquire()", ("Registry.update (registry.py:40) `self._lock.acquire()`",), matches=True),
-        RuleExample("a plain open() is not a lock", ("read_shard (input_pipeline.py:50) `with open(path) as f:`",),
+        stack_example("lock.acquire()", ("Registry.update (registry.py:40) `self._lock.acquire()`",), matches=True),
+        stack_example("a plain open() is not a lock", ("read_shard (input_pipeline.py:50) `with open(path) as f:`",),
                     matches=False),
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tpudoctor.hang.rule import Category, HangRule, Match, RuleExample, ThreadView
+from tpudoctor.hang.rule import Category, HangRule, Match, ThreadView, stack_example
 
 
 class RunningPython(HangRule):
@@ -14,8 +14,8 @@ class RunningPython(HangRule):
     fallback = True
     docs = "https://github.com/benfred/py-spy#how-does-py-spy-work"
     examples = (
-        RuleExample("running", ("update (train.py:60)",), active=True, matches=True),
-        RuleExample("idle", ("update (train.py:60)",), matches=False),
+        stack_example("running", ("update (train.py:60)",), active=True, matches=True),
+        stack_example("idle", ("update (train.py:60)",), matches=False),
     )
 
     def match(self, thread: ThreadView) -> Match | None:

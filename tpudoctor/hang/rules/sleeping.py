@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import re
 
-from tpudoctor.hang.rule import STDLIB, Category, HangRule, Match, RuleExample, ThreadView, in_files
+from tpudoctor.hang.rule import (
+    STDLIB,
+    Category,
+    HangRule,
+    Match,
+    ThreadView,
+    in_files,
+    stack_example,
+)
 
 FILES = ("/threading.py", "/queue.py", "/concurrent/futures/")
 SLEEP_LINE = re.compile(r"\bsleep\(|\.wait\(|\.join\(|\bpause\(|\binput\(")
@@ -20,11 +28,11 @@ class Sleeping(HangRule):
     fallback = True
     docs = "https://docs.python.org/3/library/threading.html"
     examples = (
-        RuleExample("time.sleep in the loop", ("wait_for_file (train.py:12) `time.sleep(5)`", "main (train.py:40)"),
+        stack_example("time.sleep in the loop", ("wait_for_file (train.py:12) `time.sleep(5)`", "main (train.py:40)"),
                     matches=True),
-        RuleExample("Event.wait", (f"Condition.wait ({STDLIB}threading.py:331)", f"Event.wait ({STDLIB}threading.py:629)",
+        stack_example("Event.wait", (f"Condition.wait ({STDLIB}threading.py:331)", f"Event.wait ({STDLIB}threading.py:629)",
                                    "main (train.py:20)"), matches=True),
-        RuleExample("a native call is not a sleep", ("train_step (train.py:55)",), matches=False),
+        stack_example("a native call is not a sleep", ("train_step (train.py:55)",), matches=False),
     )
 
     def match(self, thread: ThreadView) -> Match | None:

@@ -1,1 +1,1 @@
-"""Built-in memory fix rules, one module each; found by ``tpudoctor.memory.rule_registry``."""
+"""Built-in memory fix rules, one module each; found by the family table (``tpudoctor.families``, ``memory-rules``)."""

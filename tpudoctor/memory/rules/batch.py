@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from tpudoctor.findings import Status
-from tpudoctor.memory.fix_rule import MemoryExample, MemoryPlanInput, MemoryRule, Saving
+from tpudoctor.memory.fix_rule import Example, MemoryPlanInput, MemoryRule, Saving
 from tpudoctor.memory.plan_spec import Value, synthetic_plan
 from tpudoctor.memory.rules._common import DATA_NAME, live_temporary_shares, parameters
 
@@ -52,12 +52,12 @@ class SmallerBatch(MemoryRule):
     keeps_numerics = False
     docs = "https://optax.readthedocs.io/en/latest/api/optimizer_wrappers.html#optax.MultiSteps"
     examples = (
-        MemoryExample("batch-bound forward", _program(8192), Status.WARN,
+        Example("batch-bound forward", _program(8192), Status.WARN,
                       saving_bytes=(8192 * 1024 * 2 * 2 + 8192 * 4096 * 2) // FACTOR),
-        MemoryExample("an odd batch keeps its larger part (4097 -> 2049 and 2048)", _program(4097), Status.WARN,
+        Example("an odd batch keeps its larger part (4097 -> 2049 and 2048)", _program(4097), Status.WARN,
                       saving_bytes=(4097 * 1024 * 2 * 2 + 4097 * 4096 * 2)
                       - (4097 * 1024 * 2 * 2 + 4097 * 4096 * 2) * 2049 // 4097),
-        MemoryExample("no batch dimension", MemoryPlanInput(synthetic_plan(
+        Example("no batch dimension", MemoryPlanInput(synthetic_plan(
             [Value("w", dims=(1024, 1024), kind="parameter", op_name="w"),
              Value("out", dims=(1024, 1024), kind="output", op_name="jit(f)/sub")], name="jit_f")), Status.PASS,
             saving_bytes=0),

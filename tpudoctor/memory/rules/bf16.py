@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.findings import Status
-from tpudoctor.memory.fix_rule import MemoryExample, MemoryPlanInput, MemoryRule, Saving
+from tpudoctor.memory.fix_rule import Example, MemoryPlanInput, MemoryRule, Saving
 from tpudoctor.memory.plan_spec import Value, synthetic_plan
 from tpudoctor.memory.rules._common import is_optimizer_parameter, parameters, same_kind
 
@@ -36,9 +36,9 @@ class Bfloat16Parameters(MemoryRule):
     keeps_numerics = False
     docs = "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.bfloat16.html"
     examples = (
-        MemoryExample("f32 embedding table", _inference(FLOAT32), Status.WARN, saving_bytes=8192 * 1024 * 2),
-        MemoryExample("already bf16", _inference("bf16"), Status.PASS, saving_bytes=0),
-        MemoryExample("f32 weights the step updates", _updated(), Status.PASS, saving_bytes=0),
+        Example("f32 embedding table", _inference(FLOAT32), Status.WARN, saving_bytes=8192 * 1024 * 2),
+        Example("already bf16", _inference("bf16"), Status.PASS, saving_bytes=0),
+        Example("f32 weights the step updates", _updated(), Status.PASS, saving_bytes=0),
     )
 
     def saving(self, subject: MemoryPlanInput) -> Saving:

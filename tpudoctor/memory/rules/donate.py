@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.findings import Status
-from tpudoctor.memory.fix_rule import MemoryExample, MemoryPlanInput, MemoryRule, Saving
+from tpudoctor.memory.fix_rule import Example, MemoryPlanInput, MemoryRule, Saving
 from tpudoctor.memory.plan_spec import Value, synthetic_plan
 from tpudoctor.memory.rules._common import (
     donated_parameters,
@@ -43,9 +43,9 @@ class DonateBuffers(MemoryRule):
     fix = "donate buffers"
     docs = "https://docs.jax.dev/en/latest/faq.html#buffer-donation"
     examples = (
-        MemoryExample("update step without donation", _update_step(False), Status.WARN, saving_bytes=2 * 4 << 20),
-        MemoryExample("update step donating its parameters", _update_step(True), Status.PASS, saving_bytes=0),
-        MemoryExample("gradients are not matched to weights", _gradients_out(), Status.PASS, saving_bytes=0),
+        Example("update step without donation", _update_step(False), Status.WARN, saving_bytes=2 * 4 << 20),
+        Example("update step donating its parameters", _update_step(True), Status.PASS, saving_bytes=0),
+        Example("gradients are not matched to weights", _gradients_out(), Status.PASS, saving_bytes=0),
     )
 
     def saving(self, subject: MemoryPlanInput) -> Saving:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from tpudoctor.findings import Status
-from tpudoctor.memory.fix_rule import MemoryExample, MemoryPlanInput, MemoryRule, Saving
+from tpudoctor.memory.fix_rule import Example, MemoryPlanInput, MemoryRule, Saving
 from tpudoctor.memory.plan_spec import Value, synthetic_plan
 from tpudoctor.memory.rules._common import live_temporary_shares
 
@@ -44,9 +44,9 @@ class HostCallbackPinsBuffer(MemoryRule):
     fix = "drop the debug print / host callback"
     docs = "https://docs.jax.dev/en/latest/debugging/print_breakpoint.html"
     examples = (
-        MemoryExample("debug callback reads a 16 MiB intermediate", _program(True), Status.WARN,
+        Example("debug callback reads a 16 MiB intermediate", _program(True), Status.WARN,
                       saving_bytes=2048 * 2048 * 4),
-        MemoryExample("no callback", _program(False), Status.PASS, saving_bytes=0),
+        Example("no callback", _program(False), Status.PASS, saving_bytes=0),
     )
 
     def saving(self, subject: MemoryPlanInput) -> Saving:

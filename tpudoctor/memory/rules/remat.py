@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from tpudoctor.findings import Status
-from tpudoctor.memory.fix_rule import MemoryExample, MemoryPlanInput, MemoryRule, Saving
+from tpudoctor.memory.fix_rule import Example, MemoryPlanInput, MemoryRule, Saving
 from tpudoctor.memory.plan_spec import Value, synthetic_plan
 
 LARGE_FRACTION = 0.05
@@ -88,12 +88,12 @@ class Rematerialise(MemoryRule):
     fix = "rematerialise activations (jax.checkpoint)"
     docs = "https://docs.jax.dev/en/latest/gradient-checkpointing.html"
     examples = (
-        MemoryExample("MLP block keeping three buffers a layer", _mlp(4, (1024, 4096, 4096)), Status.WARN,
+        Example("MLP block keeping three buffers a layer", _mlp(4, (1024, 4096, 4096)), Status.WARN,
                       saving_bytes=4 * 2 * 256 * 4096 * 4),
-        MemoryExample("one buffer a layer", _mlp(4, (1024,)), Status.PASS, saving_bytes=0),
-        MemoryExample("scan residuals stacked over 8 layers", _scan((1024, 4096, 4096)), Status.WARN,
+        Example("one buffer a layer", _mlp(4, (1024,)), Status.PASS, saving_bytes=0),
+        Example("scan residuals stacked over 8 layers", _scan((1024, 4096, 4096)), Status.WARN,
                       saving_bytes=2 * 8 * 256 * 4096 * 4),
-        MemoryExample("no backward pass", _forward_only(), Status.PASS, saving_bytes=0),
+        Example("no backward pass", _forward_only(), Status.PASS, saving_bytes=0),
     )
 
     def saving(self, subject: MemoryPlanInput) -> Saving:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.findings import Status
-from tpudoctor.memory.fix_rule import MemoryExample, MemoryPlanInput, MemoryRule, Saving
+from tpudoctor.memory.fix_rule import Example, MemoryPlanInput, MemoryRule, Saving
 from tpudoctor.memory.plan_spec import Value, synthetic_plan
 from tpudoctor.memory.rules._common import DATA_NAME, parameters
 
@@ -34,11 +34,11 @@ class ShardUnusedAxis(MemoryRule):
     fix = "shard along an unused mesh axis"
     docs = "https://docs.jax.dev/en/latest/notebooks/Distributed_arrays_and_automatic_parallelization.html"
     examples = (
-        MemoryExample("weights replicated over the model axis", _program(("other", (2, 1, 2), True), 4),
+        Example("weights replicated over the model axis", _program(("other", (2, 1, 2), True), 4),
                       Status.WARN, saving_bytes=4096 * 4096 * 4 // 2 // 2),
-        MemoryExample("fully sharded", _program(("other", (2, 2), False), 4), Status.PASS, saving_bytes=0),
-        MemoryExample("one device, no mesh", _program(None, 1), Status.PASS, saving_bytes=0),
-        MemoryExample("one device", _program(None, 1, mesh={"data": 1}), Status.PASS, saving_bytes=0),
+        Example("fully sharded", _program(("other", (2, 2), False), 4), Status.PASS, saving_bytes=0),
+        Example("one device, no mesh", _program(None, 1), Status.PASS, saving_bytes=0),
+        Example("one device", _program(None, 1, mesh={"data": 1}), Status.PASS, saving_bytes=0),
     )
 
     def saving(self, subject: MemoryPlanInput) -> Saving:

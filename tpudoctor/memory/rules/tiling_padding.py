@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tpudoctor.findings import Status
-from tpudoctor.memory.fix_rule import MemoryExample, MemoryPlanInput, MemoryRule, Saving
+from tpudoctor.memory.fix_rule import Example, MemoryPlanInput, MemoryRule, Saving
 from tpudoctor.memory.hlo_shapes import Shape
 from tpudoctor.memory.plan_spec import Value, synthetic_plan
 
@@ -42,9 +42,9 @@ class TilingPadding(MemoryRule):
     fix = "make the small dimension major (fix tiling padding)"
     docs = "https://cloud.google.com/tpu/docs/performance-guide#consequences_of_tiling"
     examples = (
-        MemoryExample("f32[65536, 3] under T(8,128)", _program(True), Status.WARN,
+        Example("f32[65536, 3] under T(8,128)", _program(True), Status.WARN,
                       saving_bytes=2 * (65536 * 128 * 4 - 8 * 65536 * 4)),
-        MemoryExample("CPU layout: no tiles", _program(False), Status.PASS, saving_bytes=0),
+        Example("CPU layout: no tiles", _program(False), Status.PASS, saving_bytes=0),
     )
 
     def saving(self, subject: MemoryPlanInput) -> Saving:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import BreakdownFigures, HostResult
-from tpudoctor.profile.rule import SHARE_OF_STEP, ProfileRule, RuleExample
+from tpudoctor.profile.rule import SHARE_OF_STEP, Example, ProfileRule
 
 CROSS_HOST_TABLE = "cross_host"  # analysis.hosts.CROSS_HOST_TABLE (rules read HostResult only)
 BY_KIND_TABLE = "collectives_by_kind"  # analysis.collectives.BY_KIND_TABLE
@@ -50,9 +50,9 @@ class Collectives(ProfileRule):
     COLLECTIVE_BOUND_PERCENT = 30.0
     docs = "https://openxla.org/xprof/megascale_stats"
     examples = (
-        RuleExample("no collectives", _host(0.0), Status.PASS),
-        RuleExample("all-reduce, one host", _host(12.0), Status.WARN),
-        RuleExample("waiting for a straggler", _host(90.0, wait=78.0), Status.FAIL),
+        Example("no collectives", _host(0.0), Status.PASS),
+        Example("all-reduce, one host", _host(12.0), Status.WARN),
+        Example("waiting for a straggler", _host(90.0, wait=78.0), Status.FAIL),
     )
 
     def evaluate(self, host: HostResult):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Status
 from tpudoctor.profile.host_result import CompileFigures, HostResult
-from tpudoctor.profile.rule import ProfileRule, RuleExample
+from tpudoctor.profile.rule import Example, ProfileRule
 from tpudoctor.profile.rules.recompilation import (
     compile_evidence,
     compile_severity,
@@ -33,10 +33,10 @@ class CompilationInWindow(ProfileRule):
     COMPILE_FINDING_PERCENT = 5.0
     docs = "https://jax.readthedocs.io/en/latest/profiling.html"
     examples = (
-        RuleExample("warmed up", _host({}, 0.0), Status.PASS),
-        RuleExample("first compile in the window", _host({"train_step": 1}, 8.0), Status.WARN),
-        RuleExample("compile dominates the window", _host({"train_step": 1}, 70.0), Status.FAIL),
-        RuleExample("recompiling is the other rule", _host({"train_step": 4}, 30.0), Status.PASS),
+        Example("warmed up", _host({}, 0.0), Status.PASS),
+        Example("first compile in the window", _host({"train_step": 1}, 8.0), Status.WARN),
+        Example("compile dominates the window", _host({"train_step": 1}, 70.0), Status.FAIL),
+        Example("recompiling is the other rule", _host({"train_step": 4}, 30.0), Status.PASS),
     )
 
     def evaluate(self, host: HostResult):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import BreakdownFigures, HostResult
-from tpudoctor.profile.rule import SHARE_OF_STEP, ProfileRule, RuleExample
+from tpudoctor.profile.rule import SHARE_OF_STEP, Example, ProfileRule
 from tpudoctor.profile.rules.host_offload import offload_share_of_step
 
 
@@ -34,8 +34,8 @@ class DeviceBound(ProfileRule):
     DEVICE_BOUND_PERCENT = 50.0
     docs = "https://cloud.google.com/tpu/docs/performance-guide"
     examples = (
-        RuleExample("host-dominated", _host(10.0), Status.PASS),
-        RuleExample("device computes", _host(85.0), Status.WARN),
+        Example("host-dominated", _host(10.0), Status.PASS),
+        Example("device computes", _host(85.0), Status.WARN),
     )
 
     def evaluate(self, host: HostResult):

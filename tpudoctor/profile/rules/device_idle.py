@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import BreakdownFigures, HostResult
-from tpudoctor.profile.rule import SHARE_OF_STEP, ProfileRule, RuleExample
+from tpudoctor.profile.rule import SHARE_OF_STEP, Example, ProfileRule
 
 
 def _host(idle: float, model: str = "tpu-step-breakdown") -> HostResult:
@@ -26,10 +26,10 @@ class DeviceIdle(ProfileRule):
     BOUND_PERCENT = 20.0
     docs = "https://cloud.google.com/tpu/docs/performance-guide"
     examples = (
-        RuleExample("busy", _host(1.0), Status.PASS),
-        RuleExample("host-loop model is judged elsewhere", _host(50.0, "host-loop-timeline"), Status.PASS),
-        RuleExample("some idle", _host(8.0), Status.WARN),
-        RuleExample("mostly idle", _host(40.0), Status.FAIL),
+        Example("busy", _host(1.0), Status.PASS),
+        Example("host-loop model is judged elsewhere", _host(50.0, "host-loop-timeline"), Status.PASS),
+        Example("some idle", _host(8.0), Status.WARN),
+        Example("mostly idle", _host(40.0), Status.FAIL),
     )
 
     def evaluate(self, host: HostResult):

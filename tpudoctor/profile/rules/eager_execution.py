@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import HostOpsFigures, HostResult
-from tpudoctor.profile.rule import ProfileRule, RuleExample
+from tpudoctor.profile.rule import Example, ProfileRule
 
 
 def _host(eager_ms: float) -> HostResult:
@@ -24,9 +24,9 @@ class EagerExecution(ProfileRule):
     BOUND_PERCENT = 20.0
     docs = "https://www.tensorflow.org/guide/function"
     examples = (
-        RuleExample("graph mode", _host(5.0), Status.PASS),
-        RuleExample("some eager", _host(150.0), Status.WARN),
-        RuleExample("eager loop", _host(600.0), Status.FAIL),
+        Example("graph mode", _host(5.0), Status.PASS),
+        Example("some eager", _host(150.0), Status.WARN),
+        Example("eager loop", _host(600.0), Status.FAIL),
     )
 
     def evaluate(self, host: HostResult):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import BreakdownFigures, HostOpsFigures, HostResult
-from tpudoctor.profile.rule import SHARE_OF_STEP, ProfileRule, RuleExample
+from tpudoctor.profile.rule import SHARE_OF_STEP, Example, ProfileRule
 
 
 def _host(callback_ms: float) -> HostResult:
@@ -29,9 +29,9 @@ class HostCallback(ProfileRule):
     BOUND_PERCENT = 20.0
     docs = "https://jax.readthedocs.io/en/latest/notebooks/external_callbacks.html"
     examples = (
-        RuleExample("no callbacks", _host(0.0), Status.PASS),
-        RuleExample("a few", _host(80.0), Status.WARN),
-        RuleExample("callback-bound", _host(400.0), Status.FAIL),
+        Example("no callbacks", _host(0.0), Status.PASS),
+        Example("a few", _host(80.0), Status.WARN),
+        Example("callback-bound", _host(400.0), Status.FAIL),
     )
 
     def evaluate(self, host: HostResult):

@@ -9,7 +9,7 @@ from tpudoctor.profile.host_result import (
     HostOpsFigures,
     HostResult,
 )
-from tpudoctor.profile.rule import SHARE_OF_STEP, ProfileRule, RuleExample
+from tpudoctor.profile.rule import SHARE_OF_STEP, Example, ProfileRule
 
 
 def offload_share_of_step(host: HostResult) -> float:
@@ -43,8 +43,8 @@ class HostOffload(ProfileRule):
     HOST_OFFLOAD_PERCENT = 20.0
     docs = "https://jax.readthedocs.io/en/latest/notebooks/host-offloading.html"
     examples = (
-        RuleExample("no offload", _host(0.0, 0.0), Status.PASS),
-        RuleExample("offload dominates", _host(96.5, 90.3), Status.FAIL),
+        Example("no offload", _host(0.0, 0.0), Status.PASS),
+        Example("offload dominates", _host(96.5, 90.3), Status.FAIL),
     )
 
     def evaluate(self, host: HostResult):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import BreakdownFigures, HostResult
-from tpudoctor.profile.rule import SHARE_OF_STEP, ProfileRule, RuleExample
+from tpudoctor.profile.rule import SHARE_OF_STEP, Example, ProfileRule
 
 
 def _host(idle: float, callback: float = 0.0) -> HostResult:
@@ -28,8 +28,8 @@ class HostOverhead(ProfileRule):
     HOST_OVERHEAD_PERCENT = 20.0
     docs = "https://jax.readthedocs.io/en/latest/profiling.html"
     examples = (
-        RuleExample("little overhead", _host(5.0), Status.PASS),
-        RuleExample("host python dominates", _host(45.0, 3.0), Status.FAIL),
+        Example("little overhead", _host(5.0), Status.PASS),
+        Example("host python dominates", _host(45.0, 3.0), Status.FAIL),
     )
 
     def evaluate(self, host: HostResult):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import HostOpsFigures, HostResult
-from tpudoctor.profile.rule import ProfileRule, RuleExample
+from tpudoctor.profile.rule import Example, ProfileRule
 
 
 def _host(transfer_ms: float) -> HostResult:
@@ -24,8 +24,8 @@ class HostTransfers(ProfileRule):
     HOST_TRANSFER_PERCENT = 10.0
     docs = "https://jax.readthedocs.io/en/latest/faq.html#controlling-data-and-computation-placement-on-devices"
     examples = (
-        RuleExample("few transfers", _host(10.0), Status.PASS),
-        RuleExample("many transfers", _host(300.0), Status.WARN),
+        Example("few transfers", _host(10.0), Status.PASS),
+        Example("many transfers", _host(300.0), Status.WARN),
     )
 
     def evaluate(self, host: HostResult):

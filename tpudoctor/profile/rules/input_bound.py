@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import BreakdownFigures, HostResult
-from tpudoctor.profile.rule import SHARE_OF_STEP, ProfileRule, RuleExample
+from tpudoctor.profile.rule import SHARE_OF_STEP, Example, ProfileRule
 
 TF_DATA_FIXES = (
     "Add .prefetch(tf.data.AUTOTUNE) as the last step of the tf.data pipeline",
@@ -42,9 +42,9 @@ class InputBound(ProfileRule):
     HIGHLY_INPUT_BOUND_PERCENT = 20.0
     docs = "https://www.tensorflow.org/guide/data_performance"
     examples = (
-        RuleExample("not input-bound", _host(1.0), Status.PASS),
-        RuleExample("moderately", _host(8.0, "tensorflow"), Status.WARN),
-        RuleExample("highly", _host(35.0), Status.FAIL),
+        Example("not input-bound", _host(1.0), Status.PASS),
+        Example("moderately", _host(8.0, "tensorflow"), Status.WARN),
+        Example("highly", _host(35.0), Status.FAIL),
     )
 
     def evaluate(self, host: HostResult):

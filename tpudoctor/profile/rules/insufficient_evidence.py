@@ -5,7 +5,7 @@ from __future__ import annotations
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.analysis.evidence import MinimumEvidence, check_evidence
 from tpudoctor.profile.host_result import Evidence, HostResult
-from tpudoctor.profile.rule import ProfileRule, RuleExample
+from tpudoctor.profile.rule import Example, ProfileRule
 
 EVIDENCE_RULE = "insufficient-evidence"
 
@@ -26,9 +26,9 @@ class InsufficientEvidence(ProfileRule):
     minimum = MinimumEvidence()
     docs = "https://docs.jax.dev/en/latest/profiling.html"
     examples = (
-        RuleExample("twenty steps over most of the window", _host(20, 900.0), Status.PASS),
-        RuleExample("three kernel runs in a long window", _host(3, 0.6, 700.0, 0.6), Status.WARN),
-        RuleExample("steps over a tenth of the window", _host(20, 100.0), Status.WARN),
+        Example("twenty steps over most of the window", _host(20, 900.0), Status.PASS),
+        Example("three kernel runs in a long window", _host(3, 0.6, 700.0, 0.6), Status.WARN),
+        Example("steps over a tenth of the window", _host(20, 100.0), Status.WARN),
     )
 
     def evaluate(self, host: HostResult):

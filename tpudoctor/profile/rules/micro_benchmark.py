@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import DeviceFigures, HostResult, StepFigures
-from tpudoctor.profile.rule import ProfileRule, RuleExample
+from tpudoctor.profile.rule import Example, ProfileRule
 
 MICRO_BENCHMARK_RULE = "micro-benchmark"
 PREFIX = "micro-benchmark: no training loop: "  # analysis.steps.MICRO_BENCHMARK, as steps.reason starts
@@ -36,8 +36,8 @@ class MicroBenchmark(ProfileRule):
     lead_rank = 0
     docs = "https://docs.jax.dev/en/latest/profiling.html"
     examples = (
-        RuleExample("a training loop with step markers", _host(False), Status.PASS),
-        RuleExample("five dots and a conversion, each run three times", _host(True), Status.WARN),
+        Example("a training loop with step markers", _host(False), Status.PASS),
+        Example("five dots and a conversion, each run three times", _host(True), Status.WARN),
     )
 
     def evaluate(self, host: HostResult):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import HostResult, StepFigures
-from tpudoctor.profile.rule import ProfileRule, RuleExample
+from tpudoctor.profile.rule import Example, ProfileRule
 
 PSEUDO_METHODS = ("pseudo-steps-xla-modules", "pseudo-steps-host-program-runs")
 MARKER_FIXES = ("JAX: wrap each step in `with jax.profiler.StepTraceAnnotation('train', step_num=i):`",
@@ -20,10 +20,10 @@ class NoStepMarkers(ProfileRule):
     title = "Steps are marked in the capture"
     docs = "https://www.tensorflow.org/guide/profiler#profiling_custom_training_loops"
     examples = (
-        RuleExample("device steps line", HostResult("h", steps=StepFigures("device-steps-line", 10)), Status.PASS),
-        RuleExample("pseudo-steps", HostResult("h", steps=StepFigures("pseudo-steps-xla-modules", 10, "jit_f(1)")),
+        Example("device steps line", HostResult("h", steps=StepFigures("device-steps-line", 10)), Status.PASS),
+        Example("pseudo-steps", HostResult("h", steps=StepFigures("pseudo-steps-xla-modules", 10, "jit_f(1)")),
                     Status.WARN),
-        RuleExample("no steps", HostResult("h", steps=StepFigures("none", 0, reason="no markers")), Status.WARN),
+        Example("no steps", HostResult("h", steps=StepFigures("none", 0, reason="no markers")), Status.WARN),
     )
 
     def evaluate(self, host: HostResult):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import HostOpsFigures, HostResult
-from tpudoctor.profile.rule import ProfileRule, RuleExample
+from tpudoctor.profile.rule import Example, ProfileRule
 
 
 class OutsideCompilation(ProfileRule):
@@ -18,9 +18,9 @@ class OutsideCompilation(ProfileRule):
     OUTSIDE_COMPILATION_PERCENT = 5.0
     docs = "https://cloud.google.com/tpu/docs/tensorflow-ops"
     examples = (
-        RuleExample("none", HostResult("h", host_ops=HostOpsFigures(outside_compilation_share_of_device_percent=0.0)),
+        Example("none", HostResult("h", host_ops=HostOpsFigures(outside_compilation_share_of_device_percent=0.0)),
                     Status.PASS),
-        RuleExample("some", HostResult("h", host_ops=HostOpsFigures(outside_compilation_share_of_device_percent=12.0)),
+        Example("some", HostResult("h", host_ops=HostOpsFigures(outside_compilation_share_of_device_percent=12.0)),
                     Status.WARN),
     )
 

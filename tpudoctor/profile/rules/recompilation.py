@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import BreakdownFigures, CompileFigures, HostResult
-from tpudoctor.profile.rule import SHARE_OF_STEP, ProfileRule, RuleExample
+from tpudoctor.profile.rule import SHARE_OF_STEP, Example, ProfileRule
 
 BOUND_PERCENT = 20.0
 
@@ -73,9 +73,9 @@ class Recompilation(ProfileRule):
     BOUND_PERCENT = BOUND_PERCENT
     docs = "https://jax.readthedocs.io/en/latest/jit-compilation.html"
     examples = (
-        RuleExample("one warm-up compile", _host({"train_step": 1}, 2.0), Status.PASS),
-        RuleExample("recompiles a little", _host({"train_step": 3}, 4.0), Status.WARN),
-        RuleExample("recompiles every step", _host({"train_step": 8}, 60.0), Status.FAIL),
+        Example("one warm-up compile", _host({"train_step": 1}, 2.0), Status.PASS),
+        Example("recompiles a little", _host({"train_step": 3}, 4.0), Status.WARN),
+        Example("recompiles every step", _host({"train_step": 8}, 60.0), Status.FAIL),
     )
 
     def evaluate(self, host: HostResult):

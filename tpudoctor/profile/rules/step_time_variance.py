@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import HostResult, StepFigures
-from tpudoctor.profile.rule import ProfileRule, RuleExample
+from tpudoctor.profile.rule import Example, ProfileRule
 
 
 def _host(cv: float, count: int = 10) -> HostResult:
@@ -22,9 +22,9 @@ class StepTimeVariance(ProfileRule):
     MIN_STEPS = 3
     docs = "https://www.tensorflow.org/guide/profiler#input_pipeline_analyzer"
     examples = (
-        RuleExample("steady", _host(3.0), Status.PASS),
-        RuleExample("too few steps to tell", _host(80.0, count=2), Status.PASS),
-        RuleExample("jumpy", _host(45.0), Status.WARN),
+        Example("steady", _host(3.0), Status.PASS),
+        Example("too few steps to tell", _host(80.0, count=2), Status.PASS),
+        Example("jumpy", _host(45.0), Status.WARN),
     )
 
     def evaluate(self, host: HostResult):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import HostResult
-from tpudoctor.profile.rule import ProfileRule, RuleExample
+from tpudoctor.profile.rule import Example, ProfileRule
 from tpudoctor.profile.rules.collectives import CROSS_HOST_TABLE, cross_host_row
 
 
@@ -27,9 +27,9 @@ class Straggler(ProfileRule):
     needs = ("steps", "device-ops", "other-hosts")
     docs = "https://hta.readthedocs.io/en/latest/source/features/lightweight_critical_path_analysis.html"
     examples = (
-        RuleExample("another host is late", _host("worker0", "worker2"), Status.PASS),
-        RuleExample("this host is late", _host("worker2", "worker2"), Status.FAIL),
-        RuleExample("single host", HostResult("h"), Status.PASS),
+        Example("another host is late", _host("worker0", "worker2"), Status.PASS),
+        Example("this host is late", _host("worker2", "worker2"), Status.FAIL),
+        Example("single host", HostResult("h"), Status.PASS),
     )
 
     def evaluate(self, host: HostResult):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tpudoctor.findings import Severity, Status
 from tpudoctor.profile.host_result import HostResult
-from tpudoctor.profile.rule import ProfileRule, RuleExample
+from tpudoctor.profile.rule import Example, ProfileRule
 
 WHATIF_TABLE = "straggler_whatif"  # analysis.whatif.ROWS_TABLE (rules read HostResult only)
 
@@ -41,11 +41,11 @@ class StragglerCost(ProfileRule):
     """Beyond this, the model (waits predicted from typical transfers) misses the measured step: figures rough."""
     docs = "https://arxiv.org/abs/2505.05713"
     examples = (
-        RuleExample("this host costs 29 of 40 ms", _host("worker2", 29.0, 0.98), Status.FAIL),
-        RuleExample("this host costs 3 of 40 ms since step 8", _host("worker2", 3.0, 0.6, onset=8), Status.WARN),
-        RuleExample("noise: 3 of 40 ms, not persistent", _host("worker2", 3.0, 0.4, priced=False), Status.PASS),
-        RuleExample("this host costs nothing", _host("worker1", 0.0, 0.0), Status.PASS),
-        RuleExample("single host", HostResult("h"), Status.PASS),
+        Example("this host costs 29 of 40 ms", _host("worker2", 29.0, 0.98), Status.FAIL),
+        Example("this host costs 3 of 40 ms since step 8", _host("worker2", 3.0, 0.6, onset=8), Status.WARN),
+        Example("noise: 3 of 40 ms, not persistent", _host("worker2", 3.0, 0.4, priced=False), Status.PASS),
+        Example("this host costs nothing", _host("worker1", 0.0, 0.0), Status.PASS),
+        Example("single host", HostResult("h"), Status.PASS),
     )
 
     def _fit_words(self, error_percent) -> str:
