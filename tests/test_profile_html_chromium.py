@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -35,8 +36,12 @@ def test_html_report_screenshot_is_not_blank(tmp_path):
         capture_output=True, timeout=120, check=True)
     pixels = _png_pixels(shot.read_bytes())
     assert len(set(pixels)) > 20, "screenshot has almost one colour: the page rendered blank"
-    red = sum(1 for p in pixels if p[0] > 150 and p[1] < 80 and p[2] < 80)
-    assert red > 1000, "the red input bars of the step chart are missing"
+    # the step chart's input part, in the colour its legend gives it
+    colour = re.search(r'fill="#([0-9a-f]{6})" width="10" height="10"/></svg> input', report.read_text())
+    assert colour, "the step chart's legend has no input part"
+    rgb = tuple(int(colour[1][i:i + 2], 16) for i in (0, 2, 4))
+    shown = sum(1 for p in pixels if all(abs(p[i] - rgb[i]) < 24 for i in range(3)))
+    assert shown > 200, f"the input bars of the step chart are missing ({shown} pixels of #{colour[1]})"
 
 
 def _png_pixels(data: bytes) -> list[tuple[int, int, int]]:
@@ -100,7 +105,7 @@ def test_roofline_chart_renders(tmp_path):
     subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
-         "--window-size=1100,700", f"--screenshot={shot}", chart.as_uri()],
+         "--window-size=1100,2400", f"--screenshot={shot}", chart.as_uri()],
         capture_output=True, timeout=120, check=True)
     pixels = _png_pixels(shot.read_bytes())
     # every 7th row is sampled: the long diagonal HBM roof (#1565c0) shows, the program's diamond

@@ -66,13 +66,11 @@ def test_the_compile_preflight_reads_the_compilers_size_as_the_oom_reader_does()
     """The preflight had its own reader, which cut the bytes short where the log layer rounds: 25.03G (a
     compile error JAX raised, tests/test_memory_preflight_fixtures.py) was 26875757854 bytes to one, 26875757855
     to the other."""
-    from tpudoctor.preflight.compiler import OOM_REQUIRED
-    from tpudoctor.preflight.compiler import parse_size as preflight_size
+    from tpudoctor.preflight.compiler import read_out_of_memory
 
     error = ("RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required for HLO temporaries "
              "(25.03G) exceeds available HBM (15.75G).")
-    required = OOM_REQUIRED.search(error)
-    assert preflight_size(required["size"], required["unit"]) == parse_size("25.03G") == round(25.03 * 2**30)
+    assert read_out_of_memory(error).required_bytes == parse_size("25.03G") == round(25.03 * 2**30)
 
 
 def test_gcs_data_objects_show_sizes_as_every_other_report():
