@@ -7,13 +7,16 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpudoctor.bench import DEFAULT_CONFIRM_RUNS, gate, steady
 from tpudoctor.bench import document as bench_document
 from tpudoctor.bench.report import BenchReport
 from tpudoctor.errors import InputError, UsageError
 from tpudoctor.exitcodes import ExitCode
+
+if TYPE_CHECKING:
+    from tpudoctor.bench.launch import RunRequest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +93,16 @@ def run(inputs: Sequence[str], options: BenchOptions, progress: Callable[[str], 
                        note=_loss_note(options, result))
 
 
+def _request(options: BenchOptions) -> RunRequest:
+    """One reference run of these options, with the windows steady-state detection may drop as warm-up."""
+    from tpudoctor.bench.launch import RunRequest
+
+    return RunRequest(model=options.model, framework=options.framework, steps=options.steps,
+                      repeats=options.repeats + steady.warmup_allowance(options.repeats),
+                      batch_size=options.batch_size, accelerator=options.accelerator, data_dir=options.data_dir,
+                      profile_dir=options.profile, step_delay_ms=options.inject_step_delay)
+
+
 def _checked_baseline(options: BenchOptions) -> dict[str, Any] | None:
     """The baseline, read; refuse a run that cannot be compared or cannot start before spending minutes on it."""
     from tpudoctor.bench.launch import framework_installed
@@ -118,13 +131,9 @@ def _checked_baseline(options: BenchOptions) -> dict[str, Any] | None:
 def _measure(options: BenchOptions, progress: Callable[[str], None] | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The document of this run (for a baseline, of the process with the middle median) and its run result."""
     from tpudoctor import __version__
-    from tpudoctor.bench.launch import RunRequest
 
     warmup_allowed = steady.warmup_allowance(options.repeats)
-    request = RunRequest(model=options.model, framework=options.framework, steps=options.steps,
-                         repeats=options.repeats + warmup_allowed, batch_size=options.batch_size,
-                         accelerator=options.accelerator, data_dir=options.data_dir, profile_dir=options.profile,
-                         step_delay_ms=options.inject_step_delay)
+    request = _request(options)
     outcome = _run_with_progress(request, options.timeout_s, update=progress)
     result = outcome.result
     if result is None:
@@ -151,12 +160,8 @@ def _comparison(options: BenchOptions, baseline: dict[str, Any], doc: dict[str, 
                 progress: Callable[[str], None] | None) -> dict[str, Any]:
     """The gate's verdict against the baseline, confirmed on fresh runs when it suspects a regression."""
     from tpudoctor import __version__
-    from tpudoctor.bench.launch import RunRequest
 
-    request = RunRequest(model=options.model, framework=options.framework, steps=options.steps,
-                         repeats=options.repeats + steady.warmup_allowance(options.repeats),
-                         batch_size=options.batch_size, accelerator=options.accelerator, data_dir=options.data_dir,
-                         profile_dir=options.profile, step_delay_ms=options.inject_step_delay)
+    request = _request(options)
     mismatches = gate.key_mismatches(baseline["key"], doc["key"])
     if mismatches and not options.allow_mismatch:
         lines = "; ".join(f"{m.field}: baseline {m.baseline!r}, this run {m.current!r}" for m in mismatches)
