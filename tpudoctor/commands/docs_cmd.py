@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, settings) -> ExitCode:
     from tpudoctor.errors import InputError
     from tpudoctor.reference import gather
-    from tpudoctor.reports.reference_markdown import GENERATED, render_pages
+    from tpudoctor.reference_markdown import GENERATED, render_pages
 
     out = _out_folder(args.out)
     pages = render_pages(gather(plugins=args.with_plugins))
