@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tpudoctor.findings import Finding, Scope, Status, Step
+from tpudoctor.findings import Finding, Scope, Status, Step, describe_workers
 from tpudoctor.units import format_bytes
 
 MARKERS = {Status.PASS: "[✓]", Status.WARN: "[!]", Status.FAIL: "[✗]", Status.SKIP: "[-]", Status.ERROR: "[☠]"}
@@ -204,8 +204,6 @@ def where_words(finding: Finding) -> str:
         return ""
     scope = finding.scope
     if len(scope.workers) > 2:
-        from tpudoctor.findings import describe_workers
-
         named = scope_words(dataclasses.replace(scope, workers=()))
         workers = f"on workers {describe_workers(scope.workers)}"
         return workers + (f"; {named.removeprefix('on ')}" if named else "")
