@@ -330,3 +330,10 @@ def test_set_4_is_frozen_and_every_log_is_labelled():
             assert {"ettr_tolerance", "ettr_arithmetic", "wall_s"} <= log.keys() and 0 < log["ettr"] <= 1, log["file"]
         if log.get("mllog"):
             assert log["init_ms"] > 0 and log["run_ms"] > 0, log["file"]
+
+
+def test_set_4_was_scored_once_and_the_score_names_only_labelled_logs():
+    logs = {log["file"] for log in tomllib.loads((HELD_OUT_4 / "manifest.toml").read_text(encoding="utf-8"))["log"]}
+    first = tomllib.loads((HELD_OUT_4 / "FIRST_SCORE.toml").read_text(encoding="utf-8"))
+    assert first["logs"] == len(logs) == 22 and first["right"] + len(first["wrong"]) == first["logs"]
+    assert set(first["wrong"]) <= logs and len(set(first["wrong"])) == len(first["wrong"]) == 9
