@@ -211,6 +211,13 @@ def _anchor(runs: list[Run], wall_start: float, wall_end: float, jumps: list[dic
     runs[-1].end_t = wall_end if jumps else max(runs[-1].end_t or wall_end, wall_end)
 
 
+def clock_tick_s(runs: list[Run]) -> float:
+    """The step lines' clock resolution read from their times: 1 s when every kept step time is a whole second
+    (a time of day, ISO with no fraction), else 0 (the clock's fraction is finer than any step gap it judges)."""
+    times = [t for run in runs for t in run.step_t]
+    return 1.0 if len(times) >= 2 and all(t == int(t) for t in times) else 0.0
+
+
 def _attribute_runs(runs: list[Run], timed: bool, median: float | None, mad: float | None,
                     wall_start: float | None, figures: Figures,
                     outliers: list[dict[str, Any]], normal_s: float | None = None,
@@ -232,7 +239,7 @@ def _attribute_runs(runs: list[Run], timed: bool, median: float | None, mad: flo
         if median is not None and timed and run.stepped:
             attribute_startup(run, median, figures, run_bands, wall_start)
             attribute_steady(run, median, _threshold(median, mad or 0.0), redo_from[i], figures, outliers,
-                             run_bands, wall_start, normal_s, charge_anomalous)
+                             run_bands, wall_start, normal_s, charge_anomalous, tick_s=clock_tick_s(runs))
             attribute_tail(run, i == len(runs) - 1, figures, run_bands, wall_start)
         elif timed and not run.stepped and run.start_t is not None and run.end_t is not None:
             # a start that never reached its first step: all of it lost to the disruption
