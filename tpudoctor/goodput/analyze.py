@@ -343,7 +343,7 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
     figures = account(timeline, wall_start=wall_start, wall_end=wall_end,
                       clock_jumps=lead.clock_jumps if lead is not None and primary.worker is None else None,
                       clock_outliers=[o for i in infos for o in i.clock_outliers],
-                      zone_skews=[z for i in infos for z in i.zone_skews])
+                      zone_skews=[z for i in infos for z in i.zone_skews], timed_run_s=_mlperf_run_s(lead))
     figures["notes"] = list(notes) + figures["notes"]
     confidence = figures["consistency"]["confidence"]
     for info in infos:
@@ -404,6 +404,11 @@ def _ettr_interval(figures: dict[str, Any], resolution_s: float | None) -> None:
     high = min((productive + slack) / max(wall - 2 * resolution_s, 1e-9), 1.0)
     figures["ettr_interval"] = [round(low, 4), round(high, 4)]
     figures["notes"].append(f"the clock ticks in {resolution_s:g} s: the ETTR lies in [{low:.3f}, {high:.3f}]")
+
+
+def _mlperf_run_s(lead: SourceInfo | None) -> float | None:
+    run_ms = ((lead.inferred or {}).get("mllog") or {}).get("run_ms") if lead is not None else None
+    return run_ms / 1000.0 if run_ms is not None else None
 
 
 def _note_inferred(lead: SourceInfo | None, figures: dict[str, Any]) -> bool:
