@@ -24,7 +24,15 @@ from tpudoctor.goodput.attribution import (
     attribute_tail,
     band,
 )
-from tpudoctor.goodput.buckets import BUCKETS, OTHER, PROGRAM_STARTUP, RECOVERY, RESTORE, SAVE, WASTED
+from tpudoctor.goodput.buckets import (
+    BUCKETS,
+    OTHER,
+    PROGRAM_STARTUP,
+    RECOVERY,
+    RESTORE,
+    SAVE,
+    WASTED,
+)
 from tpudoctor.goodput.mllog import FRAMEWORK as MLLOG_FRAMEWORK
 from tpudoctor.goodput.run import Run
 from tpudoctor.goodput.timeline import Stream, Timeline
