@@ -125,7 +125,13 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
     steps_union, first_step, last_step = _step_union(runs)
     known_step = any(r.saves or r.restored_step is not None for r in runs)
     reached_first_step = any(run.stepped for run in runs)
-    if steps_union is None and not known_step:
+    if steps_union is None and not known_step and runs[-1].end_reason == "the log ends" and not runs[-1].failures:
+        steps_union = 0  # none in the log, but nothing says the job stopped: it may have been starting still
+        figures.notes.append("no step line yet: the log ends during start-up with no error or exit line, so "
+                             "whether the job went on to train is unknown")
+        nulls["productive_s"] = nulls["ettr"] = ("the log ends before any step line and says nothing of the job's "
+                                                 "end: a longer log, or its exit, would tell")
+    elif steps_union is None and not known_step:
         steps_union = 0  # it started and stopped before its first step: 0 steps ran (not "unknown")
         figures.notes.append("no training step ran: the job started and stopped before its first step line")
     elif steps_union is None:
@@ -141,6 +147,8 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
         nulls["median_step_s"] = "fewer than two step lines with a time or a reported duration"
     badput = _badput(figures, timed, wall, saves, runs, nulls)
     productive = _productive(figures, timed, median, runs, steps_union, nulls)
+    if "ettr" in nulls and steps_union == 0:
+        productive = None
     ettr = productive / wall if productive is not None and wall else None
     outliers.sort(key=lambda o: -o["excess_s"])
     return {
@@ -231,8 +239,7 @@ def _timed_run_is_training(figures: Figures, timed_run_s: float) -> None:
     tail = figures.other_parts.pop(MLPERF_TAIL, 0.0)
     figures.notes.append(f"MLPerf's timed run (run_start..run_stop, {timed_run_s:.3f} s) is training by the "
                          f"benchmark's rules: its first block's excess ({figures.buckets[PROGRAM_STARTUP]:.3f} s) "
-                         f"and what follows the last block ({tail:.3f} s) count as training time; the blocks "
-                         f"themselves hold {figures.productive:.3f} s")
+                         f"and what follows the last block ({tail:.3f} s) count as training time")
     figures.buckets[PROGRAM_STARTUP] = 0.0
     figures.buckets[OTHER] -= tail
     figures.productive = timed_run_s
