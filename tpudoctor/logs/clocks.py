@@ -149,6 +149,24 @@ _INNERMOST = {kind: re.compile(rb"(?m)^(?:[^\n]*" + pattern.pattern.encode() + r
 _ONE = {"iso": re.compile(ISO.pattern.encode()), "glog": re.compile(GLOG.pattern.encode())}
 
 
+def _iso_matches(rows: bytes) -> list[re.Match[bytes]]:
+    """What ``finditer`` of the ISO clock finds in ``rows``, tried only where numpy finds its date's shape
+    (``dddd-dd-dd``): the regex alone tries every byte, which is most of a long log's clock reading."""
+    pattern = _ONE["iso"]
+    a = np.frombuffer(rows, dtype=np.uint8)
+    dashes = np.flatnonzero(a == 45)
+    p = dashes[(dashes >= 4) & (dashes + 6 < len(a))] - 4
+    digit = (a >= 48) & (a <= 57)
+    p = p[digit[p] & digit[p + 1] & digit[p + 2] & digit[p + 3] & digit[p + 5] & digit[p + 6] & (a[p + 7] == 45)]
+    out: list[re.Match[bytes]] = []
+    end = 0
+    for at in p.tolist():
+        if at >= end and (m := pattern.match(rows, at)) is not None:
+            out.append(m)
+            end = m.end()
+    return out
+
+
 def innermost_times(rows: bytes, count: int, kind: str, *, year: int | None = None) -> list[LineClock | None] | None:
     """Each row's last clock of one kind (``rows``: ``count`` lines joined by newlines), read a column at a time:
     one regex over all rows, the dates and times as numpy columns. None where the rows need the line-at-a-time
@@ -156,7 +174,7 @@ def innermost_times(rows: bytes, count: int, kind: str, *, year: int | None = No
     pattern = _INNERMOST.get(kind)
     if pattern is None or count == 0:
         return None
-    matches = list(_ONE[kind].finditer(rows))
+    matches = _iso_matches(rows) if kind == "iso" else list(_ONE[kind].finditer(rows))
     found = [m.groups(b"") for m in matches]
     if len(found) == count:  # one clock per row, unless some row has two and another none
         newlines = np.flatnonzero(np.frombuffer(rows, dtype=np.uint8) == 10)
