@@ -288,6 +288,31 @@ def test_step_clocks_read_a_column_at_a_time_equal_the_line_at_a_time_reading():
             [(c.t, c.resolution_s) if c else None for c in one_by_one]
 
 
+def test_iso_clocks_found_where_numpy_sees_a_date_are_the_regexs_own_matches():
+    """The ISO clocks of a long log's rows are tried only where numpy finds ``dddd-dd-dd``: the same matches, in
+    the same places, as the regex tried at every byte (a year glued to digits, a date with no time, two clocks)."""
+    from tpudoctor.logs import clocks
+
+    rows = b"\n".join(log.read_bytes() for log in HELD_OUT.glob("*.log")) + (
+        b"\n12024-01-02 03:04:05 2024-01-02-03 -2024-01-02 03:04:05+01:00 1999-12-31T23:59:59.1234567891Z"
+        b"\n2024-01-02 03:04:0\n2024-01-02 03:04:05")
+    ours = clocks._iso_matches(rows)
+    assert len(ours) > 20
+    assert [(m.span(), m.groups()) for m in ours] == [(m.span(), m.groups()) for m in clocks._ONE["iso"].finditer(rows)]
+
+
+def test_lines_decoded_at_once_equal_each_line_decoded():
+    """A buffer's lines decoded in one go (split at newlines) read as each decoded alone, broken UTF-8 too."""
+    import numpy as np
+
+    from tpudoctor.logs.buffer import LineBuffer
+
+    buf = LineBuffer.of(b"ab\xe2\x82\nc\xffd\n\xe2\x82\xacx\n\x80\n\nz\xf0")
+    assert buf.texts(np.arange(len(buf))) == [buf[i] for i in range(len(buf))] == ["ab\ufffd", "c\ufffdd", "\u20acx",
+                                                                                   "\ufffd", "", "z\ufffd"]
+    assert buf.texts(np.array([3, 0])) == [buf[3], buf[0]] and buf.texts(np.zeros(0, dtype=np.int64)) == []
+
+
 HELD_OUT_3 = Path(__file__).parent / "data" / "logs" / "training_heldout_3"
 
 

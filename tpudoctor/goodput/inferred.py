@@ -80,12 +80,14 @@ def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tupl
     elif not has_absolute and kind == "relative":
         events.append(Event(Kind.START, 0.0, framework=FRAMEWORK, source=source, line_no=0,
                             text="the process's start (its relative clock's zero)"))
-    for point in series.points:
+    texts = lines.texts(np.array([p.index for p in series.points], dtype=np.int64)) \
+        if isinstance(lines, LineBuffer) else [lines[p.index] for p in series.points]
+    for point, line in zip(series.points, texts, strict=True):
         clock = picked[point.index]
         t = clock.t if clock is not None and (clock.absolute == has_absolute) else None
         events.append(Event(Kind.STEP, t, step=point.step, seconds=point.seconds, approx=point.approx,
                             worker=read.workers.get(point.index), framework=FRAMEWORK, source=source,
-                            line_no=point.index + 1, text=lines[point.index].strip()[:300]))
+                            line_no=point.index + 1, text=line.strip()[:300]))
     events.extend(_checkpoint_events(lines, read, picked, has_absolute, source))
     times = [c.t for c in picked.values() if c is not None and c.absolute == has_absolute]
     if events and events[0].kind is Kind.START and events[0].t is not None:

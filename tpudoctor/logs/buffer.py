@@ -88,6 +88,12 @@ class LineBuffer(Sequence[str]):
             if m is not None:
                 yield line, m
 
+    def texts(self, lines: np.ndarray) -> list[str]:
+        """The given lines decoded at once (as ``self[i]`` each would be: a newline never ends a broken sequence)."""
+        if not len(lines):
+            return []
+        return self.joined(lines).decode("utf-8", errors="replace").split("\n")
+
     def joined(self, lines: np.ndarray) -> bytes:
         """The given lines' bytes, one per row (newline-separated)."""
         return b"\n".join(self.data[s:e] for s, e in zip(self.starts[lines].tolist(), self.ends[lines].tolist(),

@@ -193,7 +193,7 @@ def innermost_times(rows: bytes, count: int, kind: str, *, year: int | None = No
         return np.where(table[:, k] == b"", b"0", table[:, k]).astype(np.int64)
 
     if kind == "iso":
-        if any(z not in (b"", b"Z") for z in table[:, 7]):
+        if ((table[:, 7] != b"") & (table[:, 7] != b"Z")).any():
             return None
         y, mo, d, h, mi, s = (column(k) for k in range(6))
         zone_given = table[:, 7] == b"Z"
@@ -210,8 +210,7 @@ def innermost_times(rows: bytes, count: int, kind: str, *, year: int | None = No
     fraction = np.char.add(b"0.", np.where(table[:, 6] == b"", b"0", table[:, 6])).astype(np.float64)
     t = (_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s) + fraction
     resolution = np.where(digits > 0, scale, 1.0)
-    out: list[LineClock | None] = []
-    for has, tt, res, zone in zip(present.tolist(), t.tolist(), resolution.tolist(), zone_given.tolist(),
-                                  strict=True):
-        out.append(LineClock(kind, tt, 0, res, zone_given=zone if kind == "iso" else False) if has else None)
-    return out
+    iso = kind == "iso"
+    return [LineClock(kind, tt, 0, res, zone_given=zone if iso else False) if has else None
+            for has, tt, res, zone in zip(present.tolist(), t.tolist(), resolution.tolist(), zone_given.tolist(),
+                                          strict=True)]
