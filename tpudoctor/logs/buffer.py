@@ -31,7 +31,7 @@ class LineBuffer(Sequence[str]):
         """The buffer's lines; None where a carriage return or an overlong line needs the line-by-line split."""
         if b"\r" in data:
             return None
-        newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+        newlines = _newlines(data)
         starts = np.concatenate(([0], newlines + 1))
         ends = np.concatenate((newlines, [len(data)]))
         if len(starts) and starts[-1] == len(data):  # the text ends with its newline: no empty last line
@@ -98,3 +98,16 @@ class LineBuffer(Sequence[str]):
         """The given lines' bytes, one per row (newline-separated)."""
         return b"\n".join(self.data[s:e] for s, e in zip(self.starts[lines].tolist(), self.ends[lines].tolist(),
                                                           strict=True))
+
+
+NEWLINE_CHUNK = 1 << 22
+"""Newlines are found 4 MiB at a time: one small mask reused, not a fresh one the size of the log to fault in."""
+
+
+def _newlines(data: bytes) -> np.ndarray:
+    """The offsets of ``data``'s newlines."""
+    a = np.frombuffer(data, dtype=np.uint8)
+    mask = np.empty(min(len(a), NEWLINE_CHUNK), dtype=bool)
+    found = [np.flatnonzero(np.equal(a[s:s + NEWLINE_CHUNK], 10, out=mask[:len(a[s:s + NEWLINE_CHUNK])])) + s
+             for s in range(0, len(a), NEWLINE_CHUNK)]
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
