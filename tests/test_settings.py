@@ -13,10 +13,10 @@ import pytest
 
 from tpudoctor.cli import build_parser, main, settings_from_argv
 from tpudoctor.commands import check_cmd
-from tpudoctor.commands.pod_check import remote_command
 from tpudoctor.errors import UsageError
 from tpudoctor.gcp import session as gcp_session
 from tpudoctor.settings import ENV_FOR_SETTING, Settings, flag_for, to_argv
+from tpudoctor.triage import remote_command
 
 REPO = Path(__file__).resolve().parents[1]
 
