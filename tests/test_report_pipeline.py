@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import re
 from pathlib import Path
 
 import pytest
