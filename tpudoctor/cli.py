@@ -102,7 +102,8 @@ def run_product(product, args: argparse.Namespace, settings) -> int:
 
     options = product.options_from(args, settings)
     session = getattr(options, "session", None)  # the run's Google Cloud session, where it has one: gs:// -o
-    outputs, inputs = product.outputs(args, settings), product.input_paths(args)
+    outputs = product.outputs(args, settings)
+    inputs = list(options.inputs) if hasattr(options, "inputs") else product.input_paths(args)  # flag or setting
     reads = [*inputs, *(getattr(args, flag, None) for flag in product.reads)]
     for path, _ in outputs:
         for placeholder in PLACEHOLDERS if product.worker_slot and path else ():
