@@ -97,6 +97,7 @@ def run_product(product, args: argparse.Namespace, settings) -> int:
     from tpudoctor.findings import Gate, exit_code_for
     from tpudoctor.output import check_output, write_text
     from tpudoctor.pod.report_store import PLACEHOLDERS, fill_placeholders, has_placeholder
+    from tpudoctor.product import paths_in
     from tpudoctor.progress import progress
     from tpudoctor.rendering import render
 
@@ -104,11 +105,11 @@ def run_product(product, args: argparse.Namespace, settings) -> int:
     session = getattr(options, "session", None)  # the run's Google Cloud session, where it has one: gs:// -o
     outputs = product.outputs(args, settings)
     inputs = list(options.inputs) if hasattr(options, "inputs") else product.input_paths(args)  # flag or setting
-    reads = [*inputs, *(getattr(args, flag, None) for flag in product.reads)]
+    reads = paths_in(inputs, *(getattr(args, flag, None) for flag in product.reads))
     for path, _ in outputs:
         for placeholder in PLACEHOLDERS if product.worker_slot and path else ():
             path = path.replace(placeholder, "0")  # the folder must be usable whatever the worker fills in
-        check_output(path, inputs=[r for r in reads if isinstance(r, str)], session=session)
+        check_output(path, inputs=reads, session=session)
     redact = bool(getattr(args, "redact", False))
     fail_on = settings.fail_on if "fail_on" in settings.keys else "fail"  # a command without the setting: FAIL fails
     gate = Gate(fail_on, bool(getattr(args, "exit_zero", False)))

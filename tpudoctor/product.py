@@ -47,10 +47,20 @@ class Product:
         return getattr(importlib.import_module(self.module), self.options).from_args(args, settings)
 
     def input_paths(self, args: argparse.Namespace) -> list[str]:
-        value = getattr(args, self.inputs) if self.inputs else None
-        return list(value) if isinstance(value, (list, tuple)) else [value] if value else []
+        return paths_in(getattr(args, self.inputs) if self.inputs else None)
 
     def outputs(self, args: argparse.Namespace, settings) -> list[tuple[str | None, str]]:
         """(path, format) of every file the run writes: the side outputs asked for, then ``-o``."""
         side = [(getattr(args, flag), fmt) for flag, fmt in self.side_outputs if getattr(args, flag, None)]
         return [*side, (getattr(args, "output", None), settings.format_for(self.formats) if self.formats else "text")]
+
+
+def paths_in(*values: Any) -> list[str]:
+    """The paths in flag values, flattened (``--stacks`` is a list of lists; an unset flag is None)."""
+    paths: list[str] = []
+    for value in values:
+        if isinstance(value, (list, tuple)):
+            paths += paths_in(*value)
+        elif isinstance(value, str):
+            paths.append(value)
+    return paths
