@@ -1,8 +1,5 @@
-"""``tpudoctor profile``: take a profile from a running job (``capture``) and read one (``analyze``).
-
-Layers: ``tpudoctor.profile.analyze`` parses and analyses (the library pipeline, per-host map then
-combine) into a ``ProfileReport``; ``tpudoctor.reports.profile_<format>`` renders it.
-"""
+"""``tpudoctor profile``: take a profile from a running job (``capture``) and read one (``analyze``); the
+products are ``tpudoctor.profile.product``."""
 
 from __future__ import annotations
 
@@ -20,6 +17,9 @@ from tpudoctor.product import Product
 ANALYZE_SETTINGS = {"format": "text", "cluster": None, "disable_plugins": None, "fail_on": "fail"}
 CAPTURE_SETTINGS = {"project": None, "zone": None, "tpu": None}
 """The settings each sub-command takes (flag > environment > config file > these defaults)."""
+ANALYZE = Product("profile analyze", "tpudoctor.profile.product", "ProfileOptions", PROFILE_FORMATS, inputs="path",
+                  pause_gc=True)
+CAPTURE = Product("profile capture", "tpudoctor.profile.product", "CaptureOptions", entry="capture")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,11 +57,6 @@ def _register_analyze(commands: argparse._SubParsersAction) -> None:
     add_cluster_flag(parser)
     add_plugin_flag(parser)
     parser.set_defaults(handler=ANALYZE, settings_spec=ANALYZE_SETTINGS)
-
-
-ANALYZE = Product("profile analyze", "tpudoctor.profile.product", "ProfileOptions", PROFILE_FORMATS, inputs="path",
-                  pause_gc=True)
-CAPTURE = Product("profile capture", "tpudoctor.profile.product", "CaptureOptions", entry="capture")
 
 
 def _register_capture(commands: argparse._SubParsersAction) -> None:
