@@ -17,19 +17,16 @@ from tpudoctor.memory import product
 from tpudoctor.memory.product import MemoryRunOptions
 from tpudoctor.memory.report import MemoryReport
 from tpudoctor.preflight.analysis import PreflightReport
+from tpudoctor.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 OOM_LOG = ROOT / "tests" / "data" / "memory" / "easydel_166_compile_hbm_report.log"
 PROGRAMS = ROOT / "examples" / "preflight" / "programs.py"
 
 
-class _Settings:
-    format = "text"
-    disable_plugins = None
-
-
 def _options(*argv: str) -> MemoryRunOptions:
-    return MemoryRunOptions.from_args(cli.build_parser().parse_args(["memory", *argv]), _Settings())
+    args = cli.build_parser().parse_args(["memory", *argv])
+    return MemoryRunOptions.from_args(args, Settings.resolve(args, args.settings_spec, environ={}, config={}))
 
 
 def test_run_reads_an_oom_log_into_a_failing_memory_report():
@@ -67,3 +64,31 @@ def test_run_with_preflight_options_compiles_the_program_and_without_libtpu_says
     assert isinstance(report, PreflightReport) and report.program == f"{PROGRAMS}:mlp_adam"
     assert 'pip install "tpudoctor[tpu-compile]"' in report.skipped
     assert report.refusal is None and report.results == [] and exit_code_for(report) is ExitCode.OK
+
+
+EIG_PROGRAM = '''
+import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def make(mesh, n=64):
+    x = jax.ShapeDtypeStruct((n, n), jnp.float32, sharding=NamedSharding(mesh, P()))
+    return jax.jit(lambda a: jnp.linalg.eig(a)[0].real), (x,)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("libtpu") is None, reason="libtpu (the TPU compiler) is not installed")
+def test_a_program_the_tpu_compiler_refuses_is_written_then_refused(tmp_path):
+    """jnp.linalg.eig has no TPU lowering: the report says so, and its refusal (exit 2 once written) is set
+    unless --exit-zero."""
+    program = tmp_path / "eig_program.py"
+    program.write_text(EIG_PROGRAM)
+    argv = ("--topology", "v5e:2x2", "--program", f"{program}:make", "--mesh", "data=2,model=2", "--no-fixes")
+    report = product.run([], _options(*argv), None)
+    assert report.total_bytes is None and "'eig' not found for platform tpu" in report.error
+    assert report.refusal is not None and "does not compile for v5e:2x2" in report.refusal.message
+    assert report.refusal.exit_code == ExitCode.USAGE_ERROR
+    assert _options(*argv, "--exit-zero").preflight.refuse_uncompiled is False
