@@ -3,6 +3,7 @@
     python benchmarks/goodput_heldout_score.py            # set 2: one row per log and the total
     python benchmarks/goodput_heldout_score.py 3          # set 3
     python benchmarks/goodput_heldout_score.py 3 --quiet  # the total only
+    python benchmarks/goodput_heldout_score.py 4          # set 4
 
 Each log was labelled by hand (manifest.toml) and frozen (FROZEN.sha256) before the reader changed. A log is
 right when every labelled fact matches: the number of step lines, the first and last step, the starts

@@ -305,3 +305,35 @@ def test_inference_reads_glog_dates_in_the_year_the_known_forms_chose():
     1970, and the wall time spanned the two (1767225656 s, ETTR 0.000). One year for both readings."""
     g = analyze_paths([str(HELD_OUT_3 / "flax_clu_imagenet_4proc_3364.log")])["goodput"]
     assert g["wall_s"] < 60 and g["ettr"] > 0.9
+
+
+HELD_OUT_4 = Path(__file__).parent / "data" / "logs" / "training_heldout_4"
+
+
+def test_set_4_is_frozen_and_every_log_is_labelled():
+    """Set 4: the hashes hold, FROZEN lists exactly the labelled logs, and every label carries the fields the score
+    reads (an ETTR with its tolerance and arithmetic, a step range with steps). It asks nothing of the reader."""
+    import hashlib
+
+    frozen = dict(reversed(line.split()) for line in
+                  filter(None, (HELD_OUT_4 / "FROZEN.sha256").read_text(encoding="utf-8").split("\n")))
+    for name, digest in frozen.items():
+        assert hashlib.sha256((HELD_OUT_4 / name).read_bytes()).hexdigest() == digest, name
+    logs = tomllib.loads((HELD_OUT_4 / "manifest.toml").read_text(encoding="utf-8"))["log"]
+    assert len(logs) >= 20 and sorted(log["file"] for log in logs) == sorted(frozen)
+    assert sorted(p.name for p in HELD_OUT_4.glob("*.log")) == sorted(frozen)
+    for log in logs:
+        assert log["url"].startswith("https://") and log["clock"] in ("full", "time of day", "relative", "none")
+        assert {"steps_logged", "sessions", "crashed", "saves", "notes"} <= log.keys(), log["file"]
+        assert ("first_step" in log) == ("last_step" in log), log["file"]
+        if "ettr" in log:
+            assert {"ettr_tolerance", "ettr_arithmetic", "wall_s"} <= log.keys() and 0 < log["ettr"] <= 1, log["file"]
+        if log.get("mllog"):
+            assert log["init_ms"] > 0 and log["run_ms"] > 0, log["file"]
+
+
+def test_set_4_was_scored_once_and_the_score_names_only_labelled_logs():
+    logs = {log["file"] for log in tomllib.loads((HELD_OUT_4 / "manifest.toml").read_text(encoding="utf-8"))["log"]}
+    first = tomllib.loads((HELD_OUT_4 / "FIRST_SCORE.toml").read_text(encoding="utf-8"))
+    assert first["logs"] == len(logs) == 22 and first["right"] + len(first["wrong"]) == first["logs"]
+    assert set(first["wrong"]) <= logs and len(set(first["wrong"])) == len(first["wrong"]) == 9

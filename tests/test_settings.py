@@ -135,7 +135,7 @@ def test_every_command_that_writes_a_report_can_redact_it():
 
 
 def test_the_hang_fanout_passes_the_plugins_left_out_to_each_worker():
-    from tpudoctor.commands.hang_cmd import worker_argv as hang_worker_argv
+    from tpudoctor.hang.product import worker_argv as hang_worker_argv
 
     args = build_parser().parse_args(["hang", "--tpu", "pod", "--all-workers", "--disable-plugin", "acme,-odd"])
     settings = Settings.resolve(args, args.settings_spec, environ={}, config={})
