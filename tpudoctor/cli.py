@@ -61,8 +61,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         getattr(args, "help_parser", parser).print_help(sys.stderr)
         return ExitCode.USAGE_ERROR
     try:
-        if not hasattr(args.handler, "options_from"):  # TRANSITION: removed once every command has a Product
-            return int(args.handler(args, _settings_for(args)))
         return int(run_product(args.handler, args, _settings_for(args)))
     except TpudoctorError as exc:
         _print_error(exc.message, exc.hint)
@@ -105,7 +103,7 @@ def run_product(product, args: argparse.Namespace, settings) -> int:
     session = getattr(options, "session", None)  # the run's Google Cloud session, where it has one: gs:// -o
     outputs = product.outputs(args, settings)
     inputs = list(options.inputs) if hasattr(options, "inputs") else product.input_paths(args)  # flag or setting
-    reads = paths_in(inputs, *(getattr(args, flag, None) for flag in product.reads))
+    reads = paths_in(inputs, *(getattr(args, flag, None) for flag in product.reads), getattr(options, "reads", ()))
     for path, _ in outputs:
         for placeholder in PLACEHOLDERS if product.worker_slot and path else ():
             path = path.replace(placeholder, "0")  # the folder must be usable whatever the worker fills in
@@ -120,7 +118,7 @@ def run_product(product, args: argparse.Namespace, settings) -> int:
         for extra_path, extra in getattr(report, "also_write", ()):  # a baseline: its own document
             write_text(extra_path, render(prepare(extra, redact=redact), "json"))
         for path, fmt in outputs:
-            color = path in (None, "-") and sys.stdout.isatty()
+            color = path in (None, "-") and sys.stdout.isatty() and not redact  # a redacted report is to be shared
             text = render(document, fmt, verbose=bool(getattr(args, "verbose", False)), color=color, gate=gate)
             if product.worker_slot and has_placeholder(path):
                 path = fill_placeholders(path, report, session=session)

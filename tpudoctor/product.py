@@ -52,7 +52,13 @@ class Product:
     def outputs(self, args: argparse.Namespace, settings) -> list[tuple[str | None, str]]:
         """(path, format) of every file the run writes: the side outputs asked for, then ``-o``."""
         side = [(getattr(args, flag), fmt) for flag, fmt in self.side_outputs if getattr(args, flag, None)]
-        return [*side, (getattr(args, "output", None), settings.format_for(self.formats) if self.formats else "text")]
+        if not self.formats:
+            fmt = "text"
+        elif "format" in settings.keys:
+            fmt = settings.format_for(self.formats)
+        else:  # a command that takes no setting: its --format flag alone
+            fmt = getattr(args, "format", None) or "text"
+        return [*side, (getattr(args, "output", None), fmt)]
 
 
 def paths_in(*values: Any) -> list[str]:

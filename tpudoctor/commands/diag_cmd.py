@@ -17,8 +17,8 @@ from tpudoctor.commands.common import (
     add_target_flags,
 )
 from tpudoctor.commands.pod_check import add_pod_flags
-from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import DIAG_FORMATS
+from tpudoctor.product import Product
 
 SETTINGS = {"project": None, "zone": None, "tpu": None, "worker": None, "api_timeout": "30s", "format": "text",
             "fail_on": "fail", "disable_plugins": None}
@@ -67,24 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--exit-zero", action="store_true", help="exit 0 even when a chip fails")
     add_pod_flags(parser, "tpudoctor diag")
     add_plugin_flag(parser)
-    parser.set_defaults(handler=run, settings_spec=SETTINGS)
+    parser.set_defaults(handler=PRODUCT, settings_spec=SETTINGS)
 
 
-def run(args: argparse.Namespace, settings) -> ExitCode:
-    from tpudoctor.commands.common import gate_for
-    from tpudoctor.diag.product import DiagRunOptions
-    from tpudoctor.diag.product import run as diag
-    from tpudoctor.documents import prepare
-    from tpudoctor.findings import exit_code_for
-    from tpudoctor.output import check_output, write_text
-    from tpudoctor.progress import progress
-    from tpudoctor.rendering import render
 
-    options = DiagRunOptions.from_args(args, settings)
-    fmt = settings.format_for(DIAG_FORMATS)
-    check_output(args.output)
-    with progress(f"tpudoctor diag -r {args.level}") as update:
-        report = diag([], options, update)
-    prepared = prepare(report, redact=args.redact)
-    write_text(args.output, render(prepared, fmt, verbose=args.verbose, gate=gate_for(args, settings)), fmt=fmt)
-    return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)
+PRODUCT = Product("diag", "tpudoctor.diag.product", "DiagRunOptions", DIAG_FORMATS)

@@ -22,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     explain.add_argument("signature_id", metavar="ID",
                          help="signature id or check id, as in a report (e.g. socket-closed, POD-004)")
     _listing(explain, EXPLAIN)
-    _listing(sub.add_parser("list-signatures", help="list the log failure signatures tpudoctor knows"), LIST_SIGNATURES)
+    signatures = sub.add_parser("list-signatures", help="list the log failure signatures tpudoctor knows")
+    signatures.add_argument("--format", choices=LIST_FORMATS, default="text")
+    signatures.set_defaults(handler=LIST_SIGNATURES, settings_spec={})  # no setting: no config file read
 
 
 def register_list_checks(sub: argparse._SubParsersAction) -> None:

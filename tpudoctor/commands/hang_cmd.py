@@ -10,7 +10,6 @@ one fan-out (``tpudoctor.pod.FanOut``) and analyse the captures together (``tpud
 from __future__ import annotations
 
 import argparse
-import sys
 
 from tpudoctor.commands.common import (
     add_output_flags,
@@ -19,8 +18,8 @@ from tpudoctor.commands.common import (
     add_target_flags,
 )
 from tpudoctor.commands.pod_check import add_pod_flags
-from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import HANG_FORMATS
+from tpudoctor.product import Product
 
 SETTINGS = {"project": None, "zone": None, "tpu": None, "worker": None, "since": "1h", "api_timeout": "10s",
             "format": "text", "fail_on": "fail", "disable_plugins": None}
@@ -84,26 +83,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None,
                       help="lowest status that exits 1 (default: fail: a hung job, a process that could not be read)")
     gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks")
-    parser.set_defaults(handler=run, settings_spec=SETTINGS)
+    parser.set_defaults(handler=PRODUCT, settings_spec=SETTINGS)
 
 
-def run(args: argparse.Namespace, settings) -> ExitCode:
-    from tpudoctor.commands.common import gate_for, input_paths
-    from tpudoctor.documents import prepare
-    from tpudoctor.findings import exit_code_for
-    from tpudoctor.hang.product import HangRunOptions
-    from tpudoctor.hang.product import run as hang
-    from tpudoctor.output import check_output, write_text
-    from tpudoctor.progress import progress
-    from tpudoctor.rendering import render
 
-    options = HangRunOptions.from_args(args, settings)
-    fmt = settings.format_for(HANG_FORMATS)
-    check_output(args.output, inputs=input_paths(args.stacks, args.merge, [args.replay], args.log_file))
-    with progress("tpudoctor hang") as update:
-        report = hang(args.merge or [], options, update)
-    prepared = prepare(report, redact=args.redact)
-    color = args.output in (None, "-") and sys.stdout.isatty() and not args.redact
-    write_text(args.output, render(prepared, fmt, verbose=args.verbose, color=color, gate=gate_for(args, settings)),
-               fmt=fmt)
-    return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)
+PRODUCT = Product("hang", "tpudoctor.hang.product", "HangRunOptions", HANG_FORMATS, inputs="merge",
+                  reads=("stacks", "replay", "log_file"))

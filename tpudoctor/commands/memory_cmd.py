@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 
 from tpudoctor.commands.common import add_output_flags, add_plugin_flag, add_redact_flag
-from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import MEMORY_FORMATS
+from tpudoctor.product import Product
 
 SETTINGS = {"format": "text", "fail_on": "fail", "disable_plugins": None}
 
@@ -43,29 +43,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--exit-zero", action="store_true", help="exit 0 whatever the findings")
     add_plugin_flag(parser)
     add_preflight_flags(parser)
-    parser.set_defaults(handler=run, settings_spec=SETTINGS)
+    parser.set_defaults(handler=PRODUCT, settings_spec=SETTINGS)
 
 
-def run(args: argparse.Namespace, settings) -> ExitCode:
-    from tpudoctor.commands.common import gate_for
-    from tpudoctor.documents import prepare
-    from tpudoctor.findings import exit_code_for
-    from tpudoctor.memory.product import MemoryRunOptions
-    from tpudoctor.memory.product import run as memory
-    from tpudoctor.output import check_output, write_text
-    from tpudoctor.progress import progress
-    from tpudoctor.rendering import render
 
-    options = MemoryRunOptions.from_args(args, settings)
-    fmt = settings.format_for(MEMORY_FORMATS)
-    check_output(args.output, inputs=[*args.paths, *options.reads])
-    with progress("tpudoctor memory") as update:
-        report = memory(args.paths, options, update)
-    prepared = prepare(report, redact=args.redact)
-    write_text(args.output, render(prepared, fmt, verbose=args.verbose, gate=gate_for(args, settings)), fmt=fmt)
-    if getattr(report, "refusal", None) is not None:  # written first: the program does not compile at all
-        raise report.refusal
-    return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)
+PRODUCT = Product("memory", "tpudoctor.memory.product", "MemoryRunOptions", MEMORY_FORMATS, inputs="paths")
 
 
 def add_preflight_flags(parser: argparse.ArgumentParser) -> None:
