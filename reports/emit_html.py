@@ -4,14 +4,7 @@ findings as a list with their fixes, tables, preformatted blocks, and the charts
 from __future__ import annotations
 
 from tpudoctor.reports.escape import html as e
-from tpudoctor.reports.view import (
-    Chart,
-    Section,
-    Shown,
-    Table,
-    View,
-    shown,
-)
+from tpudoctor.reports.view import Chart, Section, Shown, Table, View, shown
 
 STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:#1f2328}"
          "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left;"

@@ -39,10 +39,7 @@ def _suite(suites: ET.Element, facts: Suite, judged: Sequence[Judged], *, detail
                   "skipped": str(sum(f.status is Status.SKIP for f, _ in judged))}
     if facts.duration_s is not None:
         attributes["time"] = f"{facts.duration_s:.3f}"
-    if facts.timestamp:
-        attributes["timestamp"] = facts.timestamp
-    if facts.hostname:
-        attributes["hostname"] = facts.hostname
+    attributes.update((k, v) for k, v in (("timestamp", facts.timestamp), ("hostname", facts.hostname)) if v)
     suite = ET.SubElement(suites, "testsuite", attributes)
     if facts.properties:
         props = ET.SubElement(suite, "properties")

@@ -5,13 +5,7 @@ from __future__ import annotations
 
 from tpudoctor.reports.escape import markdown as md
 from tpudoctor.reports.escape import markdown_code, markdown_fence, markdown_link, markdown_prose
-from tpudoctor.reports.view import (
-    Section,
-    Shown,
-    Table,
-    View,
-    shown,
-)
+from tpudoctor.reports.view import Section, Shown, Table, View, shown
 
 
 def emit(view: View, *, verbose: bool = False) -> str:

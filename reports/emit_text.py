@@ -11,15 +11,7 @@ import io
 from rich.console import Console
 
 from tpudoctor.reports.escape import text as escape
-from tpudoctor.reports.view import (
-    MARKERS,
-    STYLES,
-    Section,
-    Shown,
-    Table,
-    View,
-    shown,
-)
+from tpudoctor.reports.view import MARKERS, STYLES, Section, Shown, Table, View, shown
 
 
 def emit(view: View, *, verbose: bool = False, color: bool = False, width: int = 100) -> str:

@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tpudoctor.findings import Finding, Scope, Status, Step
+from tpudoctor.findings import Finding, Scope, Status, Step, describe_workers
 from tpudoctor.units import format_bytes
 
 MARKERS = {Status.PASS: "[✓]", Status.WARN: "[!]", Status.FAIL: "[✗]", Status.SKIP: "[-]", Status.ERROR: "[☠]"}
@@ -184,10 +184,6 @@ def sort_out(findings: Sequence[Finding]) -> tuple[dict[Status, list[Finding]], 
     return by_status, by_step
 
 
-def shows_fix(finding: Finding) -> bool:
-    return finding.remediation is not None and finding.status in (Status.FAIL, Status.WARN, Status.ERROR)
-
-
 def fix_lines(finding: Finding) -> list[str]:
     """The fix's text, a line each (a goodput rule's fix lists several ways)."""
     text = finding.remediation.text if finding.remediation is not None else ""
@@ -208,8 +204,6 @@ def where_words(finding: Finding) -> str:
         return ""
     scope = finding.scope
     if len(scope.workers) > 2:
-        from tpudoctor.findings import describe_workers
-
         named = scope_words(dataclasses.replace(scope, workers=()))
         workers = f"on workers {describe_workers(scope.workers)}"
         return workers + (f"; {named.removeprefix('on ')}" if named else "")
@@ -246,7 +240,7 @@ def shown(section: Section) -> list[Shown]:
     """The section's findings, each as ``Shown``: the one place that decides what of a finding is shown."""
     out = []
     for finding in section.findings:
-        fix = finding.remediation if shows_fix(finding) else None
+        fix = finding.remediation if finding.status in (Status.FAIL, Status.WARN, Status.ERROR) else None
         sure = finding.confidence if section.confidence and finding.status is not Status.PASS else None
         out.append(Shown(finding.status, finding_line(finding, scope=not section.scope_said),
                          f"confidence: {sure.level.value}" + (f" - {'; '.join(sure.reasons)}" if sure.reasons else "") if sure else "",

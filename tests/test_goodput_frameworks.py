@@ -247,15 +247,43 @@ TORCH_XLA = """\
 
 def test_torch_xla_per_device_lines_and_times_of_day_past_midnight(tmp_path):
     """One line per device (merged), `Time=` a time of day: 23:59:00 -> 00:00:20 is 80 s, not -86 320 s;
-    20 steps per 40 s is 2 s/step. With no date anywhere, a time of day times the steps but is not a clock for the
-    job (its start and end are on no line): wall time and ETTR are unknown, and say why (issue 28)."""
+    20 steps per 40 s is 2 s/step. A time of day is the process's clock without a date (issue 41, which supersedes
+    issue 28's "no clock"): it times the window from the first to the last clocked line, so the wall is 80 s of
+    steps (ETTR 1.0), with no date (wall_start None), medium confidence, and the note that what ran before the
+    first clocked line is on no line."""
     doc = run(tmp_path, TORCH_XLA)
     g = doc["goodput"]
     assert (g["steps"], g["first_step"], g["last_step"]) == (41, 0, 40)
     assert g["median_step_s"] == 2.0
-    assert g["wall_s"] is None and g["ettr"] is None and g["step_span_s"] is None
-    assert "time of day only" in g["nulls"]["wall_s"] and doc["wall_start"] is None
+    assert g["wall_s"] == 80.0 and g["ettr"] == 1.0 and g["step_span_s"] == 80.0
+    assert doc["wall_start"] is None and doc["wall_end"] is None and g["clock"]["kind"] == "time of day"
+    assert g["consistency"]["confidence"]["level"] == "medium"
+    assert any("before the first clocked line" in n for n in g["notes"])
+    assert g["ettr_interval"][0] < 1.0 == g["ettr_interval"][1]  # whole seconds: the two ends may be a tick off
     assert doc["workers"][0]["out_of_order_steps"] == 0
+
+
+def test_a_whole_second_clock_is_no_evidence_of_a_slow_step(tmp_path):
+    """torch_xla's MNIST (pytorch/xla#6026): steps 280, 300, 320, 340 at 07:29:39, :40, :42, :43. 20 steps read 1 s,
+    2 s, 1 s on a clock that ticks in whole seconds: the 2 s may be 1.01 s, so it is no anomalous interval and
+    nothing is charged to OTHER (before, ETTR 0.75 with 1 s of 'slow steps')."""
+    lines = "".join(f"| Training Device=xla:0/0 Epoch=1 Step={n} Loss=0.1 Rate=1.0 GlobalRate=1.0 Time=07:29:{t}\n"
+                    for n, t in ((280, 39), (300, 40), (320, 42), (340, 43)))
+    g = run(tmp_path, lines)["goodput"]
+    assert g["wall_s"] == 4.0 and g["ettr"] == 1.0 and g["outlier_count"] == 0
+    slow = run(tmp_path, lines.replace("07:29:42", "07:29:45").replace("07:29:43", "07:29:46"), name="slow.log")
+    assert slow["goodput"]["outlier_count"] == 1 and slow["goodput"]["ettr"] < 0.7  # 4 s for 20 steps is slow
+
+
+def test_torch_xla_epoch_marks_bound_the_window(tmp_path):
+    """The example scripts print 'Epoch 1 train begin HH:MM:SS' and 'Epoch 1 train end HH:MM:SS' on the same clock:
+    the window runs from the begin to the end, start-up before the first step and the tail after the last
+    step are not productive."""
+    text = ("Epoch 1 train begin 22:02:59\n" + TORCH_XLA.replace("23:59:00", "22:03:20").replace("23:59:40", "22:03:24")
+            .replace("00:00:20", "22:03:28") + "Epoch 1 train end 22:03:30\n")
+    g = run(tmp_path, text)["goodput"]
+    assert g["wall_s"] == 31.0 and g["restarts"] == 0
+    assert g["productive_s"] == 8.0 + 0.2  # 40 steps of 0.2 s, and step 0's own 0.2 s at the end of start-up
 
 
 LEVANTER = """\

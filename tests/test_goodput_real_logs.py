@@ -2,7 +2,7 @@
 torch_xla, TF2 Model Garden, Keras, EasyDeL), each read by hand first (manifest.toml): the step lines, the first
 and last step, whether the lines carry a clock, how many sessions the log shows, whether it died before its first
 step. Issue 28's three misreadings each have a case here: a job that died before step 0 (0 steps, not unknown), a
-time-of-day column that is not a clock (torch_xla's Time=: no wall time, so no ETTR), and a new session after an
+time-of-day column read as a dated clock in 1970 (torch_xla's Time=: now a clock with no date, issue 41), and a new session after an
 error (TPUEstimator's "a new session will be created").
 """
 
@@ -40,7 +40,10 @@ def test_goodput_reads_a_real_log_as_a_person_does(log):
         assert doc["wall_start"] is not None and not doc["wall_start"].startswith("1970")
         if g["ettr"] is None:
             assert g["nulls"]["ettr"], "an unknown ETTR says why"
-    else:  # a time of day, a duration or nothing: no clock, so no wall time and no ETTR
+    elif log["timestamps"] == "time-of-day":  # a clock with no date: the window's wall time, no date
+        assert g["wall_s"] is not None and doc["wall_start"] is None and g["clock"]["kind"] == "time of day"
+        assert g["consistency"]["confidence"]["level"] != "high"
+    else:  # a duration or nothing: no clock, so no wall time and no ETTR
         assert g["wall_s"] is None and g["ettr"] is None and doc["wall_start"] is None
         assert g["nulls"]["wall_s"]
     announced = sum("the log ends before that session's first line" in n for n in g["notes"])
@@ -51,19 +54,28 @@ def test_goodput_reads_a_real_log_as_a_person_does(log):
         assert g["failures"] == [], g["failures"]
     # ETTR is never a confident 0 or 1 that the log cannot support
     if g["ettr"] is not None:
-        assert 0.0 < g["ettr"] < 1.0 and g["median_step_s"] is not None
+        assert g["median_step_s"] is not None
+        assert 0.0 < g["ettr"] < 1.0 or g["ettr_interval"][0] < g["ettr"], "a 1.0 comes with the clock's interval"
 
 
-def test_a_time_of_day_column_times_steps_but_is_no_clock():
+def test_a_time_of_day_column_is_a_clock_with_no_date():
     """torch_xla's MNIST on 4 devices: 13 lines, 4 steps (each printed by every device), Time=07:29:39 a time of
-    day. Read before issue 28 as ETTR 0.75 over a wall time dated 1970-01-01; now the step time is measured and
-    the wall time is unknown, with the reason."""
+    day. Read before issue 28 as ETTR 0.75 over a wall time dated 1970-01-01; under issue 28 as no clock; now
+    (issue 41) the window 07:29:39 -> 07:29:43 is the wall (4 s), all steps (ETTR 1.0), no date, the ETTR's
+    interval from the clock's whole seconds."""
     doc = analyze_paths([str(TRAINING / "torchxla_mnist_4dev_timeofday.log")])
     g = doc["goodput"]
     assert doc["workers"][0]["step_lines"] == 4 and (g["first_step"], g["last_step"]) == (280, 340)
-    assert g["median_step_s"] is not None and g["ettr"] is None
-    assert "time of day only" in g["nulls"]["wall_s"]
+    assert g["wall_s"] == 4.0 and g["ettr"] == 1.0 and doc["wall_start"] is None
+    assert g["ettr_interval"] == [0.3333, 1.0]
     assert not any("HF Trainer" in n for n in g["notes"])
+
+
+def test_torch_xla_start_up_before_step_0_is_in_the_window():
+    """torch_xla's ImageNet on GPU (docs/gpu.md): 'Epoch 1 train begin 06:12:38', step 0 at 06:13:23, step 120 at
+    06:14:09: a 91 s window of which 45 s start-up before step 0 (before: 46 s from step 0, the start-up unseen)."""
+    g = analyze_paths([str(TRAINING / "torchxla_imagenet_gpu_doc_timeofday.log")])["goodput"]
+    assert g["wall_s"] == 91.0 and 0.40 < g["ettr"] < 0.48
 
 
 def test_a_job_that_died_compiling_ran_zero_steps():

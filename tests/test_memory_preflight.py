@@ -201,7 +201,7 @@ def test_cli_writes_the_preflight_in_every_format(fmt):
     assert done.returncode == 1, done.stderr[-2000:]
     assert "does not fit: needs 25.03 GiB of 15.75 GiB" in done.stdout
     if fmt == "html":
-        assert "<h2>Peak by bucket" in done.stdout and "optimizer_state" in done.stdout
+        assert "<h2>Peak by bucket" in done.stdout and "optimizer state" in done.stdout
     else:
         import xml.etree.ElementTree as ET
 

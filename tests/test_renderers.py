@@ -100,3 +100,22 @@ def test_every_single_report_format_shows_where_a_finding_holds():
     case = next(c for c in root.iter("testcase") if c.get("name").startswith("NODE-009"))
     assert case.get("name").endswith("(on workers 3, 7)")
     assert {p.get("name"): p.get("value") for p in case.iter("property")} == {"scope.workers": "3,7"}
+
+
+def test_profile_report_as_junit_has_a_testcase_per_finding_failing_on_fail():
+    """``profile analyze --format junit``: the profile kind through the one junit emitter. The slow-host capture's
+    report (three FAILs on worker2, two WARNs): five testcases, the FAILs failures, the WARNs passing testcases that
+    say so, each naming its host, and the verdict and step time as suite properties."""
+    snapshot = Path(__file__).parent / "snapshots" / "profile" / "multihost_input_stall.json"
+    document = json.loads(snapshot.read_text(encoding="utf-8").replace("<normalised>", "0"))
+    root = ET.fromstring(render(document, "junit").split("\n", 1)[1])
+    suite = root.find("testsuite")
+    assert (suite.get("name"), suite.get("tests"), suite.get("failures"), suite.get("errors")) == (
+        "tpudoctor profile analyze", "5", "3", "0")
+    cases = {case.get("name").split()[0]: case for case in suite.iter("testcase")}
+    assert set(cases) == {"host-overhead", "straggler", "straggler-cost", "collectives", "step-time-variance"}
+    assert cases["straggler"].find("failure") is not None and cases["straggler"].get("name").endswith("(on host worker2)")
+    warned = cases["collectives"]
+    assert warned.find("failure") is None and warned.find("system-out").text.startswith("WARNING: ")
+    properties = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert properties["verdict"] == document["verdict"] and properties["source"].endswith("multihost_input_stall")

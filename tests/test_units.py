@@ -42,6 +42,7 @@ def test_a_count_beyond_any_memory_is_shown_as_itself():
     (None, "unknown"), (math.nan, "unknown"), (math.inf, "unknown"), (0, "0 s"), (40e-9, "40 ns"),
     (3.2e-6, "3.2 us"), (0.25, "250 ms"), (1, "1.0 s"), (12.34, "12.3 s"), (119.9, "119.9 s"),
     (120, "2.0 min"), (4000, "1.11 h"), (-3, "-3.0 s"),
+    (0.9996, "1.0 s"), (0.0009996, "1 ms"), (-0.9996, "-1.0 s"), (0.000999, "999 us"),  # was "1e+03 ms"
 ])
 def test_one_answer_for_each_duration(seconds, shown):
     assert format_duration(seconds) == shown

@@ -1,6 +1,6 @@
 """The reference, gathered from the registries themselves: every check, log signature, benign line, cause family,
 step-line form, profile rule, hang rule and goodput rule, the exit codes and the output formats, as plain data
-that ``reports.reference_markdown`` formats into ``docs/reference/`` (``tpudoctor docs``). What is registered is
+that ``tpudoctor.reference_markdown`` formats into ``docs/reference/`` (``tpudoctor docs``). What is registered is
 what is documented: a test fails when a registered id has no entry.
 """
 

@@ -34,7 +34,7 @@ class PagesOptions:
 def run(inputs: Sequence[str], options: PagesOptions, progress: Callable[[str], None] | None = None) -> Answer:
     from tpudoctor.findings import Finding, Status
     from tpudoctor.reference import gather
-    from tpudoctor.reports.reference_markdown import GENERATED, render_pages
+    from tpudoctor.reference_markdown import GENERATED, render_pages
 
     out = options.out
     pages = render_pages(gather(plugins=options.with_plugins))

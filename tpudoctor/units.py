@@ -108,7 +108,11 @@ def format_duration(seconds: float | None) -> str:
         return f"{seconds / 60:.1f} min"
     if size >= 1 or size == 0:
         return f"{seconds:.1f} s" if size else "0 s"
+    larger = "1.0 s"
     for unit, scale in _SUBSECOND_UNITS:
         if size >= scale or unit == "ns":
-            return f"{seconds / scale:.3g} {unit}"
+            shown = f"{seconds / scale:.3g}"
+            # 999.6 ms rounds to three digits as 1e+03: one unit up, as the next size would print it
+            return f"{'-' if seconds < 0 else ''}{larger}" if abs(float(shown)) >= 1000 else f"{shown} {unit}"
+        larger = f"1 {unit}"
     raise AssertionError("unreachable")  # pragma: no cover

@@ -101,10 +101,12 @@ def title(document: dict[str, Any]) -> str:
                                                  if target.get(k)), f"host {document.get('host', '')}"])
 
 
-def suite(document: dict[str, Any], name: str, summary: str) -> Suite:
+def suite(document: dict[str, Any], name: str, summary: str, extra: tuple[tuple[str, str], ...] = ()) -> Suite:
+    """The JUnit suite of a check report: its target as properties, then ``extra``."""
     return Suite(name, "tpudoctor.{step}", duration_s=float(document.get("duration_s") or 0.0),
                  timestamp=document.get("started_at", ""), hostname=str(document.get("host") or ""),
-                 properties=properties((document.get("target") or {}).items()), summary=summary)
+                 properties=properties((*(document.get("target") or {}).items(), *extra)),
+                 summary=summary)
 
 
 def view(document: dict[str, Any]) -> View:

@@ -8,7 +8,7 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tpudoctor.findings import Status
+from tpudoctor.findings import Status, describe_workers
 from tpudoctor.hang.model import Frame
 from tpudoctor.hang.report import STACK_DUMPS_SOURCE
 from tpudoctor.hang.rule import Category, is_library
@@ -23,8 +23,6 @@ Member = tuple[str | None, int]
 
 def members_words(members: Sequence[Member]) -> str:
     """``worker 5 (pid 1234)``, ``63 workers: 0-4, 6-63``, ``pid 6454``, ``3 processes (pids 1, 2, 3)``."""
-    from tpudoctor.findings import describe_workers
-
     workers = sorted({w for w, _ in members if w is not None}, key=lambda w: (0, int(w), w) if w.isdigit() else (1, 0, w))
     pids = [p for _, p in members if p]
     if workers:
@@ -149,10 +147,11 @@ def _progress(group: dict[str, Any], members: list[Member], states: dict[Member,
 
 def _group_sections(group: dict[str, Any], members: list[Member], state: dict[str, Any] | None, progress: str,
                     threads: list[dict[str, Any]]) -> list[Section]:
-    title = f"{members_words(members)}: {category_words(group['category'])}" + (f", {progress}" if progress else "")
+    title = (f"{members_words(members)}: {category_words(group['category'])}" + (f", {progress}" if progress else "")
+             + (" (the odd one out)" if group.get("odd_one_out") else ""))
     notes = [n for n in ((state or {}).get("detail"), (state or {}).get("progress_why")) if n]
     if not group["stack"]:
-        return [Section(title + (" (the odd one out)" if group.get("odd_one_out") else ""), notes=tuple(notes))]
+        return [Section(title, notes=tuple(notes))]
     thread = next((t for t in threads if t.get("name") == group["thread"]), None)
     status = ("active" if thread["active"] else "idle") if thread else "?"
     notes.append(f"Thread {str(thread['tid']) + ' ' if thread else ''}({status}): {group['thread']!r}")
@@ -167,8 +166,7 @@ def _group_sections(group: dict[str, Any], members: list[Member], state: dict[st
                  *(f"  holds: {held}" for f in frames for held in f.holding)]
         important = group.get("odd_one_out") and (other.get("active") or any(f.holding for f in frames))
         (shown if important else extra).extend(lines)
-    sections = [Section(title + (" (the odd one out)" if group.get("odd_one_out") else ""), notes=tuple(notes),
-                        code=tuple(code + shown), level=3)]
+    sections = [Section(title, notes=tuple(notes), code=tuple(code + shown), level=3)]
     native = _frames((state or {}).get("native"))
     if native or extra:
         more = ([*("native frames under it:", *frame_lines(native, code=False, limit=8))] if native else []) + extra

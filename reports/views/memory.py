@@ -42,8 +42,8 @@ def _allocator(a: dict[str, Any]) -> tuple[str, ...]:
             f"{a['time_ms']:.3f}", str(a["step"]), program)
 
 
-def _buckets(program: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
-    att = program["attribution"]
+def _buckets(att: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
+    """A peak's buckets, largest first: name, bytes, share, confidence (a program's and the preflight's alike)."""
     total = att["total_bytes"] or 1
     return tuple((name.replace("_", " "), size(n), percent(n / total),
                   (att["confidence"].get(name) or {}).get("level", ""))
@@ -100,7 +100,7 @@ def _host(host: dict[str, Any]) -> list[Section]:
     for p in host["programs"]:
         out.append(Section(f"program {p['program']}", level=3, notes=(
             f"{p['why']}; footprint {size(p['attribution']['peak_bytes'])}",),
-            table=Table(("bucket", "bytes", "share", "confidence"), _buckets(p), "lrr")))
+            table=Table(("bucket", "bytes", "share", "confidence"), _buckets(p["attribution"]), "lrr")))
         out.append(Section("fixes, best first", level=3, table=Table(
             ("fix", "saves", "of peak", "confidence", "why"), tuple(map(_fix, p["fixes"])), "lrr"))
             if p["fixes"] else Section(level=3, notes=("no fix saves 2% of the peak or more",)))
@@ -210,11 +210,7 @@ def preflight_view(doc: dict[str, Any]) -> View:
     att = doc["attribution"]
     if att:
         sections.append(Section(f"Peak by bucket (the buffer assignment; {att['named_fraction']:.0%} named)",
-                                table=Table(("bucket", "bytes", "share", "confidence"), tuple(
-                                    (b, size(n), f"{n / (att['total_bytes'] or 1):.1%}",
-                                     (att["confidence"].get(b) or {}).get("level", ""))
-                                    for b, n in sorted(att["buckets_bytes"].items(), key=lambda kv: -kv[1]) if n),
-                                    "lrr")))
+                                table=Table(("bucket", "bytes", "share", "confidence"), _buckets(att), "lrr")))
     if doc["largest_buffers"]:
         sections.append(Section("Largest buffers", table=Table(("size", "bucket", "shape", "op", "source"), tuple(
             (b["size"], b["bucket"], b["shape"], b["op_name"] or b["instruction"], b["source"] or "-")

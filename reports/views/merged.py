@@ -12,15 +12,8 @@ from operator import attrgetter
 from typing import Any
 
 from tpudoctor.findings import Finding, Status, Step, natural_key, root_cause, worst_status
-from tpudoctor.reports.view import Section, Suite, View, findings_of, properties, sort_out
-from tpudoctor.reports.views.check import (
-    cause_sections,
-    findings_in_order,
-    step_sections,
-    suite,
-    summary_sentence,
-    title,
-)
+from tpudoctor.reports.view import Section, Suite, View, findings_of, sort_out
+from tpudoctor.reports.views import check
 
 MATRIX_MAX_WORKERS = 64
 CELL = {Status.PASS: "✓", Status.WARN: "!", Status.FAIL: "✗", Status.ERROR: "?", Status.SKIP: "-"}
@@ -108,21 +101,18 @@ def _worker_suites(document: dict[str, Any]) -> tuple[tuple[Suite, tuple[Finding
     for worker, entry in (document.get("workers") or {}).items():
         own = entry.get("report")
         if own:
-            findings = tuple(findings_in_order(own))
-            details.append((Suite(f"tpudoctor check worker {worker}", "tpudoctor.{step}",
-                                  duration_s=float(own.get("duration_s") or 0.0), timestamp=own.get("started_at", ""),
-                                  hostname=str(own.get("host") or ""), properties=properties((
-                                      *(own.get("target") or {}).items(),
-                                      ("detail", "this worker's own results; the merged suite counts their failures"))),
-                                  summary=summary_sentence(list(findings), root_cause(findings))), findings))
+            findings = tuple(check.findings_in_order(own))
+            summary = check.summary_sentence(list(findings), root_cause(findings))
+            details.append((check.suite(own, f"tpudoctor check worker {worker}", summary, extra=((
+                "detail", "this worker's own results; the merged suite counts their failures"),)), findings))
     return tuple(details)
 
 
 def view(document: dict[str, Any]) -> View:
-    findings = findings_in_order(document)
+    findings = check.findings_in_order(document)
     cause = root_cause(findings)
-    summary = summary_sentence(findings, cause)
-    sections = [_slice(document), *cause_sections(cause, scope_said=True),
-                *step_sections(findings, cause, scope_said=True), Section(notes=(summary,))]
-    return View("check", title(document), (), tuple(sections), tuple(findings),
-                suite(document, "tpudoctor check (merged across workers)", summary), _worker_suites(document))
+    summary = check.summary_sentence(findings, cause)
+    sections = [_slice(document), *check.cause_sections(cause, scope_said=True),
+                *check.step_sections(findings, cause, scope_said=True), Section(notes=(summary,))]
+    return View("check", check.title(document), (), tuple(sections), tuple(findings),
+                check.suite(document, "tpudoctor check (merged across workers)", summary), _worker_suites(document))

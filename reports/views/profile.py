@@ -48,6 +48,12 @@ def _table(rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...], lim
                  align)
 
 
+def _table_section(title: str, rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...], *,
+                   notes: tuple[str, ...] = (), limit: int = MAX_ROWS, level: int = 2) -> Section | None:
+    """A part that is one table of ``rows`` (``_table``); left out when there are none."""
+    return Section(title, notes=notes, table=_table(rows, columns, limit), level=level) if rows else None
+
+
 def si(value: float | None, unit: str) -> str:
     """1.23e12 -> '1.23 T<unit>'."""
     if value is None or not math.isfinite(value):
@@ -257,7 +263,7 @@ def whatif_line(w: dict[str, Any]) -> str:
     return line + "."
 
 
-def _straggler_cost(w: dict[str, Any] | None) -> list[Section]:
+def _straggler_cost(w: dict[str, Any] | None) -> list[Section | None]:
     """Each host's saving, and in HTML the first steps per host and chip with the critical path (the last arrival
     at each sync point) marked."""
     if not w:
@@ -273,18 +279,15 @@ def _straggler_cost(w: dict[str, Any] | None) -> list[Section]:
     end = max((s.end for s in spans), default=0.0)
     chart = Chart("critical path of the first steps", spans=spans, axis=("", "0 ms", f"{end:.1f} ms"),
                   legend=("critical path (last arrival)", "own compute, or in the collective")) if spans else None
-    sections = [Section("What the straggler costs", notes=(whatif_line(w),), chart=chart, table=_table(
+    return [Section("What the straggler costs", notes=(whatif_line(w),), chart=chart, table=_table(
         w.get("per_host") or [], (("host", "host"), ("persistent_saved_ms", "step ms saved, persistent excess removed"),
                                   ("persistent_saved_percent", "% of step"), ("priced", "priced"),
                                   ("p_value", "sign test p"), ("onset_step", "since step"),
                                   ("time_class", "kind of time"), ("saved_ms", "all segments at the median"),
                                   ("slowdown_share", "share of the slowdown"), ("critical_segments", "critical segments")),
-        limit=32))]
-    if w.get("per_chip"):
-        sections.append(Section("Saving per chip", level=3, table=_table(w["per_chip"], (
-            ("host", "host"), ("chip", "chip"), ("saved_ms", "step ms saved"), ("saved_percent", "% of step"),
-            ("slowdown_share", "share")), limit=32)))
-    return sections
+        limit=32)), _table_section("Saving per chip", w.get("per_chip") or [], (
+        ("host", "host"), ("chip", "chip"), ("saved_ms", "step ms saved"), ("saved_percent", "% of step"),
+        ("slowdown_share", "share")), limit=32, level=3)]
 
 
 def _capture(summary: dict[str, Any]) -> list[Section]:
@@ -319,7 +322,7 @@ def _capture(summary: dict[str, Any]) -> list[Section]:
     return sections
 
 
-def _diagnosis(doc: dict[str, Any]) -> list[Section]:
+def _diagnosis(doc: dict[str, Any]) -> list[Section | None]:
     confidence = doc.get("verdict_confidence")
     verdict = Section(notes=(f"Verdict: {str(doc['verdict']).upper()} - {doc.get('verdict_reason', '')}",
                              *([f"confidence: {confidence_words(confidence)}"] if confidence else [])), marked=True)
@@ -327,30 +330,26 @@ def _diagnosis(doc: dict[str, Any]) -> list[Section]:
     sections = [verdict, _steps(doc), _gaps(doc),
                 Section("Findings", findings=findings_of(doc), notes=() if doc.get("findings") else ("no findings",),
                         scope_said=len(doc.get("hosts") or []) <= 1, confidence=True),
-                Section("Compilations in the capture window", table=_table(
-                    (doc.get("recompilation") or {}).get("functions") or [],
-                    (("function", "function"), ("framework", "framework"), ("compile_count", "count"),
-                     ("compile_ms", "compile ms"), ("share_of_capture_percent", "% of capture"),
-                     ("program_variants", "program variants")))) if (doc.get("recompilation") or {}).get("functions") else None]
-    if dev.get("programs"):
-        sections.append(Section("Programs by device time", notes=(device_time_split(dev),), table=_table(
-            dev["programs"], (("program", "program"), ("program_id", "program id"), ("runs", "runs"),
-                              ("devices", "devices"), ("device_ms", "device ms"), ("mean_ms", "mean ms per run"),
-                              ("share_percent", "% of HLO op time")))))
-    if dev.get("top_ops"):
-        sections.append(Section("Top device ops by self time", notes=("One row per program and op, as xprof's hlo_stats.",),
-                                table=_table([{**op, "category": op_category(op)} for op in dev["top_ops"]], (
-                                    ("program", "program"), ("name", "op"), ("category", "category"), ("count", "count"),
-                                    ("self_ms", "self ms"), ("self_percent", "% of op time")))))
-    sections.append(_roofline(doc.get("roofline")))
-    if host_ops:
-        sections.append(Section("Host-side ops", table=_table(host_ops, (
-            ("kind", "kind"), ("name", "name"), ("count", "count"), ("total_ms", "total ms"), ("share_percent", "%"),
-            ("share_of", "of")))))
-    stages = (doc.get("breakdown") or {}).get("input_stages") or []
-    if stages:
-        sections.append(Section("Input stages", table=_table(stages, (("stage", "stage"), ("count", "count"),
-                                                                      ("total_ms", "total ms")))))
+                _table_section("Compilations in the capture window",
+                               (doc.get("recompilation") or {}).get("functions") or [],
+                               (("function", "function"), ("framework", "framework"), ("compile_count", "count"),
+                                ("compile_ms", "compile ms"), ("share_of_capture_percent", "% of capture"),
+                                ("program_variants", "program variants"))),
+                _table_section("Programs by device time", dev.get("programs") or [], (
+                    ("program", "program"), ("program_id", "program id"), ("runs", "runs"), ("devices", "devices"),
+                    ("device_ms", "device ms"), ("mean_ms", "mean ms per run"), ("share_percent", "% of HLO op time")),
+                    notes=(device_time_split(dev),)),
+                _table_section("Top device ops by self time", [{**op, "category": op_category(op)}
+                                                               for op in dev.get("top_ops") or []], (
+                    ("program", "program"), ("name", "op"), ("category", "category"), ("count", "count"),
+                    ("self_ms", "self ms"), ("self_percent", "% of op time")),
+                    notes=("One row per program and op, as xprof's hlo_stats.",)),
+                _roofline(doc.get("roofline")),
+                _table_section("Host-side ops", host_ops, (
+                    ("kind", "kind"), ("name", "name"), ("count", "count"), ("total_ms", "total ms"),
+                    ("share_percent", "%"), ("share_of", "of"))),
+                _table_section("Input stages", (doc.get("breakdown") or {}).get("input_stages") or [],
+                               (("stage", "stage"), ("count", "count"), ("total_ms", "total ms")))]
     sections += _straggler_cost((doc.get("analyses") or {}).get("straggler_whatif"))
     hosts = doc.get("hosts") or []
     if len(hosts) > 1 or straggler_lines(doc):

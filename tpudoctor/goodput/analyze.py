@@ -54,7 +54,7 @@ class SourceInfo:
     clock_jumps: list = dataclasses.field(default_factory=list)
     """Where its clock went back (line order), each with by how much."""
     time_of_day_only: bool = False
-    """Its only times were a step line's time-of-day column (no date): step intervals, not a clock."""
+    """Its only times were a step line's time-of-day column (no date): a clock for the window, with no date."""
     by_worker: dict = dataclasses.field(default_factory=dict)
     """Labelled worker -> [first, last] time of its lines."""
     inferred: dict | None = None
@@ -337,26 +337,31 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
             info = next((i for i in infos if i.name == primary.source), None)
             if info is not None:
                 wall_start, wall_end = info.first_t, info.last_t
-        time_of_day_only = any(i.time_of_day_only for i in infos if i.name == primary.source)
-        if wall_start is None and primary.first_t is not None and not time_of_day_only:  # dates in events (XPK)
+        if wall_start is None and primary.first_t is not None:  # dates in events (XPK), or a time of day only
             wall_start, wall_end = primary.first_t, primary.last_t
     lead = next((i for i in infos if primary is not None and i.name == primary.source), None)
     figures = account(timeline, wall_start=wall_start, wall_end=wall_end,
                       clock_jumps=lead.clock_jumps if lead is not None and primary.worker is None else None,
                       clock_outliers=[o for i in infos for o in i.clock_outliers],
-                      zone_skews=[z for i in infos for z in i.zone_skews])
+                      zone_skews=[z for i in infos for z in i.zone_skews], timed_run_s=_mlperf_run_s(lead))
     figures["notes"] = list(notes) + figures["notes"]
     confidence = figures["consistency"]["confidence"]
     for info in infos:
         if info.cut:  # the figures end where the file does, not where the job did
             confidence["reasons"].append(f"{info.name} {info.cut}: the figures end at the cut")
             confidence["level"] = "medium" if confidence["level"] == "high" else confidence["level"]
-    if primary is not None and wall_start is None and any(i.time_of_day_only for i in infos):
-        reason = ("the step lines carry a time of day only (torch_xla's Time=), no date and no line timestamps: they "
-                  "time the steps, not the job (its start and end are on no line), so the wall time is unknown")
-        figures["nulls"]["wall_s"] = reason
-        figures["nulls"]["ettr"] = figures["nulls"]["productive_s"] = "needs the wall time: " + reason.split(":")[0]
-    relative = _note_inferred(lead, figures)
+    dateless = primary is not None and wall_start is not None and lead is not None and lead.time_of_day_only
+    if dateless:  # the process's own clock without a date: it times the window its lines cover (issue 41)
+        figures["clock"] = {"kind": "time of day", "date": None,
+                            "why": "the step lines carry the process's time of day (torch_xla's Time=) and no "
+                                   "other clock: the wall time is the window from the first to the last such line"}
+        figures["notes"].append("the clock is a time of day with no date: the wall time is the window from the first "
+                                "to the last clocked line (midnight rollovers counted); what ran before the first "
+                                "clocked line (start-up, compilation) is on no line")
+        confidence["level"] = "medium" if confidence["level"] == "high" else confidence["level"]
+        confidence["reasons"].append("a time of day with no date: the window before the first step line is unseen")
+        _ettr_interval(figures, 1.0 if all(t == int(t) for t in (wall_start, wall_end)) else None)
+    relative = _note_inferred(lead, figures) or dateless
     from tpudoctor import __version__
 
     document: dict[str, Any] = {
@@ -399,6 +404,11 @@ def _ettr_interval(figures: dict[str, Any], resolution_s: float | None) -> None:
     high = min((productive + slack) / max(wall - 2 * resolution_s, 1e-9), 1.0)
     figures["ettr_interval"] = [round(low, 4), round(high, 4)]
     figures["notes"].append(f"the clock ticks in {resolution_s:g} s: the ETTR lies in [{low:.3f}, {high:.3f}]")
+
+
+def _mlperf_run_s(lead: SourceInfo | None) -> float | None:
+    run_ms = ((lead.inferred or {}).get("mllog") or {}).get("run_ms") if lead is not None else None
+    return run_ms / 1000.0 if run_ms is not None else None
 
 
 def _note_inferred(lead: SourceInfo | None, figures: dict[str, Any]) -> bool:

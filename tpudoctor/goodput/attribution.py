@@ -81,10 +81,12 @@ def _typical_dn(run: Run) -> int:
 
 def attribute_steady(run: Run, median: float, threshold: float, redo_from: int | None, figures: Figures,
             outliers: list, bands: list, origin: float, normal_s: float | None = None,
-            charge_anomalous: bool = True) -> None:
+            charge_anomalous: bool = True, tick_s: float = 0.0) -> None:
     """``normal_s``: the mean time per step of the normal intervals; an anomalous interval's excess over it is
     badput (ml-goodput-measurement's extra time from anomalous steps). ``charge_anomalous`` False: the excess is
-    listed as step-time deviation and stays productive (an MLPerf timed run, where every block is training)."""
+    listed as step-time deviation and stays productive (an MLPerf timed run, where every block is training).
+    ``tick_s``: the clock's resolution; an interval is anomalous only if it is, one tick shorter (a whole-second
+    clock reads 1.01 s as 2 s)."""
     if run.first_step_t is None or run.last_step_t is None:
         return
     productive = 0.0
@@ -96,7 +98,7 @@ def attribute_steady(run: Run, median: float, threshold: float, redo_from: int |
         if unknown >= 0:
             figures.add(CODE_BUCKETS[unknown], excess, estimated=True)
             rest -= excess
-        elif dn > 0 and rest / dn > threshold:
+        elif dn > 0 and (rest - tick_s) / dn > threshold:
             excess = max(rest - (normal_s if normal_s is not None else median) * dn, 0.0)
             outliers.append({"step": end, "steps": dn, "seconds": _r(dt), "excess_s": _r(excess),
                              "run": run.index})

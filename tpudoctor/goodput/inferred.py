@@ -43,7 +43,8 @@ def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tupl
             return None
         return events, {"clock": "MLPerf's time_ms (epoch milliseconds) on every :::MLLOG line",
                         "resolution_s": 0.001, "durations": None,
-                        "steps_from": f"MLPerf blocks: {summary['blocks']} block_stop lines",
+                        "steps_from": f"MLPerf blocks: {summary['blocks']} block_stop lines" if summary["blocks"]
+                        else f"MLPerf epochs (no blocks): {summary['epochs']} epoch_stop lines",
                         "relative": False, "first_t": summary["first_t"], "last_t": summary["last_t"],
                         "mllog": {k: summary[k] for k in ("init_ms", "run_ms", "status", "blocks", "evals")}}
     if year is None:  # a glog/absl date has no year: the log's ISO dates give it

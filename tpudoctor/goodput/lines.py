@@ -401,7 +401,7 @@ class EventReader:
                     self.tod_base += 86400
                 self.tod_last = tod
                 event.t = self.tod_base + tod
-                if self.first_t is None:  # no date anywhere: a time of day times steps, not the job
+                if self.first_t is None:  # no date anywhere: a clock for the window, with no date
                     self.state["time_of_day_only"] = True
                 self.last_t = event.t if self.last_t is None else max(self.last_t, event.t)
         if groups.get("epoch"):

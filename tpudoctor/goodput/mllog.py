@@ -1,6 +1,7 @@
 """MLPerf Training result logs (``:::MLLOG {json}`` lines, mlcommons' logging format): a real TPU timeline with
 its own milliseconds. init_start..init_stop is start-up, run_start..run_stop the timed run, each
-block_start..block_stop a stretch of training (an eval_accuracy closes it); a block is a step here.
+block_start..block_stop a stretch of training (an eval_accuracy closes it); a block is a step here, and where a
+log has no blocks (MiniGo), an epoch_stop is.
 
 >>> events, summary = read_mllog([':::MLLOG {"time_ms": 1000, "event_type": "INTERVAL_START", "key": "init_start"}',
 ...     ':::MLLOG {"time_ms": 5000, "key": "init_stop"}', ':::MLLOG {"time_ms": 5000, "key": "run_start"}',
@@ -36,6 +37,7 @@ def read_mllog(lines: Iterable[str], source: str) -> tuple[list[Event], dict[str
     starts: list[float] = []
     counts: dict[float, float] = {}
     times: list[int] = []
+    epochs: list[Event] = []
     for line_no, line in enumerate(lines, 1):
         at = line.find(MARK)
         if at < 0:
@@ -55,6 +57,9 @@ def read_mllog(lines: Iterable[str], source: str) -> tuple[list[Event], dict[str
             events.append(Event(Kind.START, t, framework=FRAMEWORK, source=source, line_no=line_no, text=text))
         elif key == "init_stop":
             events.append(Event(Kind.PREP_END, t, framework=FRAMEWORK, source=source, line_no=line_no, text=text))
+        elif key == "epoch_stop":  # a step only where the log has no blocks (MiniGo's generations)
+            epochs.append(Event(Kind.STEP, t, step=len(epochs) + 1, framework=FRAMEWORK, source=source,
+                                line_no=line_no, text=text))
         elif key == "block_stop":
             blocks += 1
             events.append(Event(Kind.STEP, t, step=blocks, framework=FRAMEWORK, source=source, line_no=line_no,
@@ -69,10 +74,12 @@ def read_mllog(lines: Iterable[str], source: str) -> tuple[list[Event], dict[str
         elif key == "run_stop":
             status = (entry.get("metadata") or {}).get("status")
     _epoch_steps(stops, starts, counts)
+    if not blocks and epochs:
+        events = sorted(events + epochs, key=lambda e: e.line_no)
     summary: dict[str, Any] = {
         "init_ms": _span(first, last, "init_start", "init_stop"),
         "run_ms": _span(first, last, "run_start", "run_stop"),
-        "status": status, "blocks": blocks, "evals": evals,
+        "status": status, "blocks": blocks, "evals": evals, "epochs": len(epochs),
         # the run is init_start..run_stop (lines after run_stop, a later job's, are not its time)
         "first_t": first.get("init_start", min(times) if times else None),
         "last_t": last.get("run_stop", max(times) if times else None),

@@ -196,12 +196,18 @@ class TorchXLA(LineReader):
     """torch_xla's ``print_training_update``: one line per device, ``Time=`` a time of day (or ``asctime``)."""
 
     framework = "torch_xla"
-    keywords = step_keywords('torch_xla')
+    keywords = (*step_keywords('torch_xla'), " train begin ", " train end ", " test end ")
     patterns = (
         *step_patterns('torch_xla'),
+        # the example scripts' epoch marks carry the same time of day: the window's clocked ends
+        P(Kind.START, r"^Epoch 1 train begin (?P<tod>\d\d:\d\d:\d\d)\b"),
+        P(Kind.NOTE, r"^Epoch \d+ (?:train begin|train end|test end) (?P<tod>\d\d:\d\d:\d\d)\b"),
     )
     example_lines = (
         *step_examples('torch_xla'),
+        "Epoch 1 train begin 06:12:38",
+        "Epoch 1 train end 22:03:35",
+        "Epoch 1 test end 20:31:47, Accuracy=100.00",
     )
 
 
