@@ -22,6 +22,7 @@ from tpudoctor.memory.attribution import Attribution, attribute, attribute_heap_
 from tpudoctor.preflight import compiler
 from tpudoctor.preflight import fixes as fix_makers
 from tpudoctor.preflight.program import abstract_args, knob_changes, load_factory
+from tpudoctor.preflight.verdict import preflight_verdict
 from tpudoctor.units import format_bytes
 
 TOP_BUFFERS = 10
@@ -125,10 +126,10 @@ class PreflightReport:
 
     @property
     def results(self) -> list[Finding]:
-        """What the exit status is judged on: a FAIL where the program was compiled and does not fit."""
-        if self.skipped or self.fits:
-            return []
-        return [Finding("memory-preflight", None, "fits in memory", Status.FAIL, "does not fit")]
+        """What the exit status is judged on: a FAIL where the program was compiled and does not fit (one that
+        does not compile is the ``refusal``)."""
+        verdict = preflight_verdict(self.to_dict())
+        return [verdict] if verdict.status is Status.FAIL else []
 
     @property
     def headroom_bytes(self) -> int | None:
