@@ -1,5 +1,5 @@
 """``read_plane_events``: the named planes of a real capture, the stats asked for as columns, by the
-profile's decoder; the memory events it reads agree with ``captures.memory_events``' own walk."""
+profile's decoder; the memory events it reads agree with ``captures.memory_events``' table of them."""
 
 from __future__ import annotations
 
