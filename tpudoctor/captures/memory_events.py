@@ -47,6 +47,7 @@ INT_STATS = {
     "id": "annotation_step",
 }
 NULLABLE_COLUMNS = ("group_id", "annotation_step")
+TEXT_BATCH_EVENTS = 1 << 17  # a line's events in runs of this many: the text categories' order (``_text_order``)
 TEXT_STATS = {"tf_op": "tf_op", "shape": "shape", "region_type": "region_type"}
 # the allocator's id stats, in the order one wins over another where an event carries several
 ALLOCATOR_STATS = ("allocator_name", "device_ordinal", "index_on_host")
@@ -151,8 +152,12 @@ def memory_events_of(host: HostProfile, source: str) -> MemoryEvents:
     start_ps = memory["start_ps"].to_numpy(np.int64)
     offset_ps = start_ps - (line_ts[line_row] - host.time_origin_ns) * 1000
     n = len(memory)
+    # the batch of TEXT_BATCH_EVENTS events of its line each event is in: the text categories' first key
+    line_first = (first_row[:-1] - low)[line_row]
+    batch = line_row * (1 + int(counts.max()) // TEXT_BATCH_EVENTS) + (rows - line_first) // TEXT_BATCH_EVENTS
+    order = _text_order(memory, batch)
     columns: dict[str, object] = {
-        "allocator": _allocator_column(memory),
+        "allocator": _allocator_column(memory, order),
         "is_allocation": (memory["name"] == ALLOCATION).to_numpy(dtype=bool),
         "time_ps": offset_ps + (line_ts[line_row] - origin_ns) * 1000,
         "offset_ps": offset_ps,
@@ -166,7 +171,7 @@ def memory_events_of(host: HostProfile, source: str) -> MemoryEvents:
             columns[column] = values.to_numpy(dtype=np.int64, na_value=0)
     columns["fragmentation"] = memory["fragmentation"].fillna(0.0).to_numpy(np.float64)
     for stat, column in TEXT_STATS.items():
-        columns[column] = _text_column(memory[stat])
+        columns[column] = _text_column(memory[stat], order)
     data_type = memory["data_type"].to_numpy(dtype=np.int64, na_value=0)
     columns["dtype"] = _dtype_column(data_type)
     columns["file_order"] = np.arange(n, dtype=np.int64)
@@ -183,17 +188,40 @@ def with_columns(host: HostProfile, stats: dict[str, str]) -> None:
             host.events[name] = missing_column(kind, len(host.events))
 
 
-def _text_column(values: pd.Series) -> pd.Categorical:
-    """A string stat as a categorical, "" where absent, its categories "" then in the order they first occur."""
+def _text_order(memory: pd.DataFrame, batch: np.ndarray) -> dict[str, int]:
+    """Each text value of the memory events' string stats -> its rank among them all: by the batch where it first
+    occurs, then by its length and bytes in UTF-8 (the order the categories have always had)."""
+    first_batch: dict[str, int] = {}
+    for stat in (*TEXT_STATS, "allocator_name"):
+        values = memory[stat]
+        codes = values.cat.codes.to_numpy(np.int64)
+        present = np.flatnonzero(codes >= 0)
+        if not len(present):
+            continue
+        used, first = np.unique(codes[present], return_index=True)
+        names = values.cat.categories
+        for code, row in zip(used.tolist(), present[first].tolist(), strict=True):
+            name = str(names[code])
+            first_batch[name] = min(first_batch.get(name, int(batch[row])), int(batch[row]))
+    ranked = sorted(first_batch, key=lambda name: (first_batch[name], len(name.encode()), name.encode()))
+    return {name: rank for rank, name in enumerate(ranked)}
+
+
+def _text_column(values: pd.Series, order: dict[str, int]) -> pd.Categorical:
+    """A string stat as a categorical, "" where absent, its categories "" then in ``order``."""
     codes = values.cat.codes.to_numpy(np.int64)
-    categories = values.cat.categories.tolist()
-    return _categorical(codes, [str(name) for name in categories], first_seen=True)
+    names = [str(name) for name in values.cat.categories]
+    used = np.unique(codes[codes >= 0]).tolist()
+    ranked = sorted(used, key=lambda code: order[names[code]])
+    recode = np.full(len(names) + 1, -1, dtype=np.int64)
+    recode[ranked] = np.arange(len(ranked))
+    return _categorical(np.where(codes >= 0, recode[np.maximum(codes, 0)], -1), [names[code] for code in ranked])
 
 
-def _allocator_column(memory: pd.DataFrame) -> pd.Categorical:
+def _allocator_column(memory: pd.DataFrame, order: dict[str, int]) -> pd.Categorical:
     """The allocator id of each event: ``allocator_name`` (text), else ``device_ordinal``, else ``index_on_host``
     (numbers, as text); "" where the event has none. Numbers come first among the categories (ascending), then
-    the names in the order they first occur."""
+    the names in ``order``."""
     name = memory["allocator_name"].astype(object).to_numpy()
     ordinal, index = memory["device_ordinal"], memory["index_on_host"]
     present = (ordinal.notna() | index.notna()).to_numpy(dtype=bool)
@@ -205,7 +233,7 @@ def _allocator_column(memory: pd.DataFrame) -> pd.Categorical:
     ids[present] = np.searchsorted(used, number[present])
     named = np.flatnonzero(pd.notna(name))
     if len(named):
-        texts = list(dict.fromkeys(str(value) for value in name[named].tolist()))
+        texts = sorted({str(value) for value in name[named].tolist()}, key=order.__getitem__)
         position = {text: len(labels) + index for index, text in enumerate(texts)}
         ids[named] = [position[str(value)] for value in name[named].tolist()]
         labels.extend(texts)
@@ -219,19 +247,8 @@ def _dtype_column(data_type: np.ndarray) -> pd.Categorical:
     return _categorical(np.asarray(inverse).reshape(-1), names)
 
 
-def _categorical(codes: np.ndarray, names: list[str], *, first_seen: bool = False) -> pd.Categorical:
-    """Codes over ``names`` (-1: ""), with equal names merged: a categorical without missing values; with
-    ``first_seen`` the names are ordered as their codes first occur."""
-    if first_seen and len(codes):
-        seen = codes[codes >= 0]
-        distinct_codes, first = np.unique(seen, return_index=True)
-        order = distinct_codes[np.argsort(first, kind="stable")].tolist()
-        names = [names[code] for code in order]
-        recode = np.full(max(len(distinct_codes) and int(distinct_codes.max()) + 1, 1) + 1, -1, dtype=np.int64)
-        recode[order] = np.arange(len(order))
-        codes = np.where(codes >= 0, recode[np.maximum(codes, 0)], -1)
-    elif first_seen:
-        names = []
+def _categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
+    """Codes over ``names`` (-1: ""), with equal names merged: a categorical without missing values."""
     distinct = list(dict.fromkeys(["", *names]))
     remap = np.asarray([distinct.index(name) for name in names] + [0], dtype=np.int64)
     return pd.Categorical.from_codes(remap[codes].astype(np.int32), categories=pd.Index(distinct, dtype=object),
