@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tpudoctor.findings import Finding, Status
 from tpudoctor.memory.attribution import Attribution, attribute, attribute_heap_peak
 from tpudoctor.preflight import compiler
 from tpudoctor.preflight import fixes as fix_makers
@@ -117,8 +118,17 @@ class PreflightReport:
     smallest_fitting_topology: str | None = None
     compile_seconds: float = 0.0
     duration_s: float = 0.0
+    refusal: Exception | None = dataclasses.field(default=None, compare=False, repr=False)
+    """Raised once the report is written: the program does not compile at all (``tpudoctor.preflight.product``)."""
 
     kind = DOCUMENT_KIND
+
+    @property
+    def results(self) -> list[Finding]:
+        """What the exit status is judged on: a FAIL where the program was compiled and does not fit."""
+        if self.skipped or self.fits:
+            return []
+        return [Finding("memory-preflight", None, "fits in memory", Status.FAIL, "does not fit")]
 
     @property
     def headroom_bytes(self) -> int | None:
