@@ -6,7 +6,7 @@ each fix, recompile it and rank the fixes by what the compiler says they save.
     report.fits, report.headroom_bytes, report.fixes[0].label
 
 Every figure is the compiler's: ``memory_analysis()`` where the compile succeeds, the buffer assignment it dumps
-where it does not (``*.after_optimizations.hlo.pb``, decoded by ``tpudoctor.memory.plan_decode``) and its
+where it does not (``*.after_optimizations.hlo.pb``, decoded by ``tpudoctor.captures.hlo``) and its
 out-of-memory text. Without libtpu the report is a SKIP saying what to install (``skipped``).
 """
 
