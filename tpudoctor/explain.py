@@ -65,7 +65,7 @@ def list_checks(inputs: Sequence[str], options: CatalogOptions, progress: Callab
 
     from tpudoctor.families import load_registry
 
-    rows = [{"id": c.id, "step": int(c.step), "step_label": c.step.label, "title": c.title,
+    rows: list[dict[str, Any]] = [{"id": c.id, "step": int(c.step), "step_label": c.step.label, "title": c.title,
              "requires": list(c.requires), "facts": list(c.facts), "timeout_s": c.timeout_s, "docs": c.docs,
              "source": c.source, "runs_on": c.runs_on}
             for c in load_registry(disabled=options.disabled_plugins).check_classes()]

@@ -104,6 +104,7 @@ def _fanout(options: DiagRunOptions) -> DiagReport:
     from tpudoctor.diag.slice import check_document, merge_outcomes
     from tpudoctor.pod.fanout import WorkerCommand
 
+    assert options.fan_out is not None and options.worker_argv is not None  # set by from_args with --all-workers
     fan = options.fan_out()
     diag = WorkerCommand("diag", options.worker_argv, kind=DOCUMENT_KIND, what="diag report", read=check_document,
                          label=lambda w: f"worker {w}")

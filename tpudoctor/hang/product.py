@@ -129,6 +129,7 @@ def _fanout(options: HangRunOptions) -> HangReport:
     from tpudoctor.hang.report import DOCUMENT_KIND
     from tpudoctor.pod.fanout import WorkerCommand
 
+    assert options.fan_out is not None and options.worker_argv is not None  # set by from_args with --all-workers
     fan = options.fan_out()
     digests = _cloud_digests(options)[0]
     hang = WorkerCommand("hang", options.worker_argv, kind=DOCUMENT_KIND, what="hang report", read=check_document,

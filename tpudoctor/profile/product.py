@@ -89,7 +89,7 @@ def capture(inputs: Sequence[str], options: CaptureOptions, progress: Callable[[
     from tpudoctor.profile.remote import capture as capture_profile
 
     request = options.request
-    result = capture_profile(request, on_progress=progress)
+    result = capture_profile(request, on_progress=progress or (lambda _message: None))
     return Answer({"files": list(result.files), "run": result.run}, "\n".join(result.files),
                   note=f"captured {len(result.files)} host file(s) into run {result.run} in {result.elapsed_s:.1f}s "
                        f"(attempt {result.attempt} of {request.attempts})\nnext: tpudoctor profile analyze "
