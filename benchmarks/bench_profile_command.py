@@ -38,13 +38,14 @@ settings = cli._settings_for(args)
 mark("settings")
 import tpudoctor.profile.capture, tpudoctor.profile.pipeline, tpudoctor.profile.analysis  # noqa: E401
 mark("analysis imports (numpy, pandas, decoder, analyzers)")
-from tpudoctor.commands import profile_cmd
-report = profile_cmd.build_report(args.path)
+from tpudoctor.profile.product import build_report
+report = build_report(args.path)
 mark("analyze()")
 from tpudoctor.documents import profile_document
 document = profile_document(report)
 mark("document (schema import, validation)")
-text = profile_cmd.render(document, args.format)
+from tpudoctor.rendering import render
+text = render(document, args.format)
 mark("render")
 from tpudoctor.output import write_text
 write_text(args.output, text)

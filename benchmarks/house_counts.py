@@ -87,8 +87,10 @@ def main() -> None:
     print(f"modules over 400 lines: {len(long_modules)} {long_modules}")
     print(f"functions over 80 lines: {len(long_functions)} {long_functions}")
     products = product_counts(trees)
-    print(f"commands/: {products['lines']} lines; longest run: {products['runs'][0][0]} lines "
-          f"({products['runs'][0][1]}.run); runs over 30 lines: {sum(1 for n, _ in products['runs'] if n > 30)}")
+    longest = (f"{products['runs'][0][0]} lines ({products['runs'][0][1]}.run)" if products["runs"]
+               else "none (every command is a Product the one skeleton runs)")
+    print(f"commands/: {products['lines']} lines; longest run: {longest}; runs over 30 lines: "
+          f"{sum(1 for n, _ in products['runs'] if n > 30)}")
     print(f"family registry modules: {len(products['registries'])} {products['registries']}")
     print(f"Example types: {len(products['examples'])} {products['examples']}")
     counts = report_counts()

@@ -4,7 +4,7 @@ hold what it reads against the compiler's other outputs:
 
 * the header's used bytes against the error JAX raises (``... HLO temporaries (X) exceeds available HBM (Y)``);
 * the ``Memory usage report``'s default-memory allocations against its own ``Total bytes`` and against the dumped
-  buffer assignment's peak (tpudoctor.memory.plan_decode);
+  buffer assignment's peak (tpudoctor.captures.hlo);
 * its largest allocations against the dumped assignment's largest allocations (size for size).
 
     TPU_LOG_DIR=$(mktemp -d) .venv/bin/python benchmarks/oom_roundtrip.py [v4 v5e v5p v6e]

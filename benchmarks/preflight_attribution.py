@@ -77,7 +77,7 @@ def compile_one(name: str, fix, topology: str, keep: Path | None) -> dict:
 
 
 def from_dump(dump: Path) -> dict:
-    from tpudoctor.memory.plan_decode import decode_hlo_proto
+    from tpudoctor.captures.hlo import decode_hlo_proto
 
     saved = json.loads((dump / "stats.json").read_text())
     found = sorted(glob.glob(str(dump / "*.after_optimizations.hlo.pb")), key=os.path.getsize)

@@ -79,7 +79,7 @@ def _compared(current_samples):
 
 
 def test_renderers_show_a_regression():
-    from tpudoctor.commands.bench_cmd import render
+    from tpudoctor.rendering import render
 
     doc = _compared([800.0, 805.0, 795.0, 802.0, 798.0, 801.0])
     junit = ET.fromstring(render(doc, "junit"))
@@ -95,7 +95,7 @@ def test_renderers_show_a_regression():
 
 
 def test_renderers_without_a_baseline_skip_the_gate_testcase():
-    from tpudoctor.commands.bench_cmd import render
+    from tpudoctor.rendering import render
 
     doc = document.build_document(run_result(), tool_version="0.1.0")
     suite = ET.fromstring(render(doc, "junit")).find("testsuite")

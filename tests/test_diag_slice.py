@@ -48,14 +48,13 @@ def test_a_chip_that_trails_the_slice_is_named_with_its_worker():
 
 
 def test_the_worker_command_line_carries_the_diag_flags():
-    from tpudoctor.commands import diag_cmd
+    from tpudoctor.diag.product import DiagRunOptions
     from tpudoctor.settings import Settings
 
     args = build_parser().parse_args(["diag", "-r", "2", "--tpu", "pod", "--zone", ZONE, "--all-workers",
                                       "--inject", "slow:1:0.1", "--reps", "9", "--disable-plugin", "acme"])
     settings = Settings.resolve(args, args.settings_spec, environ={}, config={})
-    argv = settings.worker_argv("diag", keys=diag_cmd.WORKER_SETTINGS, args=args, flags=diag_cmd.WORKER_FLAGS,
-                                format="json", worker="3")
+    argv = DiagRunOptions.from_args(args, settings).worker_argv("3")
     parsed = build_parser().parse_args(argv[1:])
     assert (parsed.level, parsed.inject, parsed.reps, parsed.disable_plugins) == (2, ["slow:1:0.1"], 9, ["acme"])
     assert "--worker=3" in argv and not parsed.all_workers

@@ -273,9 +273,9 @@ HOSTILE = {
         ["compare", _profile_report(f), _profile_report(f, source="run-\x1b[31m\x00\x07"), "--format", "junit"],
         {}), 0),
     "capture file names with HTML and ESC (profile html)": (lambda f: (
-        ["profile", "analyze", _capture_with_hostile_host_names(f), "--format", "html"], {}), 0),
+        ["profile", "analyze", _capture_with_hostile_host_names(f), "--format", "html"], {}), 1),  # FAIL findings
     "capture file names with HTML and ESC (profile markdown)": (lambda f: (
-        ["profile", "analyze", _capture_with_hostile_host_names(f), "--format", "markdown"], {}), 0),
+        ["profile", "analyze", _capture_with_hostile_host_names(f), "--format", "markdown"], {}), 1),  # FAIL findings
 }
 
 

@@ -25,11 +25,13 @@ import numpy as np
 import pytest
 from profile_oracle import real_captures
 
-from tpudoctor.captures import memory_event_stats as event_stats
-from tpudoctor.captures import memory_events as events_module
-from tpudoctor.captures.memory_event_stats import DATA_TYPE_NAMES
-from tpudoctor.captures.memory_events import memory_events_from_bytes, read_memory_events
+from tpudoctor.captures.memory_events import (
+    DATA_TYPE_NAMES,
+    memory_events_from_bytes,
+    read_memory_events,
+)
 from tpudoctor.captures.schema import message_class
+from tpudoctor.captures.xspace import decoder, reader
 from tpudoctor.errors import InputError
 from tpudoctor.memory.buffers import peak_breakdown, xprof_active_allocations
 from tpudoctor.memory.timeline import allocator_timelines
@@ -229,7 +231,7 @@ def test_tf_gpu_peak_buffers_name_their_ops_shapes_and_dtypes(shared_data):
 def test_a_large_file_read_plane_by_plane_equals_the_whole_file_read(shared_data, monkeypatch):
     path = shared_data / "xprof_gpu_multi_worker_34.83.195.179_6003.xplane.pb"
     whole = read_memory_events(path)
-    monkeypatch.setattr(events_module, "STREAM_MIN_BYTES", 1)
+    monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 1)
     streamed = read_memory_events(path)
     assert streamed.frame.equals(whole.frame) and streamed.time_origin_ns == whole.time_origin_ns
 
@@ -523,11 +525,9 @@ def test_a_corrupt_or_foreign_file_is_an_input_error(tmp_path):
 
 
 @pytest.mark.needs_shared_data
-def test_small_batches_and_text_blocks_read_the_same_events(shared_data, monkeypatch):
-    """Stats gathered over many small batches of host-plane events, strings compared a few at a
-    time: the same table."""
+def test_small_batches_read_the_same_events(shared_data, monkeypatch):
+    """Events decoded over many small batches: the same table."""
     path = shared_data / "xprof_gpu_multi_worker_34.83.195.179_6003.xplane.pb"
     whole = read_memory_events(path).frame
-    monkeypatch.setattr(events_module, "BATCH_EVENTS", 997)
-    monkeypatch.setattr(event_stats, "TEXT_BLOCK_BYTES", 64)
+    monkeypatch.setattr(decoder, "BATCH_EVENTS", 997)
     assert read_memory_events(path).frame.equals(whole)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tpudoctor.captures.plan_spec import Value, synthetic_plan
 from tpudoctor.families import FAMILIES
 from tpudoctor.families import load_rules as load_family
 from tpudoctor.findings import FindingKind, Status
@@ -34,7 +35,6 @@ from tpudoctor.memory.fix_rule import (
     rank_fixes,
 )
 from tpudoctor.memory.plan_capture import plans_from_xspace
-from tpudoctor.memory.plan_spec import Value, synthetic_plan
 from tpudoctor.rule import Rule, conformance_problems
 
 FAMILY = FAMILIES["memory-rules"]

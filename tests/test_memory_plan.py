@@ -1,4 +1,4 @@
-"""The compiler's buffer plan (tpudoctor.memory.buffer_plan) and its attribution (tpudoctor.memory.attribution).
+"""The compiler's buffer plan (tpudoctor.captures.buffer_plan) and its attribution (tpudoctor.memory.attribution).
 
 Oracles: XLA's own descriptors (the field numbers of ``hlo_schema`` against the ``hlo_pb2`` / ``xla_data_pb2``
 TensorFlow ships, read from their serialised descriptors without importing TensorFlow), and
@@ -18,9 +18,11 @@ import pytest
 from shared_data import SHARED_DATA
 
 from tpudoctor.captures import hlo_schema
+from tpudoctor.captures.hlo import PlanError, decode_hlo_proto
 from tpudoctor.captures.hlo_schema import HEAP_ALLOC, HEAP_FREE, HEAP_SHARE_WITH, message_class
+from tpudoctor.captures.hlo_shapes import Shape, tiled_elements
+from tpudoctor.captures.plan_spec import Value, synthetic_hlo_proto, synthetic_plan
 from tpudoctor.memory.attribution import BUCKETS, attribute, is_backward, is_optimizer_name
-from tpudoctor.memory.hlo_shapes import Shape, tiled_elements
 from tpudoctor.memory.plan_capture import (
     plan_at,
     plan_for,
@@ -28,8 +30,6 @@ from tpudoctor.memory.plan_capture import (
     program_runs,
     split_event_name,
 )
-from tpudoctor.memory.plan_decode import PlanError, decode_hlo_proto
-from tpudoctor.memory.plan_spec import Value, synthetic_hlo_proto, synthetic_plan
 
 NAMED_FRACTION = 0.95
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tpudoctor.captures.hlo import decode_hlo_proto
 from tpudoctor.logs.oom import parse_memory_analysis, parse_oom_reports
 from tpudoctor.memory.attribution import attribute, attribute_heap_peak
-from tpudoctor.memory.plan_decode import decode_hlo_proto
 from tpudoctor.preflight.compiler import read_out_of_memory
 
 DATA = Path(__file__).parent / "data" / "preflight"

@@ -92,14 +92,25 @@ def _profile_captures() -> list[tuple[str, str, Path]]:
 REDACTED = ("multihost_slow_host", "shared_xprof_gpu_multi_worker_34.83.195.179_6003")
 
 
+def _profile_exit_code(stem: str) -> int:
+    """1 when the stored report has a FAIL or ERROR finding (the one exit rule of every report), else 0."""
+    stored = SNAPSHOTS_DIR / "profile" / f"{stem}.json"
+    if not stored.is_file():
+        return 0
+    findings = json.loads(stored.read_text(encoding="utf-8").replace("<normalised>", "0"))["findings"]
+    return int(any(f["status"] in ("FAIL", "ERROR") for f in findings))
+
+
 def _profile_snapshots() -> list[Snapshot]:
     rows = []
     for stem, capture, cwd in _profile_captures():
+        code = _profile_exit_code(stem)
         for fmt in PROFILE_FORMATS:
             argv = ("profile", "analyze", capture, "--format", fmt)
-            rows.append(Snapshot(f"profile/{stem}.{FORMAT_SUFFIX[fmt]}", argv, cwd))
+            rows.append(Snapshot(f"profile/{stem}.{FORMAT_SUFFIX[fmt]}", argv, cwd, exit_code=code))
             if stem in REDACTED:
-                rows.append(Snapshot(f"profile/{stem}.redacted.{FORMAT_SUFFIX[fmt]}", (*argv, "--redact"), cwd))
+                rows.append(Snapshot(f"profile/{stem}.redacted.{FORMAT_SUFFIX[fmt]}", (*argv, "--redact"), cwd,
+                                     exit_code=code))
     return rows
 
 
@@ -269,9 +280,9 @@ def _profile_reports() -> dict:
 def analyse_each_capture_once(monkeypatch, _profile_reports):
     """``profile analyze`` in several formats analyses a capture once in this module: the command's
     analysis step is memoised by its arguments (the rendering, the part under test, runs every time)."""
-    from tpudoctor.commands import profile_cmd
+    from tpudoctor.profile import product as profile_product
 
-    build_report = profile_cmd.build_report
+    build_report = profile_product.build_report
 
     def memoised(path, *, run=None, on_progress=None, cluster=None, disabled_plugins=()):
         key = (os.getcwd(), path, run, cluster, tuple(disabled_plugins))
@@ -280,7 +291,7 @@ def analyse_each_capture_once(monkeypatch, _profile_reports):
                                                  disabled_plugins=disabled_plugins)
         return _profile_reports[key]
 
-    monkeypatch.setattr(profile_cmd, "build_report", memoised)
+    monkeypatch.setattr(profile_product, "build_report", memoised)
 
 
 @pytest.mark.parametrize("snapshot", SNAPSHOTS, ids=[s.name for s in SNAPSHOTS])

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from pod_slice import STAND_IN_BIN, build_slice
 
+from tpudoctor import triage
 from tpudoctor.cli import build_parser, main
-from tpudoctor.commands import hang_cmd, pod_check
 from tpudoctor.findings import Report
+from tpudoctor.hang import product as hang_product
 from tpudoctor.hang.capture import CAPTURE_FILE
 from tpudoctor.hang.pod import check_document
 from tpudoctor.hang.report import DOCUMENT_KIND
@@ -129,7 +130,7 @@ def test_a_fanout_gives_each_workers_check_report_and_a_finding_for_the_unreacha
     args, settings = _settings(["check", "--tpu", "pod", "--zone", ZONE, "--workers", "0-2", "NODE-005",
                                 "--disable-plugin", "acme"])
     fan = FanOut(SshTarget(tpu="pod", zone=ZONE, gcloud=GCLOUD), ["0", "1", "2"], timeout_s=120, name="pod")
-    check = WorkerCommand("check", lambda w: pod_check.worker_argv(args, settings, worker=w,
+    check = WorkerCommand("check", lambda w: triage.worker_argv(args, settings, worker=w,
                                                                    timeout_s=fan.worker_limit_s),
                           kind="check", what="check report", read=report_from_document)
     outcomes = fan.collect(check)
@@ -154,7 +155,7 @@ def test_a_fanout_gives_each_workers_hang_document_and_a_finding_for_the_unreach
     args, settings = _settings(["hang", "--tpu", "pod", "--zone", ZONE, "--workers", "0-2", "--replay", "dumps",
                                 "--interval", "0s"])
     fan = FanOut(SshTarget(tpu="pod", zone=ZONE, gcloud=GCLOUD), ["0", "1", "2"], timeout_s=120, name="pod")
-    hang = WorkerCommand("hang", lambda w: hang_cmd.worker_argv(args, settings, worker=w), kind=DOCUMENT_KIND,
+    hang = WorkerCommand("hang", lambda w: hang_product.worker_argv(args, settings, worker=w), kind=DOCUMENT_KIND,
                          what="hang report", read=check_document, label=lambda w: f"worker {w}")
     outcomes = fan.collect(hang)
     assert [o.worker for o in outcomes] == ["0", "1", "2"]
@@ -231,7 +232,7 @@ def test_hang_worker_argv_reads_back_to_the_same_choices_and_passes_no_redact():
                                 "--log-file=-odd name.log", "--tz", "Europe/Paris", "--since", "10m",
                                 "--redact", "--disable-plugin", "acme,-odd"],
                                environ={"TPUDOCTOR_DISABLE_PLUGINS": "ignored: the flag wins"})
-    argv = shlex.split(shlex.join(hang_cmd.worker_argv(args, settings, worker="3")))
+    argv = shlex.split(shlex.join(hang_product.worker_argv(args, settings, worker="3")))
     worker = build_parser().parse_args(argv[1:])
     assert (worker.interval, worker.native, worker.dump_timeout, worker.log_file, worker.tz) == (
         "7.5s", "never", "9s", ["-odd name.log"], "Europe/Paris")
@@ -247,7 +248,7 @@ def test_check_worker_argv_carries_the_settings_and_the_selection():
     args, settings = _settings(["check", "--tpu", "pod", "--zone", ZONE, "--workers", "0-3", "--step", "2",
                                 "--redact", "--probe", "--disable-plugin", "acme", "GCS-001"],
                                environ={"CLOUDSDK_CORE_PROJECT": "env-project"})
-    argv = pod_check.worker_argv(args, settings, worker="2", timeout_s=50.0)
+    argv = triage.worker_argv(args, settings, worker="2", timeout_s=50.0)
     worker = build_parser().parse_args(argv[1:])
     back = Settings.resolve(worker, worker.settings_spec, environ={}, config={})
     assert (back.project, back.worker, back.timeout_s, back.format, back.disable_plugins) == (

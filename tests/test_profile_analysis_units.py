@@ -144,7 +144,7 @@ def test_profile_analyze_bad_input_exits_2(tmp_path, capsys):
 @pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
 def test_compare_formats(tmp_path, capsys, fmt):
     a = tmp_path / "a.json"
-    assert main(["profile", "analyze", str(FIXTURES / "tf_input_bound"), "--format", "json", "-o", str(a)]) == 0
+    assert main(["profile", "analyze", str(FIXTURES / "tf_input_bound"), "--format", "json", "-o", str(a)]) == 1  # its FAIL findings
     capsys.readouterr()
     assert main(["compare", str(a), str(FIXTURES / "tf_compute_bound"), "--format", fmt]) == 0  # no gate: exit 0
     out = capsys.readouterr().out
@@ -179,7 +179,7 @@ def test_compare_reads_a_schema_1_report_saved_by_the_previous_version(tmp_path,
     assert "prefetch" in finding["remediation"]["text"] and finding["scope"]["hosts"] == []
     validate(doc, "profile_diagnosis")
     new = tmp_path / "new.json"
-    assert main(["profile", "analyze", str(FIXTURES / "tf_input_bound"), "--format", "json", "-o", str(new)]) == 0
+    assert main(["profile", "analyze", str(FIXTURES / "tf_input_bound"), "--format", "json", "-o", str(new)]) == 1  # its FAIL findings
     capsys.readouterr()
     assert main(["compare", str(V1_REPORT), str(new), "--format", "json", "--fail-on-regression", "50%"]) == 0
     result = json.loads(capsys.readouterr().out)

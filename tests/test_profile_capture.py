@@ -67,7 +67,7 @@ def test_capture_from_a_live_tensorflow_job_loads(tmp_path):
         assert len(host.events) > 100
         analyze = subprocess.run([sys.executable, "-m", "tpudoctor", "profile", "analyze", str(logdir)],
                                  capture_output=True, text=True, timeout=120, env=_env())
-        assert analyze.returncode == 0 and "/host:CPU" in analyze.stdout
+        assert analyze.returncode in (0, 1) and "/host:CPU" in analyze.stdout  # 1: a FAIL finding
     finally:
         job.kill()
         job.wait(timeout=30)

@@ -51,7 +51,7 @@ def write(path: Path, data: bytes) -> Path:
 def test_file_text_report(tmp_path, capsys):
     path = write(tmp_path / "worker-0.xplane.pb", small_capture())
     code, out, _ = run_cli(capsys, str(path))
-    assert code == 0
+    assert code == 1
     assert "Host worker-0" in out and "TPU v4" in out and "/device:TPU:0" in out and "XLA Modules" in out
     assert "100 events" in out
 
@@ -59,7 +59,7 @@ def test_file_text_report(tmp_path, capsys):
 def test_json_report_follows_its_schema(tmp_path, capsys):
     path = write(tmp_path / "w.xplane.pb", small_capture())
     code, out, _ = run_cli(capsys, str(path), "--format", "json")
-    assert code == 0
+    assert code == 1
     document = json.loads(out)
     validate(document, "profile_report")
     host = document["summary"]["hosts"][0]
@@ -74,7 +74,7 @@ def test_output_file(tmp_path, capsys):
     path = write(tmp_path / "w.xplane.pb", small_capture())
     target = tmp_path / "out" / "report.json"
     code, out, _ = run_cli(capsys, str(path), "--format", "json", "-o", str(target))
-    assert code == 0 and out == ""
+    assert code == 1 and out == ""
     assert json.loads(target.read_text())["kind"] == "profile"
 
 
@@ -98,7 +98,7 @@ def test_multi_host_run_reports_the_bad_host_and_analyses_the_rest(tmp_path, cap
     write(run / "host-c.xplane.pb", b"")
     code, out, _ = run_cli(capsys, str(run), "--format", "json")
     summary = json.loads(out)["summary"]
-    assert code == 0
+    assert code == 1
     assert sorted(host["hostname"] for host in summary["hosts"]) == ["host-a", "host-b"]
     assert "empty (0 bytes)" in summary["failed_hosts"]["host-c"]
     code, out, _ = run_cli(capsys, str(run))
@@ -166,7 +166,7 @@ def test_capture_without_device_planes_is_analysed_with_a_note(tmp_path, capsys)
     path = write(tmp_path / "cpu.xplane.pb", small_capture(device=False))
     code, out, _ = run_cli(capsys, str(path), "--format", "json")
     summary = json.loads(out)["summary"]
-    assert code == 0
+    assert code == 1
     assert summary["hosts"][0]["device_kind"] == "CPU only (no device planes)"
     (note,) = summary["notes"]
     assert "no device planes" in note and "it has only: /host:CPU" in note
@@ -175,7 +175,7 @@ def test_capture_without_device_planes_is_analysed_with_a_note(tmp_path, capsys)
 def test_real_tpu_capture_summary(capsys):
     code, out, _ = run_cli(capsys, str(shared_file(TPU_CAPTURE)), "--format", "json")
     summary = json.loads(out)["summary"]
-    assert code == 0 and summary["device_kinds"] == ["TPU v6 Lite"]
+    assert code == 1 and summary["device_kinds"] == ["TPU v6 Lite"]
     host = summary["hosts"][0]
     assert host["n_device_planes"] == 4 and host["n_events"] == 26_723
     assert 90e12 < host["span_ps"] < 100e12 and host["profile_duration_ns"] > 90e9
@@ -191,13 +191,13 @@ def test_gcs_logdir_through_the_storage_emulator(gcs_emulator, capsys):
     bucket.blob("job/plugins/profile/2024_01_01_00_00_00/old.xplane.pb").upload_from_string(small_capture(events=1))
     code, out, _ = run_cli(capsys, "gs://profiles/job", "--format", "json")
     summary = json.loads(out)["summary"]
-    assert code == 0, out
+    assert code == 1, out
     assert summary["run"] == "2024_05_05_05_05_05"
     assert sorted(h["hostname"] for h in summary["hosts"]) == ["w-0", "w-1"]
     assert summary["n_events"] == 100 + 18
     assert "w-2" in summary["failed_hosts"]
     code, out, _ = run_cli(capsys, "gs://profiles/job/plugins/profile/2024_05_05_05_05_05/w-1.xplane.pb")
-    assert code == 0 and "Host w-1" in out
+    assert code == 1 and "Host w-1" in out
     code, _, err = run_cli(capsys, "gs://profiles/nothing-here")
     assert code == 2 and "holds no profile" in err
 
@@ -255,22 +255,30 @@ def test_the_command_process_flushes_its_report_and_exits_with_the_code_of_main(
     capture = Path(__file__).resolve().parent / "fixtures" / "profiles" / "multihost_slow_host"
     command = [sys.executable, "-m", "tpudoctor", "profile", "analyze"]
     done = subprocess.run([*command, str(capture), "--format", "json"], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["straggler"]["host"] == "worker2"  # all of it, flushed
     missing = subprocess.run([*command, str(tmp_path / "missing.xplane.pb")], capture_output=True, text=True,
                              timeout=300)
     assert missing.returncode == 2 and "does not exist" in missing.stderr
 
 
-def test_profile_analyze_gates_on_its_findings_with_fail_on(tmp_path):
-    """Issue 29: profile analyze exits 1 when --fail-on is given and a finding is at or above it (an input-bound
-    capture FAILs its input rule), 0 without the gate; the format never changes it."""
+def test_profile_analyze_exits_1_on_a_fail_finding_in_every_format_junit_too(tmp_path):
+    """Issue 39: profile analyze counts its FAIL findings as every other report does (exit 1, the JUnit a
+    <failure>), in every format, JUnit included; --exit-zero and --fail-on as for the other commands. An
+    input-bound capture FAILs its input rule."""
+    import xml.etree.ElementTree as ET
+
     from tpudoctor.cli import main
 
     capture = str(Path(__file__).parent / "fixtures" / "profiles" / "tf_input_bound")
     out = str(tmp_path / "r.json")
-    assert main(["profile", "analyze", capture, "--format", "json", "-o", out]) == 0
+    assert main(["profile", "analyze", capture, "--format", "json", "-o", out]) == 1
     findings = json.loads(Path(out).read_text())["findings"]
     assert any(f["status"] == "FAIL" for f in findings)
-    for fmt in ("text", "json", "markdown", "html"):
-        assert main(["profile", "analyze", capture, "--format", fmt, "-o", out, "--fail-on", "fail"]) == 1
+    for fmt in ("text", "json", "markdown", "html", "junit"):
+        assert main(["profile", "analyze", capture, "--format", fmt, "-o", out]) == 1
+        assert main(["profile", "analyze", capture, "--format", fmt, "-o", out, "--fail-on", "warn"]) == 1
+    suite = ET.parse(out).getroot().find("testsuite")
+    assert int(suite.get("failures")) >= 1
+    assert main(["profile", "analyze", capture, "--format", "junit", "-o", out, "--exit-zero"]) == 0
+    assert ET.parse(out).getroot().find("testsuite").get("failures") == "0"

@@ -26,7 +26,7 @@ needs_v6e = pytest.mark.skipif(not V6E.exists(), reason=f"real TPU capture not f
 
 def _report(path: Path, tmp_path: Path) -> dict:
     out = tmp_path / f"{path.name}.json"
-    assert main(["profile", "analyze", str(path), "--format", "json", "-o", str(out)]) == 0
+    assert main(["profile", "analyze", str(path), "--format", "json", "-o", str(out)]) in (0, 1)  # 1: FAIL findings; the report is written either way
     return json.loads(out.read_text())
 
 

@@ -21,7 +21,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or (
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
 def test_html_report_screenshot_is_not_blank(tmp_path):
     report = tmp_path / "report.html"
-    assert main(["profile", "analyze", str(FIXTURES / "jax_input_bound"), "--format", "html", "-o", str(report)]) == 0
+    assert main(["profile", "analyze", str(FIXTURES / "jax_input_bound"), "--format", "html", "-o", str(report)]) == 1  # its FAIL findings
     shot = tmp_path / "shot.png"
     dom = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -96,7 +96,7 @@ V6E = SHARED_DATA / "xprof_tpu_inference_2.xplane.pb"  # ../shared/data, or TPUD
 def test_roofline_chart_renders(tmp_path):
     """The v6e report's roofline chart, cut out of the page, draws its roofs and op points."""
     report = tmp_path / "report.html"
-    assert main(["profile", "analyze", str(V6E), "--format", "html", "-o", str(report)]) == 0
+    assert main(["profile", "analyze", str(V6E), "--format", "html", "-o", str(report)]) == 1  # its FAIL findings
     page = report.read_text()
     chart = tmp_path / "chart.html"
     chart.write_text(page[:page.index("<body>") + 6] + page[page.index("<h2>Roofline"):page.index("<h2>Host-side ops")]

@@ -98,7 +98,7 @@ def test_redacted_markdown_shows_placeholders_as_text_outside_code_and_as_writte
     from tpudoctor import cli
 
     assert cli.main(["profile", "analyze", "tests/fixtures/profiles/multihost_slow_host", "--format", "markdown",
-                     "--redact"]) == 0
+                     "--redact"]) == 1
     out = capsys.readouterr().out
     prose = re.sub(r"`[^`]*`", "", out)
     assert "&lt;host-3&gt; reached the step's first collective last" in prose

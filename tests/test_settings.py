@@ -13,10 +13,10 @@ import pytest
 
 from tpudoctor.cli import build_parser, main, settings_from_argv
 from tpudoctor.commands import check_cmd
-from tpudoctor.commands.pod_check import remote_command
 from tpudoctor.errors import UsageError
 from tpudoctor.gcp import session as gcp_session
 from tpudoctor.settings import ENV_FOR_SETTING, Settings, flag_for, to_argv
+from tpudoctor.triage import remote_command
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -135,7 +135,7 @@ def test_every_command_that_writes_a_report_can_redact_it():
 
 
 def test_the_hang_fanout_passes_the_plugins_left_out_to_each_worker():
-    from tpudoctor.commands.hang_cmd import worker_argv as hang_worker_argv
+    from tpudoctor.hang.product import worker_argv as hang_worker_argv
 
     args = build_parser().parse_args(["hang", "--tpu", "pod", "--all-workers", "--disable-plugin", "acme,-odd"])
     settings = Settings.resolve(args, args.settings_spec, environ={}, config={})

@@ -1,5 +1,5 @@
 """``read_plane_events``: the named planes of a real capture, the stats asked for as columns, by the
-profile's decoder; the memory events it reads agree with ``captures.memory_events``' own walk."""
+profile's decoder; the memory events it reads agree with ``captures.memory_events``' table of them."""
 
 from __future__ import annotations
 
@@ -92,3 +92,16 @@ def test_planes_or_events_given_as_one_string_is_a_mistake_not_a_set_of_letters(
         LoadOptions(planes=HOST)
     with pytest.raises(ValueError, match="collection of event names"):
         LoadOptions(events="MemoryAllocation")
+
+
+def test_a_program_s_hlo_proto_is_kept_whole_where_asked_for():
+    """jit_f's HloProto on /host:metadata is 8,194 bytes: the decoder keeps a long bytes value's size alone
+    ("<8194 bytes>") unless the stat is named in ``whole_bytes_stats``, as the memory reader names it."""
+    path = str(shared_file(TPU_CAPTURE))
+    metadata = decode_host_file(path, hostname="h", source=path, options=LoadOptions(stats={})).event_metadata
+    proto = metadata.loc[metadata["name"].str.startswith("jit_f(") & metadata["Hlo Proto"].notna(), "Hlo Proto"]
+    assert proto.tolist() == ["<8194 bytes>"]
+    whole = decode_host_file(path, hostname="h", source=path,
+                             options=LoadOptions(stats={}, whole_bytes_stats={"Hlo Proto"})).event_metadata
+    proto = whole.loc[whole["name"].str.startswith("jit_f(") & whole["Hlo Proto"].notna(), "Hlo Proto"].tolist()
+    assert len(proto) == 1 and isinstance(proto[0], bytes) and len(proto[0]) == 8194

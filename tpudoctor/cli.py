@@ -49,19 +49,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tpudoctor {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for command in COMMANDS:
-        command.register(sub)
+    for register in COMMANDS:
+        register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not getattr(args, "handler", None):
-        parser.print_help(sys.stderr)
+    if not getattr(args, "handler", None):  # no command (or no sub-command): the help of what was given
+        getattr(args, "help_parser", parser).print_help(sys.stderr)
         return ExitCode.USAGE_ERROR
     try:
-        return int(args.handler(args, _settings_for(args)))
+        return int(run_product(args.handler, args, _settings_for(args)))
     except TpudoctorError as exc:
         _print_error(exc.message, exc.hint)
         return int(exc.exit_code)
@@ -83,6 +83,57 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("TPUDOCTOR_DEBUG"):
             traceback.print_exc()
         return int(ExitCode.INTERNAL_ERROR)
+
+
+def run_product(product, args: argparse.Namespace, settings) -> int:
+    """The one skeleton of every command (``product``: its ``tpudoctor.product.Product``): the flags as options,
+    every output checked before the work (an ``-o`` that names an input is refused), the run, its document
+    prepared once (redaction), each requested format rendered from it and written, the exit status."""
+    import contextlib
+
+    from tpudoctor.documents import prepare
+    from tpudoctor.findings import Gate, exit_code_for
+    from tpudoctor.output import check_output, write_text
+    from tpudoctor.pod.report_store import PLACEHOLDERS, fill_placeholders, has_placeholder
+    from tpudoctor.product import paths_in
+    from tpudoctor.progress import progress
+    from tpudoctor.rendering import render
+
+    options = product.options_from(args, settings)
+    session = getattr(options, "session", None)  # the run's Google Cloud session, where it has one: gs:// -o
+    outputs = product.outputs(args, settings)
+    inputs = list(options.inputs) if hasattr(options, "inputs") else product.input_paths(args)  # flag or setting
+    reads = paths_in(inputs, *(getattr(args, flag, None) for flag in product.reads), getattr(options, "reads", ()))
+    for path, _ in outputs:
+        for placeholder in PLACEHOLDERS if product.worker_slot and path else ():
+            path = path.replace(placeholder, "0")  # the folder must be usable whatever the worker fills in
+        check_output(path, inputs=reads, session=session)
+    redact = bool(getattr(args, "redact", False))
+    fail_on = settings.fail_on if "fail_on" in settings.keys else "fail"  # a command without the setting: FAIL fails
+    gate = Gate(fail_on, bool(getattr(args, "exit_zero", False)))
+    with _gc_paused() if product.pause_gc else contextlib.nullcontext():
+        with progress(f"tpudoctor {product.name}") as update:
+            report = product.run(inputs, options, update)
+        document = prepare(report, redact=redact)  # once, before any renderer: every file is made from it
+        for extra_path, extra in getattr(report, "also_write", ()):  # a baseline: its own document
+            write_text(extra_path, render(prepare(extra, redact=redact), "json"))
+        for path, fmt in outputs:
+            color = path in (None, "-") and sys.stdout.isatty() and not redact  # a redacted report is to be shared
+            text = render(document, fmt, verbose=bool(getattr(args, "verbose", False)), color=color, gate=gate)
+            if product.worker_slot and has_placeholder(path):
+                path = fill_placeholders(path, report, session=session)
+            write_text(path, text, fmt=fmt, session=session)
+    if getattr(report, "note", None):
+        sys.stderr.write(report.note)
+    if getattr(report, "refusal", None) is not None:  # written first; the refusal to judge is an error like any
+        raise report.refusal
+    return int(exit_code_for(report, fail_on=gate.fail_on, exit_zero=gate.exit_zero))
+
+
+def _gc_paused():
+    from tpudoctor.profile.pipeline import cyclic_gc_paused
+
+    return cyclic_gc_paused()
 
 
 def _settings_for(args: argparse.Namespace):

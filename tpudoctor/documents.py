@@ -185,6 +185,7 @@ _PREPARERS: dict[str, Callable[[Any, bool], dict[str, Any]]] = {
     "memory": lambda report, redact: memory_document(report, redact=redact),
     "memory-preflight": lambda report, redact: preflight_document(report, redact=redact),
     "pipeline_whatif": lambda report, redact: op_trace_document(report, redact=redact),
+    "answer": lambda report, redact: report.to_dict(),  # a listing or an explanation: nothing of the user's in it
     **{kind: (lambda report, redact: compare_document(report, redact=redact))
        for kind in COMPARE_KINDS},
 }

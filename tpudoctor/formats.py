@@ -7,7 +7,7 @@ text; ``Settings.format_for`` narrows it to the formats a command has.
 from __future__ import annotations
 
 CHECK_FORMATS = ("text", "json", "markdown", "html", "junit")
-PROFILE_FORMATS = ("text", "json", "markdown", "html")
+PROFILE_FORMATS = ("text", "json", "markdown", "html", "junit")
 COMPARE_FORMATS = ("text", "json", "markdown", "html", "junit")
 GOODPUT_FORMATS = ("text", "json", "markdown", "html", "junit")
 HANG_FORMATS = ("text", "json", "markdown", "html", "junit")

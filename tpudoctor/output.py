@@ -42,7 +42,7 @@ def write_text(path: str | os.PathLike[str] | None, text: str, *, fmt: str | Non
         return
     if path is None or os.fspath(path) in STDOUT_NAMES:
         sys.stdout.write(text)
-        if not text.endswith("\n"):
+        if text and not text.endswith("\n"):  # an empty answer (docs --check, all current) prints nothing
             sys.stdout.write("\n")
         sys.stdout.flush()
         return

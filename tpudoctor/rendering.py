@@ -62,6 +62,8 @@ def _load(target: str) -> Any:
 def render(document: dict[str, Any], fmt: str, **options: Any) -> str:
     """``document`` (a prepared report document, its ``kind`` set) in ``fmt``."""
     kind = view_kind(document)
+    if kind == "answer":  # a listing or an explanation (``tpudoctor.answer``): its product wrote both forms
+        return render_json(document["data"]) if fmt == "json" else document["text"]
     if kind not in VIEWS:
         raise TpudoctorError(f"no view for a {kind or 'kind-less'} document (kinds: {', '.join(sorted(VIEWS))})")
     if fmt == "json":

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tpudoctor.findings import Finding, Status
+from tpudoctor.findings import Status
+from tpudoctor.preflight.verdict import preflight_verdict
 from tpudoctor.reports.view import Bar, Chart, Section, Suite, Table, View, findings_of, properties
 from tpudoctor.units import format_bytes
 
@@ -179,28 +180,8 @@ def _saving(n: int | None) -> str:
     return _gib(n) + (" (it adds)" if n is not None and n < 0 else "")
 
 
-def preflight_verdict(doc: dict[str, Any]) -> Finding:
-    """The preflight's one verdict as a finding (its document holds figures, not findings): PASS fits, FAIL does
-    not, SKIP nothing compiled (libtpu missing), ERROR the program does not compile."""
-    limit = _gib(doc["limit_bytes"])
-    if doc["skipped"]:
-        status, message = Status.SKIP, doc["skipped"]
-    elif doc["fits"]:
-        status, message = Status.PASS, (f"fits: {_gib(doc['total_bytes'])} of {limit}, headroom "
-                                        f"{_gib(doc['headroom_bytes'])} (compiled by libtpu; memory_analysis)")
-    elif doc["memory_space"] not in ("", "hbm"):
-        status, message = Status.FAIL, (f"does not fit in {doc['memory_space'].upper()} (the program's "
-                                        f"{_gib(doc['total_bytes'])} of HBM would fit)")
-    elif doc["total_bytes"] is not None:
-        status, message = Status.FAIL, (f"does not fit: needs {_gib(doc['total_bytes'])} of {limit} "
-                                        f"({_gib(-(doc['headroom_bytes'] or 0))} over)")
-    else:
-        status, message = Status.ERROR, f"does not compile: {doc['error'][:500]}"
-    return Finding("memory-preflight", None, "fits in memory", status, message)
-
-
 def preflight_view(doc: dict[str, Any]) -> View:
-    verdict = preflight_verdict(doc)
+    verdict = preflight_verdict(doc)  # the verdict the exit status is judged on
     title = f"tpudoctor memory preflight: {doc['program']} on {doc['topology']}"
     mesh = ",".join(f"{k}={v}" for k, v in doc["mesh"].items())
     notes = () if doc["skipped"] else (f"{doc['devices']} x {doc['device_kind']}, mesh {mesh}; the compiler allows "

@@ -43,9 +43,10 @@ class BenchOptions:
     """Where a run that produced no result writes its one-case JUnit (``--junit``)."""
 
     @classmethod
-    def from_args(cls, args: Any) -> BenchOptions:
+    def from_args(cls, args: Any, settings: Any = None) -> BenchOptions:
         """The flags as options; a flag that cannot be right is a ``UsageError``."""
         from tpudoctor import config
+        from tpudoctor.output import check_output
 
         for name, value in (("--steps", args.steps), ("--repeats", args.repeats), ("--batch-size", args.batch_size)):
             if value is not None and value <= 0:
@@ -69,6 +70,7 @@ class BenchOptions:
         timeout_s = config.parse_duration_s(args.timeout)
         if timeout_s <= 0:
             raise UsageError("--timeout must be positive")
+        check_output(args.save_baseline)  # before minutes of benchmarking; it may replace --baseline: saving does
         return cls(model=args.model, framework=args.framework, steps=args.steps, repeats=args.repeats,
                    batch_size=args.batch_size, accelerator=args.accelerator, data_dir=args.data_dir,
                    profile=args.profile, inject_step_delay=args.inject_step_delay, timeout_s=timeout_s,
@@ -90,7 +92,7 @@ def run(inputs: Sequence[str], options: BenchOptions, progress: Callable[[str], 
     bench_document.with_findings(doc)
     saves = bool(options.save_baseline and result["loss_dropped"])  # a model that does not learn is no reference
     return BenchReport(doc, baseline_document=bench_document.as_baseline(doc) if saves else None,
-                       note=_loss_note(options, result))
+                       baseline_path=options.save_baseline, note=_loss_note(options, result))
 
 
 def _request(options: BenchOptions) -> RunRequest:

@@ -21,6 +21,8 @@ class BenchReport:
     """The bench document (schema ``bench_result``), its ``findings`` set (``bench.document.with_findings``)."""
     baseline_document: dict[str, Any] | None = None
     """What ``--save-baseline`` writes (``bench.document.as_baseline``); None when the run is no baseline."""
+    baseline_path: str | None = None
+    """Where ``--save-baseline`` writes it."""
     note: str | None = None
     """A line for stderr: why the throughput is not meaningful (the loss did not drop)."""
 
@@ -28,6 +30,12 @@ class BenchReport:
 
     def to_dict(self) -> dict[str, Any]:
         return self.document
+
+    @property
+    def also_write(self) -> list[tuple[str, BenchReport]]:
+        """``--save-baseline FILE`` and the baseline written there, when this run is one."""
+        path, baseline = self.baseline_path, self.baseline_document
+        return [(path, BenchReport(baseline))] if path and baseline is not None else []
 
     @property
     def findings(self) -> list[Finding]:

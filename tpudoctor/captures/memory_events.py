@@ -10,57 +10,61 @@ TensorFlow's and PJRT's allocators (BFC, the TPU runtime's) write a ``MemoryAllo
 (the allocator's lifetime peak), ``fragmentation``; and about the buffer: ``requested_bytes``,
 ``allocation_bytes``, ``addr``, ``tf_op``, ``shape``, ``data_type``, ``region_type``, ``group_id``
 (the step, once grouped). The allocator is named by ``index_on_host`` / ``device_ordinal``
-(a number) or ``allocator_name``; the last of them in the event wins, as in xprof's memory_profile.
-A free carries no size of its own on TPU: ``match_frees`` gives it its allocation's (by ``addr``).
+(a number) or ``allocator_name``. A free carries no size of its own on TPU: ``match_frees`` gives it
+its allocation's (by ``addr``).
 
-Read at the wire level (``tpudoctor.captures.wire``), on the first host plane only, line by line:
-each batch's metadata ids read first and only the memory events' fields and stats decoded, with
-numpy, into columns (memory bounded by the memory events, not the host plane's other events); no Python object per event: string values are compared as bytes with
-numpy and decoded once per distinct value (categoricals), allocator ids once per distinct id.
+The capture is decoded by the profile's columnar decoder (``captures.xspace``): ``memory_events_of`` makes the
+first host plane's memory events of a decoded ``HostProfile`` this table; nothing here reads bytes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Iterator
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from tpudoctor.captures import wire
-from tpudoctor.captures.memory_event_stats import (
-    BYTES,
-    DOUBLE,
-    INT64,
-    INT_STATS,
-    MEMORY_STAT_ORDER,
-    PADDING,
-    STR,
-    TEXT_STATS,
-    UINT64,
-    Gathered,
-    allocator_column,
-    code_texts,
-    dtype_column,
-    event_fields,
-    parse_line,
-    stats,
-    text_column,
-)
-from tpudoctor.captures.schema import message_class
-from tpudoctor.captures.xspace.event_wire import metadata_ids
-from tpudoctor.errors import InputError
+from tpudoctor.captures.xspace.host_profile import HostProfile
 
 HOST_PLANE = "/host:CPU"
 ALLOCATION, DEALLOCATION = "MemoryAllocation", "MemoryDeallocation"
-BATCH_EVENTS = 1 << 17  # host-plane events whose metadata ids are read together: bounds the temporaries
-STREAM_MIN_BYTES = 64 << 20  # larger local files are read plane by plane (the profile loader's threshold)
 
 COLUMNS = ("allocator", "is_allocation", "time_ps", "offset_ps", "line_id", "heap_bytes", "stack_bytes",
            "free_bytes", "lifetime_peak_bytes", "fragmentation", "requested_bytes", "allocation_bytes", "addr",
            "tf_op", "shape", "dtype", "region_type", "group_id", "annotation_step", "file_order")
+
+# stat name -> column, for the stats read as integers (absent: 0, or missing for the nullable two)
+INT_STATS = {
+    "bytes_allocated": "heap_bytes",
+    "bytes_reserved": "stack_bytes",
+    "bytes_available": "free_bytes",
+    "peak_bytes_in_use": "lifetime_peak_bytes",
+    "requested_bytes": "requested_bytes",
+    "allocation_bytes": "allocation_bytes",
+    "addr": "addr",
+    "group_id": "group_id",
+    "id": "annotation_step",
+}
+NULLABLE_COLUMNS = ("group_id", "annotation_step")
+TEXT_BATCH_EVENTS = 1 << 17  # a line's events in runs of this many: the text categories' order (``_text_order``)
+TEXT_STATS = {"tf_op": "tf_op", "shape": "shape", "region_type": "region_type"}
+# the allocator's id stats, in the order one wins over another where an event carries several
+ALLOCATOR_STATS = ("allocator_name", "device_ordinal", "index_on_host")
+# what the decoder reads into columns for the memory events: stat name -> kind
+MEMORY_STATS: dict[str, str] = {**{name: "int" for name in INT_STATS}, "data_type": "int",
+                                "fragmentation": "float", **{name: "str" for name in TEXT_STATS},
+                                "allocator_name": "str", "device_ordinal": "int", "index_on_host": "int"}
+
+# TensorFlow's DataType enum (tensorflow/core/framework/types.proto) as DataTypeString writes it,
+# which is what xprof's memory_profile shows; numbers outside it read "unknown dtype enum (N)". 0 (DT_INVALID) is
+# what an event without a type carries: no dtype, read as "" like an absent tf_op or shape (not "INVALID").
+DATA_TYPE_NAMES = (
+    "", "float", "double", "int32", "uint8", "int16", "int8", "string", "complex64", "int64", "bool",
+    "qint8", "quint8", "qint32", "bfloat16", "qint16", "quint16", "uint16", "complex128", "half", "resource",
+    "variant", "uint32", "uint64", "float8_e5m2", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e4m3b11fnuz",
+    "float8_e5m2fnuz", "int4", "uint4", "int2", "uint2", "float4_e2m1fn",
+)
 
 
 @dataclasses.dataclass
@@ -99,232 +103,156 @@ class MemoryEvents:
 
 
 def read_memory_events(path: str | os.PathLike, *, source: str | None = None) -> MemoryEvents:
-    """The memory events of a local ``.xplane.pb``; ``InputError`` where it is not a readable XSpace.
+    """The memory events of a local ``.xplane.pb`` alone (``read_memory_capture`` reads them with the programs);
+    ``InputError`` where it is not a readable XSpace."""
+    from tpudoctor.captures.xspace import read_plane_events
 
-    A file of ``STREAM_MIN_BYTES`` or more is read plane by plane: only the host plane's lines
-    are read from disk and parsed, one line at a time."""
-    from tpudoctor.captures.validate import check_bytes
-    from tpudoctor.captures.xspace.planes_on_disk import layout, planes_on_disk
-
-    path = os.fspath(path)
-    source = source or path
-    size = os.path.getsize(path)
-    with open(path, "rb") as handle:
-        if size < STREAM_MIN_BYTES:
-            return memory_events_from_bytes(handle.read(), source=source)
-        check_bytes(handle.read(1 << 20), source)
-        found = layout(handle, size)
-    if found is None:  # not a clean XSpace layout: the whole-file path says what is wrong
-        with open(path, "rb") as handle:
-            return memory_events_from_bytes(handle.read(), source=source)
-    planes, errors, warnings = found
-    return _decode(lambda: _host_planes(planes_on_disk(path, source, planes)), source, errors, warnings)
+    where = source or os.fspath(path)
+    host = read_plane_events(os.fspath(path), [HOST_PLANE], MEMORY_STATS, source=where)
+    return memory_events_of(host, where)
 
 
 def memory_events_from_bytes(data: bytes, *, source: str) -> MemoryEvents:
     """``read_memory_events`` for a serialized XSpace held in memory."""
-    from tpudoctor.captures.validate import check_bytes, explain_parse_failure
+    from tpudoctor.captures.xspace import LoadOptions, decode_host
 
-    check_bytes(data, source)
-    try:
-        space = message_class("XSpace", raw=True).FromString(data)
-    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and RuntimeError on some builds)
-        raise explain_parse_failure(data, source) from exc
-    if not any(plane.name for plane in space.planes):
-        raise InputError(f"{source} is not an XSpace profile: it decodes to no named planes",
-                         hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler")
-    del data
-    box = {"space": space}
-    errors, warnings = list(space.errors), list(space.warnings)
-    del space
-    return _decode(lambda: _host_planes(box["space"].planes), source, errors, warnings, release=box.clear)
+    host = decode_host(data, hostname="", source=source,
+                       options=LoadOptions(stats=dict(MEMORY_STATS), planes=frozenset([HOST_PLANE])))
+    return memory_events_of(host, source)
 
 
-def _host_planes(planes: Iterable[Any]) -> Iterator[Any]:
-    return (plane for plane in planes if plane.name == HOST_PLANE)
-
-
-def _decode(planes, source: str, errors: list[str], warnings: list[str], release=None) -> MemoryEvents:
-    try:
-        return _memory_events(planes, source, warnings, release)
-    except wire.WireError as exc:
-        raise InputError(f"{source} is corrupt: {exc}",
-                         hint="the file was damaged after it was written; capture again") from exc
-
-
-def _memory_events(planes, source: str, warnings: list[str], release) -> MemoryEvents:
-    """The first host plane's memory events: each line parsed in turn (its events as bytes), its
-    events' metadata ids read BATCH_EVENTS at a time, and only the memory events' fields and stats
-    decoded; the rest of the plane is never held beyond its batch."""
-    iterator = iter(planes())
-    try:
-        plane = next(iterator, None)
-        if plane is None:
-            return empty_memory_events(source, has_host_plane=False, warnings=list(warnings))
-        return plane_memory_events(plane, source, warnings)
-    finally:
-        plane = None
-        close = getattr(iterator, "close", None)
-        if close is not None:
-            close()
-        if release is not None:
-            release()
-
-
-def plane_memory_events(plane, source: str, warnings: list[str]) -> MemoryEvents:
-    scan = _PlaneScan.of(plane)
-    if scan is None or not scan.n:
-        return empty_memory_events(source, warnings=list(warnings))
-    line = np.concatenate(scan.event_line)
-    line_ts = np.asarray(scan.line_ts, dtype=np.int64)
-    offset_ps = np.concatenate(scan.event_offset)
-    origin_ns = int(line_ts[np.asarray(scan.line_with_events, dtype=bool)].min())
-    columns = _stat_columns(scan)
-    frame = pd.DataFrame({
-        "allocator": columns["allocator"],
-        "is_allocation": np.concatenate(scan.event_alloc),
-        "time_ps": offset_ps + (line_ts[line] - origin_ns) * 1000,
+def memory_events_of(host: HostProfile, source: str) -> MemoryEvents:
+    """The memory events of the first ``/host:CPU`` plane of a decoded capture (decoded with ``MEMORY_STATS`` among
+    its stats), in file order; times from the earliest line of that plane with any event."""
+    warnings = list(host.warnings)
+    with_columns(host, MEMORY_STATS)
+    planes = host.planes
+    host_planes = planes.loc[planes["plane_name"] == HOST_PLANE, "plane_id"].tolist()
+    if not host_planes:
+        return empty_memory_events(source, has_host_plane=False, warnings=warnings)
+    plane_id = host_planes[0]
+    lines = host.lines
+    counts = lines["n_events"].to_numpy(np.int64)
+    first_row = np.concatenate(([0], np.cumsum(counts)))
+    on_plane = np.flatnonzero(lines["plane_id"].to_numpy() == plane_id)
+    if not len(on_plane):
+        return empty_memory_events(source, warnings=warnings)
+    low, high = int(first_row[on_plane[0]]), int(first_row[on_plane[-1] + 1])
+    events = host.events.iloc[low:high]
+    names = events["name"]
+    is_memory = names.isin([ALLOCATION, DEALLOCATION]).to_numpy(dtype=bool)
+    if not is_memory.any():
+        return empty_memory_events(source, warnings=warnings)
+    rows = np.flatnonzero(is_memory)
+    memory = events.iloc[rows]
+    line_ts = lines["timestamp_ns"].to_numpy(np.int64)
+    with_events = on_plane[counts[on_plane] > 0]
+    origin_ns = int(line_ts[with_events].min())
+    line_row = np.repeat(on_plane, counts[on_plane])[rows]
+    start_ps = memory["start_ps"].to_numpy(np.int64)
+    offset_ps = start_ps - (line_ts[line_row] - host.time_origin_ns) * 1000
+    n = len(memory)
+    # the batch of TEXT_BATCH_EVENTS events of its line each event is in: the text categories' first key
+    line_first = (first_row[:-1] - low)[line_row]
+    batch = line_row * (1 + int(counts.max()) // TEXT_BATCH_EVENTS) + (rows - line_first) // TEXT_BATCH_EVENTS
+    order = _text_order(memory, batch)
+    columns: dict[str, object] = {
+        "allocator": _allocator_column(memory, order),
+        "is_allocation": (memory["name"] == ALLOCATION).to_numpy(dtype=bool),
+        "time_ps": offset_ps + (line_ts[line_row] - origin_ns) * 1000,
         "offset_ps": offset_ps,
-        "line_id": np.asarray(scan.line_ids, dtype=np.int64)[line],
-        **{name: columns[name] for name in COLUMNS[5:-1] if name in columns},
-        "file_order": np.arange(scan.n, dtype=np.int64),
-    }, copy=False)
-    frame = frame[list(COLUMNS)]
-    return MemoryEvents(source=source, frame=frame, time_origin_ns=origin_ns, warnings=list(warnings))
-
-
-@dataclasses.dataclass
-class _PlaneScan:
-    """One pass over a host plane: per line its id, time and whether it has events; per memory event its
-    line, offset and kind; the stats of the memory events, gathered (``event_stats.Gathered``)."""
-
-    ref_ids: np.ndarray
-    ref_names: list[str]
-    alloc_ids: np.ndarray
-    memory_ids: np.ndarray
-    name_table: np.ndarray
-    line_ids: list[int] = dataclasses.field(default_factory=list)
-    line_ts: list[int] = dataclasses.field(default_factory=list)
-    line_with_events: list[bool] = dataclasses.field(default_factory=list)
-    event_line: list[np.ndarray] = dataclasses.field(default_factory=list)
-    event_offset: list[np.ndarray] = dataclasses.field(default_factory=list)
-    event_alloc: list[np.ndarray] = dataclasses.field(default_factory=list)
-    gathered: Gathered = dataclasses.field(default_factory=Gathered)
-    n: int = 0
-
-    @classmethod
-    def of(cls, plane) -> _PlaneScan | None:
-        """The plane scanned; None where no event metadata is a memory event (nothing to decode)."""
-        names_by_id = {int(key): value.name for key, value in plane.stat_metadata.items()}
-        ref_ids = np.asarray(sorted(names_by_id), dtype=np.int64)
-        ref_names = [names_by_id[key] for key in ref_ids.tolist()]
-        alloc_ids = np.asarray([int(k) for k, m in plane.event_metadata.items() if m.name == ALLOCATION],
-                               dtype=np.int64)
-        free_ids = np.asarray([int(k) for k, m in plane.event_metadata.items() if m.name == DEALLOCATION],
-                              dtype=np.int64)
-        memory_ids = np.concatenate([alloc_ids, free_ids])
-        if not len(memory_ids):
-            return None
-        position = {name: index for index, name in enumerate(MEMORY_STAT_ORDER)}
-        # stat metadata row -> position in MEMORY_STAT_ORDER (-1: not read); the last row: unknown ids
-        name_table = np.asarray([position.get(name, -1) for name in ref_names] + [-1], dtype=np.int16)
-        scan = cls(ref_ids, ref_names, alloc_ids, memory_ids, name_table)
-        for line_index, line_bytes in enumerate(plane.lines):
-            line = parse_line(line_bytes)
-            del line_bytes
-            events = line.events
-            scan.line_ids.append(line.id)
-            scan.line_ts.append(line.timestamp_ns)
-            scan.line_with_events.append(len(events) > 0)
-            for low in range(0, len(events), BATCH_EVENTS):
-                scan._batch(line_index, events[low:low + BATCH_EVENTS])
-            del line, events
-        return scan
-
-    def _batch(self, line_index: int, chunk: list[bytes]) -> None:
-        """One batch of a line's events: metadata ids first, then only the memory events' fields and stats."""
-        lengths = np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk))
-        chunk.append(PADDING)
-        buffer = wire.Buffer(b"".join(chunk), padded=True)
-        del chunk
-        ends = np.cumsum(lengths)
-        starts = ends - lengths
-        metadata_id = metadata_ids(buffer, starts, ends)
-        keep = np.flatnonzero(np.isin(metadata_id, self.memory_ids))
-        if not len(keep):
-            return
-        offset_ps, stat_event, stat_start, stat_end = event_fields(buffer, starts[keep], ends[keep])
-        self.event_line.append(np.full(len(keep), line_index, dtype=np.int64))
-        self.event_offset.append(offset_ps)
-        self.event_alloc.append(np.isin(metadata_id[keep], self.alloc_ids))
-        stat_id, kind, raw, text_start, text_length = stats(buffer, stat_start, stat_end)
-        ref_ids = self.ref_ids
-        at = np.minimum(np.searchsorted(ref_ids, stat_id), len(ref_ids))
-        known = at < len(ref_ids)
-        known[known] = ref_ids[at[known]] == stat_id[known]
-        name = self.name_table[np.where(known, at, len(ref_ids))]
-        rows = np.flatnonzero(name >= 0)
-        if len(rows):
-            kind, raw = kind[rows], raw[rows]
-            text_rows = np.flatnonzero((kind == STR) | (kind == BYTES))
-            text_codes, distinct = (code_texts(buffer.bytes, text_start[rows[text_rows]],
-                                               text_length[rows[text_rows]])
-                                    if len(text_rows) else (None, []))
-            self.gathered.add((stat_event[rows] + self.n).astype(np.int32), name[rows], raw, kind, text_rows,
-                              text_codes, distinct)
-        self.n += len(keep)
-
-
-def _stat_columns(scan: _PlaneScan) -> dict[str, Any]:
-    """The memory events' stats as columns: integers (with presence where a stat may be absent),
-    fragmentation, texts as categoricals, the allocator, the dtype."""
-    n = scan.n
-    target, stat_name, stat_raw, stat_kind, stat_text = scan.gathered.arrays()
-    columns: dict[str, Any] = {}
+        "line_id": lines["line_id"].to_numpy(np.int64)[line_row],
+    }
     for stat, column in INT_STATS.items():
-        values, present = _int_stat(MEMORY_STAT_ORDER.index(stat), n, target, stat_name, stat_raw, stat_kind)
-        columns[column] = (pd.arrays.IntegerArray(values, ~present) if column in ("group_id", "annotation_step")
-                           else values)
-    columns["fragmentation"] = _fragmentation(n, target, stat_name, stat_raw, stat_kind)
-    text_list = list(scan.gathered.texts)
+        values = memory[stat]
+        if column in NULLABLE_COLUMNS:
+            columns[column] = pd.array(values.to_numpy(), dtype="Int64")
+        else:
+            columns[column] = values.to_numpy(dtype=np.int64, na_value=0)
+    columns["fragmentation"] = memory["fragmentation"].fillna(0.0).to_numpy(np.float64)
     for stat, column in TEXT_STATS.items():
-        columns[column] = text_column(stat, n, target, stat_name, stat_raw, stat_kind, stat_text, text_list,
-                                      scan.ref_ids, scan.ref_names)
-    columns["allocator"] = allocator_column(n, target, stat_name, stat_raw, stat_kind, stat_text, text_list,
-                                            scan.ref_ids, scan.ref_names)
-    columns["dtype"] = dtype_column(columns.pop("data_type_enum"))
-    return columns
+        columns[column] = _text_column(memory[stat], order)
+    data_type = memory["data_type"].to_numpy(dtype=np.int64, na_value=0)
+    columns["dtype"] = _dtype_column(data_type)
+    columns["file_order"] = np.arange(n, dtype=np.int64)
+    frame = pd.DataFrame({name: columns[name] for name in COLUMNS}, copy=False)
+    return MemoryEvents(source=source, frame=frame, time_origin_ns=origin_ns, warnings=warnings)
 
 
-def _int_stat(code: int, n: int, target, stat_name, stat_raw, stat_kind) -> tuple[np.ndarray, np.ndarray]:
-    """(int64 values, present) of an integer stat; doubles truncated, uint64 over 2^63 wrap."""
-    hit = np.flatnonzero(stat_name == code)
-    values = np.zeros(n, dtype=np.int64)
-    present = np.zeros(n, dtype=bool)
-    raw, kind = stat_raw[hit], stat_kind[hit]
-    ints = (kind == INT64) | (kind == UINT64)
-    doubles = kind == DOUBLE
-    values[target[hit[ints]]] = raw[ints].view(np.int64)
-    as_float = raw[doubles].view(np.float64)
-    fits = np.isfinite(as_float) & (np.abs(as_float) < 2.0**63)
-    values[target[hit[doubles][fits]]] = as_float[fits].astype(np.int64)
-    present[target[hit[ints]]] = True
-    present[target[hit[doubles][fits]]] = True
-    return values, present
+def with_columns(host: HostProfile, stats: dict[str, str]) -> None:
+    """Every stat of ``stats`` a column of ``host.events``, all-missing where no event of the capture has it."""
+    from tpudoctor.captures.xspace.tables import missing_column
+
+    for name, kind in stats.items():
+        if name not in host.events.columns:
+            host.events[name] = missing_column(kind, len(host.events))
 
 
-def _fragmentation(n: int, target, stat_name, stat_raw, stat_kind) -> np.ndarray:
-    """A double, or an int 0 where the allocator had no free chunk."""
-    hit = np.flatnonzero(stat_name == MEMORY_STAT_ORDER.index("fragmentation"))
-    fragmentation = np.zeros(n)
-    raw, kind = stat_raw[hit], stat_kind[hit]
-    doubles = kind == DOUBLE
-    fragmentation[target[hit[doubles]]] = raw[doubles].view(np.float64)
-    ints = kind == INT64
-    fragmentation[target[hit[ints]]] = raw[ints].view(np.int64)
-    uints = kind == UINT64
-    fragmentation[target[hit[uints]]] = raw[uints]
-    return fragmentation
+def _text_order(memory: pd.DataFrame, batch: np.ndarray) -> dict[str, int]:
+    """Each text value of the memory events' string stats -> its rank among them all: by the batch where it first
+    occurs, then by its length and bytes in UTF-8 (the order the categories have always had)."""
+    first_batch: dict[str, int] = {}
+    for stat in (*TEXT_STATS, "allocator_name"):
+        values = memory[stat]
+        codes = values.cat.codes.to_numpy(np.int64)
+        present = np.flatnonzero(codes >= 0)
+        if not len(present):
+            continue
+        used, first = np.unique(codes[present], return_index=True)
+        names = values.cat.categories
+        for code, row in zip(used.tolist(), present[first].tolist(), strict=True):
+            name = str(names[code])
+            first_batch[name] = min(first_batch.get(name, int(batch[row])), int(batch[row]))
+    ranked = sorted(first_batch, key=lambda name: (first_batch[name], len(name.encode()), name.encode()))
+    return {name: rank for rank, name in enumerate(ranked)}
+
+
+def _text_column(values: pd.Series, order: dict[str, int]) -> pd.Categorical:
+    """A string stat as a categorical, "" where absent, its categories "" then in ``order``."""
+    codes = values.cat.codes.to_numpy(np.int64)
+    names = [str(name) for name in values.cat.categories]
+    used = np.unique(codes[codes >= 0]).tolist()
+    ranked = sorted(used, key=lambda code: order[names[code]])
+    recode = np.full(len(names) + 1, -1, dtype=np.int64)
+    recode[ranked] = np.arange(len(ranked))
+    return _categorical(np.where(codes >= 0, recode[np.maximum(codes, 0)], -1), [names[code] for code in ranked])
+
+
+def _allocator_column(memory: pd.DataFrame, order: dict[str, int]) -> pd.Categorical:
+    """The allocator id of each event: ``allocator_name`` (text), else ``device_ordinal``, else ``index_on_host``
+    (numbers, as text); "" where the event has none. Numbers come first among the categories (ascending), then
+    the names in ``order``."""
+    name = memory["allocator_name"].astype(object).to_numpy()
+    ordinal, index = memory["device_ordinal"], memory["index_on_host"]
+    present = (ordinal.notna() | index.notna()).to_numpy(dtype=bool)
+    number = np.where(ordinal.notna().to_numpy(dtype=bool), ordinal.to_numpy(dtype=np.int64, na_value=0),
+                      index.to_numpy(dtype=np.int64, na_value=0))
+    ids = np.full(len(memory), -1, dtype=np.int64)
+    used = np.unique(number[present])
+    labels = [str(value) for value in used.tolist()]
+    ids[present] = np.searchsorted(used, number[present])
+    named = np.flatnonzero(pd.notna(name))
+    if len(named):
+        texts = sorted({str(value) for value in name[named].tolist()}, key=order.__getitem__)
+        position = {text: len(labels) + index for index, text in enumerate(texts)}
+        ids[named] = [position[str(value)] for value in name[named].tolist()]
+        labels.extend(texts)
+    return _categorical(ids, labels)
+
+
+def _dtype_column(data_type: np.ndarray) -> pd.Categorical:
+    used, inverse = np.unique(data_type, return_inverse=True)
+    names = [DATA_TYPE_NAMES[v] if 0 <= v < len(DATA_TYPE_NAMES) else f"unknown dtype enum ({v})"
+             for v in used.tolist()]
+    return _categorical(np.asarray(inverse).reshape(-1), names)
+
+
+def _categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
+    """Codes over ``names`` (-1: ""), with equal names merged: a categorical without missing values."""
+    distinct = list(dict.fromkeys(["", *names]))
+    remap = np.asarray([distinct.index(name) for name in names] + [0], dtype=np.int64)
+    return pd.Categorical.from_codes(remap[codes].astype(np.int32), categories=pd.Index(distinct, dtype=object),
+                                     validate=False)
 
 
 def empty_memory_events(source: str, *, has_host_plane: bool = True, warnings: list[str] | None = None) -> MemoryEvents:

@@ -1,4 +1,5 @@
-"""One module per sub-command. Each exposes ``register(subparsers)`` and stays light to import."""
+"""One module per sub-command (or a few related ones). Each exposes ``register(subparsers)`` and its
+``Product`` description(s), and stays light to import."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from tpudoctor.commands import (
     explain_cmd,
     goodput_cmd,
     hang_cmd,
-    list_checks_cmd,
     memory_cmd,
     merge_cmd,
     profile_cmd,
 )
 
-COMMANDS = [check_cmd, list_checks_cmd, profile_cmd, goodput_cmd, hang_cmd, compare_cmd, bench_cmd, diag_cmd, memory_cmd, merge_cmd, explain_cmd, docs_cmd]
+COMMANDS = [check_cmd.register, explain_cmd.register_list_checks, profile_cmd.register, goodput_cmd.register,
+            hang_cmd.register, compare_cmd.register, bench_cmd.register, diag_cmd.register, memory_cmd.register,
+            merge_cmd.register, explain_cmd.register, docs_cmd.register]
+"""``register(subparsers)`` of each sub-command, in the order ``tpudoctor --help`` lists them."""

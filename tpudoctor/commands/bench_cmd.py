@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from typing import Any
 
 from tpudoctor.bench import DEFAULT_CONFIRM_RUNS
 from tpudoctor.commands.common import add_redact_flag
-from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import BENCH_FORMATS
+from tpudoctor.product import Product
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,38 +65,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     out.add_argument("--markdown-summary", metavar="FILE",
                      help="also write a Markdown summary (append it to $GITHUB_STEP_SUMMARY)")
     add_redact_flag(out)
-    parser.set_defaults(handler=run, settings_spec={"format": "text"})
+    parser.set_defaults(handler=PRODUCT, settings_spec={"format": "text"})
 
 
-def render(document: dict[str, Any], fmt: str) -> str:
-    from tpudoctor.rendering import render as render_document
-
-    return render_document(document, fmt)
-
-
-def run(args: argparse.Namespace, settings) -> ExitCode:
-    from tpudoctor.bench.product import BenchOptions
-    from tpudoctor.bench.product import run as bench
-    from tpudoctor.documents import prepare
-    from tpudoctor.findings import exit_code_for
-    from tpudoctor.output import check_output, write_text
-    from tpudoctor.progress import progress
-
-    options = BenchOptions.from_args(args)
-    fmt = settings.format_for(BENCH_FORMATS)
-    for destination in (args.output, args.junit, args.markdown_summary):  # before minutes of benchmarking
-        check_output(destination, inputs=[args.baseline])
-    check_output(args.save_baseline)  # may replace --baseline: that is what saving a baseline means
-    with progress(f"tpudoctor bench {args.model}") as update:
-        report = bench([args.baseline] if args.baseline else [], options, update)
-    prepared = prepare(report, redact=args.redact)  # once, before any renderer: every file is made from it
-    if args.save_baseline and report.baseline_document is not None:
-        write_text(args.save_baseline, render(prepare(type(report)(report.baseline_document), redact=args.redact),
-                                              "json"))
-    for path, side_fmt in ((args.junit, "junit"), (args.markdown_summary, "markdown")):
-        if path:
-            write_text(path, render(prepared, side_fmt))
-    write_text(args.output, render(prepared, fmt))
-    if report.note:
-        sys.stderr.write(report.note)
-    return exit_code_for(report)  # a FAIL is exit 1: BENCH-001 a regression, BENCH-002 a loss that did not drop
+PRODUCT = Product("bench", "tpudoctor.bench.product", "BenchOptions", BENCH_FORMATS, inputs="baseline",
+                  side_outputs=(("junit", "junit"), ("markdown_summary", "markdown")))

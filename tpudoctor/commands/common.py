@@ -58,27 +58,9 @@ def add_plugin_flag(parser: argparse.ArgumentParser) -> None:
 
 def add_gate_flags(gate: argparse._ArgumentGroup, *, fail_on_help: str = "lowest status that exits 1 "
                    "(default: fail)") -> argparse._ArgumentGroup:
-    """``--fail-on`` and ``--exit-zero`` in the command's "exit status" group: the run's ``Gate``
-    (``gate_for``), which sets the exit status and the JUnit failures alike."""
+    """``--fail-on`` and ``--exit-zero`` in the command's "exit status" group: the run's ``Gate`` (the skeleton's),
+    which sets the exit status and the JUnit failures alike."""
     gate.add_argument("--fail-on", choices=("warn", "fail"), default=None, help=fail_on_help)
     gate.add_argument("--exit-zero", action="store_true", help="always exit 0 unless tpudoctor itself breaks "
                                                                "(the JUnit then has no failures either)")
     return gate
-
-
-def gate_for(args: argparse.Namespace, settings):
-    """The run's ``tpudoctor.findings.Gate``: ``--fail-on`` (flag, environment, config or the command's
-    default) and ``--exit-zero``; hand it to ``render`` and ``exit_code_for`` both."""
-    from tpudoctor.findings import Gate
-
-    return Gate(fail_on=settings.fail_on, exit_zero=bool(getattr(args, "exit_zero", False)))
-
-
-def input_paths(*groups) -> list[str]:
-    """The paths a command reads, flattened (``--stacks`` is a list of lists), for ``check_output``: an
-    ``-o`` that names one is refused."""
-    paths: list[str] = []
-    for group in groups:
-        for item in group or ():
-            paths += input_paths(item) if isinstance(item, (list, tuple)) else [item]
-    return [p for p in paths if isinstance(p, str)]

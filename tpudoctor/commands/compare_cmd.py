@@ -12,8 +12,8 @@ from tpudoctor.commands.common import (
     add_plugin_flag,
     add_redact_flag,
 )
-from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import COMPARE_FORMATS
+from tpudoctor.product import Product
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,30 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_redact_flag(parser)
     add_cluster_flag(parser)
     add_plugin_flag(parser)  # the profile rules of a capture analysed here
-    parser.set_defaults(handler=run, settings_spec={"format": "text", "cluster": None, "disable_plugins": None,
+    parser.set_defaults(handler=PRODUCT, settings_spec={"format": "text", "cluster": None, "disable_plugins": None,
                                                 "fail_on": "fail"})
 
 
-def run(args: argparse.Namespace, settings) -> ExitCode:
-    from tpudoctor.commands.common import gate_for
-    from tpudoctor.compare import CompareOptions
-    from tpudoctor.compare import run as compare
-    from tpudoctor.documents import prepare
-    from tpudoctor.findings import exit_code_for
-    from tpudoctor.output import check_output, write_text
-    from tpudoctor.progress import progress
-    from tpudoctor.rendering import render
-    from tpudoctor.settings import FLAG
-
-    check_output(args.output, inputs=[*args.profiles, args.history])  # before captures are analysed
-    options = CompareOptions(fail_on_regression=args.fail_on_regression, force=bool(args.force), history=args.history,
-                             last=args.last, cluster=settings.cluster, cluster_origin=settings.origin("cluster") if settings.cluster else "",
-                             cluster_from_flag=settings.source("cluster") == FLAG,
-                             disabled_plugins=tuple(settings.disable_plugins or ()), endpoints=settings.endpoints)
-    with progress("tpudoctor compare") as update:
-        report = compare(args.profiles, options, update)
-    fmt = settings.format_for(COMPARE_FORMATS)
-    write_text(args.output, render(prepare(report, redact=args.redact), fmt, gate=gate_for(args, settings)), fmt=fmt)
-    if report.refusal is not None:  # the comparison is written; the gate's refusal is an error like any other
-        raise report.refusal
-    return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)
+PRODUCT = Product("compare", "tpudoctor.compare", "CompareOptions", COMPARE_FORMATS, inputs="profiles",
+                  reads=("history",))

@@ -1,16 +1,14 @@
 """``tpudoctor diag -r 1..3``: levelled health tests of this VM's chips, judged against their peers and the
 generation's published peaks, with the host-replacement command when a chip fails.
 
-Layers: r1's node and runtime checks come from the check engine; ``tpudoctor.diag.pipeline`` measures the
-level on the local devices and judges it with the diag rules (data only); ``tpudoctor.reports.diag_<format>``
-renders the prepared document.
+The product is ``tpudoctor.diag.product``: r1's node and runtime checks come from the check engine,
+``tpudoctor.diag.pipeline`` measures the level on the local devices and judges it with the diag rules (data only),
+or the slice's workers each run it (``--all-workers``); ``tpudoctor.reports.views.diag`` is its view.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 
 from tpudoctor.commands.common import (
     add_output_flags,
@@ -18,14 +16,12 @@ from tpudoctor.commands.common import (
     add_redact_flag,
     add_target_flags,
 )
-from tpudoctor.commands.pod_check import add_pod_flags, wants_fanout
-from tpudoctor.exitcodes import ExitCode
+from tpudoctor.commands.pod_check import add_pod_flags
 from tpudoctor.formats import DIAG_FORMATS
+from tpudoctor.product import Product
 
 SETTINGS = {"project": None, "zone": None, "tpu": None, "worker": None, "api_timeout": "30s", "format": "text",
             "fail_on": "fail", "disable_plugins": None}
-R1_STEPS = (1, 3)
-"""r1 reuses the checks of these triage steps: the node's state and health, the framework and runtime versions."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -71,139 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--exit-zero", action="store_true", help="exit 0 even when a chip fails")
     add_pod_flags(parser, "tpudoctor diag")
     add_plugin_flag(parser)
-    parser.set_defaults(handler=run, settings_spec=SETTINGS)
+    parser.set_defaults(handler=PRODUCT, settings_spec=SETTINGS)
 
 
-WORKER_SETTINGS = ("worker", "format", "disable_plugins", "fail_on")
-"""The settings each worker of a fan-out takes from here (its target is its own)."""
-WORKER_FLAGS = ("--level", "--expect-chips", "--cpu-devices", "--hbm-gib", "--soak", "--reps", "--inject",
-                "--distributed")
-"""``diag``'s own flags that each worker takes as they were given here (not ``--redact``: the merge redacts once)."""
 
-
-def _fanout(args: argparse.Namespace, settings):
-    from tpudoctor import __version__
-    from tpudoctor.commands.pod_check import slice_fan_out
-    from tpudoctor.diag.report import DOCUMENT_KIND
-    from tpudoctor.diag.slice import check_document, merge_outcomes
-    from tpudoctor.pod.fanout import WorkerCommand
-
-    fan = slice_fan_out(args, settings, command="diag")
-    diag = WorkerCommand("diag", lambda w: settings.worker_argv("diag", keys=WORKER_SETTINGS, args=args,
-                                                                flags=WORKER_FLAGS, format="json", worker=w),
-                         kind=DOCUMENT_KIND, what="diag report", read=check_document, label=lambda w: f"worker {w}")
-    return fan.run(diag, lambda outcomes: merge_outcomes(outcomes, name=fan.name, level=args.level,
-                                                          tool_version=__version__))
-
-
-def _set_cpu_devices(count: int | None) -> None:
-    """XLA reads the device count when JAX first loads its backend: set it before, refuse once too late."""
-    from tpudoctor.errors import UsageError
-
-    if count is None:
-        return
-    if count < 1:
-        raise UsageError("--cpu-devices must be at least 1")
-    flag = f"--xla_force_host_platform_device_count={count}"
-    if "jax" in sys.modules:
-        import jax
-
-        if jax.default_backend() == "cpu" and len(jax.local_devices()) != count:
-            raise UsageError(f"--cpu-devices {count}: JAX is already loaded in this process with "
-                             f"{len(jax.local_devices())} device(s)", hint=f"XLA_FLAGS={flag} tpudoctor diag ...")
-        return
-    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if "host_platform_device_count" not in f]
-    os.environ["XLA_FLAGS"] = " ".join([*flags, flag])
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
-
-
-def _distributed(args: argparse.Namespace) -> dict | None:
-    """``measure.join_distributed``'s arguments, or None without ``--distributed``."""
-    from tpudoctor.errors import UsageError
-
-    given = {"coordinator": args.coordinator, "num_processes": args.num_processes, "process_id": args.process_id}
-    if not args.distributed:
-        if any(v is not None for v in given.values()):
-            raise UsageError("--coordinator, --num-processes and --process-id go with --distributed")
-        return None
-    if args.level < 3:
-        raise UsageError("--distributed times the all-reduce across slices, an r3 test", hint="tpudoctor diag -r 3 "
-                                                                                              "--distributed")
-    set_ = [k for k, v in given.items() if v is not None]
-    if set_ and len(set_) != 3:
-        raise UsageError("--coordinator, --num-processes and --process-id go together (or none: JAX finds them "
-                         "on a TPU VM)")
-    if args.num_processes is not None and not 0 <= args.process_id < args.num_processes:
-        raise UsageError(f"--process-id must be in 0..{args.num_processes - 1}")
-    return {k: v for k, v in given.items() if v is not None}
-
-
-def _node_findings(settings, target) -> tuple[list, str | None]:
-    """r1's checks of the node's state and the runtime, from the check engine (each a finding of kind check), and
-    the VM's accelerator type where known (the node's, the VM metadata's, or TPU_ACCELERATOR_TYPE)."""
-    from tpudoctor.commands.common import session_for
-    from tpudoctor.context import CheckOptions, RunContext
-    from tpudoctor.families import load_registry
-    from tpudoctor.runner import Runner
-
-    registry = load_registry(disabled=settings.disable_plugins)
-    selected = [c for c in registry.check_classes() if c.runs_on == "worker" and int(c.step) in R1_STEPS]
-    options = CheckOptions(api_timeout_s=settings.api_timeout_s)
-    session = session_for(settings, timeout_s=settings.api_timeout_s, project=target.project)
-    ctx = RunContext(target=target, options=options, run_timeout_s=120.0, session=session)
-    runner = Runner(registry, ctx)
-    report = runner.run(selected)
-    target_facts = runner.store.ensure(["runtime.target"]).value("runtime.target") or {}
-    return [r for r in report.results if r.status.value != "SKIP"], target_facts.get("accelerator_type")
-
-
-def run(args: argparse.Namespace, settings) -> ExitCode:
-    from tpudoctor.commands.common import gate_for
-    from tpudoctor.diag.faults import FaultPlan
-    from tpudoctor.diag.pipeline import DiagOptions
-    from tpudoctor.diag.pipeline import run as run_diag
-    from tpudoctor.documents import prepare
-    from tpudoctor.errors import UsageError
-    from tpudoctor.findings import exit_code_for
-    from tpudoctor.output import check_output, write_text
-    from tpudoctor.progress import progress
-    from tpudoctor.rendering import render
-
-    fmt = settings.format_for(DIAG_FORMATS)
-    check_output(args.output)
-    faults = FaultPlan.parse(args.inject)
-    faults.check_level(args.level)
-    if args.expect_chips is not None and args.expect_chips < 1:
-        raise UsageError(f"--expect-chips must be at least 1 (got {args.expect_chips})")
-    if args.reps is not None and args.reps < 3:
-        raise UsageError("--reps must be at least 3 (a median of repetitions)")
-    if args.hbm_gib is not None and not 0 < args.hbm_gib <= 64:
-        raise UsageError("--hbm-gib must be in (0, 64]")
-    soak_s = None
-    if args.soak:
-        from tpudoctor.config import parse_duration_s
-
-        soak_s = parse_duration_s(args.soak, what="--soak")
-        if soak_s <= 0:
-            raise UsageError(f"--soak {args.soak}: the soak must last more than 0 s")
-    distributed = _distributed(args)
-    if wants_fanout(args):
-        report = _fanout(args, settings)
-        prepared = prepare(report, redact=args.redact)
-        write_text(args.output, render(prepared, fmt, verbose=args.verbose, gate=gate_for(args, settings)), fmt=fmt)
-        return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)
-    _set_cpu_devices(args.cpu_devices)
-    target = settings.target()
-    with progress(f"tpudoctor diag -r {args.level}") as update:
-        update("node and runtime checks")
-        node_findings, accelerator_type = _node_findings(settings, target)
-        options = DiagOptions(level=args.level, faults=faults, expected_chips=args.expect_chips,
-                              accelerator_type=accelerator_type, hbm_gib=args.hbm_gib, soak_s=soak_s, reps=args.reps,
-                              disabled_plugins=settings.disable_plugins,
-                              node={"project": target.project, "zone": target.zone, "tpu": target.tpu},
-                              worker=target.worker, distributed=distributed)
-        report = run_diag(options, node_findings=node_findings,
-                          progress=lambda what, fraction: update(f"{what} ({fraction:.0%})"))
-    prepared = prepare(report, redact=args.redact)
-    write_text(args.output, render(prepared, fmt, verbose=args.verbose, gate=gate_for(args, settings)), fmt=fmt)
-    return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)
+PRODUCT = Product("diag", "tpudoctor.diag.product", "DiagRunOptions", DIAG_FORMATS)

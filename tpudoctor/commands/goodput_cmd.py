@@ -7,19 +7,15 @@ document, data only); ``tpudoctor.reports.goodput_<format>`` renders it.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from tpudoctor.commands.common import add_gate_flags, add_plugin_flag, add_redact_flag
-from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import GOODPUT_FORMATS
+from tpudoctor.product import Product
 
 SETTINGS = {"project": None, "zone": None, "since": "24h", "api_timeout": "30s", "format": "text",
             "disable_plugins": None, "fail_on": None}
 """The settings ``goodput`` takes (flag > environment > config file > these defaults); ``--tpu`` and
 ``--worker`` are this command's flags only."""
-
-
-"""--year: epoch seconds start in 1970, and a date has four digits."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -75,33 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     out.add_argument("-v", "--verbose", action="store_true", help="show every bucket's note and every finding")
     add_redact_flag(out)
     add_plugin_flag(parser)
-    parser.set_defaults(handler=run, settings_spec=SETTINGS)
+    parser.set_defaults(handler=PRODUCT, settings_spec=SETTINGS)
 
 
-def run(args: argparse.Namespace, settings) -> ExitCode:
-    from tpudoctor.commands.common import gate_for
-    from tpudoctor.documents import prepare
-    from tpudoctor.findings import exit_code_for
-    from tpudoctor.goodput.product import GoodputOptions
-    from tpudoctor.goodput.product import run as goodput
-    from tpudoctor.output import check_output, write_text
-    from tpudoctor.progress import progress
-
-    fmt = settings.format_for(GOODPUT_FORMATS)
-    check_output(args.output, inputs=args.logs)
-    options = GoodputOptions.from_args(args, settings)
-    with progress("tpudoctor goodput") as update:
-        report = goodput(args.logs, options, update)
-    prepared = prepare(report, redact=args.redact)  # once, before any renderer
-    write_text(args.output, render(prepared, fmt, verbose=args.verbose, gate=gate_for(args, settings)), fmt=fmt)
-    gate = prepared.get("gate")
-    if gate and gate["verdict"] == "not_judged":  # not a finding: the question --min-ettr asks has no answer
-        sys.stderr.write(f"tpudoctor goodput: --min-ettr cannot be judged: {gate['reason']}\n")
-        return ExitCode.USAGE_ERROR
-    return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)  # --min-ettr, --fail-on
-
-
-def render(document: dict, fmt: str, *, verbose: bool = False, gate=None) -> str:
-    from tpudoctor.rendering import render as render_document
-
-    return render_document(document, fmt, verbose=verbose, **({"gate": gate} if gate is not None else {}))
+PRODUCT = Product("goodput", "tpudoctor.goodput.product", "GoodputOptions", GOODPUT_FORMATS, inputs="logs")

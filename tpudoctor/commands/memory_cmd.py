@@ -1,7 +1,8 @@
 """``tpudoctor memory PATH...``: what fills memory at the peak, what to shrink and how much each fix saves.
 
-Layers: ``tpudoctor.memory.pipeline`` reads the captures and logs and judges them (data only);
-``tpudoctor.reports.views.memory`` is its view (``tpudoctor.rendering``).
+The product is ``tpudoctor.memory.product``: ``tpudoctor.memory.pipeline`` reads the captures and logs and judges
+them, ``tpudoctor.preflight`` compiles a program for a topology (``--topology``/``--program``); data only.
+``tpudoctor.reports.views.memory`` is their view (``tpudoctor.rendering``).
 """
 
 from __future__ import annotations
@@ -9,9 +10,8 @@ from __future__ import annotations
 import argparse
 
 from tpudoctor.commands.common import add_output_flags, add_plugin_flag, add_redact_flag
-from tpudoctor.commands.memory_preflight import add_preflight_flags
-from tpudoctor.exitcodes import ExitCode
 from tpudoctor.formats import MEMORY_FORMATS
+from tpudoctor.product import Product
 
 SETTINGS = {"format": "text", "fail_on": "fail", "disable_plugins": None}
 
@@ -43,37 +43,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     gate.add_argument("--exit-zero", action="store_true", help="exit 0 whatever the findings")
     add_plugin_flag(parser)
     add_preflight_flags(parser)
-    parser.set_defaults(handler=run, settings_spec=SETTINGS)
+    parser.set_defaults(handler=PRODUCT, settings_spec=SETTINGS)
 
 
-def run(args: argparse.Namespace, settings) -> ExitCode:
-    from tpudoctor.commands.common import gate_for
-    from tpudoctor.commands.memory_preflight import run_preflight, wants_preflight
-    from tpudoctor.documents import prepare
-    from tpudoctor.errors import UsageError
-    from tpudoctor.findings import exit_code_for
-    from tpudoctor.memory.pipeline import MemoryOptions, analyze, parse_mesh
-    from tpudoctor.output import check_output, write_text
-    from tpudoctor.progress import progress
-    from tpudoctor.rendering import render
 
-    if wants_preflight(args):
-        return run_preflight(args, settings)
-    fmt = settings.format_for(MEMORY_FORMATS)
-    check_output(args.output, inputs=args.paths)
-    if not args.paths:
-        raise UsageError("say what to read: captures (.xplane.pb), profile run folders or logdirs, or logs",
-                         hint="tpudoctor memory /tmp/trace/plugins/profile/2024_01_01_00_00_00/ oom.log")
-    try:
-        mesh = parse_mesh(args.mesh)
-    except ValueError as exc:
-        raise UsageError(f"--mesh: {exc}") from None
-    if args.batch_size is not None and args.batch_size < 1:
-        raise UsageError("--batch-size must be at least 1")
-    options = MemoryOptions(mesh=mesh, batch_size=args.batch_size,
-                            disabled_plugins=tuple(settings.disable_plugins or ()))
-    with progress("tpudoctor memory") as update:
-        report = analyze(args.paths, options, progress=update)
-    prepared = prepare(report, redact=args.redact)
-    write_text(args.output, render(prepared, fmt, verbose=args.verbose, gate=gate_for(args, settings)), fmt=fmt)
-    return exit_code_for(report, fail_on=settings.fail_on, exit_zero=args.exit_zero)
+PRODUCT = Product("memory", "tpudoctor.memory.product", "MemoryRunOptions", MEMORY_FORMATS, inputs="paths")
+
+
+def add_preflight_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("preflight: compile for a TPU topology on this host (needs tpudoctor[tpu-compile])")
+    group.add_argument("--topology", metavar="TOPO[,TOPO...]", default=None,
+                       help="compile --program for this TPU topology (v5e:2x2, v4:2x2x1, v5p:2x2x1, v6e:2x2); "
+                            "where it does not fit, the others listed are tried and the smallest that fits named")
+    group.add_argument("--program", metavar="FILE.py:FACTORY", default=None,
+                       help="FACTORY(mesh, **knobs) returns (step, args): the step (jitted or not) and its arguments "
+                            "as jax.ShapeDtypeStructs with shardings on the mesh, or arrays")
+    group.add_argument("--knob", action="append", metavar="NAME=V1[,V2...]", default=None,
+                       help="a factory keyword and the values to try as fixes (repeatable; default: the factory's "
+                            "preflight_knobs, else halved ints, flipped bools, float32 -> bfloat16)")
+    group.add_argument("--set", action="append", metavar="NAME=VALUE", default=None, dest="settings",
+                       help="a factory keyword's value for the program as compiled (repeatable; default: its default)")
+    group.add_argument("--verify", type=int, default=1, metavar="N",
+                       help="fixes compiled again at the compiler's default effort, best first, and more while the "
+                            "best is one only screened (default 1; -1: all); every fix is first compiled at its least "
+                            "effort")
+    group.add_argument("--no-fixes", action="store_true", help="compile the program only, no fix")

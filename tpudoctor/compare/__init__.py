@@ -30,6 +30,16 @@ class CompareOptions:
     endpoints: Any = None
     """The Google Cloud endpoints a gs:// history is read from (``Settings.endpoints``)."""
 
+    @classmethod
+    def from_args(cls, args: Any, settings: Any) -> CompareOptions:
+        from tpudoctor.settings import FLAG
+
+        return cls(fail_on_regression=args.fail_on_regression, force=bool(args.force), history=args.history,
+                   last=args.last, cluster=settings.cluster,
+                   cluster_origin=settings.origin("cluster") if settings.cluster else "",
+                   cluster_from_flag=settings.source("cluster") == FLAG,
+                   disabled_plugins=tuple(settings.disable_plugins or ()), endpoints=settings.endpoints)
+
 
 def run(inputs: Sequence[str], options: CompareOptions, progress: Callable[[str], None] | None = None
         ) -> CompareReport:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
+from tpudoctor.errors import UsageError
 from tpudoctor.findings import Finding, FindingKind, Severity, Status
 from tpudoctor.goodput.analyze import DOCUMENT_KIND
 
@@ -32,6 +33,14 @@ class GoodputReport:
     def gate(self) -> dict[str, Any] | None:
         """``--min-ettr``'s verdict (passed, failed, not_judged and why); None without ``--min-ettr``."""
         return self.document.get("gate")
+
+    @property
+    def refusal(self) -> UsageError | None:
+        """``--min-ettr`` asked what the log cannot answer (no ETTR, or times that contradict each other): not a
+        finding but a usage error (exit 2), raised once the report is written."""
+        gate = self.gate
+        return UsageError(f"--min-ettr cannot be judged: {gate['reason']}") if gate and gate["verdict"] == \
+            "not_judged" else None
 
     @property
     def findings(self) -> list[Finding]:

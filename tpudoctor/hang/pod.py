@@ -1,5 +1,5 @@
 """``tpudoctor hang --tpu NAME --all-workers``: every worker runs ``tpudoctor hang --format json`` through the
-one fan-out (``tpudoctor.pod.FanOut``, driven by ``tpudoctor.commands.hang_cmd``), and their captures are
+one fan-out (``tpudoctor.pod.FanOut``, driven by ``tpudoctor.hang.product``), and their captures are
 analysed together here.
 
 A worker's answer is its hang document; the merge reads each worker's raw captures back and analyses all

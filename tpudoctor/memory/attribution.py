@@ -42,7 +42,7 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from tpudoctor.memory.buffer_plan import Allocation, Buffer, ProgramPlan
+from tpudoctor.captures.buffer_plan import Allocation, Buffer, ProgramPlan
 
 BUCKETS = ("parameters", "optimizer_state", "outputs", "activations", "temporaries", "padding", "fragmentation",
            "constants", "preallocated_unused", "outside_program", "other")

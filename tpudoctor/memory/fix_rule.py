@@ -22,9 +22,9 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
 
+from tpudoctor.captures.buffer_plan import ProgramPlan
 from tpudoctor.findings import Confidence, ConfidenceLevel, Finding, FindingKind, Severity, Status
 from tpudoctor.memory.attribution import Attribution, attribute
-from tpudoctor.memory.buffer_plan import ProgramPlan
 from tpudoctor.rule import Example, Rule
 from tpudoctor.units import format_bytes
 

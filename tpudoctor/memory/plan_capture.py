@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from tpudoctor.captures.buffer_plan import ProgramPlan
+from tpudoctor.captures.hlo import PlanError, decode_hlo_proto
 from tpudoctor.captures.memory_capture import (
     HloProtoBytes,
     MemoryCapture,
@@ -15,8 +17,6 @@ from tpudoctor.captures.memory_capture import (
     read_memory_capture,
     split_event_name,
 )
-from tpudoctor.memory.buffer_plan import ProgramPlan
-from tpudoctor.memory.plan_decode import PlanError, decode_hlo_proto
 
 __all__ = ["ProgramRun", "largest_plan", "plan_at", "plan_for", "plans_from_xspace", "plans_of", "program_runs",
            "split_event_name"]

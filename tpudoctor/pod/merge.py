@@ -29,6 +29,13 @@ class MergedReport:
     source: str
     skipped: list[str] = dataclasses.field(default_factory=list)
     """Sources left out, and why (a report of another kind is no worker's)."""
+    note: str | None = None
+    """Lines for standard error after the report (the sources left out)."""
+
+    @property
+    def results(self) -> list[Any]:
+        """What the exit status is judged on: the merged results."""
+        return self.report.results
 
     @property
     def reported(self) -> list[str]:

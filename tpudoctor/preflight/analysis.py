@@ -6,7 +6,7 @@ each fix, recompile it and rank the fixes by what the compiler says they save.
     report.fits, report.headroom_bytes, report.fixes[0].label
 
 Every figure is the compiler's: ``memory_analysis()`` where the compile succeeds, the buffer assignment it dumps
-where it does not (``*.after_optimizations.hlo.pb``, decoded by ``tpudoctor.memory.plan_decode``) and its
+where it does not (``*.after_optimizations.hlo.pb``, decoded by ``tpudoctor.captures.hlo``) and its
 out-of-memory text. Without libtpu the report is a SKIP saying what to install (``skipped``).
 """
 
@@ -17,10 +17,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tpudoctor.findings import Finding, Status
 from tpudoctor.memory.attribution import Attribution, attribute, attribute_heap_peak
 from tpudoctor.preflight import compiler
 from tpudoctor.preflight import fixes as fix_makers
 from tpudoctor.preflight.program import abstract_args, knob_changes, load_factory
+from tpudoctor.preflight.verdict import preflight_verdict
 from tpudoctor.units import format_bytes
 
 TOP_BUFFERS = 10
@@ -117,8 +119,17 @@ class PreflightReport:
     smallest_fitting_topology: str | None = None
     compile_seconds: float = 0.0
     duration_s: float = 0.0
+    refusal: Exception | None = dataclasses.field(default=None, compare=False, repr=False)
+    """Raised once the report is written: the program does not compile at all (``tpudoctor.preflight.product``)."""
 
     kind = DOCUMENT_KIND
+
+    @property
+    def results(self) -> list[Finding]:
+        """What the exit status is judged on: a FAIL where the program was compiled and does not fit (one that
+        does not compile is the ``refusal``)."""
+        verdict = preflight_verdict(self.to_dict())
+        return [verdict] if verdict.status is Status.FAIL else []
 
     @property
     def headroom_bytes(self) -> int | None:

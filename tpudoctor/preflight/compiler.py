@@ -3,7 +3,7 @@
 ``jax.experimental.topologies.get_topology_desc("v5e:2x2", "tpu")`` gives the topology's devices without a TPU;
 ``jax.jit(step).lower(*args).compile(compiler_options=...)`` compiles for them. The compile dumps the optimised
 module with its buffer assignment (``*.after_optimizations.hlo.pb``, an ``xla.HloProto``, written also when the
-program does not fit), which ``tpudoctor.memory.plan_decode`` reads. A program that does not fit fails with
+program does not fit), which ``tpudoctor.captures.hlo`` reads. A program that does not fit fails with
 ``RESOURCE_EXHAUSTED: Ran out of memory on HBM, ... exceeds available HBM (15.75G)``: the capacity the compiler
 allows is read from that text (``hbm_limit_bytes`` probes it once per device kind).
 """
@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from tpudoctor.memory.buffer_plan import ProgramPlan
+from tpudoctor.captures.buffer_plan import ProgramPlan
 
 INSTALL_HINT = 'pip install "tpudoctor[tpu-compile]" (it brings jax[tpu] and libtpu, the TPU compiler)'
 
@@ -164,7 +164,7 @@ def compile_for_topology(step, args: tuple, *, donate_argnums: tuple[int, ...] =
     ``effort``: the compiler's ``xla_optimization_level`` (None: its default)."""
     import jax
 
-    from tpudoctor.memory.plan_decode import PlanError, decode_hlo_proto
+    from tpudoctor.captures.hlo import PlanError, decode_hlo_proto
 
     dump = tempfile.mkdtemp(prefix="tpudoctor-preflight-")
     start = time.perf_counter()

@@ -95,9 +95,13 @@ class LoadOptions:
     events: Collection[str] | None = None
     """The event metadata names to decode (None: every event); the others are dropped from their lines
     before the decoder reads them (``selection``)."""
+    whole_bytes_stats: Collection[str] = frozenset()
+    """Event metadata stats whose bytes values ``event_metadata`` keeps whole (the ``Hlo Proto`` of a program);
+    other long bytes values keep only their size."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata_stats", frozenset(self.metadata_stats))
+        object.__setattr__(self, "whole_bytes_stats", frozenset(self.whole_bytes_stats))
         if self.planes is not None:
             if isinstance(self.planes, str):
                 raise ValueError(f"planes must be a collection of plane names, not the string {self.planes!r}")

@@ -132,9 +132,12 @@ class XSpaceDecoder:
     ``release`` so that the caller's parse can go before the tables are built)."""
 
     def __init__(self, planes: Callable[[], Iterable[Any]], errors: list[str], warnings: list[str],
-                 release: Callable[[], None] | None = None, jit: Any = None):
-        """``jit``: the compiled decoder (``jit_kernels()``), or None for the numpy one."""
+                 release: Callable[[], None] | None = None, jit: Any = None,
+                 whole_bytes_stats: Collection[str] = ()):
+        """``jit``: the compiled decoder (``jit_kernels()``), or None for the numpy one; ``whole_bytes_stats``:
+        metadata stats whose bytes values are kept whole, however long (a reader of the HloProtos)."""
         self.planes = planes
+        self.whole_bytes_stats = frozenset(whole_bytes_stats)
         self.errors, self.warnings = errors, warnings
         self.release = release
         self.jit = jit
@@ -160,8 +163,10 @@ class XSpaceDecoder:
             meta_ids.append(np.asarray(meta_keys, dtype=np.int64))
             for key in meta_keys:
                 metadata = plane.event_metadata[key]
-                stats = {names_by_id.get(stat.metadata_id, f"#{stat.metadata_id}"): _stat_value(stat, names_by_id)
-                         for stat in metadata.stats}
+                stats = {}
+                for stat in metadata.stats:
+                    name = names_by_id.get(stat.metadata_id, f"#{stat.metadata_id}")
+                    stats[name] = _stat_value(stat, names_by_id, whole=name in self.whole_bytes_stats)
                 meta_rows.append((plane_index, int(key), metadata.name, metadata.display_name, stats))
             n_plane_events = 0
             for line_bytes in plane.lines:
@@ -490,13 +495,13 @@ def _decode_stats(buffer: wire.Buffer, event: np.ndarray, starts: np.ndarray, en
             "raw": raw, "text_start": text_start, "text_length": text_length}
 
 
-def _stat_value(stat: Any, names_by_id: dict[int, str]) -> object:
+def _stat_value(stat: Any, names_by_id: dict[int, str], *, whole: bool = False) -> object:
     which = stat.WhichOneof("value")
     if which == "ref_value":
         return names_by_id.get(stat.ref_value)
     if which == "bytes_value":
         value = stat.bytes_value
-        return value if len(value) <= BIG_BYTES_STAT else f"<{len(value)} bytes>"
+        return value if whole or len(value) <= BIG_BYTES_STAT else f"<{len(value)} bytes>"
     if which is None:
         return None
     return getattr(stat, which)

@@ -47,7 +47,8 @@ def decode_host(data: bytes, *, hostname: str, source: str, options: LoadOptions
     box = {"space": space}  # the decoder drops it once the events are decoded
     chosen = Selection(options.planes, options.events)
     decoder = XSpaceDecoder(lambda: chosen(box["space"].planes), list(space.errors), list(space.warnings),
-                            release=box.clear, jit=jit_decoder(options, file_size_bytes))
+                            release=box.clear, jit=jit_decoder(options, file_size_bytes),
+                            whole_bytes_stats=options.whole_bytes_stats)
     del space
     return _build(decoder, options, hostname=hostname, source=source, file_size_bytes=file_size_bytes)
 
@@ -69,7 +70,7 @@ def decode_host_file(path: str, *, hostname: str, source: str, options: LoadOpti
     planes, errors, warnings = found
     chosen = Selection(options.planes, options.events)
     decoder = XSpaceDecoder(lambda: chosen(planes_on_disk(path, source, planes)), errors, warnings,
-                            jit=jit_decoder(options, size))
+                            jit=jit_decoder(options, size), whole_bytes_stats=options.whole_bytes_stats)
     profile = _build(decoder, options, hostname=hostname, source=source, file_size_bytes=size)
     if options.planes is None and not profile.planes["plane_name"].astype(bool).any():
         raise InputError(f"{source} is not an XSpace profile: it decodes to no named planes",

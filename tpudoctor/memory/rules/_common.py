@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
+from tpudoctor.captures.buffer_plan import Allocation, Instruction, ProgramPlan
+from tpudoctor.captures.hlo_shapes import Shape
 from tpudoctor.memory.attribution import is_backward, is_optimizer_name, parameter_name
-from tpudoctor.memory.buffer_plan import Allocation, Instruction, ProgramPlan
 from tpudoctor.memory.fix_rule import MemoryPlanInput
-from tpudoctor.memory.hlo_shapes import Shape
 
 DATA_NAME = re.compile(r"(?<![a-z])(x|y|batch|inputs?|tokens?|labels?|targets?|images?|ids|data|features|masks?)"
                        r"(?![a-z])", re.IGNORECASE)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from tpudoctor.captures.plan_spec import Value, synthetic_plan
 from tpudoctor.findings import Status
 from tpudoctor.memory.fix_rule import Example, MemoryPlanInput, MemoryRule, Saving
-from tpudoctor.memory.plan_spec import Value, synthetic_plan
 from tpudoctor.memory.rules._common import (
     donated_parameters,
     output_is_gradient,

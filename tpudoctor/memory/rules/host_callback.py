@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
+from tpudoctor.captures.plan_spec import Value, synthetic_plan
 from tpudoctor.findings import Status
 from tpudoctor.memory.fix_rule import Example, MemoryPlanInput, MemoryRule, Saving
-from tpudoctor.memory.plan_spec import Value, synthetic_plan
 from tpudoctor.memory.rules._common import live_temporary_shares
 
 CALLBACK_TARGET = re.compile(r"callback|host_callback|py_?func|outside_compilation", re.IGNORECASE)

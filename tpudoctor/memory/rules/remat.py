@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
+from tpudoctor.captures.plan_spec import Value, synthetic_plan
 from tpudoctor.findings import Status
 from tpudoctor.memory.fix_rule import Example, MemoryPlanInput, MemoryRule, Saving
-from tpudoctor.memory.plan_spec import Value, synthetic_plan
 
 LARGE_FRACTION = 0.05
 """Within one layer, buffers under this share of the layer's activation bytes are neither kept nor saved."""

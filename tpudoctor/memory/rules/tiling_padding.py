@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from tpudoctor.captures.hlo_shapes import Shape
+from tpudoctor.captures.plan_spec import Value, synthetic_plan
 from tpudoctor.findings import Status
 from tpudoctor.memory.fix_rule import Example, MemoryPlanInput, MemoryRule, Saving
-from tpudoctor.memory.hlo_shapes import Shape
-from tpudoctor.memory.plan_spec import Value, synthetic_plan
 
 SMALL_MINOR = 128
 """A minor dimension under a lane tile (128 on TPU) pads."""

@@ -7,6 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from tpudoctor.captures.buffer_plan import Allocation, Buffer, HeapPeak, Instruction, ProgramPlan
 from tpudoctor.captures.hlo_schema import (
     HEAP_ALLOC,
     HEAP_FREE,
@@ -14,8 +15,7 @@ from tpudoctor.captures.hlo_schema import (
     PRIMITIVE_TYPES,
     parse_hlo_proto,
 )
-from tpudoctor.memory.buffer_plan import Allocation, Buffer, HeapPeak, Instruction, ProgramPlan
-from tpudoctor.memory.hlo_shapes import Shape, Sharding
+from tpudoctor.captures.hlo_shapes import Shape, Sharding
 
 _SHARDING_TYPES = {0: "replicated", 1: "maximal", 2: "tuple", 3: "other", 4: "manual", 5: "unknown", 6: "unreduced"}
 

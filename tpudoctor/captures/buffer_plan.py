@@ -6,8 +6,8 @@ A plan's allocations are what the program holds while it runs: the entry paramet
 (``heap_simulator_traces``), where present, says which logical buffers share the temporary allocation at its
 peak; ``HeapPeak`` is that moment.
 
-``plan_decode.decode_hlo_proto`` builds a plan from one ``HloProto``; ``plan_capture`` finds them in an XSpace
-capture (``plans_from_xspace``) and says when each program ran (``program_runs``).
+``captures.hlo.decode_hlo_proto`` builds a plan from one ``HloProto``; ``memory.plan_capture`` finds them in an
+XSpace capture (``plans_from_xspace``) and says when each program ran (``program_runs``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from functools import cached_property
 from typing import Any
 
-from tpudoctor.memory.hlo_shapes import Shape, Sharding
+from tpudoctor.captures.hlo_shapes import Shape, Sharding
 
 ALLOCATION_KINDS = ("parameter", "output", "temporary", "constant", "thread-local")
 """What an allocation holds: an entry parameter (``parameter``; one also live out is a donated parameter), the

@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from tpudoctor.captures.buffer_plan import ProgramPlan
+from tpudoctor.captures.hlo import decode_hlo_proto
 from tpudoctor.captures.hlo_schema import HEAP_ALLOC, HEAP_FREE, PRIMITIVE_TYPES, message_class
-from tpudoctor.memory.buffer_plan import ProgramPlan
-from tpudoctor.memory.hlo_shapes import Shape
-from tpudoctor.memory.plan_decode import decode_hlo_proto
+from tpudoctor.captures.hlo_shapes import Shape
 
 _TYPE_NUMBER = {name: number for number, name in PRIMITIVE_TYPES.items()}
 _SHARDING_NUMBER = {"replicated": 0, "maximal": 1, "tuple": 2, "other": 3, "manual": 4}
