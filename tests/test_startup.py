@@ -52,8 +52,8 @@ def test_code_never_imports_the_top_level_folders():
 
 
 def test_the_loader_decodes_before_pandas_is_needed(tmp_path):
-    """The XSpace loader and what ``profile analyze`` imports before it decode without pandas, so the
-    pandas import (0.2-0.3 s) can run beside the decode (``pipeline.prefetch_pandas``)."""
+    """The XSpace loader and what ``profile analyze`` imports before it decode without pandas: a reader
+    of a capture's events that makes no table does not pay pandas' import (0.2-0.3 s)."""
     probe = (
         "import sys\n"
         "import tpudoctor.profile.op_trace, tpudoctor.profile.pipeline, tpudoctor.profile.capture\n"

@@ -20,8 +20,6 @@ import dataclasses
 import gc
 import math
 import os
-import sys
-import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -296,13 +294,6 @@ def combined_roofline(hosts: Iterable[HostResult]) -> tuple[dict[str, Any] | Non
     return combined.to_dict(max_ops=MAX_ROOFLINE_OPS_IN_REPORT), []
 
 
-def prefetch_pandas() -> None:
-    """Start importing pandas (0.2-0.3 s) in a thread: the loader decodes without it, in kernels that
-    release the GIL, and needs it only for the tables after; the analyses wait for it then."""
-    if "pandas" not in sys.modules:
-        threading.Thread(target=__import__, args=("pandas",), name="import-pandas").start()
-
-
 def analyze(path: str | os.PathLike[str], *, run: str | None = None, max_workers: int | None = None,
             options: LoadOptions | None = None, rules: Mapping[str, type] | None = None,
             on_progress: Callable[[str], None] | None = None, cluster: str | None = None,
@@ -315,7 +306,6 @@ def analyze(path: str | os.PathLike[str], *, run: str | None = None, max_workers
     which read the host files themselves; ``cluster_timeout_s`` bounds the connection. A host that
     cannot be read goes to ``failed_hosts``; ``InputError`` when none can. ``options``: as for
     ``analyze_host``; ``rules`` and ``disabled_plugins``: as for ``combine``."""
-    prefetch_pandas()
     options = options or LoadOptions.for_analysis()
     resolved = resolve(path, run)
     results: list[HostResult] = []

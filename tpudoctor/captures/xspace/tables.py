@@ -51,7 +51,7 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
     _fill_stat_columns(decoder.read_events(headers, fields, wanted=sinks.keys()), headers, sinks)
     errors, warnings = decoder.errors, decoder.warnings
     decoder.close()
-    import pandas as pd  # here, after the decode: a command can import it meanwhile (see prefetch_pandas)
+    import pandas as pd  # here, after the decode: the decoder needs none
 
     # metadata row of every event (-1: id not in its plane's table)
     meta_row = RowLookup(headers.metadata_ids, headers.metadata_offsets).lookup(fields.plane, fields.metadata_id)
