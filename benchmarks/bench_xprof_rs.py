@@ -35,6 +35,16 @@ byte-identical (``check_profile_reports.py``). The 1 GB capture (``capture_memor
 15.6, 15.7 s before, 14.0, 18.0 s after, peak RSS 2.69 GB both: the decode is 3-4 s of it, the tables left after
 loading 1.85 GB (51 bytes per event, 36 M events) and the peak (2.6 GB) is reached inside the analyses
 (``analyze_device_ops``), not the loader.
+
+Importing pandas beside the decode, tried and taken out (the loader, ``op_trace`` and what ``profile analyze``
+imports before the decode import no pandas since 861a780; a thread imported it while the decoder ran, and left a
+traceback at shutdown where the command exits early, e.g. ``--cluster`` without Dask). The decoder's kernels release the GIL but they are 0.06-0.09 s of the 0.27 s load; the rest holds it, so
+under ``-X importtime`` pandas' import took 0.33 s instead of 0.23 s and was done before the decode was (0.47 s
+in). Whole process on the 57 MB capture, alternating pairs, same tree with and without the thread: 8 pairs at
+load 1.6 -> 1.5, median 0.80 s vs 0.81 s; 12 pairs at load 1.4 -> 1.45, 0.86 s vs 0.90 s. Against main's venv
+(10 pairs, load 1.76 at the end): 0.83 s vs 0.835 s, peak RSS 254 vs 253 MB. A win of 0.01-0.04 s, within the
+load's noise, not worth a thread: the 2.0x bar needs the analyses off pandas, not a reordered import. JSON report identical but for
+``duration_s``.
 """
 
 from __future__ import annotations

@@ -49,3 +49,17 @@ def test_code_never_imports_the_top_level_folders():
     result = subprocess.run([ruff, "check", "--select", "TID251", "--no-cache", "."], capture_output=True,
                             text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_loader_decodes_before_pandas_is_needed(tmp_path):
+    """The XSpace loader and what ``profile analyze`` imports before it decode without pandas: a reader
+    of a capture's events that makes no table does not pay pandas' import (0.2-0.3 s)."""
+    probe = (
+        "import sys\n"
+        "import tpudoctor.profile.op_trace, tpudoctor.profile.pipeline, tpudoctor.profile.capture\n"
+        "import tpudoctor.captures.xspace.reader, tpudoctor.captures.xspace.tables\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"

@@ -9,10 +9,12 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from tpudoctor.errors import InputError
+
+if TYPE_CHECKING:  # imported by read_op_trace: is_op_trace, asked first by every profile command, needs no pandas
+    import pandas as pd
 
 REQUIRED_COLUMNS = ("dp_rank", "stage", "rank", "step", "optype", "start_ts", "duration", "seq_id")
 META_SIZES = ("dp_size", "pp_size", "tp_size", "dsp_size", "vpp_size", "world_size")
@@ -53,6 +55,8 @@ def read_op_trace(path: str | os.PathLike[str]) -> OpTrace:
     except ImportError as exc:
         raise InputError(f"{p}: reading a parquet op trace needs pyarrow, which is not installed",
                          hint="pip install 'tpudoctor[parquet]' (or: pip install pyarrow)") from exc
+    import pandas as pd
+
     try:
         ops = pd.read_parquet(p)
     except Exception as exc:  # pyarrow raises its own types for a truncated or foreign file

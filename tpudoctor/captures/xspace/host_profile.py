@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from tpudoctor.captures.xspace.columns import EVENT_STAT_COLUMNS
 from tpudoctor.captures.xspace.lookup import RowLookup
+
+if TYPE_CHECKING:  # pandas is imported where a table is made: decoding runs while it imports
+    import pandas as pd
 
 
 @dataclasses.dataclass
@@ -112,6 +115,8 @@ def numbers_of(values: pd.Series, dtype: type) -> tuple[np.ndarray, np.ndarray]:
 
 def _metadata_numbers(values: pd.Series, kind: str) -> pd.arrays.IntegerArray:
     """A metadata stat column as a nullable integer array, converted as an event column's is."""
+    import pandas as pd
+
     numbers, valid = numbers_of(values, np.uint64 if kind == "uint" else np.int64)
     return pd.arrays.IntegerArray(numbers, ~valid)
 

@@ -10,10 +10,9 @@ keep their 64 bits. Each per-event temporary is dropped as soon as its last colu
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from tpudoctor.captures.xspace.columns import (
     CORE_STAT_COLUMNS,
@@ -34,6 +33,9 @@ from tpudoctor.captures.xspace.decoder import (
 from tpudoctor.captures.xspace.host_profile import HostProfile, as_text, numbers_of
 from tpudoctor.captures.xspace.lookup import RowLookup, gather
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 METADATA_FILL_CHUNK = 1 << 20  # events given their metadata's value at a time: bounded temporaries on big captures
 PLANE_FIELDS = ("plane_id", "xplane_id", "plane_name", "device_kind", "is_device", "n_lines", "n_events",
                 "n_event_metadata")
@@ -49,6 +51,7 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
     _fill_stat_columns(decoder.read_events(headers, fields, wanted=sinks.keys()), headers, sinks)
     errors, warnings = decoder.errors, decoder.warnings
     decoder.close()
+    import pandas as pd  # here, after the decode: the decoder needs none
 
     # metadata row of every event (-1: id not in its plane's table)
     meta_row = RowLookup(headers.metadata_ids, headers.metadata_offsets).lookup(fields.plane, fields.metadata_id)
@@ -116,6 +119,8 @@ def _stat_arrays(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, me
 def _events_frame(headers: SpaceHeaders, fields: EventFields, name: pd.Categorical, stat_arrays: dict[str, Any],
                   columns: dict[str, str], from_metadata: set[str]) -> pd.DataFrame:
     """The events table; ``fields``' per-event arrays become its columns or are dropped on the way."""
+    import pandas as pd
+
     start_ps = fields.offset_ps
     first_row = 0
     for count, timestamp_ns in zip(headers.line_counts.tolist(), headers.line_timestamp_ns.tolist(), strict=True):
@@ -214,6 +219,8 @@ class _ColumnSink:
 
     def fill_from_metadata(self, meta_series: pd.Series, meta_row: np.ndarray) -> None:
         """Where an event has no own value, take its metadata's."""
+        import pandas as pd
+
         if self.kind == "str":
             meta_values = [None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else v
                            for v in meta_series.tolist()]
@@ -251,6 +258,8 @@ class _ColumnSink:
         self.values = self.present = None
 
     def array(self, masks: _SharedMasks | None = None):
+        import pandas as pd
+
         n = self.n_events
         if self.kind == "str":
             categories = pd.Index(list(self.categories), dtype=object)
@@ -307,6 +316,8 @@ def _narrowed(values: np.ndarray) -> np.ndarray:
 
 def _categorical(labels: list[object], rows: np.ndarray) -> pd.Categorical:
     """A categorical of ``labels[rows]`` (row -1: missing) built from codes of the distinct labels."""
+    import pandas as pd
+
     codes, categories = _codes_of(labels)
     table = np.append(codes, -1).astype(_code_dtype(len(categories)))  # row -1 reads the appended -1
     return pd.Categorical.from_codes(table[rows], categories=categories, validate=False)
@@ -314,6 +325,8 @@ def _categorical(labels: list[object], rows: np.ndarray) -> pd.Categorical:
 
 def _codes_of(values: list[object]) -> tuple[np.ndarray, pd.Index]:
     """Category codes (-1 for None) and categories of a short list of strings."""
+    import pandas as pd
+
     index: dict[object, int] = {}
     codes = np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in values),
                         dtype=np.int32, count=len(values))
@@ -321,6 +334,8 @@ def _codes_of(values: list[object]) -> tuple[np.ndarray, pd.Index]:
 
 
 def _metadata_frame(rows: list[tuple], columns: dict[str, str]) -> pd.DataFrame:
+    import pandas as pd
+
     base = pd.DataFrame([row[:4] for row in rows], columns=["plane_id", "metadata_id", "name", "display_name"])
     stat_records = [row[4] for row in rows]
     stat_names = sorted({name for record in stat_records for name in record})
