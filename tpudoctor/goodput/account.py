@@ -147,8 +147,6 @@ def account(timeline: Timeline, *, wall_start: float | None, wall_end: float | N
         nulls["median_step_s"] = "fewer than two step lines with a time or a reported duration"
     badput = _badput(figures, timed, wall, saves, runs, nulls)
     productive = _productive(figures, timed, median, runs, steps_union, nulls)
-    if "ettr" in nulls and steps_union == 0:
-        productive = None
     ettr = productive / wall if productive is not None and wall else None
     outliers.sort(key=lambda o: -o["excess_s"])
     return {
@@ -338,6 +336,8 @@ def _badput(figures: Figures, timed: bool, wall: float | None, saves: list, runs
 def _productive(figures: Figures, timed: bool, median: float | None, runs: list[Run], steps_union: int | None,
                 nulls: dict[str, str]) -> float | None:
     """Productive seconds, or None (its reason in ``nulls``) where the log cannot place the steps in the wall."""
+    if "productive_s" in nulls:  # already unknown, and why (no wall time; a log that ends in start-up)
+        return None
     productive = figures.productive if timed else None
     if timed and median is None and any(run.stepped for run in runs):
         # One step line: no interval to time a step by, so how much of the wall was steps is unknown (not 0).

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from tpudoctor.errors import InputError
 from tpudoctor.goodput import inferred
-from tpudoctor.goodput.account import account
+from tpudoctor.goodput.account import account, clock_tick_s
 from tpudoctor.goodput.line_patterns import Kind
 from tpudoctor.goodput.lines import read_event_blocks
 from tpudoctor.goodput.readers import READERS, Event, LineReader
@@ -360,7 +360,7 @@ def build_document(timeline: Timeline, infos: list[SourceInfo], *, min_ettr: flo
                                 "clocked line (start-up, compilation) is on no line")
         confidence["level"] = "medium" if confidence["level"] == "high" else confidence["level"]
         confidence["reasons"].append("a time of day with no date: the window before the first step line is unseen")
-        _ettr_interval(figures, 1.0 if all(t == int(t) for t in (wall_start, wall_end)) else None)
+        _ettr_interval(figures, clock_tick_s(primary.runs) or None)
     relative = _note_inferred(lead, figures) or dateless
     from tpudoctor import __version__
 
