@@ -92,6 +92,12 @@ def format_bytes(n: int | float) -> str:
 _SUBSECOND_UNITS = (("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
 
 
+def format_gib(n: int | float | None) -> str:
+    """Bytes in GiB always, two decimals (``15.75 GiB``): the preflight's sizes, all read against a chip's HBM in
+    one unit; ``?`` for none."""
+    return "?" if n is None else f"{n / (1 << 30):.2f} GiB"
+
+
 def format_duration(seconds: float | None) -> str:
     """A duration as people read it: ``2.00 h`` from two hours, ``4.5 min`` from 120 s, ``12.3 s`` from a
     second, ``250 ms``/``3.2 us``/``40 ns`` (three significant digits) below it; ``unknown`` for none (or a

@@ -9,7 +9,7 @@ from typing import Any
 from tpudoctor.findings import Status
 from tpudoctor.preflight.verdict import preflight_verdict
 from tpudoctor.reports.view import Bar, Chart, Section, Suite, Table, View, findings_of, properties
-from tpudoctor.units import format_bytes
+from tpudoctor.units import format_bytes, format_gib
 
 
 def size(n: Any) -> str:
@@ -172,12 +172,8 @@ def view(doc: dict[str, Any]) -> View:
 
 # ---- the preflight: a program compiled for a topology ---------------------------------------------------------
 
-def _gib(n: int | None) -> str:
-    return "?" if n is None else f"{n / (1 << 30):.2f} GiB"
-
-
 def _saving(n: int | None) -> str:
-    return _gib(n) + (" (it adds)" if n is not None and n < 0 else "")
+    return format_gib(n) + (" (it adds)" if n is not None and n < 0 else "")
 
 
 def preflight_view(doc: dict[str, Any]) -> View:
@@ -185,7 +181,7 @@ def preflight_view(doc: dict[str, Any]) -> View:
     title = f"tpudoctor memory preflight: {doc['program']} on {doc['topology']}"
     mesh = ",".join(f"{k}={v}" for k, v in doc["mesh"].items())
     notes = () if doc["skipped"] else (f"{doc['devices']} x {doc['device_kind']}, mesh {mesh}; the compiler allows "
-                                       f"{_gib(doc['limit_bytes'])} a chip",)
+                                       f"{format_gib(doc['limit_bytes'])} a chip",)
     error = doc["error"].splitlines()[:12] if verdict.status is Status.FAIL else []
     sections = [Section("Verdict", findings=(verdict,), code=tuple(error), marked=True)]
     att = doc["attribution"]
@@ -210,8 +206,8 @@ def preflight_view(doc: dict[str, Any]) -> View:
         sections.append(Section("Other topologies asked", notes=(
             f"smallest that fits: {smallest}" if smallest else "none of them fits",), table=Table(
             ("topology", "devices", "verdict", "total", "limit"), tuple(
-                (t["topology"], str(t["devices"]), "fits" if t["fits"] else "does not fit", _gib(t["total_bytes"]),
-                 _gib(t["limit_bytes"])) for t in doc["topologies"]), "lrlrr")))
+                (t["topology"], str(t["devices"]), "fits" if t["fits"] else "does not fit", format_gib(t["total_bytes"]),
+                 format_gib(t["limit_bytes"])) for t in doc["topologies"]), "lrlrr")))
     sections.append(Section(notes=(f"{doc['compile_seconds']:.1f} s compiling, {doc['duration_s']:.1f} s in all",)))
     suite = Suite("tpudoctor memory preflight", "tpudoctor.memory.preflight", duration_s=doc["duration_s"],
                   properties=properties((("program", doc["program"]), ("topology", doc["topology"]),
