@@ -15,6 +15,7 @@ from tpudoctor.reports.view import (
     Suite,
     Table,
     View,
+    confidence_line,
     findings_of,
     properties,
 )
@@ -75,11 +76,6 @@ def format_ps(value_ps: int | float | None) -> str:
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}%"
-
-
-def confidence_words(confidence: dict[str, Any]) -> str:
-    reasons = "; ".join(confidence.get("reasons") or [])
-    return f"{confidence.get('level', 'unknown')}" + (f" - {reasons}" if reasons else "")
 
 
 def steps_line(st: dict[str, Any]) -> str:
@@ -325,7 +321,8 @@ def _capture(summary: dict[str, Any]) -> list[Section]:
 def _diagnosis(doc: dict[str, Any]) -> list[Section | None]:
     confidence = doc.get("verdict_confidence")
     verdict = Section(notes=(f"Verdict: {str(doc['verdict']).upper()} - {doc.get('verdict_reason', '')}",
-                             *([f"confidence: {confidence_words(confidence)}"] if confidence else [])), marked=True)
+                             *([confidence_line(confidence.get("level", "unknown"), confidence.get("reasons") or [])]
+                               if confidence else [])), marked=True)
     dev, host_ops = doc.get("device_ops") or {}, (doc.get("host_ops") or {}).get("table") or []
     sections = [verdict, _steps(doc), _gaps(doc),
                 Section("Findings", findings=findings_of(doc), notes=() if doc.get("findings") else ("no findings",),
