@@ -264,6 +264,11 @@ def evidence_lines(finding: Finding) -> list[str]:
     return out
 
 
+def figure(value: Any, spec: str = ".3f", missing: str = "-", unit: str = "") -> str:
+    """A figure the document may lack: ``format(value, spec)`` and its unit, or ``missing`` for none."""
+    return missing if value is None else f"{format(value, spec)}{unit}"
+
+
 def properties(pairs: Sequence[tuple[str, Any]]) -> tuple[tuple[str, str], ...]:
     """JUnit properties: the pairs whose value says something, as strings."""
     return tuple((name, str(value)) for name, value in pairs if value)

@@ -5,6 +5,7 @@ frame, who waits, since when), the decision with its commands, the processes gro
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -138,10 +139,7 @@ def _progress(group: dict[str, Any], members: list[Member], states: dict[Member,
     """``frozen``, ``moving`` or ``2 frozen, 1 unknown``; nothing for processes with no stack."""
     if group["category"] in (Category.UNKNOWN.value, Category.GONE.value):
         return ""
-    counts: dict[str, int] = {}
-    for member in members:
-        if member in states:
-            counts[states[member]["progress"]] = counts.get(states[member]["progress"], 0) + 1
+    counts = Counter(states[member]["progress"] for member in members if member in states)
     return next(iter(counts)) if len(counts) == 1 else ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
 
 
