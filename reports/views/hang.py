@@ -11,7 +11,7 @@ from typing import Any
 
 from tpudoctor.findings import Status, describe_workers
 from tpudoctor.hang.model import Frame
-from tpudoctor.hang.report import STACK_DUMPS_SOURCE
+from tpudoctor.hang.report import STACK_DUMPS_SOURCE, StackGroup
 from tpudoctor.hang.rule import Category, is_library
 from tpudoctor.reports.view import MARKERS, Section, Suite, Table, View, findings_of, properties
 
@@ -59,10 +59,6 @@ def frame_lines(frames: Iterable[Frame], *, limit: int = MAX_FRAMES, code: bool 
 
 def _frames(rows: Iterable[dict[str, Any]] | None) -> list[Frame]:
     return [Frame.from_dict(row) for row in rows or ()]
-
-
-def _members(group: dict[str, Any]) -> list[Member]:
-    return [(m.get("worker"), int(m["pid"])) for m in group["members"]]
 
 
 def summary_line(doc: dict[str, Any]) -> str:
@@ -117,44 +113,43 @@ def _groups(doc: dict[str, Any]) -> list[Section]:
     states = {(p.get("worker"), int(p["pid"])): p for p in doc["processes"]}
     last_threads = {(c.get("worker"), int(c["pid"])): (c["samples"][-1].get("threads") or [])
                     for c in doc.get("captures") or [] if c.get("samples")}
+    groups = [StackGroup.from_dict(g) for g in doc["groups"]]
     rows, sections = [], []
-    for group in doc["groups"]:
-        members = _members(group)
-        state = next((states[m] for m in members if m in states), None)
-        progress = _progress(group, members, states)
+    for group in groups:
+        state = next((states[m] for m in group.members if m in states), None)
+        progress = _progress(group, states)
         frame = Frame.from_dict(state["frame"]) if state and state.get("frame") else None
-        rows.append((members_words(members), category_words(group["category"]),
+        rows.append((members_words(group.members), category_words(group.category),
                      f"{frame.function} ({frame.where})" if frame else "", progress,
-                     "odd one out" if group.get("odd_one_out") else ""))
-        threads = last_threads.get(members[0]) or []
-        sections += _group_sections(group, members, state, progress, threads)
+                     "odd one out" if group.odd_one_out else ""))
+        sections += _group_sections(group, state, progress, last_threads.get(group.members[0]) or [])
     table = Table(("processes", "where", "frame", "progress", ""), tuple(rows),
-                  marked_rows=frozenset(i for i, g in enumerate(doc["groups"]) if g.get("odd_one_out")))
+                  marked_rows=frozenset(i for i, g in enumerate(groups) if g.odd_one_out))
     head = Section("Where the processes stand", notes=("training thread, innermost frame first; like py-spy dump",),
                    table=table)
     return [head, *sections]
 
 
-def _progress(group: dict[str, Any], members: list[Member], states: dict[Member, dict[str, Any]]) -> str:
+def _progress(group: StackGroup, states: dict[Member, dict[str, Any]]) -> str:
     """``frozen``, ``moving`` or ``2 frozen, 1 unknown``; nothing for processes with no stack."""
-    if group["category"] in (Category.UNKNOWN.value, Category.GONE.value):
+    if group.category in (Category.UNKNOWN.value, Category.GONE.value):
         return ""
-    counts = Counter(states[member]["progress"] for member in members if member in states)
+    counts = Counter(states[member]["progress"] for member in group.members if member in states)
     return next(iter(counts)) if len(counts) == 1 else ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
 
 
-def _group_sections(group: dict[str, Any], members: list[Member], state: dict[str, Any] | None, progress: str,
+def _group_sections(group: StackGroup, state: dict[str, Any] | None, progress: str,
                     threads: list[dict[str, Any]]) -> list[Section]:
-    title = (f"{members_words(members)}: {category_words(group['category'])}" + (f", {progress}" if progress else "")
-             + (" (the odd one out)" if group.get("odd_one_out") else ""))
+    title = (f"{members_words(group.members)}: {category_words(group.category)}" + (f", {progress}" if progress else "")
+             + (" (the odd one out)" if group.odd_one_out else ""))
     notes = [n for n in ((state or {}).get("detail"), (state or {}).get("progress_why")) if n]
-    if not group["stack"]:
+    if not group.stack:
         return [Section(title, notes=tuple(notes))]
-    thread = next((t for t in threads if t.get("name") == group["thread"]), None)
+    thread = next((t for t in threads if t.get("name") == group.thread), None)
     status = ("active" if thread["active"] else "idle") if thread else "?"
-    notes.append(f"Thread {str(thread['tid']) + ' ' if thread else ''}({status}): {group['thread']!r}")
-    code = frame_lines(_frames(group["stack"]))
-    others = [t for t in threads if t.get("name") != group["thread"] and t.get("frames")]
+    notes.append(f"Thread {str(thread['tid']) + ' ' if thread else ''}({status}): {group.thread!r}")
+    code = frame_lines(group.stack)
+    others = [t for t in threads if t.get("name") != group.thread and t.get("frames")]
     shown: list[str] = []
     extra: list[str] = []
     for other in others:
@@ -162,13 +157,13 @@ def _group_sections(group: dict[str, Any], members: list[Member], state: dict[st
         lines = [f"Thread {other['tid']} ({'active' if other.get('active') else 'idle'}): {other['name']!r}",
                  *(f"  {line}" for line in frame_lines(frames, limit=6)),
                  *(f"  holds: {held}" for f in frames for held in f.holding)]
-        important = group.get("odd_one_out") and (other.get("active") or any(f.holding for f in frames))
+        important = group.odd_one_out and (other.get("active") or any(f.holding for f in frames))
         (shown if important else extra).extend(lines)
     sections = [Section(title, notes=tuple(notes), code=tuple(code + shown), level=3)]
     native = _frames((state or {}).get("native"))
     if native or extra:
         more = ([*("native frames under it:", *frame_lines(native, code=False, limit=8))] if native else []) + extra
-        sections.append(Section(f"{members_words(members)}: more threads and native frames", code=tuple(more),
+        sections.append(Section(f"{members_words(group.members)}: more threads and native frames", code=tuple(more),
                                 verbose_only=True, level=3))
     return sections
 
