@@ -177,8 +177,7 @@ def view(result: dict[str, Any]) -> View:
                                                                       align="lrrrl")), _ops(result)]
         verdict, suite_name, classname = _verdict_line(result), "tpudoctor compare", "tpudoctor.profile.compare"
         sources = (("baseline", result["baseline"]["source"]), ("candidate", result["candidate"]["source"]))
-    sections = (*(s for s in body if s is not None), Section("Verdict", notes=(verdict,) if verdict else (),
-                                                             findings=findings))
+    sections = (*body, Section("Verdict", notes=(verdict,) if verdict else (), findings=findings))  # View drops None
     suite = Suite(suite_name, classname, properties=properties((
         *sources, ("comparable", str(result.get("comparable", True)).lower()), ("forced", result.get("forced")))),
         summary="\n".join([*(comparability_lines(result) if kind != GOODPUT_COMPARE else []), verdict]))
