@@ -134,6 +134,10 @@ def memory_events_of(host: HostProfile, source: str) -> MemoryEvents:
     lines = host.lines
     counts = lines["n_events"].to_numpy(np.int64)
     first_row = np.concatenate(([0], np.cumsum(counts)))
+    # a load that left events out (memory_capture's) says where the kept ones were: times and the text order
+    # count from the lines' events in the file, as a whole decode's do
+    selected = host.selected_events
+    counts_in_file = counts if selected is None else selected.line_events_in_file
     on_plane = np.flatnonzero(lines["plane_id"].to_numpy() == plane_id)
     if not len(on_plane):
         return empty_memory_events(source, warnings=warnings)
@@ -146,15 +150,18 @@ def memory_events_of(host: HostProfile, source: str) -> MemoryEvents:
     rows = np.flatnonzero(is_memory)
     memory = events.iloc[rows]
     line_ts = lines["timestamp_ns"].to_numpy(np.int64)
-    with_events = on_plane[counts[on_plane] > 0]
+    with_events = on_plane[counts_in_file[on_plane] > 0]
     origin_ns = int(line_ts[with_events].min())
     line_row = np.repeat(on_plane, counts[on_plane])[rows]
     start_ps = memory["start_ps"].to_numpy(np.int64)
     offset_ps = start_ps - (line_ts[line_row] - host.time_origin_ns) * 1000
     n = len(memory)
     # the batch of TEXT_BATCH_EVENTS events of its line each event is in: the text categories' first key
-    line_first = (first_row[:-1] - low)[line_row]
-    batch = line_row * (1 + int(counts.max()) // TEXT_BATCH_EVENTS) + (rows - line_first) // TEXT_BATCH_EVENTS
+    if selected is None:
+        position = rows - (first_row[:-1] - low)[line_row]
+    else:
+        position = selected.position_in_line[low:high][rows]
+    batch = line_row * (1 + int(counts_in_file.max()) // TEXT_BATCH_EVENTS) + position // TEXT_BATCH_EVENTS
     order = _text_order(memory, batch)
     columns: dict[str, object] = {
         "allocator": _allocator_column(memory, order),
