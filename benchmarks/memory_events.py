@@ -9,7 +9,10 @@ The largest capture in ../shared/data (the TF GPU multi-worker one, 3.0 MB, 2,49
 line's events repeated N times, shifted in time; under /tmp/tpudoctor-bench). Each figure is the
 median of ``--runs`` fresh processes, modules imported before the clock starts:
 
-* ``read``: ``read_memory_events`` (the host plane's events decoded, the memory events' columns);
+* ``read``: ``read_memory_events`` (the host plane's memory events decoded, the others left out before; their
+  columns);
+* ``capture``: ``read_memory_capture``, what ``tpudoctor memory`` reads of a capture (the memory events, the
+  programs' HloProtos and their runs, from one decode of the file);
 * ``analyse``: ``read`` + ``allocator_timelines`` + ``peak_breakdown`` of every allocator;
 * ``xprof``: xprof's ``xspace_to_tool_data(..., "memory_profile")`` (its JSON included) on a fresh copy;
 
@@ -52,6 +55,7 @@ if mode == "xprof":
     copy = sys.argv[3]
     shutil.copyfile(path, copy)
 else:
+    from tpudoctor.captures.memory_capture import read_memory_capture
     from tpudoctor.captures.memory_events import read_memory_events
     from tpudoctor.memory.timeline import allocator_timelines
     from tpudoctor.memory.buffers import peak_breakdown
@@ -60,6 +64,8 @@ start, cpu_start = time.perf_counter(), time.process_time()
 if mode == "xprof":
     data, _ = raw.xspace_to_tool_data([copy], "memory_profile", {"use_saved_result": False})
     n = len(json.loads(data)["memoryIds"])
+elif mode == "capture":
+    n = len(read_memory_capture(path).events)
 else:
     events = read_memory_events(path)
     n = len(events)
@@ -165,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     source = args.source or _largest_capture()
     captures = [(1, source)] + [(int(s), _scaled(source, int(s))) for s in args.scales.split(",") if s.strip()]
-    modes = ["read", "analyse"] + ([] if args.skip_xprof else ["xprof"])
+    modes = ["read", "capture", "analyse"] + ([] if args.skip_xprof else ["xprof"])
     print(f"source: {source.name}; medians of {args.runs} fresh processes; RSS in MB (baseline: after imports)")
     print(f"{'capture':>10} {'file MB':>8} {'mem events':>10} "
           + " ".join(f"{m + ' s':>10} {m + ' cpu':>11} {m + ' RSS':>11}" for m in modes)

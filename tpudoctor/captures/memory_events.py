@@ -13,8 +13,10 @@ TensorFlow's and PJRT's allocators (BFC, the TPU runtime's) write a ``MemoryAllo
 (a number) or ``allocator_name``. A free carries no size of its own on TPU: ``match_frees`` gives it
 its allocation's (by ``addr``).
 
-The capture is decoded by the profile's columnar decoder (``captures.xspace``): ``memory_events_of`` makes the
-first host plane's memory events of a decoded ``HostProfile`` this table; nothing here reads bytes.
+The capture is decoded by the profile's columnar decoder (``captures.xspace``), the other events left out before
+they are decoded: ``memory_events_of`` makes the first host plane's memory events of a decoded ``HostProfile`` this
+table, times and text order counted from the lines' events in the file (``HostProfile.selected_events``); nothing
+here reads bytes.
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ def read_memory_events(path: str | os.PathLike, *, source: str | None = None) ->
     from tpudoctor.captures.xspace import read_plane_events
 
     where = source or os.fspath(path)
-    host = read_plane_events(os.fspath(path), [HOST_PLANE], MEMORY_STATS, source=where)
+    host = read_plane_events(os.fspath(path), [HOST_PLANE], MEMORY_STATS, event_names=[ALLOCATION, DEALLOCATION],
+                             source=where)
     return memory_events_of(host, where)
 
 
@@ -117,7 +120,8 @@ def memory_events_from_bytes(data: bytes, *, source: str) -> MemoryEvents:
     from tpudoctor.captures.xspace import LoadOptions, decode_host
 
     host = decode_host(data, hostname="", source=source,
-                       options=LoadOptions(stats=dict(MEMORY_STATS), planes=frozenset([HOST_PLANE])))
+                       options=LoadOptions(stats=dict(MEMORY_STATS), planes=frozenset([HOST_PLANE]),
+                                           events=frozenset([ALLOCATION, DEALLOCATION])))
     return memory_events_of(host, source)
 
 
