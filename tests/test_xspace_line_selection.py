@@ -115,8 +115,9 @@ class _CountedReads:
 
 @pytest.mark.parametrize("large", [False, True], ids=["small-file", "large-file"])
 def test_the_memory_read_opens_the_capture_once_and_reads_each_byte_once(monkeypatch, large):
-    """A large file (from 64 MB, where the memory read went plane by plane) was opened 17 times, its plane
-    headers and lines read twice; the thresholds are lowered so that the real 0.86 MB capture takes that path."""
+    """A large file (from 64 MB, where the memory read went plane by plane) was opened 3 + 2 x planes times (17
+    here), its plane headers and lines read twice; the thresholds are lowered so that the real 0.86 MB capture
+    takes that path."""
     path = str(shared_file(TPU_CAPTURE))
     if large:
         monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 0)
