@@ -143,3 +143,43 @@ def test_the_memory_read_finds_what_a_whole_decode_finds(monkeypatch, capture, p
         assert read.events.frame[column].cat.categories.tolist() == whole.events.frame[column].cat.categories.tolist()
     assert read.events.time_origin_ns == whole.events.time_origin_ns
     assert read.runs == whole.runs and read.hlo_protos == whole.hlo_protos
+
+
+@pytest.mark.parametrize("capture", [TPU_CAPTURE, GPU_CAPTURE], ids=["tpu", "gpu"])
+def test_the_text_order_counts_each_event_s_place_among_all_its_line_s_events(monkeypatch, capture):
+    """The memory events' text categories are ordered by the run of ``TEXT_BATCH_EVENTS`` of its line's events each
+    value first occurs in: with runs of 64, the places of the events left out decide that order (on the GPU
+    capture; counted among the kept events alone, its tf_op categories come out in another order)."""
+    from tpudoctor.captures import memory_events
+
+    monkeypatch.setattr(memory_events, "TEXT_BATCH_EVENTS", 64)
+    path = str(shared_file(capture))
+    whole = memory_capture_of(_whole(path, stats=dict(CAPTURE_STATS), whole_bytes_stats={HLO_PROTO_STAT}), path)
+    read = read_memory_capture(path)
+    for column in ("tf_op", "shape", "region_type"):
+        assert read.events.frame[column].cat.categories.tolist() == whole.events.frame[column].cat.categories.tolist()
+    assert read.events.frame.equals(whole.events.frame)
+
+
+def test_memory_times_count_from_the_earliest_host_line_with_events_in_the_file(tmp_path):
+    """The real v6e capture with one host line that holds no memory event started 0.1 ms earlier: the memory events'
+    origin is that line's timestamp, as in a whole decode, though none of its events is decoded."""
+    from tpudoctor.captures.schema import message_class
+
+    space = message_class("XSpace", raw=True).FromString(shared_file(TPU_CAPTURE).read_bytes())
+    host = next(plane for plane in space.planes if plane.name == "/host:CPU")
+    memory_ids = {key for key, meta in host.event_metadata.items() if meta.name.startswith("Memory")}
+    event_class = message_class("XEvent")
+    for index, line_bytes in enumerate(host.lines):
+        line = message_class("XLine", raw=True).FromString(line_bytes)
+        if line.events and not any(event_class.FromString(e).metadata_id in memory_ids for e in line.events):
+            line.timestamp_ns -= 100_000
+            host.lines[index] = line.SerializeToString()
+            break
+    path = tmp_path / "earlier_line.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    whole = memory_capture_of(_whole(str(path), stats=dict(CAPTURE_STATS), whole_bytes_stats={HLO_PROTO_STAT}),
+                              str(path))
+    read = read_memory_capture(path)
+    assert read.events.time_origin_ns == whole.events.time_origin_ns == line.timestamp_ns
+    assert read.events.frame.equals(whole.events.frame)
