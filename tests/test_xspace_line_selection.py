@@ -121,6 +121,7 @@ def test_the_memory_read_opens_the_capture_once_and_reads_each_byte_once(monkeyp
     path = str(shared_file(TPU_CAPTURE))
     if large:
         monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 0)
+        # the memory read's own whole-file threshold before (64 MB); it reads as every other reader now
         monkeypatch.setattr(memory_capture, "WHOLE_FILE_MAX_BYTES", 0, raising=False)
     counted = _CountedReads(monkeypatch, path)
     capture = read_memory_capture(path)

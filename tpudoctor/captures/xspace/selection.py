@@ -130,12 +130,6 @@ def _line_kept(line, line_bytes: bytes, wanted_ids: np.ndarray, whole: bool) -> 
     return line.SerializeToString(), keep
 
 
-def line_with_events(line_bytes: bytes, wanted_ids: np.ndarray) -> bytes:
-    """An XLine's bytes with only its events whose metadata id is one of ``wanted_ids`` (the line itself
-    where it keeps them all); ``WireError`` where the line does not decode."""
-    return _line_kept(_parse_line(line_bytes), line_bytes, wanted_ids, whole=False)[0]
-
-
 class _LinesOf:
     """A plane's kept lines for the decoder's second pass, without its header: the first pass's parse (and, for
     bytes, the whole file's parse it belongs to) is not held by them."""
