@@ -442,8 +442,9 @@ def _critical_path(w: dict[str, Any]) -> Section | None:
 
 
 def whatif_view(doc: dict[str, Any]) -> View:
-    w = doc["whatif"]
-    sections: list[Section] = [Section(notes=tuple(whatif_sentences(w)), marked=True)]
+    w, findings = doc["whatif"], findings_of(doc)  # what the exit status is judged on, shown as in every kind
+    sections: list[Section] = [Section(notes=tuple(whatif_sentences(w)), marked=True),
+                               Section("Findings", findings=findings, notes=() if findings else ("no findings",))]
     if w["status"] == "known":
         sections += [Section(f"Slowdown with only one {title} as recorded (S_G)", table=Table(
             (title, "S_G"), tuple((str(r["group"]), figure(r["slowdown"])) for r in w.get(key, [])[:MAX_GROUP_ROWS]), "lr"))
@@ -456,4 +457,4 @@ def whatif_view(doc: dict[str, Any]) -> View:
     suite = Suite("tpudoctor profile analyze (op trace)", "tpudoctor.profile.whatif", properties=properties((
         ("source", doc["source"]), ("slowdown", w.get("slowdown")), ("cause", w.get("cause")))))
     return View("profile", f"tpudoctor profile analyze: op trace {doc['source']}", (),
-                tuple(sections), (), suite)
+                tuple(sections), findings, suite)
