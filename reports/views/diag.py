@@ -63,10 +63,6 @@ def cell(row: dict[str, Any], key: str, form: str) -> str:
     return form.format(value)
 
 
-def _slow(row: dict[str, Any]) -> bool:
-    return (row.get("matmul_slowness") or 1) - 1 > (row.get("matmul_margin") or 1)
-
-
 def _chips(doc: dict[str, Any]) -> Section | None:
     columns = [c for c in COLUMNS if any(c[0] in row for row in doc["chips"])]
     if not doc["chips"] or len(columns) < 2:
@@ -74,12 +70,12 @@ def _chips(doc: dict[str, Any]) -> Section | None:
     rows = doc["chips"]
     table = Table(tuple(title for _, title, _ in columns),
                   tuple(tuple(cell(row, key, form) for key, _, form in columns) for row in rows),
-                  marked_rows=frozenset(i for i, r in enumerate(rows) if _slow(r)))
+                  marked_rows=frozenset(i for i, r in enumerate(rows) if r.get("matmul_slow")))
     chart = None
     if any("matmul_tflops_p10" in row for row in rows):
         chart = Chart("matmul rate per chip (TFLOP/s, p10)", tuple(
             Bar(str(row.get("chip", "")), float(row.get("matmul_tflops_p10") or 0), cell(row, "matmul_tflops_p10",
-                                                                                        "{:.4g}"), _slow(row))
+                                                                                        "{:.4g}"), bool(row.get("matmul_slow")))
             for row in rows))
     return Section("Chips", table=table, chart=chart)
 

@@ -104,7 +104,9 @@ def chip_rows(subject: DiagInput) -> list[dict]:
                 entry = table.loc[device.index]
                 row.update({f"{name}_{unit}_median": float(entry[f"{unit}_median"]),
                             f"{name}_{unit}_p10": float(entry[f"{unit}_p10"]),
-                            f"{name}_slowness": float(entry["slowness"]), f"{name}_margin": float(entry["margin"])})
+                            f"{name}_slowness": float(entry["slowness"]), f"{name}_margin": float(entry["margin"]),
+                            # the peers' verdict (slowness beyond the margin); None with too few peers to tell
+                            f"{name}_slow": None if entry["slow"] is None else bool(entry["slow"])})
         rows.append(row)
     return rows
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from tpudoctor.findings import Finding
 
 DOCUMENT_KIND = "diag"
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: chips[].matmul_slow and hbm_slow (the peers' verdict)
 
 
 @dataclasses.dataclass
