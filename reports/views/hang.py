@@ -5,7 +5,6 @@ frame, who waits, since when), the decision with its commands, the processes gro
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -109,7 +108,7 @@ def _groups(report: HangReport) -> list[Section]:
     rows, sections = [], []
     for group in report.groups:
         state = next((states[m] for m in group.members if m in states), None)
-        progress = _progress(group, states)
+        progress = _progress(group.progress_counts)
         frame = state.frame if state else None
         rows.append((members_words(group.members), category_words(group.category),
                      f"{frame.function} ({frame.where})" if frame else "", progress,
@@ -122,12 +121,9 @@ def _groups(report: HangReport) -> list[Section]:
     return [head, *sections]
 
 
-def _progress(group: StackGroup, states: dict[Member, ProcessState]) -> str:
+def _progress(counts: dict[str, int]) -> str:
     """``frozen``, ``moving`` or ``2 frozen, 1 unknown``; nothing for processes with no stack."""
-    if group.category in (Category.UNKNOWN.value, Category.GONE.value):
-        return ""
-    counts = Counter(states[member].progress for member in group.members if member in states)
-    return next(iter(counts)) if len(counts) == 1 else ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    return next(iter(counts)) if len(counts) == 1 else ", ".join(f"{n} {k}" for k, n in counts.items())
 
 
 def _group_sections(group: StackGroup, state: ProcessState | None, progress: str,

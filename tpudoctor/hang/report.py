@@ -12,7 +12,7 @@ from tpudoctor.findings import Finding, Target
 from tpudoctor.hang.digest import HangDigest
 from tpudoctor.hang.model import Frame, ProcessCapture
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: groups[].progress_counts
 DOCUMENT_KIND = "hang"
 VERDICTS = ("hung", "progressing", "unknown", "no_process")
 DECISIONS = ("RESTART", "FIX CODE", "REPLACE HOST")
@@ -101,17 +101,21 @@ class StackGroup:
     stack: list[Frame]
     thread: str
     odd_one_out: bool = False
+    progress_counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    """How many members are ``moving``, ``frozen``, ... (ProcessState.progress); none where the group's category
+    has no stack to judge (unknown, gone)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"category": self.category, "signature": self.signature,
                 "members": [{"worker": w, "pid": p} for w, p in self.members],
-                "stack": [f.to_dict() for f in self.stack], "thread": self.thread, "odd_one_out": self.odd_one_out}
+                "stack": [f.to_dict() for f in self.stack], "thread": self.thread, "odd_one_out": self.odd_one_out,
+                "progress_counts": self.progress_counts}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StackGroup:
         return cls(category=data["category"], signature=data["signature"], members=_members(data["members"]),
                    stack=[Frame.from_dict(f) for f in data["stack"]], thread=data["thread"],
-                   odd_one_out=bool(data.get("odd_one_out")))
+                   odd_one_out=bool(data.get("odd_one_out")), progress_counts=dict(data["progress_counts"]))
 
 
 def _members(rows: list[dict[str, Any]]) -> list[tuple[str | None, int]]:

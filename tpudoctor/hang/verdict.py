@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from tpudoctor.hang.classify import ONE_SNAPSHOT
 from tpudoctor.hang.report import ProcessState, StackGroup
 from tpudoctor.hang.rule import Category
@@ -29,13 +31,21 @@ def group_states(states: list[ProcessState]) -> list[StackGroup]:
     for state in states:
         by_key.setdefault((state.category, state.signature), []).append(state)
     groups = [StackGroup(category=cat, signature=sig, members=[(s.worker, s.pid) for s in members],
-                         stack=members[0].stack, thread=members[0].thread)
+                         stack=members[0].stack, thread=members[0].thread,
+                         progress_counts=progress_counts(cat, members))
               for (cat, sig), members in by_key.items()]
     waiting = sum(len(g.members) for g in groups if Category(g.category).waits_for_others)
     for group in groups:
         group.odd_one_out = bool(waiting) and not Category(group.category).waits_for_others
     groups.sort(key=lambda g: (g.odd_one_out is False, -len(g.members) if g.odd_one_out is False else len(g.members)))
     return groups
+
+
+def progress_counts(category: str, members: list[ProcessState]) -> dict[str, int]:
+    """How many of ``members`` are moving, frozen, ..., by name; none for a category with no stack to judge."""
+    if category in (Category.UNKNOWN.value, Category.GONE.value):
+        return {}
+    return dict(sorted(Counter(s.progress for s in members).items()))
 
 
 def job_verdict(states: list[ProcessState], groups: list[StackGroup]) -> tuple[str, str, str]:
