@@ -34,12 +34,11 @@ def headline(doc: dict[str, Any]) -> str:
 
 
 def _allocator(a: dict[str, Any]) -> tuple[str, ...]:
-    share = a["peak_bytes"] / a["capacity_bytes"] if a["capacity_bytes"] else None
     program = a["program"] or "-"
     if a["program"] and a["program_how"] != "running at the peak":
         program += " (largest)"
     return (a["allocator"] + ("" if a["chip"] else " (host)"), size(a["peak_bytes"]), size(a["capacity_bytes"]),
-            percent(share), size(a["heap_bytes"]), size(a["stack_bytes"]), percent(a["fragmentation"]),
+            percent(a["peak_share_of_capacity"]), size(a["heap_bytes"]), size(a["stack_bytes"]), percent(a["fragmentation"]),
             f"{a['time_ms']:.3f}", str(a["step"]), program)
 
 

@@ -340,6 +340,7 @@ def _capture_file(capture: _Capture, path: str, options: MemoryOptions, rules, f
         row = {"allocator": allocator, "chip": is_chip, "peak_bytes": peak.bytes_in_use,
                "heap_bytes": peak.heap_bytes, "stack_bytes": peak.stack_bytes, "free_bytes": peak.free_bytes,
                "capacity_bytes": peak.capacity_bytes, "fragmentation": round(peak.fragmentation, 6),
+               "peak_share_of_capacity": peak.bytes_in_use / peak.capacity_bytes if peak.capacity_bytes else None,
                "time_ms": round(peak.time_ms, 6), "step": peak.step, "lifetime_peak_bytes": peak.lifetime_peak_bytes,
                "events": len(timeline), "unmatched_frees": timeline.unmatched_frees,
                "program": plan.event_name if plan is not None else None, "program_how": how,

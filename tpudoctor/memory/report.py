@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from tpudoctor.findings import Finding
 
 DOCUMENT_KIND = "memory"
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: allocators[].peak_share_of_capacity
 
 
 @dataclasses.dataclass
