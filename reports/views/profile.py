@@ -5,7 +5,6 @@ the hosts, and what the capture holds host by host), and an op trace's what-if (
 from __future__ import annotations
 
 import math
-from collections import Counter
 from typing import Any
 
 from tpudoctor.reports.view import (
@@ -241,9 +240,9 @@ def whatif_line(w: dict[str, Any]) -> str:
             + (f"; waits predicted from typical transfers: {w['modelled_step_ms']:.2f} ms, "
                f"{w['model_error_percent']:+.1f}%" if w.get("modelled_step_ms") is not None else "")
             + f"), {w['ideal_step_ms']:.2f} ms with every device's compute segments at their median")
-    priced = [r for r in w.get("per_host") or [] if r.get("priced")]
-    if priced:
-        top = max(priced, key=lambda r: r.get("persistent_saved_ms") or 0)
+    straggler = [r for r in w.get("per_host") or [] if r["host"] == w.get("persistent_straggler_host")]
+    if straggler:
+        top = straggler[0]
         since = f" since step {top['onset_step']}" if top.get("onset_step") is not None else ""
         kind = f" ({top['time_class']} time)" if top.get("time_class") not in (None, "", "unknown") else ""
         line += (f"; {top['host']} is persistently slow{kind}{since}: removing its excess would save "
@@ -424,10 +423,10 @@ def _critical_path(w: dict[str, Any]) -> Section | None:
     path = w.get("critical_path") or []
     if not path:
         return None
-    ranks = Counter(r["rank"] for r in path)
-    top = ", ".join(f"rank {k} {v}" for k, v in ranks.most_common(5))
+    ops_per_rank = w["critical_path_ops_per_rank"]
+    top = ", ".join(f"rank {r['rank']} {r['ops']}" for r in ops_per_rank[:5])
     end = max(float(r["end_ms"]) for r in path)
-    lanes = sorted(ranks)[:MAX_LANES]
+    lanes = sorted(r["rank"] for r in ops_per_rank)[:MAX_LANES]
     stage = {r["rank"]: (r["dp_rank"], r["stage"]) for r in path}
     spans = tuple(Span(f"rank {r['rank']} (dp {stage[r['rank']][0]}, stage {stage[r['rank']][1]})",
                        float(r["start_ms"]), float(r["end_ms"]),

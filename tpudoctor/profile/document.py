@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from tpudoctor.findings import Confidence
 
 DOCUMENT_KIND = "profile"
-SCHEMA_VERSION = "2.2"
+SCHEMA_VERSION = "2.3"
 """2.0: findings are ``tpudoctor.findings.Finding`` documents (id, kind, status, severity, scope...),
 the breakdown has a ``host_offload`` part; 1.x documents are upgraded on reading.
 2.1 (additive): ``roofline`` (program and per-op roofline and MFU, TPU only), ``op_table`` (the
@@ -26,7 +26,8 @@ per-op table compare's op diff reads), ``versions``, the ``mfu_percent`` KPI.
 2.2 (additive): ``verdict_confidence`` and each finding's ``confidence`` (level high/medium/low/
 unknown, reasons, basis); ``steps.micro_benchmark`` and ``steps.loop``; ``device_ops.programs`` (device
 time per program), ``hlo_op_ms``/``runtime_copy_ms``/``other_op_ms``; top ops and op tables carry
-``program`` (one row per program and op) and ``kind``; ``breakdown.per_step[].collective_ms``."""
+``program`` (one row per program and op) and ``kind``; ``breakdown.per_step[].collective_ms``.
+2.3 (additive): ``analyses.straggler_whatif.persistent_straggler_host`` (the priced host the report names)."""
 
 
 def confidence_document(confidence: Confidence | None) -> dict[str, Any]:

@@ -22,7 +22,7 @@ once, level by level, with all steps and scenarios as arrays.
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 import pandas as pd
@@ -298,7 +298,15 @@ class PipelineWhatIf:
                 "by_optype": recs(self.by_optype), "by_dp_rank": recs(self.by_dp_rank), "by_stage": recs(self.by_stage),
                 "per_worker": recs(self.per_worker), "priced_workers": recs(self.priced_workers),
                 "per_step": recs(self.per_step), "critical_step": self.critical_step,
-                "critical_path": recs(self.critical_path), "notes": list(self.notes)}
+                "critical_path": recs(self.critical_path),
+                "critical_path_ops_per_rank": self.critical_path_ops_per_rank(), "notes": list(self.notes)}
+
+    def critical_path_ops_per_rank(self) -> list[dict[str, int]]:
+        """How many of the critical path's ops each rank runs, most first (ties in the order the path meets them)."""
+        if self.critical_path is None:
+            return []
+        counts = Counter(int(rank) for rank in self.critical_path["rank"])
+        return [{"rank": rank, "ops": n} for rank, n in counts.most_common()]
 
 
 def ideal_weights(graph: StepGraph, weights: np.ndarray) -> np.ndarray:

@@ -111,6 +111,14 @@ class StragglerWhatIf:
         rows = self.per_host[self.per_host["host"] == host]
         return None if rows.empty else float(rows["saved_ms"].iloc[0])
 
+    def persistent_straggler_host(self) -> str | None:
+        """The priced host whose persistent excess costs the most per step (the one the report names); None when no
+        host is priced."""
+        if "priced" not in self.per_host:
+            return None
+        priced = self.per_host[self.per_host["priced"].astype(bool)]
+        return None if priced.empty else str(priced.loc[priced["persistent_saved_ms"].fillna(0).idxmax(), "host"])
+
     def to_dict(self, max_rows: int = 200) -> dict[str, Any]:
         """Plain JSON-ready data (the report's ``analyses.straggler_whatif``)."""
         def recs(frame, limit=max_rows):
@@ -123,6 +131,7 @@ class StragglerWhatIf:
                 "slowdown_ms": _plain(self.slowdown_ms), "spread_ms": _plain(self.spread_ms),
                 "priced_hosts": [str(h) for h in self.per_host.loc[self.per_host["priced"].astype(bool), "host"]]
                 if "priced" in self.per_host else [],
+                "persistent_straggler_host": self.persistent_straggler_host(),
                 "simulation_error_percent": _plain(self.simulation_error_percent),
                 "modelled_step_ms": _plain(self.modelled_step_ms),
                 "model_error_percent": _plain(self.model_error_percent),
