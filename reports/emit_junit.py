@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from tpudoctor.findings import DEFAULT_GATE, Finding, Gate, Status
 from tpudoctor.reports.escape import junit_document, lines, plain
-from tpudoctor.reports.view import Suite, View, classname, fix_lines, scope_words
+from tpudoctor.reports.view import Suite, View, classname, evidence_lines, fix_lines, scope_words
 
 Judged = tuple[Finding, bool]
 """A finding and whether it fails the run."""
@@ -76,8 +76,8 @@ def _testcase(suite: ET.Element, r: Finding, classname: str, fails: bool, detail
 
 def _body(r: Finding) -> str:
     """One line per item (a field's own newline never starts a line of its own); a traceback keeps its lines."""
-    body = [plain(r.message)]
-    body += [plain(f"{key}: {value}") for key, value in r.evidence.items() if key != "traceback"]
+    body = [plain(r.message)]  # evidence_lines gives one line per evidence key, in order: zip pairs them
+    body += [plain(line) for key, line in zip(r.evidence, evidence_lines(r), strict=True) if key != "traceback"]
     if "traceback" in r.evidence:
         body.append(lines(r.evidence["traceback"]))
     if r.remediation:
