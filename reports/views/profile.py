@@ -385,20 +385,11 @@ def whatif_sentences(w: dict[str, Any]) -> list[str]:
              f"graph (pipeline sends/receives, data-parallel and global collectives): {figure(w['simulated_step_ms'], '.1f')} "
              f"ms per step, {figure(w['ideal_step_ms'], '.1f')} ms with every op at its type's typical duration: "
              f"slowdown S = {figure(w['slowdown'])}."]
-    if w["cause"] == "persistent worker":
-        for r in (w.get("priced_workers") or [])[:3]:
-            since = f" since step {r['onset_step']}" if r.get("onset_step") is not None else ""
-            lines.append(f"Straggler: rank {r['rank']} (dp rank {r['dp_rank']}, stage {r['stage']}) is persistently "
-                         f"slow{since} ({r['time_class']}): removing its persistent excess saves "
-                         f"{figure(r['persistent_saved_ms'], '.1f')} ms per step ({figure(r['persistent_saved_percent'], '.1f')}%); "
-                         f"all its ops at the typical duration: {figure(r['saved_ms'], '.1f')} ms.")
-    elif w["cause"] == "stage imbalance":
-        lines.append(f"Stage imbalance: fixing the last stage (stage {w['m_s_stage']}) removes M_S = {figure(w['m_s'])} of "
-                     "the slowdown; no single worker's excess is persistent and large enough to name.")
-    elif w["cause"] == "random imbalance":
+    # a persistent worker and a stage imbalance are findings of their own (shown beside these sentences)
+    if w["cause"] == "random imbalance":
         lines.append(f"The slowdown (S = {figure(w['slowdown'])}) is spread across the workers (random imbalance): no "
                      "worker's excess over its stage peers is persistent beyond noise, so no host is named.")
-    else:
+    elif w["cause"] not in ("persistent worker", "stage imbalance"):
         lines.append("No slowdown beyond noise.")
     lines.append(f"M_W = {figure(w['m_w'])} (fixing the worst worker, rank {w['m_w_worker']}); "
                  f"M_S = {figure(w['m_s'])} (fixing the last stage, stage {w['m_s_stage']}).")

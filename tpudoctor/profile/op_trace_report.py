@@ -39,14 +39,16 @@ class OpTraceReport:
                 f"Rank {r['rank']} (dp rank {r['dp_rank']}, stage {r['stage']}) is persistently slow{since}: "
                 f"{percent:.0f}% of the step", Status.FAIL,
                 f"Its {r['time_class']} time exceeds its stage peers' in more steps than chance allows (sign test "
-                f"p={r['p_value']:.2g}); removing that excess saves {r['persistent_saved_ms']:.1f} ms per step.",
+                f"p={r['p_value']:.2g}); removing that excess saves {r['persistent_saved_ms']:.1f} ms per step; all its "
+                f"ops at the typical duration: {r['saved_ms']:.1f} ms.",
                 Severity.HIGH if percent >= 20 else Severity.MEDIUM,
                 evidence={k: r[k] for k in ("rank", "dp_rank", "stage", "persistent_saved_ms", "saved_ms", "p_value",
                                             "onset_step", "time_class")}, kind=FindingKind.PROFILE))
         if w.cause == "stage imbalance":
             out.append(Finding("pipeline-stage-imbalance", None,
                                f"The last stage (stage {w.m_s_stage}) is imbalanced: M_S = {w.m_s:.2f}", Status.WARN,
-                               f"Fixing the last stage removes {w.m_s:.2f} of the slowdown S = {w.slowdown:.3f}.",
+                               f"Fixing the last stage removes {w.m_s:.2f} of the slowdown S = {w.slowdown:.3f}; no "
+                               "single worker's excess is persistent and large enough to name.",
                                evidence={"m_s": w.m_s, "slowdown": w.slowdown}, kind=FindingKind.PROFILE))
         return out
 
