@@ -73,7 +73,7 @@ class SpaceHeaders:
     def __post_init__(self) -> None:
         self.line_counts = np.asarray([row[6] for row in self.lines], dtype=np.int64)
         self.line_timestamp_ns = np.asarray([row[4] for row in self.lines], dtype=np.int64)
-        self.line_plane = np.asarray([row[0] for row in self.lines], dtype=np.int32)
+        self.line_plane = np.asarray([row[0] for row in self.lines], dtype=code_dtype(len(self.planes)))
         with_events = self.line_counts > 0
         self.origin_ns = int(self.line_timestamp_ns[with_events].min()) if with_events.any() else 0
         """The earliest timestamp of a line with events: ``start_ps`` counts from it."""
@@ -82,10 +82,20 @@ class SpaceHeaders:
         """Row of each plane's first stat name in all planes' ``stat_names`` laid end to end."""
 
 
+def code_dtype(n_values: int) -> type:
+    """The narrowest signed integer type of ``n_values`` codes (0 to n - 1, and -1): the one pandas gives
+    the codes of that many categories, so that from_codes keeps the array. Plane ids are typed so too:
+    the events' ``plane_name`` codes are then their ``plane_id`` column itself."""
+    for dtype in (np.int8, np.int16, np.int32):  # strictly below the maximum, as pandas' coerce_indexer_dtype
+        if n_values < np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
 @dataclasses.dataclass
 class EventFields:
-    """Per event, in file order: where it is (``line``: row of ``SpaceHeaders.lines``, ``plane``: its
-    plane_id; int32) and its own fields (int64; ``offset_ps`` from its line's timestamp), which
+    """Per event, in file order: where it is (``line``: row of ``SpaceHeaders.lines``, int32; ``plane``: its
+    plane_id, in ``code_dtype``) and its own fields (int64; ``offset_ps`` from its line's timestamp), which
     ``XSpaceDecoder.read_events`` fills. The table builder takes the arrays over one by one."""
 
     line: np.ndarray

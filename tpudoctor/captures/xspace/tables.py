@@ -29,6 +29,7 @@ from tpudoctor.captures.xspace.decoder import (
     SpaceHeaders,
     StatBatch,
     XSpaceDecoder,
+    code_dtype,
 )
 from tpudoctor.captures.xspace.host_profile import HostProfile, as_text, numbers_of
 from tpudoctor.captures.xspace.lookup import RowLookup, gather
@@ -55,7 +56,7 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
 
     # metadata row of every event (-1: id not in its plane's table)
     meta_row = RowLookup(headers.metadata_ids, headers.metadata_offsets).lookup(fields.plane, fields.metadata_id)
-    fields.metadata_id = _narrowed(fields.metadata_id)
+    fields.metadata_id = _narrowed(fields.metadata_id, np.int16)
     event_metadata = _metadata_frame(headers.metadata, columns)
     stat_arrays, from_metadata = _stat_arrays(sinks, event_metadata, meta_row, options.metadata_stats)
     name = _categorical(event_metadata["name"].tolist(), meta_row)
@@ -129,11 +130,9 @@ def _events_frame(headers: SpaceHeaders, fields: EventFields, name: pd.Categoric
     line_id = _narrowed(np.asarray([row[1] for row in headers.lines], dtype=np.int64))[fields.line]
     line_name = _categorical([row[2] for row in headers.lines], fields.line)
     fields.line = None
-    plane_name = _categorical([p.name for p in headers.planes], fields.plane)
-    event_plane = fields.plane
+    event_plane = fields.plane  # already in the narrowest type (``code_dtype``)
     fields.plane = None
-    if len(headers.planes) <= np.iinfo(np.int16).max:
-        event_plane = event_plane.astype(np.int16)
+    plane_name = _categorical([p.name for p in headers.planes], event_plane)
     frame: dict[str, Any] = {
         "plane_id": event_plane,
         "line_id": line_id,
@@ -171,7 +170,7 @@ class _ColumnSink:
         if self.values is not None:
             return
         if self.kind == "str":  # category code + 1, so that 0 (calloc'd, never touched) is "no value"
-            self.values = np.zeros(self.n_events, dtype=np.int32)
+            self.values = np.zeros(self.n_events, dtype=np.int16)  # int32 once there are more categories
         elif self.kind == "float":
             self.values = np.full(self.n_events, np.nan)
         else:
@@ -187,7 +186,13 @@ class _ColumnSink:
         """Store a str column's values as their codes in ``categories`` (-1: none)."""
         self._allocate()
         codes += 1
+        self._hold(len(self.categories))
         self.values[targets] = codes
+
+    def _hold(self, n_categories: int) -> None:
+        """A str column's codes widened to int32 when its categories outgrow int16."""
+        if n_categories >= np.iinfo(self.values.dtype).max:
+            self.values = self.values.astype(np.int32)
 
     def put(self, targets: np.ndarray, values: Any, kinds: np.ndarray | None = None) -> None:
         """Store a number column's values: raw 64-bit values with their XStat kinds."""
@@ -244,6 +249,7 @@ class _ColumnSink:
             if self.kind == "str":
                 if meta_codes is None:  # categories in the same order as before: only once an event takes one
                     meta_codes = self._codes(meta_values) + 1
+                    self._hold(len(self.categories))
                 free = self.values[candidates] == 0
                 self.values[candidates[free]] = meta_codes[rows[free]]
             elif self.kind == "float":
@@ -265,7 +271,7 @@ class _ColumnSink:
             categories = pd.Index(list(self.categories), dtype=object)
             if self.values is None:
                 return pd.Categorical.from_codes(np.broadcast_to(np.int8(-1), (n,)), categories=categories)
-            codes = np.subtract(self.values, 1, dtype=_code_dtype(len(categories)), casting="unsafe")
+            codes = np.subtract(self.values, 1, dtype=code_dtype(len(categories)), casting="unsafe")
             return pd.Categorical.from_codes(codes, categories=categories, validate=False)
         if self.kind == "float":
             return self.values if self.values is not None else np.broadcast_to(np.float64(np.nan), (n,))
@@ -292,22 +298,13 @@ class _SharedMasks:
         return mask
 
 
-def _code_dtype(n_categories: int) -> type:
-    """The code dtype pandas itself picks for this many categories (so from_codes keeps the array)."""
-    if n_categories < 1 << 7:
-        return np.int8
-    if n_categories < 1 << 15:
-        return np.int16
-    return np.int32 if n_categories < 1 << 31 else np.int64
-
-
-def _narrowed(values: np.ndarray) -> np.ndarray:
-    """int64 ids as int32 where every one fits (ids are small counters), else as uint32 where
-    they fit that (the device planes' derived lines are numbered from 0xdeadbeef)."""
+def _narrowed(values: np.ndarray, narrowest: type = np.int32) -> np.ndarray:
+    """int64 ids in the narrowest of ``narrowest``, int32 (ids are small counters), uint32 (the device
+    planes' derived lines are numbered from 0xdeadbeef) that holds every one; else as they are."""
     if not len(values):
-        return values.astype(np.int32)
+        return values.astype(narrowest)
     low, high = int(values.min()), int(values.max())
-    for dtype in (np.int32, np.uint32):
+    for dtype in dict.fromkeys((narrowest, np.int32, np.uint32)):
         info = np.iinfo(dtype)
         if info.min <= low and high <= info.max:
             return values.astype(dtype)
@@ -319,8 +316,13 @@ def _categorical(labels: list[object], rows: np.ndarray) -> pd.Categorical:
     import pandas as pd
 
     codes, categories = _codes_of(labels)
-    table = np.append(codes, -1).astype(_code_dtype(len(categories)))  # row -1 reads the appended -1
-    return pd.Categorical.from_codes(table[rows], categories=categories, validate=False)
+    dtype = code_dtype(len(categories))
+    if rows.dtype == dtype and np.array_equal(codes, np.arange(len(labels))) and (not len(rows) or rows.min() >= 0):
+        codes = rows  # distinct labels: the codes are the rows themselves, one array for both columns
+        codes.flags.writeable = False
+    else:
+        codes = np.append(codes, -1).astype(dtype)[rows]  # row -1 reads the appended -1
+    return pd.Categorical.from_codes(codes, categories=categories, validate=False)
 
 
 def _codes_of(values: list[object]) -> tuple[np.ndarray, pd.Index]:
