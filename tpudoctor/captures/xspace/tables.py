@@ -3,8 +3,9 @@ tables of a ``HostProfile``.
 
 The event stats go into one column each (``LoadOptions.columns``), filled batch by batch; an
 event without its own value takes its metadata's (XLA's static op facts). Ids are stored in the
-narrowest integer type that holds them, names as categoricals, integers as nullable arrays that
-keep their 64 bits. Each per-event temporary is dropped as soon as its last column is built.
+narrowest integer type that holds them, names as categoricals, integer stats as nullable arrays in
+64 bits, those that label things (``LABEL_STATS``: step numbers, group ids) in the narrowest type
+that holds their values. Each per-event temporary is dropped as soon as its last column is built.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tpudoctor.captures.xspace.columns import (
     CORE_STAT_COLUMNS,
     DEVICE_PLANE_PREFIXES,
     EVENT_STAT_COLUMNS,
+    LABEL_STATS,
     LoadOptions,
 )
 from tpudoctor.captures.xspace.decoder import (
@@ -112,7 +114,7 @@ def _stat_arrays(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, me
         if column in event_metadata.columns:
             sink.fill_from_metadata(event_metadata[column], meta_row)
         if sink.values is not None or column in CORE_STAT_COLUMNS:
-            stat_arrays[column] = sink.array(masks)
+            stat_arrays[column] = sink.array(masks, narrow=column in LABEL_STATS)
         sink.release()
     return stat_arrays, from_metadata
 
@@ -263,7 +265,8 @@ class _ColumnSink:
     def release(self) -> None:
         self.values = self.present = None
 
-    def array(self, masks: _SharedMasks | None = None):
+    def array(self, masks: _SharedMasks | None = None, *, narrow: bool = False):
+        """The column as pandas keeps it; ``narrow``: integers in the narrowest type that holds them."""
         import pandas as pd
 
         n = self.n_events
@@ -279,7 +282,8 @@ class _ColumnSink:
             dtype = np.uint64 if self.kind == "uint" else np.int64
             return pd.arrays.IntegerArray(np.broadcast_to(dtype(0), (n,)), np.broadcast_to(np.True_, (n,)))
         missing = ~self.present
-        return pd.arrays.IntegerArray(self.values, masks.shared(missing) if masks is not None else missing)
+        values = _narrowest_holding(self.values, self.present) if narrow else self.values
+        return pd.arrays.IntegerArray(values, masks.shared(missing) if masks is not None else missing)
 
 
 class _SharedMasks:
@@ -296,6 +300,21 @@ class _SharedMasks:
         mask.flags.writeable = False
         self.masks.append(mask)
         return mask
+
+
+def _narrowest_holding(values: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """An integer stat's values in the narrowest type of its signedness that holds every present one."""
+    if not present.any():
+        return values
+    info = np.iinfo(values.dtype)
+    low = int(values.min(where=present, initial=info.max))
+    high = int(values.max(where=present, initial=info.min))
+    candidates = (np.uint8, np.uint16, np.uint32) if values.dtype == np.uint64 else (np.int8, np.int16, np.int32)
+    for dtype in candidates:
+        narrow = np.iinfo(dtype)
+        if narrow.min <= low and high <= narrow.max:
+            return values.astype(dtype)
+    return values
 
 
 def _narrowed(values: np.ndarray, narrowest: type = np.int32) -> np.ndarray:
