@@ -107,7 +107,7 @@ class EventFields:
     @classmethod
     def allocate(cls, headers: SpaceHeaders) -> EventFields:
         line = np.repeat(np.arange(len(headers.line_counts), dtype=np.int32), headers.line_counts)
-        plane = headers.line_plane[line]
+        plane = np.repeat(headers.line_plane, headers.line_counts)
         return cls(line, plane, *(np.zeros(headers.n_events, dtype=np.int64) for _ in range(3)))
 
 
