@@ -53,7 +53,7 @@ class RowLookup:
         per plane from that plane's row of the table, with no per-item cell arithmetic."""
         rows = np.full(len(ids_of_item), -1, dtype=np.int32)
         n_planes = len(self.ids_per_plane)
-        bounds = np.searchsorted(plane_of_item, np.arange(n_planes + 1)).tolist()
+        bounds = plane_bounds(plane_of_item, n_planes)
         for plane_index in range(n_planes):
             low, high = bounds[plane_index], bounds[plane_index + 1]
             if low == high:
@@ -84,7 +84,7 @@ def lookup_rows(plane_of_item: np.ndarray, ids_of_item: np.ndarray, ids_per_plan
     if np.any(plane_of_item[1:] < plane_of_item[:-1]):
         order = np.argsort(plane_of_item, kind="stable")
         plane_of_item = plane_of_item[order]
-    bounds = np.searchsorted(plane_of_item, np.arange(len(ids_per_plane) + 1))
+    bounds = plane_bounds(plane_of_item, len(ids_per_plane))
     for plane_index, ids in enumerate(ids_per_plane):
         low, high = int(bounds[plane_index]), int(bounds[plane_index + 1])
         if not len(ids) or low == high:
@@ -97,6 +97,15 @@ def lookup_rows(plane_of_item: np.ndarray, ids_of_item: np.ndarray, ids_per_plan
         position[~found] = -1
         rows[selected] = position
     return rows
+
+
+def plane_bounds(sorted_planes: np.ndarray, n_planes: int) -> list[int]:
+    """Where each plane's items begin in plane-sorted items, and their end: searched with scalars of the
+    planes' own (narrow) type, since an array of another type would convert every item to it."""
+    if n_planes > np.iinfo(sorted_planes.dtype).max:
+        return np.searchsorted(sorted_planes, np.arange(n_planes + 1)).tolist()
+    as_plane = sorted_planes.dtype.type
+    return [int(np.searchsorted(sorted_planes, as_plane(plane))) for plane in range(n_planes)] + [len(sorted_planes)]
 
 
 def gather(table: np.ndarray, rows: np.ndarray, missing: int = -1) -> np.ndarray:
