@@ -81,6 +81,7 @@ class _PlaneOnDisk:
 
 
 _PLANE_LINES = 3  # XPlane.lines
+_LINES_TAG = _PLANE_LINES << 3 | wire.WIRE_LEN
 
 
 LAYOUT_WINDOW = 1 << 16  # bytes read at a time while a plane's fields are walked (a seek and read per field: 0.05 s on 57 MB)
@@ -120,14 +121,41 @@ def _plane_layout(handle, offset: int, length: int) -> tuple[list[tuple[int, int
             field_end = payload_start + {wire.WIRE_VARINT: 0, wire.WIRE_FIXED64: 8, wire.WIRE_FIXED32: 4}[tag & 7]
         if field_end > end:
             raise wire.WireError(f"a field of the plane at byte {offset:,} runs past the plane")
-        if tag == (_PLANE_LINES << 3 | wire.WIRE_LEN):
+        if tag == _LINES_TAG:
             lines.append((payload_start, field_end - payload_start))
-        elif header and header[-1][0] + header[-1][1] == position:
+            position = field_end
+            continue
+        if header and header[-1][0] + header[-1][1] == position:
             header[-1] = (header[-1][0], field_end - header[-1][0])
         else:
             header.append((position, field_end - position))
-        position = field_end
+        position = _header_run_end(window, window_start, field_end, end)
+        header[-1] = (header[-1][0], position - header[-1][0])
     return header, lines
+
+
+def _header_run_end(window: bytes, window_start: int, position: int, end: int) -> int:
+    """Where the run of length-delimited header fields (the metadata map's entries: thousands) from
+    ``position`` stops: fields with a one-byte tag and a length of one or two bytes, walked in place;
+    any other field, or one that leaves the window or the plane, is left to ``_plane_layout``."""
+    at = position - window_start
+    limit = min(len(window), end - window_start) - 3
+    while at <= limit:
+        tag = window[at]
+        if tag == _LINES_TAG or tag & 7 != wire.WIRE_LEN or tag < 8 or tag >= 0x80:
+            break
+        low = window[at + 1]
+        if low < 0x80:
+            after = at + 2 + low
+        else:
+            high = window[at + 2]
+            if high >= 0x80:
+                break
+            after = at + 3 + ((low & 0x7F) | high << 7)
+        if window_start + after > end:
+            break
+        at = after
+    return window_start + at
 
 
 def _read_spans(handle, spans: list[tuple[int, int]]) -> bytes:
