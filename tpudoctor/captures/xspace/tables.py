@@ -199,6 +199,10 @@ class _ColumnSink:
     def put(self, targets: np.ndarray, values: Any, kinds: np.ndarray | None = None) -> None:
         """Store a number column's values: raw 64-bit values with their XStat kinds."""
         self._allocate()
+        if self.kind != "float" and len(kinds) and kinds.min() == kinds.max() and kinds[0] in (INT64, UINT64):
+            self.values[targets] = values.view(self.values.dtype)  # as writers write integer stats: one kind
+            self.present[targets] = True
+            return
         doubles = kinds == DOUBLE
         signed = kinds == INT64
         unsigned = kinds == UINT64
