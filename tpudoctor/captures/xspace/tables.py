@@ -243,28 +243,29 @@ class _ColumnSink:
             return
         # metadata rows with a value, as a lookup that row -1 (no metadata) also indexes
         valid_row = np.append(valid, False)
-        meta_codes = None
+        filling = None  # per metadata row, then row -1: the value an event without its own takes
         for low in range(0, len(meta_row), METADATA_FILL_CHUNK):  # bounded temporaries on big captures
             chunk_rows = meta_row[low:low + METADATA_FILL_CHUNK]
-            candidates = np.flatnonzero(valid_row[chunk_rows])
-            if not len(candidates):
+            takes = valid_row[chunk_rows]
+            if not takes.any():
                 continue
             self._allocate()
-            rows = chunk_rows[candidates]
-            candidates += low
-            if self.kind == "str":
-                if meta_codes is None:  # categories in the same order as before: only once an event takes one
-                    meta_codes = self._codes(meta_values) + 1
+            if filling is None:
+                if self.kind == "str":  # categories in the same order as before: only once an event takes one
+                    filling = np.append(self._codes(meta_values) + 1, np.int32(0))
                     self._hold(len(self.categories))
-                free = self.values[candidates] == 0
-                self.values[candidates[free]] = meta_codes[rows[free]]
+                else:
+                    filling = np.append(numbers, numbers.dtype.type(0))
+            own = self.values[low:low + len(chunk_rows)]  # a view: written in place
+            if self.kind == "str":
+                takes &= own == 0
             elif self.kind == "float":
-                free = np.isnan(self.values[candidates])
-                self.values[candidates[free]] = numbers[rows[free]]
+                takes &= np.isnan(own)
             else:
-                free = ~self.present[candidates]
-                self.values[candidates[free]] = numbers[rows[free]]
-                self.present[candidates[free]] = True
+                present = self.present[low:low + len(chunk_rows)]
+                takes &= ~present
+                present |= takes
+            np.copyto(own, filling[chunk_rows], where=takes)
 
     def release(self) -> None:
         self.values = self.present = None
