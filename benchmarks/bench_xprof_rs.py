@@ -40,7 +40,8 @@ The loader's tables narrowed and its walk sped up (2026-12-05 evening, commits a
 0ab43d1 in the same pairs; the machine shared, load average 1.8-3.5 throughout, so wall times are noisy):
 
 * 57 MB GPU capture, the load alone in process (``decode_host_file``, analysis stats, CPU time, best of 3 per
-  process, 6 processes each, alternating): 0.137-0.154 s (median 0.148) against 0.181-0.208 s (0.195) before. Of
+  process, 6 processes each, alternating; load 3.1-3.4): 0.140-0.155 s (median 0.147) against 0.177-0.197 s
+  (0.188) before; the x50 v6e capture 0.138-0.151 s (0.144) against 0.145-0.160 s (0.158). Of
   what is left, the compiled kernel 0.065 s, the file's reads 0.028 s, the metadata headers 0.034 s, the str stat
   columns 0.020 s (cProfile). Gone: the plane layout's seek and 20-byte read per field (21,857 of them, 0.035 s,
   now 0.006 s from a 64 KB window, the metadata entries walked in place) and the join of each batch's lines
@@ -64,8 +65,9 @@ The loader's tables narrowed and its walk sped up (2026-12-05 evening, commits a
 * 1 GB capture (36,076,050 events; ``capture_memory.py --sizes-mb 1024 --stats analysis``, load 2-3.4): the
   tables 2.20 -> 2.13 GB nominal (61 -> 59 bytes per event; the planes repeat 26 times, so plane_id stays int16),
   RSS after loading 1.95 -> 1.86 GB, the load's peak 2.17 -> 1.97 GB (an int8 -> int64 conversion of every
-  event's plane in a searchsorted is gone); load 6.1-9.1 s against 6.5-7.6 s (noise: the kernel alone is
-  3.5-3.8 s of it). Whole ``profile analyze``, 2 pairs: 19.3 and 15.1 s against 21.6 and 15.8 s, peak RSS
+  event's plane in a searchsorted is gone); the load's CPU time, 5 alternating pairs at load 3.1-3.9: 3.55-5.44 s
+  (median 4.85) against 4.21-6.55 s (5.66), wall 4.4-8.8 s against 4.9-12.8 s (the compiled kernel is 3.5-3.8 s
+  of it, most of the rest first writes to the columns' pages). Whole ``profile analyze``, 2 pairs: 19.3 and 15.1 s against 21.6 and 15.8 s, peak RSS
   2.60-2.62 GB against 2.67-2.68 GB, the peak inside the analyses.
 
 Importing pandas beside the decode, tried and taken out (the loader, ``op_trace`` and what ``profile analyze``
