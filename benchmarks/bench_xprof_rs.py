@@ -46,9 +46,10 @@ The loader's tables narrowed and its walk sped up (2026-12-05 evening, commits a
   columns 0.020 s (cProfile). Gone: the plane layout's seek and 20-byte read per field (21,857 of them, 0.035 s,
   now 0.006 s from a 64 KB window, the metadata entries walked in place) and the join of each batch's lines
   into one copy for its stat texts (0.016 s; texts are read from each line's bytes).
-* 57 MB, whole process, 9 pairs at load 1.88 -> 1.76 (before the layout change): 0.75 s and 0.75 s at 0ab43d1,
-  xprof-rs 0.11 s (6.16x and 6.45x); 9 pairs at load 2.95 -> 3.26 (final): median 1.21 s against 1.49 s at
-  0ab43d1, xprof-rs 0.35 s (3.43x and 3.62x; the first four, quieter pairs 0.74-0.85 s against 0.81-0.88 s). The
+* 57 MB, whole process (this script, ``--no-numpy --baseline``), 9 pairs each time: at load 1.88 -> 1.76, with
+  the narrower columns and line texts only, 0.75 s and 0.75 s at 0ab43d1, xprof-rs 0.11 s (6.16x and 6.45x); at
+  load 2.95 -> 3.26, with the plane lookup too, 1.21 s against 1.49 s, xprof-rs 0.35 s (3.43x and 3.62x); final,
+  at load 3.78 -> 10.52, 0.77 s against 0.86 s, xprof-rs 0.20 s (3.92x and 4.12x), peak RSS 230 MB against 234. The
   load is 0.15 s of the ~0.75 s process: the imports (pandas 0.14-0.23 s) and the analyses are the rest, so the
   2.0x bar is out of the loader's reach.
 * Tables: the events' plane_id int8 (int16 from 127 planes) with plane_name's codes that same array where plane
