@@ -94,8 +94,8 @@ def code_dtype(n_values: int) -> type:
 
 @dataclasses.dataclass
 class EventFields:
-    """Per event, in file order: where it is (``line``: row of ``SpaceHeaders.lines``, int32; ``plane``: its
-    plane_id, in ``code_dtype``) and its own fields (int64; ``offset_ps`` from its line's timestamp), which
+    """Per event, in file order: where it is (``line``: row of ``SpaceHeaders.lines``; ``plane``: its
+    plane_id; both in ``code_dtype``) and its own fields (int64; ``offset_ps`` from its line's timestamp), which
     ``XSpaceDecoder.read_events`` fills. The table builder takes the arrays over one by one."""
 
     line: np.ndarray
@@ -106,7 +106,8 @@ class EventFields:
 
     @classmethod
     def allocate(cls, headers: SpaceHeaders) -> EventFields:
-        line = np.repeat(np.arange(len(headers.line_counts), dtype=np.int32), headers.line_counts)
+        line = np.repeat(np.arange(len(headers.line_counts), dtype=code_dtype(len(headers.line_counts))),
+                         headers.line_counts)
         plane = np.repeat(headers.line_plane, headers.line_counts)
         return cls(line, plane, *(np.zeros(headers.n_events, dtype=np.int64) for _ in range(3)))
 
