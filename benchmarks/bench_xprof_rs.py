@@ -65,8 +65,8 @@ The loader's tables narrowed and its walk sped up (2026-12-05 evening, commits a
   shared capture, the 57 MB and the x50 ones, both decoders and 0ab43d1 (``check_profile_reports.py``).
 * 1 GB capture (36,076,050 events; ``capture_memory.py --sizes-mb 1024 --stats analysis``, load 2-3.4): the
   tables 2.20 -> 2.13 GB nominal (61 -> 59 bytes per event; the planes repeat 26 times, so plane_id stays int16),
-  RSS after loading 1.95 -> 1.86 GB, the load's peak 2.17 -> 1.97 GB (an int8 -> int64 conversion of every
-  event's plane in a searchsorted is gone); the load's CPU time, 5 alternating pairs at load 3.1-3.9: 3.55-5.44 s
+  RSS after loading 1.95 -> 1.87 GB, the load's peak 2.17 -> 1.91 GB (an int8 -> int64 conversion of every
+  event's plane in a searchsorted is gone, the events' line rows int16 while they decode); the load's CPU time, 5 alternating pairs at load 3.1-3.9: 3.55-5.44 s
   (median 4.85) against 4.21-6.55 s (5.66), wall 4.4-8.8 s against 4.9-12.8 s (the compiled kernel is 3.5-3.8 s
   of it, most of the rest first writes to the columns' pages). Whole ``profile analyze``, 2 pairs: 19.3 and 15.1 s against 21.6 and 15.8 s, peak RSS
   2.60-2.62 GB against 2.67-2.68 GB, the peak inside the analyses.

@@ -15,13 +15,13 @@ lower where a column's pages were never written (a stat present on a quarter of 
 of 0ab43d1)::
 
     file     events      bytes/event   RSS after load   peak RSS         seconds
-    256 MB    9,353,050  61 -> 58      621 -> 606 MB    677 -> 634 MB    1.9 -> 1.7
-    1 GB     36,076,050  61 -> 59      1.95 -> 1.86 GB  2.17 -> 1.97 GB  7.2-11.9 -> 6.1-11.0 (noisy)
+    256 MB    9,353,050  61 -> 58      621 -> 597 MB    677 -> 607 MB    1.9 -> 1.7
+    1 GB     36,076,050  61 -> 59      1.95 -> 1.87 GB  2.17 -> 1.91 GB  7.2-11.9 -> 6.1-13.1 (noisy)
 
 With every stat a column (the default, ``tpudoctor.profile.load``'s; load 3-4)::
 
-    64 MB     2,672,300  137 -> 106    434 -> 392 MB    452 -> 433 MB    1.0 -> 1.2
-    256 MB    9,353,050  137 -> 106    1,124 -> 909 MB  1,180 -> 1,051 MB  4.4 -> 3.4
+    64 MB     2,672,300  137 -> 106    434 -> 392 MB    452 -> 428 MB    1.0 -> 1.6
+    256 MB    9,353,050  137 -> 106    1,124 -> 911 MB  1,180 -> 1,035 MB  4.4 -> 4.5
 
 The 1 GB load's CPU time, 5 alternating pairs (load 3.1-3.9): median 5.66 -> 4.85 s. Of the 59 bytes per event,
 45 are 64-bit by range (start_ps, duration_ps, program_id, device_offset_ps, device_duration_ps).
