@@ -19,8 +19,11 @@ reached, so that a file read plane by plane (``planes_on_disk``) holds one parse
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import dataclasses
 import functools
+import os
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
@@ -235,9 +238,13 @@ class XSpaceDecoder:
                          wanted: Collection[str] | None) -> Iterator[StatBatch]:
         """``read_events`` by the compiled decoder (``jit_wire``): each line's bytes walked once, its
         events' fields written in place and its wanted stats gathered until a batch is full."""
-        jit = self.jit
         wanted_row = np.asarray([wanted is None or name in wanted for names in headers.stat_names for name in names],
                                 dtype=bool)
+        threads = decode_threads(headers.n_events)
+        if threads > 1:
+            yield from self._read_events_threaded(headers, fields, wanted_row, threads)
+            return
+        jit = self.jit
         stats = _StatArrays(BATCH_EVENTS * 2)
         pieces: list[bytes] = []  # the batch's lines: stat texts are read from each line's bytes
         text_base = batch_events = row = 0
@@ -275,6 +282,47 @@ class XSpaceDecoder:
         if batch_events or stats.n:
             yield stats.batch(pieces, headers, fields)
 
+    def _read_events_threaded(self, headers: SpaceHeaders, fields: EventFields, wanted_row: np.ndarray,
+                              threads: int) -> Iterator[StatBatch]:
+        """``_read_events_jit`` with the kernel run by ``threads`` threads at once: this thread reads the lines
+        and groups them, whole, into batches of about ``BATCH_EVENTS`` events, each decoded by a thread into rows
+        of ``fields`` of its own (every line's first row is known from the headers) and stat arrays of its own;
+        the batches are yielded in file order, so the tables are those of the serial decode. At most one batch
+        more than the threads is alive at a time."""
+        line_rows = np.cumsum(headers.line_counts).tolist()
+        free: list[_StatArrays] = []  # stat arrays of batches already yielded, for the next ones
+        pending: collections.deque = collections.deque()  # (future batch, its stat arrays), in file order
+        group: list[tuple] = []
+        group_events = line_index = 0
+        with concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="xspace-decode") as pool:
+            def submit() -> None:
+                stats = free.pop() if free else _StatArrays(BATCH_EVENTS * 2)
+                pending.append((pool.submit(_decode_lines, self.jit, group, stats, headers, fields, wanted_row),
+                                stats))
+
+            try:
+                for plane_index, plane in enumerate(self.planes()):
+                    stat_ids, stat_row_offset = headers.stat_ids[plane_index], int(headers.stat_offsets[plane_index])
+                    plane_args = (plane_index, _dense_rows(stat_ids, stat_row_offset), stat_ids, stat_row_offset)
+                    for line_bytes in plane.lines:
+                        count = int(headers.line_counts[line_index])
+                        group.append((line_bytes, line_rows[line_index] - count, *plane_args))
+                        group_events += count
+                        line_index += 1
+                        if group_events >= BATCH_EVENTS:
+                            submit()
+                            group, group_events = [], 0
+                            while len(pending) > threads:
+                                yield from _take_oldest(pending, free)
+                if group:
+                    submit()
+                    group = []
+                while pending:
+                    yield from _take_oldest(pending, free)
+            finally:  # an error or an early close: no new batch starts; those running end before the pool does
+                for future, _ in pending:
+                    future.cancel()
+
     def close(self) -> None:
         """Drop the parsed planes (the caller's ``release``) and hand their heap back."""
         if self.release is not None:
@@ -284,6 +332,53 @@ class XSpaceDecoder:
 
 
 _PADDING = bytes(wire.PAD_BYTES)
+PARALLEL_MIN_EVENTS = 1 << 19  # fewer events decode serially: a batch or two, nothing to share between threads
+MAX_DECODE_THREADS = 8  # the Python glue between kernel calls holds the GIL: more threads would wait on it
+
+
+def decode_threads(n_events: int) -> int:
+    """Threads the compiled kernel runs on for a capture of ``n_events`` events: the cores this process may run
+    on (at most ``MAX_DECODE_THREADS``), 1 for a small capture."""
+    if n_events < PARALLEL_MIN_EVENTS:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_DECODE_THREADS))
+
+
+def _decode_lines(jit: Any, lines: list[tuple], stats: _StatArrays, headers: SpaceHeaders, fields: EventFields,
+                  wanted_row: np.ndarray) -> StatBatch:
+    """One batch of whole lines ((bytes, first event row, plane index, its stat tables)) by the compiled kernel:
+    their events' fields into their rows of ``fields``, their stats into ``stats``, grown as needed."""
+    text_base = 0
+    for line_bytes, row, plane_index, stat_row_by_id, stat_ids, stat_row_offset in lines:
+        data = np.frombuffer(line_bytes, dtype=np.uint8)
+        pos = 0
+        while True:
+            n_events, pos, n_stats, error = jit.decode_line_events(
+                data, pos, len(data), len(data), row, text_base, fields.metadata_id, fields.offset_ps,
+                fields.duration_ps, stat_row_by_id, stat_ids, stat_row_offset, wanted_row, *stats.arrays, stats.n)
+            row += n_events
+            stats.n = n_stats
+            if error == jit.FULL:
+                stats.grow()
+                continue
+            if error != jit.OK:
+                raise wire.WireError(f"an event of plane {plane_index} does not decode")
+            break
+        text_base += len(line_bytes)
+    return stats.batch([line[0] for line in lines], headers, fields)
+
+
+def _take_oldest(pending: collections.deque, free: list[_StatArrays]) -> Iterator[StatBatch]:
+    """Yield the oldest pending batch once decoded; its stat arrays serve a later batch after the caller drops it."""
+    future, stats = pending.popleft()
+    batch = future.result()
+    yield batch
+    del batch
+    free.append(stats)
 
 
 DENSE_STAT_IDS = 1 << 20  # a plane whose stat ids are all below this is looked up in a table, not searched
