@@ -51,14 +51,14 @@ from tpudoctor.captures.xspace import LoadOptions
 sys.path.append(sys.argv[3])
 from capture_memory import table_bytes
 base = status_bytes("VmHWM")
-t = time.monotonic()
+t, cpu = time.monotonic(), time.process_time()
 options = LoadOptions.for_analysis() if sys.argv[2] == "analysis" else LoadOptions()
 capture = tpudoctor.profile.load(sys.argv[1], options=options)
-seconds = time.monotonic() - t
+seconds, cpu_seconds = time.monotonic() - t, time.process_time() - cpu
 host = next(iter(capture.hosts.values()))
 events = len(host.events)
 tables = table_bytes(host.events)
-print(json.dumps({"seconds": round(seconds, 1), "events": events, "peak_rss_bytes": status_bytes("VmHWM"),
+print(json.dumps({"seconds": round(seconds, 2), "cpu_seconds": round(cpu_seconds, 2), "events": events, "peak_rss_bytes": status_bytes("VmHWM"),
                   "rss_before_load_bytes": base, "rss_after_load_bytes": status_bytes("VmRSS"),
                   "events_table_bytes": tables, "table_bytes_per_event": round(tables / max(events, 1), 1)}))
 """
