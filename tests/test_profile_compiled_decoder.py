@@ -98,7 +98,8 @@ def test_threaded_decode_equals_serial_with_small_batches(monkeypatch, name):
 
     monkeypatch.setattr(xspace_decoder, "_decode_lines", recorded)
     threaded = decode_host(data, hostname="h", source="c", options=options)
-    assert len(decoded_on) > 3 and all(thread.startswith("xspace-decode") for thread in decoded_on)
+    assert sum(thread.startswith("xspace-decode") for thread in decoded_on) > 3
+    assert "MainThread" in decoded_on  # a batch whose stats outgrew its arrays: decoded on from where it stopped
     _assert_same(serial, threaded)
 
 
