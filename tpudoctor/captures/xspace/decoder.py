@@ -28,7 +28,6 @@ The second read of the lines (headers, then events) costs about 0.1 s on 1 GB: n
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import dataclasses
 import functools
 import os
@@ -297,12 +296,14 @@ class XSpaceDecoder:
         of ``fields`` of its own (every line's first row is known from the headers) and stat arrays of its own;
         the batches are yielded in file order, so the tables are those of the serial decode. At most one batch
         more than the threads is alive at a time."""
+        from concurrent.futures import ThreadPoolExecutor  # here: 5 ms of imports (logging) a small load needs not
+
         line_rows = np.cumsum(headers.line_counts).tolist()
         free: list[_StatArrays] = []  # stat arrays of batches already yielded, for the next ones
         pending: collections.deque = collections.deque()  # (future, its lines, its stat arrays), in file order
         group: list[tuple] = []
         group_events = line_index = 0
-        with concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="xspace-decode") as pool:
+        with ThreadPoolExecutor(threads, thread_name_prefix="xspace-decode") as pool:
             def submit() -> None:
                 stats = free.pop() if free else _StatArrays(BATCH_EVENTS * 2)
                 pending.append((pool.submit(_decode_lines, self.jit, group, stats, fields, wanted_row), group, stats))
