@@ -296,7 +296,8 @@ class XSpaceDecoder:
         of ``fields`` of its own (every line's first row is known from the headers) and stat arrays of its own;
         the batches are yielded in file order, so the tables are those of the serial decode. At most one batch
         more than the threads is alive at a time."""
-        from concurrent.futures import ThreadPoolExecutor  # here: 5 ms of imports (logging) a small load needs not
+        # imported here: its 5 ms of imports (logging) are none of a small load's
+        from concurrent.futures import ThreadPoolExecutor
 
         line_rows = np.cumsum(headers.line_counts).tolist()
         free: list[_StatArrays] = []  # stat arrays of batches already yielded, for the next ones
