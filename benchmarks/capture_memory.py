@@ -25,6 +25,31 @@ With every stat a column (the default, ``tpudoctor.profile.load``'s; load 3-4)::
 
 The 1 GB load's CPU time, 5 alternating pairs (load 3.1-3.9): median 5.66 -> 4.85 s. Of the 59 bytes per event,
 45 are 64-bit by range (start_ps, duration_ps, program_id, device_offset_ps, device_duration_ps).
+
+The compiled kernel on threads (2026-12-05 17:20-17:35 UTC, commits after 9af5034 against a worktree of main at
+3104ee9, same decoder; the machine's 2 cores shared with 5 other sessions, so a second core was free only at
+times: where it was not, wall = CPU below). ``--stats analysis``, 1 GB, 5 alternating pairs at load 1.6-2.1::
+
+    wall s              CPU s               peak RSS              RSS after load
+    4.73-6.87 (5.81)    5.64-6.92 (5.74)    1.906-1.915 GB (1.911)  1.869-1.879 GB
+    4.31-6.23 (5.48)    4.29-6.32 (5.58)    1.906-1.913 GB (1.907)  1.867-1.876 GB   (before; medians in brackets)
+
+(in 4 of the 5 the threads found no free core). In one process, the same tree with threads and serial
+alternating (``decode_host_file``, 9 pairs at load 1.3-4.0): the load 3.81-6.71 s (median 4.56) against
+5.29-5.91 (5.72), the events' phase 2.10-4.85 (2.86) against 3.53-4.07 (3.96). In that phase the kernel is
+2.4-3.6 s of CPU on the threads, the main thread 1.0-1.55 s (reading the lines, filling the columns), of which
+it waited 0.6-1.8 s for the threads: with a core per thread the phase would be the main thread's ~1.2 s. The
+first pass (headers) is 0.31 s: the line header kernel 0.17 s, the reads 0.09 s, so reading each line once
+instead of twice would save ~0.1 s of the ~5 s; not done (the lines or growing columns would be held instead).
+Every stat, 256 MB, 3 pairs at load 2.1-2.4, no free core: 1.54, 2.21, 2.02 s against 1.41, 2.01, 1.63 s,
+peak RSS 1,047-1,052 against 1,036-1,054 MB. 64 MB (2.67 M events) in one process: with a free core (2 pairs,
+load 2.4) the events' phase 0.12-0.13 s against 0.17 s, the load 0.41-0.42 against 0.46; without one (5 pairs,
+load 2.5-2.7) 0.19-0.42 s against 0.17 s: each batch in flight has stat arrays and line bytes of its own (6-8 k
+more page faults, ~30 MB first touched). The 57 MB GPU capture (694 k events) gained 0.02 s of its events'
+phase (0.09 against 0.11 s) and nothing whole-process (9 pairs, load 1.9-2.1: median 0.72 against 0.71 s, peak
+RSS 225-233 against 227 MB), so it stays serial (``decoder.PARALLEL_MIN_EVENTS``: 2 M events). Whole ``profile
+analyze`` on 1 GB, 2 pairs at load 1.9-4.0: 17.5 and 20.4 s against 16.6 and 16.5 s (user 7.6-8.0 against
+7.8 s, sys 4.4-6.1 against 3.2-4.0 s), peak RSS 2.62-2.63 against 2.60-2.61 GB: the analyses are 10+ s of it.
 """
 
 from __future__ import annotations

@@ -341,7 +341,7 @@ class XSpaceDecoder:
 
 
 _PADDING = bytes(wire.PAD_BYTES)
-PARALLEL_MIN_EVENTS = 1 << 19  # fewer events decode serially: a batch or two, nothing to share between threads
+PARALLEL_MIN_EVENTS = 1 << 21  # fewer decode serially: at 694 k events (57 MB) threads saved 0.02 s and cost 5 MB of RSS
 MAX_DECODE_THREADS = 8  # the Python glue between kernel calls holds the GIL: more threads would wait on it
 
 
