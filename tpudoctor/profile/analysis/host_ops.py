@@ -15,7 +15,7 @@ import pandas as pd
 
 from tpudoctor.profile.analysis.device_op_rows import device_ops
 from tpudoctor.profile.analysis.events import host_rows, take
-from tpudoctor.profile.analysis.grouping import Coded, first_rows
+from tpudoctor.profile.analysis.grouping import CHUNK_ROWS, Coded, first_rows
 from tpudoctor.profile.analysis.intervals import union_ps
 from tpudoctor.profile.analysis.nesting import outermost_rows
 
@@ -137,13 +137,19 @@ def _by_label(ids: np.ndarray, n: int, times: np.ndarray) -> tuple[np.ndarray, n
     """Label ids in order of their first row (as a group-by of the label texts with ``sort=False``),
     with the count and integer sum of ``times`` of each (ids -1 left out)."""
     keep = ids >= 0
-    counts = np.bincount(ids[keep], minlength=n)
+    if keep.all():  # no copies of the ids and times (a million offload copies on a big TPU capture)
+        keep = slice(None)
+    kept_ids, times = ids[keep], np.asarray(times, np.int64)[keep]
+    counts = np.zeros(n, np.int64)
     totals = np.zeros(n, np.int64)
-    times = np.asarray(times, np.int64)[keep]
-    if float(np.abs(times).sum(dtype=np.float64)) < 2.0 ** 52:  # exact as a float sum: one bincount
-        totals[:] = np.bincount(ids[keep], weights=times, minlength=n)
-    else:
-        np.add.at(totals, ids[keep], times)
+    exact = float(np.abs(times).sum(dtype=np.float64)) < 2.0 ** 52  # exact as a float sum: bincounts
+    for low in range(0, len(kept_ids), CHUNK_ROWS):  # numpy's bincount copies its input to int64/float64
+        chunk_ids, chunk_times = kept_ids[low:low + CHUNK_ROWS], times[low:low + CHUNK_ROWS]
+        counts += np.bincount(chunk_ids, minlength=n)
+        if exact:
+            totals += np.bincount(chunk_ids, weights=chunk_times, minlength=n).astype(np.int64)
+        else:
+            np.add.at(totals, chunk_ids, chunk_times)
     order = np.argsort(first_rows(ids, n), kind="stable")
     return order, counts[order], totals[order]
 

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.analysis.device_op_rows import device_ops
+from tpudoctor.profile.analysis.device_op_rows import OP_CHUNK, device_ops
 from tpudoctor.profile.analysis.device_peaks import MEMORY_ROOFS, DevicePeaks, device_peaks
 from tpudoctor.profile.analysis.events import device_kind, take
 from tpudoctor.profile.analysis.grouping import Groups, float_total
@@ -194,25 +194,27 @@ def _op_table(host, ops, chosen: np.ndarray | None, category_ids: np.ndarray,
 
     breakdown = breakdown_per_metadata(host)
     # each op's breakdown row (-1: none), gathered column by column instead of a merge over all ops
-    row = at(metadata_rows(breakdown, take(ops.events, "plane_id", ops.rows),
-                            take(ops.events, "metadata_id", ops.rows)))
-    found = row >= 0
+    row = at(_metadata_row_of_ops(breakdown, ops))
 
     def per_op(col: str) -> np.ndarray:
-        return np.where(found, breakdown[col].to_numpy(np.float64)[row], 0.0)
+        return _gathered(breakdown[col].to_numpy(np.float64), row, 0.0)
 
     totals: dict[str, float] = {}
     columns = {"total_time_ps": lambda: at(ops.duration_ps), "self_time_ps": lambda: at(ops.self_ps),
                **{c: (lambda c=c: at(ops.whole_numbers(c)))
                   for c in ("flops", "model_flops", "bytes_accessed")},
                **{c: (lambda c=c: per_op(c)) for c in BYTE_COLUMNS}}
+    bytes_accessed = None  # kept from its own column for the hbm column's ops without a breakdown
     for col in SUMMED_COLUMNS:
         values = columns[col]()
+        if col == "bytes_accessed":
+            bytes_accessed = values
         if col == "hbm_bytes":
             totals["hbm_bytes"] = float_total(values)  # the program sums breakdowns only
             # An op without a breakdown: all its bytes are HBM bytes for the op's own figures.
-            has_breakdown = found & breakdown["has_breakdown"].to_numpy(bool)[row]
-            values = np.where(has_breakdown, values, columns["bytes_accessed"]())
+            without = ~_gathered(breakdown["has_breakdown"].to_numpy(bool), row, False)
+            np.copyto(values, bytes_accessed, where=without)
+            del without, bytes_accessed
         elif col not in ("total_time_ps", "self_time_ps"):
             totals[col] = float_total(values)
         table[col] = groups.sums(values)
@@ -220,9 +222,31 @@ def _op_table(host, ops, chosen: np.ndarray | None, category_ids: np.ndarray,
     return table, totals
 
 
+def _gathered(table: np.ndarray, row: np.ndarray, missing) -> np.ndarray:
+    """``table[row]``, ``missing`` where ``row`` is -1, a chunk of ops at a time (no index-sized temporaries)."""
+    out = np.empty(len(row), table.dtype)
+    if not len(table):
+        out[:] = missing
+        return out
+    for low in range(0, len(row), OP_CHUNK):
+        chunk = row[low:low + OP_CHUNK]
+        out[low:low + OP_CHUNK] = np.where(chunk >= 0, table[chunk], missing)
+    return out
+
+
+def _metadata_row_of_ops(breakdown: pd.DataFrame, ops) -> np.ndarray:
+    """Each op's row of ``breakdown`` (-1: none; ``memory_access.metadata_rows``), a chunk of ops at a time."""
+    out = np.empty(len(ops), np.int32)
+    for low in range(0, len(ops), OP_CHUNK):
+        chunk = ops.rows[low:low + OP_CHUNK]
+        out[low:low + OP_CHUNK] = metadata_rows(breakdown, take(ops.events, "plane_id", chunk),
+                                                take(ops.events, "metadata_id", chunk))
+    return out
+
+
 def _program_codes(ops) -> tuple[np.ndarray, pd.api.extensions.ExtensionArray]:
     """Each op's program id as a code into the distinct ids (UInt64; a missing id is 0)."""
-    codes, programs = pd.factorize(pd.array(ops.values("program_id"), dtype="UInt64"), use_na_sentinel=True)
+    codes, programs = ops.factorized("program_id", "UInt64")
     programs = pd.array(programs, dtype="UInt64")
     if (codes < 0).any():
         zero = np.flatnonzero(programs.to_numpy(np.uint64, na_value=0) == 0) if len(programs) else np.zeros(0, int)
