@@ -185,8 +185,11 @@ class Groups:
                 if not np.array_equal(chunk, np.floor(chunk)):
                     return None
             key = self.key[low:low + CHUNK_ROWS]
-            magnitudes += np.bincount(key, weights=np.abs(chunk), minlength=self.size)
-            sums += np.bincount(key, weights=chunk, minlength=self.size)
+            chunk_sums = np.bincount(key, weights=chunk, minlength=self.size)
+            sums += chunk_sums
+            # times and counts are never negative: their sums are their magnitudes, no second bincount
+            magnitudes += chunk_sums if not len(chunk) or chunk.min() >= 0 else np.bincount(
+                key, weights=np.abs(chunk), minlength=self.size)
         return sums if not len(sums) or magnitudes.max() < 2.0 ** 53 else None
 
 

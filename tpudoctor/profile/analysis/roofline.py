@@ -35,7 +35,7 @@ import pandas as pd
 from tpudoctor.profile.analysis.device_op_rows import OP_CHUNK, device_ops
 from tpudoctor.profile.analysis.device_peaks import MEMORY_ROOFS, DevicePeaks, device_peaks
 from tpudoctor.profile.analysis.events import device_kind, take
-from tpudoctor.profile.analysis.grouping import Groups, float_total
+from tpudoctor.profile.analysis.grouping import Coded, Groups, float_total
 from tpudoctor.profile.analysis.memory_access import (
     BYTE_COLUMNS,
     breakdown_per_metadata,
@@ -125,13 +125,15 @@ def analyze_roofline(host, *, include_infeed_outfeed: bool = True,
     if peaks is None or ops.empty:
         return None
     program_time_ps, n_cores = _program_time_ps(ops)
-    category_ids, category_labels = ops.coded("hlo_category").mapped(str, missing="")
+    category = ops.coded("hlo_category")
     chosen = None
     if not include_infeed_outfeed:  # as xprof: their time leaves the program's time too
-        feeds = np.isin(category_labels, INFEED_OUTFEED_CATEGORIES)[category_ids]
+        feeds = category.isin(INFEED_OUTFEED_CATEGORIES)
         program_time_ps -= int(float_total(ops.duration_ps[feeds]))
         chosen = np.flatnonzero(~feeds)
-    table, totals = _op_table(host, ops, chosen, category_ids, category_labels)
+        del feeds
+    table, totals = _op_table(host, ops, chosen, category)
+    del category
     programs = op_programs(ops)
     name_of = dict(zip(programs.ids, programs.names, strict=True))
     table.insert(1, "program", [name_of.get(str(pid), "") for pid in table["program_id"].astype(str)])
@@ -168,29 +170,27 @@ def _op_rates(table: pd.DataFrame, program_time_ps: int, peaks: DevicePeaks) -> 
     return table.reset_index(drop=True)
 
 
-def _op_table(host, ops, chosen: np.ndarray | None, category_ids: np.ndarray,
-              category_labels: np.ndarray) -> tuple[pd.DataFrame, dict[str, float]]:
+def _op_table(host, ops, chosen: np.ndarray | None, category: Coded) -> tuple[pd.DataFrame, dict[str, float]]:
     """One row per (program id, op name) of the ops (at positions ``chosen``, or all) with their summed
     cost columns, and the program's totals. Made column by column over integer group ids: no frame
     with a row per op execution."""
     def at(values: np.ndarray) -> np.ndarray:
         return values if chosen is None else values[chosen]
 
-    names = ops.coded("name")
-    name_ids, name_labels = names.mapped(lambda n: n.split(" = ", 1)[0].lstrip("%"))
+    name_ids, name_labels = ops.coded("name").mapped(lambda n: n.split(" = ", 1)[0].lstrip("%"))
     name_ids = np.where(name_ids >= 0, name_ids, len(name_labels))  # no name: a group of its own
     name_labels = np.append(name_labels, None)
     program_ids, programs = _program_codes(ops)
     groups = Groups(at(program_ids), at(name_ids))
     first = groups.first_row
-    categories = at(category_ids)
+    first_op = first if chosen is None else chosen[first]
     table = pd.DataFrame({
-        "program_id": pd.array(programs.take(at(program_ids)[first]), dtype="UInt64"),
-        "op_name": name_labels[at(name_ids)[first]],
-        "category": category_labels[categories[first]],
+        "program_id": pd.array(programs.take(program_ids[first_op]), dtype="UInt64"),
+        "op_name": name_labels[name_ids[first_op]],
+        "category": category.table(str, missing="")[category.codes[first_op]],
         "occurrences": groups.counts(),
     })
-    del program_ids, name_ids, categories
+    del program_ids, name_ids
 
     breakdown = breakdown_per_metadata(host)
     # each op's breakdown row (-1: none), gathered column by column instead of a merge over all ops
@@ -206,16 +206,20 @@ def _op_table(host, ops, chosen: np.ndarray | None, category_ids: np.ndarray,
                **{c: (lambda c=c: per_op(c)) for c in BYTE_COLUMNS}}
     bytes_accessed = None  # kept from its own column for the hbm column's ops without a breakdown
     for col in SUMMED_COLUMNS:
-        values = columns[col]()
+        if col == "hbm_bytes":
+            hbm = per_op("hbm_bytes")
+            totals["hbm_bytes"] = float_total(hbm)  # the program sums breakdowns only
+            # An op without a breakdown: all its bytes are HBM bytes for the op's own figures; the
+            # others' are their breakdown's, written over their bytes_accessed (no second array).
+            with_breakdown = _gathered(breakdown["has_breakdown"].to_numpy(bool), row, False)
+            np.copyto(bytes_accessed, hbm, where=with_breakdown, casting="unsafe")  # whole numbers
+            del hbm, with_breakdown
+            values, bytes_accessed = bytes_accessed, None
+        else:
+            values = columns[col]()
         if col == "bytes_accessed":
             bytes_accessed = values
-        if col == "hbm_bytes":
-            totals["hbm_bytes"] = float_total(values)  # the program sums breakdowns only
-            # An op without a breakdown: all its bytes are HBM bytes for the op's own figures.
-            without = ~_gathered(breakdown["has_breakdown"].to_numpy(bool), row, False)
-            np.copyto(values, bytes_accessed, where=without)
-            del without, bytes_accessed
-        elif col not in ("total_time_ps", "self_time_ps"):
+        if col not in ("total_time_ps", "self_time_ps", "hbm_bytes"):
             totals[col] = float_total(values)
         table[col] = groups.sums(values)
         del values

@@ -31,6 +31,7 @@ from tpudoctor.profile.analysis.events import (
     mask,
     name_matches,
     text_equals,
+    text_in,
 )
 from tpudoctor.profile.analysis.evidence import MIN_STEPS
 from tpudoctor.profile.analysis.nesting import outermost
@@ -160,8 +161,8 @@ def _judged(method: str, frames: list[pd.DataFrame], program: str, reason: str, 
 
 def _device_steps_line(host) -> StepSet | None:
     ev = host.events
-    sel = mask(ev["line_name"] == "Steps") & (name_matches(ev, TPU_PLANE.pattern, col="plane_name")
-                                              | name_matches(ev, "^" + GPU_PLANE_PREFIX, col="plane_name"))
+    sel = text_equals(ev["line_name"], "Steps") & (name_matches(ev, TPU_PLANE.pattern, col="plane_name")
+                                                  | name_matches(ev, "^" + GPU_PLANE_PREFIX, col="plane_name"))
     if not sel.any():
         return None
     st = ev[sel]
@@ -184,7 +185,7 @@ def _device_steps_line(host) -> StepSet | None:
 
 def _host_annotations(host) -> StepSet | None:
     ev = host.events
-    on_host = mask(ev["plane_name"] == HOST_PLANE)
+    on_host = text_equals(ev["plane_name"], HOST_PLANE)  # per distinct plane name, not a Series per event
     with_num = on_host & column(ev, "step_num").notna().to_numpy()
     with_num &= ~name_matches(ev, r"^\$")  # Python-tracer frames never carry step numbers
     if with_num.any():
@@ -212,7 +213,7 @@ def _pseudo_from_modules(host, programs: pd.DataFrame) -> StepSet | None:
         return None
     ev = host.events
     cores = device_cores(host)
-    sel = mask(ev["line_name"] == "XLA Modules") & mask(ev["plane_name"].isin(cores))
+    sel = text_equals(ev["line_name"], "XLA Modules") & text_in(ev["plane_name"], cores)
     mods = ev.loc[sel, ["plane_name", "name", "start_ps", "duration_ps"]]  # the columns read here, not every stat
     if mods.empty:
         return None
@@ -240,7 +241,7 @@ def _pseudo_from_modules(host, programs: pd.DataFrame) -> StepSet | None:
 
 def _pseudo_from_host_runs(host, programs: pd.DataFrame) -> StepSet | None:
     ev = host.events
-    on_host = mask(ev["plane_name"] == HOST_PLANE)
+    on_host = text_equals(ev["plane_name"], HOST_PLANE)
     for pattern in (r"^PjitFunction\(", r"^EagerLocalExecute: __inference_", r"^FunctionRun$"):
         sel = on_host & name_matches(ev, pattern)
         if not sel.any():
