@@ -192,6 +192,10 @@ def _op_table(host, ops, chosen: np.ndarray | None, category: Coded) -> tuple[pd
     })
     del program_ids, name_ids
 
+    # the times first, the ops' own arrays: summed before the ops' metadata rows are looked up (at a big
+    # capture's group sums of times that are not exact, pandas' sum is the analyses' largest temporary)
+    for col in ("total_time_ps", "self_time_ps"):
+        table[col] = groups.sums(at(ops.duration_ps if col == "total_time_ps" else ops.self_ps))
     breakdown = breakdown_per_metadata(host)
     # each op's breakdown row (-1: none), gathered column by column instead of a merge over all ops
     row = at(_metadata_row_of_ops(breakdown, ops))
@@ -200,12 +204,11 @@ def _op_table(host, ops, chosen: np.ndarray | None, category: Coded) -> tuple[pd
         return _gathered(breakdown[col].to_numpy(np.float64), row, 0.0)
 
     totals: dict[str, float] = {}
-    columns = {"total_time_ps": lambda: at(ops.duration_ps), "self_time_ps": lambda: at(ops.self_ps),
-               **{c: (lambda c=c: at(ops.whole_numbers(c)))
+    columns = {**{c: (lambda c=c: at(ops.whole_numbers(c)))
                   for c in ("flops", "model_flops", "bytes_accessed")},
                **{c: (lambda c=c: per_op(c)) for c in BYTE_COLUMNS}}
     bytes_accessed = None  # kept from its own column for the hbm column's ops without a breakdown
-    for col in SUMMED_COLUMNS:
+    for col in SUMMED_COLUMNS[2:]:
         if col == "hbm_bytes":
             hbm = per_op("hbm_bytes")
             totals["hbm_bytes"] = float_total(hbm)  # the program sums breakdowns only
@@ -219,7 +222,7 @@ def _op_table(host, ops, chosen: np.ndarray | None, category: Coded) -> tuple[pd
             values = columns[col]()
         if col == "bytes_accessed":
             bytes_accessed = values
-        if col not in ("total_time_ps", "self_time_ps", "hbm_bytes"):
+        if col != "hbm_bytes":
             totals[col] = float_total(values)
         table[col] = groups.sums(values)
         del values
