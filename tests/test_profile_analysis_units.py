@@ -80,7 +80,9 @@ def test_groups_count_and_sum_as_a_pandas_group_by():
     a, b = rng.integers(-1, 5, 5000), rng.integers(0, 7, 5000)
     for values in (rng.integers(0, 10**6, 5000),                    # whole numbers: summed by bincount
                    rng.random(5000) * 1e3,                            # fractions: pandas' own sum
-                   np.where(rng.random(5000) < 0.3, np.nan, 2.0**50 * rng.random(5000).round(3))):  # NaN, huge
+                   np.where(rng.random(5000) < 0.3, np.nan, 2.0**50 * rng.random(5000).round(3)),  # NaN, huge
+                   # whole numbers whose sum passes 2**53 in the groups of a == 4 only: those by pandas' sum
+                   np.where(a == 4, rng.integers(2**48, 2**50, 5000) * 3 + 1, rng.integers(0, 10**6, 5000))):
         groups = Groups(a, b)
         frame = pd.DataFrame({"a": np.where(a < 0, np.nan, a), "b": b, "v": values.astype(np.float64)})
         expected = frame.groupby(["a", "b"], sort=False)["v"].agg(["size", "sum"])

@@ -155,24 +155,40 @@ class Groups:
 
     def sums(self, values: np.ndarray) -> np.ndarray:
         """Float sum of ``values`` per group (NaN skipped), as pandas' group-by sum gives it. Whole
-        numbers whose partial sums stay below 2**53 within each group add up exactly in any order, as
-        pandas' compensated sum gives them too: ``bincount``s, a chunk of rows at a time. Other
-        values go through pandas' own sum in row order."""
+        numbers whose partial sums stay below 2**53 within a group add up exactly in any order, as
+        pandas' compensated sum gives them too: ``bincount``s, a chunk of rows at a time. The other
+        groups' values go through pandas' own sum in row order: that of the rows of those groups only
+        (each group's compensated sum runs over its own rows in order, whatever the other groups)."""
         values = np.asarray(values)
         if self.valid is not None:
             values = values[self.valid]
         exact = self._exact_sums(values)
-        if exact is not None:
-            return exact[self.order]
-        values = np.asarray(values, np.float64)
-        rank = np.full(self.size, -1, np.int32 if len(self.order) < 2**31 else np.int64)
-        rank[self.order] = np.arange(len(self.order))
-        key = pd.Categorical.from_codes(rank[self.key], categories=pd.RangeIndex(len(self.order)))
-        return pd.Series(values, copy=False).groupby(key, observed=False, sort=True).sum().to_numpy(np.float64)
+        if exact is None:  # not whole numbers: every group by pandas
+            sums, inexact = np.zeros(self.size, np.float64), np.ones(self.size, bool)
+        else:
+            sums, inexact = exact
+        if inexact.any():
+            sums[inexact] = self._pandas_sums(values, inexact)
+        return sums[self.order]
 
-    def _exact_sums(self, values: np.ndarray) -> np.ndarray | None:
-        """Per dense key, the sum of ``values`` (NaN as 0) where every value is a whole number and each
-        group's sum of magnitudes is below 2**53 (so every partial sum is exact); None otherwise."""
+    def _pandas_sums(self, values: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+        """pandas' group-by sum of the groups of the dense keys where ``chosen`` is set (in order of their
+        dense key), from their rows only."""
+        rows = chosen[self.key] if not chosen.all() else None
+        key = self.key if rows is None else self.key[rows]
+        values = np.asarray(values if rows is None else values[rows], np.float64)
+        del rows
+        wanted = np.flatnonzero(chosen)
+        rank = np.full(self.size, -1, np.int32 if len(wanted) < 2**31 else np.int64)
+        rank[wanted] = np.arange(len(wanted))
+        codes = pd.Categorical.from_codes(rank[key], categories=pd.RangeIndex(len(wanted)))
+        del key
+        return pd.Series(values, copy=False).groupby(codes, observed=False, sort=True).sum().to_numpy(np.float64)
+
+    def _exact_sums(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per dense key, the sum of ``values`` (NaN as 0) where every value is a whole number, and which
+        keys' sums may not be exact (a sum of magnitudes of 2**53 or more); None where some value is not a
+        whole number."""
         if values.dtype.kind not in "iuf":
             return None
         is_int = values.dtype.kind in "iu"
@@ -190,7 +206,7 @@ class Groups:
             # times and counts are never negative: their sums are their magnitudes, no second bincount
             magnitudes += chunk_sums if not len(chunk) or chunk.min() >= 0 else np.bincount(
                 key, weights=np.abs(chunk), minlength=self.size)
-        return sums if not len(sums) or magnitudes.max() < 2.0 ** 53 else None
+        return sums, magnitudes >= 2.0 ** 53
 
 
 def exact_sum(values: np.ndarray) -> float | None:

@@ -207,16 +207,14 @@ def _op_table(host, ops, chosen: np.ndarray | None, category: Coded) -> tuple[pd
     columns = {**{c: (lambda c=c: at(ops.whole_numbers(c)))
                   for c in ("flops", "model_flops", "bytes_accessed")},
                **{c: (lambda c=c: per_op(c)) for c in BYTE_COLUMNS}}
+    totals["hbm_bytes"] = float_total(per_op("hbm_bytes"))  # the program sums breakdowns only
     bytes_accessed = None  # kept from its own column for the hbm column's ops without a breakdown
     for col in SUMMED_COLUMNS[2:]:
         if col == "hbm_bytes":
-            hbm = per_op("hbm_bytes")
-            totals["hbm_bytes"] = float_total(hbm)  # the program sums breakdowns only
             # An op without a breakdown: all its bytes are HBM bytes for the op's own figures; the
             # others' are their breakdown's, written over their bytes_accessed (no second array).
-            with_breakdown = _gathered(breakdown["has_breakdown"].to_numpy(bool), row, False)
-            np.copyto(bytes_accessed, hbm, where=with_breakdown, casting="unsafe")  # whole numbers
-            del hbm, with_breakdown
+            _write_breakdown_hbm(bytes_accessed, breakdown["hbm_bytes"].to_numpy(np.float64),
+                                 breakdown["has_breakdown"].to_numpy(bool), row)
             values, bytes_accessed = bytes_accessed, None
         else:
             values = columns[col]()
@@ -227,6 +225,16 @@ def _op_table(host, ops, chosen: np.ndarray | None, category: Coded) -> tuple[pd
         table[col] = groups.sums(values)
         del values
     return table, totals
+
+
+def _write_breakdown_hbm(values: np.ndarray, hbm: np.ndarray, has_breakdown: np.ndarray, row: np.ndarray) -> None:
+    """Each op's HBM bytes from its breakdown written over ``values`` (its bytes_accessed) where it has a
+    breakdown (``row``: its breakdown row, -1: none), a chunk of ops at a time; whole numbers either way."""
+    for low in range(0, len(row), OP_CHUNK):
+        chunk = row[low:low + OP_CHUNK]
+        hit = np.flatnonzero(chunk >= 0)
+        hit = hit[has_breakdown[chunk[hit]]]
+        values[low:low + OP_CHUNK][hit] = hbm[chunk[hit]]
 
 
 def _gathered(table: np.ndarray, row: np.ndarray, missing) -> np.ndarray:
