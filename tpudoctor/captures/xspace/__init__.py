@@ -7,7 +7,7 @@
 
 ``read_plane_events`` (``LoadOptions.planes``, ``LoadOptions.events``) is the entry for any reader of a
 capture's events besides ``profile``: the named planes only, the named events only, the stats asked for as
-columns.
+columns; ``LoadOptions.lines`` keeps every event of the named lines (memory's reader: ``XLA Modules``).
 
 Each module one job:
 
@@ -15,8 +15,8 @@ Each module one job:
 * ``decoder``: the wire level: plane and line headers, metadata, every event's fields and stats.
 * ``jit_wire``, ``compiled``: the same decoding as numba-compiled kernels, their machine code cached on disk
   and loaded with llvmlite (``LoadOptions.decoder``; the numpy decoder where numba is missing).
-* ``selection``: the planes and events a load asks for by name, chosen before they are decoded.
-* ``planes_on_disk``: a large local file walked plane by plane instead of parsed whole.
+* ``selection``: the planes, lines and events a load asks for by name, chosen before they are decoded.
+* ``planes_on_disk``: a large local file walked plane by plane instead of parsed whole, opened once.
 * ``tables``: the decoded planes as the ``HostProfile`` tables (columns, categoricals, frames).
 * ``host_profile``: ``HostProfile`` itself; ``lookup``: (plane, id) -> row lookups.
 * ``reader``: bytes or a file in, ``HostProfile`` or an ``InputError`` out.

@@ -14,19 +14,41 @@ from tpudoctor.captures.schema import message_class
 from tpudoctor.errors import InputError
 
 
-def planes_on_disk(path: str, source: str, planes: list[tuple[int, int]]) -> Iterator[_PlaneOnDisk]:
-    """Each plane at (offset, length) of the file, its header parsed and its lines left on disk."""
+def planes_on_disk(handle, source: str, planes: list[tuple[int, int]]) -> Iterator[_PlaneOnDisk]:
+    """Each plane at (offset, length) of the open file (``CaptureFile``), its header parsed and its lines left on
+    disk."""
     plane_class = message_class("XPlane", raw=True)
-    with open(path, "rb") as handle:
-        for offset, length in planes:
-            header_spans, line_spans = _plane_layout(handle, offset, length)
-            try:
-                header = plane_class.FromString(_read_spans(handle, header_spans))
-            except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError
-                raise InputError(f"{source} is a corrupt XSpace profile: the plane at byte {offset:,} "
-                                 "does not decode", hint="the file was damaged after it was written; copy it "
-                                 "again as binary or recapture") from exc
-            yield _PlaneOnDisk(header, _LinesOnDisk(path, line_spans))
+    for offset, length in planes:
+        header_spans, line_spans = _plane_layout(handle, offset, length)
+        try:
+            header = plane_class.FromString(_read_spans(handle, header_spans))
+        except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError
+            raise InputError(f"{source} is a corrupt XSpace profile: the plane at byte {offset:,} "
+                             "does not decode", hint="the file was damaged after it was written; copy it "
+                             "again as binary or recapture") from exc
+        yield _PlaneOnDisk(header, _LinesOnDisk(handle, line_spans))
+
+
+class CaptureFile:
+    """A capture file opened once for a whole load, its first bytes (``head``, read first for the format checks)
+    served from memory: the layout walk, the planes and their lines read the rest, each byte once."""
+
+    def __init__(self, handle, head: bytes):
+        self._handle, self._head, self._position = handle, head, 0
+
+    def seek(self, position: int) -> None:
+        self._position = position
+
+    def read(self, size: int) -> bytes:
+        start, end = self._position, self._position + size
+        if end <= len(self._head):
+            data = self._head[start:end]
+        else:
+            data = self._head[start:] if start < len(self._head) else b""
+            self._handle.seek(start + len(data))
+            data += self._handle.read(end - start - len(data))
+        self._position = start + len(data)
+        return data
 
 
 def layout(handle, size: int) -> tuple[list[tuple[int, int]], list[str], list[str]] | None:
@@ -58,17 +80,16 @@ def layout(handle, size: int) -> tuple[list[tuple[int, int]], list[str], list[st
 class _LinesOnDisk:
     """A plane's lines as bytes, each read from the file when iterated: a big plane is never held whole."""
 
-    def __init__(self, path: str, spans: list[tuple[int, int]]):
-        self.path, self.spans = path, spans
+    def __init__(self, handle, spans: list[tuple[int, int]]):
+        self.handle, self.spans = handle, spans
 
     def __len__(self) -> int:
         return len(self.spans)
 
     def __iter__(self):
-        with open(self.path, "rb") as handle:
-            for offset, length in self.spans:
-                handle.seek(offset)
-                yield handle.read(length)
+        for offset, length in self.spans:
+            self.handle.seek(offset)
+            yield self.handle.read(length)
 
 
 class _PlaneOnDisk:
