@@ -12,21 +12,20 @@ Linux only. The 1 GB capture is built by ``bench_profile_load.py --sizes-mb 1024
 (or ``capture_memory.py``).
 
 Measured 2026-12-05 on the shared 2-core machine (6 sessions at once; load averages as given), the 1 GB
-capture (36,076,050 events, 8,117,550 device ops), before (0ab43d1) and after the analyses stopped copying
-per-op arrays. Each run a fresh process that loads the host, then times ``host_result`` (the analyses, the
-report's per-host part), alternating old and new, 3 pairs at load 3.5 -> 7.1:
+capture (36,076,050 events, 8,117,550 device ops), before (0ab43d1) and after (f9f65af) the analyses stopped
+copying per-op arrays. Each run a fresh process that loads the host, then times ``host_result`` (the
+analyses, the report's per-host part), alternating old and new, 3 pairs at load 1.2 -> 1.6:
 
                                      before           after
-    RSS after loading (MB)           1845-1861        1846-1857
-    peak RSS in the analyses (MB)    2602-2615        2406-2416     (added: 755 -> 560 MB)
-    CPU of the analyses (s)          6.08 6.79 7.32   4.54 4.82 4.93
-    wall of the analyses (s)         9.85 7.81 6.83   4.60 5.12 5.06
+    RSS after loading (MB)           1850-1862        1856-1860
+    peak RSS in the analyses (MB)    2604-2619        2416-2429     (added: 755 -> 565 MB)
+    CPU of the analyses (s)          5.97 6.49 6.99   4.93 4.94 5.14
+    wall of the analyses (s)         6.07 6.54 7.20   4.93 4.95 6.43
 
-(3 more pairs at load 3.0-3.4: peak 2604-2617 vs 2398-2416 MB, wall 8.9-12.7 vs 9.1-10.8 s: the machine's
-load, not the code, sets the wall time there.) What each analysis allocated over what it was given
-(tracemalloc, the selection of device ops counted where it is made: 274 MB at peak, 235 MB kept), before ->
+(6 more pairs at load 3.0 -> 7.1: peak 2602-2617 vs 2398-2416 MB, CPU 6.1-7.3 vs 4.5-4.9 s.)
+What each analysis allocated over what it was given (tracemalloc, the selection of device ops counted where it is made: 274 MB at peak, 235 MB kept), before ->
 after: the program table 706 -> 350 MB (with the selection), ``analyze_device_ops`` 460 -> 171, the
-roofline 367 -> 213, the per-op table 333 -> 0 (it reuses the roofline's), the host ops 303 -> 111, the
+roofline 367 -> 205, the per-op table 333 -> 0 (it reuses the roofline's), the host ops 303 -> 111, the
 collectives 235 -> 89, the steps 209 -> 108. Where it went: the device ops' kinds and programs were made
 four times, each a ``pd.factorize`` of every op's program id (a hash table as long as the ops); group sums
 went through ``bincount`` on int64/float64 copies of keys and values as long as the ops, or through pandas
@@ -38,10 +37,10 @@ chunk at a time, pandas only for the groups whose own sum reaches 2**53 (and onl
 category code; the HBM bytes written over bytes_accessed. The whole ``profile analyze`` on the 1 GB capture:
 peak RSS 2,680,000 -> 2,466,000 KB (3 pairs, load 1.25 -> 3.4; wall 14.3/22.1/19.7 -> 9.9/21.4/16.6 s, the
 load's). JSON reports byte-identical (``check_profile_reports.py``, the 1 GB one by ``cmp``). The 57 MB GPU
-capture (``bench_xprof_rs.py``'s), 9 pairs at load 6.0-6.7: 1.68 -> 1.50 s median, 238 -> 236 MB; its
-analyses are 0.13-0.17 s of it. The x50 v6e capture, 7 pairs at load 5.2-6.0: 1.31 -> 1.29 s, 280 -> 278 MB.
-The report's schema check there: importing jsonschema 0.024 s, validating 0.005 s (``tpudoctor.schema``);
-kept on every run (it is what turns a malformed report into exit 3 rather than a wrong file).
+capture (``bench_xprof_rs.py``'s), 9 pairs at load 0.9 -> 1.2: 0.79 -> 0.78 s median (0.74-0.82 vs
+0.71-0.82), 238 -> 236 MB; its analyses are 0.13-0.17 s of it. The x50 v6e capture, 7 pairs at load 1.2:
+0.89 -> 0.84 s median, 278 MB both. The report's schema check there: importing jsonschema 0.024 s,
+validating 0.005 s (``tpudoctor.schema``); kept on every run (it is what turns a malformed report into exit 3 rather than a wrong file).
 """
 
 from __future__ import annotations
