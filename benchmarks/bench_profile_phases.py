@@ -23,24 +23,25 @@ analyses, the report's per-host part), alternating old and new, 3 pairs at load 
     wall of the analyses (s)         6.07 6.54 7.20   4.93 4.95 6.43
 
 (6 more pairs at load 3.0 -> 7.1: peak 2602-2617 vs 2398-2416 MB, CPU 6.1-7.3 vs 4.5-4.9 s.)
-What each analysis allocated over what it was given (tracemalloc, the selection of device ops counted where it is made: 274 MB at peak, 235 MB kept), before ->
-after: the program table 706 -> 350 MB (with the selection), ``analyze_device_ops`` 460 -> 171, the
-roofline 367 -> 205, the per-op table 333 -> 0 (it reuses the roofline's), the host ops 303 -> 111, the
-collectives 235 -> 89, the steps 209 -> 108. Where it went: the device ops' kinds and programs were made
-four times, each a ``pd.factorize`` of every op's program id (a hash table as long as the ops); group sums
-went through ``bincount`` on int64/float64 copies of keys and values as long as the ops, or through pandas
-(a float copy, an int64 rank, its own codes) wherever the sum of all groups passed 2**52, which a big
-capture's times do; selections compared a categorical Series per event (three 36 MB arrays each); the host
-ops gathered index and time arrays of 6.5 M offload copies; the roofline held bytes_accessed and HBM bytes
-for every op at once. Now: kinds and programs once per host, factorized 65,536 ops at a time; bincounts a
-chunk at a time, pandas only for the groups whose own sum reaches 2**53 (and only over their rows); masks by
-category code; the HBM bytes written over bytes_accessed. The whole ``profile analyze`` on the 1 GB capture:
-peak RSS 2,680,000 -> 2,466,000 KB (3 pairs, load 1.25 -> 3.4; wall 14.3/22.1/19.7 -> 9.9/21.4/16.6 s, the
-load's). JSON reports byte-identical (``check_profile_reports.py``, the 1 GB one by ``cmp``). The 57 MB GPU
-capture (``bench_xprof_rs.py``'s), 9 pairs at load 0.9 -> 1.2: 0.79 -> 0.78 s median (0.74-0.82 vs
-0.71-0.82), 238 -> 236 MB; its analyses are 0.13-0.17 s of it. The x50 v6e capture, 7 pairs at load 1.2:
-0.89 -> 0.84 s median, 278 MB both. The report's schema check there: importing jsonschema 0.024 s,
-validating 0.005 s (``tpudoctor.schema``); kept on every run (it is what turns a malformed report into exit 3 rather than a wrong file).
+What each analysis allocated over what it was given (tracemalloc, the selection of device ops counted where it
+is made: 274 MB at peak, 235 MB kept), before -> after: the program table 706 -> 350 MB (with the selection),
+``analyze_device_ops`` 460 -> 171, the roofline 367 -> 205, the per-op table 333 -> 0 (it reuses the
+roofline's), the host ops 303 -> 111, the collectives 235 -> 89, the steps 209 -> 108. Where it went: the
+device ops' kinds and programs were made four times, each a ``pd.factorize`` of every op's program id (a hash
+table as long as the ops); group sums went through ``bincount`` on int64/float64 copies of keys and values as
+long as the ops, or through pandas (a float copy, an int64 rank, its own codes) wherever the sum of all groups
+passed 2**52, which a big capture's times do; selections compared a categorical Series per event (three 36 MB
+arrays each); the host ops gathered index and time arrays of 6.5 M offload copies; the roofline held
+bytes_accessed and HBM bytes for every op at once. Now: kinds and programs once per host, factorized 65,536
+ops at a time; bincounts a chunk at a time, pandas only for the groups whose own sum reaches 2**53 (and only
+over their rows); masks by category code; the HBM bytes written over bytes_accessed. The whole ``profile
+analyze`` on the 1 GB capture: peak RSS 2,680,000 -> 2,466,000 KB (3 pairs, load 1.25 -> 3.4; wall
+14.3/22.1/19.7 -> 9.9/21.4/16.6 s, the load's). JSON reports byte-identical (``check_profile_reports.py``, the
+1 GB one by ``cmp``). The 57 MB GPU capture (``bench_xprof_rs.py``'s), 9 pairs at load 0.9 -> 1.2: 0.79 ->
+0.78 s median (0.74-0.82 vs 0.71-0.82), 238 -> 236 MB; its analyses are 0.13-0.17 s of it. The x50 v6e
+capture, 7 pairs at load 1.2: 0.89 -> 0.84 s median, 278 MB both. The report's schema check there: importing
+jsonschema 0.024 s, validating 0.005 s (``tpudoctor.schema``); kept on every run (it is what turns a malformed
+report into exit 3 rather than a wrong file).
 """
 
 from __future__ import annotations
