@@ -245,3 +245,18 @@ def test_dominant_program_by_category_equals_grouping_the_names_as_text():
     assert dominant_program(runs) == dominant_program(as_text) == "a(2)"  # missing names are no program
     tie = runs.assign(duration_ps=[5, 0, 5, 0, 0, 5, 5, 0])
     assert dominant_program(tie) == dominant_program(tie.assign(name=tie["name"].astype(object))) == "a(2)"
+
+
+def test_most_common_gap_between_runs_counts_as_the_tuples_of_names_would():
+    from tpudoctor.profile.analysis.steps import _most_common_gap
+
+    def by_tuples(names, mine):
+        gaps = [tuple(sorted(str(n) for n in names[a + 1:b])) for a, b in zip(mine[:-1], mine[1:], strict=True)]
+        return int(max(pd.Series(gaps, dtype=object).value_counts())) if gaps else 0
+
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        alphabet = ["jit_step", "jit_a", "jit_b", "copy", "jit_c"][: rng.integers(1, 6)]
+        names = np.array([alphabet[i] for i in rng.integers(0, len(alphabet), rng.integers(0, 80))], dtype=object)
+        mine = np.flatnonzero(names == "jit_step")
+        assert _most_common_gap(names, mine) == by_tuples(names, mine)

@@ -114,12 +114,12 @@ def check_loop(names: np.ndarray, starts_ps: np.ndarray, program: str, programs:
     if len(mine) < MIN_STEPS:
         return LoopCheck(False, f"{program} ran {len(mine)} time(s): a training loop repeats its step at least "
                                 f"{MIN_STEPS} times", figures)
-    gaps = [tuple(sorted(str(n) for n in names[a + 1:b])) for a, b in zip(mine[:-1], mine[1:], strict=True)]
-    common = max(pd.Series(gaps, dtype=object).value_counts()) if gaps else 0
-    figures["repeating_gaps"], figures["gaps"] = int(common), len(gaps)
-    if gaps and 100 * common / len(gaps) < LOOP_REPEAT_PERCENT:
+    n_gaps = len(mine) - 1
+    common = _most_common_gap(names, mine)
+    figures["repeating_gaps"], figures["gaps"] = int(common), n_gaps
+    if n_gaps and 100 * common / n_gaps < LOOP_REPEAT_PERCENT:
         return LoopCheck(False, f"other programs interleave with {program} with no repeating step (the same programs "
-                                f"run between two of its runs in {common} of {len(gaps)} gaps)", figures)
+                                f"run between two of its runs in {common} of {n_gaps} gaps)", figures)
     period_ms = np.diff(np.sort(np.asarray(starts_ps, np.int64)[mine])) / 1e9
     cv = float(100 * period_ms.std(ddof=1) / period_ms.mean()) if len(period_ms) > 1 and period_ms.mean() > 0 else 0.0
     figures["period_cv_percent"] = round(cv, 1)
@@ -129,6 +129,36 @@ def check_loop(names: np.ndarray, starts_ps: np.ndarray, program: str, programs:
                                 f"below {LOOP_PERIOD_CV_PERCENT:.0f}%)", figures)
     return LoopCheck(True, f"{program} repeats {len(mine)} times at a steady period (coefficient of variation "
                            f"{cv:.0f}%)", figures)
+
+
+MAX_GAP_WIDTH = 64
+"""Gaps of up to this many runs are compared as rows of a table; longer ones one by one."""
+
+
+def _most_common_gap(names: np.ndarray, mine: np.ndarray) -> int:
+    """How many of the gaps between consecutive runs at ``mine`` (positions in ``names``) hold the same
+    other runs (as a multiset of names) as the most common gap does; 0 without gaps. Each gap is a row of
+    its names' codes, sorted, so that equal gaps are equal rows: no Python tuple per gap."""
+    n_gaps = len(mine) - 1
+    if n_gaps < 1:
+        return 0
+    widths = mine[1:] - mine[:-1] - 1
+    width = int(widths.max())
+    if width == 0:
+        return n_gaps  # every gap empty
+    if width > MAX_GAP_WIDTH:
+        gaps = [tuple(sorted(str(n) for n in names[a + 1:b])) for a, b in zip(mine[:-1], mine[1:], strict=True)]
+        return int(max(pd.Series(gaps, dtype=object).value_counts()))
+    codes = pd.factorize(np.array([str(n) for n in names], dtype=object))[0]
+    between = np.ones(int(mine[-1]) - int(mine[0]) - 1, bool)  # positions after the first run, before the last
+    between[mine[1:-1] - mine[0] - 1] = False  # the runs themselves
+    position = np.flatnonzero(between) + mine[0] + 1
+    gap = np.searchsorted(mine, position) - 1
+    order = np.lexsort((codes[position], gap))
+    position, gap = position[order], gap[order]
+    table = np.full((n_gaps, width), -1, np.int64)
+    table[gap, np.arange(len(gap)) - np.searchsorted(gap, gap)] = codes[position]
+    return int(np.unique(table, axis=0, return_counts=True)[1].max())
 
 
 EMPTY = pd.DataFrame(columns=["step_index", "step_num", "core", "start_ps", "end_ps", "duration_ps", "busy_ps"])
