@@ -247,8 +247,12 @@ def test_dominant_program_by_category_equals_grouping_the_names_as_text():
     assert dominant_program(tie) == dominant_program(tie.assign(name=tie["name"].astype(object))) == "a(2)"
 
 
-def test_most_common_gap_between_runs_counts_as_the_tuples_of_names_would():
+@pytest.mark.parametrize("max_width", [64, 2, 0])  # gaps as table rows, as tuples, and both
+def test_most_common_gap_between_runs_counts_as_the_tuples_of_names_would(monkeypatch, max_width):
+    from tpudoctor.profile.analysis import steps
     from tpudoctor.profile.analysis.steps import _most_common_gap
+
+    monkeypatch.setattr(steps, "MAX_GAP_WIDTH", max_width)
 
     def by_tuples(names, mine):
         gaps = [tuple(sorted(str(n) for n in names[a + 1:b])) for a, b in zip(mine[:-1], mine[1:], strict=True)]

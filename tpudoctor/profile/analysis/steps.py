@@ -137,28 +137,35 @@ MAX_GAP_WIDTH = 64
 
 def _most_common_gap(names: np.ndarray, mine: np.ndarray) -> int:
     """How many of the gaps between consecutive runs at ``mine`` (positions in ``names``) hold the same
-    other runs (as a multiset of names) as the most common gap does; 0 without gaps. Each gap is a row of
-    its names' codes, sorted, so that equal gaps are equal rows: no Python tuple per gap."""
+    other runs (as a multiset of names) as the most common gap does; 0 without gaps. Each gap of up to
+    ``MAX_GAP_WIDTH`` runs is a row of its names' codes, sorted, so that equal gaps are equal rows (no
+    Python tuple per gap); the few longer ones are compared as tuples (a gap of another length never
+    equals them)."""
     n_gaps = len(mine) - 1
     if n_gaps < 1:
         return 0
     widths = mine[1:] - mine[:-1] - 1
-    width = int(widths.max())
-    if width == 0:
-        return n_gaps  # every gap empty
-    if width > MAX_GAP_WIDTH:
-        gaps = [tuple(sorted(str(n) for n in names[a + 1:b])) for a, b in zip(mine[:-1], mine[1:], strict=True)]
-        return int(max(pd.Series(gaps, dtype=object).value_counts()))
-    codes = pd.factorize(np.array([str(n) for n in names], dtype=object))[0]
-    between = np.ones(int(mine[-1]) - int(mine[0]) - 1, bool)  # positions after the first run, before the last
-    between[mine[1:-1] - mine[0] - 1] = False  # the runs themselves
-    position = np.flatnonzero(between) + mine[0] + 1
-    gap = np.searchsorted(mine, position) - 1
-    order = np.lexsort((codes[position], gap))
-    position, gap = position[order], gap[order]
-    table = np.full((n_gaps, width), -1, np.int64)
-    table[gap, np.arange(len(gap)) - np.searchsorted(gap, gap)] = codes[position]
-    return int(np.unique(table, axis=0, return_counts=True)[1].max())
+    short = widths <= MAX_GAP_WIDTH
+    counts = [pd.Series([tuple(sorted(str(n) for n in names[mine[g] + 1:mine[g + 1]])) for g in np.flatnonzero(~short)],
+                        dtype=object).value_counts().max() if not short.all() else 0]
+    if short.any():
+        width = int(widths[short].max())
+        if width == 0:
+            counts.append(int(short.sum()))  # the short gaps are all empty
+        else:
+            codes = pd.factorize(np.array([str(n) for n in names], dtype=object))[0]
+            between = np.ones(int(mine[-1]) - int(mine[0]) - 1, bool)  # after the first run, before the last
+            between[mine[1:-1] - mine[0] - 1] = False  # the runs themselves
+            position = np.flatnonzero(between) + mine[0] + 1
+            gap = np.searchsorted(mine, position) - 1
+            keep = short[gap]
+            position, gap = position[keep], (np.cumsum(short) - 1)[gap[keep]]  # short gaps numbered on their own
+            order = np.lexsort((codes[position], gap))
+            position, gap = position[order], gap[order]
+            table = np.full((int(short.sum()), width), -1, np.int64)
+            table[gap, np.arange(len(gap)) - np.searchsorted(gap, gap)] = codes[position]
+            counts.append(int(np.unique(table, axis=0, return_counts=True)[1].max()))
+    return int(max(counts))
 
 
 EMPTY = pd.DataFrame(columns=["step_index", "step_num", "core", "start_ps", "end_ps", "duration_ps", "busy_ps"])
