@@ -17,7 +17,13 @@ from tpudoctor.goodput.readers import Event
 from tpudoctor.logs import clocks
 from tpudoctor.logs.buffer import LineBuffer
 from tpudoctor.logs.prefixes import clean, kubectl_worker, unwrapped
-from tpudoctor.logs.templates import Series, matcher, points_by_matcher, step_series
+from tpudoctor.logs.templates import (
+    Series,
+    matcher,
+    points_by_matcher,
+    points_of_fields,
+    step_series,
+)
 
 FRAMEWORK = "inferred"
 SAVED = re.compile(r"(?i)\b(?:saved?|saving|wrote|writing)\b.{0,40}\bcheckpoint|\bcheckpoint\b.{0,40}\b(?:saved|written)\b")
@@ -25,9 +31,13 @@ RESTORING = re.compile(r"(?i)\b(?:resuming|restoring|loading)\b.{0,40}\bcheckpoi
 RESTORED = re.compile(r"(?i)\b(?:resumed|restored|loaded)\b.{0,40}\bcheckpoint|\bcheckpoint\b.{0,40}\b(?:restored|loaded)\b")
 COMPILING = re.compile(r"(?i)\b(?:compilation|compiling|recompil\w*|compiled)\b(?!\s+(?:with|by|for|flags|version))")
 LAST_NUMBER = re.compile(r"(\d+)\D*$")
-MAX_LINES = 4_000_000
-MAX_BYTES = 512 << 20
-"""Logs longer than these are read by their known forms only (the inference holds the whole log)."""
+MAX_BYTES = 2 << 30
+MAX_LINES = 40_000_000
+"""Logs longer than these are read by their known forms only (the inference holds the whole log: its bytes and
+16 bytes of line offsets a line, about 1.3 times the log's size at the peak)."""
+LIST_MAX_BYTES = 512 << 20
+LIST_MAX_LINES = 4_000_000
+"""The same for a log split line by line (carriage returns, overlong lines): a Python string a line."""
 SAMPLE_LINES = 20_000
 """The step template is found in a log's first lines; the rest is scanned for it alone."""
 EDGE_LINES = 1000
@@ -109,9 +119,14 @@ def _rest_of_series(lines: Sequence[str], series: Series) -> Series:
     pattern = matcher(series)
     keyword = max((part.strip() for part in series.template.replace("<T>", "<*>").split("<*>")), key=len)
     if isinstance(lines, LineBuffer):
-        found = lines.first_match_per_line(re.compile(pattern.pattern.encode()), keyword.encode(),
-                                           from_line=SAMPLE_LINES)
-        return points_by_matcher(series, pattern, found, head=series.points, matched=True)
+        candidates = lines.lines_with(keyword.encode(), from_line=SAMPLE_LINES) if keyword else \
+            np.arange(SAMPLE_LINES, len(lines), dtype=np.int64)
+        groups = (series.field + 1,) + ((series.duration_field + 1,) if series.duration_field is not None else ())
+        rows, fields = lines.first_match_in_rows(re.compile(matcher(series, within_rows=True).pattern.encode()),
+                                                 candidates, *groups)
+        return points_of_fields(series, rows, [f[0] for f in fields],
+                                [f[1] for f in fields] if series.duration_field is not None else None,
+                                head=series.points)
     return points_by_matcher(series, pattern, ((i, lines[i]) for i in range(SAMPLE_LINES, len(lines))
                                                if not keyword or keyword in lines[i]), head=series.points)
 
@@ -123,6 +138,8 @@ DURATION_AGREES = 0.05
 def _durations_against_gaps(points: list, step_clocks: list) -> dict[str, Any] | None:
     """Where a step line prints its own time and the step before it is the line before: does the clock's gap say
     the same? A disagreement is evidence against one of them."""
+    if all(p.seconds is None for p in points):
+        return None
     checked = agree = 0
     worst: tuple[float, int] | None = None
     for (a, ca), (b, cb) in zip(zip(points, step_clocks, strict=True), list(zip(points, step_clocks, strict=True))[1:],

@@ -145,18 +145,24 @@ def points_of(series: Series, indexed_messages: Iterable[tuple[int, str]]) -> Se
     return dataclasses.replace(series, points=points)
 
 
-def matcher(series: Series) -> re.Pattern[str]:
+def matcher(series: Series, *, within_rows: bool = False) -> re.Pattern[str]:
     """A regex that finds the series' template in a raw line (clock masks match anything, runs of spaces any
-    spacing): the fast way through a long log once the template is known."""
+    spacing): the fast way through a long log once the template is known. ``within_rows``: the same fields on
+    lines joined by newlines, none reaching across one (a run of spaces never takes a newline), and no leading
+    ``.*?`` (a search finds the same first match without it, and does not scan the rest of each row from every
+    byte)."""
     out = []
-    for piece in re.split(r"(<\*>|<T>|\s+)", series.template):
+    pieces = [piece for piece in re.split(r"(<\*>|<T>|\s+)", series.template) if piece]
+    if within_rows and pieces[:1] == ["<T>"]:
+        pieces = pieces[1:]
+    for piece in pieces:
         if piece == "<*>":
             out.append(f"({NUMBER.pattern})")
         elif piece == "<T>":
             out.append(".*?")
         elif piece and piece.isspace():
-            out.append(r"\s+")
-        elif piece:
+            out.append(r"[^\S\n]+" if within_rows else r"\s+")
+        else:
             out.append(re.escape(piece))
     return re.compile("".join(out))
 
@@ -178,6 +184,27 @@ def points_by_matcher(series: Series, pattern: re.Pattern, indexed_lines: Iterab
             continue
         points.append(Point(index, int(step), field[-1] in SCALE, seconds))
     return dataclasses.replace(series, points=points)
+
+
+def points_of_fields(series: Series, rows: list[int], steps: list[bytes], durations: list[bytes] | None, *,
+                     head: Iterable[Point] = ()) -> Series:
+    """The series' points from its fields already cut out of each row (``points_by_matcher``'s reading, a
+    column at a time: plain numbers are converted at once, a k/M count as ``value`` reads it)."""
+    scaled = tuple(k.encode() for k in SCALE)
+    step_values = [int(v) for v in _numbers(steps)]
+    approx = [s.endswith(scaled) for s in steps]
+    seconds = _numbers(durations) if durations is not None else [None] * len(steps)
+    points = list(head)
+    points.extend(map(Point, rows, step_values, approx, seconds))
+    return dataclasses.replace(series, points=points)
+
+
+def _numbers(texts: list[bytes]) -> list[float]:
+    """``value`` of each field (a NUMBER match): ``float`` reads the plain ones straight from their bytes."""
+    scaled = tuple(k.encode() for k in SCALE)
+    if any(t.endswith(scaled) for t in texts):
+        return [value(_text(t)) for t in texts]
+    return list(map(float, texts))
 
 
 def _text(group: str | bytes) -> str:
