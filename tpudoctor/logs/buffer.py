@@ -76,22 +76,6 @@ class LineBuffer(Sequence[str]):
         hits = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
         return np.unique(self.line_of(hits))
 
-    def first_match_in_rows(self, pattern: re.Pattern[bytes], lines: np.ndarray,
-                            *groups: int) -> tuple[list[int], list[tuple[bytes, ...]]]:
-        """The lines among ``lines`` that ``pattern`` matches, and the ``groups`` of each one's first match: one
-        regex pass over the lines joined (``pattern`` must not match a newline), not a search per line."""
-        rows = self.joined(lines)
-        hits = [(m.start(), m.group(*groups)) for m in pattern.finditer(rows)]
-        if not hits:
-            return [], []
-        newlines = np.flatnonzero(np.frombuffer(rows, dtype=np.uint8) == 10)
-        row = np.searchsorted(newlines, np.fromiter((h[0] for h in hits), dtype=np.int64, count=len(hits)))
-        first = np.flatnonzero(np.concatenate(([True], row[1:] != row[:-1])))  # a row's later matches dropped
-        fields = [hits[k][1] for k in first.tolist()]
-        if len(groups) == 1:
-            fields = [(f,) for f in fields]
-        return lines[row[first]].tolist(), fields
-
     def texts(self, lines: np.ndarray) -> list[str]:
         """The given lines decoded at once (as ``self[i]`` each would be: a newline never ends a broken sequence)."""
         if not len(lines):
@@ -102,6 +86,19 @@ class LineBuffer(Sequence[str]):
         """The given lines' bytes, one per row (newline-separated)."""
         return b"\n".join(self.data[s:e] for s, e in zip(self.starts[lines].tolist(), self.ends[lines].tolist(),
                                                           strict=True))
+
+
+def first_match_per_row(pattern: re.Pattern[bytes], rows: bytes, *groups: int) -> tuple[np.ndarray, list[tuple]]:
+    """The rows (lines joined by newlines) that ``pattern`` matches, and the ``groups`` of each one's first match:
+    one regex pass over all rows, not a search per line (``pattern`` must not match a newline)."""
+    hits = [(m.start(), m.group(*groups)) for m in pattern.finditer(rows)]
+    if not hits:
+        return np.zeros(0, dtype=np.int64), []
+    newlines = np.flatnonzero(np.frombuffer(rows, dtype=np.uint8) == 10)
+    row = np.searchsorted(newlines, np.fromiter((h[0] for h in hits), dtype=np.int64, count=len(hits)))
+    first = np.flatnonzero(np.concatenate(([True], row[1:] != row[:-1])))  # a row's later matches dropped
+    fields = [hits[k][1] for k in first.tolist()]
+    return row[first], fields if len(groups) > 1 else [(f,) for f in fields]
 
 
 def _offsets_of(data: bytes, literal: bytes, start: int) -> list[int]:

@@ -56,23 +56,24 @@ class Series:
     why: str
 
 
+_NUMBERS_BETWEEN = re.compile(f"({NUMBER.pattern})")
+
+
 def template_of(message: str) -> tuple[str, list[str]]:
-    """The line with its numbers masked, and the numbers."""
-    values = [m.group(0) for m in NUMBER.finditer(message)]
-    return NUMBER.sub("<*>", message), values
+    """The line with its numbers masked, and the numbers (one regex pass: the text between numbers, then each
+    number)."""
+    parts = _NUMBERS_BETWEEN.split(message)
+    return "<*>".join(parts[0::2]), parts[1::2]
 
 
 def step_series(messages: Iterable[str]) -> Series | None:
     """The step series of lines (their clocks and prefixes already taken off), or None when no template recurs with
     a growing integer field."""
     groups: dict[str, list[tuple[int, list[str]]]] = {}
-    spans: dict[str, list[tuple[int, int]]] = {}
     for i, message in enumerate(messages):
         key, values = template_of(" ".join(message.split()))
         if values:
             groups.setdefault(key, []).append((i, values))
-            if key not in spans:
-                spans[key] = [(m.start(), m.end()) for m in NUMBER.finditer(" ".join(message.split()))]
     best: tuple[tuple, Series] | None = None
     for key, rows in groups.items():
         if len(rows) < MIN_LINES:
@@ -80,7 +81,10 @@ def step_series(messages: Iterable[str]) -> Series | None:
         sample_text = key
         for f in range(len(rows[0][1])):
             try:
-                nums = [value(r[1][f]) for r in rows]
+                column = [r[1][f] for r in rows]
+                if len(set(column)) < 2:
+                    continue  # the same text on every line: no growing field (the test below, without reading it)
+                nums = [value(v) for v in column]
             except (ValueError, IndexError):
                 continue
             if any(n != int(n) for n in nums) and not any(r[1][f][-1] in SCALE for r in rows):
