@@ -131,7 +131,7 @@ def _rest_of_series(lines: Sequence[str], series: Series) -> tuple[Series, _Rows
     pattern = matcher(series)
     keyword = max((part.strip() for part in series.template.replace("<T>", "<*>").split("<*>")), key=len)
     if isinstance(lines, LineBuffer):
-        candidates = lines.lines_with(keyword.encode(), from_line=SAMPLE_LINES) if keyword else \
+        candidates = lines.lines_with(keyword.encode(), from_line=SAMPLE_LINES, frequent=True) if keyword else \
             np.arange(SAMPLE_LINES, len(lines), dtype=np.int64)
         rows = _Rows(candidates, lines.joined(candidates))
         groups = (series.field + 1,) + ((series.duration_field + 1,) if series.duration_field is not None else ())

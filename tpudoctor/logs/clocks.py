@@ -28,7 +28,8 @@ RELATIVE_HMS = re.compile(r"\b(?:elapsed)\s*[=:]?\s*(?:(\d+):)?(\d+):(\d\d)\b|\[
 UNIT_S = {None: 1.0, "s": 1.0, "ms": 0.001, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+# not frozen: a frozen dataclass's __init__ takes twice as long, and a long log makes one a step line
+@dataclasses.dataclass(slots=True)
 class LineClock:
     kind: str
     """iso, glog, epoch_ms, epoch_s (absolute) or relative."""

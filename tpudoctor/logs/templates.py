@@ -37,7 +37,8 @@ def value(text: str) -> float:
     return float(text)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+# not frozen: a frozen dataclass's __init__ takes twice as long, and a long log makes one a step line
+@dataclasses.dataclass(slots=True)
 class Point:
     index: int
     """The line's position among the lines given."""
