@@ -135,11 +135,11 @@ def _rest_of_series(lines: Sequence[str], series: Series) -> tuple[Series, _Rows
             np.arange(SAMPLE_LINES, len(lines), dtype=np.int64)
         rows = _Rows(candidates, lines.joined(candidates))
         groups = (series.field + 1,) + ((series.duration_field + 1,) if series.duration_field is not None else ())
+        literal_digits = any(ch.isdigit() for ch in re.sub(r"<\*>|<T>", "", series.template))
         at, fields = first_match_per_row(re.compile(matcher(series, within_rows=True).pattern.encode()),
-                                         rows.joined, *groups)
-        return points_of_fields(series, candidates[at].tolist(), [f[0] for f in fields],
-                                [f[1] for f in fields] if series.duration_field is not None else None,
-                                head=series.points), rows
+                                         rows.joined, *groups, digits_alike=not literal_digits)
+        return points_of_fields(series, candidates[at].tolist(), fields[0],
+                                fields[1] if series.duration_field is not None else None, head=series.points), rows
     return points_by_matcher(series, pattern, ((i, lines[i]) for i in range(SAMPLE_LINES, len(lines))
                                                if not keyword or keyword in lines[i]), head=series.points), None
 

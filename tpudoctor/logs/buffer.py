@@ -93,17 +93,41 @@ class LineBuffer(Sequence[str]):
                                                           strict=True))
 
 
-def first_match_per_row(pattern: re.Pattern[bytes], rows: bytes, *groups: int) -> tuple[np.ndarray, list[tuple]]:
-    """The rows (lines joined by newlines) that ``pattern`` matches, and the ``groups`` of each one's first match:
-    one regex pass over all rows, not a search per line (``pattern`` must not match a newline)."""
+def first_match_per_row(pattern: re.Pattern[bytes], rows: bytes, *groups: int,
+                        digits_alike: bool = False) -> tuple[np.ndarray, list[list[bytes]]]:
+    """The rows (lines joined by newlines) that ``pattern`` matches, and each of ``groups`` (a column, a row per
+    match) of each one's first match: one regex pass over all rows, not a search per line (``pattern`` must not
+    match a newline). ``digits_alike``: the pattern tells no digit from another (no digit in its literals), so rows
+    that differ only in their digits match alike, and the regex runs once per such shape (a step line's shape
+    repeats line after line)."""
+    if digits_alike:
+        return _first_match_per_shape(pattern, rows, groups)
     hits = [(m.start(), m.group(*groups)) for m in pattern.finditer(rows)]
     if not hits:
-        return np.zeros(0, dtype=np.int64), []
+        return np.zeros(0, dtype=np.int64), [[] for _ in groups]
     newlines = np.flatnonzero(np.frombuffer(rows, dtype=np.uint8) == 10)
     row = np.searchsorted(newlines, np.fromiter((h[0] for h in hits), dtype=np.int64, count=len(hits)))
-    first = np.flatnonzero(np.concatenate(([True], row[1:] != row[:-1])))  # a row's later matches dropped
-    fields = [hits[k][1] for k in first.tolist()]
-    return row[first], fields if len(groups) > 1 else [(f,) for f in fields]
+    first = np.flatnonzero(np.concatenate(([True], row[1:] != row[:-1]))).tolist()  # a row's later matches dropped
+    if len(groups) == 1:
+        return row[first], [[hits[k][1] for k in first]]
+    return row[first], [[hits[k][1][g] for k in first] for g in range(len(groups))]
+
+
+def _first_match_per_shape(pattern: re.Pattern[bytes], rows: bytes,
+                           groups: tuple[int, ...]) -> tuple[np.ndarray, list[list[bytes]]]:
+    a = np.frombuffer(rows, dtype=np.uint8)
+    shapes = np.where((a >= 48) & (a <= 57), np.uint8(48), a).tobytes().split(b"\n")  # each digit as 0
+    index: dict[bytes, int] = {}
+    shape_of = np.array([index.setdefault(shape, len(index)) for shape in shapes], dtype=np.int64)
+    spans = np.full((len(index), len(groups), 2), -1, dtype=np.int64)
+    for shape, k in index.items():
+        if (m := pattern.search(shape)) is not None:
+            spans[k] = [m.span(g) for g in groups]
+    matched = np.flatnonzero(spans[shape_of, 0, 0] >= 0)
+    starts = np.concatenate(([0], np.flatnonzero(a == 10) + 1))[matched]
+    found = spans[shape_of[matched]]
+    return matched, [[rows[s:e] for s, e in zip((starts + found[:, g, 0]).tolist(), (starts + found[:, g, 1]).tolist(),
+                                                 strict=True)] for g in range(len(groups))]
 
 
 def _offsets_of(data: bytes, literal: bytes, start: int) -> list[int]:

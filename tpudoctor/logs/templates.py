@@ -195,21 +195,23 @@ def points_of_fields(series: Series, rows: list[int], steps: list[bytes], durati
                      head: Iterable[Point] = ()) -> Series:
     """The series' points from its fields already cut out of each row (``points_by_matcher``'s reading, a
     column at a time: plain numbers are converted at once, a k/M count as ``value`` reads it)."""
-    scaled = tuple(k.encode() for k in SCALE)
-    step_values = [int(v) for v in _numbers(steps)]
-    approx = [s.endswith(scaled) for s in steps]
-    seconds = _numbers(durations) if durations is not None else [None] * len(steps)
+    scaled = _scaled(steps)
+    approx = [s.endswith(_SCALE_BYTES) for s in steps] if scaled else [False] * len(steps)
+    step_values = [int(value(_text(s))) for s in steps] if scaled else list(map(int, map(float, steps)))
+    seconds: list[float] | list[None] = [None] * len(steps) if durations is None else \
+        [value(_text(s)) for s in durations] if _scaled(durations) else list(map(float, durations))
     points = list(head)
     points.extend(map(Point, rows, step_values, approx, seconds))
     return dataclasses.replace(series, points=points)
 
 
-def _numbers(texts: list[bytes]) -> list[float]:
-    """``value`` of each field (a NUMBER match): ``float`` reads the plain ones straight from their bytes."""
-    scaled = tuple(k.encode() for k in SCALE)
-    if any(t.endswith(scaled) for t in texts):
-        return [value(_text(t)) for t in texts]
-    return list(map(float, texts))
+_SCALE_BYTES = tuple(k.encode() for k in SCALE)
+
+
+def _scaled(fields: list[bytes]) -> bool:
+    """Whether any field ends in a k/M suffix (one search of the fields joined, not a test a field)."""
+    joined = b"\n".join(fields) + b"\n"
+    return any(k + b"\n" in joined for k in _SCALE_BYTES)
 
 
 def _text(group: str | bytes) -> str:
