@@ -119,6 +119,20 @@ _KUBECTL_MARK = prefilter.Literals(["[pod/"])
 and kubectl's worker prefix (RE2 finds it several times faster than ``in``: 0.03 against 0.43 s a GiB)."""
 
 
+def _last_lines(data: bytes, count: int) -> list[bytes]:
+    """The last ``count`` lines of a block, its trailing newlines left out (``data.rstrip(b"\n").rsplit(b"\n",
+    count)[-count:]`` without copying the whole block to strip it)."""
+    end = len(data)
+    while end and data[end - 1] == 10:
+        end -= 1
+    cut = end
+    for _ in range(count):
+        cut = data.rfind(b"\n", 0, cut)
+        if cut < 0:
+            break
+    return data[cut + 1:end].split(b"\n")
+
+
 class EventReader:
     """One source's lines in order -> events; keeps the clock, the counters and the source's first and last times."""
 
@@ -187,7 +201,7 @@ class EventReader:
         self.line_no = base + data.count(b"\n", at)
         if data and not data.endswith(b"\n"):
             self.line_no += 1
-        tails = data.rstrip(b"\n").rsplit(b"\n", LAST_STAMP_CANDIDATES)[-LAST_STAMP_CANDIDATES:]
+        tails = _last_lines(data, LAST_STAMP_CANDIDATES)
         last_no = self.line_no - len(tails) + 1
         self.last_stamped.extend((last_no + i, tail.decode("utf-8", errors="replace"))
                                  for i, tail in enumerate(tails) if tail[:1] in _STAMP_START_BYTES)

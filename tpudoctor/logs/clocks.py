@@ -181,14 +181,11 @@ def _whole_second_iso(rows: bytes, count: int) -> np.ndarray | None:
         return None
     dashes = np.flatnonzero(a == 45)
     p = dashes[(dashes >= 4) & (dashes + 15 <= len(a))] - 4
-    if len(p) < count:
+    p = p[(a[p + 7] == 45) & ((a[p + 10] == 32) | (a[p + 10] == 84)) & (a[p + 13] == 58) & (a[p + 16] == 58)]
+    if len(p) != count:  # the separators first: the digits are gathered for the few places left
         return None
-    at = p[:, None] + _ISO_DIGITS
-    digits = a[at] - 48
-    shaped = (digits <= 9).all(axis=1) & (a[p + 7] == 45) & ((a[p + 10] == 32) | (a[p + 10] == 84)) & \
-        (a[p + 13] == 58) & (a[p + 16] == 58)
-    p, digits = p[shaped], digits[shaped]
-    if len(p) != count:
+    digits = a[p[:, None] + _ISO_DIGITS] - 48
+    if not (digits <= 9).all():
         return None
     before = a[np.maximum(p - 1, 0)]
     if ((p > 0) & (before >= 48) & (before <= 57)).any():
