@@ -9,7 +9,10 @@ The largest capture in ../shared/data (the TF GPU multi-worker one, 3.0 MB, 2,49
 line's events repeated N times, shifted in time; under /tmp/tpudoctor-bench). Each figure is the
 median of ``--runs`` fresh processes, modules imported before the clock starts:
 
-* ``read``: ``read_memory_events`` (the host plane's events decoded, the memory events' columns);
+* ``read``: ``read_memory_events`` (the host plane's memory events decoded, the others left out before; their
+  columns);
+* ``capture``: ``read_memory_capture``, what ``tpudoctor memory`` reads of a capture (the memory events, the
+  programs' HloProtos and their runs, from one decode of the file);
 * ``analyse``: ``read`` + ``allocator_timelines`` + ``peak_breakdown`` of every allocator;
 * ``xprof``: xprof's ``xspace_to_tool_data(..., "memory_profile")`` (its JSON included) on a fresh copy;
 
@@ -22,6 +25,25 @@ one); written under /tmp/tpudoctor-bench (or ``.bench_tmp`` in the repository wh
 wall and CPU seconds (``process_time``: steadier than the wall clock on a busy machine); peak RSS
 is the process's VmHWM after the work (the imports' share included: ``baseline`` is the
 RSS after the imports alone).
+
+Figures, 2026-12-05 (2 shared cores, load average 2.9-3.2; old and new runs alternated on the same machine),
+``--source ../shared/data/xprof_tpu_inference_2.xplane.pb --scales 50 --runs 3 --skip-xprof``, the v6e x50 capture
+(39.9 MB, 45,300 memory events of ~1.34 M), before -> after the memory read's selection of lines and events
+(``LoadOptions.lines``/``events``: only the allocators' events and the XLA Modules lines decoded), two rounds each:
+
+    read     peak RSS 293.8 / 296.0 MB -> 205.1 / 207.3 MB   wall 0.352 / 0.192 s -> 0.260 / 0.174 s
+    capture  peak RSS 422.7 / 426.2 MB -> 209.4 / 209.5 MB   wall 0.547 / 0.326 s -> 0.296 / 0.222 s
+
+The whole command, ``/usr/bin/time -f '%e s %M KB' tpudoctor memory CAPTURE --format json`` (medians of runs
+alternated old/new), JSON byte-identical before and after (``duration_s`` aside):
+
+    x50 (40 MB), 6 pairs, load 3.5        1.47 s, 419,228 KB -> 1.00 s, 209,436 KB
+    64 MB (x50 twice), 3 pairs, load 3.0  2.44 s, 583,632 KB -> 1.48 s, 254,672 KB
+    256 MB, 1 pair, load 2.9              11.04 s, 1,543,948 KB -> 1.95 s, 338,412 KB
+
+The read's peak is now the imports (107 MB), the compiled decoder loaded (~50 MB) and the kept events' stats;
+a file from 64 MB, opened 3 + 2 x planes times before (17 for the v6e capture's 7 planes), its plane headers and
+lines read twice, is opened once and each of its bytes read once.
 """
 
 from __future__ import annotations
@@ -52,6 +74,7 @@ if mode == "xprof":
     copy = sys.argv[3]
     shutil.copyfile(path, copy)
 else:
+    from tpudoctor.captures.memory_capture import read_memory_capture
     from tpudoctor.captures.memory_events import read_memory_events
     from tpudoctor.memory.timeline import allocator_timelines
     from tpudoctor.memory.buffers import peak_breakdown
@@ -60,6 +83,8 @@ start, cpu_start = time.perf_counter(), time.process_time()
 if mode == "xprof":
     data, _ = raw.xspace_to_tool_data([copy], "memory_profile", {"use_saved_result": False})
     n = len(json.loads(data)["memoryIds"])
+elif mode == "capture":
+    n = len(read_memory_capture(path).events)
 else:
     events = read_memory_events(path)
     n = len(events)
@@ -165,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     source = args.source or _largest_capture()
     captures = [(1, source)] + [(int(s), _scaled(source, int(s))) for s in args.scales.split(",") if s.strip()]
-    modes = ["read", "analyse"] + ([] if args.skip_xprof else ["xprof"])
+    modes = ["read", "capture", "analyse"] + ([] if args.skip_xprof else ["xprof"])
     print(f"source: {source.name}; medians of {args.runs} fresh processes; RSS in MB (baseline: after imports)")
     print(f"{'capture':>10} {'file MB':>8} {'mem events':>10} "
           + " ".join(f"{m + ' s':>10} {m + ' cpu':>11} {m + ' RSS':>11}" for m in modes)

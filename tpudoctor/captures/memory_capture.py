@@ -6,9 +6,11 @@
     capture.hlo_protos    # each program's serialized ``HloProto`` on /host:metadata (its buffer plan)
     capture.runs          # when each program ran (``ProgramRun``)
 
-The capture is decoded once by the profile's columnar decoder (``captures.xspace``; a file under
-``WHOLE_FILE_MAX_BYTES`` opened and read once), and the three are taken from its tables: the memory events from the
-first host plane, the HloProtos from ``/host:metadata``'s event metadata, the runs from the ``XLA Modules`` lines.
+The capture is decoded once by the profile's columnar decoder (``captures.xspace``: the file opened once and each
+of its bytes read once; from ``STREAM_MIN_BYTES`` plane by plane and line by line), with only the events these need
+(``capture_load_options``: the other events are dropped from their lines before they are decoded), and the three are
+taken from its tables: the memory events from the first host plane, the HloProtos from ``/host:metadata``'s event
+metadata, the runs from the ``XLA Modules`` lines.
 Where the programs cannot be made out of the tables, ``program_error`` says so and the events still stand.
 """
 
@@ -22,6 +24,8 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.captures.memory_events import (
+    ALLOCATION,
+    DEALLOCATION,
     MEMORY_STATS,
     MemoryEvents,
     memory_events_of,
@@ -36,7 +40,6 @@ METADATA_PLANE = "/host:metadata"
 MODULES_LINE = "XLA Modules"
 # the stats decoded into columns: the memory events' and the programs' ids
 CAPTURE_STATS: dict[str, str] = {**MEMORY_STATS, PROGRAM_ID_STAT: "uint", RUN_ID_STAT: "int"}
-WHOLE_FILE_MAX_BYTES = 64 << 20  # smaller files are read in one read; larger ones plane by plane
 
 _EVENT_NAME = re.compile(r"^(?P<name>.*?)\((?P<id>\d+)\)$")
 
@@ -80,26 +83,31 @@ class MemoryCapture:
 def read_memory_capture(path: str | os.PathLike, *, source: str | None = None) -> MemoryCapture:
     """The memory events, the programs' HloProtos and their runs of a local ``.xplane.pb``, from one decode;
     ``InputError`` where it is not a readable XSpace."""
-    from tpudoctor.captures.xspace import LoadOptions, decode_host, decode_host_file
+    from tpudoctor.captures.xspace import decode_host_file
 
     path = os.fspath(path)
     source = source or path
-    options = LoadOptions(stats=dict(CAPTURE_STATS), whole_bytes_stats={HLO_PROTO_STAT})
-    if os.path.getsize(path) < WHOLE_FILE_MAX_BYTES:
-        with open(path, "rb") as handle:
-            data = handle.read()
-        host = decode_host(data, hostname="", source=source, options=options)
-    else:
-        host = decode_host_file(path, hostname="", source=source, options=options)
-    return memory_capture_of(host, source)
+    return memory_capture_of(decode_host_file(path, hostname="", source=source, options=capture_load_options()),
+                             source)
 
 
 def memory_capture_from_bytes(data: bytes, *, source: str) -> MemoryCapture:
     """``read_memory_capture`` for a serialized XSpace held in memory."""
-    from tpudoctor.captures.xspace import LoadOptions, decode_host
+    from tpudoctor.captures.xspace import decode_host
 
-    return memory_capture_of(decode_host(data, hostname="", source=source,
-                                         options=LoadOptions(stats=dict(CAPTURE_STATS), whole_bytes_stats={HLO_PROTO_STAT})), source)
+    return memory_capture_of(decode_host(data, hostname="", source=source, options=capture_load_options()), source)
+
+
+def capture_load_options():
+    """What the decoder reads for memory (``LoadOptions``): the allocators' events wherever they are, every event of
+    the ``XLA Modules`` lines (the runs), and where a capture has none of those lines, the lines of planes whose
+    events can carry both program_id and run_id (``_runs``' fallback); the event metadata with the HloProtos
+    whole. Every other event (the ops, most of a capture) is left out before it is decoded."""
+    from tpudoctor.captures.xspace import LoadOptions
+
+    return LoadOptions(stats=dict(CAPTURE_STATS), whole_bytes_stats={HLO_PROTO_STAT},
+                       events=frozenset([ALLOCATION, DEALLOCATION]), lines=frozenset([MODULES_LINE]),
+                       lines_fallback_stats=frozenset([PROGRAM_ID_STAT, RUN_ID_STAT]))
 
 
 def memory_capture_of(host: HostProfile, source: str) -> MemoryCapture:

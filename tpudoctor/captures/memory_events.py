@@ -13,8 +13,10 @@ TensorFlow's and PJRT's allocators (BFC, the TPU runtime's) write a ``MemoryAllo
 (a number) or ``allocator_name``. A free carries no size of its own on TPU: ``match_frees`` gives it
 its allocation's (by ``addr``).
 
-The capture is decoded by the profile's columnar decoder (``captures.xspace``): ``memory_events_of`` makes the
-first host plane's memory events of a decoded ``HostProfile`` this table; nothing here reads bytes.
+The capture is decoded by the profile's columnar decoder (``captures.xspace``), the other events left out before
+they are decoded: ``memory_events_of`` makes the first host plane's memory events of a decoded ``HostProfile`` this
+table, times and text order counted from the lines' events in the file (``HostProfile.selected_events``); nothing
+here reads bytes.
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ def read_memory_events(path: str | os.PathLike, *, source: str | None = None) ->
     from tpudoctor.captures.xspace import read_plane_events
 
     where = source or os.fspath(path)
-    host = read_plane_events(os.fspath(path), [HOST_PLANE], MEMORY_STATS, source=where)
+    host = read_plane_events(os.fspath(path), [HOST_PLANE], MEMORY_STATS, event_names=[ALLOCATION, DEALLOCATION],
+                             source=where)
     return memory_events_of(host, where)
 
 
@@ -117,7 +120,8 @@ def memory_events_from_bytes(data: bytes, *, source: str) -> MemoryEvents:
     from tpudoctor.captures.xspace import LoadOptions, decode_host
 
     host = decode_host(data, hostname="", source=source,
-                       options=LoadOptions(stats=dict(MEMORY_STATS), planes=frozenset([HOST_PLANE])))
+                       options=LoadOptions(stats=dict(MEMORY_STATS), planes=frozenset([HOST_PLANE]),
+                                           events=frozenset([ALLOCATION, DEALLOCATION])))
     return memory_events_of(host, source)
 
 
@@ -134,6 +138,10 @@ def memory_events_of(host: HostProfile, source: str) -> MemoryEvents:
     lines = host.lines
     counts = lines["n_events"].to_numpy(np.int64)
     first_row = np.concatenate(([0], np.cumsum(counts)))
+    # a load that left events out (memory_capture's) says where the kept ones were: times and the text order
+    # count from the lines' events in the file, as a whole decode's do
+    selected = host.selected_events
+    counts_in_file = counts if selected is None else selected.line_events_in_file
     on_plane = np.flatnonzero(lines["plane_id"].to_numpy() == plane_id)
     if not len(on_plane):
         return empty_memory_events(source, warnings=warnings)
@@ -146,15 +154,18 @@ def memory_events_of(host: HostProfile, source: str) -> MemoryEvents:
     rows = np.flatnonzero(is_memory)
     memory = events.iloc[rows]
     line_ts = lines["timestamp_ns"].to_numpy(np.int64)
-    with_events = on_plane[counts[on_plane] > 0]
+    with_events = on_plane[counts_in_file[on_plane] > 0]
     origin_ns = int(line_ts[with_events].min())
     line_row = np.repeat(on_plane, counts[on_plane])[rows]
     start_ps = memory["start_ps"].to_numpy(np.int64)
     offset_ps = start_ps - (line_ts[line_row] - host.time_origin_ns) * 1000
     n = len(memory)
     # the batch of TEXT_BATCH_EVENTS events of its line each event is in: the text categories' first key
-    line_first = (first_row[:-1] - low)[line_row]
-    batch = line_row * (1 + int(counts.max()) // TEXT_BATCH_EVENTS) + (rows - line_first) // TEXT_BATCH_EVENTS
+    if selected is None:
+        position = rows - (first_row[:-1] - low)[line_row]
+    else:
+        position = selected.position_in_line[low:high][rows]
+    batch = line_row * (1 + int(counts_in_file.max()) // TEXT_BATCH_EVENTS) + position // TEXT_BATCH_EVENTS
     order = _text_order(memory, batch)
     columns: dict[str, object] = {
         "allocator": _allocator_column(memory, order),

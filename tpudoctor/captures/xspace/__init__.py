@@ -7,7 +7,7 @@
 
 ``read_plane_events`` (``LoadOptions.planes``, ``LoadOptions.events``) is the entry for any reader of a
 capture's events besides ``profile``: the named planes only, the named events only, the stats asked for as
-columns.
+columns; ``LoadOptions.lines`` keeps every event of the named lines (memory's reader: ``XLA Modules``).
 
 Each module one job:
 
@@ -15,8 +15,8 @@ Each module one job:
 * ``decoder``: the wire level: plane and line headers, metadata, every event's fields and stats.
 * ``jit_wire``, ``compiled``: the same decoding as numba-compiled kernels, their machine code cached on disk
   and loaded with llvmlite (``LoadOptions.decoder``; the numpy decoder where numba is missing).
-* ``selection``: the planes and events a load asks for by name, chosen before they are decoded.
-* ``planes_on_disk``: a large local file walked plane by plane instead of parsed whole.
+* ``selection``: the planes, lines and events a load asks for by name, chosen before they are decoded.
+* ``planes_on_disk``: a large local file walked plane by plane instead of parsed whole, opened once.
 * ``tables``: the decoded planes as the ``HostProfile`` tables (columns, categoricals, frames).
 * ``host_profile``: ``HostProfile`` itself; ``lookup``: (plane, id) -> row lookups.
 * ``reader``: bytes or a file in, ``HostProfile`` or an ``InputError`` out.
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         CORE_STAT_COLUMNS,
         DEVICE_PLANE_PREFIXES,
         EVENT_STAT_COLUMNS,
+        LABEL_STATS,
         METADATA_STATS,
         STAT_KINDS,
         LoadOptions,
@@ -41,12 +42,12 @@ if TYPE_CHECKING:
     from tpudoctor.captures.xspace.host_profile import HostProfile
     from tpudoctor.captures.xspace.reader import decode_host, decode_host_file, read_plane_events
 
-__all__ = ["ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS", "METADATA_STATS",
-           "STAT_KINDS", "HostProfile", "LoadOptions", "decode_host", "decode_host_file", "read_plane_events"]
+__all__ = ["ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS", "LABEL_STATS",
+           "METADATA_STATS", "STAT_KINDS", "HostProfile", "LoadOptions", "decode_host", "decode_host_file", "read_plane_events"]
 
 _EXPORTS = {
     **dict.fromkeys(("ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS",
-                     "METADATA_STATS", "STAT_KINDS", "LoadOptions"), "tpudoctor.captures.xspace.columns"),
+                     "LABEL_STATS", "METADATA_STATS", "STAT_KINDS", "LoadOptions"), "tpudoctor.captures.xspace.columns"),
     "HostProfile": "tpudoctor.captures.xspace.host_profile",
     "decode_host": "tpudoctor.captures.xspace.reader",
     "decode_host_file": "tpudoctor.captures.xspace.reader",

@@ -42,6 +42,11 @@ EVENT_STAT_COLUMNS: dict[str, str] = {
     "_ct": "int",
     "_c": "uint",
 }
+# Integer stats that number or label things (steps, groups, runs, flow types), not quantities: kept in the
+# narrowest type that holds their values. Quantities (flops, bytes, picoseconds) keep 64 bits, so that
+# arithmetic on them cannot overflow; so do ids that are hashes (program_id, flow ids).
+LABEL_STATS = frozenset({"step_num", "iter_num", "group_id", "run_id", "replica_id", "tracing_count", "is_eager",
+                         "_r", "_pt", "_ct"})
 STAT_KINDS = ("int", "uint", "float", "str")
 DECODERS = ("auto", "jit", "numpy")
 # Always columns of ``events``, all-missing when the capture lacks them; the other stats of
@@ -93,8 +98,15 @@ class LoadOptions:
     """The names of the planes to decode (None: every plane); the others are skipped before their
     lines are read, and ``plane_id`` then counts the planes decoded."""
     events: Collection[str] | None = None
-    """The event metadata names to decode (None: every event); the others are dropped from their lines
-    before the decoder reads them (``selection``)."""
+    """The event metadata names to decode (None: every event, unless ``lines`` is given); the others are
+    dropped from their lines before the decoder reads them (``selection``)."""
+    lines: Collection[str] | None = None
+    """The names of the lines whose every event is decoded (None: every line, unless ``events`` is given); the
+    other lines keep their headers and only the events named in ``events`` (none where it is None)."""
+    lines_fallback_stats: Collection[str] = frozenset()
+    """With ``lines``: until a line of those names is met (file order), the lines of a plane whose stat metadata
+    names all of these stats keep all their events (a reader that falls back on them where there is no such
+    line: memory's program runs on a JAX CPU capture, from the op events carrying program_id and run_id)."""
     whole_bytes_stats: Collection[str] = frozenset()
     """Event metadata stats whose bytes values ``event_metadata`` keeps whole (the ``Hlo Proto`` of a program);
     other long bytes values keep only their size."""
@@ -106,10 +118,13 @@ class LoadOptions:
             if isinstance(self.planes, str):
                 raise ValueError(f"planes must be a collection of plane names, not the string {self.planes!r}")
             object.__setattr__(self, "planes", frozenset(self.planes))
-        if self.events is not None:
-            if isinstance(self.events, str):
-                raise ValueError(f"events must be a collection of event names, not the string {self.events!r}")
-            object.__setattr__(self, "events", frozenset(self.events))
+        object.__setattr__(self, "lines_fallback_stats", frozenset(self.lines_fallback_stats))
+        for field, what in (("events", "event names"), ("lines", "line names")):
+            value = getattr(self, field)
+            if value is not None:
+                if isinstance(value, str):
+                    raise ValueError(f"{field} must be a collection of {what}, not the string {value!r}")
+                object.__setattr__(self, field, frozenset(value))
         if self.decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {DECODERS}, not {self.decoder!r}")
         for kind in self.columns.values():

@@ -14,6 +14,8 @@ from tpudoctor.captures.xspace.lookup import RowLookup
 if TYPE_CHECKING:  # pandas is imported where a table is made: decoding runs while it imports
     import pandas as pd
 
+    from tpudoctor.captures.xspace.selection import SelectedEvents
+
 
 @dataclasses.dataclass
 class HostProfile:
@@ -38,6 +40,9 @@ class HostProfile:
     metadata_stats: frozenset[str] = frozenset()
     """Stats read from ``event_metadata`` instead of an ``events`` column (``stat_at``): asked for
     with ``metadata_stats=`` and carried by no event itself, as XLA's op facts (flops...) are."""
+    selected_events: SelectedEvents | None = None
+    """Where a load that left events out (``LoadOptions.lines`` / ``events``) found the ones it kept; None where
+    every event of the decoded planes is in ``events``."""
 
     def stat_at(self, name: str, rows: np.ndarray):
         """Stat ``name`` at event ``rows`` as a pandas array: the events' column, or for a stat of

@@ -14,7 +14,7 @@ from tpudoctor.captures.schema import message_class
 from tpudoctor.captures.xspace.columns import LoadOptions
 from tpudoctor.captures.xspace.decoder import XSpaceDecoder, jit_kernels
 from tpudoctor.captures.xspace.host_profile import HostProfile
-from tpudoctor.captures.xspace.planes_on_disk import layout, planes_on_disk
+from tpudoctor.captures.xspace.planes_on_disk import CaptureFile, layout, planes_on_disk
 from tpudoctor.captures.xspace.selection import Selection
 from tpudoctor.captures.xspace.tables import build_host_profile
 from tpudoctor.errors import InputError
@@ -45,33 +45,39 @@ def decode_host(data: bytes, *, hostname: str, source: str, options: LoadOptions
     file_size_bytes = len(data)
     del data  # parsed: the caller's read of the file need not stay while the events are decoded
     box = {"space": space}  # the decoder drops it once the events are decoded
-    chosen = Selection(options.planes, options.events)
+    chosen = _selection(options)
     decoder = XSpaceDecoder(lambda: chosen(box["space"].planes), list(space.errors), list(space.warnings),
                             release=box.clear, jit=jit_decoder(options, file_size_bytes),
                             whole_bytes_stats=options.whole_bytes_stats)
     del space
-    return _build(decoder, options, hostname=hostname, source=source, file_size_bytes=file_size_bytes)
+    profile = _build(decoder, options, hostname=hostname, source=source, file_size_bytes=file_size_bytes)
+    profile.selected_events = chosen.selected_events()
+    return profile
 
 
 def decode_host_file(path: str, *, hostname: str, source: str, options: LoadOptions = DEFAULT_OPTIONS) -> HostProfile:
     """``decode_host`` for a local file, read plane by plane when it is large: the file's bytes and
-    protobuf's parse are held for one plane at a time, not for the whole file."""
+    protobuf's parse are held for one plane at a time, not for the whole file. The file is opened once; with a
+    selection of lines or events (``LoadOptions``), each of its bytes is read once."""
     from tpudoctor.captures.validate import check_bytes
 
     size = os.path.getsize(path)
     with open(path, "rb") as handle:
         if size < STREAM_MIN_BYTES:
             return decode_host(handle.read(), hostname=hostname, source=source, options=options)
-        check_bytes(handle.read(1 << 20), source)  # format and text-copy checks on the head of the file
-        found = layout(handle, size)
-    if found is None:  # not a clean XSpace layout: the whole-file path says exactly what is wrong
-        with open(path, "rb") as handle:
-            return decode_host(handle.read(), hostname=hostname, source=source, options=options)
-    planes, errors, warnings = found
-    chosen = Selection(options.planes, options.events)
-    decoder = XSpaceDecoder(lambda: chosen(planes_on_disk(path, source, planes)), errors, warnings,
-                            jit=jit_decoder(options, size), whole_bytes_stats=options.whole_bytes_stats)
-    profile = _build(decoder, options, hostname=hostname, source=source, file_size_bytes=size)
+        head = handle.read(1 << 20)
+        check_bytes(head, source)  # format and text-copy checks on the head of the file
+        capture = CaptureFile(handle, head)
+        found = layout(capture, size)
+        if found is None:  # not a clean XSpace layout: the whole-file path says exactly what is wrong
+            capture.seek(0)
+            return decode_host(capture.read(size), hostname=hostname, source=source, options=options)
+        planes, errors, warnings = found
+        chosen = _selection(options)
+        decoder = XSpaceDecoder(lambda: chosen(planes_on_disk(capture, source, planes)), errors, warnings,
+                                jit=jit_decoder(options, size), whole_bytes_stats=options.whole_bytes_stats)
+        profile = _build(decoder, options, hostname=hostname, source=source, file_size_bytes=size)
+        profile.selected_events = chosen.selected_events()
     if options.planes is None and not profile.planes["plane_name"].astype(bool).any():
         raise InputError(f"{source} is not an XSpace profile: it decodes to no named planes",
                          hint="pass a <host>.xplane.pb written by the TensorFlow/JAX profiler")
@@ -95,6 +101,10 @@ def read_plane_events(path: str, plane_names: Collection[str], stats: Mapping[st
         if name not in host.events.columns:
             host.events[name] = missing_column(kind, len(host.events))
     return host
+
+
+def _selection(options: LoadOptions) -> Selection:
+    return Selection(options.planes, options.events, options.lines, options.lines_fallback_stats)
 
 
 def jit_decoder(options: LoadOptions, size_bytes: int):
