@@ -3,6 +3,8 @@ findings as a list with their fixes, tables, preformatted blocks, and the charts
 
 from __future__ import annotations
 
+import math
+
 from tpudoctor.reports.escape import html as e
 from tpudoctor.reports.view import Chart, Section, Shown, Table, View, shown
 
@@ -80,8 +82,6 @@ def chart_svg(chart: Chart) -> str:
 def roofline_svg(chart: Chart, width: int = 760, height: int = 420) -> str:
     """Log-log: the HBM roof rising to the ridge, the compute roof flat after it; a circle per point (area by its
     share), the marked point a diamond; ``legend[0]`` said under it."""
-    import math
-
     peak_flops, peak_hbm = chart.roofs
     ridge = peak_flops / peak_hbm
     xs, ys = [p.x for p in chart.points], [p.y for p in chart.points]

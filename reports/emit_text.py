@@ -10,6 +10,7 @@ import io
 
 from rich.console import Console
 
+from tpudoctor.reports.escape import plain
 from tpudoctor.reports.escape import text as escape
 from tpudoctor.reports.view import MARKERS, STYLES, Section, Shown, Table, View, shown
 
@@ -68,8 +69,6 @@ def _finding(console: Console, shown: Shown, indent: str, verbose: bool) -> None
 def table_lines(table: Table) -> list[str]:
     """Columns padded to their widest cell (right-aligned where ``align`` says ``r``), two spaces apart; the
     cells as plain one-line text, so widths count what is shown."""
-    from tpudoctor.reports.escape import plain
-
     rows = [[plain(c) for c in table.columns], *([plain(c) for c in row] for row in table.rows)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(table.columns))]
     right = [i < len(table.align) and table.align[i] == "r" for i in range(len(widths))]

@@ -191,23 +191,19 @@ def fix_lines(finding: Finding) -> list[str]:
 
 
 def scope_words(scope: Scope) -> str:
-    """``on workers 3, 7`` / ``on worker 0; hosts t1v-n-0``; empty for the whole node or job."""
-    parts = [f"{singular if len(values) == 1 else plural} {', '.join(values)}"
-             for singular, plural, values in (("worker", "workers", scope.workers), ("host", "hosts", scope.hosts),
-                                              ("chip", "chips", scope.chips)) if values]
+    """``on workers 0-7; hosts t1v-n-0``: worker lists folded into ranges (``describe_workers``), in every kind
+    and format; empty for the whole node or job."""
+    parts = [f"{singular if len(values) == 1 else plural} {words}"
+             for singular, plural, values, words in (
+                 ("worker", "workers", scope.workers, describe_workers(scope.workers)),
+                 ("host", "hosts", scope.hosts, ", ".join(scope.hosts)),
+                 ("chip", "chips", scope.chips, ", ".join(scope.chips))) if values]
     return f"on {'; '.join(parts)}" if parts else ""
 
 
 def where_words(finding: Finding) -> str:
-    """``on workers 0-7; host t1v-0``: the scope, worker lists folded into ranges; empty for a pass."""
-    if finding.status is Status.PASS:
-        return ""
-    scope = finding.scope
-    if len(scope.workers) > 2:
-        named = scope_words(dataclasses.replace(scope, workers=()))
-        workers = f"on workers {describe_workers(scope.workers)}"
-        return workers + (f"; {named.removeprefix('on ')}" if named else "")
-    return scope_words(scope)
+    """The scope a finding's line says (``scope_words``); empty for a pass."""
+    return "" if finding.status is Status.PASS else scope_words(finding.scope)
 
 
 def finding_line(finding: Finding, *, scope: bool = True) -> str:
@@ -236,6 +232,11 @@ class Shown:
     brief: bool = False
 
 
+def confidence_line(level: str, reasons: Sequence[str]) -> str:
+    """``confidence: medium - one host; 3 steps``: how sure a finding or a verdict is, in every kind."""
+    return f"confidence: {level}" + (f" - {'; '.join(reasons)}" if reasons else "")
+
+
 def shown(section: Section) -> list[Shown]:
     """The section's findings, each as ``Shown``: the one place that decides what of a finding is shown."""
     out = []
@@ -243,7 +244,7 @@ def shown(section: Section) -> list[Shown]:
         fix = finding.remediation if finding.status in (Status.FAIL, Status.WARN, Status.ERROR) else None
         sure = finding.confidence if section.confidence and finding.status is not Status.PASS else None
         out.append(Shown(finding.status, finding_line(finding, scope=not section.scope_said),
-                         f"confidence: {sure.level.value}" + (f" - {'; '.join(sure.reasons)}" if sure.reasons else "") if sure else "",
+                         confidence_line(sure.level.value, sure.reasons) if sure else "",
                          tuple(fix_lines(finding)) if fix else (), tuple(fix.commands) if fix else (),
                          (fix.docs_url or "") if fix else "", tuple(evidence_lines(finding)),
                          brief=finding.id in section.shown_above))
@@ -261,6 +262,11 @@ def evidence_lines(finding: Finding) -> list[str]:
             shown = shown[:EVIDENCE_CHARS - 3] + "..."
         out.append(f"{key}: {shown}")
     return out
+
+
+def figure(value: Any, spec: str = ".3f", missing: str = "-", unit: str = "") -> str:
+    """A figure the document may lack: ``format(value, spec)`` and its unit, or ``missing`` for none."""
+    return missing if value is None else f"{format(value, spec)}{unit}"
 
 
 def properties(pairs: Sequence[tuple[str, Any]]) -> tuple[tuple[str, str], ...]:

@@ -148,6 +148,23 @@ def test_the_slowed_worker_is_named_and_fail_on_gates(tmp_path):
     assert "Straggler: rank 0 (dp rank 0, stage 0) is persistently slow (compute)" in out.read_text()
 
 
+@needs_data
+def test_the_findings_the_exit_status_is_judged_on_are_shown_in_every_format(tmp_path):
+    """The AR trace's slowed worker fails the run (exit 1): its finding is a failed JUnit testcase and a finding line
+    in text, as in every other kind (the op trace's view once showed no finding: JUnit had no testcase at all)."""
+    import xml.etree.ElementTree as ET
+
+    from tpudoctor.cli import main
+
+    trace = str(DATA / "trace-AR.parquet")
+    assert main(["profile", "analyze", trace, "--format", "junit", "-o", str(tmp_path / "ar.xml")]) == 1
+    suite = ET.parse(tmp_path / "ar.xml").getroot().find("testsuite")
+    assert suite.get("failures") == "1", ET.tostring(suite, encoding="unicode")[:2000]
+    assert suite.find("testcase").get("name").startswith("pipeline-straggler-cost Rank 0 (dp rank 0, stage 0)")
+    assert main(["profile", "analyze", trace, "-o", str(tmp_path / "ar.txt")]) == 1
+    assert "[✗] pipeline-straggler-cost Rank 0 (dp rank 0, stage 0) is persistently slow" in (tmp_path / "ar.txt").read_text()
+
+
 def test_a_bad_op_trace_exits_2(tmp_path, capsys):
     from tpudoctor.cli import main
 

@@ -12,6 +12,7 @@ from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, shared_file
 from tpudoctor.captures import wire
 from tpudoctor.captures.schema import message_class
 from tpudoctor.captures.xspace import LoadOptions, decode_host, decode_host_file, reader
+from tpudoctor.captures.xspace import decoder as xspace_decoder
 from tpudoctor.captures.xspace.columns import DECODER_ENV
 from tpudoctor.errors import InputError
 
@@ -64,6 +65,15 @@ def test_compiled_decoder_plane_by_plane(monkeypatch):
     monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 0)
     streamed = decode_host_file(path, hostname="h", source=path, options=LoadOptions(decoder="jit"))
     _assert_same(whole, streamed)
+
+
+def test_compiled_decoder_with_batches_that_split_lines_equals_numpy(monkeypatch):
+    """Stat texts are read from each line's own bytes: batches of many lines, and lines split over batches."""
+    data = shared_file(GPU_CAPTURE).read_bytes()
+    numpy_host = decode_host(data, hostname="h", source="g", options=LoadOptions(decoder="numpy"))
+    monkeypatch.setattr(xspace_decoder, "BATCH_EVENTS", 997)
+    jit_host = decode_host(data, hostname="h", source="g", options=LoadOptions(decoder="jit"))
+    pd.testing.assert_frame_equal(jit_host.events, numpy_host.events)
 
 
 def _field(number: int, wire_type: int, payload: bytes) -> bytes:

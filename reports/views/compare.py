@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tpudoctor.profile.compare_report import GOODPUT_COMPARE, PROFILE_HISTORY, CompareReport
-from tpudoctor.reports.view import Section, Suite, Table, View, properties
+from tpudoctor.reports.view import Section, Suite, Table, View, figure, properties
 
 MOVERS_SHOWN = 10
 RATE_LABELS = {"flop_rate_flops_per_s": ("FLOP rate", 1e9, "GFLOP/s"),
@@ -37,10 +37,6 @@ def _delta(row: dict[str, Any]) -> str:
 
 def _ms(ps: float | None) -> str:
     return "n/a" if ps is None else f"{ps / 1e9:,.3f}"
-
-
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:+.1f}%"
 
 
 def comparability_lines(result: dict[str, Any]) -> list[str]:
@@ -99,7 +95,7 @@ def _ops(result: dict[str, Any]) -> Section | None:
     rates = diff.get("rates") or []
     rows = tuple((str(o["op_name"]), o["status"], _ms(o["baseline_time_ps"]), _ms(o["candidate_time_ps"]),
                   f"{(o['delta_time_ps'] or 0) / 1e9:+,.3f}",
-                  _pct(o["delta_avg_time_percent"]) if o["status"] not in ("added", "removed") else "",
+                  figure(o["delta_avg_time_percent"], "+.1f", "n/a", "%") if o["status"] not in ("added", "removed") else "",
                   _rates(o, rates), str(o.get("program") or "-")) for o in diff["movers"][:MOVERS_SHOWN])
     table = Table(("op (top movers by absolute time)", "status", f"baseline {unit}", f"candidate {unit}", "delta ms",
                    "avg", "rate deltas", "program"), rows, align="llrrrrll")
@@ -181,8 +177,7 @@ def view(result: dict[str, Any]) -> View:
                                                                       align="lrrrl")), _ops(result)]
         verdict, suite_name, classname = _verdict_line(result), "tpudoctor compare", "tpudoctor.profile.compare"
         sources = (("baseline", result["baseline"]["source"]), ("candidate", result["candidate"]["source"]))
-    sections = (*(s for s in body if s is not None), Section("Verdict", notes=(verdict,) if verdict else (),
-                                                             findings=findings))
+    sections = (*body, Section("Verdict", notes=(verdict,) if verdict else (), findings=findings))  # View drops None
     suite = Suite(suite_name, classname, properties=properties((
         *sources, ("comparable", str(result.get("comparable", True)).lower()), ("forced", result.get("forced")))),
         summary="\n".join([*(comparability_lines(result) if kind != GOODPUT_COMPARE else []), verdict]))

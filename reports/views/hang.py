@@ -5,12 +5,13 @@ frame, who waits, since when), the decision with its commands, the processes gro
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tpudoctor.findings import Status, describe_workers
-from tpudoctor.hang.model import Frame
-from tpudoctor.hang.report import STACK_DUMPS_SOURCE
+from tpudoctor.hang.model import Frame, ThreadStack
+from tpudoctor.hang.report import HangReport, ProcessState, StackGroup
 from tpudoctor.hang.rule import Category, is_library
 from tpudoctor.reports.view import MARKERS, Section, Suite, Table, View, findings_of, properties
 
@@ -56,29 +57,19 @@ def frame_lines(frames: Iterable[Frame], *, limit: int = MAX_FRAMES, code: bool 
     return lines
 
 
-def _frames(rows: Iterable[dict[str, Any]] | None) -> list[Frame]:
-    return [Frame.from_dict(row) for row in rows or ()]
-
-
-def _members(group: dict[str, Any]) -> list[Member]:
-    return [(m.get("worker"), int(m["pid"])) for m in group["members"]]
-
-
-def summary_line(doc: dict[str, Any]) -> str:
-    count = len([p for p in doc["processes"] if p.get("pid") or p.get("stack")])  # a pasted dump may not name its pid
-    workers = doc.get("workers") or {}
-    from_dumps = str((doc.get("environment") or {}).get("source", "")).startswith(STACK_DUMPS_SOURCE)
-    if workers:
-        silent = sum(1 for w in workers.values() if w.get("status") == "no_report")
-        where = f" on {len(workers)} workers" + (f" ({silent} sent no report)" if silent else "")
+def summary_line(report: HangReport) -> str:
+    count = len([p for p in report.processes if p.pid or p.stack])  # a pasted dump may not name its pid
+    if report.workers:
+        silent = sum(1 for w in report.workers.values() if w.get("status") == "no_report")
+        where = f" on {len(report.workers)} workers" + (f" ({silent} sent no report)" if silent else "")
     else:
-        where = " from stack dumps" if from_dumps else f" on {doc['host']}" if doc.get("host") else ""
-    samples, interval = int(doc["samples"]), float(doc["interval_s"])
+        where = " from stack dumps" if report.from_stack_dumps else f" on {report.host}" if report.host else ""
+    samples, interval = report.samples, report.interval_s
     said = f"{samples} sample(s)"
     if samples > 1 and interval <= 0:
         said += " (the dumps carry no time of their own)"
     elif samples > 1:
-        said += f" about {interval:.0f}s apart by the files' times" if from_dumps else f" {interval:g}s apart"
+        said += f" about {interval:.0f}s apart by the files' times" if report.from_stack_dumps else f" {interval:g}s apart"
     return f"{count} process(es){where}, {said}"
 
 
@@ -110,67 +101,60 @@ def _decision(doc: dict[str, Any]) -> Section | None:
                    commands=tuple(d["commands"]))
 
 
-def _groups(doc: dict[str, Any]) -> list[Section]:
-    if not doc["groups"]:
+def _groups(report: HangReport) -> list[Section]:
+    if not report.groups:
         return []
-    states = {(p.get("worker"), int(p["pid"])): p for p in doc["processes"]}
-    last_threads = {(c.get("worker"), int(c["pid"])): (c["samples"][-1].get("threads") or [])
-                    for c in doc.get("captures") or [] if c.get("samples")}
+    states = {(p.worker, p.pid): p for p in report.processes}
+    last_threads = {(c.worker, c.pid): c.samples[-1].threads for c in report.captures if c.samples}
     rows, sections = [], []
-    for group in doc["groups"]:
-        members = _members(group)
-        state = next((states[m] for m in members if m in states), None)
-        progress = _progress(group, members, states)
-        frame = Frame.from_dict(state["frame"]) if state and state.get("frame") else None
-        rows.append((members_words(members), category_words(group["category"]),
+    for group in report.groups:
+        state = next((states[m] for m in group.members if m in states), None)
+        progress = _progress(group, states)
+        frame = state.frame if state else None
+        rows.append((members_words(group.members), category_words(group.category),
                      f"{frame.function} ({frame.where})" if frame else "", progress,
-                     "odd one out" if group.get("odd_one_out") else ""))
-        threads = last_threads.get(members[0]) or []
-        sections += _group_sections(group, members, state, progress, threads)
+                     "odd one out" if group.odd_one_out else ""))
+        sections += _group_sections(group, state, progress, last_threads.get(group.members[0]) or [])
     table = Table(("processes", "where", "frame", "progress", ""), tuple(rows),
-                  marked_rows=frozenset(i for i, g in enumerate(doc["groups"]) if g.get("odd_one_out")))
+                  marked_rows=frozenset(i for i, g in enumerate(report.groups) if g.odd_one_out))
     head = Section("Where the processes stand", notes=("training thread, innermost frame first; like py-spy dump",),
                    table=table)
     return [head, *sections]
 
 
-def _progress(group: dict[str, Any], members: list[Member], states: dict[Member, dict[str, Any]]) -> str:
+def _progress(group: StackGroup, states: dict[Member, ProcessState]) -> str:
     """``frozen``, ``moving`` or ``2 frozen, 1 unknown``; nothing for processes with no stack."""
-    if group["category"] in (Category.UNKNOWN.value, Category.GONE.value):
+    if group.category in (Category.UNKNOWN.value, Category.GONE.value):
         return ""
-    counts: dict[str, int] = {}
-    for member in members:
-        if member in states:
-            counts[states[member]["progress"]] = counts.get(states[member]["progress"], 0) + 1
+    counts = Counter(states[member].progress for member in group.members if member in states)
     return next(iter(counts)) if len(counts) == 1 else ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
 
 
-def _group_sections(group: dict[str, Any], members: list[Member], state: dict[str, Any] | None, progress: str,
-                    threads: list[dict[str, Any]]) -> list[Section]:
-    title = (f"{members_words(members)}: {category_words(group['category'])}" + (f", {progress}" if progress else "")
-             + (" (the odd one out)" if group.get("odd_one_out") else ""))
-    notes = [n for n in ((state or {}).get("detail"), (state or {}).get("progress_why")) if n]
-    if not group["stack"]:
+def _group_sections(group: StackGroup, state: ProcessState | None, progress: str,
+                    threads: list[ThreadStack]) -> list[Section]:
+    title = (f"{members_words(group.members)}: {category_words(group.category)}" + (f", {progress}" if progress else "")
+             + (" (the odd one out)" if group.odd_one_out else ""))
+    notes = [n for n in ((state.detail, state.progress_why) if state else ()) if n]
+    if not group.stack:
         return [Section(title, notes=tuple(notes))]
-    thread = next((t for t in threads if t.get("name") == group["thread"]), None)
-    status = ("active" if thread["active"] else "idle") if thread else "?"
-    notes.append(f"Thread {str(thread['tid']) + ' ' if thread else ''}({status}): {group['thread']!r}")
-    code = frame_lines(_frames(group["stack"]))
-    others = [t for t in threads if t.get("name") != group["thread"] and t.get("frames")]
+    thread = next((t for t in threads if t.name == group.thread), None)
+    status = ("active" if thread.active else "idle") if thread else "?"
+    notes.append(f"Thread {str(thread.tid) + ' ' if thread else ''}({status}): {group.thread!r}")
+    code = frame_lines(group.stack)
+    others = [t for t in threads if t.name != group.thread and t.frames]
     shown: list[str] = []
     extra: list[str] = []
     for other in others:
-        frames = _frames(other["frames"])
-        lines = [f"Thread {other['tid']} ({'active' if other.get('active') else 'idle'}): {other['name']!r}",
-                 *(f"  {line}" for line in frame_lines(frames, limit=6)),
-                 *(f"  holds: {held}" for f in frames for held in f.holding)]
-        important = group.get("odd_one_out") and (other.get("active") or any(f.holding for f in frames))
+        lines = [f"Thread {other.tid} ({'active' if other.active else 'idle'}): {other.name!r}",
+                 *(f"  {line}" for line in frame_lines(other.frames, limit=6)),
+                 *(f"  holds: {held}" for f in other.frames for held in f.holding)]
+        important = group.odd_one_out and (other.active or any(f.holding for f in other.frames))
         (shown if important else extra).extend(lines)
     sections = [Section(title, notes=tuple(notes), code=tuple(code + shown), level=3)]
-    native = _frames((state or {}).get("native"))
+    native = state.native if state else []
     if native or extra:
         more = ([*("native frames under it:", *frame_lines(native, code=False, limit=8))] if native else []) + extra
-        sections.append(Section(f"{members_words(members)}: more threads and native frames", code=tuple(more),
+        sections.append(Section(f"{members_words(group.members)}: more threads and native frames", code=tuple(more),
                                 verbose_only=True, level=3))
     return sections
 
@@ -188,15 +172,15 @@ def _digests(doc: dict[str, Any]) -> Section | None:
 
 
 def view(doc: dict[str, Any]) -> View:
-    findings = findings_of(doc)
+    findings, report = findings_of(doc), HangReport.from_dict(doc)
     target = doc.get("target") or {}
     version = (doc.get("tool") or {}).get("version", "")
     title = " · ".join([f"tpudoctor hang {version}"] + [f"{k} {target[k]}" for k in ("project", "zone", "tpu", "worker")
                                                         if target.get(k)])
-    sections = [_verdict(doc), _decision(doc), *_groups(doc), _digests(doc), Section("Findings", findings=findings)]
+    sections = [_verdict(doc), _decision(doc), *_groups(report), _digests(doc), Section("Findings", findings=findings)]
     decision = doc.get("decision") or {}
     suite = Suite("tpudoctor hang", "tpudoctor.hang", duration_s=float(doc.get("duration_s") or 0.0),
                   timestamp=doc["started_at"], hostname=doc.get("host") or "", properties=properties((
                       ("verdict", doc["verdict"]), ("confidence", doc["confidence"]),
                       ("decision", decision.get("action", "")), *target.items())))
-    return View("hang", title, (summary_line(doc),), tuple(sections), findings, suite)
+    return View("hang", title, (summary_line(report),), tuple(sections), findings, suite)

@@ -5,6 +5,7 @@ the hosts, and what the capture holds host by host), and an op trace's what-if (
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 from tpudoctor.reports.view import (
@@ -15,6 +16,8 @@ from tpudoctor.reports.view import (
     Suite,
     Table,
     View,
+    confidence_line,
+    figure,
     findings_of,
     properties,
 )
@@ -27,10 +30,6 @@ MAX_ROOFLINE_OPS = 10
 UNMEASURABLE = "n/a*"
 UNMEASURABLE_NOTE = ("* above the roof: the op's recorded time is too short for a rate (an async start such as "
                      "copy-start, or below the timer's resolution); JSON keeps xprof's figures")
-
-
-def _f(value: Any, spec: str = ".3f") -> str:
-    return "-" if value is None else format(float(value), spec)
 
 
 def _cell(value: Any) -> str:
@@ -71,15 +70,6 @@ def format_ps(value_ps: int | float | None) -> str:
         if value_ps >= scale:
             return f"{value_ps / scale:.3g} {unit}" if value_ps / scale < 100 else f"{value_ps / scale:,.0f} {unit}"
     return f"{value_ps} ps"
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3g}%"
-
-
-def confidence_words(confidence: dict[str, Any]) -> str:
-    reasons = "; ".join(confidence.get("reasons") or [])
-    return f"{confidence.get('level', 'unknown')}" + (f" - {reasons}" if reasons else "")
 
 
 def steps_line(st: dict[str, Any]) -> str:
@@ -187,10 +177,12 @@ def peaks_line(r: dict[str, Any]) -> str:
 def program_line(r: dict[str, Any]) -> str:
     p = r["program"]
     oi = p.get("hbm_operational_intensity_flops_per_byte")
-    return (f"program: {si(p['flop_rate_flops_per_s'], 'FLOP/s')} ({_pct(p['compute_efficiency_percent'])} of peak), "
-            f"MFU {_pct(p['mfu_percent'])}, HBM {si(p['hbm_bw_bytes_per_s'], 'B/s')} "
-            f"({_pct(p['hbm_bw_utilization_percent'])} of peak), {'n/a' if oi is None else f'{oi:.3g}'} FLOP per HBM "
-            f"byte, bound by {p['bound_by']}, roofline efficiency {_pct(p['roofline_efficiency_percent'])}")
+    pct = {k: figure(p[k], ".3g", "n/a", "%") for k in ("compute_efficiency_percent", "mfu_percent",
+                                                        "hbm_bw_utilization_percent", "roofline_efficiency_percent")}
+    return (f"program: {si(p['flop_rate_flops_per_s'], 'FLOP/s')} ({pct['compute_efficiency_percent']} of peak), "
+            f"MFU {pct['mfu_percent']}, HBM {si(p['hbm_bw_bytes_per_s'], 'B/s')} "
+            f"({pct['hbm_bw_utilization_percent']} of peak), {figure(oi, '.3g', 'n/a')} FLOP per HBM "
+            f"byte, bound by {p['bound_by']}, roofline efficiency {pct['roofline_efficiency_percent']}")
 
 
 def op_row(op: dict[str, Any]) -> tuple[str, ...]:
@@ -200,8 +192,8 @@ def op_row(op: dict[str, Any]) -> tuple[str, ...]:
     return (str(op.get("program") or ""), str(op["op_name"]), str(op.get("category") or ""), str(op["bound_by"]),
             f"{op.get('total_time_percent') or 0:.1f}",
             UNMEASURABLE if above else si(op.get("flop_rate_flops_per_s"), "FLOP/s"),
-            UNMEASURABLE if above else si(op.get("hbm_bw_bytes_per_s"), "B/s"), "n/a" if oi is None else f"{oi:.3g}",
-            UNMEASURABLE if above else _pct(op.get("roofline_efficiency_percent")))
+            UNMEASURABLE if above else si(op.get("hbm_bw_bytes_per_s"), "B/s"), figure(oi, ".3g", "n/a"),
+            UNMEASURABLE if above else figure(op.get("roofline_efficiency_percent"), ".3g", "n/a", "%"))
 
 
 def _roofline(r: dict[str, Any] | None) -> Section | None:
@@ -325,7 +317,8 @@ def _capture(summary: dict[str, Any]) -> list[Section]:
 def _diagnosis(doc: dict[str, Any]) -> list[Section | None]:
     confidence = doc.get("verdict_confidence")
     verdict = Section(notes=(f"Verdict: {str(doc['verdict']).upper()} - {doc.get('verdict_reason', '')}",
-                             *([f"confidence: {confidence_words(confidence)}"] if confidence else [])), marked=True)
+                             *([confidence_line(confidence.get("level", "unknown"), confidence.get("reasons") or [])]
+                               if confidence else [])), marked=True)
     dev, host_ops = doc.get("device_ops") or {}, (doc.get("host_ops") or {}).get("table") or []
     sections = [verdict, _steps(doc), _gaps(doc),
                 Section("Findings", findings=findings_of(doc), notes=() if doc.get("findings") else ("no findings",),
@@ -390,26 +383,26 @@ def whatif_sentences(w: dict[str, Any]) -> list[str]:
     meta = w.get("meta") or {}
     sizes = " x ".join(f"{k[:-5]} {meta[k]}" for k in ("dp_size", "pp_size", "tp_size") if k in meta)
     lines = [f"{w['workers']} workers{f' ({sizes})' if sizes else ''}, {w['steps']} steps replayed as a dependency "
-             f"graph (pipeline sends/receives, data-parallel and global collectives): {_f(w['simulated_step_ms'], '.1f')} "
-             f"ms per step, {_f(w['ideal_step_ms'], '.1f')} ms with every op at its type's typical duration: "
-             f"slowdown S = {_f(w['slowdown'])}."]
+             f"graph (pipeline sends/receives, data-parallel and global collectives): {figure(w['simulated_step_ms'], '.1f')} "
+             f"ms per step, {figure(w['ideal_step_ms'], '.1f')} ms with every op at its type's typical duration: "
+             f"slowdown S = {figure(w['slowdown'])}."]
     if w["cause"] == "persistent worker":
         for r in (w.get("priced_workers") or [])[:3]:
             since = f" since step {r['onset_step']}" if r.get("onset_step") is not None else ""
             lines.append(f"Straggler: rank {r['rank']} (dp rank {r['dp_rank']}, stage {r['stage']}) is persistently "
                          f"slow{since} ({r['time_class']}): removing its persistent excess saves "
-                         f"{_f(r['persistent_saved_ms'], '.1f')} ms per step ({_f(r['persistent_saved_percent'], '.1f')}%); "
-                         f"all its ops at the typical duration: {_f(r['saved_ms'], '.1f')} ms.")
+                         f"{figure(r['persistent_saved_ms'], '.1f')} ms per step ({figure(r['persistent_saved_percent'], '.1f')}%); "
+                         f"all its ops at the typical duration: {figure(r['saved_ms'], '.1f')} ms.")
     elif w["cause"] == "stage imbalance":
-        lines.append(f"Stage imbalance: fixing the last stage (stage {w['m_s_stage']}) removes M_S = {_f(w['m_s'])} of "
+        lines.append(f"Stage imbalance: fixing the last stage (stage {w['m_s_stage']}) removes M_S = {figure(w['m_s'])} of "
                      "the slowdown; no single worker's excess is persistent and large enough to name.")
     elif w["cause"] == "random imbalance":
-        lines.append(f"The slowdown (S = {_f(w['slowdown'])}) is spread across the workers (random imbalance): no "
+        lines.append(f"The slowdown (S = {figure(w['slowdown'])}) is spread across the workers (random imbalance): no "
                      "worker's excess over its stage peers is persistent beyond noise, so no host is named.")
     else:
         lines.append("No slowdown beyond noise.")
-    lines.append(f"M_W = {_f(w['m_w'])} (fixing the worst worker, rank {w['m_w_worker']}); "
-                 f"M_S = {_f(w['m_s'])} (fixing the last stage, stage {w['m_s_stage']}).")
+    lines.append(f"M_W = {figure(w['m_w'])} (fixing the worst worker, rank {w['m_w_worker']}); "
+                 f"M_S = {figure(w['m_s'])} (fixing the last stage, stage {w['m_s_stage']}).")
     return lines
 
 
@@ -431,10 +424,8 @@ def _critical_path(w: dict[str, Any]) -> Section | None:
     path = w.get("critical_path") or []
     if not path:
         return None
-    ranks: dict[int, int] = {}
-    for r in path:
-        ranks[r["rank"]] = ranks.get(r["rank"], 0) + 1
-    top = ", ".join(f"rank {k} {v}" for k, v in sorted(ranks.items(), key=lambda kv: -kv[1])[:5])
+    ranks = Counter(r["rank"] for r in path)
+    top = ", ".join(f"rank {k} {v}" for k, v in ranks.most_common(5))
     end = max(float(r["end_ms"]) for r in path)
     lanes = sorted(ranks)[:MAX_LANES]
     stage = {r["rank"]: (r["dp_rank"], r["stage"]) for r in path}
@@ -445,17 +436,18 @@ def _critical_path(w: dict[str, Any]) -> Section | None:
                   for rank in lanes for r in path if r["rank"] == rank)
     return Section("Critical path", notes=(
         f"Critical path of the slowest step (step {w.get('critical_step')}): {len(path)} ops, "
-        f"{_f(path[-1]['end_ms'], '.1f')} ms; ops per worker on it: {top}.",),
+        f"{figure(path[-1]['end_ms'], '.1f')} ms; ops per worker on it: {top}.",),
         chart=Chart("critical path of the slowest step", spans=spans, axis=("", "0 ms", f"{end:.1f} ms"),
                     legend=("compute on the critical path", "communication on it (send/receive, collective)")))
 
 
 def whatif_view(doc: dict[str, Any]) -> View:
-    w = doc["whatif"]
-    sections: list[Section] = [Section(notes=tuple(whatif_sentences(w)), marked=True)]
+    w, findings = doc["whatif"], findings_of(doc)  # what the exit status is judged on, shown as in every kind
+    sections: list[Section] = [Section(notes=tuple(whatif_sentences(w)), marked=True),
+                               Section("Findings", findings=findings, notes=() if findings else ("no findings",))]
     if w["status"] == "known":
         sections += [Section(f"Slowdown with only one {title} as recorded (S_G)", table=Table(
-            (title, "S_G"), tuple((str(r["group"]), _f(r["slowdown"])) for r in w.get(key, [])[:MAX_GROUP_ROWS]), "lr"))
+            (title, "S_G"), tuple((str(r["group"]), figure(r["slowdown"])) for r in w.get(key, [])[:MAX_GROUP_ROWS]), "lr"))
             for title, key in (("op type", "by_optype"), ("dp rank", "by_dp_rank"), ("stage", "by_stage"))]
         sections.append(Section("Workers (largest all-typical saving first)", table=Table(
             tuple(label for _, label in WORKER_COLUMNS),
@@ -465,4 +457,4 @@ def whatif_view(doc: dict[str, Any]) -> View:
     suite = Suite("tpudoctor profile analyze (op trace)", "tpudoctor.profile.whatif", properties=properties((
         ("source", doc["source"]), ("slowdown", w.get("slowdown")), ("cause", w.get("cause")))))
     return View("profile", f"tpudoctor profile analyze: op trace {doc['source']}", (),
-                tuple(sections), (), suite)
+                tuple(sections), findings, suite)

@@ -73,7 +73,7 @@ class SpaceHeaders:
     def __post_init__(self) -> None:
         self.line_counts = np.asarray([row[6] for row in self.lines], dtype=np.int64)
         self.line_timestamp_ns = np.asarray([row[4] for row in self.lines], dtype=np.int64)
-        self.line_plane = np.asarray([row[0] for row in self.lines], dtype=np.int32)
+        self.line_plane = np.asarray([row[0] for row in self.lines], dtype=code_dtype(len(self.planes)))
         with_events = self.line_counts > 0
         self.origin_ns = int(self.line_timestamp_ns[with_events].min()) if with_events.any() else 0
         """The earliest timestamp of a line with events: ``start_ps`` counts from it."""
@@ -82,10 +82,20 @@ class SpaceHeaders:
         """Row of each plane's first stat name in all planes' ``stat_names`` laid end to end."""
 
 
+def code_dtype(n_values: int) -> type:
+    """The narrowest signed integer type of ``n_values`` codes (0 to n - 1, and -1): the one pandas gives
+    the codes of that many categories, so that from_codes keeps the array. Plane ids are typed so too:
+    the events' ``plane_name`` codes are then their ``plane_id`` column itself."""
+    for dtype in (np.int8, np.int16, np.int32):  # strictly below the maximum, as pandas' coerce_indexer_dtype
+        if n_values < np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
 @dataclasses.dataclass
 class EventFields:
-    """Per event, in file order: where it is (``line``: row of ``SpaceHeaders.lines``, ``plane``: its
-    plane_id; int32) and its own fields (int64; ``offset_ps`` from its line's timestamp), which
+    """Per event, in file order: where it is (``line``: row of ``SpaceHeaders.lines``; ``plane``: its
+    plane_id; both in ``code_dtype``) and its own fields (int64; ``offset_ps`` from its line's timestamp), which
     ``XSpaceDecoder.read_events`` fills. The table builder takes the arrays over one by one."""
 
     line: np.ndarray
@@ -96,8 +106,9 @@ class EventFields:
 
     @classmethod
     def allocate(cls, headers: SpaceHeaders) -> EventFields:
-        line = np.repeat(np.arange(len(headers.line_counts), dtype=np.int32), headers.line_counts)
-        plane = headers.line_plane[line]
+        line = np.repeat(np.arange(len(headers.line_counts), dtype=code_dtype(len(headers.line_counts))),
+                         headers.line_counts)
+        plane = np.repeat(headers.line_plane, headers.line_counts)
         return cls(line, plane, *(np.zeros(headers.n_events, dtype=np.int64) for _ in range(3)))
 
 
@@ -215,7 +226,7 @@ class XSpaceDecoder:
             stats = _decode_stats(buffer, stat_event, stat_start, stat_end, fields.plane[stat_event], stat_rows,
                                   wanted_row)
             del stat_event, stat_start, stat_end
-            batch = StatBatch(stats, _StringResolver(buffer, stats, headers.stat_ids, headers.stat_names))
+            batch = StatBatch(stats, _StringResolver(_BufferTexts(buffer), stats, headers.stat_ids, headers.stat_names))
             del buffer, stats
             yield batch
             del batch
@@ -228,7 +239,7 @@ class XSpaceDecoder:
         wanted_row = np.asarray([wanted is None or name in wanted for names in headers.stat_names for name in names],
                                 dtype=bool)
         stats = _StatArrays(BATCH_EVENTS * 2)
-        pieces: list[bytes] = []  # the batch's lines: stat texts are read from their joined bytes
+        pieces: list[bytes] = []  # the batch's lines: stat texts are read from each line's bytes
         text_base = batch_events = row = 0
         for plane_index, plane in enumerate(self.planes()):
             stat_ids, stat_row_offset = headers.stat_ids[plane_index], int(headers.stat_offsets[plane_index])
@@ -309,23 +320,49 @@ class _StatArrays:
         self.arrays = larger
 
     def batch(self, pieces: list[bytes], headers: SpaceHeaders, fields: EventFields) -> StatBatch:
-        """The stats gathered so far as a ``StatBatch`` over the joined bytes of its lines."""
+        """The stats gathered so far as a ``StatBatch`` over its lines' bytes."""
         event, name_row, kind, raw, text_start, text_length = (array[:self.n] for array in self.arrays)
         self.n = 0
         stats = {"event": event, "plane": fields.plane[event], "name_row": name_row, "kind": kind, "raw": raw,
                  "text_start": text_start, "text_length": text_length}
-        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        return StatBatch(stats, _StringResolver(_Bytes(data), stats, headers.stat_ids, headers.stat_names))
+        return StatBatch(stats, _StringResolver(_LineTexts(pieces), stats, headers.stat_ids, headers.stat_names))
 
 
-class _Bytes:
-    """Plain bytes where ``_StringResolver`` reads a ``wire.Buffer``."""
+class _LineTexts:
+    """The stat texts of a batch of lines, read from each line's own bytes (positions count from the
+    first line's start, the lines laid end to end): no joined copy of the batch's bytes."""
 
-    def __init__(self, data: bytes):
-        self._data = data
+    def __init__(self, lines: list[bytes]):
+        self.lines = lines
+        sizes = np.asarray([len(line) for line in lines], dtype=np.int64)
+        self.ends = np.cumsum(sizes)
+        self.firsts = self.ends - sizes
 
-    def data(self) -> bytes:
-        return self._data
+    def slices(self, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+        """The bytes at each (start, length)."""
+        if len(self.lines) == 1:
+            data = self.lines[0]
+            return [data[start:end] for start, end in zip(starts.tolist(), (starts + lengths).tolist(), strict=True)]
+        # a text lies within one line: the one whose end is past its start (an empty line ends where the next starts)
+        line = np.minimum(np.searchsorted(self.ends, starts, side="right"), len(self.lines) - 1)
+        local = starts - self.firsts[line]
+        lines = self.lines
+        return [lines[index][start:end]
+                for index, start, end in zip(line.tolist(), local.tolist(), (local + lengths).tolist(), strict=True)]
+
+
+class _BufferTexts:
+    """The stat texts of a batch decoded by numpy, read from its joined buffer."""
+
+    def __init__(self, buffer: wire.Buffer):
+        self.buffer = buffer
+        self._data: bytes | None = None
+
+    def slices(self, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+        if self._data is None:
+            self._data = self.buffer.data()
+        data = self._data
+        return [data[start:end] for start, end in zip(starts.tolist(), (starts + lengths).tolist(), strict=True)]
 
 
 def _batches(line_events: list[Any], line_counts: np.ndarray):
@@ -348,42 +385,35 @@ def _batches(line_events: list[Any], line_counts: np.ndarray):
 
 
 class _StringResolver:
-    """String values of stat rows: str values decoded once per distinct value, refs resolved to names."""
+    """String values of stat rows: str values decoded once per distinct value, refs resolved to names.
+    ``texts``: where their bytes are read (``_LineTexts``, ``_BufferTexts``)."""
 
-    def __init__(self, buffer, stats, stat_ids, stat_names):
-        self.buffer, self.stats, self.stat_plane = buffer, stats, stats["plane"]
+    def __init__(self, texts, stats, stat_ids, stat_names):
+        self.texts, self.stats, self.stat_plane = texts, stats, stats["plane"]
         self.stat_ids, self.stat_names = stat_ids, stat_names
-        self._data: bytes | None = None
 
     def codes(self, rows: np.ndarray, index: dict[str, int]) -> np.ndarray:
         kinds = self.stats["kind"][rows]
         if not ((kinds == STR) | (kinds == BYTES)).all():  # refs and numbers written out: one by one
             return np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in self.values(rows)),
                                dtype=np.int32, count=len(rows))
-        if self._data is None:
-            self._data = self.buffer.data()
-        data = self._data
-        starts = self.stats["text_start"][rows]
-        chunks = [data[start:end] for start, end in zip(starts.tolist(), (starts + self.stats["text_length"][rows]).tolist(),
-                                                        strict=True)]
+        chunks = self.texts.slices(self.stats["text_start"][rows], self.stats["text_length"][rows])
         code_of = dict.fromkeys(chunks)  # distinct values in first-seen order
         for chunk in code_of:
             code_of[chunk] = index.setdefault(chunk.decode("utf-8", errors="replace"), len(index))
         return np.fromiter(map(code_of.__getitem__, chunks), dtype=np.int32, count=len(chunks))
 
     def values(self, rows: np.ndarray) -> list[object]:
-        if self._data is None:
-            self._data = self.buffer.data()
-        data = self._data
         stats = self.stats
+        kinds = stats["kind"][rows]
+        is_text = (kinds == STR) | (kinds == BYTES)
+        chunks = iter(self.texts.slices(stats["text_start"][rows][is_text], stats["text_length"][rows][is_text]))
         cache: dict[bytes, str] = {}
         out: list[object] = []
-        for kind, raw, start, length, plane in zip(
-            stats["kind"][rows].tolist(), stats["raw"][rows].tolist(), stats["text_start"][rows].tolist(),
-            stats["text_length"][rows].tolist(), self.stat_plane[rows].tolist(), strict=False,
-        ):
+        for kind, raw, plane in zip(kinds.tolist(), stats["raw"][rows].tolist(), self.stat_plane[rows].tolist(),
+                                    strict=True):
             if kind == STR or kind == BYTES:
-                chunk = data[start:start + length]
+                chunk = next(chunks)
                 text = cache.get(chunk)
                 if text is None:
                     text = cache[chunk] = chunk.decode("utf-8", errors="replace")
