@@ -38,13 +38,15 @@ ops at a time; bincounts a chunk at a time, pandas only for the groups whose own
 over their rows); masks by category code; the HBM bytes written over bytes_accessed; the loop check's 135,000
 gaps between runs as rows of name codes (``np.unique``), not a tuple of strings each. The whole ``profile
 analyze`` on the 1 GB capture: peak RSS 2,680,000 -> 2,466,000 KB (3 pairs, load 1.25 -> 3.4; wall
-14.3/22.1/19.7 -> 9.9/21.4/16.6 s, the load's). JSON reports byte-identical (``check_profile_reports.py``, the
-1 GB one by ``cmp``). The 57 MB GPU capture (``bench_xprof_rs.py``'s), 9 pairs at load 0.9 -> 1.2: 0.79 ->
-0.78 s median (0.74-0.82 vs 0.71-0.82), 238 -> 236 MB (2eaf502, with main's loader, 9 pairs at load 1.7-2.0:
-0.87 vs 0.88 s): its analyses are 0.13-0.17 s of it, within the noise. The x50 v6e capture, 7 pairs at load
-1.2: 0.89 -> 0.84 s median, 278 MB both. The report's schema check there: importing jsonschema 0.024 s,
-validating 0.005 s (``tpudoctor.schema``); kept on every run (it is what turns a malformed report into exit 3
-rather than a wrong file).
+14.3/22.1/19.7 -> 9.9/21.4/16.6 s, the load's). After merging main (3104ee9, its narrower loaded tables), main
+vs this branch, 2 pairs at load 1.9 -> 4.0: 2,603,856/2,610,928 -> 2,398,376/2,392,812 KB, 18.3/21.5 ->
+15.6/14.9 s. JSON reports byte-identical (``check_profile_reports.py``, the 1 GB one by ``cmp``). The 57 MB
+GPU capture (``bench_xprof_rs.py``'s), 9 pairs at load 0.9 -> 1.2: 0.79 -> 0.78 s median (0.74-0.82 vs
+0.71-0.82), 238 -> 236 MB (2eaf502, with main's loader, 9 pairs at load 1.7-2.0: 0.87 vs 0.88 s): its analyses
+are 0.13-0.17 s of it, within the noise. The x50 v6e capture, 7 pairs at load 1.2: 0.89 -> 0.84 s median, 278
+MB both. The report's schema check there: importing jsonschema 0.024 s, validating 0.005 s
+(``tpudoctor.schema``); kept on every run (it is what turns a malformed report into exit 3 rather than a wrong
+file).
 """
 
 from __future__ import annotations
