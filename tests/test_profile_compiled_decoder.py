@@ -85,6 +85,9 @@ def test_threaded_decode_equals_serial_with_small_batches(monkeypatch, name):
     data = shared_file(name).read_bytes()
     options = LoadOptions(decoder="jit")
     assert xspace_decoder.decode_threads(1000) == 1  # a small capture: no thread
+    for cores, threads in ((1, 1), (2, 1), (3, 2), (6, 5), (64, xspace_decoder.MAX_DECODE_THREADS)):
+        monkeypatch.setattr(xspace_decoder.os, "sched_getaffinity", lambda pid, n=cores: set(range(n)), raising=False)
+        assert xspace_decoder.decode_threads(10 ** 8) == threads  # one core left to the thread that fills the columns
     monkeypatch.setattr(xspace_decoder, "decode_threads", lambda n_events: 1)
     serial = decode_host(data, hostname="h", source="c", options=options)
     monkeypatch.setattr(xspace_decoder, "decode_threads", lambda n_events: 3)

@@ -16,13 +16,14 @@ With ``jit`` (``compiled.Kernels``), each line's bytes are walked once by compil
 The planes come from a callable called twice (headers, then events), each line parsed when it is
 reached, so that a file read plane by plane (``planes_on_disk``) holds one parsed line at a time.
 
-From ``PARALLEL_MIN_EVENTS`` events the compiled kernel runs on a thread per core (at most
-``MAX_DECODE_THREADS``; ctypes lets the GIL go while it runs): this thread reads the lines and fills the
-columns while the threads decode the next batches of whole lines, each into rows of its own (a line's
-first row is known from the headers). Batches are yielded in file order, so the tables are the serial
-decode's; one batch more than the threads is alive at a time. On the 1 GB capture the kernel is about
-3 s of the events' 3.5-3.9 s and this thread's share about 1.1-1.5 s (reading the lines, the columns).
-The second read of the lines (headers, then events) costs about 0.1 s on 1 GB: not worth holding them.
+From ``PARALLEL_MIN_EVENTS`` events, on three cores or more, the compiled kernel runs on a thread per
+core but one (at most ``MAX_DECODE_THREADS``; ctypes lets the GIL go while it runs): this thread reads
+the lines and fills the columns while the threads decode the next batches of whole lines, each into rows
+of its own (a line's first row is known from the headers). Batches are yielded in file order, so the
+tables are the serial decode's; one batch more than the threads is alive at a time. On the 1 GB capture
+the kernel is about 3 s of the events' 3.5-3.9 s and this thread's share about 1.1-1.5 s (reading the
+lines, the columns). The second read of the lines (headers, then events) costs about 0.1 s on 1 GB: not
+worth holding them.
 """
 
 from __future__ import annotations
@@ -346,15 +347,19 @@ MAX_DECODE_THREADS = 8  # the Python glue between kernel calls holds the GIL: mo
 
 
 def decode_threads(n_events: int) -> int:
-    """Threads the compiled kernel runs on for a capture of ``n_events`` events: the cores this process may run
-    on (at most ``MAX_DECODE_THREADS``), 1 for a small capture."""
+    """Threads the compiled kernel runs on for a capture of ``n_events`` events: one per core this process may run
+    on but the one left to this thread (which reads the lines and fills the columns meanwhile), at most
+    ``MAX_DECODE_THREADS``; 1 (the serial decode) for a small capture or two cores. On two cores shared with
+    other work, the threads gained only while the other core was idle, and cost sys time and ~10 MB of peak RSS
+    (``benchmarks/capture_memory.py``)."""
     if n_events < PARALLEL_MIN_EVENTS:
         return 1
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # macOS, Windows
         cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_DECODE_THREADS))
+    threads = min(cores - 1, MAX_DECODE_THREADS)
+    return threads if threads >= 2 else 1
 
 
 def _decode_lines(jit: Any, lines: list[tuple], stats: _StatArrays, fields: EventFields, wanted_row: np.ndarray,
