@@ -54,7 +54,7 @@ After merging main (its analyses' smaller peak), same tree with and without thre
 10.23, 8.49, 10.20 s against 10.30, 9.61, 10.01 s, peak RSS 2.423-2.427 against 2.401-2.411 GB, the JSON
 reports identical. Threads that merely exist (a pool started and ended before a serial load) raise the 256 MB
 load's peak alike (586 against 574-578 MB; with ``MALLOC_ARENA_MAX=1`` the threaded load's peak was 607-614 MB,
-as main's 606-614, against 615-623 without): glibc's heap per thread, not the batches in flight (one fewer in flight, or the stat arrays in pages of
+as main's 606-614, against 615-627 without): glibc's heap per thread, not the batches in flight (one fewer in flight, or the stat arrays in pages of
 their own, left it at 617 MB). So the threads start from three cores, one per core but the main thread's
 (``decoder.decode_threads``): on this 2-core machine every load is the serial one, as before.
 """
