@@ -10,6 +10,43 @@ the RSS it leaves behind (a phase called inside another counts in that one; the 
 selection, shared by the analyses of one host, counts in the first analysis that asks for it).
 Linux only. The 1 GB capture is built by ``bench_profile_load.py --sizes-mb 1024``
 (or ``capture_memory.py``).
+
+Measured 2026-12-05 on the shared 2-core machine (6 sessions at once; load averages as given), the 1 GB
+capture (36,076,050 events, 8,117,550 device ops), before (0ab43d1) and after (2eaf502) the analyses stopped
+copying per-op arrays. Each run a fresh process that loads the host, then times ``host_result`` (the
+analyses, the report's per-host part), alternating old and new, 3 pairs at load 0.9 -> 1.75:
+
+                                     before           after
+    RSS after loading (MB)           1847-1856        1850-1869
+    peak RSS in the analyses (MB)    2606-2618        2410-2433     (added: 760 -> 565 MB)
+    CPU of the analyses (s)          6.39 6.63 6.78   4.52 4.54 4.57
+    wall of the analyses (s)         6.40 6.73 7.00   4.57 4.59 4.62
+
+(f9f65af, before the loop check's gaps went to table rows, 3 pairs at load 1.2 -> 1.6: CPU 5.97-6.99 vs
+4.93-5.14 s; 6 more pairs at load 3.0 -> 7.1: peak 2602-2617 vs 2398-2416 MB, CPU 6.1-7.3 vs 4.5-4.9 s.)
+What each analysis allocated over what it was given (tracemalloc, the selection of device ops counted where it
+is made: 274 MB at peak, 235 MB kept), before -> after: the program table 706 -> 350 MB (with the selection),
+``analyze_device_ops`` 460 -> 171, the roofline 367 -> 205, the per-op table 333 -> 0 (it reuses the
+roofline's), the host ops 303 -> 111, the collectives 235 -> 89, the steps 209 -> 108. Where it went: the
+device ops' kinds and programs were made four times, each a ``pd.factorize`` of every op's program id (a hash
+table as long as the ops); group sums went through ``bincount`` on int64/float64 copies of keys and values as
+long as the ops, or through pandas (a float copy, an int64 rank, its own codes) wherever the sum of all groups
+passed 2**52, which a big capture's times do; selections compared a categorical Series per event (three 36 MB
+arrays each); the host ops gathered index and time arrays of 6.5 M offload copies; the roofline held
+bytes_accessed and HBM bytes for every op at once. Now: kinds and programs once per host, factorized 65,536
+ops at a time; bincounts a chunk at a time, pandas only for the groups whose own sum reaches 2**53 (and only
+over their rows); masks by category code; the HBM bytes written over bytes_accessed; the loop check's 135,000
+gaps between runs as rows of name codes (``np.unique``), not a tuple of strings each. The whole ``profile
+analyze`` on the 1 GB capture: peak RSS 2,680,000 -> 2,466,000 KB (3 pairs, load 1.25 -> 3.4; wall
+14.3/22.1/19.7 -> 9.9/21.4/16.6 s, the load's). After merging main (3104ee9, its narrower loaded tables), main
+vs this branch, 2 pairs at load 1.9 -> 4.0: 2,603,856/2,610,928 -> 2,398,376/2,392,812 KB, 18.3/21.5 ->
+15.6/14.9 s. JSON reports byte-identical (``check_profile_reports.py``, the 1 GB one by ``cmp``). The 57 MB
+GPU capture (``bench_xprof_rs.py``'s), 9 pairs at load 0.9 -> 1.2: 0.79 -> 0.78 s median (0.74-0.82 vs
+0.71-0.82), 238 -> 236 MB (2eaf502, with main's loader, 9 pairs at load 1.7-2.0: 0.87 vs 0.88 s): its analyses
+are 0.13-0.17 s of it, within the noise. The x50 v6e capture, 7 pairs at load 1.2: 0.89 -> 0.84 s median, 278
+MB both. The report's schema check there: importing jsonschema 0.024 s, validating 0.005 s
+(``tpudoctor.schema``); kept on every run (it is what turns a malformed report into exit 3 rather than a wrong
+file).
 """
 
 from __future__ import annotations

@@ -36,6 +36,41 @@ byte-identical (``check_profile_reports.py``). The 1 GB capture (``capture_memor
 loading 1.85 GB (51 bytes per event, 36 M events) and the peak (2.6 GB) is reached inside the analyses
 (``analyze_device_ops``), not the loader.
 
+The loader's tables narrowed and its walk sped up (2026-12-05 evening, commits after 0ab43d1, against a worktree of
+0ab43d1 in the same pairs; the machine shared, load average 1.8-3.5 throughout, so wall times are noisy):
+
+* 57 MB GPU capture, the load alone in process (``decode_host_file``, analysis stats, CPU time, best of 3 per
+  process, 6 processes each, alternating; load 3.1-3.4): 0.140-0.155 s (median 0.147) against 0.177-0.197 s
+  (0.188) before; the x50 v6e capture 0.138-0.151 s (0.144) against 0.145-0.160 s (0.158). Of
+  what is left, the compiled kernel 0.065 s, the file's reads 0.028 s, the metadata headers 0.034 s, the str stat
+  columns 0.020 s (cProfile). Gone: the plane layout's seek and 20-byte read per field (21,857 of them, 0.035 s,
+  now 0.006 s from a 64 KB window, the metadata entries walked in place) and the join of each batch's lines
+  into one copy for its stat texts (0.016 s; texts are read from each line's bytes).
+* 57 MB, whole process (this script, ``--no-numpy --baseline``), 9 pairs each time: at load 1.88 -> 1.76, with
+  the narrower columns and line texts only, 0.75 s and 0.75 s at 0ab43d1, xprof-rs 0.11 s (6.16x and 6.45x); at
+  load 2.95 -> 3.26, with the plane lookup too, 1.21 s against 1.49 s, xprof-rs 0.35 s (3.43x and 3.62x); final,
+  at load 3.78 -> 10.52, 0.77 s against 0.86 s, xprof-rs 0.20 s (3.92x and 4.12x), peak RSS 230 MB against 234. The
+  load is 0.15 s of the ~0.75 s process: the imports (pandas 0.14-0.23 s) and the analyses are the rest, so the
+  2.0x bar is out of the loader's reach.
+* Tables: the events' plane_id int8 (int16 from 127 planes) with plane_name's codes that same array where plane
+  names are distinct, metadata_id int16 where it fits, label stats (``LABEL_STATS``: step_num, group_id...) in
+  the narrowest type that holds them: bytes per event of the columns (``capture_memory.table_bytes``) for
+  ``profile analyze``'s stats 61 -> 57 (v6e), 45 -> 34 (GPU), with every stat 137 -> 105 and 109 -> 70. What is
+  left on the v6e capture is 64 bits by range: start_ps (to 4.6e15 ps on x50), duration_ps (steps: 4.05e12),
+  program_id (fingerprints, 1.2e19), device_offset_ps (9.8e13), device_duration_ps (1.9e11) - 8 or 9 bytes each,
+  45 of the 57.
+* x50 v6e (40 MB) against xprof (``bench_profile_load.py --scales 50 --pairs 3``, load 1.2-2.1): 0.80 s, 14.16x
+  (12.47-15.57) against 0.80 s, 14.18x (12.87-15.54) at 0ab43d1; analyze() alone 0.46 s and 0.44 s. The 64-host
+  logdir of x10 copies: 9.3 s against 11.2 s, parent peak RSS 131 MB both. JSON reports byte-identical on every
+  shared capture, the 57 MB and the x50 ones, both decoders and 0ab43d1 (``check_profile_reports.py``).
+* 1 GB capture (36,076,050 events; ``capture_memory.py --sizes-mb 1024 --stats analysis``, load 2-3.4): the
+  tables 2.20 -> 2.13 GB nominal (61 -> 59 bytes per event; the planes repeat 26 times, so plane_id stays int16),
+  RSS after loading 1.95 -> 1.87 GB, the load's peak 2.17 -> 1.91 GB (an int8 -> int64 conversion of every
+  event's plane in a searchsorted is gone, the events' line rows int16 while they decode); the load's CPU time, 5 alternating pairs at load 3.1-3.9: 3.55-5.44 s
+  (median 4.85) against 4.21-6.55 s (5.66), wall 4.4-8.8 s against 4.9-12.8 s (the compiled kernel is 3.5-3.8 s
+  of it, most of the rest first writes to the columns' pages). Whole ``profile analyze``, 2 pairs: 19.3 and 15.1 s against 21.6 and 15.8 s, peak RSS
+  2.60-2.62 GB against 2.67-2.68 GB, the peak inside the analyses.
+
 Importing pandas beside the decode, tried and taken out (the loader, ``op_trace`` and what ``profile analyze``
 imports before the decode import no pandas since 861a780; a thread imported it while the decoder ran, and left a
 traceback at shutdown where the command exits early, e.g. ``--cluster`` without Dask). The decoder's kernels release the GIL but they are 0.06-0.09 s of the 0.27 s load; the rest holds it, so

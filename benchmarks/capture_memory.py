@@ -7,12 +7,63 @@ The capture is the real v6e inference capture (../shared/data/xprof_tpu_inferenc
 with every line's events repeated 50x (benchmarks/make_big_capture.py, realistic event density),
 then that XSpace repeated until the wanted size (serialized XSpaces concatenate into one whose
 planes repeat). Each load runs in a fresh subprocess so its peak RSS (VmHWM, Linux) is its own.
+``--stats analysis`` loads only the stats ``profile analyze`` reads; ``--checkout`` another checkout's tpudoctor.
+``table_bytes_per_event`` counts the events table's buffers (each once, all-missing views none); RSS can be
+lower where a column's pages were never written (a stat present on a quarter of the events).
+
+2026-12-05, shared 2-core machine at load 2-3.4, ``--stats analysis`` (commits after 0ab43d1 against a worktree
+of 0ab43d1)::
+
+    file     events      bytes/event   RSS after load   peak RSS         seconds
+    256 MB    9,353,050  61 -> 58      621 -> 597 MB    677 -> 607 MB    1.9 -> 1.7
+    1 GB     36,076,050  61 -> 59      1.95 -> 1.87 GB  2.17 -> 1.91 GB  7.2-11.9 -> 6.1-13.1 (noisy)
+
+With every stat a column (the default, ``tpudoctor.profile.load``'s; load 3-4)::
+
+    64 MB     2,672,300  137 -> 106    434 -> 392 MB    452 -> 428 MB    1.0 -> 1.6
+    256 MB    9,353,050  137 -> 106    1,124 -> 911 MB  1,180 -> 1,035 MB  4.4 -> 4.5
+
+The 1 GB load's CPU time, 5 alternating pairs (load 3.1-3.9): median 5.66 -> 4.85 s. Of the 59 bytes per event,
+45 are 64-bit by range (start_ps, duration_ps, program_id, device_offset_ps, device_duration_ps).
+
+The compiled kernel on threads (2026-12-05 17:20-17:35 UTC, commits after 9af5034 against a worktree of main at
+3104ee9, same decoder; the machine's 2 cores shared with 5 other sessions, so a second core was free only at
+times: where it was not, wall = CPU below). ``--stats analysis``, 1 GB, 5 alternating pairs at load 1.6-2.1::
+
+    wall s              CPU s               peak RSS              RSS after load
+    4.73-6.87 (5.81)    5.64-6.92 (5.74)    1.906-1.915 GB (1.911)  1.869-1.879 GB
+    4.31-6.23 (5.48)    4.29-6.32 (5.58)    1.906-1.913 GB (1.907)  1.867-1.876 GB   (before; medians in brackets)
+
+(in 4 of the 5 the threads found no free core). In one process, the same tree with threads and serial
+alternating (``decode_host_file``, 9 pairs at load 1.3-4.0): the load 3.81-6.71 s (median 4.56) against
+5.29-5.91 (5.72), the events' phase 2.10-4.85 (2.86) against 3.53-4.07 (3.96). In that phase the kernel is
+2.4-3.6 s of CPU on the threads, the main thread 1.0-1.55 s (reading the lines, filling the columns), of which
+it waited 0.6-1.8 s for the threads: with a core per thread the phase would be the main thread's ~1.2 s. The
+first pass (headers) is 0.31 s: the line header kernel 0.17 s, the reads 0.09 s, so reading each line once
+instead of twice would save ~0.1 s of the ~5 s; not done (the lines or growing columns would be held instead).
+Every stat, 256 MB, 3 pairs at load 2.1-2.4, no free core: 1.54, 2.21, 2.02 s against 1.41, 2.01, 1.63 s,
+peak RSS 1,047-1,052 against 1,036-1,054 MB. 64 MB (2.67 M events) in one process: with a free core (2 pairs,
+load 2.4) the events' phase 0.12-0.13 s against 0.17 s, the load 0.41-0.42 against 0.46; without one (5 pairs,
+load 2.5-2.7) 0.19-0.42 s against 0.17 s: each batch in flight has stat arrays and line bytes of its own (6-8 k
+more page faults, ~30 MB first touched). The 57 MB GPU capture (694 k events) gained 0.02 s of its events'
+phase (0.09 against 0.11 s) and nothing whole-process (9 pairs, load 1.9-2.1: median 0.72 against 0.71 s, peak
+RSS 225-233 against 227 MB), so it stays serial (``decoder.PARALLEL_MIN_EVENTS``: 2 M events). Whole ``profile
+analyze`` on 1 GB, 2 pairs at load 1.9-4.0: 17.5 and 20.4 s against 16.6 and 16.5 s (user 7.6-8.0 against
+7.8 s, sys 4.4-6.1 against 3.2-4.0 s), peak RSS 2.62-2.63 against 2.60-2.61 GB: the analyses are 10+ s of it.
+After merging main (its analyses' smaller peak), same tree with and without threads, 3 pairs at load 1.2-1.6:
+10.23, 8.49, 10.20 s against 10.30, 9.61, 10.01 s, peak RSS 2.423-2.427 against 2.401-2.411 GB, the JSON
+reports identical. Threads that merely exist (a pool started and ended before a serial load) raise the 256 MB
+load's peak alike (586 against 574-578 MB; with ``MALLOC_ARENA_MAX=1`` the threaded load's peak was 607-614 MB,
+as main's 606-614, against 615-627 without): glibc's heap per thread, not the batches in flight (one fewer in flight, or the stat arrays in pages of
+their own, left it at 617 MB). So the threads start from three cores, one per core but the main thread's
+(``decoder.decode_threads``): on this 2-core machine every load is the serial one, as before.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -23,18 +74,51 @@ SOURCE = REPO.parent / "shared" / "data" / "xprof_tpu_inference_2.xplane.pb"
 # VmHWM: ru_maxrss would carry the peak of the process that started this one over exec
 CHILD = """
 import json, sys, time
-def peak_rss_bytes():
+def status_bytes(field):
     for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) * 1024
 import tpudoctor.profile
-base = peak_rss_bytes()
-t = time.monotonic()
-capture = tpudoctor.profile.load(sys.argv[1])
+from tpudoctor.captures.xspace import LoadOptions
+sys.path.append(sys.argv[3])
+from capture_memory import table_bytes
+base = status_bytes("VmHWM")
+t, cpu = time.monotonic(), time.process_time()
+options = LoadOptions.for_analysis() if sys.argv[2] == "analysis" else LoadOptions()
+capture = tpudoctor.profile.load(sys.argv[1], options=options)
+seconds, cpu_seconds = time.monotonic() - t, time.process_time() - cpu
 host = next(iter(capture.hosts.values()))
-print(json.dumps({"seconds": round(time.monotonic() - t, 1), "events": len(host.events),
-                  "peak_rss_bytes": peak_rss_bytes(), "rss_before_load_bytes": base}))
+events = len(host.events)
+tables = table_bytes(host.events)
+print(json.dumps({"seconds": round(seconds, 2), "cpu_seconds": round(cpu_seconds, 2), "events": events, "peak_rss_bytes": status_bytes("VmHWM"),
+                  "rss_before_load_bytes": base, "rss_after_load_bytes": status_bytes("VmRSS"),
+                  "events_table_bytes": tables, "table_bytes_per_event": round(tables / max(events, 1), 1)}))
 """
+
+
+def table_bytes(frame) -> int:
+    """Bytes the columns of ``frame`` hold: each buffer once (a column may share another's, as the events'
+    ``plane_name`` codes share ``plane_id``), none for the read-only views of an all-missing column."""
+    import numpy as np
+    import pandas as pd
+
+    seen: set[int] = set()
+    total = 0
+    for name in frame.columns:
+        array = frame[name].array
+        if isinstance(array, pd.Categorical):
+            buffers = [array.codes]
+        elif isinstance(array, pd.arrays.IntegerArray | pd.arrays.BooleanArray):
+            buffers = [array._data, array._mask]  # noqa: SLF001 - the only way to the buffers
+        else:
+            buffers = [np.asarray(array)]
+        for buffer in buffers:
+            address = buffer.__array_interface__["data"][0]
+            if (buffer.size > 1 and 0 in buffer.strides) or address in seen:
+                continue
+            seen.add(address)
+            total += buffer.nbytes
+    return total
 
 
 def build(size_bytes: int, folder: Path) -> Path:
@@ -58,13 +142,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes-mb", default="64,256,1024")
     parser.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "tpudoctor-capture-memory")
+    parser.add_argument("--checkout", type=Path, default=REPO,
+                        help="load with the tpudoctor of this checkout (e.g. a `git worktree add` of an older commit)")
+    parser.add_argument("--stats", choices=("all", "analysis"), default="all",
+                        help="every stat a column (tpudoctor.profile.load's default), or only those profile analyze reads")
     args = parser.parse_args()
     if not SOURCE.is_file():
         sys.exit(f"{SOURCE} is absent (the real captures live beside the checkout in ../shared/data)")
     args.folder.mkdir(exist_ok=True)
     for size_mb in (int(s) for s in args.sizes_mb.split(",")):
         path = build(size_mb << 20, args.folder)
-        proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, "-c", CHILD, str(path), args.stats, str(REPO / "benchmarks")],
+                              capture_output=True, text=True, cwd=args.checkout,
+                              env={**os.environ, "PYTHONPATH": str(args.checkout)})
         if proc.returncode:
             print(json.dumps({"file_mb": size_mb, "error": proc.stderr.strip().splitlines()[-1:]}))
             continue

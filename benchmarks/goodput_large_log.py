@@ -90,8 +90,11 @@ def generate(path: str, size_bytes: int, form: str = "maxtext") -> None:
 
 
 READ = """
-import json, resource, sys, time
+import gc, json, resource, sys, time
+from tpudoctor.commands.goodput_cmd import PRODUCT
 from tpudoctor.goodput.analyze import analyze_paths
+if getattr(PRODUCT, "pause_gc", False):  # as ``tpudoctor goodput`` runs it
+    gc.disable()
 t0 = time.perf_counter()
 doc = analyze_paths([sys.argv[1]], year=2024)
 g = doc["goodput"]

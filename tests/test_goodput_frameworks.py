@@ -452,3 +452,15 @@ def test_bounded_memory_keeps_the_figures_of_a_long_run(tmp_path, monkeypatch):
     for key in ("wall_s", "productive_s", "ettr", "repeated_steps", "median_step_s"):
         assert bounded[key] == full[key], key
     assert bounded["badput"] == full["badput"]
+
+
+def test_a_blocks_last_lines_are_rsplits_without_the_copy():
+    """The known forms keep each block's last stamped lines; they are found from the block's end (rfind), not by
+    stripping a copy of the whole block: the same lines as ``rstrip().rsplit()`` gives, at every edge."""
+    from tpudoctor.goodput.lines import _last_lines
+
+    blocks = [b"", b"\n", b"a", b"a\n", b"a\nb\n\n\n", b"\n\na\n", b"x\n" * 64, b"x\n" * 65,
+              b"\n".join(b"line %d" % i for i in range(200)) + b"\n"]
+    for block in blocks:
+        for count in (1, 3, 64):
+            assert _last_lines(block, count) == block.rstrip(b"\n").rsplit(b"\n", count)[-count:], (block, count)

@@ -396,3 +396,93 @@ def test_a_log_that_ends_in_start_up_with_no_error_has_no_ettr():
     g = analyze_paths([str(HELD_OUT_4 / "maxtext_xpk_v6e_startup_checkpoint_maxview.log")])["goodput"]
     assert g["steps"] == 0 and g["ettr"] is None and "its exit" in g["nulls"]["ettr"]
     assert not any("started and stopped" in n for n in g["notes"])
+
+
+def test_whole_second_iso_clocks_read_by_numpy_equal_the_regexs_reading():
+    """Rows that each hold one ISO clock with no fraction and no zone are read by numpy alone; they read as the
+    regex reads them, and rows it cannot read so (a fraction, a zone, a clock glued to digits, two clocks on a
+    row, a row with none) are left to the regex."""
+    from tpudoctor.logs import clocks
+
+    lines = [line for log in sorted(HELD_OUT.parent.glob("training_heldout_*/*.log"))
+             for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
+             if len(clocks.ISO.findall(line)) == 1]
+    whole = [line for line in lines if (m := clocks.ISO.search(line)) and not m[7] and not m[8]]
+    assert len(whole) > 10
+    whole += ["2024-02-29 23:59:59 | step 1", "1999-12-31T23:59:59 step 2", "2100-03-01 00:00:00 step=3",
+              "[2023-12-31 23:59:60] leap second"]
+    rows = "\n".join(whole).encode()
+    fast = clocks._whole_second_iso(rows, len(whole))
+    assert fast is not None
+    assert fast.tolist() == [clocks.innermost_of_kind(line, "iso").t for line in whole]
+    for odd in ("2024-01-02 03:04:05.5 step 1", "2024-01-02T03:04:05Z step 1", "12024-01-02 03:04:05 step 1",
+                "2024-01-02 03:04:051 step 1", "2024-01-02 03:04:05 then 2024-01-02 03:04:06", "no clock here",
+                "2024-13-02 03:04:05 step 1"):
+        odd_rows = rows + b"\n" + odd.encode()
+        assert clocks._whole_second_iso(odd_rows, len(whole) + 1) is None, odd
+        assert clocks.innermost_times(odd_rows, len(whole) + 1, "iso") in (
+            None, [clocks.innermost_of_kind(line, "iso") for line in [*whole, odd]])
+
+
+def test_step_rows_matched_once_per_shape_equal_the_regex_on_every_row():
+    """The step template's regex, run once per row shape (rows alike but for their digits), finds the same rows
+    and the same fields as the regex run over every row; a row with the keyword that the template does not
+    match, and a row with two matches, read the same too."""
+    import re
+
+    import numpy as np
+
+    from tpudoctor.goodput import inferred
+    from tpudoctor.logs.buffer import first_match_per_row
+    from tpudoctor.logs.templates import matcher, step_series
+
+    checked = 0
+    for log in sorted(HELD_OUT.glob("*.log")):
+        lines = log.read_text(encoding="utf-8").splitlines()
+        read = inferred._Lines(lines, 2024)
+        series = step_series([read.message(i) for i in range(len(lines))])
+        if series is None or any(ch.isdigit() for ch in re.sub(r"<\*>|<T>", "", series.template)):
+            continue
+        pattern = re.compile(matcher(series, within_rows=True).pattern.encode())
+        groups = (series.field + 1,) + ((series.duration_field + 1,) if series.duration_field is not None else ())
+        rows = "\n".join([*lines, lines[series.points[0].index] * 2, "x" + lines[series.points[-1].index][:-2]])
+        by_shape = first_match_per_row(pattern, rows.encode(), *groups, digits_alike=True)
+        by_row = first_match_per_row(pattern, rows.encode(), *groups)
+        assert len(by_row[0]) >= len(series.points)
+        assert np.array_equal(by_shape[0], by_row[0]) and by_shape[1] == by_row[1], log.name
+        checked += 1
+    assert checked >= 5
+
+
+def test_rare_and_frequent_literals_find_the_same_lines():
+    """A buffer finds the lines holding a literal by RE2 (a rare one) or by bytes.find (one on most lines): the
+    same lines, each once, as a test of every line."""
+    import numpy as np
+
+    from tpudoctor.logs.buffer import LineBuffer
+
+    data = b"\n".join(log.read_bytes() for log in sorted(HELD_OUT.glob("*.log")))
+    buf = LineBuffer.of(data)
+    assert buf is not None
+    for literal in (b"heckpoint", b"loss", b"| INFO |", b"ompil", b"no such text"):
+        each = [i for i in range(len(buf)) if literal.decode() in buf[i]]
+        assert np.array_equal(buf.lines_with(literal), each)
+        assert np.array_equal(buf.lines_with(literal, frequent=True), each)
+        assert buf.lines_with(literal, from_line=100).tolist() == [i for i in each if i >= 100]
+    both = buf.lines_with(b"heckpoint", b"ompil").tolist()
+    assert both == sorted({*buf.lines_with(b"heckpoint").tolist(), *buf.lines_with(b"ompil").tolist()})
+
+
+def test_a_log_past_the_line_by_line_limit_is_still_inferred_from_its_bytes(monkeypatch, tmp_path):
+    """The inference holds a long log as its bytes and line offsets (up to ``MAX_BYTES``, 2 GiB); only a log split
+    line by line (a carriage return in it) keeps the lower limit of Python strings a line."""
+    from tpudoctor.goodput import inferred
+
+    log = HELD_OUT / "fairseq_tpu_v3_8_transformer_2338.log"
+    monkeypatch.setattr(inferred, "LIST_MAX_BYTES", 1000)
+    assert analyze_paths([str(log)])["goodput"]["inferred"] is not None
+    with_cr = tmp_path / "with_cr.log"
+    with_cr.write_bytes(log.read_bytes() + b"progress 1/2\rprogress 2/2\n")
+    assert analyze_paths([str(with_cr)])["goodput"].get("inferred") is None
+    monkeypatch.setattr(inferred, "LIST_MAX_BYTES", 1 << 30)
+    assert analyze_paths([str(with_cr)])["goodput"]["inferred"] is not None

@@ -80,7 +80,9 @@ def test_groups_count_and_sum_as_a_pandas_group_by():
     a, b = rng.integers(-1, 5, 5000), rng.integers(0, 7, 5000)
     for values in (rng.integers(0, 10**6, 5000),                    # whole numbers: summed by bincount
                    rng.random(5000) * 1e3,                            # fractions: pandas' own sum
-                   np.where(rng.random(5000) < 0.3, np.nan, 2.0**50 * rng.random(5000).round(3))):  # NaN, huge
+                   np.where(rng.random(5000) < 0.3, np.nan, 2.0**50 * rng.random(5000).round(3)),  # NaN, huge
+                   # whole numbers whose sum passes 2**53 in the groups of a == 4 only: those by pandas' sum
+                   np.where(a == 4, rng.integers(2**48, 2**50, 5000) * 3 + 1, rng.integers(0, 10**6, 5000))):
         groups = Groups(a, b)
         frame = pd.DataFrame({"a": np.where(a < 0, np.nan, a), "b": b, "v": values.astype(np.float64)})
         expected = frame.groupby(["a", "b"], sort=False)["v"].agg(["size", "sum"])
@@ -243,3 +245,22 @@ def test_dominant_program_by_category_equals_grouping_the_names_as_text():
     assert dominant_program(runs) == dominant_program(as_text) == "a(2)"  # missing names are no program
     tie = runs.assign(duration_ps=[5, 0, 5, 0, 0, 5, 5, 0])
     assert dominant_program(tie) == dominant_program(tie.assign(name=tie["name"].astype(object))) == "a(2)"
+
+
+@pytest.mark.parametrize("max_width", [64, 2, 0])  # gaps as table rows, as tuples, and both
+def test_most_common_gap_between_runs_counts_as_the_tuples_of_names_would(monkeypatch, max_width):
+    from tpudoctor.profile.analysis import steps
+    from tpudoctor.profile.analysis.steps import _most_common_gap
+
+    monkeypatch.setattr(steps, "MAX_GAP_WIDTH", max_width)
+
+    def by_tuples(names, mine):
+        gaps = [tuple(sorted(str(n) for n in names[a + 1:b])) for a, b in zip(mine[:-1], mine[1:], strict=True)]
+        return int(max(pd.Series(gaps, dtype=object).value_counts())) if gaps else 0
+
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        alphabet = ["jit_step", "jit_a", "jit_b", "copy", "jit_c"][: rng.integers(1, 6)]
+        names = np.array([alphabet[i] for i in rng.integers(0, len(alphabet), rng.integers(0, 80))], dtype=object)
+        mine = np.flatnonzero(names == "jit_step")
+        assert _most_common_gap(names, mine) == by_tuples(names, mine)

@@ -12,6 +12,7 @@ from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, shared_file
 from tpudoctor.captures import wire
 from tpudoctor.captures.schema import message_class
 from tpudoctor.captures.xspace import LoadOptions, decode_host, decode_host_file, reader
+from tpudoctor.captures.xspace import decoder as xspace_decoder
 from tpudoctor.captures.xspace.columns import DECODER_ENV
 from tpudoctor.errors import InputError
 
@@ -64,6 +65,67 @@ def test_compiled_decoder_plane_by_plane(monkeypatch):
     monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 0)
     streamed = decode_host_file(path, hostname="h", source=path, options=LoadOptions(decoder="jit"))
     _assert_same(whole, streamed)
+
+
+def test_compiled_decoder_with_batches_that_split_lines_equals_numpy(monkeypatch):
+    """Stat texts are read from each line's own bytes: batches of many lines, and lines split over batches."""
+    data = shared_file(GPU_CAPTURE).read_bytes()
+    numpy_host = decode_host(data, hostname="h", source="g", options=LoadOptions(decoder="numpy"))
+    monkeypatch.setattr(xspace_decoder, "BATCH_EVENTS", 997)
+    jit_host = decode_host(data, hostname="h", source="g", options=LoadOptions(decoder="jit"))
+    pd.testing.assert_frame_equal(jit_host.events, numpy_host.events)
+
+
+@pytest.mark.parametrize("name", [TPU_CAPTURE, GPU_CAPTURE])
+def test_threaded_decode_equals_serial_with_small_batches(monkeypatch, name):
+    """Batches of a few whole lines decoded by three threads at once, merged back in file order: the same tables
+    as the serial decode (a batch's rows, its stat arrays' reuse and the order of its stats all count)."""
+    import threading
+
+    data = shared_file(name).read_bytes()
+    options = LoadOptions(decoder="jit")
+    assert xspace_decoder.decode_threads(1000) == 1  # a small capture: no thread
+    for cores, threads in ((1, 1), (2, 1), (3, 2), (6, 5), (64, xspace_decoder.MAX_DECODE_THREADS)):
+        monkeypatch.setattr(xspace_decoder.os, "sched_getaffinity", lambda pid, n=cores: set(range(n)), raising=False)
+        assert xspace_decoder.decode_threads(10 ** 8) == threads  # one core left to the thread that fills the columns
+    monkeypatch.setattr(xspace_decoder, "decode_threads", lambda n_events: 1)
+    serial = decode_host(data, hostname="h", source="c", options=options)
+    monkeypatch.setattr(xspace_decoder, "decode_threads", lambda n_events: 3)
+    monkeypatch.setattr(xspace_decoder, "BATCH_EVENTS", 997)  # lines past it: stat arrays grow in a batch
+    decoded_on: list[str] = []
+    decode_lines = xspace_decoder._decode_lines
+
+    def recorded(*args):
+        decoded_on.append(threading.current_thread().name)
+        return decode_lines(*args)
+
+    monkeypatch.setattr(xspace_decoder, "_decode_lines", recorded)
+    threaded = decode_host(data, hostname="h", source="c", options=options)
+    assert sum(thread.startswith("xspace-decode") for thread in decoded_on) > 3
+    assert "MainThread" in decoded_on  # a batch whose stats outgrew its arrays: decoded on from where it stopped
+    _assert_same(serial, threaded)
+
+
+def test_a_corrupt_line_in_a_threaded_decode_is_a_clear_error(monkeypatch):
+    """A line that does not decode, among lines that do, on a decoder thread: the load's clear error, and no thread
+    is left running."""
+    import threading
+
+    space = message_class("XSpace", raw=True)()
+    plane = space.planes.add(id=1, name="/host:CPU")
+    plane.stat_metadata[1].name = "step_num"
+    plane.event_metadata[1].name = "op"
+    good = _field(1, 0, b"\x01") + _field(4, 2, b"\x08\x01\x18\x07")
+    bad = _field(1, 0, b"\x01") + _field(4, 2, b"\x05\x08\x01")  # the stat says 5 bytes, 2 follow
+    for line_id in range(40):
+        events = [bad if line_id == 25 else good] * 50
+        plane.lines.append(message_class("XLine", raw=True)(id=line_id, name="l", timestamp_ns=1,
+                                                            events=events).SerializeToString())
+    monkeypatch.setattr(xspace_decoder, "decode_threads", lambda n_events: 2)
+    monkeypatch.setattr(xspace_decoder, "BATCH_EVENTS", 100)
+    with pytest.raises(InputError, match="is corrupt"):
+        decode_host(space.SerializeToString(), hostname="h", source="x", options=LoadOptions(decoder="jit"))
+    assert not [thread for thread in threading.enumerate() if thread.name.startswith("xspace-decode")]
 
 
 def _field(number: int, wire_type: int, payload: bytes) -> bytes:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from profile_oracle import TPU_CAPTURE, shared_file
+from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, shared_file
 
 from tpudoctor.captures.xspace import (
     ANALYSIS_STAT_COLUMNS,
@@ -14,6 +14,7 @@ from tpudoctor.captures.xspace import (
     LoadOptions,
     decode_host,
     decode_host_file,
+    planes_on_disk,
     reader,
 )
 from tpudoctor.errors import InputError
@@ -50,6 +51,20 @@ def test_real_tpu_capture_plane_by_plane(monkeypatch):
     monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 0)
     streamed = decode_host_file(str(path), hostname="h", source=str(path))
     pd.testing.assert_frame_equal(streamed.events, whole.events)
+
+
+@pytest.mark.parametrize("window", [23, 100, 4096])
+def test_plane_fields_walked_from_small_windows_equal_the_whole_read(monkeypatch, window):
+    """The GPU capture's planes hold thousands of metadata entries: with a small window their heads
+    cross its end again and again, and the lines and header found must still be protobuf's."""
+    path = shared_file(GPU_CAPTURE)
+    whole = decode_host(path.read_bytes(), hostname="h", source=str(path))
+    monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(planes_on_disk, "LAYOUT_WINDOW", window)
+    streamed = decode_host_file(str(path), hostname="h", source=str(path))
+    for table in ("events", "lines", "planes", "event_metadata"):
+        pd.testing.assert_frame_equal(getattr(streamed, table), getattr(whole, table))
+    assert streamed.plane_stats == whole.plane_stats
 
 
 def test_a_truncated_large_file_still_says_it_is_truncated(monkeypatch, tmp_path):

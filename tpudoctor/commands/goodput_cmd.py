@@ -74,4 +74,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=PRODUCT, settings_spec=SETTINGS)
 
 
-PRODUCT = Product("goodput", "tpudoctor.goodput.product", "GoodputOptions", GOODPUT_FORMATS, inputs="logs")
+PRODUCT = Product("goodput", "tpudoctor.goodput.product", "GoodputOptions", GOODPUT_FORMATS, inputs="logs",
+                  pause_gc=True)  # a long log makes an event, a point and a clock a step line: ~0.6 s a GiB of GC

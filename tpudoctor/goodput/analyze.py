@@ -272,15 +272,18 @@ def _whole_log(handle: Any) -> Sequence[str] | None:
     """A log's lines for the inference pass: its bytes held whole and split by numpy (a buffer read a column at a
     time); lines split one by one where carriage returns or overlong lines need it; None past ``MAX_LINES``."""
     data = handle.read(inferred.MAX_BYTES + 1)
-    if len(data) > inferred.MAX_BYTES or data.count(b"\n") > inferred.MAX_LINES:
+    if len(data) > inferred.MAX_BYTES:
         return None
     buffer = LineBuffer.of(data)
     if buffer is not None:
-        return buffer
+        newlines = len(buffer) - (len(buffer) > 0 and not data.endswith(b"\n"))
+        return buffer if newlines <= inferred.MAX_LINES else None
+    if len(data) > inferred.LIST_MAX_BYTES or data.count(b"\n") > inferred.LIST_MAX_LINES:
+        return None
     lines: list[str] = []
     for block in sources.byte_blocks(io.BufferedReader(io.BytesIO(data))):  # type: ignore[arg-type]
         lines.extend(sources.split_lines(block))
-    return lines if len(lines) <= inferred.MAX_LINES else None
+    return lines if len(lines) <= inferred.LIST_MAX_LINES else None
 
 
 def analyze_events(batches: Iterable[tuple[str, Iterable[Event], dict[str, Any]]], *,

@@ -15,9 +15,15 @@ from tpudoctor.goodput.line_patterns import Kind
 from tpudoctor.goodput.mllog import MARK, read_mllog
 from tpudoctor.goodput.readers import Event
 from tpudoctor.logs import clocks
-from tpudoctor.logs.buffer import LineBuffer
+from tpudoctor.logs.buffer import LineBuffer, first_match_per_row
 from tpudoctor.logs.prefixes import clean, kubectl_worker, unwrapped
-from tpudoctor.logs.templates import Series, matcher, points_by_matcher, step_series
+from tpudoctor.logs.templates import (
+    Series,
+    matcher,
+    points_by_matcher,
+    points_of_fields,
+    step_series,
+)
 
 FRAMEWORK = "inferred"
 SAVED = re.compile(r"(?i)\b(?:saved?|saving|wrote|writing)\b.{0,40}\bcheckpoint|\bcheckpoint\b.{0,40}\b(?:saved|written)\b")
@@ -25,9 +31,13 @@ RESTORING = re.compile(r"(?i)\b(?:resuming|restoring|loading)\b.{0,40}\bcheckpoi
 RESTORED = re.compile(r"(?i)\b(?:resumed|restored|loaded)\b.{0,40}\bcheckpoint|\bcheckpoint\b.{0,40}\b(?:restored|loaded)\b")
 COMPILING = re.compile(r"(?i)\b(?:compilation|compiling|recompil\w*|compiled)\b(?!\s+(?:with|by|for|flags|version))")
 LAST_NUMBER = re.compile(r"(\d+)\D*$")
-MAX_LINES = 4_000_000
-MAX_BYTES = 512 << 20
-"""Logs longer than these are read by their known forms only (the inference holds the whole log)."""
+MAX_BYTES = 2 << 30
+MAX_LINES = 40_000_000
+"""Logs longer than these are read by their known forms only (the inference holds the whole log, its bytes and
+16 bytes of line offsets a line, and an event a step line: a peak RSS of 1.7 times a 1 GiB log's size)."""
+LIST_MAX_BYTES = 512 << 20
+LIST_MAX_LINES = 4_000_000
+"""The same for a log split line by line (carriage returns, overlong lines): a Python string a line."""
 SAMPLE_LINES = 20_000
 """The step template is found in a log's first lines; the rest is scanned for it alone."""
 EDGE_LINES = 1000
@@ -56,21 +66,24 @@ def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tupl
         return None
     edges = list(range(min(len(lines), EDGE_LINES))) + list(range(max(len(lines) - EDGE_LINES, 0), len(lines)))
     picked = {i: read.clock(i) for i in sorted(set(edges) | {p.index for p in series.points})}
+    rows: _Rows | None = None
     if len(lines) > SAMPLE_LINES:  # the rest of a long log: lines with the template's longest literal, one regex
-        series = _rest_of_series(lines, series)
+        series, rows = _rest_of_series(lines, series)
         kinds = [c.kind for p in series.points if (c := picked.get(p.index)) is not None]  # the step lines' clock
         kind_seen = max(set(kinds), key=kinds.count) if kinds else None
         rest = [p.index for p in series.points if p.index not in picked]
-        columnar = clocks.innermost_times(lines.joined(np.array(rest, dtype=np.int64)), len(rest), kind_seen,
-                                          year=year) if isinstance(lines, LineBuffer) and kind_seen else None
+        # each row's clock is its own (the same read in any batch): the rows already joined serve for the rest
+        by_row = clocks.innermost_times(rows.joined, len(rows.lines), kind_seen, year=year) \
+            if rows is not None and kind_seen else None
+        columnar = None if by_row is None else [by_row[k] for k in rows.positions(rest)]
         if columnar is not None:
             picked.update(zip(rest, columnar, strict=True))
         for i in rest if columnar is None else ():
             picked[i] = clocks.innermost_of_kind(lines[i], kind_seen, year=year) \
                 if kind_seen not in (None, "relative") else read.clock(i)
+    step_clocks = [picked[p.index] for p in series.points]
     has_absolute = any(c is not None and c.absolute for c in picked.values())
-    on_steps = [c.kind for p in series.points if (c := picked.get(p.index)) is not None
-                and (c.absolute or not has_absolute)]
+    on_steps = [c.kind for c in step_clocks if c is not None and (c.absolute or not has_absolute)]
     kind = max(set(on_steps), key=on_steps.count) if on_steps else \
         next((c.kind for c in picked.values() if c is not None and (c.absolute or not has_absolute)), None)
     events: list[Event] = []
@@ -80,19 +93,16 @@ def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tupl
     elif not has_absolute and kind == "relative":
         events.append(Event(Kind.START, 0.0, framework=FRAMEWORK, source=source, line_no=0,
                             text="the process's start (its relative clock's zero)"))
-    texts = lines.texts(np.array([p.index for p in series.points], dtype=np.int64)) \
-        if isinstance(lines, LineBuffer) else [lines[p.index] for p in series.points]
-    for point, line in zip(series.points, texts, strict=True):
-        clock = picked[point.index]
-        t = clock.t if clock is not None and (clock.absolute == has_absolute) else None
-        events.append(Event(Kind.STEP, t, step=point.step, seconds=point.seconds, approx=point.approx,
-                            worker=read.workers.get(point.index), framework=FRAMEWORK, source=source,
-                            line_no=point.index + 1, text=line.strip()[:300]))
+    texts = _step_texts(lines, series.points, rows)
+    workers = read.workers
+    events.extend(Event(Kind.STEP, clock.t if clock is not None and clock.absolute == has_absolute else None,
+                        step=point.step, seconds=point.seconds, approx=point.approx, worker=workers.get(point.index),
+                        framework=FRAMEWORK, source=source, line_no=point.index + 1, text=line.strip()[:300])
+                  for point, line, clock in zip(series.points, texts, step_clocks, strict=True))
     events.extend(_checkpoint_events(lines, read, picked, has_absolute, source))
     times = [c.t for c in picked.values() if c is not None and c.absolute == has_absolute]
     if events and events[0].kind is Kind.START and events[0].t is not None:
         times.append(events[0].t)
-    step_clocks = [picked.get(p.index) for p in series.points]
     resolution = max((c.resolution_s for c in step_clocks if c is not None and c.absolute == has_absolute),
                      default=None)
     return events, {"clock": clocks.describe(kind, read.several) if kind else "no clock on any line",
@@ -102,18 +112,48 @@ def infer(lines: Sequence[str], source: str, *, year: int | None = None) -> tupl
                     "mllog": None}
 
 
-def _rest_of_series(lines: Sequence[str], series: Series) -> Series:
+class _Rows:
+    """The lines past the sample that hold the step template's literal (every step line there), joined once:
+    their fields, clocks and texts are read from this one copy."""
+
+    def __init__(self, lines: np.ndarray, joined: bytes):
+        self.lines, self.joined = lines, joined
+
+    def positions(self, indices: list[int]) -> list[int]:
+        """Where each of these lines (all among ``lines``) stands among the rows."""
+        return np.searchsorted(self.lines, np.array(indices, dtype=np.int64)).tolist()
+
+
+def _rest_of_series(lines: Sequence[str], series: Series) -> tuple[Series, _Rows | None]:
     """The series' points past the sample, on the lines that hold the template's longest literal: in a buffer
-    the literal is found over the whole log at once and numpy maps its hits to lines; a list is filtered line by
-    line."""
+    the literal is found over the whole log at once, numpy maps its hits to lines and one regex pass over those
+    lines joined reads their fields (the rows come back with the series); a list is filtered line by line."""
     pattern = matcher(series)
     keyword = max((part.strip() for part in series.template.replace("<T>", "<*>").split("<*>")), key=len)
     if isinstance(lines, LineBuffer):
-        found = lines.first_match_per_line(re.compile(pattern.pattern.encode()), keyword.encode(),
-                                           from_line=SAMPLE_LINES)
-        return points_by_matcher(series, pattern, found, head=series.points, matched=True)
+        candidates = lines.lines_with(keyword.encode(), from_line=SAMPLE_LINES, frequent=True) if keyword else \
+            np.arange(SAMPLE_LINES, len(lines), dtype=np.int64)
+        rows = _Rows(candidates, lines.joined(candidates))
+        groups = (series.field + 1,) + ((series.duration_field + 1,) if series.duration_field is not None else ())
+        literal_digits = any(ch.isdigit() for ch in re.sub(r"<\*>|<T>", "", series.template))
+        at, fields = first_match_per_row(re.compile(matcher(series, within_rows=True).pattern.encode()),
+                                         rows.joined, *groups, digits_alike=not literal_digits)
+        return points_of_fields(series, candidates[at].tolist(), fields[0],
+                                fields[1] if series.duration_field is not None else None, head=series.points), rows
     return points_by_matcher(series, pattern, ((i, lines[i]) for i in range(SAMPLE_LINES, len(lines))
-                                               if not keyword or keyword in lines[i]), head=series.points)
+                                               if not keyword or keyword in lines[i]), head=series.points), None
+
+
+def _step_texts(lines: Sequence[str], points: list, rows: _Rows | None) -> list[str]:
+    """Each step line's text: past the sample, from the rows already joined (decoded at once)."""
+    if not isinstance(lines, LineBuffer):
+        return [lines[p.index] for p in points]
+    head = [p.index for p in points if p.index < SAMPLE_LINES]
+    texts = lines.texts(np.array(head, dtype=np.int64))
+    if rows is not None and len(head) < len(points):
+        decoded = rows.joined.decode("utf-8", errors="replace").split("\n")
+        texts.extend(decoded[k] for k in rows.positions([p.index for p in points[len(head):]]))
+    return texts
 
 
 DURATION_AGREES = 0.05
@@ -123,6 +163,8 @@ DURATION_AGREES = 0.05
 def _durations_against_gaps(points: list, step_clocks: list) -> dict[str, Any] | None:
     """Where a step line prints its own time and the step before it is the line before: does the clock's gap say
     the same? A disagreement is evidence against one of them."""
+    if all(p.seconds is None for p in points):
+        return None
     checked = agree = 0
     worst: tuple[float, int] | None = None
     for (a, ca), (b, cb) in zip(zip(points, step_clocks, strict=True), list(zip(points, step_clocks, strict=True))[1:],

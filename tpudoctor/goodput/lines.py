@@ -114,8 +114,23 @@ def read_event_blocks(blocks: Iterable[bytes], source: str, *, clock: Clock | No
         yield event
 
 
-_SLOW_PATH_MARKS = (b"\r", b"\x1b", b"[pod/")
-"""Bytes that need every line read (redrawn bars, colours that may split a keyword, worker prefixes)."""
+_KUBECTL_MARK = prefilter.Literals(["[pod/"])
+"""Bytes that need every line read: a carriage return (redrawn bars), an escape (colours that may split a keyword)
+and kubectl's worker prefix (RE2 finds it several times faster than ``in``: 0.03 against 0.43 s a GiB)."""
+
+
+def _last_lines(data: bytes, count: int) -> list[bytes]:
+    """The last ``count`` lines of a block, its trailing newlines left out (``data.rstrip(b"\n").rsplit(b"\n",
+    count)[-count:]`` without copying the whole block to strip it)."""
+    end = len(data)
+    while end and data[end - 1] == 10:
+        end -= 1
+    cut = end
+    for _ in range(count):
+        cut = data.rfind(b"\n", 0, cut)
+        if cut < 0:
+            break
+    return data[cut + 1:end].split(b"\n")
 
 
 class EventReader:
@@ -167,7 +182,8 @@ class EventReader:
     # ------------------------------------------------------------------ blocks
     def block(self, data: bytes) -> Iterator[Event]:
         back = self._clock_goes_back_in(data)
-        if back or self.prefilter is None or self.first_t is None or any(m in data for m in _SLOW_PATH_MARKS):
+        if back or self.prefilter is None or self.first_t is None or b"\r" in data or b"\x1b" in data or \
+                _KUBECTL_MARK.search(data) >= 0:
             self.observe_every_line = back  # where the clock went back, exactly: every stamped line is read
             try:
                 yield from self._every_line(data)
@@ -185,7 +201,7 @@ class EventReader:
         self.line_no = base + data.count(b"\n", at)
         if data and not data.endswith(b"\n"):
             self.line_no += 1
-        tails = data.rstrip(b"\n").rsplit(b"\n", LAST_STAMP_CANDIDATES)[-LAST_STAMP_CANDIDATES:]
+        tails = _last_lines(data, LAST_STAMP_CANDIDATES)
         last_no = self.line_no - len(tails) + 1
         self.last_stamped.extend((last_no + i, tail.decode("utf-8", errors="replace"))
                                  for i, tail in enumerate(tails) if tail[:1] in _STAMP_START_BYTES)

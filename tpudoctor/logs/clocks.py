@@ -28,7 +28,8 @@ RELATIVE_HMS = re.compile(r"\b(?:elapsed)\s*[=:]?\s*(?:(\d+):)?(\d+):(\d\d)\b|\[
 UNIT_S = {None: 1.0, "s": 1.0, "ms": 0.001, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+# not frozen: a frozen dataclass's __init__ takes twice as long, and a long log makes one a step line
+@dataclasses.dataclass(slots=True)
 class LineClock:
     kind: str
     """iso, glog, epoch_ms, epoch_s (absolute) or relative."""
@@ -167,6 +168,42 @@ def _iso_matches(rows: bytes) -> list[re.Match[bytes]]:
     return out
 
 
+_ISO_DIGITS = np.array([0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18])
+_ISO_AFTER = np.frombuffer(b".,Z+-0123456789", dtype=np.uint8)
+
+
+def _whole_second_iso(rows: bytes, count: int) -> np.ndarray | None:
+    """Each row's time where every row holds exactly one ISO clock, ``dddd-dd-dd[T ]dd:dd:dd`` with no fraction
+    and no zone after it (what ``innermost_times`` reads then, its fields cut out by numpy, no regex); None
+    otherwise."""
+    a = np.frombuffer(rows, dtype=np.uint8)
+    if len(a) < 19:
+        return None
+    dashes = np.flatnonzero(a == 45)
+    p = dashes[(dashes >= 4) & (dashes + 15 <= len(a))] - 4
+    p = p[(a[p + 7] == 45) & ((a[p + 10] == 32) | (a[p + 10] == 84)) & (a[p + 13] == 58) & (a[p + 16] == 58)]
+    if len(p) != count:  # the separators first: the digits are gathered for the few places left
+        return None
+    digits = a[p[:, None] + _ISO_DIGITS] - 48
+    if not (digits <= 9).all():
+        return None
+    before = a[np.maximum(p - 1, 0)]
+    if ((p > 0) & (before >= 48) & (before <= 57)).any():
+        return None
+    after = p + 19
+    if (after[after < len(a)].size and np.isin(a[after[after < len(a)]], _ISO_AFTER).any()):
+        return None  # a fraction, a zone or a longer number: the regex's reading
+    newlines = np.flatnonzero(a == 10)
+    if len(newlines) + 1 != count or not (np.searchsorted(newlines, p) == np.arange(count)).all():
+        return None  # not one per row
+    d = digits.astype(np.int64)
+    y = d[:, 0] * 1000 + d[:, 1] * 100 + d[:, 2] * 10 + d[:, 3]
+    mo, day, h, mi, s = (d[:, k] * 10 + d[:, k + 1] for k in (4, 6, 8, 10, 12))
+    if not ((1 <= mo) & (mo <= 12) & (1 <= day) & (day <= 31) & (h <= 23) & (mi <= 59) & (s <= 61)).all():
+        return None
+    return (_days_from_civil(y, mo, day) * 86400 + h * 3600 + mi * 60 + s) + np.zeros(count)
+
+
 def innermost_times(rows: bytes, count: int, kind: str, *, year: int | None = None) -> list[LineClock | None] | None:
     """Each row's last clock of one kind (``rows``: ``count`` lines joined by newlines), read a column at a time:
     one regex over all rows, the dates and times as numpy columns. None where the rows need the line-at-a-time
@@ -174,6 +211,8 @@ def innermost_times(rows: bytes, count: int, kind: str, *, year: int | None = No
     pattern = _INNERMOST.get(kind)
     if pattern is None or count == 0:
         return None
+    if kind == "iso" and (whole := _whole_second_iso(rows, count)) is not None:
+        return [LineClock("iso", tt, 0, 1.0, zone_given=False) for tt in whole.tolist()]
     matches = _iso_matches(rows) if kind == "iso" else list(_ONE[kind].finditer(rows))
     found = [m.groups(b"") for m in matches]
     if len(found) == count:  # one clock per row, unless some row has two and another none

@@ -41,6 +41,11 @@ class Literals:
         m = self._regex.search(data, start)
         return m.start() if m else -1
 
+    def offsets(self, data: bytes, start: int = 0) -> list[int]:
+        """Where a keyword stands in ``data`` from ``start`` on (in order, not overlapping): RE2 finds a literal
+        with a rare first byte at memchr's speed, several times faster than ``bytes.find``."""
+        return [m.start() for m in self._regex.finditer(data, start)]
+
     def line_spans(self, data: bytes) -> Iterator[tuple[int, int]]:
         """(start, end) byte offsets of each line of ``data`` that holds a keyword, once each, in order
         (``end`` excludes the newline)."""

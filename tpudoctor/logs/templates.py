@@ -37,7 +37,8 @@ def value(text: str) -> float:
     return float(text)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+# not frozen: a frozen dataclass's __init__ takes twice as long, and a long log makes one a step line
+@dataclasses.dataclass(slots=True)
 class Point:
     index: int
     """The line's position among the lines given."""
@@ -56,23 +57,24 @@ class Series:
     why: str
 
 
+_NUMBERS_BETWEEN = re.compile(f"({NUMBER.pattern})")
+
+
 def template_of(message: str) -> tuple[str, list[str]]:
-    """The line with its numbers masked, and the numbers."""
-    values = [m.group(0) for m in NUMBER.finditer(message)]
-    return NUMBER.sub("<*>", message), values
+    """The line with its numbers masked, and the numbers (one regex pass: the text between numbers, then each
+    number)."""
+    parts = _NUMBERS_BETWEEN.split(message)
+    return "<*>".join(parts[0::2]), parts[1::2]
 
 
 def step_series(messages: Iterable[str]) -> Series | None:
     """The step series of lines (their clocks and prefixes already taken off), or None when no template recurs with
     a growing integer field."""
     groups: dict[str, list[tuple[int, list[str]]]] = {}
-    spans: dict[str, list[tuple[int, int]]] = {}
     for i, message in enumerate(messages):
         key, values = template_of(" ".join(message.split()))
         if values:
             groups.setdefault(key, []).append((i, values))
-            if key not in spans:
-                spans[key] = [(m.start(), m.end()) for m in NUMBER.finditer(" ".join(message.split()))]
     best: tuple[tuple, Series] | None = None
     for key, rows in groups.items():
         if len(rows) < MIN_LINES:
@@ -80,7 +82,10 @@ def step_series(messages: Iterable[str]) -> Series | None:
         sample_text = key
         for f in range(len(rows[0][1])):
             try:
-                nums = [value(r[1][f]) for r in rows]
+                column = [r[1][f] for r in rows]
+                if len(set(column)) < 2:
+                    continue  # the same text on every line: no growing field (the test below, without reading it)
+                nums = [value(v) for v in column]
             except (ValueError, IndexError):
                 continue
             if any(n != int(n) for n in nums) and not any(r[1][f][-1] in SCALE for r in rows):
@@ -145,18 +150,24 @@ def points_of(series: Series, indexed_messages: Iterable[tuple[int, str]]) -> Se
     return dataclasses.replace(series, points=points)
 
 
-def matcher(series: Series) -> re.Pattern[str]:
+def matcher(series: Series, *, within_rows: bool = False) -> re.Pattern[str]:
     """A regex that finds the series' template in a raw line (clock masks match anything, runs of spaces any
-    spacing): the fast way through a long log once the template is known."""
+    spacing): the fast way through a long log once the template is known. ``within_rows``: the same fields on
+    lines joined by newlines, none reaching across one (a run of spaces never takes a newline), and no leading
+    ``.*?`` (a search finds the same first match without it, and does not scan the rest of each row from every
+    byte)."""
     out = []
-    for piece in re.split(r"(<\*>|<T>|\s+)", series.template):
+    pieces = [piece for piece in re.split(r"(<\*>|<T>|\s+)", series.template) if piece]
+    if within_rows and pieces[:1] == ["<T>"]:
+        pieces = pieces[1:]
+    for piece in pieces:
         if piece == "<*>":
             out.append(f"({NUMBER.pattern})")
         elif piece == "<T>":
             out.append(".*?")
         elif piece and piece.isspace():
-            out.append(r"\s+")
-        elif piece:
+            out.append(r"[^\S\n]+" if within_rows else r"\s+")
+        else:
             out.append(re.escape(piece))
     return re.compile("".join(out))
 
@@ -178,6 +189,29 @@ def points_by_matcher(series: Series, pattern: re.Pattern, indexed_lines: Iterab
             continue
         points.append(Point(index, int(step), field[-1] in SCALE, seconds))
     return dataclasses.replace(series, points=points)
+
+
+def points_of_fields(series: Series, rows: list[int], steps: list[bytes], durations: list[bytes] | None, *,
+                     head: Iterable[Point] = ()) -> Series:
+    """The series' points from its fields already cut out of each row (``points_by_matcher``'s reading, a
+    column at a time: plain numbers are converted at once, a k/M count as ``value`` reads it)."""
+    scaled = _scaled(steps)
+    approx = [s.endswith(_SCALE_BYTES) for s in steps] if scaled else [False] * len(steps)
+    step_values = [int(value(_text(s))) for s in steps] if scaled else list(map(int, map(float, steps)))
+    seconds: list[float] | list[None] = [None] * len(steps) if durations is None else \
+        [value(_text(s)) for s in durations] if _scaled(durations) else list(map(float, durations))
+    points = list(head)
+    points.extend(map(Point, rows, step_values, approx, seconds))
+    return dataclasses.replace(series, points=points)
+
+
+_SCALE_BYTES = tuple(k.encode() for k in SCALE)
+
+
+def _scaled(fields: list[bytes]) -> bool:
+    """Whether any field ends in a k/M suffix (one search of the fields joined, not a test a field)."""
+    joined = b"\n".join(fields) + b"\n"
+    return any(k + b"\n" in joined for k in _SCALE_BYTES)
 
 
 def _text(group: str | bytes) -> str:

@@ -38,13 +38,15 @@ Tables of a ``HostProfile`` (``capture.hosts[hostname]``):
 * ``lines``: plane_id, line_id, line_name, display_name, timestamp_ns, duration_ps, n_events.
 * ``events`` (one row per event, in file order: plane by plane, line by line): plane_id, line_id,
   plane_name, line_name, metadata_id, name (categorical), start_ps, duration_ps (ids in the
-  narrowest integer type that holds them: int16 plane ids, int32 or uint32 line and metadata ids), then the stats:
+  narrowest integer type that holds them: int8 or int16 plane ids, whose array is also plane_name's codes where plane
+  names are distinct, int16, int32 or uint32 line and metadata ids), then the stats:
   always ``CORE_STAT_COLUMNS`` (step_num, group_id, program_id, hlo_category, tf_op, long_name,
   flops, bytes_accessed; all-missing when the capture lacks them; with ``LoadOptions(stats=...)`` only
   those asked for), and each other stat of ``EVENT_STAT_COLUMNS`` (run_id, replica_id, hlo_op, hlo_module,
   source, device_offset_ps, device_duration_ps, correlation_id, _pt/_p/_ct/_c flow ids, ...) only
-  where the capture has it. Integers are nullable ``Int64``/``UInt64`` (64-bit ids stay exact),
-  text is categorical; a value is missing where neither the event nor its metadata has the stat.
+  where the capture has it. Integers are nullable ``Int64``/``UInt64`` (64-bit ids stay exact), but for those
+  that number or label things (``LABEL_STATS``: step_num, group_id, run_id, flow types...), kept in the narrowest
+  nullable type that holds their values (``Int8``... ``Int64``); text is categorical; a value is missing where neither the event nor its metadata has the stat.
   ``load(..., options=LoadOptions(extra_stats={"name": "int"}))`` adds columns. The per-host analysis reads XLA's op
   facts (``METADATA_STATS``: flops, model_flops, bytes_accessed) from ``event_metadata`` instead
   (``HostProfile.stat_at``) when no event carries its own.

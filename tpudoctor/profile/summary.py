@@ -134,6 +134,8 @@ def summarize_host(host: HostProfile) -> HostSummary:
     by_plane = by_line.groupby("plane_id", sort=False).agg(start=("start", "min"), end=("end", "max"))
     line_span = {(p, line): int(e - b) for p, line, b, e in zip(by_line["plane_id"], by_line["line_id"],
                                                                  by_line["start"], by_line["end"], strict=True)}
+    plane_spans = {int(p): (int(b), int(e)) for p, b, e in zip(by_plane.index, by_plane["start"], by_plane["end"],
+                                                                 strict=True)}
     planes: list[PlaneSummary] = []
     lines_by_plane = {plane_id: frame for plane_id, frame in host.lines.groupby("plane_id", sort=False)}
     for row in host.planes.itertuples(index=False):
@@ -143,9 +145,8 @@ def summarize_host(host: HostProfile) -> HostSummary:
                         span_ps=line_span.get((row.plane_id, line.line_id), 0))
             for line in plane_lines.itertuples(index=False)
         ]
-        has = row.plane_id in by_plane.index
-        first = int(by_plane.loc[row.plane_id, "start"]) if has else None
-        last = int(by_plane.loc[row.plane_id, "end"]) if has else None
+        has = int(row.plane_id) in plane_spans
+        first, last = plane_spans[int(row.plane_id)] if has else (None, None)
         planes.append(PlaneSummary(
             plane_id=int(row.plane_id), plane_name=str(row.plane_name),
             device_kind=None if pd.isna(row.device_kind) else str(row.device_kind),
@@ -155,8 +156,9 @@ def summarize_host(host: HostProfile) -> HostSummary:
     device = host.planes[host.planes["is_device"]]
     device_kinds = [kind for kind in device["device_kind"].dropna().unique()]
     device_kind = ", ".join(device_kinds) if device_kinds else "CPU only (no device planes)"
-    env = next((stats for plane_id, stats in host.plane_stats.items()
-                if host.planes.loc[host.planes["plane_id"] == plane_id, "plane_name"].eq("Task Environment").any()), {})
+    environment_planes = {int(p) for p, name in zip(host.planes["plane_id"], host.planes["plane_name"], strict=True)
+                          if name == "Task Environment"}
+    env = next((stats for plane_id, stats in host.plane_stats.items() if plane_id in environment_planes), {})
     start_ns, stop_ns = env.get("profile_start_time"), env.get("profile_stop_time")
     duration_ns = int(stop_ns) - int(start_ns) if isinstance(start_ns, int) and isinstance(stop_ns, int) else None
     n_events = len(host.events)

@@ -42,6 +42,11 @@ EVENT_STAT_COLUMNS: dict[str, str] = {
     "_ct": "int",
     "_c": "uint",
 }
+# Integer stats that number or label things (steps, groups, runs, flow types), not quantities: kept in the
+# narrowest type that holds their values. Quantities (flops, bytes, picoseconds) keep 64 bits, so that
+# arithmetic on them cannot overflow; so do ids that are hashes (program_id, flow ids).
+LABEL_STATS = frozenset({"step_num", "iter_num", "group_id", "run_id", "replica_id", "tracing_count", "is_eager",
+                         "_r", "_pt", "_ct"})
 STAT_KINDS = ("int", "uint", "float", "str")
 DECODERS = ("auto", "jit", "numpy")
 # Always columns of ``events``, all-missing when the capture lacks them; the other stats of

@@ -28,25 +28,24 @@ _DECODE_ARGS = (_P, _I, _I, _I, _I, _I, _I, _P, _P, _P, _I, _P, _I, _P, _I, _I, 
 
 
 class Kernels:
-    """``jit_wire``'s two kernels, called with numpy arrays as the numba functions are."""
+    """``jit_wire``'s two kernels, called with numpy arrays as the numba functions are. Each call has its own
+    output array, so that threads may call them at once (ctypes lets the GIL go while the machine code runs)."""
 
     OK, FULL = OK, FULL
 
     def __init__(self, line_header, decode_line_events, engine):
         self._line_header, self._decode = line_header, decode_line_events
         self._engine = engine  # owns the machine code: kept as long as the functions are
-        self._header_out = np.zeros(9, dtype=np.int64)
-        self._decode_out = np.zeros(4, dtype=np.int64)
 
     def line_header(self, buf: np.ndarray) -> tuple[int, ...]:
-        out = self._header_out
+        out = np.zeros(9, dtype=np.int64)
         self._line_header(buf.ctypes.data, len(buf), out.ctypes.data)
         return tuple(out.tolist())
 
     def decode_line_events(self, buf, pos, end, max_events, row, text_base, metadata_id, offset_ps, duration_ps,
                            stat_row_by_id, stat_ids, stat_row_offset, wanted_row, out_event, out_name_row, out_kind, out_raw,
                            out_text_start, out_text_length, n_stats) -> tuple[int, ...]:
-        out = self._decode_out
+        out = np.zeros(4, dtype=np.int64)
         self._decode(buf.ctypes.data, len(buf), pos, end, max_events, row, text_base, metadata_id.ctypes.data,
                      offset_ps.ctypes.data, duration_ps.ctypes.data, len(metadata_id), stat_row_by_id.ctypes.data,
                      len(stat_row_by_id), stat_ids.ctypes.data,

@@ -15,12 +15,23 @@ With ``jit`` (``compiled.Kernels``), each line's bytes are walked once by compil
 
 The planes come from a callable called twice (headers, then events), each line parsed when it is
 reached, so that a file read plane by plane (``planes_on_disk``) holds one parsed line at a time.
+
+From ``PARALLEL_MIN_EVENTS`` events, on three cores or more, the compiled kernel runs on a thread per
+core but one (at most ``MAX_DECODE_THREADS``; ctypes lets the GIL go while it runs): this thread reads
+the lines and fills the columns while the threads decode the next batches of whole lines, each into rows
+of its own (a line's first row is known from the headers). Batches are yielded in file order, so the
+tables are the serial decode's; one batch more than the threads is alive at a time. On the 1 GB capture
+the kernel is about 3 s of the events' 3.5-3.9 s and this thread's share about 1.1-1.5 s (reading the
+lines, the columns). The second read of the lines (headers, then events) costs about 0.1 s on 1 GB: not
+worth holding them.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
+import os
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
@@ -73,7 +84,7 @@ class SpaceHeaders:
     def __post_init__(self) -> None:
         self.line_counts = np.asarray([row[6] for row in self.lines], dtype=np.int64)
         self.line_timestamp_ns = np.asarray([row[4] for row in self.lines], dtype=np.int64)
-        self.line_plane = np.asarray([row[0] for row in self.lines], dtype=np.int32)
+        self.line_plane = np.asarray([row[0] for row in self.lines], dtype=code_dtype(len(self.planes)))
         with_events = self.line_counts > 0
         self.origin_ns = int(self.line_timestamp_ns[with_events].min()) if with_events.any() else 0
         """The earliest timestamp of a line with events: ``start_ps`` counts from it."""
@@ -82,10 +93,20 @@ class SpaceHeaders:
         """Row of each plane's first stat name in all planes' ``stat_names`` laid end to end."""
 
 
+def code_dtype(n_values: int) -> type:
+    """The narrowest signed integer type of ``n_values`` codes (0 to n - 1, and -1): the one pandas gives
+    the codes of that many categories, so that from_codes keeps the array. Plane ids are typed so too:
+    the events' ``plane_name`` codes are then their ``plane_id`` column itself."""
+    for dtype in (np.int8, np.int16, np.int32):  # strictly below the maximum, as pandas' coerce_indexer_dtype
+        if n_values < np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
 @dataclasses.dataclass
 class EventFields:
-    """Per event, in file order: where it is (``line``: row of ``SpaceHeaders.lines``, ``plane``: its
-    plane_id; int32) and its own fields (int64; ``offset_ps`` from its line's timestamp), which
+    """Per event, in file order: where it is (``line``: row of ``SpaceHeaders.lines``; ``plane``: its
+    plane_id; both in ``code_dtype``) and its own fields (int64; ``offset_ps`` from its line's timestamp), which
     ``XSpaceDecoder.read_events`` fills. The table builder takes the arrays over one by one."""
 
     line: np.ndarray
@@ -96,8 +117,9 @@ class EventFields:
 
     @classmethod
     def allocate(cls, headers: SpaceHeaders) -> EventFields:
-        line = np.repeat(np.arange(len(headers.line_counts), dtype=np.int32), headers.line_counts)
-        plane = headers.line_plane[line]
+        line = np.repeat(np.arange(len(headers.line_counts), dtype=code_dtype(len(headers.line_counts))),
+                         headers.line_counts)
+        plane = np.repeat(headers.line_plane, headers.line_counts)
         return cls(line, plane, *(np.zeros(headers.n_events, dtype=np.int64) for _ in range(3)))
 
 
@@ -215,7 +237,7 @@ class XSpaceDecoder:
             stats = _decode_stats(buffer, stat_event, stat_start, stat_end, fields.plane[stat_event], stat_rows,
                                   wanted_row)
             del stat_event, stat_start, stat_end
-            batch = StatBatch(stats, _StringResolver(buffer, stats, headers.stat_ids, headers.stat_names))
+            batch = StatBatch(stats, _StringResolver(_BufferTexts(buffer), stats, headers.stat_ids, headers.stat_names))
             del buffer, stats
             yield batch
             del batch
@@ -224,11 +246,15 @@ class XSpaceDecoder:
                          wanted: Collection[str] | None) -> Iterator[StatBatch]:
         """``read_events`` by the compiled decoder (``jit_wire``): each line's bytes walked once, its
         events' fields written in place and its wanted stats gathered until a batch is full."""
-        jit = self.jit
         wanted_row = np.asarray([wanted is None or name in wanted for names in headers.stat_names for name in names],
                                 dtype=bool)
+        threads = decode_threads(headers.n_events)
+        if threads > 1:
+            yield from self._read_events_threaded(headers, fields, wanted_row, threads)
+            return
+        jit = self.jit
         stats = _StatArrays(BATCH_EVENTS * 2)
-        pieces: list[bytes] = []  # the batch's lines: stat texts are read from their joined bytes
+        pieces: list[bytes] = []  # the batch's lines: stat texts are read from each line's bytes
         text_base = batch_events = row = 0
         for plane_index, plane in enumerate(self.planes()):
             stat_ids, stat_row_offset = headers.stat_ids[plane_index], int(headers.stat_offsets[plane_index])
@@ -264,6 +290,49 @@ class XSpaceDecoder:
         if batch_events or stats.n:
             yield stats.batch(pieces, headers, fields)
 
+    def _read_events_threaded(self, headers: SpaceHeaders, fields: EventFields, wanted_row: np.ndarray,
+                              threads: int) -> Iterator[StatBatch]:
+        """``_read_events_jit`` with the kernel run by ``threads`` threads at once: this thread reads the lines
+        and groups them, whole, into batches of about ``BATCH_EVENTS`` events, each decoded by a thread into rows
+        of ``fields`` of its own (every line's first row is known from the headers) and stat arrays of its own;
+        the batches are yielded in file order, so the tables are those of the serial decode. At most one batch
+        more than the threads is alive at a time."""
+        # imported here: its 5 ms of imports (logging) are none of a small load's
+        from concurrent.futures import ThreadPoolExecutor
+
+        line_rows = np.cumsum(headers.line_counts).tolist()
+        free: list[_StatArrays] = []  # stat arrays of batches already yielded, for the next ones
+        pending: collections.deque = collections.deque()  # (future, its lines, its stat arrays), in file order
+        group: list[tuple] = []
+        group_events = line_index = 0
+        with ThreadPoolExecutor(threads, thread_name_prefix="xspace-decode") as pool:
+            def submit() -> None:
+                stats = free.pop() if free else _StatArrays(BATCH_EVENTS * 2)
+                pending.append((pool.submit(_decode_lines, self.jit, group, stats, fields, wanted_row), group, stats))
+
+            try:
+                for plane_index, plane in enumerate(self.planes()):
+                    stat_ids, stat_row_offset = headers.stat_ids[plane_index], int(headers.stat_offsets[plane_index])
+                    plane_args = (plane_index, _dense_rows(stat_ids, stat_row_offset), stat_ids, stat_row_offset)
+                    for line_bytes in plane.lines:
+                        count = int(headers.line_counts[line_index])
+                        group.append((line_bytes, line_rows[line_index] - count, *plane_args))
+                        group_events += count
+                        line_index += 1
+                        if group_events >= BATCH_EVENTS:
+                            submit()
+                            group, group_events = [], 0
+                            while len(pending) > threads:
+                                yield from _take_oldest(pending, free, headers, fields, self.jit, wanted_row)
+                if group:
+                    submit()
+                    group = []
+                while pending:
+                    yield from _take_oldest(pending, free, headers, fields, self.jit, wanted_row)
+            finally:  # an error or an early close: no new batch starts; those running end before the pool does
+                for future, *_ in pending:
+                    future.cancel()
+
     def close(self) -> None:
         """Drop the parsed planes (the caller's ``release``) and hand their heap back."""
         if self.release is not None:
@@ -273,6 +342,63 @@ class XSpaceDecoder:
 
 
 _PADDING = bytes(wire.PAD_BYTES)
+PARALLEL_MIN_EVENTS = 1 << 21  # fewer decode serially: at 694 k events (57 MB) threads saved 0.02 s and cost 5 MB of RSS
+MAX_DECODE_THREADS = 8  # the Python glue between kernel calls holds the GIL: more threads would wait on it
+
+
+def decode_threads(n_events: int) -> int:
+    """Threads the compiled kernel runs on for a capture of ``n_events`` events: one per core this process may run
+    on but the one left to this thread (which reads the lines and fills the columns meanwhile), at most
+    ``MAX_DECODE_THREADS``; 1 (the serial decode) for a small capture or two cores. On two cores shared with
+    other work, the threads gained only while the other core was idle, and cost sys time and ~10 MB of peak RSS
+    (``benchmarks/capture_memory.py``)."""
+    if n_events < PARALLEL_MIN_EVENTS:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cores = os.cpu_count() or 1
+    threads = min(cores - 1, MAX_DECODE_THREADS)
+    return threads if threads >= 2 else 1
+
+
+def _decode_lines(jit: Any, lines: list[tuple], stats: _StatArrays, fields: EventFields, wanted_row: np.ndarray,
+                  resume: tuple[int, int, int, int] = (0, 0, -1, 0)) -> tuple[int, int, int, int] | None:
+    """One batch of whole lines ((bytes, first event row, plane index, its stat tables)) by the compiled kernel:
+    their events' fields into their rows of ``fields``, their stats into ``stats``. Returns None when done, else
+    where to resume (line, byte, row, text base) once ``stats`` has grown: a decoder thread allocates nothing, for
+    what a thread's own heap arena takes stays with the process (RSS 10-20 MB higher on 256 MB)."""
+    first_line, pos, row, text_base = resume
+    for index in range(first_line, len(lines)):
+        line_bytes, first_row, plane_index, stat_row_by_id, stat_ids, stat_row_offset = lines[index]
+        data = np.frombuffer(line_bytes, dtype=np.uint8)
+        if index > first_line or row < 0:
+            pos, row = 0, first_row
+        n_events, pos, stats.n, error = jit.decode_line_events(
+            data, pos, len(data), len(data), row, text_base, fields.metadata_id, fields.offset_ps, fields.duration_ps,
+            stat_row_by_id, stat_ids, stat_row_offset, wanted_row, *stats.arrays, stats.n)
+        if error == jit.FULL:
+            return index, pos, row + n_events, text_base
+        if error != jit.OK:
+            raise wire.WireError(f"an event of plane {plane_index} does not decode")
+        text_base += len(line_bytes)
+    return None
+
+
+def _take_oldest(pending: collections.deque, free: list[_StatArrays], headers: SpaceHeaders, fields: EventFields,
+                 jit: Any, wanted_row: np.ndarray) -> Iterator[StatBatch]:
+    """Yield the oldest pending batch once decoded (its rest decoded here, in larger arrays, where its stats did
+    not fit); its stat arrays serve a later batch after the caller drops it."""
+    future, lines, stats = pending.popleft()
+    resume = future.result()
+    while resume is not None:
+        stats.grow()
+        resume = _decode_lines(jit, lines, stats, fields, wanted_row, resume)
+    batch = stats.batch([line[0] for line in lines], headers, fields)
+    del lines
+    yield batch
+    del batch
+    free.append(stats)
 
 
 DENSE_STAT_IDS = 1 << 20  # a plane whose stat ids are all below this is looked up in a table, not searched
@@ -309,23 +435,49 @@ class _StatArrays:
         self.arrays = larger
 
     def batch(self, pieces: list[bytes], headers: SpaceHeaders, fields: EventFields) -> StatBatch:
-        """The stats gathered so far as a ``StatBatch`` over the joined bytes of its lines."""
+        """The stats gathered so far as a ``StatBatch`` over its lines' bytes."""
         event, name_row, kind, raw, text_start, text_length = (array[:self.n] for array in self.arrays)
         self.n = 0
         stats = {"event": event, "plane": fields.plane[event], "name_row": name_row, "kind": kind, "raw": raw,
                  "text_start": text_start, "text_length": text_length}
-        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        return StatBatch(stats, _StringResolver(_Bytes(data), stats, headers.stat_ids, headers.stat_names))
+        return StatBatch(stats, _StringResolver(_LineTexts(pieces), stats, headers.stat_ids, headers.stat_names))
 
 
-class _Bytes:
-    """Plain bytes where ``_StringResolver`` reads a ``wire.Buffer``."""
+class _LineTexts:
+    """The stat texts of a batch of lines, read from each line's own bytes (positions count from the
+    first line's start, the lines laid end to end): no joined copy of the batch's bytes."""
 
-    def __init__(self, data: bytes):
-        self._data = data
+    def __init__(self, lines: list[bytes]):
+        self.lines = lines
+        sizes = np.asarray([len(line) for line in lines], dtype=np.int64)
+        self.ends = np.cumsum(sizes)
+        self.firsts = self.ends - sizes
 
-    def data(self) -> bytes:
-        return self._data
+    def slices(self, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+        """The bytes at each (start, length)."""
+        if len(self.lines) == 1:
+            data = self.lines[0]
+            return [data[start:end] for start, end in zip(starts.tolist(), (starts + lengths).tolist(), strict=True)]
+        # a text lies within one line: the one whose end is past its start (an empty line ends where the next starts)
+        line = np.minimum(np.searchsorted(self.ends, starts, side="right"), len(self.lines) - 1)
+        local = starts - self.firsts[line]
+        lines = self.lines
+        return [lines[index][start:end]
+                for index, start, end in zip(line.tolist(), local.tolist(), (local + lengths).tolist(), strict=True)]
+
+
+class _BufferTexts:
+    """The stat texts of a batch decoded by numpy, read from its joined buffer."""
+
+    def __init__(self, buffer: wire.Buffer):
+        self.buffer = buffer
+        self._data: bytes | None = None
+
+    def slices(self, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+        if self._data is None:
+            self._data = self.buffer.data()
+        data = self._data
+        return [data[start:end] for start, end in zip(starts.tolist(), (starts + lengths).tolist(), strict=True)]
 
 
 def _batches(line_events: list[Any], line_counts: np.ndarray):
@@ -348,42 +500,35 @@ def _batches(line_events: list[Any], line_counts: np.ndarray):
 
 
 class _StringResolver:
-    """String values of stat rows: str values decoded once per distinct value, refs resolved to names."""
+    """String values of stat rows: str values decoded once per distinct value, refs resolved to names.
+    ``texts``: where their bytes are read (``_LineTexts``, ``_BufferTexts``)."""
 
-    def __init__(self, buffer, stats, stat_ids, stat_names):
-        self.buffer, self.stats, self.stat_plane = buffer, stats, stats["plane"]
+    def __init__(self, texts, stats, stat_ids, stat_names):
+        self.texts, self.stats, self.stat_plane = texts, stats, stats["plane"]
         self.stat_ids, self.stat_names = stat_ids, stat_names
-        self._data: bytes | None = None
 
     def codes(self, rows: np.ndarray, index: dict[str, int]) -> np.ndarray:
         kinds = self.stats["kind"][rows]
         if not ((kinds == STR) | (kinds == BYTES)).all():  # refs and numbers written out: one by one
             return np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in self.values(rows)),
                                dtype=np.int32, count=len(rows))
-        if self._data is None:
-            self._data = self.buffer.data()
-        data = self._data
-        starts = self.stats["text_start"][rows]
-        chunks = [data[start:end] for start, end in zip(starts.tolist(), (starts + self.stats["text_length"][rows]).tolist(),
-                                                        strict=True)]
+        chunks = self.texts.slices(self.stats["text_start"][rows], self.stats["text_length"][rows])
         code_of = dict.fromkeys(chunks)  # distinct values in first-seen order
         for chunk in code_of:
             code_of[chunk] = index.setdefault(chunk.decode("utf-8", errors="replace"), len(index))
         return np.fromiter(map(code_of.__getitem__, chunks), dtype=np.int32, count=len(chunks))
 
     def values(self, rows: np.ndarray) -> list[object]:
-        if self._data is None:
-            self._data = self.buffer.data()
-        data = self._data
         stats = self.stats
+        kinds = stats["kind"][rows]
+        is_text = (kinds == STR) | (kinds == BYTES)
+        chunks = iter(self.texts.slices(stats["text_start"][rows][is_text], stats["text_length"][rows][is_text]))
         cache: dict[bytes, str] = {}
         out: list[object] = []
-        for kind, raw, start, length, plane in zip(
-            stats["kind"][rows].tolist(), stats["raw"][rows].tolist(), stats["text_start"][rows].tolist(),
-            stats["text_length"][rows].tolist(), self.stat_plane[rows].tolist(), strict=False,
-        ):
+        for kind, raw, plane in zip(kinds.tolist(), stats["raw"][rows].tolist(), self.stat_plane[rows].tolist(),
+                                    strict=True):
             if kind == STR or kind == BYTES:
-                chunk = data[start:start + length]
+                chunk = next(chunks)
                 text = cache.get(chunk)
                 if text is None:
                     text = cache[chunk] = chunk.decode("utf-8", errors="replace")

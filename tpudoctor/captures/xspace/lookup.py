@@ -29,6 +29,8 @@ class RowLookup:
         self.table = np.append(table.ravel(), np.int32(-1))  # the last cell answers ids out of range
 
     def lookup(self, plane_of_item: np.ndarray, ids_of_item: np.ndarray) -> np.ndarray:
+        if len(plane_of_item) > 1 and not np.any(plane_of_item[1:] < plane_of_item[:-1]):
+            return self._lookup_grouped(plane_of_item, ids_of_item)
         rows = np.empty(len(ids_of_item), dtype=np.int32)
         missing = len(self.table) - 1
         for low in range(0, len(ids_of_item), self.CHUNK):
@@ -46,6 +48,29 @@ class RowLookup:
         return rows
 
 
+    def _lookup_grouped(self, plane_of_item: np.ndarray, ids_of_item: np.ndarray) -> np.ndarray:
+        """``lookup`` of items grouped by plane (events are: a plane's lines are adjacent): one gather
+        per plane from that plane's row of the table, with no per-item cell arithmetic."""
+        rows = np.full(len(ids_of_item), -1, dtype=np.int32)
+        n_planes = len(self.ids_per_plane)
+        bounds = plane_bounds(plane_of_item, n_planes)
+        for plane_index in range(n_planes):
+            low, high = bounds[plane_index], bounds[plane_index + 1]
+            if low == high:
+                continue
+            ids = ids_of_item[low:high]
+            if not self.dense[plane_index]:
+                rows[low:high] = lookup_rows(np.zeros(high - low, dtype=np.int8), ids,
+                                             [self.ids_per_plane[plane_index]], [self.offsets[plane_index]])
+                continue
+            start = plane_index * self.width
+            plane_rows = np.append(self.table[start:start + self.width], np.int32(-1))  # ids past it: -1
+            np.take(plane_rows, ids, mode="clip", out=rows[low:high])
+            if ids.min() < 0:  # clipped to id 0, which they are not
+                rows[low:high][ids < 0] = -1
+        return rows
+
+
 def lookup_rows(plane_of_item: np.ndarray, ids_of_item: np.ndarray, ids_per_plane: list[np.ndarray],
                 offsets: list[int]) -> np.ndarray:
     """Row (int32) of each (plane, id) in per-plane sorted id tables laid end to end; -1 when absent.
@@ -59,7 +84,7 @@ def lookup_rows(plane_of_item: np.ndarray, ids_of_item: np.ndarray, ids_per_plan
     if np.any(plane_of_item[1:] < plane_of_item[:-1]):
         order = np.argsort(plane_of_item, kind="stable")
         plane_of_item = plane_of_item[order]
-    bounds = np.searchsorted(plane_of_item, np.arange(len(ids_per_plane) + 1))
+    bounds = plane_bounds(plane_of_item, len(ids_per_plane))
     for plane_index, ids in enumerate(ids_per_plane):
         low, high = int(bounds[plane_index]), int(bounds[plane_index + 1])
         if not len(ids) or low == high:
@@ -72,6 +97,15 @@ def lookup_rows(plane_of_item: np.ndarray, ids_of_item: np.ndarray, ids_per_plan
         position[~found] = -1
         rows[selected] = position
     return rows
+
+
+def plane_bounds(sorted_planes: np.ndarray, n_planes: int) -> list[int]:
+    """Where each plane's items begin in plane-sorted items, and their end: searched with scalars of the
+    planes' own (narrow) type, since an array of another type would convert every item to it."""
+    if n_planes > np.iinfo(sorted_planes.dtype).max:
+        return np.searchsorted(sorted_planes, np.arange(n_planes + 1)).tolist()
+    as_plane = sorted_planes.dtype.type
+    return [int(np.searchsorted(sorted_planes, as_plane(plane))) for plane in range(n_planes)] + [len(sorted_planes)]
 
 
 def gather(table: np.ndarray, rows: np.ndarray, missing: int = -1) -> np.ndarray:

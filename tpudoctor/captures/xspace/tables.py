@@ -3,8 +3,9 @@ tables of a ``HostProfile``.
 
 The event stats go into one column each (``LoadOptions.columns``), filled batch by batch; an
 event without its own value takes its metadata's (XLA's static op facts). Ids are stored in the
-narrowest integer type that holds them, names as categoricals, integers as nullable arrays that
-keep their 64 bits. Each per-event temporary is dropped as soon as its last column is built.
+narrowest integer type that holds them, names as categoricals, integer stats as nullable arrays in
+64 bits, those that label things (``LABEL_STATS``: step numbers, group ids) in the narrowest type
+that holds their values. Each per-event temporary is dropped as soon as its last column is built.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tpudoctor.captures.xspace.columns import (
     CORE_STAT_COLUMNS,
     DEVICE_PLANE_PREFIXES,
     EVENT_STAT_COLUMNS,
+    LABEL_STATS,
     LoadOptions,
 )
 from tpudoctor.captures.xspace.decoder import (
@@ -29,6 +31,7 @@ from tpudoctor.captures.xspace.decoder import (
     SpaceHeaders,
     StatBatch,
     XSpaceDecoder,
+    code_dtype,
 )
 from tpudoctor.captures.xspace.host_profile import HostProfile, as_text, numbers_of
 from tpudoctor.captures.xspace.lookup import RowLookup, gather
@@ -55,7 +58,7 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
 
     # metadata row of every event (-1: id not in its plane's table)
     meta_row = RowLookup(headers.metadata_ids, headers.metadata_offsets).lookup(fields.plane, fields.metadata_id)
-    fields.metadata_id = _narrowed(fields.metadata_id)
+    fields.metadata_id = _narrowed(fields.metadata_id, np.int16)
     event_metadata = _metadata_frame(headers.metadata, columns)
     stat_arrays, from_metadata = _stat_arrays(sinks, event_metadata, meta_row, options.metadata_stats)
     name = _categorical(event_metadata["name"].tolist(), meta_row)
@@ -111,7 +114,7 @@ def _stat_arrays(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, me
         if column in event_metadata.columns:
             sink.fill_from_metadata(event_metadata[column], meta_row)
         if sink.values is not None or column in CORE_STAT_COLUMNS:
-            stat_arrays[column] = sink.array(masks)
+            stat_arrays[column] = sink.array(masks, narrow=column in LABEL_STATS)
         sink.release()
     return stat_arrays, from_metadata
 
@@ -129,11 +132,9 @@ def _events_frame(headers: SpaceHeaders, fields: EventFields, name: pd.Categoric
     line_id = _narrowed(np.asarray([row[1] for row in headers.lines], dtype=np.int64))[fields.line]
     line_name = _categorical([row[2] for row in headers.lines], fields.line)
     fields.line = None
-    plane_name = _categorical([p.name for p in headers.planes], fields.plane)
-    event_plane = fields.plane
+    event_plane = fields.plane  # already in the narrowest type (``code_dtype``)
     fields.plane = None
-    if len(headers.planes) <= np.iinfo(np.int16).max:
-        event_plane = event_plane.astype(np.int16)
+    plane_name = _categorical([p.name for p in headers.planes], event_plane)
     frame: dict[str, Any] = {
         "plane_id": event_plane,
         "line_id": line_id,
@@ -171,7 +172,7 @@ class _ColumnSink:
         if self.values is not None:
             return
         if self.kind == "str":  # category code + 1, so that 0 (calloc'd, never touched) is "no value"
-            self.values = np.zeros(self.n_events, dtype=np.int32)
+            self.values = np.zeros(self.n_events, dtype=np.int16)  # int32 once there are more categories
         elif self.kind == "float":
             self.values = np.full(self.n_events, np.nan)
         else:
@@ -187,11 +188,21 @@ class _ColumnSink:
         """Store a str column's values as their codes in ``categories`` (-1: none)."""
         self._allocate()
         codes += 1
+        self._hold(len(self.categories))
         self.values[targets] = codes
+
+    def _hold(self, n_categories: int) -> None:
+        """A str column's codes widened to int32 when its categories outgrow int16."""
+        if n_categories >= np.iinfo(self.values.dtype).max:
+            self.values = self.values.astype(np.int32)
 
     def put(self, targets: np.ndarray, values: Any, kinds: np.ndarray | None = None) -> None:
         """Store a number column's values: raw 64-bit values with their XStat kinds."""
         self._allocate()
+        if self.kind != "float" and len(kinds) and kinds.min() == kinds.max() and kinds[0] in (INT64, UINT64):
+            self.values[targets] = values.view(self.values.dtype)  # as writers write integer stats: one kind
+            self.present[targets] = True
+            return
         doubles = kinds == DOUBLE
         signed = kinds == INT64
         unsigned = kinds == UINT64
@@ -232,32 +243,35 @@ class _ColumnSink:
             return
         # metadata rows with a value, as a lookup that row -1 (no metadata) also indexes
         valid_row = np.append(valid, False)
-        meta_codes = None
+        filling = None  # per metadata row, then row -1: the value an event without its own takes
         for low in range(0, len(meta_row), METADATA_FILL_CHUNK):  # bounded temporaries on big captures
             chunk_rows = meta_row[low:low + METADATA_FILL_CHUNK]
-            candidates = np.flatnonzero(valid_row[chunk_rows])
-            if not len(candidates):
+            takes = valid_row[chunk_rows]
+            if not takes.any():
                 continue
             self._allocate()
-            rows = chunk_rows[candidates]
-            candidates += low
+            if filling is None:
+                if self.kind == "str":  # categories in the same order as before: only once an event takes one
+                    filling = np.append(self._codes(meta_values) + 1, np.int32(0))
+                    self._hold(len(self.categories))
+                else:
+                    filling = np.append(numbers, numbers.dtype.type(0))
+            own = self.values[low:low + len(chunk_rows)]  # a view: written in place
             if self.kind == "str":
-                if meta_codes is None:  # categories in the same order as before: only once an event takes one
-                    meta_codes = self._codes(meta_values) + 1
-                free = self.values[candidates] == 0
-                self.values[candidates[free]] = meta_codes[rows[free]]
+                takes &= own == 0
             elif self.kind == "float":
-                free = np.isnan(self.values[candidates])
-                self.values[candidates[free]] = numbers[rows[free]]
+                takes &= np.isnan(own)
             else:
-                free = ~self.present[candidates]
-                self.values[candidates[free]] = numbers[rows[free]]
-                self.present[candidates[free]] = True
+                present = self.present[low:low + len(chunk_rows)]
+                takes &= ~present
+                present |= takes
+            np.copyto(own, filling[chunk_rows], where=takes)
 
     def release(self) -> None:
         self.values = self.present = None
 
-    def array(self, masks: _SharedMasks | None = None):
+    def array(self, masks: _SharedMasks | None = None, *, narrow: bool = False):
+        """The column as pandas keeps it; ``narrow``: integers in the narrowest type that holds them."""
         import pandas as pd
 
         n = self.n_events
@@ -265,7 +279,7 @@ class _ColumnSink:
             categories = pd.Index(list(self.categories), dtype=object)
             if self.values is None:
                 return pd.Categorical.from_codes(np.broadcast_to(np.int8(-1), (n,)), categories=categories)
-            codes = np.subtract(self.values, 1, dtype=_code_dtype(len(categories)), casting="unsafe")
+            codes = np.subtract(self.values, 1, dtype=code_dtype(len(categories)), casting="unsafe")
             return pd.Categorical.from_codes(codes, categories=categories, validate=False)
         if self.kind == "float":
             return self.values if self.values is not None else np.broadcast_to(np.float64(np.nan), (n,))
@@ -273,7 +287,8 @@ class _ColumnSink:
             dtype = np.uint64 if self.kind == "uint" else np.int64
             return pd.arrays.IntegerArray(np.broadcast_to(dtype(0), (n,)), np.broadcast_to(np.True_, (n,)))
         missing = ~self.present
-        return pd.arrays.IntegerArray(self.values, masks.shared(missing) if masks is not None else missing)
+        values = _narrowest_holding(self.values, self.present) if narrow else self.values
+        return pd.arrays.IntegerArray(values, masks.shared(missing) if masks is not None else missing)
 
 
 class _SharedMasks:
@@ -292,22 +307,28 @@ class _SharedMasks:
         return mask
 
 
-def _code_dtype(n_categories: int) -> type:
-    """The code dtype pandas itself picks for this many categories (so from_codes keeps the array)."""
-    if n_categories < 1 << 7:
-        return np.int8
-    if n_categories < 1 << 15:
-        return np.int16
-    return np.int32 if n_categories < 1 << 31 else np.int64
+def _narrowest_holding(values: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """An integer stat's values in the narrowest type of its signedness that holds every present one."""
+    if not present.any():
+        return values
+    info = np.iinfo(values.dtype)
+    low = int(values.min(where=present, initial=info.max))
+    high = int(values.max(where=present, initial=info.min))
+    candidates = (np.uint8, np.uint16, np.uint32) if values.dtype == np.uint64 else (np.int8, np.int16, np.int32)
+    for dtype in candidates:
+        narrow = np.iinfo(dtype)
+        if narrow.min <= low and high <= narrow.max:
+            return values.astype(dtype)
+    return values
 
 
-def _narrowed(values: np.ndarray) -> np.ndarray:
-    """int64 ids as int32 where every one fits (ids are small counters), else as uint32 where
-    they fit that (the device planes' derived lines are numbered from 0xdeadbeef)."""
+def _narrowed(values: np.ndarray, narrowest: type = np.int32) -> np.ndarray:
+    """int64 ids in the narrowest of ``narrowest``, int32 (ids are small counters), uint32 (the device
+    planes' derived lines are numbered from 0xdeadbeef) that holds every one; else as they are."""
     if not len(values):
-        return values.astype(np.int32)
+        return values.astype(narrowest)
     low, high = int(values.min()), int(values.max())
-    for dtype in (np.int32, np.uint32):
+    for dtype in dict.fromkeys((narrowest, np.int32, np.uint32)):
         info = np.iinfo(dtype)
         if info.min <= low and high <= info.max:
             return values.astype(dtype)
@@ -319,8 +340,13 @@ def _categorical(labels: list[object], rows: np.ndarray) -> pd.Categorical:
     import pandas as pd
 
     codes, categories = _codes_of(labels)
-    table = np.append(codes, -1).astype(_code_dtype(len(categories)))  # row -1 reads the appended -1
-    return pd.Categorical.from_codes(table[rows], categories=categories, validate=False)
+    dtype = code_dtype(len(categories))
+    if rows.dtype == dtype and np.array_equal(codes, np.arange(len(labels))) and (not len(rows) or rows.min() >= 0):
+        codes = rows  # distinct labels: the codes are the rows themselves, one array for both columns
+        codes.flags.writeable = False
+    else:
+        codes = np.append(codes, -1).astype(dtype)[rows]  # row -1 reads the appended -1
+    return pd.Categorical.from_codes(codes, categories=categories, validate=False)
 
 
 def _codes_of(values: list[object]) -> tuple[np.ndarray, pd.Index]:

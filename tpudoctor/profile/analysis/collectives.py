@@ -76,15 +76,19 @@ def collective_ops(ops: DeviceOpRows) -> pd.DataFrame:
     # The kind of each distinct hlo_op, name and category, taken at the ops: from the hlo_op where it
     # names a collective, else the name, else the category.
     kinds: dict[str, int] = {}
-    kind = np.full(len(ops), -1, np.int64)
+    kind = np.full(len(ops), -1, np.int16)  # a few kinds: small codes, filled in place
     category = ops.coded("hlo_category")
     for coded in (ops.coded("hlo_op"), ops.coded("name"), category):
-        table = np.full(len(coded.labels) + 1, -1, np.int64)
+        table = np.full(len(coded.labels) + 1, -1, np.int16)
         for code, label in enumerate(coded.labels):
             found = collective_kind(label)
             if found is not None:
                 table[code] = kinds.setdefault(found, len(kinds))
-        kind = np.where(kind >= 0, kind, table[coded.codes])
+        if (table >= 0).any():
+            unknown = kind < 0
+            kind[unknown] = table[coded.codes[unknown]]
+            del unknown
+        del coded
     keep = np.flatnonzero((kind >= 0) & ~category.matches(HOST_TRANSFER_CATEGORY.pattern))
     names = ops.events["name"].array.take(ops.rows[keep])
     return pd.DataFrame({

@@ -24,7 +24,7 @@ from tpudoctor.profile.analysis.events import (
     text_equals,
     text_in,
 )
-from tpudoctor.profile.analysis.grouping import CHUNK_ROWS, Coded
+from tpudoctor.profile.analysis.grouping import FACTORIZE_ROWS, Coded, Factorizer
 from tpudoctor.profile.analysis.nesting import self_time_arrays
 
 
@@ -44,6 +44,9 @@ class DeviceOpRows:
     self_ps: np.ndarray
     core: np.ndarray
     core_names: np.ndarray
+    memo: dict = dataclasses.field(default_factory=dict, repr=False)
+    """Figures per op that several analyses read (``programs.op_kinds``, ``programs.op_programs``),
+    made once for this selection."""
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -72,6 +75,19 @@ class DeviceOpRows:
             return pd.array(np.full(len(self.rows), pd.NA, dtype=object), dtype="object")
         return values
 
+    def factorized(self, name: str, dtype: str | None = None) -> tuple[np.ndarray, list]:
+        """(int32 codes, distinct values) of a stat at the op rows (as ``dtype``), as ``pd.factorize``
+        gives them, a chunk of rows at a time (no copy of the stat at every op)."""
+        codes = np.empty(len(self.rows), np.int32)
+        factorizer = Factorizer()
+        for low in range(0, len(self.rows), FACTORIZE_ROWS):
+            rows = self.rows[low:low + FACTORIZE_ROWS]
+            values = self.host.stat_at(name, rows)
+            if values is None:
+                values = np.full(len(rows), pd.NA, dtype=object)
+            codes[low:low + FACTORIZE_ROWS] = factorizer.codes(values if dtype is None else pd.array(values, dtype=dtype))
+        return codes, factorizer.uniques
+
     def numbers(self, name: str) -> np.ndarray:
         """A numeric stat at the op rows as float64, NaN where missing or not a number."""
         if self._integer_kind(name):
@@ -99,9 +115,9 @@ class DeviceOpRows:
     def _gathered(self, name: str, dtype, missing) -> np.ndarray:
         """A nullable stat at the op rows as numpy, a chunk of rows at a time (no second copy)."""
         out = np.empty(len(self.rows), dtype)
-        for low in range(0, len(self.rows), CHUNK_ROWS):
-            chunk = self.host.stat_at(name, self.rows[low:low + CHUNK_ROWS])
-            out[low:low + CHUNK_ROWS] = chunk.to_numpy(dtype, na_value=missing)
+        for low in range(0, len(self.rows), FACTORIZE_ROWS):  # a metadata stat's lookup takes ~30 bytes per row
+            chunk = self.host.stat_at(name, self.rows[low:low + FACTORIZE_ROWS])
+            out[low:low + FACTORIZE_ROWS] = chunk.to_numpy(dtype, na_value=missing)
         return out
 
     def cores_in_order(self) -> list[int]:
@@ -189,7 +205,7 @@ def _op_times(host, rows: np.ndarray, *, device_clock: bool) -> tuple[np.ndarray
     n = len(rows)
     start = np.empty(n, np.int64)
     duration = np.empty(n, np.int64)
-    pieces = []
+    self_ps = None  # made at the first piece with nesting: until then, self time is the duration
     for low, high in _line_pieces(ev, rows):
         chunk = rows[low:high]
         plane, line = take(ev, "plane_id", chunk), take(ev, "line_id", chunk)
@@ -199,15 +215,13 @@ def _op_times(host, rows: np.ndarray, *, device_clock: bool) -> tuple[np.ndarray
         start[low:high] = chunk_start
         duration[low:high] = chunk_duration
         own = self_time_arrays(plane, line, chunk_start, chunk_duration)
-        pieces.append((low, high, None if own is chunk_duration else own))
-        del plane, line, chunk_start, chunk_duration, own
-    if all(own is None for _, _, own in pieces):
-        return start, duration, duration
-    self_ps = duration.copy()
-    for low, high, own in pieces:
-        if own is not None:
+        if self_ps is None and own is not chunk_duration:
+            self_ps = np.empty(n, np.int64)
+            self_ps[:low] = duration[:low]
+        if self_ps is not None:
             self_ps[low:high] = own
-    return start, duration, self_ps
+        del plane, line, chunk_start, chunk_duration, own
+    return start, duration, duration if self_ps is None else self_ps
 
 
 def _line_pieces(ev: pd.DataFrame, rows: np.ndarray) -> list[tuple[int, int]]:

@@ -57,29 +57,40 @@ def analyze_device_ops(host, *, top_n: int = 15, programs: pd.DataFrame | None =
     kinds = op_kinds(ops)
     of_op = op_programs(ops, kinds)
     # ops of no program are keyed by their kind: one more code per kind after the programs'
-    program_ids = np.where(of_op.codes >= 0, of_op.codes, len(of_op.ids) + kinds.astype(np.int32))
+    program_ids = of_op.codes.copy()
+    no_program = program_ids < 0
+    program_ids[no_program] = kinds[no_program].astype(np.int32) + len(of_op.ids)
+    del no_program
     program_names = np.r_[of_op.names, [""] * len(OP_KINDS)].astype(object)
     program_id_texts = np.r_[of_op.ids, [""] * len(OP_KINDS)].astype(object)
     # Ops are grouped by integer ids of their (program, name, category) texts, each text made once.
     name_ids, name_labels = op_name_ids(ops)
     category = ops.coded("hlo_category")
     category_ids, category_labels = category.mapped(str, missing="")
+    del category
     self_ps = ops.self_ps
-    flops = ops.numbers("flops")
     total = max(float_total(self_ps), 1.0)
     groups = Groups(program_ids, name_ids, category_ids)
     first = groups.first_row
+    # each group's texts are read at its first op; the per-op ids go before the per-op FLOPs are read
     g = pd.DataFrame({"program": program_names[program_ids[first]], "program_id": program_id_texts[program_ids[first]],
                       "name": name_labels[name_ids[first]], "kind": np.array(OP_KINDS, dtype=object)[kinds[first]],
                       "category": category_labels[category_ids[first]], "count": groups.counts(),
-                      "self_ps": groups.sums(self_ps), "flops": groups.sums(flops)})
+                      "self_ps": groups.sums(self_ps)})
+    del program_ids, name_ids
+    by_category = Groups(category_ids)
+    del category_ids
+    flops = ops.numbers("flops")
+    g["flops"] = groups.sums(flops)
+    del groups
+    flops_total, flops_known = np.nansum(flops), bool(np.isfinite(flops).any())
+    del flops
     g = g.sort_values(["self_ps", "program", "name"], ascending=[False, True, True], kind="stable").head(top_n)
     top = pd.DataFrame({"program": g["program"].to_numpy(), "program_id": g["program_id"].to_numpy(),
                         "name": g["name"].to_numpy(), "kind": g["kind"].to_numpy(), "category": g["category"].to_numpy(),
                         "count": g["count"].astype(int).to_numpy(), "self_ms": g["self_ps"].to_numpy() / 1e9,
                         "self_percent": 100 * g["self_ps"].to_numpy() / total,
                         "flops_per_s": np.where(g["self_ps"] > 0, g["flops"] / (g["self_ps"] / 1e12), np.nan)})
-    by_category = Groups(category_ids)
     cats = pd.Series(by_category.sums(self_ps), index=pd.Index(category_labels[by_category.order]))
     cats = cats.sort_index().sort_values(ascending=False)  # as a (sorted) group-by of the texts
     categories = pd.DataFrame({"category": cats.index.astype(str), "self_ms": cats.to_numpy() / 1e9,
@@ -97,7 +108,8 @@ def analyze_device_ops(host, *, top_n: int = 15, programs: pd.DataFrame | None =
                      "duty_cycle_percent": 100 * busy / max(window, 1)})
     per_core = pd.DataFrame(rows)
     duty = float((per_core["busy_ms"].sum() / max(per_core["window_ms"].sum(), 1e-12)) * 100)
-    return DeviceOps(top, categories, per_core, duty, 100 - duty, *_utilization(host, self_ps, flops, ops),
+    return DeviceOps(top, categories, per_core, duty, 100 - duty,
+                     *_utilization(host, self_ps, flops_total, flops_known, ops),
                      programs=program_table(host, kinds=kinds, programs=of_op) if programs is None else programs,
                      kind_ms=kind_totals_ms(ops, kinds))
 
@@ -136,7 +148,10 @@ def _core_window(host, core: str, starts: np.ndarray, ends: np.ndarray, modules:
     return int(ends.max() - starts.min()) if len(starts) else 0
 
 
-def _utilization(host, self_ps: np.ndarray, flops: np.ndarray, ops) -> tuple[float | None, float | None, float | None]:
+def _utilization(host, self_ps: np.ndarray, flops_total: float, flops_known: bool,
+                 ops) -> tuple[float | None, float | None, float | None]:
+    """MXU and HBM utilisation from the device planes' stats; FLOP utilisation from the ops' FLOPs
+    (``flops_total``: their sum, NaN skipped; ``flops_known``: whether any op has a figure)."""
     mxu = hbm = None
     for stats in host.plane_stats.values():
         if "matrix_unit_utilization_percent" in stats:
@@ -147,8 +162,8 @@ def _utilization(host, self_ps: np.ndarray, flops: np.ndarray, ops) -> tuple[flo
     peaks = [float(s["peak_teraflops_per_second"]) for s in host.plane_stats.values()
              if s.get("peak_teraflops_per_second")]
     busy_ps = float_total(self_ps)
-    if peaks and busy_ps > 0 and np.isfinite(flops).any():
+    if peaks and busy_ps > 0 and flops_known:
         n_cores = max(len(ops.cores_in_order()), 1)
-        rate = np.nansum(flops) / (busy_ps / 1e12 / n_cores) / n_cores
+        rate = flops_total / (busy_ps / 1e12 / n_cores) / n_cores
         flops_util = float(100 * rate / (peaks[0] * 1e12))
     return mxu, hbm, flops_util

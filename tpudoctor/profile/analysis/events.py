@@ -47,11 +47,10 @@ def mask(series: pd.Series) -> np.ndarray:
 
 
 def _category_hits(categories: pd.Index, pattern: str) -> np.ndarray:
-    """Which categories match ``pattern``, with a last ``False`` that code -1 (missing) indexes."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "has match groups": we only test for a match
-        hit = np.asarray(categories.astype(str).str.contains(pattern, regex=True), dtype=bool) \
-            if len(categories) else np.zeros(0, bool)
+    """Which categories match ``pattern`` (``re.search``, as ``str.contains`` tests each), with a last
+    ``False`` that code -1 (missing) indexes: one regex call per distinct text, no string array made."""
+    search = re.compile(pattern).search
+    hit = np.fromiter((search(str(c)) is not None for c in categories), dtype=bool, count=len(categories))
     return np.append(hit, False)
 
 

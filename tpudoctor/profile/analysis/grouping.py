@@ -28,9 +28,8 @@ class Coded:
             codes = values.array.codes
             labels = np.array([str(c) for c in values.cat.categories], dtype=object)
             return cls(codes if rows is None else codes[rows], labels)
-        values = values.array if rows is None else values.array.take(rows)
-        codes, uniques = pd.factorize(values, use_na_sentinel=True)
-        return cls(codes.astype(np.int32, copy=False), np.array([str(u) for u in uniques], dtype=object))
+        codes, uniques = factorized(values.array, rows)
+        return cls(codes, np.array([str(u) for u in uniques], dtype=object))
 
     def table(self, fn, missing=None) -> np.ndarray:
         """``fn(label)`` per code, with ``missing`` last (what code -1 indexes)."""
@@ -64,6 +63,40 @@ class Coded:
 
 
 CHUNK_ROWS = 1 << 20  # rows per pass where a whole-column temporary would cost hundreds of MB
+FACTORIZE_ROWS = 1 << 16  # rows per pd.factorize: its hash table is sized to its input, not to the distinct values
+
+
+class Factorizer:
+    """``pd.factorize`` of a long column met a chunk at a time: each value's code is the order of its
+    first appearance over all the chunks so far, as one ``pd.factorize`` of the whole column gives it
+    (missing values: -1), without a temporary as long as the column."""
+
+    def __init__(self):
+        self._codes: dict = {}
+
+    def codes(self, values) -> np.ndarray:
+        """The int32 codes of this chunk's values (a numpy or pandas array)."""
+        local, uniques = pd.factorize(values, use_na_sentinel=True)
+        seen = self._codes
+        table = np.fromiter((seen.setdefault(u, len(seen)) for u in uniques), np.int32, len(uniques))
+        return np.append(table, np.int32(-1))[local]  # local -1 (missing) takes the appended -1
+
+    @property
+    def uniques(self) -> list:
+        """The distinct values, in the order of their codes."""
+        return list(self._codes)
+
+
+def factorized(values, rows: np.ndarray | None = None) -> tuple[np.ndarray, list]:
+    """(int32 codes, distinct values) of ``values`` (a numpy or pandas array; at ``rows``), as
+    ``pd.factorize`` gives them, a chunk of rows at a time."""
+    n = len(values) if rows is None else len(rows)
+    codes = np.empty(n, np.int32)
+    factorizer = Factorizer()
+    for low in range(0, n, FACTORIZE_ROWS):
+        chunk = values[low:low + FACTORIZE_ROWS] if rows is None else values.take(rows[low:low + FACTORIZE_ROWS])
+        codes[low:low + FACTORIZE_ROWS] = factorizer.codes(chunk)
+    return codes, factorizer.uniques
 
 
 class Groups:
@@ -107,29 +140,73 @@ class Groups:
         return len(self.order)
 
     def counts(self) -> np.ndarray:
-        return np.bincount(self.key, minlength=self.size)[self.order].astype(np.int64)
+        return self._bincount(None)[self.order].astype(np.int64)
+
+    def _bincount(self, weights: np.ndarray | None) -> np.ndarray:
+        """``np.bincount`` of the keys (with ``weights``), a chunk of rows at a time: numpy makes an
+        int64 copy of the keys and a float64 one of the weights, as long as its input. The chunks'
+        sums add up to the one sum exactly where the callers use weights (whole numbers below 2**52)."""
+        out = None
+        for low in range(0, len(self.key), CHUNK_ROWS):
+            chunk = np.bincount(self.key[low:low + CHUNK_ROWS], minlength=self.size,
+                                weights=None if weights is None else weights[low:low + CHUNK_ROWS])
+            out = chunk if out is None else out + chunk
+        return out if out is not None else np.zeros(self.size, np.int64 if weights is None else np.float64)
 
     def sums(self, values: np.ndarray) -> np.ndarray:
         """Float sum of ``values`` per group (NaN skipped), as pandas' group-by sum gives it. Whole
-        numbers whose sum stays below 2**52 add up exactly in any order: one ``bincount``. Other
-        values go through pandas' own (compensated) sum in row order."""
+        numbers whose partial sums stay below 2**53 within a group add up exactly in any order, as
+        pandas' compensated sum gives them too: ``bincount``s, a chunk of rows at a time. The other
+        groups' values go through pandas' own sum in row order: that of the rows of those groups only
+        (each group's compensated sum runs over its own rows in order, whatever the other groups)."""
         values = np.asarray(values)
         if self.valid is not None:
             values = values[self.valid]
-        if values.dtype.kind in "iu":
-            if exact_sum(values) is not None:
-                return np.bincount(self.key, weights=values, minlength=self.size)[self.order]
-            values = values.astype(np.float64)
-        values = np.asarray(values, np.float64)
-        missing = np.isnan(values)
-        weights = np.where(missing, 0.0, values) if missing.any() else values
-        del missing
-        if exact_sum(weights) is not None:
-            return np.bincount(self.key, weights=weights, minlength=self.size)[self.order]
-        rank = np.full(self.size, -1, np.int64)
-        rank[self.order] = np.arange(len(self.order))
-        key = pd.Categorical.from_codes(rank[self.key], categories=pd.RangeIndex(len(self.order)))
-        return pd.Series(values, copy=False).groupby(key, observed=False, sort=True).sum().to_numpy(np.float64)
+        exact = self._exact_sums(values)
+        if exact is None:  # not whole numbers: every group by pandas
+            sums, inexact = np.zeros(self.size, np.float64), np.ones(self.size, bool)
+        else:
+            sums, inexact = exact
+        if inexact.any():
+            sums[inexact] = self._pandas_sums(values, inexact)
+        return sums[self.order]
+
+    def _pandas_sums(self, values: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+        """pandas' group-by sum of the groups of the dense keys where ``chosen`` is set (in order of their
+        dense key), from their rows only."""
+        rows = chosen[self.key] if not chosen.all() else None
+        key = self.key if rows is None else self.key[rows]
+        values = np.asarray(values if rows is None else values[rows], np.float64)
+        del rows
+        wanted = np.flatnonzero(chosen)
+        rank = np.full(self.size, -1, np.int32 if len(wanted) < 2**31 else np.int64)
+        rank[wanted] = np.arange(len(wanted))
+        codes = pd.Categorical.from_codes(rank[key], categories=pd.RangeIndex(len(wanted)))
+        del key
+        return pd.Series(values, copy=False).groupby(codes, observed=False, sort=True).sum().to_numpy(np.float64)
+
+    def _exact_sums(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per dense key, the sum of ``values`` (NaN as 0) where every value is a whole number, and which
+        keys' sums may not be exact (a sum of magnitudes of 2**53 or more); None where some value is not a
+        whole number."""
+        if values.dtype.kind not in "iuf":
+            return None
+        is_int = values.dtype.kind in "iu"
+        sums = np.zeros(self.size, np.float64)
+        magnitudes = np.zeros(self.size, np.float64)
+        for low in range(0, len(values), CHUNK_ROWS):
+            chunk = values[low:low + CHUNK_ROWS]
+            if not is_int:
+                chunk = np.where(np.isnan(chunk), 0.0, chunk)
+                if not np.array_equal(chunk, np.floor(chunk)):
+                    return None
+            key = self.key[low:low + CHUNK_ROWS]
+            chunk_sums = np.bincount(key, weights=chunk, minlength=self.size)
+            sums += chunk_sums
+            # times and counts are never negative: their sums are their magnitudes, no second bincount
+            magnitudes += chunk_sums if not len(chunk) or chunk.min() >= 0 else np.bincount(
+                key, weights=np.abs(chunk), minlength=self.size)
+        return sums, magnitudes >= 2.0 ** 53
 
 
 def exact_sum(values: np.ndarray) -> float | None:
@@ -158,6 +235,8 @@ def float_total(values: np.ndarray) -> float:
 def first_rows(ids: np.ndarray, n_groups: int) -> np.ndarray:
     """Position of each group's first row."""
     first = np.full(n_groups, len(ids), np.int64)
-    keep = np.flatnonzero(ids >= 0)
-    np.minimum.at(first, ids[keep], keep)
+    for low in range(0, len(ids), CHUNK_ROWS):  # bounded temporaries on big captures
+        chunk = ids[low:low + CHUNK_ROWS]
+        keep = np.flatnonzero(chunk >= 0)
+        np.minimum.at(first, chunk[keep], keep + low)
     return first

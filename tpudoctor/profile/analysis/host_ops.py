@@ -15,7 +15,7 @@ import pandas as pd
 
 from tpudoctor.profile.analysis.device_op_rows import device_ops
 from tpudoctor.profile.analysis.events import host_rows, take
-from tpudoctor.profile.analysis.grouping import Coded, first_rows
+from tpudoctor.profile.analysis.grouping import CHUNK_ROWS, Coded
 from tpudoctor.profile.analysis.intervals import union_ps
 from tpudoctor.profile.analysis.nesting import outermost_rows
 
@@ -69,23 +69,32 @@ def analyze_host_ops(host, window_ps: tuple[int, int]) -> HostOps:
         if not len(times):
             return
         ids, labels = names.mapped(_short)
-        order, counts, totals = _by_label(ids, len(labels), times)
+        add_counted(_by_label(ids, len(labels), times), labels, kind, where)
+
+    def add_counted(counted, labels: np.ndarray, kind: str, where: str) -> None:
+        order, counts, totals = counted
         for label, count, total in zip(labels[order], counts, totals, strict=True):
             if count:
                 rows.append({"kind": kind, "name": label, "where": where, "count": int(count),
                              "total_ms": float(total) / 1e9})
 
-    # Which device ops are which kind: decided per distinct name/category, then taken at those ops only.
+    # Which device ops are which kind: decided per distinct name/category, as a mask over the ops (a big
+    # TPU capture has millions of offload copies: no index or time arrays of them).
     names = ops.coded("name")
     category = ops.coded("hlo_category")
     # Infeed copies are input, counted by the input analysis, not host offload.
-    offload = np.flatnonzero(is_host_offload_copy(names) & ~category.isin({"infeed", "sparsecorev0 infeed"}))
-    outside = np.flatnonzero(category.isin(OUTSIDE_COMPILATION_CATEGORIES) |
-                             ops.coded("tf_op").matches(r":Xla(?:SendToHost|RecvFromHost)$"))
+    offload = is_host_offload_copy(names) & ~category.isin({"infeed", "sparsecorev0 infeed"})
+    outside = category.isin(OUTSIDE_COMPILATION_CATEGORIES) | ops.coded("tf_op").matches(
+        r":Xla(?:SendToHost|RecvFromHost)$")
+    del category
     dev_callbacks = np.flatnonzero(names.matches(CALLBACK))
-    for chosen, kind, times in ((offload, KIND_OFFLOAD, ops.self_ps), (outside, KIND_OUTSIDE, ops.self_ps),
-                                (dev_callbacks, KIND_CALLBACK, ops.duration_ps)):
-        add(_at(names, chosen), times[chosen], kind, "device")
+    short_ids, short_labels = names.mapped(_short)
+    del names
+    for chosen, kind, times in ((offload, KIND_OFFLOAD, ops.self_ps), (outside, KIND_OUTSIDE, ops.self_ps)):
+        add_counted(_by_label(short_ids, len(short_labels), times, chosen), short_labels, kind, "device")
+    add_counted(_by_label(short_ids[dev_callbacks], len(short_labels), ops.duration_ps[dev_callbacks]), short_labels,
+                KIND_CALLBACK, "device")
+    del short_ids
 
     host_cb = outermost_rows(ev, host_rows(host, r"^HostCallbackRequest$"))
     transfers = outermost_rows(ev, host_rows(host, HOST_TRANSFER))
@@ -106,8 +115,8 @@ def analyze_host_ops(host, window_ps: tuple[int, int]) -> HostOps:
                            take(ev, "start_ps", host_cb) + take(ev, "duration_ps", host_cb)])
     tr_s = take(ev, "start_ps", transfers)
     tr_e = tr_s + take(ev, "duration_ps", transfers)
-    offload_ps = int(ops.self_ps[offload].sum())
-    outside_ps = int(ops.self_ps[outside].sum())
+    offload_ps = int(np.sum(ops.self_ps, where=offload))
+    outside_ps = int(np.sum(ops.self_ps, where=outside))
     return HostOps(
         table=table,
         device_busy_ms=device_total_ps / 1e9,
@@ -133,18 +142,36 @@ def _at(coded: Coded, chosen: np.ndarray) -> Coded:
     return Coded(coded.codes[chosen], coded.labels)
 
 
-def _by_label(ids: np.ndarray, n: int, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _by_label(ids: np.ndarray, n: int, times: np.ndarray,
+              chosen: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Label ids in order of their first row (as a group-by of the label texts with ``sort=False``),
-    with the count and integer sum of ``times`` of each (ids -1 left out)."""
-    keep = ids >= 0
-    counts = np.bincount(ids[keep], minlength=n)
+    with the count and integer sum of ``times`` of each (ids -1, and rows not ``chosen``, left out).
+    A chunk of rows at a time: numpy's bincount copies its input to int64/float64."""
+    def kept(low: int) -> tuple[np.ndarray, np.ndarray]:
+        chunk_ids = ids[low:low + CHUNK_ROWS]
+        keep = chunk_ids >= 0
+        if chosen is not None:
+            keep &= chosen[low:low + CHUNK_ROWS]
+        return keep, chunk_ids[keep]
+
+    magnitude = 0.0
+    for low in range(0, len(ids), CHUNK_ROWS):
+        keep, _ = kept(low)
+        magnitude += float(np.abs(np.asarray(times[low:low + CHUNK_ROWS], np.int64)[keep]).sum(dtype=np.float64))
+    exact = magnitude < 2.0 ** 52  # exact as a float sum: bincounts
+    counts = np.zeros(n, np.int64)
     totals = np.zeros(n, np.int64)
-    times = np.asarray(times, np.int64)[keep]
-    if float(np.abs(times).sum(dtype=np.float64)) < 2.0 ** 52:  # exact as a float sum: one bincount
-        totals[:] = np.bincount(ids[keep], weights=times, minlength=n)
-    else:
-        np.add.at(totals, ids[keep], times)
-    order = np.argsort(first_rows(ids, n), kind="stable")
+    first = np.full(n, len(ids), np.int64)
+    for low in range(0, len(ids), CHUNK_ROWS):
+        keep, chunk_ids = kept(low)
+        chunk_times = np.asarray(times[low:low + CHUNK_ROWS], np.int64)[keep]
+        counts += np.bincount(chunk_ids, minlength=n)
+        if exact:
+            totals += np.bincount(chunk_ids, weights=chunk_times, minlength=n).astype(np.int64)
+        else:
+            np.add.at(totals, chunk_ids, chunk_times)
+        np.minimum.at(first, chunk_ids, np.flatnonzero(keep) + low)
+    order = np.argsort(first, kind="stable")
     return order, counts[order], totals[order]
 
 

@@ -39,11 +39,15 @@ def breakdown_per_metadata(host) -> pd.DataFrame:
     meta = host.event_metadata
     rows = {"plane_id": meta["plane_id"].to_numpy(np.int64), "metadata_id": meta["metadata_id"].to_numpy(np.int64)}
     raw = meta["memory_access_breakdown"].tolist() if "memory_access_breakdown" in meta.columns else [None] * len(meta)
-    decoded = [decode_memory_access_breakdown(value) for value in raw]
+    # each distinct breakdown decoded once (a file of joined XSpaces repeats every plane's metadata)
+    distinct: dict[bytes, int] = {}
+    which = np.fromiter((distinct.setdefault(bytes(v), len(distinct)) if isinstance(v, (bytes, bytearray)) and v
+                         else -1 for v in raw), dtype=np.int64, count=len(raw))
+    decoded = [decode_memory_access_breakdown(value) for value in distinct]
     for col in BYTE_COLUMNS:
-        rows[col] = np.fromiter((d[col] for d in decoded), dtype=np.float64, count=len(decoded))
-    rows["has_breakdown"] = np.fromiter((isinstance(v, (bytes, bytearray)) and len(v) > 0 for v in raw),
-                                        dtype=bool, count=len(raw))
+        per_distinct = np.fromiter((d[col] for d in decoded), dtype=np.float64, count=len(decoded))
+        rows[col] = np.where(which >= 0, np.append(per_distinct, 0.0)[which], 0.0)
+    rows["has_breakdown"] = which >= 0
     return pd.DataFrame(rows)
 
 

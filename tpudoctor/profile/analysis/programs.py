@@ -29,7 +29,14 @@ import pandas as pd
 
 from tpudoctor.profile.analysis.device_op_rows import DeviceOpRows, device_ops
 from tpudoctor.profile.analysis.events import device_kind, module_rows
-from tpudoctor.profile.analysis.grouping import Coded, Groups, float_total
+from tpudoctor.profile.analysis.grouping import (
+    CHUNK_ROWS,
+    FACTORIZE_ROWS,
+    Coded,
+    Factorizer,
+    Groups,
+    float_total,
+)
 
 OP_KINDS = ("hlo-op", "runtime-copy", "other")
 HLO_OP, RUNTIME_COPY, OTHER = 0, 1, 2
@@ -43,7 +50,13 @@ PROGRAM_COLUMNS = ["program", "program_id", "runs", "devices", "device_ms", "mea
 
 
 def op_kinds(ops: DeviceOpRows) -> np.ndarray:
-    """Each op's kind, as an index into ``OP_KINDS`` (int8)."""
+    """Each op's kind, as an index into ``OP_KINDS`` (int8; made once per selection of ops)."""
+    if "kinds" not in ops.memo:
+        ops.memo["kinds"] = _op_kinds(ops)
+    return ops.memo["kinds"]
+
+
+def _op_kinds(ops: DeviceOpRows) -> np.ndarray:
     kinds = np.full(len(ops), OTHER, np.int8)
     if ops.empty:
         return kinds
@@ -68,17 +81,34 @@ class OpPrograms:
 
 
 def op_programs(ops: DeviceOpRows, kinds: np.ndarray | None = None) -> OpPrograms:
-    """The program of every HLO op (runtime copies and other device work have none)."""
-    kinds = op_kinds(ops) if kinds is None else kinds
+    """The program of every HLO op (runtime copies and other device work have none); made once per
+    selection of ops where ``kinds`` are its ``op_kinds``."""
+    if kinds is not None and kinds is not ops.memo.get("kinds"):
+        return _op_programs(ops, kinds)
+    if "programs" not in ops.memo:
+        ops.memo["programs"] = _op_programs(ops, op_kinds(ops))
+    return ops.memo["programs"]
+
+
+def _op_programs(ops: DeviceOpRows, kinds: np.ndarray) -> OpPrograms:
     if ops.empty:
         return OpPrograms(np.zeros(0, np.int32), np.zeros(0, object), np.zeros(0, object))
-    id_codes, id_values = pd.factorize(pd.array(ops.values("program_id"), dtype="UInt64"), use_na_sentinel=True)
     module = ops.coded("hlo_module")
     # one program per (id, module name): a GPU op may carry a module name without an id, a TPU op an id only
     width = len(module.labels) + 1
-    pair = (id_codes.astype(np.int64) + 1) * width + (module.codes.astype(np.int64) + 1)
-    codes, pairs = pd.factorize(pair)
-    codes = np.where(kinds == HLO_OP, codes, -1).astype(np.int32)
+    codes, id_values = ops.factorized("program_id", "UInt64")
+    pairs_seen = Factorizer()
+    for low in range(0, len(ops), FACTORIZE_ROWS):  # a chunk of ops at a time: no temporary as long as all ops
+        high = low + FACTORIZE_ROWS
+        pair = codes[low:high].astype(np.int64)
+        pair += 1
+        pair *= width
+        pair += module.codes[low:high]
+        pair += 1
+        chunk = pairs_seen.codes(pair)
+        chunk[kinds[low:high] != HLO_OP] = -1
+        codes[low:high] = chunk
+    pairs = pairs_seen.uniques
     known = _module_names(ops.host)
     ids, names = [], []
     for value in pairs:
@@ -114,9 +144,10 @@ def program_table(host, *, kinds: np.ndarray | None = None, programs: OpPrograms
     has = programs.codes >= 0
     if not has.any():
         return pd.DataFrame(columns=PROGRAM_COLUMNS)
-    rows = np.flatnonzero(has)
-    code = programs.codes[rows]
-    self_ps = ops.self_ps[rows]
+    rows = None if has.all() else np.flatnonzero(has)  # every op of a TPU is of a program: no copies then
+    del has
+    code = programs.codes if rows is None else programs.codes[rows]
+    self_ps = ops.self_ps if rows is None else ops.self_ps[rows]
     total_ps = max(float_total(self_ps), 1.0)
     by_program = Groups(code)
     program_of_group = code[by_program.first_row]
@@ -136,28 +167,48 @@ def program_table(host, *, kinds: np.ndarray | None = None, programs: OpPrograms
     return table.sort_values(["device_ms", "program"], ascending=[False, True], kind="stable").reset_index(drop=True)
 
 
-def _runs_per_core(host, ops: DeviceOpRows, programs: OpPrograms, rows: np.ndarray) -> dict:
+def _runs_per_core(host, ops: DeviceOpRows, programs: OpPrograms, rows: np.ndarray | None) -> dict:
     """Program code -> {core code: runs}. TPU: the program's ``XLA Modules`` events on that core.
     Elsewhere: the fewest executions of any one of its ops on that core (an op runs at least once
-    per run; one HLO op may launch several kernels, and ops in a loop body run more often)."""
+    per run; one HLO op may launch several kernels, and ops in a loop body run more often).
+    ``rows``: the positions of the ops of a program (None: all)."""
     out: dict[int, dict[int, int]] = {}
-    code, core = programs.codes[rows], ops.core[rows].astype(np.int64)
     if device_kind(host) == "tpu":
         module_runs = _module_runs(host)
         if module_runs:
-            for program in np.unique(code):
+            for program, on_cores in _cores_of_programs(programs.codes, ops.core, rows).items():
                 pid = str(programs.ids[program])
-                on_cores = np.unique(core[code == program])
-                out[int(program)] = {int(c): module_runs.get((str(ops.core_names[c]), pid), 0) for c in on_cores}
+                out[program] = {c: module_runs.get((str(ops.core_names[c]), pid), 0) for c in on_cores}
             return out
+    code = programs.codes if rows is None else programs.codes[rows]
+    core = (ops.core if rows is None else ops.core[rows]).astype(np.int64)
     name_ids, _ = ops.coded("hlo_op").mapped(str)
-    name_ids = name_ids[rows]
+    name_ids = name_ids if rows is None else name_ids[rows]
     ok = name_ids >= 0
     groups = Groups(code[ok], core[ok], name_ids[ok])
     first = np.flatnonzero(ok)[groups.first_row]
     for program, c, count in zip(code[first], core[first], groups.counts(), strict=True):
         runs = out.setdefault(int(program), {})
         runs[int(c)] = min(runs.get(int(c), int(count)), int(count))
+    return out
+
+
+def _cores_of_programs(codes: np.ndarray, core: np.ndarray, rows: np.ndarray | None) -> dict[int, list[int]]:
+    """Program code -> the cores that ran its ops (both ascending), from a table of (program, core)
+    pairs filled a chunk of ops at a time."""
+    n_programs = int(codes.max()) + 1 if len(codes) else 0
+    n_cores = int(core.max()) + 1 if len(core) else 0
+    seen = np.zeros(n_programs * n_cores, bool)
+    n = len(codes) if rows is None else len(rows)
+    for low in range(0, n, CHUNK_ROWS):
+        at = slice(low, low + CHUNK_ROWS) if rows is None else rows[low:low + CHUNK_ROWS]
+        code = codes[at].astype(np.int64)
+        keep = code >= 0
+        seen[code[keep] * n_cores + core[at][keep]] = True
+    pairs = np.flatnonzero(seen)
+    out: dict[int, list[int]] = {}
+    for program, core_code in zip((pairs // max(n_cores, 1)).tolist(), (pairs % max(n_cores, 1)).tolist(), strict=True):
+        out.setdefault(program, []).append(core_code)
     return out
 
 
@@ -181,8 +232,13 @@ def _module_runs(host) -> dict[tuple[str, str], int]:
 
 def kind_totals_ms(ops: DeviceOpRows, kinds: np.ndarray) -> dict[str, float]:
     """Self time of each kind of device op, all devices: ``hlo_op_ms``, ``runtime_copy_ms``, ``other_ms``."""
-    return {f"{kind.replace('-', '_')}_ms": float_total(ops.self_ps[kinds == code]) / 1e9
-            for code, kind in enumerate(OP_KINDS)}
+    totals = {}
+    for code, kind in enumerate(OP_KINDS):
+        of_kind = kinds == code
+        values = ops.self_ps if of_kind.all() else ops.self_ps[of_kind]  # all ops of a TPU are HLO ops: no copy
+        del of_kind
+        totals[f"{kind.replace('-', '_')}_ms"] = float_total(values) / 1e9
+    return totals
 
 
 def program_key(name: str) -> str:

@@ -32,10 +32,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.analysis.device_op_rows import device_ops
+from tpudoctor.profile.analysis.device_op_rows import OP_CHUNK, device_ops
 from tpudoctor.profile.analysis.device_peaks import MEMORY_ROOFS, DevicePeaks, device_peaks
 from tpudoctor.profile.analysis.events import device_kind, take
-from tpudoctor.profile.analysis.grouping import Groups, float_total
+from tpudoctor.profile.analysis.grouping import Coded, Groups, float_total
 from tpudoctor.profile.analysis.memory_access import (
     BYTE_COLUMNS,
     breakdown_per_metadata,
@@ -125,13 +125,15 @@ def analyze_roofline(host, *, include_infeed_outfeed: bool = True,
     if peaks is None or ops.empty:
         return None
     program_time_ps, n_cores = _program_time_ps(ops)
-    category_ids, category_labels = ops.coded("hlo_category").mapped(str, missing="")
+    category = ops.coded("hlo_category")
     chosen = None
     if not include_infeed_outfeed:  # as xprof: their time leaves the program's time too
-        feeds = np.isin(category_labels, INFEED_OUTFEED_CATEGORIES)[category_ids]
+        feeds = category.isin(INFEED_OUTFEED_CATEGORIES)
         program_time_ps -= int(float_total(ops.duration_ps[feeds]))
         chosen = np.flatnonzero(~feeds)
-    table, totals = _op_table(host, ops, chosen, category_ids, category_labels)
+        del feeds
+    table, totals = _op_table(host, ops, chosen, category)
+    del category
     programs = op_programs(ops)
     name_of = dict(zip(programs.ids, programs.names, strict=True))
     table.insert(1, "program", [name_of.get(str(pid), "") for pid in table["program_id"].astype(str)])
@@ -168,61 +170,98 @@ def _op_rates(table: pd.DataFrame, program_time_ps: int, peaks: DevicePeaks) -> 
     return table.reset_index(drop=True)
 
 
-def _op_table(host, ops, chosen: np.ndarray | None, category_ids: np.ndarray,
-              category_labels: np.ndarray) -> tuple[pd.DataFrame, dict[str, float]]:
+def _op_table(host, ops, chosen: np.ndarray | None, category: Coded) -> tuple[pd.DataFrame, dict[str, float]]:
     """One row per (program id, op name) of the ops (at positions ``chosen``, or all) with their summed
     cost columns, and the program's totals. Made column by column over integer group ids: no frame
     with a row per op execution."""
     def at(values: np.ndarray) -> np.ndarray:
         return values if chosen is None else values[chosen]
 
-    names = ops.coded("name")
-    name_ids, name_labels = names.mapped(lambda n: n.split(" = ", 1)[0].lstrip("%"))
+    name_ids, name_labels = ops.coded("name").mapped(lambda n: n.split(" = ", 1)[0].lstrip("%"))
     name_ids = np.where(name_ids >= 0, name_ids, len(name_labels))  # no name: a group of its own
     name_labels = np.append(name_labels, None)
     program_ids, programs = _program_codes(ops)
     groups = Groups(at(program_ids), at(name_ids))
     first = groups.first_row
-    categories = at(category_ids)
+    first_op = first if chosen is None else chosen[first]
     table = pd.DataFrame({
-        "program_id": pd.array(programs.take(at(program_ids)[first]), dtype="UInt64"),
-        "op_name": name_labels[at(name_ids)[first]],
-        "category": category_labels[categories[first]],
+        "program_id": pd.array(programs.take(program_ids[first_op]), dtype="UInt64"),
+        "op_name": name_labels[name_ids[first_op]],
+        "category": category.table(str, missing="")[category.codes[first_op]],
         "occurrences": groups.counts(),
     })
-    del program_ids, name_ids, categories
+    del program_ids, name_ids
 
+    # the times first, the ops' own arrays: summed before the ops' metadata rows are looked up (at a big
+    # capture's group sums of times that are not exact, pandas' sum is the analyses' largest temporary)
+    for col in ("total_time_ps", "self_time_ps"):
+        table[col] = groups.sums(at(ops.duration_ps if col == "total_time_ps" else ops.self_ps))
     breakdown = breakdown_per_metadata(host)
     # each op's breakdown row (-1: none), gathered column by column instead of a merge over all ops
-    row = at(metadata_rows(breakdown, take(ops.events, "plane_id", ops.rows),
-                            take(ops.events, "metadata_id", ops.rows)))
-    found = row >= 0
+    row = at(_metadata_row_of_ops(breakdown, ops))
 
     def per_op(col: str) -> np.ndarray:
-        return np.where(found, breakdown[col].to_numpy(np.float64)[row], 0.0)
+        return _gathered(breakdown[col].to_numpy(np.float64), row, 0.0)
 
     totals: dict[str, float] = {}
-    columns = {"total_time_ps": lambda: at(ops.duration_ps), "self_time_ps": lambda: at(ops.self_ps),
-               **{c: (lambda c=c: at(ops.whole_numbers(c)))
+    columns = {**{c: (lambda c=c: at(ops.whole_numbers(c)))
                   for c in ("flops", "model_flops", "bytes_accessed")},
                **{c: (lambda c=c: per_op(c)) for c in BYTE_COLUMNS}}
-    for col in SUMMED_COLUMNS:
-        values = columns[col]()
+    totals["hbm_bytes"] = float_total(per_op("hbm_bytes"))  # the program sums breakdowns only
+    bytes_accessed = None  # kept from its own column for the hbm column's ops without a breakdown
+    for col in SUMMED_COLUMNS[2:]:
         if col == "hbm_bytes":
-            totals["hbm_bytes"] = float_total(values)  # the program sums breakdowns only
-            # An op without a breakdown: all its bytes are HBM bytes for the op's own figures.
-            has_breakdown = found & breakdown["has_breakdown"].to_numpy(bool)[row]
-            values = np.where(has_breakdown, values, columns["bytes_accessed"]())
-        elif col not in ("total_time_ps", "self_time_ps"):
+            # An op without a breakdown: all its bytes are HBM bytes for the op's own figures; the
+            # others' are their breakdown's, written over their bytes_accessed (no second array).
+            _write_breakdown_hbm(bytes_accessed, breakdown["hbm_bytes"].to_numpy(np.float64),
+                                 breakdown["has_breakdown"].to_numpy(bool), row)
+            values, bytes_accessed = bytes_accessed, None
+        else:
+            values = columns[col]()
+        if col == "bytes_accessed":
+            bytes_accessed = values
+        if col != "hbm_bytes":
             totals[col] = float_total(values)
         table[col] = groups.sums(values)
         del values
     return table, totals
 
 
+def _write_breakdown_hbm(values: np.ndarray, hbm: np.ndarray, has_breakdown: np.ndarray, row: np.ndarray) -> None:
+    """Each op's HBM bytes from its breakdown written over ``values`` (its bytes_accessed) where it has a
+    breakdown (``row``: its breakdown row, -1: none), a chunk of ops at a time; whole numbers either way."""
+    for low in range(0, len(row), OP_CHUNK):
+        chunk = row[low:low + OP_CHUNK]
+        hit = np.flatnonzero(chunk >= 0)
+        hit = hit[has_breakdown[chunk[hit]]]
+        values[low:low + OP_CHUNK][hit] = hbm[chunk[hit]]
+
+
+def _gathered(table: np.ndarray, row: np.ndarray, missing) -> np.ndarray:
+    """``table[row]``, ``missing`` where ``row`` is -1, a chunk of ops at a time (no index-sized temporaries)."""
+    out = np.empty(len(row), table.dtype)
+    if not len(table):
+        out[:] = missing
+        return out
+    for low in range(0, len(row), OP_CHUNK):
+        chunk = row[low:low + OP_CHUNK]
+        out[low:low + OP_CHUNK] = np.where(chunk >= 0, table[chunk], missing)
+    return out
+
+
+def _metadata_row_of_ops(breakdown: pd.DataFrame, ops) -> np.ndarray:
+    """Each op's row of ``breakdown`` (-1: none; ``memory_access.metadata_rows``), a chunk of ops at a time."""
+    out = np.empty(len(ops), np.int32)
+    for low in range(0, len(ops), OP_CHUNK):
+        chunk = ops.rows[low:low + OP_CHUNK]
+        out[low:low + OP_CHUNK] = metadata_rows(breakdown, take(ops.events, "plane_id", chunk),
+                                                take(ops.events, "metadata_id", chunk))
+    return out
+
+
 def _program_codes(ops) -> tuple[np.ndarray, pd.api.extensions.ExtensionArray]:
     """Each op's program id as a code into the distinct ids (UInt64; a missing id is 0)."""
-    codes, programs = pd.factorize(pd.array(ops.values("program_id"), dtype="UInt64"), use_na_sentinel=True)
+    codes, programs = ops.factorized("program_id", "UInt64")
     programs = pd.array(programs, dtype="UInt64")
     if (codes < 0).any():
         zero = np.flatnonzero(programs.to_numpy(np.uint64, na_value=0) == 0) if len(programs) else np.zeros(0, int)

@@ -31,6 +31,7 @@ from tpudoctor.profile.analysis.events import (
     mask,
     name_matches,
     text_equals,
+    text_in,
 )
 from tpudoctor.profile.analysis.evidence import MIN_STEPS
 from tpudoctor.profile.analysis.nesting import outermost
@@ -113,12 +114,12 @@ def check_loop(names: np.ndarray, starts_ps: np.ndarray, program: str, programs:
     if len(mine) < MIN_STEPS:
         return LoopCheck(False, f"{program} ran {len(mine)} time(s): a training loop repeats its step at least "
                                 f"{MIN_STEPS} times", figures)
-    gaps = [tuple(sorted(str(n) for n in names[a + 1:b])) for a, b in zip(mine[:-1], mine[1:], strict=True)]
-    common = max(pd.Series(gaps, dtype=object).value_counts()) if gaps else 0
-    figures["repeating_gaps"], figures["gaps"] = int(common), len(gaps)
-    if gaps and 100 * common / len(gaps) < LOOP_REPEAT_PERCENT:
+    n_gaps = len(mine) - 1
+    common = _most_common_gap(names, mine)
+    figures["repeating_gaps"], figures["gaps"] = int(common), n_gaps
+    if n_gaps and 100 * common / n_gaps < LOOP_REPEAT_PERCENT:
         return LoopCheck(False, f"other programs interleave with {program} with no repeating step (the same programs "
-                                f"run between two of its runs in {common} of {len(gaps)} gaps)", figures)
+                                f"run between two of its runs in {common} of {n_gaps} gaps)", figures)
     period_ms = np.diff(np.sort(np.asarray(starts_ps, np.int64)[mine])) / 1e9
     cv = float(100 * period_ms.std(ddof=1) / period_ms.mean()) if len(period_ms) > 1 and period_ms.mean() > 0 else 0.0
     figures["period_cv_percent"] = round(cv, 1)
@@ -128,6 +129,43 @@ def check_loop(names: np.ndarray, starts_ps: np.ndarray, program: str, programs:
                                 f"below {LOOP_PERIOD_CV_PERCENT:.0f}%)", figures)
     return LoopCheck(True, f"{program} repeats {len(mine)} times at a steady period (coefficient of variation "
                            f"{cv:.0f}%)", figures)
+
+
+MAX_GAP_WIDTH = 64
+"""Gaps of up to this many runs are compared as rows of a table; longer ones one by one."""
+
+
+def _most_common_gap(names: np.ndarray, mine: np.ndarray) -> int:
+    """How many of the gaps between consecutive runs at ``mine`` (positions in ``names``) hold the same
+    other runs (as a multiset of names) as the most common gap does; 0 without gaps. Each gap of up to
+    ``MAX_GAP_WIDTH`` runs is a row of its names' codes, sorted, so that equal gaps are equal rows (no
+    Python tuple per gap); the few longer ones are compared as tuples (a gap of another length never
+    equals them)."""
+    n_gaps = len(mine) - 1
+    if n_gaps < 1:
+        return 0
+    widths = mine[1:] - mine[:-1] - 1
+    short = widths <= MAX_GAP_WIDTH
+    counts = [pd.Series([tuple(sorted(str(n) for n in names[mine[g] + 1:mine[g + 1]])) for g in np.flatnonzero(~short)],
+                        dtype=object).value_counts().max() if not short.all() else 0]
+    if short.any():
+        width = int(widths[short].max())
+        if width == 0:
+            counts.append(int(short.sum()))  # the short gaps are all empty
+        else:
+            codes = pd.factorize(np.array([str(n) for n in names], dtype=object))[0]
+            between = np.ones(int(mine[-1]) - int(mine[0]) - 1, bool)  # after the first run, before the last
+            between[mine[1:-1] - mine[0] - 1] = False  # the runs themselves
+            position = np.flatnonzero(between) + mine[0] + 1
+            gap = np.searchsorted(mine, position) - 1
+            keep = short[gap]
+            position, gap = position[keep], (np.cumsum(short) - 1)[gap[keep]]  # short gaps numbered on their own
+            order = np.lexsort((codes[position], gap))
+            position, gap = position[order], gap[order]
+            table = np.full((int(short.sum()), width), -1, np.int64)
+            table[gap, np.arange(len(gap)) - np.searchsorted(gap, gap)] = codes[position]
+            counts.append(int(np.unique(table, axis=0, return_counts=True)[1].max()))
+    return int(max(counts))
 
 
 EMPTY = pd.DataFrame(columns=["step_index", "step_num", "core", "start_ps", "end_ps", "duration_ps", "busy_ps"])
@@ -160,8 +198,8 @@ def _judged(method: str, frames: list[pd.DataFrame], program: str, reason: str, 
 
 def _device_steps_line(host) -> StepSet | None:
     ev = host.events
-    sel = mask(ev["line_name"] == "Steps") & (name_matches(ev, TPU_PLANE.pattern, col="plane_name")
-                                              | name_matches(ev, "^" + GPU_PLANE_PREFIX, col="plane_name"))
+    sel = text_equals(ev["line_name"], "Steps") & (name_matches(ev, TPU_PLANE.pattern, col="plane_name")
+                                                  | name_matches(ev, "^" + GPU_PLANE_PREFIX, col="plane_name"))
     if not sel.any():
         return None
     st = ev[sel]
@@ -184,7 +222,7 @@ def _device_steps_line(host) -> StepSet | None:
 
 def _host_annotations(host) -> StepSet | None:
     ev = host.events
-    on_host = mask(ev["plane_name"] == HOST_PLANE)
+    on_host = text_equals(ev["plane_name"], HOST_PLANE)  # per distinct plane name, not a Series per event
     with_num = on_host & column(ev, "step_num").notna().to_numpy()
     with_num &= ~name_matches(ev, r"^\$")  # Python-tracer frames never carry step numbers
     if with_num.any():
@@ -212,7 +250,7 @@ def _pseudo_from_modules(host, programs: pd.DataFrame) -> StepSet | None:
         return None
     ev = host.events
     cores = device_cores(host)
-    sel = mask(ev["line_name"] == "XLA Modules") & mask(ev["plane_name"].isin(cores))
+    sel = text_equals(ev["line_name"], "XLA Modules") & text_in(ev["plane_name"], cores)
     mods = ev.loc[sel, ["plane_name", "name", "start_ps", "duration_ps"]]  # the columns read here, not every stat
     if mods.empty:
         return None
@@ -240,7 +278,7 @@ def _pseudo_from_modules(host, programs: pd.DataFrame) -> StepSet | None:
 
 def _pseudo_from_host_runs(host, programs: pd.DataFrame) -> StepSet | None:
     ev = host.events
-    on_host = mask(ev["plane_name"] == HOST_PLANE)
+    on_host = text_equals(ev["plane_name"], HOST_PLANE)
     for pattern in (r"^PjitFunction\(", r"^EagerLocalExecute: __inference_", r"^FunctionRun$"):
         sel = on_host & name_matches(ev, pattern)
         if not sel.any():
