@@ -171,11 +171,12 @@ def test_compare_reads_a_schema_1_report_saved_by_the_previous_version(tmp_path,
     import json
 
     from tpudoctor.profile.compare import load_document
+    from tpudoctor.profile.document import SCHEMA_VERSION
     from tpudoctor.schema import validate
 
     assert json.loads(V1_REPORT.read_text())["schema_version"] == "1.0"
     doc = load_document(str(V1_REPORT))
-    assert doc["schema_version"] == "2.2"  # upgraded to the current version
+    assert doc["schema_version"] == SCHEMA_VERSION == "2.3"  # upgraded to the current version
     finding = doc["findings"][0]
     assert finding["id"] == "input-bound" and finding["kind"] == "profile" and finding["status"] == "FAIL"
     assert "prefetch" in finding["remediation"]["text"] and finding["scope"]["hosts"] == []
