@@ -140,18 +140,12 @@ class Groups:
         return len(self.order)
 
     def counts(self) -> np.ndarray:
-        return self._bincount(None)[self.order].astype(np.int64)
-
-    def _bincount(self, weights: np.ndarray | None) -> np.ndarray:
-        """``np.bincount`` of the keys (with ``weights``), a chunk of rows at a time: numpy makes an
-        int64 copy of the keys and a float64 one of the weights, as long as its input. The chunks'
-        sums add up to the one sum exactly where the callers use weights (whole numbers below 2**52)."""
-        out = None
+        """Rows per group: ``np.bincount`` of the keys a chunk of rows at a time (numpy makes an int64 copy
+        of its input, as long as it)."""
+        out = np.zeros(self.size, np.int64)
         for low in range(0, len(self.key), CHUNK_ROWS):
-            chunk = np.bincount(self.key[low:low + CHUNK_ROWS], minlength=self.size,
-                                weights=None if weights is None else weights[low:low + CHUNK_ROWS])
-            out = chunk if out is None else out + chunk
-        return out if out is not None else np.zeros(self.size, np.int64 if weights is None else np.float64)
+            out += np.bincount(self.key[low:low + CHUNK_ROWS], minlength=self.size)
+        return out[self.order]
 
     def sums(self, values: np.ndarray) -> np.ndarray:
         """Float sum of ``values`` per group (NaN skipped), as pandas' group-by sum gives it. Whole
@@ -231,12 +225,3 @@ def float_total(values: np.ndarray) -> float:
         return exact
     return float(pd.Series(np.asarray(values, np.float64), copy=False).sum())
 
-
-def first_rows(ids: np.ndarray, n_groups: int) -> np.ndarray:
-    """Position of each group's first row."""
-    first = np.full(n_groups, len(ids), np.int64)
-    for low in range(0, len(ids), CHUNK_ROWS):  # bounded temporaries on big captures
-        chunk = ids[low:low + CHUNK_ROWS]
-        keep = np.flatnonzero(chunk >= 0)
-        np.minimum.at(first, chunk[keep], keep + low)
-    return first

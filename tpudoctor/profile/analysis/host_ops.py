@@ -138,10 +138,6 @@ def is_host_offload_copy(names: Coded) -> np.ndarray:
     return names.matches(HOST_OFFLOAD)
 
 
-def _at(coded: Coded, chosen: np.ndarray) -> Coded:
-    return Coded(coded.codes[chosen], coded.labels)
-
-
 def _by_label(ids: np.ndarray, n: int, times: np.ndarray,
               chosen: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Label ids in order of their first row (as a group-by of the label texts with ``sort=False``),
