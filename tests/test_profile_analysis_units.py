@@ -265,3 +265,20 @@ def test_most_common_gap_between_runs_counts_as_the_tuples_of_names_would(monkey
         names = np.array([alphabet[i] for i in rng.integers(0, len(alphabet), rng.integers(0, 80))], dtype=object)
         mine = np.flatnonzero(names == "jit_step")
         assert _most_common_gap(names, mine) == by_tuples(names, mine)
+
+
+def test_device_steps_line_numbers_mix_label_stats_of_different_widths():
+    """The loader keeps each label stat in the narrowest type its own values need (``step_num`` int8 under 128
+    steps, ``group_id`` int16): a Steps line whose numbers come from both, and from a numeric name, is read (pandas
+    refuses to put int16 values into an int8 array: a TypeError before)."""
+    import types
+
+    from tpudoctor.profile.analysis.steps import _device_steps_line
+
+    events = pd.DataFrame({
+        "line_name": pd.Categorical(["Steps"] * 3), "plane_name": pd.Categorical(["/device:TPU:0"] * 3),
+        "name": pd.Categorical(["a", "b", "3"]),
+        "step_num": pd.array([1, None, None], dtype="Int8"), "group_id": pd.array([None, 1000, None], dtype="Int16"),
+        "start_ps": np.array([0, 10, 20], np.int64), "duration_ps": np.array([10, 10, 10], np.int64)})
+    steps = _device_steps_line(types.SimpleNamespace(events=events)).steps
+    assert steps.sort_values("start_ps")["step_num"].tolist() == [1, 1000, 3]

@@ -203,8 +203,9 @@ def _device_steps_line(host) -> StepSet | None:
     if not sel.any():
         return None
     st = ev[sel]
-    num = column(st, "step_num")
-    num = num.where(num.notna(), column(st, "group_id"))
+    # the loader keeps each label stat in the narrowest type its own values need: widen before mixing them
+    num = column(st, "step_num").astype("Int64")
+    num = num.where(num.notna(), column(st, "group_id").astype("Int64"))
     num = num.where(num.notna(), pd.to_numeric(st["name"].astype(str), errors="coerce"))
     frame = pd.DataFrame({
         "step_num": num.astype("Int64").to_numpy(),
