@@ -100,12 +100,13 @@ def lookup_rows(plane_of_item: np.ndarray, ids_of_item: np.ndarray, ids_per_plan
 
 
 def plane_bounds(sorted_planes: np.ndarray, n_planes: int) -> list[int]:
-    """Where each plane's items begin in plane-sorted items, and their end: searched with scalars of the
-    planes' own (narrow) type, since an array of another type would convert every item to it."""
+    """Where each plane's items begin in plane-sorted items, and where the last plane's end (items of a plane
+    past ``n_planes``, one with events and no metadata, are in none): searched with scalars of the planes' own
+    (narrow) type, since an array of another type would convert every item to it."""
     if n_planes > np.iinfo(sorted_planes.dtype).max:
         return np.searchsorted(sorted_planes, np.arange(n_planes + 1)).tolist()
     as_plane = sorted_planes.dtype.type
-    return [int(np.searchsorted(sorted_planes, as_plane(plane))) for plane in range(n_planes)] + [len(sorted_planes)]
+    return [int(np.searchsorted(sorted_planes, as_plane(plane))) for plane in range(n_planes + 1)]
 
 
 def gather(table: np.ndarray, rows: np.ndarray, missing: int = -1) -> np.ndarray:
