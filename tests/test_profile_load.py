@@ -53,6 +53,25 @@ def assert_matches_oracle(data: bytes) -> pd.DataFrame:
     return events
 
 
+def assert_sparse_stats_equal_columns(data: bytes, names: list[str]) -> None:
+    """Stats kept only where present (``LoadOptions.sparse_stats``) read at any rows as their columns do."""
+    dense = decode_host(data, hostname="h", source="t")
+    sparse = decode_host(data, hostname="h", source="t", options=LoadOptions(sparse_stats=names))
+    columns = [name for name in names if name in dense.events.columns]
+    pd.testing.assert_frame_equal(sparse.events, dense.events.drop(columns=columns))
+    every_row = np.arange(len(dense.events))
+    some_rows = np.r_[every_row[::-2], every_row[:3], every_row[-1:]]  # unsorted, repeated
+    for name in names:
+        assert sparse.has_stat(name) and name not in sparse.events.columns
+        if name not in columns:  # no event has it: every row missing
+            assert sparse.stat_at(name, every_row).isna().all()
+            continue
+        column = dense.events[name].array
+        for rows in (every_row, some_rows, sparse.rows_with(name)):
+            pd.testing.assert_extension_array_equal(sparse.stat_at(name, rows), column.take(rows))
+        np.testing.assert_array_equal(sparse.rows_with(name), np.flatnonzero(~column.isna()))
+
+
 def _as_column_kind(value, kind):
     """Integer stats keep their 64 bits: ids ("uint") read unsigned, counts ("int") signed."""
     if isinstance(value, (str, bytes)) and kind in ("int", "uint", "float"):
@@ -200,6 +219,28 @@ def test_metadata_stats_read_from_the_metadata_equal_the_column_they_replace():
     assert narrow.stat_at("no_such_stat", rows) is None
 
 
+def test_device_op_stats_kept_where_present_read_as_their_columns_at_a_fraction_of_the_bytes():
+    data = shared_file(TPU_CAPTURE).read_bytes()
+    dense = decode_host(data, hostname="h", source="t", options=LoadOptions(stats=xspace.ANALYSIS_STAT_COLUMNS))
+    analysis = decode_host(data, hostname="h", source="t", options=LoadOptions.for_analysis())
+    assert set(analysis.sparse_stats) == set(xspace.DEVICE_OP_STATS)
+    n = len(dense.events)
+    for name in xspace.DEVICE_OP_STATS:  # on the ops only: about a quarter of the events
+        rows = analysis.rows_with(name)
+        assert 0.1 * n < len(rows) < 0.5 * n
+        np.testing.assert_array_equal(rows, np.flatnonzero(dense.events[name].notna()))
+        for at in (rows, np.arange(n), np.arange(n)[::-7]):
+            pd.testing.assert_extension_array_equal(analysis.stat_at(name, at), dense.events[name].array.take(at))
+    assert analysis.sparse_stats["program_id"].codes.dtype == np.int8  # a few 64-bit hashes, as codes
+    assert analysis.sparse_stats["device_offset_ps"].rows is analysis.sparse_stats["device_duration_ps"].rows
+    # 27 bytes per event as three columns; a few where kept at the events that carry them
+    dense_bytes = dense.events[list(xspace.DEVICE_OP_STATS)].memory_usage(index=False).sum()
+    arrays = {id(a): a for stat in analysis.sparse_stats.values() for a in (stat.rows, stat.values, stat.codes)
+              if a is not None}
+    sparse_bytes = sum(array.nbytes for array in arrays.values())
+    assert dense_bytes / n >= 26 and sparse_bytes / n < 6
+
+
 def test_a_stat_an_event_carries_itself_stays_a_column():
     events_own_flops = decode_host(_space_with_every_stat_kind(), hostname="h", source="t",
                                    options=LoadOptions(metadata_stats=xspace.METADATA_STATS))
@@ -254,6 +295,9 @@ def test_random_captures_match_plain_protobuf(planes, batch):
         # the same messages with every event's and stat's fields in reverse order (valid protobuf,
         # not how the profiler writes them): the decoder's field-by-field fallback
         assert_matches_oracle(_fields_reversed(space.SerializeToString()))
+        for plane in space.planes:  # and an op whose metadata has a program_id, that its events without one take
+            plane.event_metadata[2].stats.add(metadata_id=4, uint64_value=2**63 + plane.id)
+        assert_sparse_stats_equal_columns(space.SerializeToString(), ["step_num", "flops", "program_id", "group_id"])
     finally:
         decoder.BATCH_EVENTS, tables.METADATA_FILL_CHUNK = original
 

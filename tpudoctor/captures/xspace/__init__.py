@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from tpudoctor.captures.xspace.columns import (
         ANALYSIS_STAT_COLUMNS,
         CORE_STAT_COLUMNS,
+        DEVICE_OP_STATS,
         DEVICE_PLANE_PREFIXES,
         EVENT_STAT_COLUMNS,
         LABEL_STATS,
@@ -42,11 +43,11 @@ if TYPE_CHECKING:
     from tpudoctor.captures.xspace.host_profile import HostProfile
     from tpudoctor.captures.xspace.reader import decode_host, decode_host_file, read_plane_events
 
-__all__ = ["ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS", "LABEL_STATS",
+__all__ = ["ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_OP_STATS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS", "LABEL_STATS",
            "METADATA_STATS", "STAT_KINDS", "HostProfile", "LoadOptions", "decode_host", "decode_host_file", "read_plane_events"]
 
 _EXPORTS = {
-    **dict.fromkeys(("ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS",
+    **dict.fromkeys(("ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_OP_STATS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS",
                      "LABEL_STATS", "METADATA_STATS", "STAT_KINDS", "LoadOptions"), "tpudoctor.captures.xspace.columns"),
     "HostProfile": "tpudoctor.captures.xspace.host_profile",
     "decode_host": "tpudoctor.captures.xspace.reader",

@@ -63,6 +63,9 @@ ANALYSIS_STAT_COLUMNS: dict[str, str] = {name: EVENT_STAT_COLUMNS[name] for name
 )}
 # XLA's static op facts: on the op's metadata, one value per op instead of one per execution
 METADATA_STATS = ("flops", "model_flops", "bytes_accessed")
+# The device ops' own integer stats: on a quarter of a TPU capture's events, so kept only where present (a column
+# costs 9 bytes at every event)
+DEVICE_OP_STATS = ("program_id", "device_offset_ps", "device_duration_ps")
 
 DEVICE_PLANE_PREFIXES = ("/device:TPU:", "/device:GPU:")
 DECODER_ENV = "TPUDOCTOR_PROFILE_DECODER"
@@ -110,10 +113,14 @@ class LoadOptions:
     whole_bytes_stats: Collection[str] = frozenset()
     """Event metadata stats whose bytes values ``event_metadata`` keeps whole (the ``Hlo Proto`` of a program);
     other long bytes values keep only their size."""
+    sparse_stats: Collection[str] = frozenset()
+    """Integer stats of ``columns`` kept only at the events that carry them (``HostProfile.sparse_stats``, read
+    with ``HostProfile.stat_at``) instead of an ``events`` column."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata_stats", frozenset(self.metadata_stats))
         object.__setattr__(self, "whole_bytes_stats", frozenset(self.whole_bytes_stats))
+        object.__setattr__(self, "sparse_stats", frozenset(self.sparse_stats))
         if self.planes is not None:
             if isinstance(self.planes, str):
                 raise ValueError(f"planes must be a collection of plane names, not the string {self.planes!r}")
@@ -130,6 +137,9 @@ class LoadOptions:
         for kind in self.columns.values():
             if kind not in STAT_KINDS:
                 raise ValueError(f"stat column kind must be one of {STAT_KINDS}, not {kind!r}")
+        for name in self.sparse_stats:
+            if self.columns.get(name) not in ("int", "uint"):
+                raise ValueError(f"sparse stat {name!r} must be an integer stat of the columns")
 
     @property
     def columns(self) -> dict[str, str]:
@@ -139,6 +149,6 @@ class LoadOptions:
     @classmethod
     def for_analysis(cls, extra_stats: Mapping[str, str] | None = None) -> LoadOptions:
         """Only what the analyses read (``profile analyze``): a narrower frame costs less memory, and
-        XLA's op facts stay on the op metadata."""
+        XLA's op facts stay on the op metadata, the device ops' own stats at the events that carry them."""
         return cls(stats=dict(ANALYSIS_STAT_COLUMNS), extra_stats=dict(extra_stats or {}),
-                   metadata_stats=METADATA_STATS)
+                   metadata_stats=METADATA_STATS, sparse_stats=DEVICE_OP_STATS)

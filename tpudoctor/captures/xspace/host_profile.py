@@ -43,18 +43,41 @@ class HostProfile:
     selected_events: SelectedEvents | None = None
     """Where a load that left events out (``LoadOptions.lines`` / ``events``) found the ones it kept; None where
     every event of the decoded planes is in ``events``."""
+    sparse_stats: dict[str, SparseStat] = dataclasses.field(default_factory=dict)
+    """Stats kept only at the events that carry them instead of an ``events`` column (``stat_at``): asked
+    for with ``LoadOptions.sparse_stats``, as the device ops' own stats, missing on most host events."""
 
-    def stat_at(self, name: str, rows: np.ndarray):
-        """Stat ``name`` at event ``rows`` as a pandas array: the events' column, or for a stat of
-        ``metadata_stats`` each event's metadata value; None where the capture has no such stat."""
+    def has_stat(self, name: str) -> bool:
+        """Whether ``stat_at`` reads ``name`` (an events column, a metadata stat or a sparse stat)."""
+        return name in self.events.columns or name in self.sparse_stats or name in self.metadata_stats
+
+    def stat_at(self, name: str, rows: np.ndarray | slice):
+        """Stat ``name`` at event ``rows`` (an array, or a slice of adjacent rows) as a pandas array: the
+        events' column, for a stat of ``sparse_stats`` the values of the rows that carry one, or for a
+        stat of ``metadata_stats`` each event's metadata value; None where the capture has no such stat."""
+        if isinstance(rows, slice):
+            if name in self.events.columns:
+                return self.events[name].array[rows]
+            rows = np.arange(*rows.indices(len(self.events)))
         if name in self.events.columns:
             return self.events[name].array.take(rows)
+        if name in self.sparse_stats:
+            return self.sparse_stats[name].at(rows)
         if name not in self.metadata_stats:
             return None
         plane = self.events["plane_id"].to_numpy()[rows]
         metadata_id = self.events["metadata_id"].to_numpy()[rows].astype(np.int64)
         meta_rows = self._metadata_rows.lookup(plane, metadata_id)
         return self._metadata_values(name).take(meta_rows, allow_fill=True)
+
+    def rows_with(self, name: str) -> np.ndarray:
+        """The rows (ascending) of the events with a value of stat ``name`` in its ``events`` column or
+        ``sparse_stats`` (none for a stat of ``metadata_stats``): a sparse stat's own rows, no scan."""
+        if name in self.sparse_stats:
+            return self.sparse_stats[name].rows
+        if name in self.events.columns:
+            return np.flatnonzero(self.events[name].notna().to_numpy())
+        return np.zeros(0, np.int64)
 
     @functools.cached_property
     def _metadata_rows(self) -> RowLookup:
@@ -97,6 +120,52 @@ class HostProfile:
         if origin_ns != self.time_origin_ns:
             self.events["start_ps"] += (self.time_origin_ns - origin_ns) * 1000
             self.time_origin_ns = origin_ns
+
+
+@dataclasses.dataclass(frozen=True)
+class SparseStat:
+    """An integer stat kept only at the events that carry it: ``rows``, their ascending rows in
+    ``events``, and their values, ``values`` itself or, for a stat of few distinct values,
+    ``values[codes]`` (program ids: three distinct 64-bit hashes over millions of ops)."""
+
+    rows: np.ndarray
+    values: np.ndarray
+    codes: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        for array in (self.rows, self.values, self.codes):  # shared with readers (the device ops' rows, times)
+            if array is not None:
+                array.flags.writeable = False
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def at(self, rows: np.ndarray) -> pd.arrays.IntegerArray:
+        """The stat at event ``rows`` as the nullable integer array a column's ``take`` gives."""
+        import pandas as pd
+
+        rows = np.asarray(rows)
+        if len(rows) == len(self.rows) and (rows is self.rows or np.array_equal(rows, self.rows)):
+            return pd.arrays.IntegerArray(self._values_at(slice(None)), np.zeros(len(rows), bool))
+        if not len(self.rows) or not len(rows):
+            return pd.arrays.IntegerArray(np.zeros(len(rows), self.values.dtype), np.ones(len(rows), bool))
+        first, last = int(rows[0]), int(rows[-1])
+        if last - first == len(rows) - 1:  # maybe adjacent rows that all carry the stat (a TPU op line's)
+            low, high = np.searchsorted(self.rows, [first, last])
+            if (high - low == last - first and high < len(self.rows) and self.rows[low] == first
+                    and self.rows[high] == last and np.all(rows[1:] > rows[:-1])):
+                return pd.arrays.IntegerArray(self._values_at(slice(low, high + 1)), np.zeros(len(rows), bool))
+        position = np.searchsorted(self.rows, rows.astype(self.rows.dtype, copy=False))
+        np.minimum(position, len(self.rows) - 1, out=position)
+        found = self.rows[position] == rows
+        values = self._values_at(position)
+        values[~found] = 0
+        return pd.arrays.IntegerArray(values, ~found)
+
+    def _values_at(self, position) -> np.ndarray:
+        if self.codes is None:
+            return self.values[position].copy() if isinstance(position, slice) else self.values[position]
+        return self.values[self.codes[position]]
 
 
 def metadata_row_lookup(event_metadata: pd.DataFrame) -> RowLookup:

@@ -10,6 +10,7 @@ that holds their values. Each per-event temporary is dropped as soon as its last
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -33,12 +34,14 @@ from tpudoctor.captures.xspace.decoder import (
     XSpaceDecoder,
     code_dtype,
 )
-from tpudoctor.captures.xspace.host_profile import HostProfile, as_text, numbers_of
+from tpudoctor.captures.xspace.host_profile import HostProfile, SparseStat, as_text, numbers_of
 from tpudoctor.captures.xspace.lookup import RowLookup, gather
 
 if TYPE_CHECKING:
     import pandas as pd
 
+SPARSE_CODE_SAMPLE = 1 << 16  # values of a sparse stat looked at first: few distinct ones there, then codes tried
+SPARSE_MAX_CODES = 127  # a sparse stat of at most this many distinct values is kept as int8 codes into them
 METADATA_FILL_CHUNK = 1 << 20  # events given their metadata's value at a time: bounded temporaries on big captures
 PLANE_FIELDS = ("plane_id", "xplane_id", "plane_name", "device_kind", "is_device", "n_lines", "n_events",
                 "n_event_metadata")
@@ -50,7 +53,8 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
     columns = options.columns
     headers = decoder.read_headers()
     fields = EventFields.allocate(headers)
-    sinks = {column: _ColumnSink(kind, headers.n_events) for column, kind in columns.items()}
+    sinks = {column: (_SparseSink if column in options.sparse_stats else _ColumnSink)(kind, headers.n_events)
+             for column, kind in columns.items()}
     _fill_stat_columns(decoder.read_events(headers, fields, wanted=sinks.keys()), headers, sinks)
     errors, warnings = decoder.errors, decoder.warnings
     decoder.close()
@@ -60,10 +64,11 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
     meta_row = RowLookup(headers.metadata_ids, headers.metadata_offsets).lookup(fields.plane, fields.metadata_id)
     fields.metadata_id = _narrowed(fields.metadata_id, np.int16)
     event_metadata = _metadata_frame(headers.metadata, columns)
+    sparse_stats = _sparse_stats(sinks, event_metadata, meta_row)
     stat_arrays, from_metadata = _stat_arrays(sinks, event_metadata, meta_row, options.metadata_stats)
     name = _categorical(event_metadata["name"].tolist(), meta_row)
     del meta_row
-    events = _events_frame(headers, fields, name, stat_arrays, columns, from_metadata)
+    events = _events_frame(headers, fields, name, stat_arrays, columns, from_metadata | set(sparse_stats))
     del fields, name, stat_arrays
     lines = pd.DataFrame(headers.lines, columns=list(LINE_FIELDS))
     planes = pd.DataFrame([
@@ -74,7 +79,7 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
         hostname=hostname, source=source, planes=planes, lines=lines, events=events,
         event_metadata=event_metadata, plane_stats={plane_id: p.stats for plane_id, p in enumerate(headers.planes)},
         time_origin_ns=headers.origin_ns, file_size_bytes=file_size_bytes, errors=errors, warnings=warnings,
-        metadata_stats=frozenset(from_metadata),
+        metadata_stats=frozenset(from_metadata), sparse_stats=sparse_stats,
     )
 
 
@@ -99,6 +104,22 @@ def _fill_stat_columns(batches: Iterable[StatBatch], headers: SpaceHeaders, sink
         del batch  # one batch's buffer at a time: the next one is decoded once this one is gone
 
 
+def _sparse_stats(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame,
+                  meta_row: np.ndarray) -> dict[str, SparseStat]:
+    """The sparse stats that some event carries (taken out of ``sinks``), those present on the same
+    events sharing one array of rows."""
+    out: dict[str, SparseStat] = {}
+    for column in [c for c, sink in sinks.items() if isinstance(sink, _SparseSink)]:
+        sink = sinks.pop(column)
+        if column in event_metadata.columns:
+            sink.fill_from_metadata(event_metadata[column], meta_row)
+        stat = sink.sparse(narrow=column in LABEL_STATS)
+        sink.release()
+        same_rows = next((known.rows for known in out.values() if np.array_equal(known.rows, stat.rows)), None)
+        out[column] = stat if same_rows is None else dataclasses.replace(stat, rows=same_rows)
+    return out
+
+
 def _stat_arrays(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, meta_row: np.ndarray,
                  metadata_stats: Collection[str]) -> tuple[dict[str, Any], set[str]]:
     """(the stat columns, the stats left on the metadata): each column takes its final form, with its
@@ -120,8 +141,9 @@ def _stat_arrays(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, me
 
 
 def _events_frame(headers: SpaceHeaders, fields: EventFields, name: pd.Categorical, stat_arrays: dict[str, Any],
-                  columns: dict[str, str], from_metadata: set[str]) -> pd.DataFrame:
-    """The events table; ``fields``' per-event arrays become its columns or are dropped on the way."""
+                  columns: dict[str, str], elsewhere: set[str]) -> pd.DataFrame:
+    """The events table; ``fields``' per-event arrays become its columns or are dropped on the way. Stats
+    ``elsewhere`` (the metadata's, the sparse ones) get no column."""
     import pandas as pd
 
     start_ps = fields.offset_ps
@@ -129,7 +151,7 @@ def _events_frame(headers: SpaceHeaders, fields: EventFields, name: pd.Categoric
     for count, timestamp_ns in zip(headers.line_counts.tolist(), headers.line_timestamp_ns.tolist(), strict=True):
         start_ps[first_row:first_row + count] += (timestamp_ns - headers.origin_ns) * 1000  # in place, line by line
         first_row += count
-    line_id = _narrowed(np.asarray([row[1] for row in headers.lines], dtype=np.int64))[fields.line]
+    line_id = _narrowed(np.asarray([row[1] for row in headers.lines], dtype=np.int64), np.int8)[fields.line]
     line_name = _categorical([row[2] for row in headers.lines], fields.line)
     fields.line = None
     event_plane = fields.plane  # already in the narrowest type (``code_dtype``)
@@ -147,7 +169,7 @@ def _events_frame(headers: SpaceHeaders, fields: EventFields, name: pd.Categoric
         **stat_arrays,
     }
     for column in CORE_STAT_COLUMNS:  # there, all-missing, when asked for and the capture has none
-        if column not in frame and column in columns and column not in from_metadata:
+        if column not in frame and column in columns and column not in elsewhere:
             frame[column] = missing_column(EVENT_STAT_COLUMNS[column], headers.n_events)
     return pd.DataFrame(frame, copy=False)
 
@@ -199,34 +221,12 @@ class _ColumnSink:
     def put(self, targets: np.ndarray, values: Any, kinds: np.ndarray | None = None) -> None:
         """Store a number column's values: raw 64-bit values with their XStat kinds."""
         self._allocate()
-        if self.kind != "float" and len(kinds) and kinds.min() == kinds.max() and kinds[0] in (INT64, UINT64):
-            self.values[targets] = values.view(self.values.dtype)  # as writers write integer stats: one kind
-            self.present[targets] = True
-            return
-        doubles = kinds == DOUBLE
-        signed = kinds == INT64
-        unsigned = kinds == UINT64
-        as_float = values.view(np.float64)
         if self.kind == "float":
-            out = np.full(len(values), np.nan)
-            out[doubles] = as_float[doubles]
-            out[signed] = values[signed].view(np.int64)
-            out[unsigned] = values[unsigned]
-            self.values[targets] = out
+            self.values[targets] = _as_floats(values, kinds)
             return
-        # integers keep their 64 bits exactly; a double is truncated when it fits, else missing
-        dtype = self.values.dtype
-        if not doubles.any():  # as writers write integer stats: no conversion, no copy
-            self.values[targets] = values.view(dtype)
-            self.present[targets] = signed | unsigned
-            return
-        limits = np.iinfo(dtype)
-        with np.errstate(invalid="ignore"):
-            double_fits = doubles & np.isfinite(as_float) & (as_float >= float(limits.min)) & (as_float < float(limits.max))
-        out = values.view(dtype).copy()
-        out[double_fits] = as_float[double_fits].astype(dtype)
-        self.values[targets] = out
-        self.present[targets] = signed | unsigned | double_fits
+        numbers, present = _as_integers(values, kinds, self.values.dtype)
+        self.values[targets] = numbers
+        self.present[targets] = present
 
     def fill_from_metadata(self, meta_series: pd.Series, meta_row: np.ndarray) -> None:
         """Where an event has no own value, take its metadata's."""
@@ -291,6 +291,134 @@ class _ColumnSink:
         return pd.arrays.IntegerArray(values, masks.shared(missing) if masks is not None else missing)
 
 
+def _as_floats(values: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """Raw 64-bit stat values as float64 (NaN where not a number)."""
+    doubles = kinds == DOUBLE
+    signed = kinds == INT64
+    unsigned = kinds == UINT64
+    out = np.full(len(values), np.nan)
+    out[doubles] = values.view(np.float64)[doubles]
+    out[signed] = values[signed].view(np.int64)
+    out[unsigned] = values[unsigned]
+    return out
+
+
+def _as_integers(values: np.ndarray, kinds: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, Any]:
+    """(numbers, present) of raw 64-bit stat values as integers of ``dtype``: integers keep their 64
+    bits exactly; a double is truncated when it fits, else missing, as is a value of another kind."""
+    if len(kinds) and kinds.min() == kinds.max() and kinds[0] in (INT64, UINT64):
+        return values.view(dtype), True  # as writers write integer stats: one kind, no conversion, no copy
+    doubles = kinds == DOUBLE
+    integers = (kinds == INT64) | (kinds == UINT64)
+    if not doubles.any():
+        return values.view(dtype), integers
+    as_float = values.view(np.float64)
+    limits = np.iinfo(dtype)
+    with np.errstate(invalid="ignore"):
+        double_fits = doubles & np.isfinite(as_float) & (as_float >= float(limits.min)) & (as_float < float(limits.max))
+    out = values.view(dtype).copy()
+    out[double_fits] = as_float[double_fits].astype(dtype)
+    return out, integers | double_fits
+
+
+class _SparseSink(_ColumnSink):
+    """An integer stat kept only at the events that carry it (``SparseStat``): each batch's rows and
+    values appended to buffers of one entry per event (whose pages cost memory only once written: the
+    few events that carry the stat), joined when the last batch is in; an event's later value of the
+    stat wins, as in a column."""
+
+    def __init__(self, kind: str, n_events: int):
+        super().__init__(kind, n_events)
+        self.row_dtype = np.int32 if n_events < 2**31 else np.int64
+        self.number_dtype = np.dtype(np.uint64 if kind == "uint" else np.int64)
+        self.buffers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # rows, values, present
+        self.count = 0
+        self.rows: np.ndarray | None = None
+
+    def _allocate(self) -> None:
+        """Nothing per event: ``values`` (then ``rows``) holds only the events' own values."""
+
+    def put(self, targets: np.ndarray, values: Any, kinds: np.ndarray | None = None) -> None:
+        numbers, present = _as_integers(values, kinds, self.number_dtype)
+        end = self.count + len(targets)
+        if self.buffers is None or end > len(self.buffers[0]):
+            self._grow(end)
+        rows, buffered, flags = self.buffers
+        rows[self.count:end] = targets
+        buffered[self.count:end] = numbers
+        flags[self.count:end] = present
+        self.count = end
+
+    def _grow(self, needed: int) -> None:
+        """Buffers for ``needed`` entries: one per event first (an event carrying the stat twice needs more)."""
+        capacity = max(self.n_events, needed, 2 * len(self.buffers[0]) if self.buffers is not None else 0)
+        grown = (np.empty(capacity, self.row_dtype), np.empty(capacity, self.number_dtype), np.empty(capacity, bool))
+        if self.buffers is not None:
+            for old, new in zip(self.buffers, grown, strict=True):
+                new[:self.count] = old[:self.count]
+        self.buffers = grown
+
+    def _joined(self) -> None:
+        """The buffered entries as ascending ``rows`` and their ``values``, the last value of an event kept."""
+        if self.rows is not None or self.buffers is None:
+            return
+        rows, values, present = (buffer[:self.count] for buffer in self.buffers)
+        self.buffers = None
+        if len(rows) > 1 and not np.all(rows[1:] > rows[:-1]):
+            order = np.argsort(rows, kind="stable")
+            rows, values, present = rows[order], values[order], present[order]
+            last = np.append(rows[1:] != rows[:-1], True)
+            rows, values, present = rows[last], values[last], present[last]
+        # copies as long as the entries: the buffers, as long as the events, go
+        self.rows, self.values = (rows.copy(), values.copy()) if present.all() else (rows[present], values[present])
+
+    def fill_from_metadata(self, meta_series: pd.Series, meta_row: np.ndarray) -> None:
+        """Where an event has no own value, take its metadata's: new rows, merged with the own ones."""
+        numbers, valid = numbers_of(meta_series, self.number_dtype)
+        if not valid.any() or not len(meta_row):
+            return
+        self._joined()
+        own = np.zeros(len(meta_row), bool)
+        if self.rows is not None:
+            own[self.rows] = True
+        valid_row = np.append(valid, False)  # row -1 (no metadata) takes nothing
+        taken = [np.flatnonzero(valid_row[meta_row[low:low + METADATA_FILL_CHUNK]]
+                                & ~own[low:low + METADATA_FILL_CHUNK]) + low
+                 for low in range(0, len(meta_row), METADATA_FILL_CHUNK)]
+        del own
+        new_rows = np.concatenate(taken).astype(self.row_dtype)
+        if not len(new_rows):
+            return
+        rows = new_rows if self.rows is None else np.concatenate([self.rows, new_rows])
+        values = numbers[meta_row[new_rows]]
+        values = values if self.rows is None else np.concatenate([self.values, values])
+        order = np.argsort(rows, kind="stable")
+        self.rows, self.values = rows[order], values[order]
+
+    def sparse(self, *, narrow: bool = False) -> SparseStat:
+        """The stat as ``HostProfile.sparse_stats`` keeps it (no rows where no event carries it); a stat
+        of few distinct values as codes into them; ``narrow``: values in the narrowest type that holds
+        them, as a label stat's column."""
+        import pandas as pd
+
+        self._joined()
+        if self.rows is None:  # all-missing, as a column of ``CORE_STAT_COLUMNS`` would be
+            return SparseStat(np.zeros(0, np.int32), np.zeros(0, np.uint64 if self.kind == "uint" else np.int64))
+        rows = self.rows
+        if narrow:
+            self.values = _narrowest_holding(self.values, np.ones(len(self.values), bool))
+        if len(pd.unique(self.values[:SPARSE_CODE_SAMPLE])) <= SPARSE_MAX_CODES:
+            distinct = np.sort(pd.unique(self.values))  # a hash of each value, not a sort of them all
+            if len(distinct) <= SPARSE_MAX_CODES:
+                codes = np.searchsorted(distinct, self.values).astype(code_dtype(len(distinct)))
+                return SparseStat(rows, distinct, codes)
+        return SparseStat(rows, self.values)
+
+    def release(self) -> None:
+        super().release()
+        self.buffers, self.rows = None, None
+
+
 class _SharedMasks:
     """Integer stat columns whose missing-value masks are equal share one (read-only) mask: the
     stats of an op's metadata (program_id, flops, bytes_accessed...) are present on the same events."""
@@ -323,12 +451,14 @@ def _narrowest_holding(values: np.ndarray, present: np.ndarray) -> np.ndarray:
 
 
 def _narrowed(values: np.ndarray, narrowest: type = np.int32) -> np.ndarray:
-    """int64 ids in the narrowest of ``narrowest``, int32 (ids are small counters), uint32 (the device
-    planes' derived lines are numbered from 0xdeadbeef) that holds every one; else as they are."""
+    """int64 ids in the narrowest of ``narrowest`` and the wider signed types up to int32 (ids are small
+    counters), then uint32 (the device planes' derived lines are numbered from 0xdeadbeef), that holds
+    every one; else as they are."""
     if not len(values):
         return values.astype(narrowest)
     low, high = int(values.min()), int(values.max())
-    for dtype in dict.fromkeys((narrowest, np.int32, np.uint32)):
+    signed = (np.int8, np.int16, np.int32)
+    for dtype in (*signed[signed.index(narrowest):], np.uint32):
         info = np.iinfo(dtype)
         if info.min <= low and high <= info.max:
             return values.astype(dtype)

@@ -66,7 +66,7 @@ class DeviceOpRows:
         return self.host.events
 
     def coded(self, name: str) -> Coded:
-        return Coded.of(self.events, name, self.rows)
+        return Coded.of_stat(self.host, name, self.rows)
 
     def values(self, name: str):
         """The stat at the op rows (an all-missing object array where the capture has no such stat)."""
@@ -110,6 +110,9 @@ class DeviceOpRows:
             if isinstance(column, pd.arrays.IntegerArray | pd.arrays.FloatingArray):
                 return column.dtype.kind
             return None
+        sparse = getattr(self.host, "sparse_stats", {}).get(name)
+        if sparse is not None:
+            return sparse.values.dtype.kind
         return "i" if name in self.host.metadata_stats else None  # read from the metadata as Int64
 
     def _gathered(self, name: str, dtype, missing) -> np.ndarray:
@@ -185,6 +188,7 @@ def _select_device_ops(host) -> DeviceOpRows:
     del sel
     if len(ev) < 2**31:
         rows = rows.astype(np.int32)
+    rows = _same_rows(host, rows, DEVICE_CLOCK_STATS[1])
     if kind == "cpu":
         core, core_names = np.zeros(len(rows), np.int8), np.array(["cpu"], dtype=object)
     else:
@@ -204,7 +208,8 @@ def _op_times(host, rows: np.ndarray, *, device_clock: bool) -> tuple[np.ndarray
     ev = host.events
     n = len(rows)
     start = np.empty(n, np.int64)
-    duration = np.empty(n, np.int64)
+    device_duration = _device_durations(host, rows) if device_clock else None
+    duration = np.empty(n, np.int64) if device_duration is None else device_duration
     self_ps = None  # made at the first piece with nesting: until then, self time is the duration
     for low, high in _line_pieces(ev, rows):
         chunk = rows[low:high]
@@ -213,7 +218,8 @@ def _op_times(host, rows: np.ndarray, *, device_clock: bool) -> tuple[np.ndarray
         if device_clock:
             chunk_start, chunk_duration = _device_timespans(host, chunk, plane, line, chunk_start, chunk_duration)
         start[low:high] = chunk_start
-        duration[low:high] = chunk_duration
+        if device_duration is None:
+            duration[low:high] = chunk_duration
         own = self_time_arrays(plane, line, chunk_start, chunk_duration)
         if self_ps is None and own is not chunk_duration:
             self_ps = np.empty(n, np.int64)
@@ -222,6 +228,28 @@ def _op_times(host, rows: np.ndarray, *, device_clock: bool) -> tuple[np.ndarray
             self_ps[low:high] = own
         del plane, line, chunk_start, chunk_duration, own
     return start, duration, duration if self_ps is None else self_ps
+
+
+DEVICE_CLOCK_STATS = ("device_offset_ps", "device_duration_ps")
+
+
+def _same_rows(host, rows: np.ndarray, name: str) -> np.ndarray:
+    """The rows of the events that carry sparse stat ``name`` where they are ``rows`` (the TPU ops and
+    their own clock's stats): one array for both."""
+    stat = getattr(host, "sparse_stats", {}).get(name)
+    if stat is not None and stat.rows.dtype == rows.dtype and np.array_equal(stat.rows, rows):
+        return stat.rows
+    return rows
+
+
+def _device_durations(host, rows: np.ndarray) -> np.ndarray | None:
+    """The device clock's durations of the ops at ``rows`` as the host keeps them (read-only, no copy), where
+    every op has both the device clock's stats and nothing else does; None otherwise."""
+    stats = [getattr(host, "sparse_stats", {}).get(name) for name in DEVICE_CLOCK_STATS]
+    if any(stat is None or stat.rows is not rows or stat.codes is not None for stat in stats):
+        return None
+    durations = stats[1].values
+    return durations if durations.dtype == np.int64 else None
 
 
 def _line_pieces(ev: pd.DataFrame, rows: np.ndarray) -> list[tuple[int, int]]:
@@ -260,11 +288,10 @@ def _device_timespans(host, rows: np.ndarray, plane: np.ndarray, line: np.ndarra
     ``device_duration_ps`` of the events at ``rows``, relative to the line's timestamp like
     ``offset_ps``), as xprof does: the host-synchronised offsets stretch and shrink identical program
     runs when clocks drift."""
-    ev = host.events
-    if "device_offset_ps" not in ev.columns or "device_duration_ps" not in ev.columns or not len(rows):
+    if not (host.has_stat("device_offset_ps") and host.has_stat("device_duration_ps")) or not len(rows):
         return start, duration
-    offset = ev["device_offset_ps"].array.take(rows)
-    device_duration = ev["device_duration_ps"].array.take(rows)
+    offset = host.stat_at("device_offset_ps", rows)
+    device_duration = host.stat_at("device_duration_ps", rows)
     known = ~(pd.isna(offset) | pd.isna(device_duration))
     if not known.any():
         return start, duration

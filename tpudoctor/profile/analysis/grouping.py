@@ -31,6 +31,18 @@ class Coded:
         codes, uniques = factorized(values.array, rows)
         return cls(codes, np.array([str(u) for u in uniques], dtype=object))
 
+    @classmethod
+    def of_stat(cls, host, name: str, rows: np.ndarray) -> Coded:
+        """A stat of ``host`` at ``rows`` coded: ``of`` its events column, or of a stat the host keeps
+        only at the events that carry it (``HostProfile.sparse_stats``), read a chunk of rows at a time."""
+        if name not in getattr(host, "sparse_stats", {}):
+            return cls.of(host.events, name, rows)
+        codes = np.empty(len(rows), np.int32)
+        factorizer = Factorizer()
+        for low in range(0, len(rows), FACTORIZE_ROWS):
+            codes[low:low + FACTORIZE_ROWS] = factorizer.codes(host.stat_at(name, rows[low:low + FACTORIZE_ROWS]))
+        return cls(codes, np.array([str(u) for u in factorizer.uniques], dtype=object))
+
     def table(self, fn, missing=None) -> np.ndarray:
         """``fn(label)`` per code, with ``missing`` last (what code -1 indexes)."""
         return np.array([fn(label) for label in self.labels] + [missing], dtype=object)

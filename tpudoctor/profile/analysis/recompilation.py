@@ -165,11 +165,12 @@ def _program_variants(host) -> dict[str, int]:
             r"^EagerLocalExecute: __inference_(?P<fn>.+)_(?P<uid>\d+)$")
         for fn, n in parsed.dropna().groupby("fn")["uid"].nunique().items():
             out.setdefault(str(fn), int(n))
-    if "hlo_module" in ev.columns and "program_id" in ev.columns:
-        cpu = np.flatnonzero(ev["hlo_module"].notna().to_numpy() & ev["program_id"].notna().to_numpy())
+    if "hlo_module" in ev.columns and host.has_stat("program_id"):
+        with_program = host.rows_with("program_id")
+        cpu = with_program[ev["hlo_module"].notna().to_numpy()[with_program]]
         if len(cpu):
             module = Coded.of(ev, "hlo_module", cpu)
-            program = Coded.of(ev, "program_id", cpu)
+            program = Coded.of_stat(host, "program_id", cpu)
             pairs = np.unique(np.stack([module.codes.astype(np.int64), program.codes.astype(np.int64)]), axis=1)
             counts: dict[str, int] = {}
             for code in pairs[0]:
