@@ -63,9 +63,9 @@ ANALYSIS_STAT_COLUMNS: dict[str, str] = {name: EVENT_STAT_COLUMNS[name] for name
 )}
 # XLA's static op facts: on the op's metadata, one value per op instead of one per execution
 METADATA_STATS = ("flops", "model_flops", "bytes_accessed")
-# The device ops' own integer stats: on a quarter of a TPU capture's events, so kept only where present (a column
-# costs 9 bytes at every event)
-DEVICE_OP_STATS = ("program_id", "device_offset_ps", "device_duration_ps")
+# The device ops' own stats and their op facts: on at most a quarter of a TPU capture's events, so ``profile
+# analyze`` keeps them only where present (an integer column costs 9 bytes at every event, a text one 1)
+DEVICE_OP_STATS = ("program_id", "device_offset_ps", "device_duration_ps", "hlo_category", "hlo_op", "tf_op", "source")
 
 DEVICE_PLANE_PREFIXES = ("/device:TPU:", "/device:GPU:")
 DECODER_ENV = "TPUDOCTOR_PROFILE_DECODER"
@@ -114,8 +114,9 @@ class LoadOptions:
     """Event metadata stats whose bytes values ``event_metadata`` keeps whole (the ``Hlo Proto`` of a program);
     other long bytes values keep only their size."""
     sparse_stats: Collection[str] = frozenset()
-    """Integer stats of ``columns`` kept only at the events that carry them (``HostProfile.sparse_stats``, read
-    with ``HostProfile.stat_at``) instead of an ``events`` column."""
+    """Integer and text stats of ``columns`` kept only at the events that carry them (``HostProfile.sparse_stats``,
+    read with ``HostProfile.stat_at``) instead of an ``events`` column (a text stat on more than a fifth of the
+    events stays a column)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata_stats", frozenset(self.metadata_stats))
@@ -138,8 +139,8 @@ class LoadOptions:
             if kind not in STAT_KINDS:
                 raise ValueError(f"stat column kind must be one of {STAT_KINDS}, not {kind!r}")
         for name in self.sparse_stats:
-            if self.columns.get(name) not in ("int", "uint"):
-                raise ValueError(f"sparse stat {name!r} must be an integer stat of the columns")
+            if self.columns.get(name) not in ("int", "uint", "str"):
+                raise ValueError(f"sparse stat {name!r} must be an integer or text stat of the columns")
 
     @property
     def columns(self) -> dict[str, str]:

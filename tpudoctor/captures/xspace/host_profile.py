@@ -124,9 +124,10 @@ class HostProfile:
 
 @dataclasses.dataclass(frozen=True)
 class SparseStat:
-    """An integer stat kept only at the events that carry it: ``rows``, their ascending rows in
-    ``events``, and their values, ``values`` itself or, for a stat of few distinct values,
-    ``values[codes]`` (program ids: three distinct 64-bit hashes over millions of ops)."""
+    """A stat kept only at the events that carry it: ``rows``, their ascending rows in ``events``, and
+    their values: ``values`` itself, or ``values[codes]`` for a stat of few distinct values (program
+    ids: three distinct 64-bit hashes over millions of ops) and for a text stat (``values``: its
+    categories, as its column's; ``is_text``)."""
 
     rows: np.ndarray
     values: np.ndarray
@@ -140,32 +141,53 @@ class SparseStat:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def at(self, rows: np.ndarray) -> pd.arrays.IntegerArray:
-        """The stat at event ``rows`` as the nullable integer array a column's ``take`` gives."""
+    @property
+    def is_text(self) -> bool:
+        return self.values.dtype == object
+
+    def at(self, rows: np.ndarray):
+        """The stat at event ``rows`` as its column's ``take`` gives it: a nullable integer array, or a
+        categorical of a text stat."""
         import pandas as pd
 
-        rows = np.asarray(rows)
-        if len(rows) == len(self.rows) and (rows is self.rows or np.array_equal(rows, self.rows)):
-            return pd.arrays.IntegerArray(self._values_at(slice(None)), np.zeros(len(rows), bool))
-        if not len(self.rows) or not len(rows):
+        if not len(self.rows) and not self.is_text:
             return pd.arrays.IntegerArray(np.zeros(len(rows), self.values.dtype), np.ones(len(rows), bool))
+        if self.is_text:
+            return pd.Categorical.from_codes(self.codes_at(rows), categories=pd.Index(self.values, dtype=object),
+                                             validate=False)
+        position, found = self._positions(np.asarray(rows))
+        if found is None:  # every row carries it
+            values = self.values[position].copy() if self.codes is None else self.values[self.codes[position]]
+            return pd.arrays.IntegerArray(values, np.zeros(len(values), bool))
+        values = self.values[position] if self.codes is None else self.values[self.codes[position]]
+        values[~found] = 0
+        return pd.arrays.IntegerArray(values, ~found)
+
+    def codes_at(self, rows: np.ndarray) -> np.ndarray:
+        """The codes of a coded stat at event ``rows`` (-1: the event has none)."""
+        if not len(self.rows):
+            return np.full(len(rows), -1, self.codes.dtype)
+        position, found = self._positions(np.asarray(rows))
+        codes = self.codes[position]
+        if found is None:
+            return codes.copy()
+        return np.where(found, codes, np.asarray(-1, codes.dtype))
+
+    def _positions(self, rows: np.ndarray) -> tuple[np.ndarray | slice, np.ndarray | None]:
+        """(position in ``rows``/``values`` of each of ``rows``, whether found there; None: all found)."""
+        if len(rows) == len(self.rows) and (rows is self.rows or np.array_equal(rows, self.rows)):
+            return slice(None), None
+        if not len(rows):
+            return np.zeros(0, np.int64), np.zeros(0, bool)
         first, last = int(rows[0]), int(rows[-1])
         if last - first == len(rows) - 1:  # maybe adjacent rows that all carry the stat (a TPU op line's)
             low, high = np.searchsorted(self.rows, [first, last])
             if (high - low == last - first and high < len(self.rows) and self.rows[low] == first
                     and self.rows[high] == last and np.all(rows[1:] > rows[:-1])):
-                return pd.arrays.IntegerArray(self._values_at(slice(low, high + 1)), np.zeros(len(rows), bool))
+                return slice(low, high + 1), None
         position = np.searchsorted(self.rows, rows.astype(self.rows.dtype, copy=False))
         np.minimum(position, len(self.rows) - 1, out=position)
-        found = self.rows[position] == rows
-        values = self._values_at(position)
-        values[~found] = 0
-        return pd.arrays.IntegerArray(values, ~found)
-
-    def _values_at(self, position) -> np.ndarray:
-        if self.codes is None:
-            return self.values[position].copy() if isinstance(position, slice) else self.values[position]
-        return self.values[self.codes[position]]
+        return position, self.rows[position] == rows
 
 
 def metadata_row_lookup(event_metadata: pd.DataFrame) -> RowLookup:

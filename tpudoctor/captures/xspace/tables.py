@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 SPARSE_CODE_SAMPLE = 1 << 16  # values of a sparse stat looked at first: few distinct ones there, then codes tried
 SPARSE_MAX_CODES = 127  # a sparse stat of at most this many distinct values is kept as int8 codes into them
+SPARSE_TEXT_MAX_SHARE = 0.2  # a text stat kept sparse on at most this share of the events (a code: 1 byte, a row: 4)
 METADATA_FILL_CHUNK = 1 << 20  # events given their metadata's value at a time: bounded temporaries on big captures
 PLANE_FIELDS = ("plane_id", "xplane_id", "plane_name", "device_kind", "is_device", "n_lines", "n_events",
                 "n_event_metadata")
@@ -53,8 +54,8 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
     columns = options.columns
     headers = decoder.read_headers()
     fields = EventFields.allocate(headers)
-    sinks = {column: (_SparseSink if column in options.sparse_stats else _ColumnSink)(kind, headers.n_events)
-             for column, kind in columns.items()}
+    sinks = {column: (_SparseSink if column in options.sparse_stats and kind != "str" else _ColumnSink)(
+        kind, headers.n_events) for column, kind in columns.items()}
     _fill_stat_columns(decoder.read_events(headers, fields, wanted=sinks.keys()), headers, sinks)
     errors, warnings = decoder.errors, decoder.warnings
     decoder.close()
@@ -64,7 +65,7 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
     meta_row = RowLookup(headers.metadata_ids, headers.metadata_offsets).lookup(fields.plane, fields.metadata_id)
     fields.metadata_id = _narrowed(fields.metadata_id, np.int16)
     event_metadata = _metadata_frame(headers.metadata, columns)
-    sparse_stats = _sparse_stats(sinks, event_metadata, meta_row)
+    sparse_stats = _sparse_stats(sinks, event_metadata, meta_row, options.sparse_stats)
     stat_arrays, from_metadata = _stat_arrays(sinks, event_metadata, meta_row, options.metadata_stats)
     name = _categorical(event_metadata["name"].tolist(), meta_row)
     del meta_row
@@ -104,18 +105,24 @@ def _fill_stat_columns(batches: Iterable[StatBatch], headers: SpaceHeaders, sink
         del batch  # one batch's buffer at a time: the next one is decoded once this one is gone
 
 
-def _sparse_stats(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame,
-                  meta_row: np.ndarray) -> dict[str, SparseStat]:
-    """The sparse stats that some event carries (taken out of ``sinks``), those present on the same
-    events sharing one array of rows."""
+def _sparse_stats(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, meta_row: np.ndarray,
+                  names: Collection[str]) -> dict[str, SparseStat]:
+    """The stats of ``names`` kept at the events that carry them (taken out of ``sinks``), those present on
+    the same events sharing one array of rows; a text stat on more than ``SPARSE_TEXT_MAX_SHARE`` of the
+    events, at rows no other stat shares, stays a column (a code a byte an event, less than a row number)."""
     out: dict[str, SparseStat] = {}
-    for column in [c for c, sink in sinks.items() if isinstance(sink, _SparseSink)]:
-        sink = sinks.pop(column)
+    for column in [c for c in sinks if c in names]:
+        sink = sinks[column]
         if column in event_metadata.columns:
             sink.fill_from_metadata(event_metadata[column], meta_row)
+            sink.filled = True
         stat = sink.sparse(narrow=column in LABEL_STATS)
+        same_rows = None if stat is None else next(
+            (known.rows for known in out.values() if np.array_equal(known.rows, stat.rows)), None)
+        if stat is None or (stat.is_text and same_rows is None and len(stat) > SPARSE_TEXT_MAX_SHARE * sink.n_events):
+            continue  # a text stat on many events, at rows of its own: its column is smaller
+        del sinks[column]
         sink.release()
-        same_rows = next((known.rows for known in out.values() if np.array_equal(known.rows, stat.rows)), None)
         out[column] = stat if same_rows is None else dataclasses.replace(stat, rows=same_rows)
     return out
 
@@ -132,7 +139,7 @@ def _stat_arrays(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, me
                 and column in event_metadata.columns):
             from_metadata.add(column)  # no event carries its own: read from the metadata when asked
             continue
-        if column in event_metadata.columns:
+        if column in event_metadata.columns and not sink.filled:
             sink.fill_from_metadata(event_metadata[column], meta_row)
         if sink.values is not None or column in CORE_STAT_COLUMNS:
             stat_arrays[column] = sink.array(masks, narrow=column in LABEL_STATS)
@@ -189,6 +196,7 @@ class _ColumnSink:
         self.values: np.ndarray | None = None
         self.present: np.ndarray | None = None
         self.categories: dict[str, int] = {}
+        self.filled = False  # given its metadata's values already
 
     def _allocate(self) -> None:
         if self.values is not None:
@@ -269,6 +277,19 @@ class _ColumnSink:
 
     def release(self) -> None:
         self.values = self.present = None
+
+    def sparse(self, *, narrow: bool = False) -> SparseStat:
+        """A text column as ``HostProfile.sparse_stats`` keeps it: codes into its categories at the rows
+        that have one."""
+        if self.kind != "str":
+            raise ValueError(f"a {self.kind} stat is kept sparse by _SparseSink")
+        categories = np.array(list(self.categories), dtype=object)
+        row_dtype = np.int32 if self.n_events < 2**31 else np.int64
+        if self.values is None:
+            return SparseStat(np.zeros(0, row_dtype), categories, np.zeros(0, code_dtype(len(categories))))
+        rows = np.flatnonzero(self.values)
+        codes = np.subtract(self.values[rows], 1, dtype=code_dtype(len(categories)), casting="unsafe")
+        return SparseStat(rows.astype(row_dtype), categories, codes)
 
     def array(self, masks: _SharedMasks | None = None, *, narrow: bool = False):
         """The column as pandas keeps it; ``narrow``: integers in the narrowest type that holds them."""

@@ -17,7 +17,6 @@ from tpudoctor.profile.analysis.events import (
     HOST_PLANE,
     TF_OP_NAME,
     TPU_PLANE,
-    column,
     device_kind,
     name_matches,
     take,
@@ -179,7 +178,9 @@ def _select_device_ops(host) -> DeviceOpRows:
         sel &= ~text_in(ev["line_name"], DERIVED_DEVICE_LINES)
     else:
         on_host = text_equals(ev["plane_name"], HOST_PLANE)
-        xla = column(ev, "hlo_op").notna().to_numpy() & ~name_matches(ev, r"^end: ")
+        xla = np.zeros(len(ev), bool)
+        xla[host.rows_with("hlo_op")] = True
+        xla &= ~name_matches(ev, r"^end: ")
         # TensorFlow executor ops ("scope/name:OpType") on the compute threads; tf.data's own
         # threads run input ops, which are not device work.
         tf_ops = name_matches(ev, TF_OP_NAME) & ~name_matches(ev, r"^tf_data", col="line_name")

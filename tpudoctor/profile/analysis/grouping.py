@@ -35,8 +35,14 @@ class Coded:
     def of_stat(cls, host, name: str, rows: np.ndarray) -> Coded:
         """A stat of ``host`` at ``rows`` coded: ``of`` its events column, or of a stat the host keeps
         only at the events that carry it (``HostProfile.sparse_stats``), read a chunk of rows at a time."""
-        if name not in getattr(host, "sparse_stats", {}):
+        stat = getattr(host, "sparse_stats", {}).get(name)
+        if stat is None:
             return cls.of(host.events, name, rows)
+        if stat.is_text:  # as ``of`` a categorical column: its codes and categories
+            codes = np.empty(len(rows), stat.codes.dtype)
+            for low in range(0, len(rows), FACTORIZE_ROWS):
+                codes[low:low + FACTORIZE_ROWS] = stat.codes_at(rows[low:low + FACTORIZE_ROWS])
+            return cls(codes, np.array([str(c) for c in stat.values], dtype=object))
         codes = np.empty(len(rows), np.int32)
         factorizer = Factorizer()
         for low in range(0, len(rows), FACTORIZE_ROWS):
