@@ -117,9 +117,8 @@ def _sparse_stats(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, m
             sink.fill_from_metadata(event_metadata[column], meta_row)
             sink.filled = True
         stat = sink.sparse(narrow=column in LABEL_STATS)
-        same_rows = None if stat is None else next(
-            (known.rows for known in out.values() if np.array_equal(known.rows, stat.rows)), None)
-        if stat is None or (stat.is_text and same_rows is None and len(stat) > SPARSE_TEXT_MAX_SHARE * sink.n_events):
+        same_rows = next((known.rows for known in out.values() if np.array_equal(known.rows, stat.rows)), None)
+        if stat.is_text and same_rows is None and len(stat) > SPARSE_TEXT_MAX_SHARE * sink.n_events:
             continue  # a text stat on many events, at rows of its own: its column is smaller
         del sinks[column]
         sink.release()
@@ -158,7 +157,7 @@ def _events_frame(headers: SpaceHeaders, fields: EventFields, name: pd.Categoric
     for count, timestamp_ns in zip(headers.line_counts.tolist(), headers.line_timestamp_ns.tolist(), strict=True):
         start_ps[first_row:first_row + count] += (timestamp_ns - headers.origin_ns) * 1000  # in place, line by line
         first_row += count
-    line_id = _narrowed(np.asarray([row[1] for row in headers.lines], dtype=np.int64), np.int8)[fields.line]
+    line_id = _narrowed(np.asarray([row[1] for row in headers.lines], dtype=np.int64))[fields.line]
     line_name = _categorical([row[2] for row in headers.lines], fields.line)
     fields.line = None
     event_plane = fields.plane  # already in the narrowest type (``code_dtype``)
@@ -472,14 +471,12 @@ def _narrowest_holding(values: np.ndarray, present: np.ndarray) -> np.ndarray:
 
 
 def _narrowed(values: np.ndarray, narrowest: type = np.int32) -> np.ndarray:
-    """int64 ids in the narrowest of ``narrowest`` and the wider signed types up to int32 (ids are small
-    counters), then uint32 (the device planes' derived lines are numbered from 0xdeadbeef), that holds
-    every one; else as they are."""
+    """int64 ids in the narrowest of ``narrowest``, int32 (ids are small counters), uint32 (the device
+    planes' derived lines are numbered from 0xdeadbeef) that holds every one; else as they are."""
     if not len(values):
         return values.astype(narrowest)
     low, high = int(values.min()), int(values.max())
-    signed = (np.int8, np.int16, np.int32)
-    for dtype in (*signed[signed.index(narrowest):], np.uint32):
+    for dtype in dict.fromkeys((narrowest, np.int32, np.uint32)):
         info = np.iinfo(dtype)
         if info.min <= low and high <= info.max:
             return values.astype(dtype)
