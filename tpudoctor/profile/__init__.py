@@ -49,7 +49,9 @@ Tables of a ``HostProfile`` (``capture.hosts[hostname]``):
   nullable type that holds their values (``Int8``... ``Int64``); text is categorical; a value is missing where neither the event nor its metadata has the stat.
   ``load(..., options=LoadOptions(extra_stats={"name": "int"}))`` adds columns. The per-host analysis reads XLA's op
   facts (``METADATA_STATS``: flops, model_flops, bytes_accessed) from ``event_metadata`` instead
-  (``HostProfile.stat_at``) when no event carries its own.
+  (``HostProfile.stat_at``) when no event carries its own, and the device ops' own stats (``DEVICE_OP_STATS``:
+  program_id, device_offset_ps, device_duration_ps, hlo_category, hlo_op, tf_op, source) from
+  ``HostProfile.sparse_stats``, kept only at the events that carry them (``stat_at``, ``rows_with``).
 * ``event_metadata``: plane_id, metadata_id, name, display_name, one column per metadata stat
   (bytes values over 4 KiB, such as HloProtos, are replaced by "<N bytes>").
 * ``plane_stats``: {plane_id: {stat name: value}} (device peak FLOPS/bandwidth, profile start/stop).
