@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tpudoctor.findings import Finding, Scope, Status, Step, describe_workers
+from tpudoctor.findings import Finding, Scope, Status, describe_workers
 from tpudoctor.units import format_bytes
 
 MARKERS = {Status.PASS: "[✓]", Status.WARN: "[!]", Status.FAIL: "[✗]", Status.SKIP: "[-]", Status.ERROR: "[☠]"}
@@ -173,11 +173,11 @@ def findings_of(document: dict[str, Any], key: str = "findings") -> tuple[Findin
     return tuple(Finding.from_dict(raw) for raw in document.get(key) or ())
 
 
-def by_step(findings: Sequence[Finding]) -> dict[Step | None, list[Finding]]:
-    """The findings by triage step (those outside the steps under None), each list in the order given."""
-    out: dict[Step | None, list[Finding]] = {}
+def grouped(findings: Sequence[Finding], key: str) -> dict[Any, list[Finding]]:
+    """The findings by ``key`` (``status``, ``step``: those outside the steps under None), in the order given."""
+    out: dict[Any, list[Finding]] = {}
     for finding in findings:
-        out.setdefault(finding.step, []).append(finding)
+        out.setdefault(getattr(finding, key), []).append(finding)
     return out
 
 

@@ -5,7 +5,6 @@ is this view with the slice before it and its workers' suites in JUnit."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,8 +17,8 @@ from tpudoctor.reports.view import (
     Suite,
     Table,
     View,
-    by_step,
     findings_of,
+    grouped,
     properties,
     where_words,
 )
@@ -36,7 +35,8 @@ def findings_in_order(document: dict[str, Any]) -> list[Finding]:
 def summary_sentence(findings: list[Finding], cause: Finding | None) -> str:
     """``tpudoctor found 2 issue(s) (1 warning, 1 failed, 3 ok). Root cause: NODE-001.`` or
     ``No issues found (3 ok).``; a warning is an issue."""
-    counts = Counter(f.status for f in findings)
+    by_status = grouped(findings, "status")
+    counts = {s: len(by_status.get(s, ())) for s in Status}
     problems = counts[Status.FAIL] + counts[Status.ERROR] + counts[Status.WARN]
     tally = ", ".join(f"{counts[s]} {WORDS[s]}" for s in Status if counts[s]) or "no checks ran"
     if not problems:
@@ -73,7 +73,7 @@ def cause_sections(cause: Finding | None, *, scope_said: bool) -> list[Section]:
 
 def step_sections(findings: list[Finding], cause: Finding | None, *, scope_said: bool) -> list[Section]:
     """One part per triage step; a step none of whose checks could apply is one line with the reasons."""
-    sections, steps = [], by_step(findings)
+    sections, steps = [], grouped(findings, "step")
     for step in Step:
         in_step = steps.get(step)
         if not in_step:

@@ -12,7 +12,7 @@ from operator import attrgetter
 from typing import Any
 
 from tpudoctor.findings import Finding, Status, Step, natural_key, root_cause, worst_status
-from tpudoctor.reports.view import Section, Suite, View, by_step, findings_of
+from tpudoctor.reports.view import Section, Suite, View, findings_of, grouped
 from tpudoctor.reports.views import check
 
 MATRIX_MAX_WORKERS = 64
@@ -33,7 +33,7 @@ def worker_step_matrix(document: dict[str, Any]) -> dict[str, dict[int, str]]:
         if not report:
             matrix[worker] = {int(s): NO_REPORT for s in Step}
             continue
-        steps = by_step(findings_of(report, "results"))
+        steps = grouped(findings_of(report, "results"), "step")
         matrix[worker] = {int(s): CELL[worst_status(map(attrgetter("status"), steps[s]))] if s in steps
                           else NOT_RUN for s in Step}
     return matrix
