@@ -11,10 +11,10 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
-from test_bench_document import run_result
+from bench_results import run_result
+from paths import REPO as REPO_ROOT
 
 from tpudoctor.bench import document
 from tpudoctor.bench.launch import RunOutcome
@@ -22,7 +22,6 @@ from tpudoctor.cli import main
 from tpudoctor.exitcodes import ExitCode
 from tpudoctor.reference_models import result_log
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 BASE_SAMPLES = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0, 998.0, 1003.0]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from paths import TESTS
 
 from tpudoctor.bench import gate
 from tpudoctor.bench.document import build_document
@@ -142,11 +143,10 @@ def test_an_unknown_verdict_says_its_own_reason_not_noise(reason, words):
     """A drop that a fresh run did not reproduce read 'unknown (the machine was noisier than the baseline's)' on a
     machine no noisier than the baseline's: the verdict names why it is unknown."""
     import json
-    from pathlib import Path
 
     from tpudoctor.rendering import render
 
-    doc = json.loads((Path(__file__).parent / "data" / "documents" / "bench_dense_cpu_vs_baseline.json").read_text())
+    doc = json.loads((TESTS / "data" / "documents" / "bench_dense_cpu_vs_baseline.json").read_text())
     doc["comparison"]["gate"].update(verdict="unknown", unknown_reason=reason)
     for fmt in ("text", "markdown", "html"):
         out = render(doc, fmt)

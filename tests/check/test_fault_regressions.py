@@ -1,4 +1,4 @@
-"""Regression tests, one per bug the fault matrix found (tests/test_faults.py runs the whole matrix)."""
+"""Regression tests, one per bug the fault matrix found (tests/check/test_faults.py runs the whole matrix)."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from paths import TESTS
 
 from tpudoctor.gcp.session import LOGGING_ENDPOINT_ENV, MONITORING_ENDPOINT_ENV
 from tpudoctor.testing.fake_gcs import FakeGcs
@@ -185,12 +186,11 @@ def _reports(folder, *docs, raw: dict | None = None):
 
 def _profile_report(folder, *, source: str | None = None, **kpis) -> str:
     """A real profile report (``profile analyze --format json``), with ``source`` and KPIs replaced."""
-    from pathlib import Path
 
     from tpudoctor.cli import main
 
     out = folder / f"profile-{len(list(folder.glob('profile-*')))}.json"
-    capture = Path(__file__).resolve().parent / "fixtures" / "profiles" / "jax_compute_bound"
+    capture = TESTS / "fixtures" / "profiles" / "jax_compute_bound"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         main(["profile", "analyze", str(capture), "--format", "json", "-o", str(out)])
     doc = json.loads(out.read_text())
@@ -221,10 +221,9 @@ def _gcloud_stand_in(folder) -> dict:
 
 def _capture_with_hostile_host_names(folder) -> str:
     import shutil
-    from pathlib import Path
 
     capture = folder / "capture"
-    shutil.copytree(Path(__file__).resolve().parent / "fixtures" / "profiles" / "multihost_slow_host", capture)
+    shutil.copytree(TESTS / "fixtures" / "profiles" / "multihost_slow_host", capture)
     run = next(capture.glob("plugins/profile/*"))
     for i, host in enumerate(sorted(run.glob("*.xplane.pb"))):
         host.rename(run / f"w{i}<img src=x onerror=alert(1)>\x1b]0;x\x07.xplane.pb")

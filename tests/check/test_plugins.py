@@ -15,19 +15,19 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from paths import REPO as REPO_ROOT
 
 from tpudoctor.families import load_registry
 from tpudoctor.findings import Status
 from tpudoctor.plugins import DISABLE_ENV
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 IMPORT_ERROR = "raise ImportError(\"No module named 'acme_internal_sdk'\")\n"
 
 
 @pytest.fixture(autouse=True)
 def _plugin_modules_forgotten():
     """A plugin module imported here leaves sys.modules afterwards: another test may install one of the same
-    name from another folder (tests/test_profile_rules.py's acme_profile_rules)."""
+    name from another folder (tests/profile/test_profile_rules.py's acme_profile_rules)."""
     before = set(sys.modules)
     yield
     for name in set(sys.modules) - before:

@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import pytest
+from paths import REPO
 
 from tpudoctor.families import FAMILIES as TABLE
 from tpudoctor.families import families, load_rules
@@ -145,9 +146,8 @@ def test_no_second_registry_finds_plugins_or_declares_a_family_outside_the_table
     """Only tpudoctor.plugins reads entry points or walks packages for classes; no module declares a family of its
     own (``Family(...)`` is called in ``tpudoctor.families``' table only)."""
     import ast
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     readers, declared = [], set()
     for path in [*root.glob("tpudoctor/**/*.py"), *root.glob("checks/**/*.py"), *root.glob("reports/**/*.py")]:
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from paths import TESTS
 
 from tpudoctor.cli import main
 from tpudoctor.families import FAMILIES
@@ -18,7 +19,7 @@ from tpudoctor.findings import Status
 from tpudoctor.rule import evaluate_rule
 from tpudoctor.schema import validate
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "goodput" / "maxtext_restart.log"
+FIXTURE = TESTS / "fixtures" / "goodput" / "maxtext_restart.log"
 
 
 def json_report(tmp_path: Path, *args: str, name: str = "g.json") -> dict:

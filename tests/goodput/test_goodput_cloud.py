@@ -102,7 +102,7 @@ def recorder_payloads(job: str = "llama-run") -> list[dict]:
 
 
 def test_recorder_entries_are_read_and_the_accounts_compared(fake, tmp_path):
-    """The recorder's account follows ml-goodput-measurement's rules (tests/test_goodput_oracle.py checks them
+    """The recorder's account follows ml-goodput-measurement's rules (tests/goodput/test_goodput_oracle.py checks them
     against the library): steps 0..10 start at 60, 180, 190 .. 220, 245 .. 285 s and the job ends at 300 s, so
     the last step counts (15 s); the first interval (120 s) less the mean of the others (105 / 9) is
     PROGRAM_STARTUP 108.33 s; productive = 120 + 105 - 108.33 + 15 - the 15 s save = 116.67 s, and nothing is

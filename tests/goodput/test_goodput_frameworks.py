@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from paths import TESTS
 
 from tpudoctor.goodput.analyze import analyze_paths
 from tpudoctor.goodput.line_patterns import Kind
@@ -13,7 +14,7 @@ from tpudoctor.goodput.lines import read_events
 from tpudoctor.goodput.readers import READERS
 from tpudoctor.logs.clock import Clock
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "goodput"
+FIXTURES = TESTS / "fixtures" / "goodput"
 
 
 def run(tmp_path: Path, text: str, name: str = "train.log", **kw) -> dict:

@@ -4,7 +4,6 @@ MLLOG result logs (tests/data/logs/training_heldout_2, frozen and labelled by ha
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -13,9 +12,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from paths import TESTS
+
 from tpudoctor.goodput.analyze import analyze_paths
 
-HELD_OUT = Path(__file__).parent / "data" / "logs" / "training_heldout_2"
+HELD_OUT = TESTS / "data" / "logs" / "training_heldout_2"
 LOGS = tomllib.loads((HELD_OUT / "manifest.toml").read_text(encoding="utf-8"))["log"]
 MLLOGS = [log for log in LOGS if log.get("mllog")]
 RULESET = {"v10": "1.0.0", "v20": "2.0.0", "v31": "3.1.0", "v40": "4.0.0"}
@@ -313,7 +314,7 @@ def test_lines_decoded_at_once_equal_each_line_decoded():
     assert buf.texts(np.array([3, 0])) == [buf[3], buf[0]] and buf.texts(np.zeros(0, dtype=np.int64)) == []
 
 
-HELD_OUT_3 = Path(__file__).parent / "data" / "logs" / "training_heldout_3"
+HELD_OUT_3 = TESTS / "data" / "logs" / "training_heldout_3"
 
 
 def test_set_3_is_frozen_and_was_scored_before_the_reader_changed():
@@ -347,7 +348,7 @@ def test_inference_reads_glog_dates_in_the_year_the_known_forms_chose():
     assert g["wall_s"] < 60 and g["ettr"] > 0.9
 
 
-HELD_OUT_4 = Path(__file__).parent / "data" / "logs" / "training_heldout_4"
+HELD_OUT_4 = TESTS / "data" / "logs" / "training_heldout_4"
 
 
 def test_set_4_is_frozen_and_every_log_is_labelled():

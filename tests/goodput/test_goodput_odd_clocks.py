@@ -10,10 +10,11 @@ import re
 from pathlib import Path
 
 import pytest
+from paths import TESTS
 
 from tpudoctor.cli import main
 
-BUNDLED = Path(__file__).parent / "fixtures" / "goodput" / "maxtext_restart.log"
+BUNDLED = TESTS / "fixtures" / "goodput" / "maxtext_restart.log"
 
 
 def _edited(tmp_path: Path, name: str, *swaps: tuple[str, str]) -> Path:

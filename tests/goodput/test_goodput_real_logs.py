@@ -9,7 +9,6 @@ error (TPUEstimator's "a new session will be created").
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -18,9 +17,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from paths import TESTS
+
 from tpudoctor.goodput.analyze import analyze_paths
 
-TRAINING = Path(__file__).parent / "data" / "logs" / "training"
+TRAINING = TESTS / "data" / "logs" / "training"
 LOGS = tomllib.loads((TRAINING / "manifest.toml").read_text(encoding="utf-8"))["log"]
 
 

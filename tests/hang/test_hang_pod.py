@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from paths import TESTS
 from pod_slice import build_slice
 
 from tpudoctor.cli import main
@@ -19,7 +20,7 @@ from tpudoctor.testing.fake_tpu_api import make_node
 
 pytest_plugins = ["tpudoctor.testing.gcp_fixtures"]
 pytestmark = pytest.mark.slow
-CAPTURES = Path(__file__).resolve().parent / "data" / "hang"
+CAPTURES = TESTS / "data" / "hang"
 ZONE = "us-central2-b"
 
 

@@ -5,9 +5,9 @@ worker wrote (``--merge``: the inputs), with ``HangRunOptions.from_args`` buildi
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from paths import TESTS
 
 from tpudoctor.cli import build_parser
 from tpudoctor.documents import prepare
@@ -18,7 +18,7 @@ from tpudoctor.hang import product
 from tpudoctor.hang.report import HangReport
 from tpudoctor.settings import Settings
 
-CHECKPOINT = Path(__file__).parent / "data" / "hang" / "checkpoint"
+CHECKPOINT = TESTS / "data" / "hang" / "checkpoint"
 
 
 def _options(*argv: str) -> product.HangRunOptions:

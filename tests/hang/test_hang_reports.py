@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from paths import TESTS
 
 from tpudoctor.cli import main
 from tpudoctor.findings import Target
@@ -22,7 +23,7 @@ from tpudoctor.schema import validate
 from tpudoctor.testing.fake_logging import FakeLoggingServer
 
 pytest_plugins = ["tpudoctor.testing.gcp_fixtures"]
-CAPTURES = Path(__file__).resolve().parent / "data" / "hang"
+CAPTURES = TESTS / "data" / "hang"
 
 
 def replay(capture: str, *argv: str, fmt: str = "json", tmp_path: Path) -> tuple[int, str]:

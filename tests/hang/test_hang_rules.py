@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
+from paths import TESTS
 
 from tpudoctor.families import FAMILIES, RegistryError
 from tpudoctor.families import load_rules as load_family
@@ -16,7 +16,7 @@ from tpudoctor.hang.classify import process_state
 from tpudoctor.hang.rule import Category, HangRule, Match, ThreadView, stack_example
 from tpudoctor.hang.stacks import parse_dump
 
-CAPTURES = Path(__file__).resolve().parent / "data" / "hang"
+CAPTURES = TESTS / "data" / "hang"
 ENTRY_POINT_GROUP = FAMILIES["hang-rules"].alias_group
 
 

@@ -9,13 +9,14 @@ import os
 from pathlib import Path
 
 import pytest
+from paths import TESTS
 
 from tpudoctor.cli import main
 from tpudoctor.errors import InputError
 from tpudoctor.hang.accuracy import score_heldout
 from tpudoctor.hang.textdump import parse_stack_text, read_stack_files
 
-HELDOUT = Path(__file__).parent / "data" / "hang" / "heldout"
+HELDOUT = TESTS / "data" / "hang" / "heldout"
 
 # Real excerpts, as printed (the held-out set's sources; see its manifests for the threads).
 PYSPY_WITH_HEADER = '''Process 231810: sglang::scheduler_DP1_TP3

@@ -9,17 +9,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from paths import REPO as ROOT
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parents[1]
 CAPTURE = ROOT / "tests" / "fixtures" / "profiles" / "jax_steady" / "localhost.xplane.pb"
 FLOORED = ("numpy", "pandas")  # compiled against each other: tested together
 

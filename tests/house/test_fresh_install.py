@@ -16,10 +16,9 @@ import venv
 from pathlib import Path
 
 import pytest
+from paths import REPO
 
 from tpudoctor.schema import validate
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

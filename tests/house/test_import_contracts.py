@@ -17,13 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import REPO
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = REPO / "pyproject.toml"
 # import-linter's own command, run by this interpreter (a venv's console script can be missing or empty)
 LINT_IMPORTS = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "

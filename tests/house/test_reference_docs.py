@@ -3,14 +3,12 @@ every registered check, signature, step form, cause family and rule has its entr
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from paths import REPO as ROOT
 
 from tpudoctor.cli import main
 from tpudoctor.reports import escape
 
-ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "reference"
 
 

@@ -10,6 +10,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+from paths import REPO, TESTS
 
 from tpudoctor.cli import build_parser, main, settings_from_argv
 from tpudoctor.commands import check_cmd
@@ -17,8 +18,6 @@ from tpudoctor.errors import UsageError
 from tpudoctor.gcp import session as gcp_session
 from tpudoctor.settings import ENV_FOR_SETTING, Settings, flag_for, to_argv
 from tpudoctor.triage import remote_command
-
-REPO = Path(__file__).resolve().parents[1]
 
 AWKWARD_PATHS = [
     "gs://my-bucket/train data/part 1",  # a space
@@ -332,7 +331,7 @@ def test_the_worker_environment_is_read_from_facts_not_from_the_process(monkeypa
 def test_an_unknown_format_in_the_environment_is_refused_as_in_the_config_file(tmp_path, monkeypatch, capsys):
     """The hostile probe (2026-12-04, N29): TPUDOCTOR_FORMAT=bogus was ignored silently, while the same value in
     tpudoctor.toml is refused."""
-    log = Path(__file__).resolve().parent / "fixtures" / "goodput" / "maxtext_restart.log"
+    log = TESTS / "fixtures" / "goodput" / "maxtext_restart.log"
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TPUDOCTOR_FORMAT", "bogus")
     assert main(["goodput", str(log)]) == 2

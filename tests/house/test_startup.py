@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("tensorflow", "jax", "jaxlib", "torch", "google.cloud.tpu_v2", "google.cloud.storage", "pandas", "dask",
          "distributed")
 

@@ -8,11 +8,9 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
+from paths import REPO
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec("mypy") is None,

@@ -85,7 +85,7 @@ def test_the_log_layer_and_logdiag_read_sizes_with_the_one_reader():
 
 def test_the_compile_preflight_reads_the_compilers_size_as_the_oom_reader_does():
     """The preflight had its own reader, which cut the bytes short where the log layer rounds: 25.03G (a
-    compile error JAX raised, tests/test_memory_preflight_fixtures.py) was 26875757854 bytes to one, 26875757855
+    compile error JAX raised, tests/memory/test_memory_preflight_fixtures.py) was 26875757854 bytes to one, 26875757855
     to the other."""
     from tpudoctor.preflight.compiler import read_out_of_memory
 

@@ -13,11 +13,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from paths import REPO, TESTS
+
 from tpudoctor.findings import Status
 from tpudoctor.logdiag import load_catalog
 from tpudoctor.logdiag.accuracy import NO_DIAGNOSIS, load_corpus, score_corpus
 
-REAL = Path(__file__).parent / "data" / "logs" / "real"
+REAL = TESTS / "data" / "logs" / "real"
 CORPUS = load_corpus(REAL / "corpus.toml")
 REPORT = score_corpus(CORPUS)
 
@@ -94,7 +96,7 @@ def test_failures_with_a_known_class_are_fail_or_warn_as_the_catalog_says(log):
 def test_benchmark_prints_the_table(capsys):
     import importlib.util
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "logdiag_accuracy.py"
+    path = REPO / "benchmarks" / "logdiag_accuracy.py"
     spec = importlib.util.spec_from_file_location("logdiag_accuracy", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -110,12 +112,12 @@ def test_benchmark_prints_the_table(capsys):
     assert "MISS" not in out, "held-out misses are listed only when asked"
 
 
-HELD_OUT = Path(__file__).parent / "data" / "logs" / "heldout"
-HELD_OUT_2 = Path(__file__).parent / "data" / "logs" / "heldout2"
-HELD_OUT_3 = Path(__file__).parent / "data" / "logs" / "heldout3"
-HELD_OUT_4 = Path(__file__).parent / "data" / "logs" / "heldout4"
-HELD_OUT_5 = Path(__file__).parent / "data" / "logs" / "heldout5"
-ALL_LOGS = Path(__file__).parent / "data" / "logs"
+HELD_OUT = TESTS / "data" / "logs" / "heldout"
+HELD_OUT_2 = TESTS / "data" / "logs" / "heldout2"
+HELD_OUT_3 = TESTS / "data" / "logs" / "heldout3"
+HELD_OUT_4 = TESTS / "data" / "logs" / "heldout4"
+HELD_OUT_5 = TESTS / "data" / "logs" / "heldout5"
+ALL_LOGS = TESTS / "data" / "logs"
 
 
 def test_the_held_out_set_is_as_it_was_frozen():
@@ -180,7 +182,7 @@ def _no_earlier_thread(logs: list, manifests: tuple) -> None:
     earlier = {log.url for manifest in manifests for log in load_corpus(manifest)}
     cited = set()
     for name in ("catalog.toml", "benign.toml"):
-        text = (Path(__file__).resolve().parents[1] / "tpudoctor" / "logdiag" / name).read_text(encoding="utf-8")
+        text = (REPO / "tpudoctor" / "logdiag" / name).read_text(encoding="utf-8")
         cited |= {c.lower() for c in re.findall(r"[\w.-]+/[\w.-]+#\d+", text)}
     for log in logs:
         assert log.url not in earlier, f"{log.file.name} comes from a thread an earlier set uses"

@@ -6,17 +6,18 @@ with one injected failure each (benchmarks/make_baseline_pairs.py)."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-from tests.test_log_sources import check, logs001
+from paths import TESTS
+from test_log_sources import check, logs001
+
 from tpudoctor.logdiag.baseline import compare, compare_files
 
-PAIRS = Path(__file__).parent / "data" / "logs" / "baseline_pairs"
+PAIRS = TESTS / "data" / "logs" / "baseline_pairs"
 MANIFEST = tomllib.loads((PAIRS / "manifest.toml").read_text(encoding="utf-8"))["pair"]
 
 

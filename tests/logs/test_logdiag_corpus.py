@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
+from paths import TESTS
 
 from tpudoctor.findings import Finding, Status
 from tpudoctor.logdiag import (
@@ -26,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-LOGS = Path(__file__).parent / "data" / "logs"
+LOGS = TESTS / "data" / "logs"
 EXPECTED = tomllib.loads((LOGS / "expected.toml").read_text())
 CATALOG = load_catalog()
 
@@ -211,7 +211,7 @@ fatal = true
 def test_a_host_memory_listing_as_the_thread_shows_it_names_its_cause_and_points_to_memory():
     """AI-Hypercomputer/torchprime#28 verbatim (tests/data/memory): no "Ran out of memory" header, only libtpu's
     listing for the host memory space, a glog prefix on every line."""
-    log = Path(__file__).parent / "data" / "memory" / "torchprime_28_host_listing_glog_prefixed.log"
+    log = TESTS / "data" / "memory" / "torchprime_28_host_listing_glog_prefixed.log"
     top = diagnose_file(log)[0]
     assert top.id == "host-memory-program-oom" and top.status is Status.FAIL
     assert abs(top.evidence["host_program_bytes"] - 145.69 * 2**30) < 2**20

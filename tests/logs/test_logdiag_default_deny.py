@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from paths import TESTS
+
 from tpudoctor.findings import Status
 from tpudoctor.logdiag import diagnose_file, diagnose_text
 
-SET5 = Path(__file__).parent / "data" / "logs" / "heldout5"
+SET5 = TESTS / "data" / "logs" / "heldout5"
 
 
 def _only(path_or_text) -> object:

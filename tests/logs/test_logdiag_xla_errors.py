@@ -4,15 +4,14 @@ cited in each test's name and docstring."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from paths import TESTS
 
 from tpudoctor.findings import Status
 from tpudoctor.logdiag import diagnose_file, diagnose_text
 from tpudoctor.logdiag.catalog import load_catalog, xla_error_page
 
-GOODPUT_RESTART_LOG = Path(__file__).parent / "fixtures" / "goodput" / "maxtext_restart.log"
+GOODPUT_RESTART_LOG = TESTS / "fixtures" / "goodput" / "maxtext_restart.log"
 
 
 def _named(text: str, family: str, code: str) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paths import TESTS
 
 from tpudoctor.goodput.line_patterns import Kind
 from tpudoctor.goodput.lines import read_events
@@ -150,8 +151,8 @@ def _events(events):
     return [(e.kind, e.step, e.t, e.line_no, e.seconds, e.worker, e.text) for e in events]
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).parent / "data" / "logs" / "training").glob("*.log"))
-                         + sorted((Path(__file__).parent / "fixtures" / "goodput").glob("*.log")),
+@pytest.mark.parametrize("path", sorted((TESTS / "data" / "logs" / "training").glob("*.log"))
+                         + sorted((TESTS / "fixtures" / "goodput").glob("*.log")),
                          ids=lambda p: p.stem)
 def test_the_block_reader_gives_the_events_the_line_reader_gives(path):
     """goodput reads files in blocks and decodes only the lines with a keyword; on real logs, cut into small
@@ -203,7 +204,7 @@ def test_byte_blocks_keep_whole_lines_and_cut_an_overlong_one():
     assert all(block.endswith(b"\n") for block in blocks[:-1])
 
 
-LOG_ROOT = Path(__file__).parent / "data" / "logs"
+LOG_ROOT = TESTS / "data" / "logs"
 
 
 @pytest.mark.parametrize("block_bytes", [256, 4096, 1 << 20])

@@ -5,9 +5,9 @@ labelled."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
+from paths import REPO, TESTS
 
 from tpudoctor.logdiag.diagnose import diagnose_text
 from tpudoctor.logs.oom import parse_oom_reports
@@ -18,7 +18,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-FROZEN = Path(__file__).parent / "data" / "oom" / "frozen_set_1"
+FROZEN = TESTS / "data" / "oom" / "frozen_set_1"
 LABELS = tomllib.loads((FROZEN / "labels.toml").read_text())
 
 
@@ -107,7 +107,7 @@ def test_every_frozen_text_reads_as_labelled(name):
 
 
 def test_a_compile_error_and_its_payload_copy_are_one_report():
-    text = (Path(__file__).parent / "data" / "preflight" / "v5e_pallas_vmem_oom.txt").read_text()
+    text = (TESTS / "data" / "preflight" / "v5e_pallas_vmem_oom.txt").read_text()
     assert text.count("Ran out of memory in memory space vmem") == 2  # once plain, once in the escaped payload
     assert len(parse_oom_reports(text)) == 1
 
@@ -116,7 +116,7 @@ def test_a_lone_size_line_without_its_title_or_fields_is_no_allocation():
     assert parse_oom_reports("W0110 18:36:27.929302    1590 other_file.cc:12]   1. Size: 1.00G") == []
 
 
-LIBTPU_LOG = Path(__file__).parent / "data" / "preflight" / "v5e_mlp_adam_oom.libtpu.log"
+LIBTPU_LOG = TESTS / "data" / "preflight" / "v5e_mlp_adam_oom.libtpu.log"
 
 
 def test_libtpus_usage_tables_sum_to_each_spaces_total_bytes():
@@ -145,7 +145,7 @@ def test_the_real_compilers_listings_round_trip():
     import subprocess
     import tempfile
 
-    root = Path(__file__).resolve().parent.parent
+    root = REPO
     env = {**__import__("os").environ, "TPU_LOG_DIR": tempfile.mkdtemp()}
     done = subprocess.run([sys.executable, str(root / "benchmarks" / "oom_roundtrip.py"), "v5e", "v6e"],
                           capture_output=True, text=True, timeout=300, env=env)

@@ -8,9 +8,9 @@ import json
 import os
 import time
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
+from paths import TESTS
 
 from tpudoctor import cli
 from tpudoctor.context import CheckOptions, RunContext
@@ -27,7 +27,7 @@ from tpudoctor.testing import conformance_problems, run_check
 from tpudoctor.testing.fake_logging import FakeLoggingServer, filter_matches
 from tpudoctor.testing.fake_monitoring import FakeMonitoringServer
 
-LOGS = Path(__file__).parent / "data" / "logs"
+LOGS = TESTS / "data" / "logs"
 OOM_LOG = LOGS / "multi_warn_then_oom_then_followon.log"
 
 

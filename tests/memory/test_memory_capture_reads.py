@@ -11,14 +11,15 @@ import os
 from pathlib import Path
 
 import pytest
+from paths import REPO
+from shared_data import SHARED_DATA as SHARED
 
 from tpudoctor import cli
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 if not SHARED.is_dir():
     SHARED = Path("/work/shared/data")
 TPU = SHARED / "xprof_tpu_inference_2.xplane.pb"
-MEMORY = Path(__file__).resolve().parents[1] / "tpudoctor" / "memory"
+MEMORY = REPO / "tpudoctor" / "memory"
 
 
 class _CountingReader(io.BufferedReader):

@@ -8,20 +8,21 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from paths import TESTS
+from shared_data import SHARED_DATA as SHARED
 
 from tpudoctor import cli
 from tpudoctor.captures.memory_events import read_memory_events
 from tpudoctor.memory.timeline import allocator_timelines
 from tpudoctor.schema import validate
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 if not SHARED.is_dir():
     SHARED = Path("/work/shared/data")
 TPU = SHARED / "xprof_tpu_inference_2.xplane.pb"
 CAPTURES = [TPU, *sorted(SHARED.glob("xprof_gpu_multi_worker_*.xplane.pb")),
             *sorted((SHARED / "tracelens_jax_gpu").glob("*.xplane.pb"))]
-OOM_LOG = Path(__file__).parent / "data" / "memory" / "easydel_166_compile_hbm_report.log"
-RUNTIME_LOG = Path(__file__).parent / "data" / "memory" / "trax_431_runtime_allocate_fragmentation.log"
+OOM_LOG = TESTS / "data" / "memory" / "easydel_166_compile_hbm_report.log"
+RUNTIME_LOG = TESTS / "data" / "memory" / "trax_431_runtime_allocate_fragmentation.log"
 
 
 def _memory(capsys, *args: str) -> tuple[int, str, str]:
@@ -241,7 +242,7 @@ def test_buffer_tables_print_no_invalid_dtype(capsys):
     assert "INVALID" not in dtypes and "" in dtypes  # the preallocated and untyped rows carry no dtype
 
 
-@pytest.mark.parametrize("log", sorted((Path(__file__).parent / "data" / "memory").glob("*.log")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("log", sorted((TESTS / "data" / "memory").glob("*.log")), ids=lambda p: p.stem)
 def test_an_oom_headline_says_what_ran_out_once(capsys, log):
     code, out, err = _memory(capsys, str(log))
     assert code == 1, err

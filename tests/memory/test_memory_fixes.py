@@ -22,6 +22,8 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from paths import TESTS
+from shared_data import SHARED_DATA
 
 from tpudoctor.captures.plan_spec import Value, synthetic_plan
 from tpudoctor.families import FAMILIES
@@ -45,7 +47,7 @@ def load_rules(*args, **kwargs):
 
 
 TOLERANCE = 0.10
-CASES_DIR = Path(__file__).resolve().parent / "data" / "memory_cases"
+CASES_DIR = TESTS / "data" / "memory_cases"
 
 # --- the family ----------------------------------------------------------------------------------------------------
 
@@ -308,7 +310,7 @@ def test_per_layer_checkpoints_in_an_unrolled_loop_save_nothing_on_cpu_and_the_r
 
 # --- the batch fix's split (the 2026-12-04 probe's N11) --------------------------------------------------------------
 
-SHARED_TPU = Path(__file__).resolve().parents[2] / "shared" / "data" / "xprof_tpu_inference_2.xplane.pb"
+SHARED_TPU = SHARED_DATA / "xprof_tpu_inference_2.xplane.pb"
 
 
 def test_an_inference_capture_with_an_odd_batch_gets_a_smaller_serving_batch_and_one_saving(capsys):

@@ -9,9 +9,9 @@ import io
 import os
 import random
 import tracemalloc
-from pathlib import Path
 
 import pytest
+from paths import TESTS
 
 from tpudoctor import cli
 from tpudoctor.logdiag import parse_bytes
@@ -19,7 +19,7 @@ from tpudoctor.logs.oom import parse_oom_reports, read_oom_text
 from tpudoctor.logs.sizes import MAX_SIZE_BYTES, UnreadableSize, parse_size
 from tpudoctor.memory import pipeline
 
-DATA = Path(__file__).parent / "data" / "memory"
+DATA = TESTS / "data" / "memory"
 RUNTIME_LOG = DATA / "trax_431_runtime_allocate_fragmentation.log"
 COMPILE_LOG = DATA / "easydel_166_compile_hbm_report.log"
 HUGE = "9" * 400

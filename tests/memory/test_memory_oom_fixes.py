@@ -4,13 +4,14 @@ frozen set (tests/data/oom/frozen_set_1)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+
+from paths import TESTS
 
 from tpudoctor.cli import main
 from tpudoctor.logs.oom import parse_oom_reports
 from tpudoctor.memory.oom_fixes import rank_text_fixes
 
-FROZEN = Path(__file__).parent / "data" / "oom" / "frozen_set_1"
+FROZEN = TESTS / "data" / "oom" / "frozen_set_1"
 
 
 def test_a_listing_of_padded_buffers_ranks_the_padding_fix_first_with_the_compilers_own_padding():

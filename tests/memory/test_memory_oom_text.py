@@ -7,9 +7,9 @@ import ast
 import dataclasses
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from paths import REPO, TESTS
 
 from tpudoctor.logs.oom import parse_memory_analysis, parse_oom_report, parse_oom_reports
 from tpudoctor.logs.oom_report import CompiledMemoryStats, parse_size
@@ -20,8 +20,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-DATA = Path(__file__).resolve().parent / "data" / "memory"
-REPO = Path(__file__).resolve().parents[1]
+DATA = TESTS / "data" / "memory"
 G, M, K = 1 << 30, 1 << 20, 1 << 10
 
 

@@ -10,11 +10,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from paths import REPO as ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT / "examples" / "preflight" / "programs.py"
 TPUDOCTOR = [sys.executable, "-m", "tpudoctor"]
 HAS_LIBTPU = importlib.util.find_spec("libtpu") is not None

@@ -4,14 +4,15 @@ host), read by tpudoctor's existing readers and held against the compiler's figu
 from __future__ import annotations
 
 import json
-from pathlib import Path
+
+from paths import TESTS
 
 from tpudoctor.captures.hlo import decode_hlo_proto
 from tpudoctor.logs.oom import parse_memory_analysis, parse_oom_reports
 from tpudoctor.memory.attribution import attribute, attribute_heap_peak
 from tpudoctor.preflight.compiler import read_out_of_memory
 
-DATA = Path(__file__).parent / "data" / "preflight"
+DATA = TESTS / "data" / "preflight"
 
 
 def _read(name: str) -> str:

@@ -5,9 +5,9 @@ progress)`` on a real out-of-memory log, and its preflight branch (``--topology`
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import pytest
+from paths import REPO as ROOT
 
 from tpudoctor import cli
 from tpudoctor.errors import UsageError
@@ -19,7 +19,6 @@ from tpudoctor.memory.report import MemoryReport
 from tpudoctor.preflight.analysis import PreflightReport
 from tpudoctor.settings import Settings
 
-ROOT = Path(__file__).resolve().parents[1]
 OOM_LOG = ROOT / "tests" / "data" / "memory" / "easydel_166_compile_hbm_report.log"
 PROGRAMS = ROOT / "examples" / "preflight" / "programs.py"
 

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from paths import TESTS
 from pod_slice import STAND_IN_BIN, build_slice
 
 from tpudoctor import triage
@@ -29,7 +30,7 @@ pytest_plugins = ["tpudoctor.testing.gcp_fixtures"]
 
 ZONE = "us-central2-b"
 GCLOUD = str(STAND_IN_BIN / "gcloud")
-CAPTURES = Path(__file__).resolve().parent / "data" / "hang"
+CAPTURES = TESTS / "data" / "hang"
 
 
 def _use(monkeypatch, env):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from paths import TESTS
+
 from tpudoctor.cli import main
 
-LOGS = Path(__file__).parent / "data" / "logs"
+LOGS = TESTS / "data" / "logs"
 
 
 def _worker_reports(tmp_path: Path, logs: dict[str, str]) -> Path:

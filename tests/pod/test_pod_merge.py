@@ -7,6 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+from paths import TESTS
 
 from tpudoctor.cli import main
 from tpudoctor.findings import Report, Status
@@ -281,7 +282,7 @@ def test_a_merge_imports_the_slice_checks_only(worker_report, tmp_path):
 
 
 # ---- the hostile probe of 2026-12-04 (N25, N26): workers outside --workers, missing ones, foreign reports
-_DATA = __import__("pathlib").Path(__file__).resolve().parent
+_DATA = TESTS
 _MAXTEXT_LOG = _DATA / "fixtures" / "goodput" / "maxtext_restart.log"
 _OOM_LOG = _DATA / "data" / "memory" / "easydel_166_compile_hbm_report.log"
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from history_runs import another_run
+from paths import TESTS
 from shared_data import SHARED_DATA
 from xspace_edits import edited
 
@@ -21,7 +22,7 @@ from tpudoctor.exitcodes import ExitCode
 
 pytest_plugins = ["tpudoctor.testing.gcp_fixtures"]
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 SHARED = SHARED_DATA  # ../shared/data, or TPUDOCTOR_SHARED_DATA
 V6E = SHARED / "xprof_tpu_inference_2.xplane.pb"
 needs_v6e = pytest.mark.skipif(not V6E.exists(), reason=f"real TPU capture not found at {V6E} (../shared/data is absent)")
@@ -299,7 +300,7 @@ def test_history_in_a_bucket_we_may_not_list_names_the_role(real_report, fake_gc
 
 # ------------------------------------------------------------------ inputs that are not what compare reads
 # (the hostile probe of 2026-12-04: N15, N25, N28)
-GOODPUT_LOG = Path(__file__).resolve().parent / "fixtures" / "goodput" / "maxtext_restart.log"
+GOODPUT_LOG = TESTS / "fixtures" / "goodput" / "maxtext_restart.log"
 
 
 @pytest.fixture(scope="module")

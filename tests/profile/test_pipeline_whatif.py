@@ -14,10 +14,12 @@ from tpudoctor.errors import InputError
 
 pytest.importorskip("pyarrow")
 
+from shared_data import SHARED_DATA
+
 from tpudoctor.profile.analysis.pipeline_whatif import pipeline_whatif  # noqa: E402
 from tpudoctor.profile.op_trace import read_op_trace  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "bytedance_straggler"
+DATA = SHARED_DATA / "bytedance_straggler"
 if not DATA.is_dir():
     DATA = Path("/work/shared/data/bytedance_straggler")
 TRACES = ("AR", "SE", "ST")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from paths import TESTS
 
 import tpudoctor.profile
 from tpudoctor.cli import main
@@ -16,7 +16,7 @@ from tpudoctor.schema import validate
 def load_rules(*args, **kwargs):
     return load_family("profile-rules", *args, **kwargs)
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 RULES = load_rules(plugins=False)
 
 

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from paths import TESTS
 
 import tpudoctor.profile
 from tpudoctor.cli import main
 from tpudoctor.profile.analysis.intervals import merged, overlap_ps, union_ps
 from tpudoctor.profile.analysis.nesting import outermost, self_time_ps
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 
 
 def test_self_time_subtracts_direct_children_only():
@@ -163,7 +163,7 @@ def test_compare_gate_threshold_that_would_turn_the_gate_off_is_a_usage_error(tm
     assert "--fail-on-regression" in err and "Traceback" not in err
 
 
-V1_REPORT = Path(__file__).resolve().parent / "data" / "profile" / "report_v1_tf_input_bound.json"
+V1_REPORT = TESTS / "data" / "profile" / "report_v1_tf_input_bound.json"
 
 
 def test_compare_reads_a_schema_1_report_saved_by_the_previous_version(tmp_path, capsys):

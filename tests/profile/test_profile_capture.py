@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+from paths import REPO
 
 import tpudoctor.profile
 
-REPO = Path(__file__).resolve().parents[1]
 TRAINING_JOB = textwrap.dedent("""
     import sys, time
     import tensorflow as tf

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from paths import REPO, TESTS
 from profile_oracle import TPU_CAPTURE, shared_file
 
 from tpudoctor.captures.schema import message_class
@@ -210,7 +211,7 @@ def test_help_does_not_import_frameworks():
             "try:\n    main(['profile', 'capture', '--help'])\nexcept SystemExit: pass\n"
             "assert 'tensorflow' not in sys.modules and 'jax' not in sys.modules and 'pandas' not in sys.modules")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 0, result.stderr
 
 
@@ -252,7 +253,7 @@ def test_the_command_process_flushes_its_report_and_exits_with_the_code_of_main(
     import subprocess
     import sys
 
-    capture = Path(__file__).resolve().parent / "fixtures" / "profiles" / "multihost_slow_host"
+    capture = TESTS / "fixtures" / "profiles" / "multihost_slow_host"
     command = [sys.executable, "-m", "tpudoctor", "profile", "analyze"]
     done = subprocess.run([*command, str(capture), "--format", "json"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr
@@ -270,7 +271,7 @@ def test_profile_analyze_exits_1_on_a_fail_finding_in_every_format_junit_too(tmp
 
     from tpudoctor.cli import main
 
-    capture = str(Path(__file__).parent / "fixtures" / "profiles" / "tf_input_bound")
+    capture = str(TESTS / "fixtures" / "profiles" / "tf_input_bound")
     out = str(tmp_path / "r.json")
     assert main(["profile", "analyze", capture, "--format", "json", "-o", out]) == 1
     findings = json.loads(Path(out).read_text())["findings"]

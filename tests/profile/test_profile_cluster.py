@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from paths import REPO, TESTS
 
 distributed = pytest.importorskip("distributed", reason="Dask distributed is not installed (pip install 'tpudoctor[dask]')")
 
@@ -25,9 +26,8 @@ from tpudoctor.errors import UsageError  # noqa: E402
 from tpudoctor.profile.cluster import check_worker_versions, probe_workers  # noqa: E402
 from tpudoctor.testing.loopback import free_port  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 SLOW_HOST = FIXTURES / "multihost_slow_host"
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from paths import TESTS
 from shared_data import SHARED_DATA
 
 from tpudoctor.cli import main
@@ -18,7 +19,7 @@ from tpudoctor.profile.comparability import (
     identity_from_document,
 )
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 SHARED = SHARED_DATA  # ../shared/data, or TPUDOCTOR_SHARED_DATA
 V6E = SHARED / "xprof_tpu_inference_2.xplane.pb"
 needs_v6e = pytest.mark.skipif(not V6E.exists(), reason=f"real TPU capture not found at {V6E} (../shared/data is absent)")

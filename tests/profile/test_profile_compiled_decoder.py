@@ -3,10 +3,9 @@ the numpy decoder: on real captures, on events whose fields come in another orde
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
+from paths import TESTS
 from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, shared_file
 
 from tpudoctor.captures import wire
@@ -19,7 +18,7 @@ from tpudoctor.errors import InputError
 pytest.importorskip("numba")
 pytest.importorskip("llvmlite")
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 TF_CAPTURE = FIXTURES / "tf_input_bound" / "localhost.xplane.pb"
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from paths import TESTS
 
 import tpudoctor.profile
 from tpudoctor.findings import Severity
@@ -18,7 +17,7 @@ from tpudoctor.profile.analysis.evidence import (
 )
 from tpudoctor.profile.rule import fixes_of
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 
 
 def _host(case: str):

@@ -1,5 +1,5 @@
 """One executor for the per-host map: this process, local worker processes, or a Dask cluster
-(tests/test_profile_cluster.py runs the cluster on a real LocalCluster)."""
+(tests/profile/test_profile_cluster.py runs the cluster on a real LocalCluster)."""
 
 from __future__ import annotations
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from paths import TESTS
 
-GENERATOR = Path(__file__).resolve().parent / "fixtures" / "profiles" / "generate.py"
+GENERATOR = TESTS / "fixtures" / "profiles" / "generate.py"
 
 
 @pytest.mark.slow

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+
+from paths import TESTS
 
 from tpudoctor.cli import main
 from tpudoctor.exitcodes import ExitCode
 
 pytest_plugins = ["tpudoctor.testing.gcp_fixtures"]
 
-CAPTURE = Path(__file__).parent / "fixtures" / "profiles" / "jax_steady" / "localhost.xplane.pb"
+CAPTURE = TESTS / "fixtures" / "profiles" / "jax_steady" / "localhost.xplane.pb"
 RUN = "job/plugins/profile/2024_05_05_05_05_05"
 
 

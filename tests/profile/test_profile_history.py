@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from history_runs import another_run
+from paths import TESTS
 
 from tpudoctor.errors import InputError
 from tpudoctor.profile.history import (
@@ -20,7 +21,7 @@ from tpudoctor.profile.history import (
 
 pytest_plugins = ["tpudoctor.testing.gcp_fixtures"]
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 
 
 def test_injected_ten_percent_step_time_regression_fails(real_report):

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import TESTS
 from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, oracle_events, real_captures, shared_file
 
 import tpudoctor.profile
@@ -326,7 +327,7 @@ def test_load_options_keep_the_defaults_in_one_place_and_refuse_an_unknown_kind(
 
 
 def test_extra_stats_become_columns_of_a_load():
-    capture_dir = Path(__file__).resolve().parent / "fixtures" / "profiles" / "jax_steady"
+    capture_dir = TESTS / "fixtures" / "profiles" / "jax_steady"
     plain = tpudoctor.profile.load(capture_dir).hosts["localhost"].events
     extra = tpudoctor.profile.load(capture_dir, options=LoadOptions(extra_stats={"device_ordinal": "int", "_src": "str"}))
     events = extra.hosts["localhost"].events

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from paths import TESTS
 from scipy import stats
 
 import tpudoctor.profile
@@ -30,7 +30,7 @@ from tpudoctor.profile.analysis.steps import find_steps
 from tpudoctor.profile.pipeline import combine
 from tpudoctor.schema import validate
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 HOSTS = ["worker0", "worker1", "worker2", "worker3"]
 EXTRA_WORK_MS = 30.0  # what worker2 adds per step in the generator
 

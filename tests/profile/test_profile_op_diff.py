@@ -12,13 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import TESTS
 from shared_data import SHARED_DATA
 from xspace_edits import edited as _edited
 
 import tpudoctor.profile
 from tpudoctor.profile.op_diff import diff_ops, op_table
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 SHARED = SHARED_DATA  # ../shared/data, or TPUDOCTOR_SHARED_DATA
 V6E = SHARED / "xprof_tpu_inference_2.xplane.pb"
 needs_v6e = pytest.mark.skipif(not V6E.exists(), reason=f"real TPU capture not found at {V6E} (../shared/data is absent)")

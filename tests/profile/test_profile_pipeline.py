@@ -5,15 +5,15 @@ from __future__ import annotations
 import dataclasses
 import pickle
 import shutil
-from pathlib import Path
 
 import pytest
+from paths import TESTS
 
 import tpudoctor.profile
 from tpudoctor.errors import InputError
 from tpudoctor.profile.host_result import HostResult
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 
 
 def _walk(value, path="result"):

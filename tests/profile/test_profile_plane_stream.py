@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
+from paths import TESTS
 from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, shared_file
 
 from tpudoctor.captures.xspace import (
@@ -19,7 +18,7 @@ from tpudoctor.captures.xspace import (
 )
 from tpudoctor.errors import InputError
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 
 
 def _captures():

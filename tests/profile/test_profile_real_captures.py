@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from paths import REPO, TESTS
 from profile_oracle import SHARED_DATA, real_captures, shared_file
 
 import tpudoctor.profile
@@ -22,7 +23,7 @@ from tpudoctor.captures.schema import message_class
 from tpudoctor.cli import main
 from tpudoctor.schema import validate
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 CONV_08 = "tracelens_jax_gpu/tests_traces_mi300_jax_conv_minimal_08_tw003.xplane.pb"
 CONV_LEGACY = ("tracelens_jax_gpu/tests_traces_mi300_jax_conv_minimal_legacy_"
                "chi-mi300x-013.ord.vultr.cpe.ice.amd.com.xplane.pb")
@@ -364,7 +365,7 @@ def test_real_captures_benchmark_prints_a_row_per_capture_beside_xprof(capsys):
     if not real_captures():
         pytest.skip(f"no real capture: {SHARED_DATA} is absent (or set TPUDOCTOR_SHARED_DATA)")
     pytest.importorskip("xprof.convert.raw_to_tool_data", reason="xprof is not installed (test extra)")
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "profile_real_captures.py"
+    script = REPO / "benchmarks" / "profile_real_captures.py"
     spec = importlib.util.spec_from_file_location("profile_real_captures", script)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import TESTS
 from shared_data import SHARED_DATA
 
 from tpudoctor.profile.analysis.device_peaks import (
@@ -21,7 +22,7 @@ from tpudoctor.profile.analysis.roofline import analyze_roofline, combine_roofli
 
 SHARED = SHARED_DATA  # ../shared/data, or TPUDOCTOR_SHARED_DATA
 V6E = SHARED / "xprof_tpu_inference_2.xplane.pb"
-FIXTURES = Path(__file__).parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 GIB = 2**30
 REL = 0.01  # the bound: within 1 % of xprof per op and for the program
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import jsonschema
 import pytest
+from paths import TESTS
 from test_profile_roofline import GIB, REL, V6E, _rows, _xprof, needs_v6e
 
 import tpudoctor.profile
@@ -16,7 +16,7 @@ from tpudoctor.cli import main
 from tpudoctor.profile.analysis.roofline import Roofline, analyze_roofline, combine_rooflines
 from tpudoctor.schema import load_schema
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 
 
 def _close(mine, theirs, what):

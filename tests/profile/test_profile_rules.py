@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from paths import TESTS
 
 import tpudoctor.profile
 from tpudoctor.families import RegistryError
@@ -27,7 +28,7 @@ from tpudoctor.testing import profile_rule_conformance_problems
 def load_rules(*args, **kwargs):
     return load_family("profile-rules", *args, **kwargs)
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 BUILTIN_IDS = {"no-step-markers", "input-bound", "device-idle", "host-overhead", "recompilation",
                "compilation-in-window", "host-offload", "host-callback", "outside-compilation", "host-transfers",
                "eager-execution", "step-time-variance", "device-bound", "insufficient-evidence", "collectives",

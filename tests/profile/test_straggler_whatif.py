@@ -4,15 +4,14 @@ the ``straggler-cost`` rule and its report sections, on real multi-process JAX c
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from paths import REPO as ROOT
 
 from tpudoctor.findings import Status
 from tpudoctor.profile.analysis.whatif import UNKNOWN, build_timelines, straggler_whatif, whatif_of
 from tpudoctor.profile.analysis.whatif_synthetic import synthetic_tables
 
-ROOT = Path(__file__).resolve().parents[1]
 WHATIF = ROOT / "tests" / "data" / "whatif"
 FIXTURES = ROOT / "tests" / "fixtures" / "profiles"
 

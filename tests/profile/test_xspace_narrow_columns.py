@@ -4,16 +4,16 @@ measured on the shared real captures, the bytes its columns hold per event, and 
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from paths import REPO
 from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, shared_file
 
 from tpudoctor.captures.xspace import LoadOptions, decode_host, decoder, tables
 
-BENCHMARK = Path(__file__).resolve().parents[1] / "benchmarks" / "capture_memory.py"
+BENCHMARK = REPO / "benchmarks" / "capture_memory.py"
 
 
 def _table_bytes(frame: pd.DataFrame) -> int:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
+from paths import TESTS
 from test_profile_html_chromium import CHROMIUM, _png_pixels
 
 from tpudoctor.cli import main
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "goodput" / "maxtext_restart.log"
+FIXTURE = TESTS / "fixtures" / "goodput" / "maxtext_restart.log"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]
 

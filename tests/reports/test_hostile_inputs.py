@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from paths import TESTS
 from pod_slice import build_slice
 
 from tpudoctor.cli import main
@@ -269,7 +270,7 @@ def test_host_names_from_capture_file_names_are_escaped_in_every_profile_format(
     """A capture folder's file names are its host names: a file can be called anything but '/'."""
     import shutil
 
-    source = Path(__file__).resolve().parent / "fixtures" / "profiles" / "multihost_slow_host"
+    source = TESTS / "fixtures" / "profiles" / "multihost_slow_host"
     capture = tmp_path / "capture"
     shutil.copytree(source, capture)
     run = next(capture.glob("plugins/profile/*"))

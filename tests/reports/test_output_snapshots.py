@@ -5,7 +5,7 @@ this process (``tpudoctor.cli.main``, stdout captured) and compares its output w
 file, after ``NORMALISE`` has replaced only what differs from run to run. After a deliberate change
 of the output, regenerate the snapshots and review their diff:
 
-    TPUDOCTOR_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest tests/test_output_snapshots.py -q
+    TPUDOCTOR_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest tests/reports/test_output_snapshots.py -q
 
 To cover another command, add rows to ``SNAPSHOTS`` (a name, the argv, and where it runs).
 """
@@ -20,13 +20,14 @@ import re
 from pathlib import Path
 
 import pytest
+from paths import REPO as REPO_ROOT
+from paths import TESTS
 from shared_data import SHARED_DATA
 
 from tpudoctor.cli import main
 from tpudoctor.formats import BENCH_FORMATS, DIAG_FORMATS
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SNAPSHOTS_DIR = Path(__file__).resolve().parent / "snapshots"
+SNAPSHOTS_DIR = TESTS / "snapshots"
 PROFILE_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "profiles"
 UPDATE = bool(os.environ.get("TPUDOCTOR_UPDATE_SNAPSHOTS"))
 

@@ -15,11 +15,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from paths import TESTS as HERE
 
 from tpudoctor import cli
 from tpudoctor.findings import Status
 
-HERE = Path(__file__).resolve().parent
 RESTART_LOG = HERE / "fixtures" / "goodput" / "maxtext_restart.log"
 OOM_LOG = HERE / "data" / "memory" / "easydel_166_compile_hbm_report.log"
 PY_SPY_DUMP = """\

@@ -8,11 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from paths import TESTS
 from shared_data import SHARED_DATA
 
 from tpudoctor.cli import main
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "profiles"
+FIXTURES = TESTS / "fixtures" / "profiles"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or (
     "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 

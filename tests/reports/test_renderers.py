@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import os
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
+from paths import TESTS
 from sample_reports import healthy_report, preempted_node_report, scoped_report
 
 from tpudoctor.rendering import render
 from tpudoctor.schema import validate
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = TESTS / "golden"
 
 
 def render_check_report(report, fmt: str, **options) -> str:
@@ -106,7 +106,7 @@ def test_profile_report_as_junit_has_a_testcase_per_finding_failing_on_fail():
     """``profile analyze --format junit``: the profile kind through the one junit emitter. The slow-host capture's
     report (three FAILs on worker2, two WARNs): five testcases, the FAILs failures, the WARNs passing testcases that
     say so, each naming its host, and the verdict and step time as suite properties."""
-    snapshot = Path(__file__).parent / "snapshots" / "profile" / "multihost_input_stall.json"
+    snapshot = TESTS / "snapshots" / "profile" / "multihost_input_stall.json"
     document = json.loads(snapshot.read_text(encoding="utf-8").replace("<normalised>", "0"))
     root = ET.fromstring(render(document, "junit").split("\n", 1)[1])
     suite = root.find("testsuite")

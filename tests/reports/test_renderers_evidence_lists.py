@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
+from paths import TESTS
 from sample_reports import preempted_node_report
 
 from tpudoctor.checks.logs.user_log_files import UserLogFilesDiagnosis
@@ -15,7 +15,7 @@ from tpudoctor.logdiag import Diagnoser
 from tpudoctor.rendering import render
 from tpudoctor.schema import validate
 
-LOG = Path(__file__).parent / "data" / "logs" / "real" / "t50_flowpm_compile_oom_padding.log"
+LOG = TESTS / "data" / "logs" / "real" / "t50_flowpm_compile_oom_padding.log"
 
 
 def _oom_report():

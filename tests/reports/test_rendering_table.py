@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from paths import TESTS
 
 from tpudoctor.errors import TpudoctorError
 from tpudoctor.formats import COMMAND_FORMATS
@@ -37,9 +38,8 @@ def test_a_document_of_no_known_kind_is_a_clear_error():
 def test_a_two_line_fix_is_two_lines_in_every_format():
     """Memory's batch fix is two ways (``Serve 3 per device ...`` and ``Or spread the batch ...``); JUnit's
     testcase folded them into one line ("... instead of one Or spread ...")."""
-    from pathlib import Path
 
-    stored = Path(__file__).parent / "snapshots" / "files" / "memory_capture.json"
+    stored = TESTS / "snapshots" / "files" / "memory_capture.json"
     document = json.loads(stored.read_text(encoding="utf-8").replace("<normalised>", "0"))
     first, second = ("fix: Serve 3 per device at a time (5 as batches of 3 and 2): the same requests in two calls "
                      "instead of one", "fix: Or spread the batch over more devices (a larger data axis)")
@@ -54,14 +54,13 @@ def test_one_finding_line_style_in_every_kinds_text():
     """Every stored text output writes a finding as ``[✗] ID Title (scope): message``: a status box (never a
     severity such as profile's ``[HIGH]``, never goodput's ERROR as ``[✗]``), then the id."""
     import re
-    from pathlib import Path
 
     from tpudoctor.reports.view import MARKERS
 
     boxes = "|".join(re.escape(m) for m in MARKERS.values())
     other_box = re.compile(r"^\s*(?:- )?\[(CRITICAL|HIGH|MEDIUM|LOW|INFO|FAIL|WARN|PASS|ERROR|SKIP)\]")
     line = re.compile(rf"^\s*(?:- )?(?:{boxes}) \S+ ")
-    stored = sorted((Path(__file__).parent / "snapshots").rglob("*.txt"))
+    stored = sorted((TESTS / "snapshots").rglob("*.txt"))
     assert len(stored) > 40
     for path in stored:
         for text in path.read_text(encoding="utf-8").splitlines():

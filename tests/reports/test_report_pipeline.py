@@ -8,10 +8,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
-from test_bench_document import run_result
+from bench_results import run_result
+from paths import REPO as ROOT
 
 from tpudoctor.bench import document as bench_document
 from tpudoctor.bench import gate
@@ -32,7 +32,6 @@ from tpudoctor.goodput.report import GoodputReport
 from tpudoctor.profile.compare_report import PROFILE_HISTORY, CompareReport
 from tpudoctor.rendering import EMITTERS, VIEWS, render
 
-ROOT = Path(__file__).resolve().parents[1]
 GOODPUT_LOG = ROOT / "tests" / "fixtures" / "goodput" / "maxtext_restart.log"
 PROFILES = ROOT / "tests" / "fixtures" / "profiles"
 HANG_CAPTURE = ROOT / "tests" / "data" / "hang" / "device_step"
