@@ -47,6 +47,30 @@ are 0.13-0.17 s of it, within the noise. The x50 v6e capture, 7 pairs at load 1.
 MB both. The report's schema check there: importing jsonschema 0.024 s, validating 0.005 s
 (``tpudoctor.schema``); kept on every run (it is what turns a malformed report into exit 3 rather than a wrong
 file).
+
+2026-12-05 19:10-19:45 UTC, the device ops' stats kept only at the events that carry them
+(``LoadOptions.sparse_stats``: program_id as int8 codes, device_offset_ps/device_duration_ps at one array of rows,
+hlo_category/hlo_op/tf_op/source as codes; the device ops' rows and device durations are those arrays), against
+fa2e89a, the 1 GB capture, one run each at load 3.5-4.5 (this machine's other sessions and test runs)::
+
+    phase                      peak / after MB (before)   peak / after MB (after)
+    load_host                  1824 / 1789                1760 / 1431
+    find_steps                 2174 / 2079                1770 / 1694    (the device op selection: 280 -> 253 MB kept)
+    analyze_device_ops         2294 / 2093                1843 / 1712
+    analyze_roofline           2349 / 2132                1883 / 1689    (the peak)
+
+CPU per phase (``time.process_time``): loading 5.09 -> 4.51 s, the whole map 10.11 -> 9.52 s; find_steps
++0.19, the host ops +0.22, the collectives +0.11 s (the stats read at the ops' rows from the sparse stats,
+``SparseStat._marked_positions``), the device ops -0.12 s. Whole ``profile analyze`` (``/usr/bin/time``, 2
+alternating pairs at load 3.4-3.9): peak RSS 2,398,760 and 2,389,808 -> 1,942,636 and 1,942,552 KB, user CPU
+6.8 -> 7.4-7.5 s, wall 18.7/19.7 -> 22.3/24.0 s (a test run of this tree beside it); JSON reports identical
+(``cmp`` minus duration_s; ``check_profile_reports.py`` on every shared capture, x50 and gpu30, both decoders).
+What stays over 1.5 GB: the events table's 29 bytes an event (start_ps and duration_ps 16, plane_id 2 and
+plane_name 1 with 135 planes, line_id 4 (thread ids), line_name 2, metadata_id 2, name 2): 1.05 GB, of which
+plane and line (9 bytes) are the same for every event of a line; the sparse stats 6.6 bytes an event (236 MB);
+the load's end (meta_row, the decoder's fields beside the new columns: 330 MB over what it keeps); the device op
+selection (start, self time, core, kinds, program codes: 22 bytes an op, 180 MB); and each analysis's per-op
+temporaries (group keys, ids and a float per op: 150-200 MB over that).
 """
 
 from __future__ import annotations
