@@ -62,9 +62,13 @@ fa2e89a, the 1 GB capture, one run each at load 3.5-4.5 (this machine's other se
 CPU per phase (``time.process_time``): loading 5.09 -> 4.51 s, the whole map 10.11 -> 9.52 s; find_steps
 +0.19, the host ops +0.22, the collectives +0.11 s (the stats read at the ops' rows from the sparse stats,
 ``SparseStat._marked_positions``), the device ops -0.12 s. Whole ``profile analyze`` (``/usr/bin/time``, 2
-alternating pairs at load 3.4-3.9): peak RSS 2,398,760 and 2,389,808 -> 1,942,636 and 1,942,552 KB, user CPU
-6.8 -> 7.4-7.5 s, wall 18.7/19.7 -> 22.3/24.0 s (a test run of this tree beside it); JSON reports identical
-(``cmp`` minus duration_s; ``check_profile_reports.py`` on every shared capture, x50 and gpu30, both decoders).
+alternating pairs at load 4.7-5.8, 19:51 UTC): peak RSS 2,401,640 and 2,405,444 -> 1,944,456 and 1,946,572 KB,
+user 6.83/6.81 -> 7.70/7.43 s, sys 5.73/5.11 -> 3.25/3.04 s (fewer pages first touched), wall 20.5/27.1 ->
+22.0/21.3 s; JSON reports identical (``cmp`` minus duration_s; ``check_profile_reports.py`` on every shared
+capture, x50 and gpu30, both decoders). The x50 capture, 7 alternating pairs at load 3.2-3.9: peak RSS 274 ->
+261 MB, user+sys median 0.82 -> 0.85 s, wall median 2.13 -> 2.18 s (1.78-2.70 against 1.64-2.71); in one
+process, 6 alternating pairs at load 3.5-4.7, CPU of the load 0.352 -> 0.351 s and of the analyses 0.228 ->
+0.222 s (medians).
 What stays over 1.5 GB: the events table's 29 bytes an event (start_ps and duration_ps 16, plane_id 2 and
 plane_name 1 with 135 planes, line_id 4 (thread ids), line_name 2, metadata_id 2, name 2): 1.05 GB, of which
 plane and line (9 bytes) are the same for every event of a line; the sparse stats 6.6 bytes an event (236 MB);
