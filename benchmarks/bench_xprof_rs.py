@@ -152,34 +152,41 @@ def main() -> int:
                 raise SystemExit(f"{name}: {result['error']}")
             results[name].append(result)
     print(f"load average after: {_load()}")
-    print(f"{'':32} {'wall s (median)':>16} {'peak RSS MB':>12} {'x xprof-rs':>11}")
+    print(f"{'':32} {'wall s (median)':>16} {'CPU s':>6} {'peak RSS MB':>12} {'x xprof-rs':>11}")
     for name, runs in results.items():
         wall = statistics.median(r["process_s"] for r in runs)
+        cpu = statistics.median(r["process_cpu_s"] for r in runs)
         rss = statistics.median(r["process_rss_mb"] for r in runs)
         ratio = ""
         if rust and name != "xprof-rs get_overview":
             pairs = [a["process_s"] / b["process_s"] for a, b in zip(runs, results["xprof-rs get_overview"], strict=True)]
             ratio = f"{statistics.median(pairs):.2f}x"
-        print(f"{name:32} {wall:16.2f} {rss:12.0f} {ratio:>11}  runs: {_seconds(runs)}")
+        print(f"{name:32} {wall:16.2f} {cpu:6.2f} {rss:12.0f} {ratio:>11}  runs: {_seconds(runs)}")
     return 0
 
 
 def run_process(argv: list[str], *, cwd: Path = REPO) -> dict:
-    """A fresh process: ``process_s`` (spawn to exit), ``process_rss_mb`` (peak RSS, ``/usr/bin/time``);
+    """A fresh process: ``process_s`` (spawn to exit), ``process_cpu_s`` (its user and system time, all threads:
+    less moved by other work on a shared machine than the wall), ``process_rss_mb`` (peak RSS, ``/usr/bin/time``);
     ``error`` unless it ends 0 or 1 (1: the report has findings)."""
+    import resource
     import subprocess
     import time
 
     with tempfile.NamedTemporaryFile("r", prefix="bench-rss-") as rss:
         timed = [str(GNU_TIME), "-f", "%M", "-o", rss.name] if GNU_TIME.exists() else []
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run([*timed, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                               timeout=900, cwd=cwd, env=_environment(cwd))
         elapsed = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         measured = rss.read().strip()
     if done.returncode not in (0, 1):
         return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1][:160]}
-    return {"process_s": elapsed, "process_rss_mb": int(measured.splitlines()[-1]) / 1024 if measured else float("nan")}
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {"process_s": elapsed, "process_cpu_s": cpu,
+            "process_rss_mb": int(measured.splitlines()[-1]) / 1024 if measured else float("nan")}
 
 
 def _environment(cwd: Path) -> dict[str, str]:
