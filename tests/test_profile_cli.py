@@ -284,12 +284,14 @@ def test_profile_analyze_exits_1_on_a_fail_finding_in_every_format_junit_too(tmp
     assert ET.parse(out).getroot().find("testsuite").get("failures") == "0"
 
 
-COMMAND_PROCESS = ("import atexit, sys\n"
+COMMAND_PROCESS = ("import atexit, os, sys\n"
                    "atexit.register(lambda: sys.stderr.write(f\"pyarrow loaded: {sys.modules.get('pyarrow') is not None}\\n\"))\n"
+                   "atexit.register(lambda: sys.stderr.write(f\"threads: {len(os.listdir('/proc/self/task'))}\\n\"))\n"
                    "sys.argv = ['tpudoctor', *sys.argv[1:]]\n"
                    "from tpudoctor.cli import run\n"
                    "run()\n")
-"""``tpudoctor.cli.run`` (what the console script runs), saying at exit whether pyarrow was loaded."""
+"""``tpudoctor.cli.run`` (what the console script runs), saying at exit whether pyarrow was loaded and how many
+threads the process has (Linux)."""
 
 
 def test_the_command_process_reads_an_xspace_capture_without_pyarrow_and_reports_the_same(tmp_path, capsys):
@@ -346,3 +348,23 @@ def test_the_command_process_leaves_the_collector_off_after_the_run(tmp_path, ca
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or (os.cpu_count() or 1) < 2,
+                    reason="threads counted in /proc; OpenBLAS starts none on one core")
+def test_the_command_process_starts_no_blas_threads(tmp_path):
+    """Issue 44: OpenBLAS started a thread per core as numpy loaded, spinning for work the analyses never give
+    (0.04 s of CPU on 2 cores, 1.9 s on 16); the command's process tells it to start none."""
+    import subprocess
+    import sys
+
+    path = write(tmp_path / "w.xplane.pb", small_capture())
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", COMMAND_PROCESS, "profile", "analyze", str(path), "--format", "json",
+                           "-o", str(tmp_path / "r.json")], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 1, done.stderr
+    assert "threads: 1\n" in done.stderr
+    kept = subprocess.run([sys.executable, "-c", COMMAND_PROCESS, "profile", "analyze", str(path), "--format", "json",
+                           "-o", str(tmp_path / "r.json")], capture_output=True, text=True, timeout=300,
+                          env={**env, "OPENBLAS_NUM_THREADS": "2"})
+    assert kept.returncode == 1 and "threads: 2\n" in kept.stderr  # the user's setting stays
