@@ -322,7 +322,9 @@ def test_the_command_process_still_reads_an_op_trace_with_pyarrow(tmp_path):
     import sys
 
     pytest.importorskip("pyarrow")
-    trace = Path(__file__).resolve().parents[2] / "shared" / "data" / "bytedance_straggler" / "trace-ST.parquet"
+    from shared_data import SHARED_DATA
+
+    trace = SHARED_DATA / "bytedance_straggler" / "trace-ST.parquet"
     if not trace.is_file():
         pytest.skip(f"{trace} is absent (../shared/data lives beside the checkout)")
     out = tmp_path / "whatif.json"

@@ -12,16 +12,16 @@ import copy
 import json
 import random
 import re
-from pathlib import Path
 
 import pytest
+from paths import TESTS
 
 from tpudoctor import schema as schemas
 from tpudoctor.documents import InvalidDocumentError, validated
 
 pytest.importorskip("jsonschema_rs")
 
-SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+SNAPSHOTS = TESTS / "snapshots"
 SCHEMA_OF_KIND = {"check": "check_report", "profile": "profile_report", "goodput": "goodput_report",
                   "hang": "hang_report", "memory": "memory_report", "diag": "diag_report"}
 REPLACEMENTS = (None, True, 0, -1, 2.5, "", "x", "2.0", "1.7", "capture", "table:", "2026-13-45T99:00:00Z",
