@@ -200,7 +200,10 @@ def _tpudoctor(path: Path, decoder: str, checkout: Path = REPO) -> dict:
     env_before = os.environ.get("TPUDOCTOR_PROFILE_DECODER")
     os.environ["TPUDOCTOR_PROFILE_DECODER"] = decoder
     try:
-        return run_process([*TPUDOCTOR, "profile", "analyze", str(path), "-o", os.devnull], cwd=checkout)
+        # JSON: as issue 44 measures it; and the text views (tpudoctor.reports) of an editable install resolve to
+        # this checkout's reports/ from any other checkout
+        return run_process([*TPUDOCTOR, "profile", "analyze", str(path), "--format", "json", "-o", os.devnull],
+                           cwd=checkout)
     finally:
         if env_before is None:
             os.environ.pop("TPUDOCTOR_PROFILE_DECODER")
