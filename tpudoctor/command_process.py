@@ -28,7 +28,7 @@ def leave_out_pyarrow() -> bool:
     True where it was left out."""
     if not _ends_after_command or "pandas" in sys.modules or "pyarrow" in sys.modules:
         return False  # pandas (or pyarrow itself) loaded already: pandas would find its pyarrow gone
-    sys.modules["pyarrow"] = None  # `import pyarrow` raises ImportError, as where it is not installed
+    sys.modules["pyarrow"] = None  # type: ignore[assignment]  # `import pyarrow`: ImportError, as where it is not installed
     return True
 
 
