@@ -106,8 +106,9 @@ def code_dtype(n_values: int) -> type:
 @dataclasses.dataclass
 class EventFields:
     """Per event, in file order: where it is (``line``: row of ``SpaceHeaders.lines``; ``plane``: its
-    plane_id; both in ``code_dtype``) and its own fields (int64; ``offset_ps`` from its line's timestamp), which
-    ``XSpaceDecoder.read_events`` fills. The table builder takes the arrays over one by one."""
+    plane_id; both in ``code_dtype``) and its own fields (int64; ``offset_ps`` from its line's timestamp; the serial
+    compiled decode's ``metadata_id`` int16 while every id fits), which ``XSpaceDecoder.read_events`` fills. The
+    table builder takes the arrays over one by one."""
 
     line: np.ndarray
     plane: np.ndarray
@@ -253,6 +254,9 @@ class XSpaceDecoder:
             yield from self._read_events_threaded(headers, fields, wanted_row, threads)
             return
         jit = self.jit
+        # ids in int16 (as the events table keeps them) until one needs more: a quarter of the memory to first touch
+        narrow_ids = fields.metadata_id = np.zeros(len(fields.metadata_id), dtype=np.int16)
+        wide_ids = _NO_IDS
         stats = _StatArrays(BATCH_EVENTS * 2)
         pieces: list[bytes] = []  # the batch's lines: stat texts are read from each line's bytes
         text_base = batch_events = row = 0
@@ -264,15 +268,18 @@ class XSpaceDecoder:
                 pos = 0
                 while True:
                     n_events, pos, n_stats, error = jit.decode_line_events(
-                        data, pos, len(data), BATCH_EVENTS - batch_events, row, text_base, fields.metadata_id,
+                        data, pos, len(data), BATCH_EVENTS - batch_events, row, text_base, narrow_ids, wide_ids,
                         fields.offset_ps, fields.duration_ps, stat_row_by_id, stat_ids, stat_row_offset, wanted_row,
-                        *stats.arrays,
-                        stats.n)
+                        *stats.arrays, stats.n)
                     row += n_events
                     batch_events += n_events
                     stats.n = n_stats
                     if error == jit.FULL:
                         stats.grow()
+                        continue
+                    if error == jit.WIDE:
+                        wide_ids = fields.metadata_id = narrow_ids.astype(np.int64)
+                        narrow_ids = _NO_NARROW_IDS
                         continue
                     if error != jit.OK:
                         raise wire.WireError(f"an event of plane {plane_index} does not decode")
@@ -342,6 +349,8 @@ class XSpaceDecoder:
 
 
 _PADDING = bytes(wire.PAD_BYTES)
+# the compiled kernel's event metadata ids go to its int16 array while its int64 one is empty, and vice versa
+_NO_IDS, _NO_NARROW_IDS = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int16)
 PARALLEL_MIN_EVENTS = 1 << 21  # fewer decode serially: at 694 k events (57 MB) threads saved 0.02 s and cost 5 MB of RSS
 MAX_DECODE_THREADS = 8  # the Python glue between kernel calls holds the GIL: more threads would wait on it
 
@@ -375,8 +384,8 @@ def _decode_lines(jit: Any, lines: list[tuple], stats: _StatArrays, fields: Even
         if index > first_line or row < 0:
             pos, row = 0, first_row
         n_events, pos, stats.n, error = jit.decode_line_events(
-            data, pos, len(data), len(data), row, text_base, fields.metadata_id, fields.offset_ps, fields.duration_ps,
-            stat_row_by_id, stat_ids, stat_row_offset, wanted_row, *stats.arrays, stats.n)
+            data, pos, len(data), len(data), row, text_base, _NO_NARROW_IDS, fields.metadata_id, fields.offset_ps,
+            fields.duration_ps, stat_row_by_id, stat_ids, stat_row_offset, wanted_row, *stats.arrays, stats.n)
         if error == jit.FULL:
             return index, pos, row + n_events, text_base
         if error != jit.OK:

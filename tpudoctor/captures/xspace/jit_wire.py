@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-OK, TRUNCATED, BAD_WIRE_TYPE, FULL = 0, 1, 2, 3
+OK, TRUNCATED, BAD_WIRE_TYPE, FULL, WIDE = 0, 1, 2, 3, 4
+NARROW_ID_MIN, NARROW_ID_MAX = -(1 << 15), (1 << 15) - 1  # event metadata ids kept in int16
 # XStat value fields (field numbers), as in ``decoder``
 _DOUBLE, _UINT64, _INT64, _STR, _BYTES, _REF = 2, 3, 4, 5, 6, 7
 _LINE_EVENTS_TAG = 0x22  # XLine.events: field 4, length-delimited
@@ -120,15 +121,18 @@ def _small(buf, pos, end):
 
 
 @njit(cache=True, nogil=True)
-def decode_line_events(buf, pos, end, max_events, row, text_base, metadata_id, offset_ps, duration_ps,
+def decode_line_events(buf, pos, end, max_events, row, text_base, narrow_ids, metadata_id, offset_ps, duration_ps,
                        stat_row_by_id, stat_ids, stat_row_offset, wanted_row, out_event, out_name_row, out_kind, out_raw,
                        out_text_start, out_text_length, n_stats):
     """Decode the events of the XLine in ``buf[pos:end]`` from ``pos`` on, at most ``max_events``:
     their fields into ``metadata_id``/``offset_ps``/``duration_ps`` from ``row`` on, their stats
     whose name row is ``wanted_row`` into the ``out_*`` arrays from ``n_stats`` on (text positions
     plus ``text_base``). A stat's name row is ``stat_row_by_id[its id]`` where that table is given (a
-    plane's ids are small counters), else found in the plane's sorted ``stat_ids``. Returns (events decoded, position to go on from, stats now, error); ``FULL``
-    when the stat arrays have no room for the next event (grow them and call again from there)."""
+    plane's ids are small counters), else found in the plane's sorted ``stat_ids``. Event metadata ids go to ``metadata_id``
+    (int64) where it is given, else to ``narrow_ids`` (int16: ids are small counters, and the events table keeps
+    them so). Returns (events decoded, position to go on from, stats now, error); ``FULL`` when the stat arrays
+    have no room for the next event (grow them and call again from there), ``WIDE`` when the next event's id
+    does not fit ``narrow_ids`` (widen them into ``metadata_id`` and call again from there)."""
     capacity = len(out_event)
     n_events = 0
     while pos < end and n_events < max_events:
@@ -150,6 +154,7 @@ def decode_line_events(buf, pos, end, max_events, row, text_base, metadata_id, o
         if n_stats + length // 2 + 1 > capacity:  # a stat takes 2 bytes at least
             return n_events, field_start, n_stats, FULL
         event_row = row + n_events
+        event_first_stat = n_stats
         event_metadata_id = event_offset = event_duration = 0
         while pos < event_end:
             tag, pos = _small(buf, pos, event_end)
@@ -229,7 +234,12 @@ def decode_line_events(buf, pos, end, max_events, row, text_base, metadata_id, o
             pos = _skip(buf, pos, event_end, tag & 7)
             if pos < 0:
                 return n_events, field_start, n_stats, TRUNCATED
-        metadata_id[event_row] = event_metadata_id
+        if len(metadata_id):
+            metadata_id[event_row] = event_metadata_id
+        elif NARROW_ID_MIN <= event_metadata_id <= NARROW_ID_MAX:
+            narrow_ids[event_row] = event_metadata_id
+        else:
+            return n_events, field_start, event_first_stat, WIDE
         offset_ps[event_row] = event_offset
         duration_ps[event_row] = event_duration
         n_events += 1
