@@ -24,8 +24,8 @@ _SOURCES = (Path(__file__), Path(__file__).with_name("jit_wire.py"))
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
 _LINE_HEADER_ARGS = (_P, _I, _P)
-_DECODE_ARGS = (_P, _I, _I, _I, _I, _I, _I, _P, _I, _P, _I, _P, _P, _I, _P, _I, _P, _I, _I, _P, _I, _P, _P, _P, _P, _P, _P,
-                _I, _I, _P)
+_DECODE_ARGS = (_P, _I, _I, _I, _I, _I, _I, _P, _I, _P, _I, _P, _P, _I, _P, _P, _I, _P, _I, _I, _P, _I, _P, _I, _I, _P, _I,
+                _P, _P, _P, _P, _P, _P, _I, _I, _P)
 
 
 class Kernels:
@@ -44,15 +44,16 @@ class Kernels:
         return tuple(out.tolist())
 
     def decode_line_events(self, buf, pos, end, max_events, row, text_base, narrow_ids, metadata_id, offset_ps,
-                           duration_ps, stat_row_by_id, stat_ids, stat_row_offset, wanted_row, out_event, out_name_row,
-                           out_kind, out_raw, out_text_start, out_text_length, n_stats) -> tuple[int, ...]:
+                           duration_ps, meta_row, meta_row_by_id, meta_ids, meta_row_offset, stat_row_by_id, stat_ids,
+                           stat_row_offset, wanted_row, out_event, out_name_row, out_kind, out_raw, out_text_start,
+                           out_text_length, n_stats) -> tuple[int, ...]:
         out = np.zeros(4, dtype=np.int64)
         self._decode(buf.ctypes.data, len(buf), pos, end, max_events, row, text_base, narrow_ids.ctypes.data,
                      len(narrow_ids), metadata_id.ctypes.data, len(metadata_id), offset_ps.ctypes.data,
-                     duration_ps.ctypes.data, len(offset_ps), stat_row_by_id.ctypes.data, len(stat_row_by_id),
-                     stat_ids.ctypes.data, len(stat_ids), stat_row_offset, wanted_row.ctypes.data, len(wanted_row),
-                     out_event.ctypes.data,
-                     out_name_row.ctypes.data, out_kind.ctypes.data, out_raw.ctypes.data, out_text_start.ctypes.data,
+                     duration_ps.ctypes.data, len(offset_ps), meta_row.ctypes.data, meta_row_by_id.ctypes.data,
+                     len(meta_row_by_id), meta_ids.ctypes.data, len(meta_ids), meta_row_offset,
+                     stat_row_by_id.ctypes.data, len(stat_row_by_id), stat_ids.ctypes.data, len(stat_ids), stat_row_offset,
+                     wanted_row.ctypes.data, len(wanted_row), out_event.ctypes.data, out_name_row.ctypes.data, out_kind.ctypes.data, out_raw.ctypes.data, out_text_start.ctypes.data,
                      out_text_length.ctypes.data, len(out_event), n_stats, out.ctypes.data)
         return tuple(out.tolist())
 
@@ -188,16 +189,19 @@ def _compile() -> bytes:
             values[index] = result[index]
 
     @cfunc(types.void(ptr(u8), i64, i64, i64, i64, i64, i64, ptr(types.int16), i64, ptr(i64), i64, ptr(i64),
-                      ptr(i64), i64, ptr(i64), i64, ptr(i64), i64, i64,
-                      ptr(u8), i64, ptr(i64), ptr(types.int32), ptr(types.int8), ptr(types.uint64), ptr(i64), ptr(i64),
+                      ptr(i64), i64, ptr(types.int32), ptr(i64), i64, ptr(i64), i64, i64, ptr(i64), i64, ptr(i64), i64,
+                      i64, ptr(u8), i64, ptr(i64), ptr(types.int32), ptr(types.int8), ptr(types.uint64), ptr(i64), ptr(i64),
                       i64, i64, ptr(i64)), nogil=True)
     def decode_line_events_c(buf, n_buf, pos, end, max_events, row, text_base, narrow_ids, n_narrow, metadata_id,
-                             n_wide, offset_ps, duration_ps, n_rows, stat_row_by_id, n_by_id, stat_ids, n_ids,
+                             n_wide, offset_ps, duration_ps, n_rows, meta_row, meta_row_by_id, n_meta_by_id, meta_ids,
+                             n_meta_ids, meta_row_offset, stat_row_by_id, n_by_id, stat_ids, n_ids,
                              stat_row_offset, wanted_row, n_wanted, out_event, out_name_row, out_kind, out_raw,
                              out_text_start, out_text_length, capacity, n_stats, out):
         result = jit_wire.decode_line_events(
             carray(buf, n_buf), pos, end, max_events, row, text_base, carray(narrow_ids, n_narrow),
             carray(metadata_id, n_wide), carray(offset_ps, n_rows), carray(duration_ps, n_rows),
+            carray(meta_row, n_rows),
+            carray(meta_row_by_id, n_meta_by_id), carray(meta_ids, n_meta_ids), meta_row_offset,
             carray(stat_row_by_id, n_by_id), carray(stat_ids, n_ids), stat_row_offset, carray(wanted_row, n_wanted),
             carray(out_event, capacity), carray(out_name_row, capacity),
             carray(out_kind, capacity), carray(out_raw, capacity), carray(out_text_start, capacity),

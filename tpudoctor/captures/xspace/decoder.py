@@ -107,14 +107,16 @@ def code_dtype(n_values: int) -> type:
 class EventFields:
     """Per event, in file order: where it is (``line``: row of ``SpaceHeaders.lines``; ``plane``: its
     plane_id; both in ``code_dtype``) and its own fields (int64; ``offset_ps`` from its line's timestamp; the serial
-    compiled decode's ``metadata_id`` int16 while every id fits), which ``XSpaceDecoder.read_events`` fills. The
-    table builder takes the arrays over one by one."""
+    compiled decode's ``metadata_id`` int16 while every id fits), which ``XSpaceDecoder.read_events`` fills; the
+    compiled decode also gives each event's row of ``SpaceHeaders.metadata`` (``meta_row``, int32, -1: none),
+    which the table builder otherwise looks up. The table builder takes the arrays over one by one."""
 
     line: np.ndarray
     plane: np.ndarray
     metadata_id: np.ndarray
     offset_ps: np.ndarray
     duration_ps: np.ndarray
+    meta_row: np.ndarray | None = None
 
     @classmethod
     def allocate(cls, headers: SpaceHeaders) -> EventFields:
@@ -249,6 +251,7 @@ class XSpaceDecoder:
         events' fields written in place and its wanted stats gathered until a batch is full."""
         wanted_row = np.asarray([wanted is None or name in wanted for names in headers.stat_names for name in names],
                                 dtype=bool)
+        fields.meta_row = np.empty(headers.n_events, dtype=np.int32)  # every row written by the kernel
         threads = decode_threads(headers.n_events)
         if threads > 1:
             yield from self._read_events_threaded(headers, fields, wanted_row, threads)
@@ -263,14 +266,15 @@ class XSpaceDecoder:
         for plane_index, plane in enumerate(self.planes()):
             stat_ids, stat_row_offset = headers.stat_ids[plane_index], int(headers.stat_offsets[plane_index])
             stat_row_by_id = _dense_rows(stat_ids, stat_row_offset)
+            meta_tables = _plane_metadata_rows(headers, plane_index)
             for line_bytes in plane.lines:
                 data = np.frombuffer(line_bytes, dtype=np.uint8)
                 pos = 0
                 while True:
                     n_events, pos, n_stats, error = jit.decode_line_events(
                         data, pos, len(data), BATCH_EVENTS - batch_events, row, text_base, narrow_ids, wide_ids,
-                        fields.offset_ps, fields.duration_ps, stat_row_by_id, stat_ids, stat_row_offset, wanted_row,
-                        *stats.arrays, stats.n)
+                        fields.offset_ps, fields.duration_ps, fields.meta_row, *meta_tables, stat_row_by_id, stat_ids,
+                        stat_row_offset, wanted_row, *stats.arrays, stats.n)
                     row += n_events
                     batch_events += n_events
                     stats.n = n_stats
@@ -320,7 +324,8 @@ class XSpaceDecoder:
             try:
                 for plane_index, plane in enumerate(self.planes()):
                     stat_ids, stat_row_offset = headers.stat_ids[plane_index], int(headers.stat_offsets[plane_index])
-                    plane_args = (plane_index, _dense_rows(stat_ids, stat_row_offset), stat_ids, stat_row_offset)
+                    plane_args = (plane_index, _dense_rows(stat_ids, stat_row_offset), stat_ids, stat_row_offset,
+                                  _plane_metadata_rows(headers, plane_index))
                     for line_bytes in plane.lines:
                         count = int(headers.line_counts[line_index])
                         group.append((line_bytes, line_rows[line_index] - count, *plane_args))
@@ -379,13 +384,14 @@ def _decode_lines(jit: Any, lines: list[tuple], stats: _StatArrays, fields: Even
     what a thread's own heap arena takes stays with the process (RSS 10-20 MB higher on 256 MB)."""
     first_line, pos, row, text_base = resume
     for index in range(first_line, len(lines)):
-        line_bytes, first_row, plane_index, stat_row_by_id, stat_ids, stat_row_offset = lines[index]
+        line_bytes, first_row, plane_index, stat_row_by_id, stat_ids, stat_row_offset, meta_tables = lines[index]
         data = np.frombuffer(line_bytes, dtype=np.uint8)
         if index > first_line or row < 0:
             pos, row = 0, first_row
         n_events, pos, stats.n, error = jit.decode_line_events(
             data, pos, len(data), len(data), row, text_base, _NO_NARROW_IDS, fields.metadata_id, fields.offset_ps,
-            fields.duration_ps, stat_row_by_id, stat_ids, stat_row_offset, wanted_row, *stats.arrays, stats.n)
+            fields.duration_ps, fields.meta_row, *meta_tables, stat_row_by_id, stat_ids, stat_row_offset, wanted_row,
+            *stats.arrays, stats.n)
         if error == jit.FULL:
             return index, pos, row + n_events, text_base
         if error != jit.OK:
@@ -413,8 +419,16 @@ def _take_oldest(pending: collections.deque, free: list[_StatArrays], headers: S
 DENSE_STAT_IDS = 1 << 20  # a plane whose stat ids are all below this is looked up in a table, not searched
 
 
+def _plane_metadata_rows(headers: SpaceHeaders, plane_index: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """A plane's event metadata ids as the compiled kernel looks them up: (row by id, or empty where the ids are not
+    small counters; the sorted ids; the row of the first)."""
+    ids, offset = headers.metadata_ids[plane_index], int(headers.metadata_offsets[plane_index])
+    return _dense_rows(ids, offset), ids, offset
+
+
 def _dense_rows(ids: np.ndarray, offset: int) -> np.ndarray:
-    """Name row by stat id (-1: none) for a plane whose ids are small counters; empty otherwise."""
+    """Row by id (-1: none) of a plane's sorted stat or event metadata ids where they are small counters; empty
+    otherwise."""
     if not len(ids) or ids[0] < 0 or ids[-1] >= DENSE_STAT_IDS:
         return np.zeros(0, dtype=np.int64)
     table = np.full(int(ids[-1]) + 1, -1, dtype=np.int64)

@@ -122,13 +122,15 @@ def _small(buf, pos, end):
 
 @njit(cache=True, nogil=True)
 def decode_line_events(buf, pos, end, max_events, row, text_base, narrow_ids, metadata_id, offset_ps, duration_ps,
+                       meta_row, meta_row_by_id, meta_ids, meta_row_offset,
                        stat_row_by_id, stat_ids, stat_row_offset, wanted_row, out_event, out_name_row, out_kind, out_raw,
                        out_text_start, out_text_length, n_stats):
     """Decode the events of the XLine in ``buf[pos:end]`` from ``pos`` on, at most ``max_events``:
     their fields into ``metadata_id``/``offset_ps``/``duration_ps`` from ``row`` on, their stats
     whose name row is ``wanted_row`` into the ``out_*`` arrays from ``n_stats`` on (text positions
-    plus ``text_base``). A stat's name row is ``stat_row_by_id[its id]`` where that table is given (a
-    plane's ids are small counters), else found in the plane's sorted ``stat_ids``. Event metadata ids go to ``metadata_id``
+    plus ``text_base``), and each event's row of the event metadata into ``meta_row``. A stat's name
+    row is ``stat_row_by_id[its id]`` where that table is given (a plane's ids are small counters), else found in
+    the plane's sorted ``stat_ids`` (rows from ``stat_row_offset``); an event's metadata row likewise. Event metadata ids go to ``metadata_id``
     (int64) where it is given, else to ``narrow_ids`` (int16: ids are small counters, and the events table keeps
     them so). Returns (events decoded, position to go on from, stats now, error); ``FULL`` when the stat arrays
     have no room for the next event (grow them and call again from there), ``WIDE`` when the next event's id
@@ -212,7 +214,7 @@ def decode_line_events(buf, pos, end, max_events, row, text_base, narrow_ids, me
                         pos = _skip(buf, pos, stat_end, tag & 7)
                         if pos < 0:
                             return n_events, field_start, n_stats, TRUNCATED
-                name_row = -1
+                name_row = -1  # the lookups written out here: a call with arrays costs their reference counts
                 if len(stat_row_by_id):
                     if 0 <= stat_metadata_id < len(stat_row_by_id):
                         name_row = stat_row_by_id[stat_metadata_id]
@@ -240,6 +242,15 @@ def decode_line_events(buf, pos, end, max_events, row, text_base, narrow_ids, me
             narrow_ids[event_row] = event_metadata_id
         else:
             return n_events, field_start, event_first_stat, WIDE
+        event_meta_row = -1
+        if len(meta_row_by_id):
+            if 0 <= event_metadata_id < len(meta_row_by_id):
+                event_meta_row = meta_row_by_id[event_metadata_id]
+        elif len(meta_ids):
+            at = np.searchsorted(meta_ids, event_metadata_id)
+            if at < len(meta_ids) and meta_ids[at] == event_metadata_id:
+                event_meta_row = meta_row_offset + at
+        meta_row[event_row] = event_meta_row
         offset_ps[event_row] = event_offset
         duration_ps[event_row] = event_duration
         n_events += 1
