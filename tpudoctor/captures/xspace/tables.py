@@ -334,7 +334,7 @@ def _narrowed(values: np.ndarray, narrowest: type = np.int32) -> np.ndarray:
     for dtype in dict.fromkeys((narrowest, np.int32, np.uint32)):
         info = np.iinfo(dtype)
         if info.min <= low and high <= info.max:
-            return values.astype(dtype)
+            return values.astype(dtype, copy=False)  # the compiled decoder's int16 ids are kept as they are
     return values
 
 
