@@ -28,8 +28,8 @@ _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u206
 _LINE_BREAKS = "\n\r\u2028\u2029\x85\x0b\x0c"
 
 
-def _table(*, keep_newlines: bool) -> dict[int, str]:
-    table = {c: chr(0x2400 + c) for c in range(0x20)}  # C0 controls as control pictures: ESC -> ␛
+def _table(*, keep_newlines: bool) -> dict[int, str | None]:
+    table: dict[int, str | None] = {c: chr(0x2400 + c) for c in range(0x20)}  # C0 controls as control pictures: ESC -> ␛
     table[0x7F] = "\u2421"  # DEL -> ␡
     table.update({c: _REPLACEMENT for c in range(0x80, 0xA0)})  # C1 controls (CSI 0x9b, OSC 0x9d)
     table.update({ord(c): _REPLACEMENT for c in _BIDI})

@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tpudoctor.findings import Finding, Scope, Status, Step, describe_workers
+from tpudoctor.findings import Finding, Scope, Status, describe_workers
 from tpudoctor.units import format_bytes
 
 MARKERS = {Status.PASS: "[✓]", Status.WARN: "[!]", Status.FAIL: "[✗]", Status.SKIP: "[-]", Status.ERROR: "[☠]"}
@@ -173,15 +173,12 @@ def findings_of(document: dict[str, Any], key: str = "findings") -> tuple[Findin
     return tuple(Finding.from_dict(raw) for raw in document.get(key) or ())
 
 
-def sort_out(findings: Sequence[Finding]) -> tuple[dict[Status, list[Finding]], dict[Step | None, list[Finding]]]:
-    """The findings by status (every status a key) and by triage step (those outside the steps under None), each
-    list in the order given."""
-    by_status: dict[Status, list[Finding]] = {s: [] for s in Status}
-    by_step: dict[Step | None, list[Finding]] = {}
+def grouped(findings: Sequence[Finding], key: str) -> dict[Any, list[Finding]]:
+    """The findings by ``key`` (``status``, ``step``: those outside the steps under None), in the order given."""
+    out: dict[Any, list[Finding]] = {}
     for finding in findings:
-        by_status[finding.status].append(finding)
-        by_step.setdefault(finding.step, []).append(finding)
-    return by_status, by_step
+        out.setdefault(getattr(finding, key), []).append(finding)
+    return out
 
 
 def fix_lines(finding: Finding) -> list[str]:

@@ -16,6 +16,8 @@ from tpudoctor.units import (
     UnreadableSize,
     format_bytes,
     format_duration,
+    format_ps,
+    format_si,
     parse_size,
 )
 
@@ -46,6 +48,24 @@ def test_a_count_beyond_any_memory_is_shown_as_itself():
 ])
 def test_one_answer_for_each_duration(seconds, shown):
     assert format_duration(seconds) == shown
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    (None, "n/a"), (math.nan, "n/a"), (math.inf, "n/a"), (0.0, "0 FLOP/s"), (512.0, "512 FLOP/s"),
+    (1.23e12, "1.23 TFLOP/s"), (9.18e14, "918 TFLOP/s"), (1.6e15, "1.6 PFLOP/s"), (8.19e11, "819 GFLOP/s"),
+])
+def test_one_answer_for_each_rate(value, shown):
+    """The roofline's rates (v5e's 197 TFLOP/s peak, an op's 819 GB/s): three significant digits under an SI prefix."""
+    assert format_si(value, "FLOP/s") == shown
+
+
+@pytest.mark.parametrize(("value_ps", "shown"), [
+    (None, "-"), (0, "-"), (640, "640 ps"), (1_500, "1.5 ns"), (27_600_000_000, "27.6 ms"),
+    (1_490_000_000_000, "1.49 s"), (1_234_000_000_000_000, "1,234 s"), (99_960_000, "100 us"),
+])
+def test_one_answer_for_each_capture_span(value_ps, shown):
+    """A capture's span keeps three digits where ``format_duration`` would round a second to one decimal."""
+    assert format_ps(value_ps) == shown
 
 
 def test_the_size_reader_keeps_its_bounds():

@@ -122,3 +122,25 @@ def format_duration(seconds: float | None) -> str:
             return f"{'-' if seconds < 0 else ''}{larger}" if abs(float(shown)) >= 1000 else f"{shown} {unit}"
         larger = f"1 {unit}"
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def format_si(value: float | None, unit: str) -> str:
+    """A rate or count with an SI prefix, three significant digits: ``1.23e12`` FLOP/s reads ``1.23 TFLOP/s``;
+    ``n/a`` for none (or NaN, infinite)."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def format_ps(value_ps: int | float | None) -> str:
+    """A capture's span in picoseconds, to the unit it reaches: three significant digits (``1.49 s``,
+    ``27.6 ms``), whole units from 100 (``1,234 ms``); ``-`` for none or zero (a line with no events)."""
+    if not value_ps:
+        return "-"
+    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
+        if value_ps >= scale:
+            return f"{value_ps / scale:.3g} {unit}" if value_ps / scale < 100 else f"{value_ps / scale:,.0f} {unit}"
+    return f"{value_ps} ps"

@@ -18,8 +18,8 @@ from tpudoctor.reports.view import (
     Table,
     View,
     findings_of,
+    grouped,
     properties,
-    sort_out,
     where_words,
 )
 from tpudoctor.units import format_bytes
@@ -35,8 +35,8 @@ def findings_in_order(document: dict[str, Any]) -> list[Finding]:
 def summary_sentence(findings: list[Finding], cause: Finding | None) -> str:
     """``tpudoctor found 2 issue(s) (1 warning, 1 failed, 3 ok). Root cause: NODE-001.`` or
     ``No issues found (3 ok).``; a warning is an issue."""
-    by_status = sort_out(findings)[0]
-    counts = {s: len(by_status[s]) for s in Status}
+    by_status = grouped(findings, "status")
+    counts = {s: len(by_status.get(s, ())) for s in Status}
     problems = counts[Status.FAIL] + counts[Status.ERROR] + counts[Status.WARN]
     tally = ", ".join(f"{counts[s]} {WORDS[s]}" for s in Status if counts[s]) or "no checks ran"
     if not problems:
@@ -73,10 +73,9 @@ def cause_sections(cause: Finding | None, *, scope_said: bool) -> list[Section]:
 
 def step_sections(findings: list[Finding], cause: Finding | None, *, scope_said: bool) -> list[Section]:
     """One part per triage step; a step none of whose checks could apply is one line with the reasons."""
-    sections = []
-    by_step = sort_out(findings)[1]
+    sections, steps = [], grouped(findings, "step")
     for step in Step:
-        in_step = by_step.get(step)
+        in_step = steps.get(step)
         if not in_step:
             continue
         title = f"{int(step)}. {step.label}"
@@ -89,8 +88,8 @@ def step_sections(findings: list[Finding], cause: Finding | None, *, scope_said:
             continue
         shown = (cause.id,) if cause is not None and cause in in_step else ()
         sections.append(Section(title, findings=tuple(in_step), shown_above=shown, scope_said=scope_said))
-    if None in by_step:
-        sections.append(Section("Other", findings=tuple(by_step[None]), scope_said=scope_said))
+    if None in steps:
+        sections.append(Section("Other", findings=tuple(steps[None]), scope_said=scope_said))
     return sections
 
 

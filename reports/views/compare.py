@@ -153,7 +153,7 @@ def view(result: dict[str, Any]) -> View:
     findings = tuple(report.results)
     kind = report.kind
     if kind == GOODPUT_COMPARE:
-        notes = (f"goodput: baseline {', '.join(result['baseline']['sources'])} vs candidate "
+        notes: tuple[str, ...] = (f"goodput: baseline {', '.join(result['baseline']['sources'])} vs candidate "
                  f"{', '.join(result['candidate']['sources'])}",)
         rows = tuple((r["figure"], _goodput_value(r["baseline"]), _goodput_value(r["candidate"]),
                       _goodput_value(r["delta"]), r["direction"]) for r in result["figures"])

@@ -14,8 +14,8 @@ from tpudoctor.reports.view import (
     Table,
     View,
     findings_of,
+    grouped,
     properties,
-    sort_out,
 )
 
 COLUMNS = (("chip", "chip", "{}"), ("matmul_tflops_p10", "matmul TFLOP/s p10", "{:.4g}"),
@@ -32,8 +32,8 @@ NAMED_FAILURES = 3
 def failed_words(doc: dict[str, Any]) -> str:
     """What failed, named: the chips a failing test names, then the titles of those that name none (the runtime,
     the node, the count of chips)."""
-    by_status = sort_out(findings_of(doc))[0]
-    failing = by_status[Status.FAIL] + by_status[Status.ERROR]
+    by_status = grouped(findings_of(doc), "status")
+    failing = by_status.get(Status.FAIL, []) + by_status.get(Status.ERROR, [])
     chips = list(dict.fromkeys(c for f in failing for c in f.scope.chips))
     others = list(dict.fromkeys(f.title for f in failing if not f.scope.chips))
     parts = [f"{'chip' if len(chips) == 1 else 'chips'} {', '.join(chips)} failed"] if chips else []

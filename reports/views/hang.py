@@ -73,8 +73,8 @@ def summary_line(report: HangReport) -> str:
 
 
 def _verdict(doc: dict[str, Any]) -> Section:
-    verdict, cause = doc["verdict"], doc.get("root_cause")
-    hung = cause is not None and verdict == "hung"
+    verdict, cause = doc["verdict"], doc.get("root_cause") or {}
+    hung = bool(cause) and verdict == "hung"
     headline = cause["headline"] if hung else doc["verdict_why"]
     rate = f" at {doc['steps_per_s']:.2f} steps/s" if verdict == "progressing" and doc.get("steps_per_s") else ""
     notes = [f"{MARKERS[VERDICT_STATUS[verdict]]} {VERDICT_WORDS[verdict]}{rate} (confidence {doc['confidence']}): "
@@ -87,7 +87,7 @@ def _verdict(doc: dict[str, Any]) -> Section:
         if cause.get("detail") and cause["detail"] not in headline:
             notes.append(cause["detail"])
         notes.append(f"why hung: {doc['verdict_why']}")
-    elif cause is not None:
+    elif cause:
         notes.append(f"if it is stuck: {cause['headline']}")
     return Section(notes=tuple(notes), marked=True)
 

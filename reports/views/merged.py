@@ -12,7 +12,7 @@ from operator import attrgetter
 from typing import Any
 
 from tpudoctor.findings import Finding, Status, Step, natural_key, root_cause, worst_status
-from tpudoctor.reports.view import Section, Suite, View, findings_of, sort_out
+from tpudoctor.reports.view import Section, Suite, View, findings_of, grouped
 from tpudoctor.reports.views import check
 
 MATRIX_MAX_WORKERS = 64
@@ -33,8 +33,8 @@ def worker_step_matrix(document: dict[str, Any]) -> dict[str, dict[int, str]]:
         if not report:
             matrix[worker] = {int(s): NO_REPORT for s in Step}
             continue
-        by_step = sort_out(findings_of(report, "results"))[1]
-        matrix[worker] = {int(s): CELL[worst_status(map(attrgetter("status"), by_step[s]))] if s in by_step
+        steps = grouped(findings_of(report, "results"), "step")
+        matrix[worker] = {int(s): CELL[worst_status(map(attrgetter("status"), steps[s]))] if s in steps
                           else NOT_RUN for s in Step}
     return matrix
 

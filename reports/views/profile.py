@@ -4,7 +4,6 @@ the hosts, and what the capture holds host by host), and an op trace's what-if (
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from tpudoctor.reports.view import (
@@ -20,6 +19,7 @@ from tpudoctor.reports.view import (
     findings_of,
     properties,
 )
+from tpudoctor.units import format_ps, format_si
 
 BREAKDOWN_PARTS = ("compute", "collective", "input", "idle", "compile", "host_callback", "host_offload", "other")
 STEP_PARTS = (*BREAKDOWN_PARTS[:-1], "outfeed", "host_transfer", "other")
@@ -50,25 +50,6 @@ def _table_section(title: str, rows: list[dict[str, Any]], columns: tuple[tuple[
                    notes: tuple[str, ...] = (), limit: int = MAX_ROWS, level: int = 2) -> Section | None:
     """A part that is one table of ``rows`` (``_table``); left out when there are none."""
     return Section(title, notes=notes, table=_table(rows, columns, limit), level=level) if rows else None
-
-
-def si(value: float | None, unit: str) -> str:
-    """1.23e12 -> '1.23 T<unit>'."""
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def format_ps(value_ps: int | float | None) -> str:
-    if not value_ps:
-        return "-"
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
-        if value_ps >= scale:
-            return f"{value_ps / scale:.3g} {unit}" if value_ps / scale < 100 else f"{value_ps / scale:,.0f} {unit}"
-    return f"{value_ps} ps"
 
 
 def steps_line(st: dict[str, Any]) -> str:
@@ -169,8 +150,8 @@ def _gaps(doc: dict[str, Any]) -> Section | None:
 def peaks_line(r: dict[str, Any]) -> str:
     peaks = r["peaks"]
     source = "the capture's device plane" if peaks["source"] == "capture" else f"the {peaks['source'][6:]} table"
-    return (f"peaks of {peaks.get('device_kind') or 'the device'} (from {source}): {si(peaks['flops_per_s'], 'FLOP/s')}, "
-            f"HBM {si(peaks['hbm_bytes_per_s'], 'B/s')}")
+    return (f"peaks of {peaks.get('device_kind') or 'the device'} (from {source}): {format_si(peaks['flops_per_s'], 'FLOP/s')}, "
+            f"HBM {format_si(peaks['hbm_bytes_per_s'], 'B/s')}")
 
 
 def program_line(r: dict[str, Any]) -> str:
@@ -178,8 +159,8 @@ def program_line(r: dict[str, Any]) -> str:
     oi = p.get("hbm_operational_intensity_flops_per_byte")
     pct = {k: figure(p[k], ".3g", "n/a", "%") for k in ("compute_efficiency_percent", "mfu_percent",
                                                         "hbm_bw_utilization_percent", "roofline_efficiency_percent")}
-    return (f"program: {si(p['flop_rate_flops_per_s'], 'FLOP/s')} ({pct['compute_efficiency_percent']} of peak), "
-            f"MFU {pct['mfu_percent']}, HBM {si(p['hbm_bw_bytes_per_s'], 'B/s')} "
+    return (f"program: {format_si(p['flop_rate_flops_per_s'], 'FLOP/s')} ({pct['compute_efficiency_percent']} of peak), "
+            f"MFU {pct['mfu_percent']}, HBM {format_si(p['hbm_bw_bytes_per_s'], 'B/s')} "
             f"({pct['hbm_bw_utilization_percent']} of peak), {figure(oi, '.3g', 'n/a')} FLOP per HBM "
             f"byte, bound by {p['bound_by']}, roofline efficiency {pct['roofline_efficiency_percent']}")
 
@@ -190,8 +171,8 @@ def op_row(op: dict[str, Any]) -> tuple[str, ...]:
     above = (op.get("roofline_efficiency_percent") or 0) > 100.0
     return (str(op.get("program") or ""), str(op["op_name"]), str(op.get("category") or ""), str(op["bound_by"]),
             f"{op.get('total_time_percent') or 0:.1f}",
-            UNMEASURABLE if above else si(op.get("flop_rate_flops_per_s"), "FLOP/s"),
-            UNMEASURABLE if above else si(op.get("hbm_bw_bytes_per_s"), "B/s"), figure(oi, ".3g", "n/a"),
+            UNMEASURABLE if above else format_si(op.get("flop_rate_flops_per_s"), "FLOP/s"),
+            UNMEASURABLE if above else format_si(op.get("hbm_bw_bytes_per_s"), "B/s"), figure(oi, ".3g", "n/a"),
             UNMEASURABLE if above else figure(op.get("roofline_efficiency_percent"), ".3g", "n/a", "%"))
 
 
@@ -208,7 +189,7 @@ def _roofline(r: dict[str, Any] | None) -> Section | None:
         notes.append(UNMEASURABLE_NOTE)
 
     def point(x: Any, y: Any, name: str, share: float, bound: str, marked: bool = False) -> Point | None:
-        return Point(float(x), float(y), share, f"{name}: {si(y, 'FLOP/s')}, {x:.3g} FLOP/HBM byte, {share:.1f}% of "
+        return Point(float(x), float(y), share, f"{name}: {format_si(y, 'FLOP/s')}, {x:.3g} FLOP/HBM byte, {share:.1f}% of "
                      f"program time, bound by {bound}", bound, marked) if (x or 0) > 0 and (y or 0) > 0 else None
 
     program = r["program"]
