@@ -11,7 +11,11 @@ time are joined into one buffer and their fields and stats decoded together with
 metadata tables (thousands of entries, not millions) are read as ordinary messages.
 
 With ``jit`` (``compiled.Kernels``), each line's bytes are walked once by compiled code instead
-(``jit_wire``): the same fields and stats, 5-10x quicker than the numpy rounds on large captures.
+(``jit_wire``): the same fields and stats, 5-10x quicker than the numpy rounds on large captures; it also
+gives each event's metadata row, and (decoding serially) keeps the events' metadata ids in int16 until one
+does not fit. What it costs is mostly the first touch of the columns it writes, not the decoding:
+on the 1 GB capture (36 M events, 2026-12-05) its own work is ~0.65 s, zeroing the ~0.8 GB it writes 1-2 s of
+sys time on a VM (``benchmarks/capture_memory.py``).
 
 The planes come from a callable called twice (headers, then events), each line parsed when it is
 reached, so that a file read plane by plane (``planes_on_disk``) holds one parsed line at a time.
@@ -21,8 +25,8 @@ core but one (at most ``MAX_DECODE_THREADS``; ctypes lets the GIL go while it ru
 the lines and fills the columns while the threads decode the next batches of whole lines, each into rows
 of its own (a line's first row is known from the headers). Batches are yielded in file order, so the
 tables are the serial decode's; one batch more than the threads is alive at a time. On the 1 GB capture
-the kernel is about 3 s of the events' 3.5-3.9 s and this thread's share about 1.1-1.5 s (reading the
-lines, the columns). The second read of the lines (headers, then events) costs about 0.1 s on 1 GB: not
+the kernel was about 3 s of the events' 3.5-3.9 s (before its varint loop was rewritten) and this thread's
+share about 1.1-1.5 s (reading the lines, the columns). The second read of the lines (headers, then events) costs about 0.1 s on 1 GB: not
 worth holding them.
 """
 
