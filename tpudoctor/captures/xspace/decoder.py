@@ -26,8 +26,8 @@ the lines and fills the columns while the threads decode the next batches of who
 of its own (a line's first row is known from the headers). Batches are yielded in file order, so the
 tables are the serial decode's; one batch more than the threads is alive at a time. On the 1 GB capture
 the kernel was about 3 s of the events' 3.5-3.9 s (before its varint loop was rewritten) and this thread's
-share about 1.1-1.5 s (reading the lines, the columns). The second read of the lines (headers, then events) costs about 0.1 s on 1 GB: not
-worth holding them.
+share about 1.1-1.5 s (reading the lines, the columns). The second read of the lines (headers, then events)
+costs about 0.1 s on 1 GB: not worth holding them.
 """
 
 from __future__ import annotations
