@@ -53,8 +53,9 @@ class Kernels:
                      duration_ps.ctypes.data, len(offset_ps), meta_row.ctypes.data, meta_row_by_id.ctypes.data,
                      len(meta_row_by_id), meta_ids.ctypes.data, len(meta_ids), meta_row_offset,
                      stat_row_by_id.ctypes.data, len(stat_row_by_id), stat_ids.ctypes.data, len(stat_ids), stat_row_offset,
-                     wanted_row.ctypes.data, len(wanted_row), out_event.ctypes.data, out_name_row.ctypes.data, out_kind.ctypes.data, out_raw.ctypes.data, out_text_start.ctypes.data,
-                     out_text_length.ctypes.data, len(out_event), n_stats, out.ctypes.data)
+                     wanted_row.ctypes.data, len(wanted_row), out_event.ctypes.data, out_name_row.ctypes.data,
+                     out_kind.ctypes.data, out_raw.ctypes.data, out_text_start.ctypes.data, out_text_length.ctypes.data,
+                     len(out_event), n_stats, out.ctypes.data)
         return tuple(out.tolist())
 
 

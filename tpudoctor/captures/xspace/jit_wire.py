@@ -129,12 +129,13 @@ def decode_line_events(buf, pos, end, max_events, row, text_base, narrow_ids, me
     their fields into ``metadata_id``/``offset_ps``/``duration_ps`` from ``row`` on, their stats
     whose name row is ``wanted_row`` into the ``out_*`` arrays from ``n_stats`` on (text positions
     plus ``text_base``), and each event's row of the event metadata into ``meta_row``. A stat's name
-    row is ``stat_row_by_id[its id]`` where that table is given (a plane's ids are small counters), else found in
-    the plane's sorted ``stat_ids`` (rows from ``stat_row_offset``); an event's metadata row likewise. Event metadata ids go to ``metadata_id``
-    (int64) where it is given, else to ``narrow_ids`` (int16: ids are small counters, and the events table keeps
-    them so). Returns (events decoded, position to go on from, stats now, error); ``FULL`` when the stat arrays
-    have no room for the next event (grow them and call again from there), ``WIDE`` when the next event's id
-    does not fit ``narrow_ids`` (widen them into ``metadata_id`` and call again from there)."""
+    row is ``stat_row_by_id[its id]`` where that table is given (a plane's ids are small counters), else
+    found in the plane's sorted ``stat_ids`` (rows from ``stat_row_offset``); an event's metadata row
+    likewise. Event metadata ids go to ``metadata_id`` (int64) where it is given, else to ``narrow_ids``
+    (int16: ids are small counters, and the events table keeps them so). Returns (events decoded,
+    position to go on from, stats now, error); ``FULL`` when the stat arrays have no room for the next
+    event (grow them and call again from there), ``WIDE`` when the next event's id does not fit
+    ``narrow_ids`` (widen them into ``metadata_id`` and call again from there)."""
     capacity = len(out_event)
     n_events = 0
     while pos < end and n_events < max_events:
