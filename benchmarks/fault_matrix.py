@@ -7,7 +7,7 @@ that are not finite, repeated result ids, capture file names with HTML) and how 
 
 Prints one row per (fake, fault) and the worst-case run time against --timeout, one row per hostile
 input with its exit code and whether its output held. The same matrices run as assertions in
-tests/test_faults.py.
+tests/check/test_faults.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Loopback clouds for the output snapshots of the commands that reach Google Cloud (tests/test_output_snapshots.py).
+"""Loopback clouds for the output snapshots of the commands that reach Google Cloud (tests/reports/test_output_snapshots.py).
 
 A scene starts the fakes a command talks to (the TPU API, the metadata server, Cloud Storage through the
 storage emulator, Cloud Logging, Cloud Monitoring, the gcloud stand-in for the pod fan-out), seeds them with

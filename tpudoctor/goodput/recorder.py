@@ -4,7 +4,7 @@ The recorder writes one small JSON payload per call (``job_start_time``, ``step_
 ``step_start_time``, ``tpu_init_*``, ``training_prep_*``, ``data_loading_*``, ``custom_badput_event_*``,
 ``job_end_time``: POSIX seconds) and Orbax's checkpoint logger one per save or restore. Its calculator
 (``GoodputCalculator.get_job_goodput``, 0.2.x) is the authority on what those entries mean, so this module
-follows its rules rather than the log reader's (``account.py``), and ``tests/test_goodput_oracle.py``
+follows its rules rather than the log reader's (``account.py``), and ``tests/goodput/test_goodput_oracle.py``
 checks the two side by side on entries the library's own recorder wrote:
 
 - wall time runs from the first job start to the last job end (to the read time while no end is recorded);

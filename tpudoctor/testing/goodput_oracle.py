@@ -1,7 +1,7 @@
 """Jobs recorded by ml-goodput-measurement's own GoodputRecorder into the fake Cloud Logging, and the figures
 its GoodputCalculator and ``tpudoctor goodput --goodput-job`` make of the same entries (side by side).
 
-Used by ``tests/test_goodput_oracle.py`` (which asserts they agree) and ``benchmarks/goodput_oracle.py``
+Used by ``tests/goodput/test_goodput_oracle.py`` (which asserts they agree) and ``benchmarks/goodput_oracle.py``
 (which prints them). The timings are synthetic: every recorder call takes an explicit time, nothing sleeps.
 Checkpoint saves and restores are written as Orbax's checkpoint logger writes them (its step statistics, with
 the job name) through a real ``google-cloud-logging`` logger, since the recorder itself records none.

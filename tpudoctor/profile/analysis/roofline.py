@@ -7,7 +7,7 @@ roofs ``peak_teraflops_per_second``, ``peak_hbm_bw_gigabytes_per_second``,
 capture has no roofs, ``PEAKS_BY_GENERATION`` (public per-chip figures) stands in (both in ``device_peaks``).
 
 Aggregation follows xprof's roofline_model / hlo_stats tools (measured to agree within 1 % on the
-real v6e capture, see tests/test_profile_roofline.py):
+real v6e capture, see tests/profile/test_profile_roofline.py):
 
 * an op is (program id, HLO op name), summed over all its occurrences on all TensorCores;
 * rates divide by the op's total (inclusive) time, i.e. they are per-core rates;
