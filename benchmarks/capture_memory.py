@@ -77,7 +77,7 @@ peak RSS 298-301 -> 302 MB. x50 (40 MB, 1.34 M events; 4 pairs, load 8.6): CPU 0
 * the events' metadata ids written in int16 (widened where one does not fit) and each event's metadata row
   written by the kernel, so that neither the int64 ids (288 MB) nor the table builder's lookup pass remain.
 
-Where the rest goes (``perf record`` of the 1 GB load): 45-65 % of its CPU is the OS zeroing memory first
+Where the rest went (``perf record`` of the 1 GB load, before the small pages below): 45-65 % of its CPU is the OS zeroing memory first
 touched (``clear_page_erms``; on this VM 0.35-1.6 GB/s, varying with the host), a quarter of that for the
 ~0.8 GB of columns the kernel writes (offset and duration 64-bit, metadata rows 32-bit, ids 16-bit), the rest
 for the stat columns and their temporaries (``tables``). Tried and not kept: numba's ``inline='always'`` on the
@@ -86,6 +86,17 @@ varint helpers (4x slower: the inlined ``for`` loop), a branchless 8-byte varint
 3.5x slower: each call counts the arrays' references). Not tried, measured first: skipping the values of
 stats the options do not keep (all stats skipped, a bound, saves 5 of the kernel's 22 ms on x50, and two thirds
 of them are unwanted: not worth a second rule for which field names a stat).
+
+The tables built in small pages (``reader.small_pages``: numpy's transparent-huge-page advice off while they
+are built; 2026-12-05 19:33-19:35 UTC, against a worktree of the commit before, alternating pairs): 1 GB, 3 pairs
+at load 2.3-4.2: CPU 4.30-5.92 -> 3.09-3.35 s (sys 2.22-3.97 -> 1.07-1.17, user 1.95-2.08 -> 2.02-2.25), peak RSS
+1.903-1.914 -> 1.706-1.707 GB, after the load 1.866-1.877 -> 1.669-1.670 GB; 256 MB (3 pairs, load 4.0): CPU
+0.90-1.72 -> 1.02-1.09 s, peak RSS 608-610 -> 559 MB; 64 MB: CPU 0.46-0.59 -> 0.50-0.53 s, peak RSS 297-306 ->
+288 MB; x50 (3 pairs, load 3.8-4.0, ``decode_host_file``): CPU 0.30-0.43 -> 0.32 s, peak RSS 240-241 -> 236 MB.
+Whole ``profile analyze`` of 1 GB, 2 pairs at load 3.2-3.7: user 5.62-5.81 -> 5.84-5.91 s, sys 3.23-3.81 ->
+2.43-3.03 s, peak RSS 2.40 -> 2.20-2.21 GB (the analyses' reads of 4 KiB-paged arrays cost ~0.1-0.2 s of user
+time). With huge pages, every array a stat is scattered into is in memory whole at its first touches (2 MiB
+each), and zeroing them was most of the sys time.
 """
 
 from __future__ import annotations
