@@ -97,6 +97,12 @@ Whole ``profile analyze`` of 1 GB, 2 pairs at load 3.2-3.7: user 5.62-5.81 -> 5.
 2.43-3.03 s, peak RSS 2.40 -> 2.20-2.21 GB (the analyses' reads of 4 KiB-paged arrays cost ~0.1-0.2 s of user
 time). With huge pages, every array a stat is scattered into is in memory whole at its first touches (2 MiB
 each), and zeroing them was most of the sys time.
+
+All of it against fa2e89a (19:38-19:39 UTC, 4 alternating pairs each): 1 GB at load 3.4-4.5: CPU 5.29-6.74 s
+(median 6.2) -> 3.19-4.04 (3.5), user 3.03-3.11 -> 2.06-2.18 s, sys 2.18-3.71 -> 1.13-1.88 s, wall 6.97-10.63 ->
+3.51-8.71 s, peak RSS 1.904-1.911 -> 1.706-1.708 GB. x50 at load 4.5-5.3 (``decode_host_file``): CPU 0.30-0.40 ->
+0.28-0.35 s, peak RSS 233-235 -> 236-237 MB (glibc's heap: the int16 ids, 2.7 MB there, fall under its dynamic
+mmap threshold; with ``MALLOC_MMAP_THRESHOLD_`` fixed both peak at 229-230 MB).
 """
 
 from __future__ import annotations
