@@ -101,7 +101,10 @@ time, which the other sessions' work moves less than the wall):
   CPU 0.62 s): pyarrow and collector -56 ms, entry points -69, jsonschema-rs -93, OpenBLAS -145 ms (wall 0.49 s,
   CPU 0.48 s); xprof-rs 0.15-0.34 s in the same pairs. This script, 11 pairs, load 4.2 -> 3.7: 0.50 s (CPU 0.48 s)
   against 0.60 s (CPU 0.67 s) at fa2e89a, xprof-rs 0.16 s (CPU 0.18 s): 3.09x against 4.68x, peak RSS 176 against
-  220 MB (xprof-rs 231).
+  220 MB (xprof-rs 231). With main's loader and decoder changes of the same evening merged (c716084), this script,
+  11 pairs, load 3.3 -> 3.1: 0.47 s (CPU 0.46 s) against 0.61 s (CPU 0.69 s), xprof-rs 0.17 s (CPU 0.25 s): 2.81x
+  against 3.55x; and 11 alternating pairs of fa2e89a, c716084 (main without these cuts) and this tree, load
+  4.1 -> 3.6: 0.63, 0.68 and 0.46 s (CPU 0.63, 0.64, 0.46 s), paired against fa2e89a -8 and -172 ms.
 * What is left of the 0.50 s (7 runs under ``-X importtime``, which adds ~0.03 s; load 3.6): Python's start 0.02 s
   (``site`` 9 ms, 7 of them the editable install's finder, which a wheel install has not); ``tpudoctor.cli`` and
   every command's module 0.02 s; the flags, the settings (this repository's pyproject.toml parsed, 6 ms) and the
