@@ -105,6 +105,30 @@ def test_threaded_decode_equals_serial_with_small_batches(monkeypatch, name):
     _assert_same(serial, threaded)
 
 
+@pytest.mark.parametrize("shift", [1 << 15, 1 << 33], ids=["int32", "int64"])
+def test_event_metadata_ids_past_int16_widen_the_compiled_decode(shift):
+    """The serial compiled decode keeps event metadata ids in int16 until one does not fit: ids past it on the
+    capture's later lines (those of earlier lines already decoded narrow) give the numpy decoder's tables, the
+    events' metadata rows looked up in a table by id (ids below 2**20) or searched (hashes), none where absent."""
+    space = message_class("XSpace").FromString(TF_CAPTURE.read_bytes())
+    plane = next(plane for plane in space.planes if len(plane.lines) > 2)
+    for key in list(plane.event_metadata):
+        plane.event_metadata[key + shift].CopyFrom(plane.event_metadata[key])
+        plane.event_metadata[key + shift].id = key + shift
+    shifted = 0
+    for line in plane.lines[2:]:
+        for event in line.events:
+            event.metadata_id += shift
+            shifted += 1
+    assert shifted > 100
+    last = plane.lines[len(plane.lines) - 1].events
+    last[0].metadata_id, last[1].metadata_id = -5, shift + 999_999  # ids the metadata does not have: no name
+    numpy_host, jit_host = _both(space.SerializeToString())
+    _assert_same(numpy_host, jit_host)
+    assert jit_host.events["metadata_id"].max() >= shift
+    assert jit_host.events["name"].isna().sum() >= 2
+
+
 def test_a_corrupt_line_in_a_threaded_decode_is_a_clear_error(monkeypatch):
     """A line that does not decode, among lines that do, on a decoder thread: the load's clear error, and no thread
     is left running."""

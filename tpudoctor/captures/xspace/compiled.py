@@ -19,19 +19,20 @@ from pathlib import Path
 import numpy as np
 
 CACHE_ENV = "TPUDOCTOR_CACHE_DIR"
-OK, TRUNCATED, BAD_WIRE_TYPE, FULL = 0, 1, 2, 3  # as in ``jit_wire``
+OK, TRUNCATED, BAD_WIRE_TYPE, FULL, WIDE = 0, 1, 2, 3, 4  # as in ``jit_wire``
 _SOURCES = (Path(__file__), Path(__file__).with_name("jit_wire.py"))
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
 _LINE_HEADER_ARGS = (_P, _I, _P)
-_DECODE_ARGS = (_P, _I, _I, _I, _I, _I, _I, _P, _P, _P, _I, _P, _I, _P, _I, _I, _P, _I, _P, _P, _P, _P, _P, _P, _I, _I, _P)
+_DECODE_ARGS = (_P, _I, _I, _I, _I, _I, _I, _P, _I, _P, _I, _P, _P, _I, _P, _P, _I, _P, _I, _I, _P, _I, _P, _I, _I, _P, _I,
+                _P, _P, _P, _P, _P, _P, _I, _I, _P)
 
 
 class Kernels:
     """``jit_wire``'s two kernels, called with numpy arrays as the numba functions are. Each call has its own
     output array, so that threads may call them at once (ctypes lets the GIL go while the machine code runs)."""
 
-    OK, FULL = OK, FULL
+    OK, FULL, WIDE = OK, FULL, WIDE
 
     def __init__(self, line_header, decode_line_events, engine):
         self._line_header, self._decode = line_header, decode_line_events
@@ -42,16 +43,19 @@ class Kernels:
         self._line_header(buf.ctypes.data, len(buf), out.ctypes.data)
         return tuple(out.tolist())
 
-    def decode_line_events(self, buf, pos, end, max_events, row, text_base, metadata_id, offset_ps, duration_ps,
-                           stat_row_by_id, stat_ids, stat_row_offset, wanted_row, out_event, out_name_row, out_kind, out_raw,
-                           out_text_start, out_text_length, n_stats) -> tuple[int, ...]:
+    def decode_line_events(self, buf, pos, end, max_events, row, text_base, narrow_ids, metadata_id, offset_ps,
+                           duration_ps, meta_row, meta_row_by_id, meta_ids, meta_row_offset, stat_row_by_id, stat_ids,
+                           stat_row_offset, wanted_row, out_event, out_name_row, out_kind, out_raw, out_text_start,
+                           out_text_length, n_stats) -> tuple[int, ...]:
         out = np.zeros(4, dtype=np.int64)
-        self._decode(buf.ctypes.data, len(buf), pos, end, max_events, row, text_base, metadata_id.ctypes.data,
-                     offset_ps.ctypes.data, duration_ps.ctypes.data, len(metadata_id), stat_row_by_id.ctypes.data,
-                     len(stat_row_by_id), stat_ids.ctypes.data,
-                     len(stat_ids), stat_row_offset, wanted_row.ctypes.data, len(wanted_row), out_event.ctypes.data,
-                     out_name_row.ctypes.data, out_kind.ctypes.data, out_raw.ctypes.data, out_text_start.ctypes.data,
-                     out_text_length.ctypes.data, len(out_event), n_stats, out.ctypes.data)
+        self._decode(buf.ctypes.data, len(buf), pos, end, max_events, row, text_base, narrow_ids.ctypes.data,
+                     len(narrow_ids), metadata_id.ctypes.data, len(metadata_id), offset_ps.ctypes.data,
+                     duration_ps.ctypes.data, len(offset_ps), meta_row.ctypes.data, meta_row_by_id.ctypes.data,
+                     len(meta_row_by_id), meta_ids.ctypes.data, len(meta_ids), meta_row_offset,
+                     stat_row_by_id.ctypes.data, len(stat_row_by_id), stat_ids.ctypes.data, len(stat_ids), stat_row_offset,
+                     wanted_row.ctypes.data, len(wanted_row), out_event.ctypes.data, out_name_row.ctypes.data,
+                     out_kind.ctypes.data, out_raw.ctypes.data, out_text_start.ctypes.data, out_text_length.ctypes.data,
+                     len(out_event), n_stats, out.ctypes.data)
         return tuple(out.tolist())
 
 
@@ -185,18 +189,22 @@ def _compile() -> bytes:
         for index in range(9):
             values[index] = result[index]
 
-    @cfunc(types.void(ptr(u8), i64, i64, i64, i64, i64, i64, ptr(i64), ptr(i64), ptr(i64), i64, ptr(i64), i64,
-                      ptr(i64), i64, i64,
-                      ptr(u8), i64, ptr(i64), ptr(types.int32), ptr(types.int8), ptr(types.uint64), ptr(i64), ptr(i64),
+    @cfunc(types.void(ptr(u8), i64, i64, i64, i64, i64, i64, ptr(types.int16), i64, ptr(i64), i64, ptr(i64),
+                      ptr(i64), i64, ptr(types.int32), ptr(i64), i64, ptr(i64), i64, i64, ptr(i64), i64, ptr(i64), i64,
+                      i64, ptr(u8), i64, ptr(i64), ptr(types.int32), ptr(types.int8), ptr(types.uint64), ptr(i64), ptr(i64),
                       i64, i64, ptr(i64)), nogil=True)
-    def decode_line_events_c(buf, n_buf, pos, end, max_events, row, text_base, metadata_id, offset_ps, duration_ps,
-                             n_rows, stat_row_by_id, n_by_id, stat_ids, n_ids, stat_row_offset, wanted_row, n_wanted,
-                             out_event, out_name_row, out_kind, out_raw, out_text_start, out_text_length, capacity, n_stats, out):
+    def decode_line_events_c(buf, n_buf, pos, end, max_events, row, text_base, narrow_ids, n_narrow, metadata_id,
+                             n_wide, offset_ps, duration_ps, n_rows, meta_row, meta_row_by_id, n_meta_by_id, meta_ids,
+                             n_meta_ids, meta_row_offset, stat_row_by_id, n_by_id, stat_ids, n_ids,
+                             stat_row_offset, wanted_row, n_wanted, out_event, out_name_row, out_kind, out_raw,
+                             out_text_start, out_text_length, capacity, n_stats, out):
         result = jit_wire.decode_line_events(
-            carray(buf, n_buf), pos, end, max_events, row, text_base, carray(metadata_id, n_rows),
-            carray(offset_ps, n_rows), carray(duration_ps, n_rows), carray(stat_row_by_id, n_by_id),
-            carray(stat_ids, n_ids), stat_row_offset,
-            carray(wanted_row, n_wanted), carray(out_event, capacity), carray(out_name_row, capacity),
+            carray(buf, n_buf), pos, end, max_events, row, text_base, carray(narrow_ids, n_narrow),
+            carray(metadata_id, n_wide), carray(offset_ps, n_rows), carray(duration_ps, n_rows),
+            carray(meta_row, n_rows),
+            carray(meta_row_by_id, n_meta_by_id), carray(meta_ids, n_meta_ids), meta_row_offset,
+            carray(stat_row_by_id, n_by_id), carray(stat_ids, n_ids), stat_row_offset, carray(wanted_row, n_wanted),
+            carray(out_event, capacity), carray(out_name_row, capacity),
             carray(out_kind, capacity), carray(out_raw, capacity), carray(out_text_start, capacity),
             carray(out_text_length, capacity), n_stats)
         values = carray(out, 4)

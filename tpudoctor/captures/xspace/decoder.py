@@ -11,7 +11,11 @@ time are joined into one buffer and their fields and stats decoded together with
 metadata tables (thousands of entries, not millions) are read as ordinary messages.
 
 With ``jit`` (``compiled.Kernels``), each line's bytes are walked once by compiled code instead
-(``jit_wire``): the same fields and stats, 5-10x quicker than the numpy rounds on large captures.
+(``jit_wire``): the same fields and stats, 5-10x quicker than the numpy rounds on large captures; it also
+gives each event's metadata row, and (decoding serially) keeps the events' metadata ids in int16 until one
+does not fit. What it costs is mostly the first touch of the columns it writes, not the decoding:
+on the 1 GB capture (36 M events, 2026-12-05) its own work is ~0.65 s, zeroing the ~0.8 GB it writes 1-2 s of
+sys time on a VM (``benchmarks/capture_memory.py``).
 
 The planes come from a callable called twice (headers, then events), each line parsed when it is
 reached, so that a file read plane by plane (``planes_on_disk``) holds one parsed line at a time.
@@ -21,9 +25,9 @@ core but one (at most ``MAX_DECODE_THREADS``; ctypes lets the GIL go while it ru
 the lines and fills the columns while the threads decode the next batches of whole lines, each into rows
 of its own (a line's first row is known from the headers). Batches are yielded in file order, so the
 tables are the serial decode's; one batch more than the threads is alive at a time. On the 1 GB capture
-the kernel is about 3 s of the events' 3.5-3.9 s and this thread's share about 1.1-1.5 s (reading the
-lines, the columns). The second read of the lines (headers, then events) costs about 0.1 s on 1 GB: not
-worth holding them.
+the kernel was about 3 s of the events' 3.5-3.9 s (before its varint loop was rewritten) and this thread's
+share about 1.1-1.5 s (reading the lines, the columns). The second read of the lines (headers, then events)
+costs about 0.1 s on 1 GB: not worth holding them.
 """
 
 from __future__ import annotations
@@ -106,14 +110,17 @@ def code_dtype(n_values: int) -> type:
 @dataclasses.dataclass
 class EventFields:
     """Per event, in file order: where it is (``line``: row of ``SpaceHeaders.lines``; ``plane``: its
-    plane_id; both in ``code_dtype``) and its own fields (int64; ``offset_ps`` from its line's timestamp), which
-    ``XSpaceDecoder.read_events`` fills. The table builder takes the arrays over one by one."""
+    plane_id; both in ``code_dtype``) and its own fields (int64; ``offset_ps`` from its line's timestamp; the serial
+    compiled decode's ``metadata_id`` int16 while every id fits), which ``XSpaceDecoder.read_events`` fills; the
+    compiled decode also gives each event's row of ``SpaceHeaders.metadata`` (``meta_row``, int32, -1: none),
+    which the table builder otherwise looks up. The table builder takes the arrays over one by one."""
 
     line: np.ndarray
     plane: np.ndarray
     metadata_id: np.ndarray
     offset_ps: np.ndarray
     duration_ps: np.ndarray
+    meta_row: np.ndarray | None = None
 
     @classmethod
     def allocate(cls, headers: SpaceHeaders) -> EventFields:
@@ -248,31 +255,39 @@ class XSpaceDecoder:
         events' fields written in place and its wanted stats gathered until a batch is full."""
         wanted_row = np.asarray([wanted is None or name in wanted for names in headers.stat_names for name in names],
                                 dtype=bool)
+        fields.meta_row = np.empty(headers.n_events, dtype=np.int32)  # every row written by the kernel
         threads = decode_threads(headers.n_events)
         if threads > 1:
             yield from self._read_events_threaded(headers, fields, wanted_row, threads)
             return
         jit = self.jit
+        # ids in int16 (as the events table keeps them) until one needs more: a quarter of the memory to first touch
+        narrow_ids = fields.metadata_id = np.zeros(len(fields.metadata_id), dtype=np.int16)
+        wide_ids = _NO_IDS
         stats = _StatArrays(BATCH_EVENTS * 2)
         pieces: list[bytes] = []  # the batch's lines: stat texts are read from each line's bytes
         text_base = batch_events = row = 0
         for plane_index, plane in enumerate(self.planes()):
             stat_ids, stat_row_offset = headers.stat_ids[plane_index], int(headers.stat_offsets[plane_index])
             stat_row_by_id = _dense_rows(stat_ids, stat_row_offset)
+            meta_tables = _plane_metadata_rows(headers, plane_index)
             for line_bytes in plane.lines:
                 data = np.frombuffer(line_bytes, dtype=np.uint8)
                 pos = 0
                 while True:
                     n_events, pos, n_stats, error = jit.decode_line_events(
-                        data, pos, len(data), BATCH_EVENTS - batch_events, row, text_base, fields.metadata_id,
-                        fields.offset_ps, fields.duration_ps, stat_row_by_id, stat_ids, stat_row_offset, wanted_row,
-                        *stats.arrays,
-                        stats.n)
+                        data, pos, len(data), BATCH_EVENTS - batch_events, row, text_base, narrow_ids, wide_ids,
+                        fields.offset_ps, fields.duration_ps, fields.meta_row, *meta_tables, stat_row_by_id, stat_ids,
+                        stat_row_offset, wanted_row, *stats.arrays, stats.n)
                     row += n_events
                     batch_events += n_events
                     stats.n = n_stats
                     if error == jit.FULL:
                         stats.grow()
+                        continue
+                    if error == jit.WIDE:
+                        wide_ids = fields.metadata_id = narrow_ids.astype(np.int64)
+                        narrow_ids = _NO_NARROW_IDS
                         continue
                     if error != jit.OK:
                         raise wire.WireError(f"an event of plane {plane_index} does not decode")
@@ -313,7 +328,8 @@ class XSpaceDecoder:
             try:
                 for plane_index, plane in enumerate(self.planes()):
                     stat_ids, stat_row_offset = headers.stat_ids[plane_index], int(headers.stat_offsets[plane_index])
-                    plane_args = (plane_index, _dense_rows(stat_ids, stat_row_offset), stat_ids, stat_row_offset)
+                    plane_args = (plane_index, _dense_rows(stat_ids, stat_row_offset), stat_ids, stat_row_offset,
+                                  _plane_metadata_rows(headers, plane_index))
                     for line_bytes in plane.lines:
                         count = int(headers.line_counts[line_index])
                         group.append((line_bytes, line_rows[line_index] - count, *plane_args))
@@ -342,6 +358,8 @@ class XSpaceDecoder:
 
 
 _PADDING = bytes(wire.PAD_BYTES)
+# the compiled kernel's event metadata ids go to its int16 array while its int64 one is empty, and vice versa
+_NO_IDS, _NO_NARROW_IDS = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int16)
 PARALLEL_MIN_EVENTS = 1 << 21  # fewer decode serially: at 694 k events (57 MB) threads saved 0.02 s and cost 5 MB of RSS
 MAX_DECODE_THREADS = 8  # the Python glue between kernel calls holds the GIL: more threads would wait on it
 
@@ -370,13 +388,14 @@ def _decode_lines(jit: Any, lines: list[tuple], stats: _StatArrays, fields: Even
     what a thread's own heap arena takes stays with the process (RSS 10-20 MB higher on 256 MB)."""
     first_line, pos, row, text_base = resume
     for index in range(first_line, len(lines)):
-        line_bytes, first_row, plane_index, stat_row_by_id, stat_ids, stat_row_offset = lines[index]
+        line_bytes, first_row, plane_index, stat_row_by_id, stat_ids, stat_row_offset, meta_tables = lines[index]
         data = np.frombuffer(line_bytes, dtype=np.uint8)
         if index > first_line or row < 0:
             pos, row = 0, first_row
         n_events, pos, stats.n, error = jit.decode_line_events(
-            data, pos, len(data), len(data), row, text_base, fields.metadata_id, fields.offset_ps, fields.duration_ps,
-            stat_row_by_id, stat_ids, stat_row_offset, wanted_row, *stats.arrays, stats.n)
+            data, pos, len(data), len(data), row, text_base, _NO_NARROW_IDS, fields.metadata_id, fields.offset_ps,
+            fields.duration_ps, fields.meta_row, *meta_tables, stat_row_by_id, stat_ids, stat_row_offset, wanted_row,
+            *stats.arrays, stats.n)
         if error == jit.FULL:
             return index, pos, row + n_events, text_base
         if error != jit.OK:
@@ -404,8 +423,16 @@ def _take_oldest(pending: collections.deque, free: list[_StatArrays], headers: S
 DENSE_STAT_IDS = 1 << 20  # a plane whose stat ids are all below this is looked up in a table, not searched
 
 
+def _plane_metadata_rows(headers: SpaceHeaders, plane_index: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """A plane's event metadata ids as the compiled kernel looks them up: (row by id, or empty where the ids are not
+    small counters; the sorted ids; the row of the first)."""
+    ids, offset = headers.metadata_ids[plane_index], int(headers.metadata_offsets[plane_index])
+    return _dense_rows(ids, offset), ids, offset
+
+
 def _dense_rows(ids: np.ndarray, offset: int) -> np.ndarray:
-    """Name row by stat id (-1: none) for a plane whose ids are small counters; empty otherwise."""
+    """Row by id (-1: none) of a plane's sorted stat or event metadata ids where they are small counters; empty
+    otherwise."""
     if not len(ids) or ids[0] < 0 or ids[-1] >= DENSE_STAT_IDS:
         return np.zeros(0, dtype=np.int64)
     table = np.full(int(ids[-1]) + 1, -1, dtype=np.int64)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-OK, TRUNCATED, BAD_WIRE_TYPE, FULL = 0, 1, 2, 3
+OK, TRUNCATED, BAD_WIRE_TYPE, FULL, WIDE = 0, 1, 2, 3, 4
+NARROW_ID_MIN, NARROW_ID_MAX = -(1 << 15), (1 << 15) - 1  # event metadata ids kept in int16
 # XStat value fields (field numbers), as in ``decoder``
 _DOUBLE, _UINT64, _INT64, _STR, _BYTES, _REF = 2, 3, 4, 5, 6, 7
 _LINE_EVENTS_TAG = 0x22  # XLine.events: field 4, length-delimited
@@ -20,18 +21,20 @@ _LINE_EVENTS_TAG = 0x22  # XLine.events: field 4, length-delimited
 @njit(cache=True, nogil=True)
 def _varint(buf, pos, end):
     """(value, position after it); position -1 where the bytes end first or it runs past 10 bytes."""
-    value = np.uint64(0)
-    shift = np.uint64(0)
-    for _ in range(10):
-        if pos >= end:
+    if pos >= end:
+        return np.uint64(0), -1
+    byte = buf[pos]
+    pos += 1
+    value = np.uint64(byte & 0x7F)
+    shift = np.uint64(7)
+    while byte >= 0x80:  # a while loop: numba's code for a bounded for loop with returns in it is several times slower
+        if pos >= end or shift > np.uint64(63):
             return value, -1
         byte = buf[pos]
         pos += 1
         value |= np.uint64(byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
         shift += np.uint64(7)
-    return value, -1
+    return value, pos
 
 
 @njit(cache=True, nogil=True)
@@ -107,101 +110,112 @@ def _fixed64(buf, pos):
 
 
 @njit(cache=True, nogil=True)
-def decode_line_events(buf, pos, end, max_events, row, text_base, metadata_id, offset_ps, duration_ps,
+def _small(buf, pos, end):
+    """A varint that is mostly one byte (a tag, a length) as int64: (value, position after it), -1 as ``_varint``."""
+    if pos < end:
+        byte = buf[pos]
+        if byte < 0x80:
+            return np.int64(byte), pos + 1
+    value, pos = _varint(buf, pos, end)
+    return np.int64(value), pos
+
+
+@njit(cache=True, nogil=True)
+def decode_line_events(buf, pos, end, max_events, row, text_base, narrow_ids, metadata_id, offset_ps, duration_ps,
+                       meta_row, meta_row_by_id, meta_ids, meta_row_offset,
                        stat_row_by_id, stat_ids, stat_row_offset, wanted_row, out_event, out_name_row, out_kind, out_raw,
                        out_text_start, out_text_length, n_stats):
     """Decode the events of the XLine in ``buf[pos:end]`` from ``pos`` on, at most ``max_events``:
     their fields into ``metadata_id``/``offset_ps``/``duration_ps`` from ``row`` on, their stats
     whose name row is ``wanted_row`` into the ``out_*`` arrays from ``n_stats`` on (text positions
-    plus ``text_base``). A stat's name row is ``stat_row_by_id[its id]`` where that table is given (a
-    plane's ids are small counters), else found in the plane's sorted ``stat_ids``. Returns (events decoded, position to go on from, stats now, error); ``FULL``
-    when the stat arrays have no room for the next event (grow them and call again from there)."""
+    plus ``text_base``), and each event's row of the event metadata into ``meta_row``. A stat's name
+    row is ``stat_row_by_id[its id]`` where that table is given (a plane's ids are small counters), else
+    found in the plane's sorted ``stat_ids`` (rows from ``stat_row_offset``); an event's metadata row
+    likewise. Event metadata ids go to ``metadata_id`` (int64) where it is given, else to ``narrow_ids``
+    (int16: ids are small counters, and the events table keeps them so). Returns (events decoded,
+    position to go on from, stats now, error); ``FULL`` when the stat arrays have no room for the next
+    event (grow them and call again from there), ``WIDE`` when the next event's id does not fit
+    ``narrow_ids`` (widen them into ``metadata_id`` and call again from there)."""
     capacity = len(out_event)
     n_events = 0
     while pos < end and n_events < max_events:
         field_start = pos
-        tag, pos = _varint(buf, pos, end)
+        tag, pos = _small(buf, pos, end)
         if pos < 0:
             return n_events, field_start, n_stats, TRUNCATED
         if tag != _LINE_EVENTS_TAG:
-            wire_type = np.int64(tag & np.uint64(7))
-            if tag >> np.uint64(3) == 0:
+            if 0 <= tag < 8:
                 return n_events, field_start, n_stats, BAD_WIRE_TYPE
-            pos = _skip(buf, pos, end, wire_type)
+            pos = _skip(buf, pos, end, tag & 7)
             if pos < 0:
                 return n_events, field_start, n_stats, TRUNCATED
             continue
-        length, pos = _varint(buf, pos, end)
-        if pos < 0 or length > np.uint64(end - pos):
+        length, pos = _small(buf, pos, end)
+        if pos < 0 or length < 0 or length > end - pos:
             return n_events, field_start, n_stats, TRUNCATED
-        event_end = pos + np.int64(length)
-        if n_stats + (event_end - pos) // 2 + 1 > capacity:  # a stat takes 2 bytes at least
+        event_end = pos + length
+        if n_stats + length // 2 + 1 > capacity:  # a stat takes 2 bytes at least
             return n_events, field_start, n_stats, FULL
         event_row = row + n_events
+        event_first_stat = n_stats
         event_metadata_id = event_offset = event_duration = 0
         while pos < event_end:
-            tag, pos = _varint(buf, pos, event_end)
+            tag, pos = _small(buf, pos, event_end)
             if pos < 0:
                 return n_events, field_start, n_stats, TRUNCATED
-            field = tag >> np.uint64(3)
-            wire_type = np.int64(tag & np.uint64(7))
-            if field == 0:
-                return n_events, field_start, n_stats, BAD_WIRE_TYPE
-            if wire_type == 0 and field <= 3:
+            if tag == 0x08 or tag == 0x10 or tag == 0x18:  # metadata_id, offset_ps, duration_ps: varints
                 value, pos = _varint(buf, pos, event_end)
                 if pos < 0:
                     return n_events, field_start, n_stats, TRUNCATED
-                if field == 1:
+                if tag == 0x08:
                     event_metadata_id = np.int64(value)
-                elif field == 2:
+                elif tag == 0x10:
                     event_offset = np.int64(value)
                 else:
                     event_duration = np.int64(value)
                 continue
-            if wire_type == 2 and field == 4:
-                stat_length, pos = _varint(buf, pos, event_end)
-                if pos < 0 or stat_length > np.uint64(event_end - pos):
+            if tag == 0x22:  # a stat
+                stat_length, pos = _small(buf, pos, event_end)
+                if pos < 0 or stat_length < 0 or stat_length > event_end - pos:
                     return n_events, field_start, n_stats, TRUNCATED
-                stat_end = pos + np.int64(stat_length)
+                stat_end = pos + stat_length
                 stat_metadata_id = 0
                 kind = 0
                 raw = np.uint64(0)
                 text_start = text_length = 0
                 while pos < stat_end:
-                    tag, pos = _varint(buf, pos, stat_end)
+                    tag, pos = _small(buf, pos, stat_end)
                     if pos < 0:
                         return n_events, field_start, n_stats, TRUNCATED
-                    field = tag >> np.uint64(3)
-                    wire_type = np.int64(tag & np.uint64(7))
-                    if field == 0:
-                        return n_events, field_start, n_stats, BAD_WIRE_TYPE
-                    if wire_type == 0 and (field == 1 or field == _UINT64 or field == _INT64 or field == _REF):
+                    if tag == 0x08 or tag == 0x18 or tag == 0x20 or tag == 0x38:  # metadata_id, uint64, int64, ref
                         value, pos = _varint(buf, pos, stat_end)
                         if pos < 0:
                             return n_events, field_start, n_stats, TRUNCATED
-                        if field == 1:
+                        if tag == 0x08:
                             stat_metadata_id = np.int64(value)
                         else:
-                            kind = np.int64(field)
+                            kind = tag >> 3
                             raw = value
-                    elif wire_type == 1 and field == _DOUBLE:
+                    elif tag == 0x11:  # double
                         if pos + 8 > stat_end:
                             return n_events, field_start, n_stats, TRUNCATED
                         kind = _DOUBLE
                         raw = _fixed64(buf, pos)
                         pos += 8
-                    elif wire_type == 2 and (field == _STR or field == _BYTES):
-                        text, pos = _varint(buf, pos, stat_end)
-                        if pos < 0 or text > np.uint64(stat_end - pos):
+                    elif tag == 0x2A or tag == 0x32:  # str, bytes
+                        text, pos = _small(buf, pos, stat_end)
+                        if pos < 0 or text < 0 or text > stat_end - pos:
                             return n_events, field_start, n_stats, TRUNCATED
-                        kind = np.int64(field)
-                        text_start, text_length = pos, np.int64(text)
-                        pos += text_length
+                        kind = tag >> 3
+                        text_start, text_length = pos, text
+                        pos += text
                     else:
-                        pos = _skip(buf, pos, stat_end, wire_type)
+                        if 0 <= tag < 8:
+                            return n_events, field_start, n_stats, BAD_WIRE_TYPE
+                        pos = _skip(buf, pos, stat_end, tag & 7)
                         if pos < 0:
                             return n_events, field_start, n_stats, TRUNCATED
-                name_row = -1
+                name_row = -1  # the lookups written out here: a call with arrays costs their reference counts
                 if len(stat_row_by_id):
                     if 0 <= stat_metadata_id < len(stat_row_by_id):
                         name_row = stat_row_by_id[stat_metadata_id]
@@ -218,10 +232,26 @@ def decode_line_events(buf, pos, end, max_events, row, text_base, metadata_id, o
                     out_text_length[n_stats] = text_length
                     n_stats += 1
                 continue
-            pos = _skip(buf, pos, event_end, wire_type)
+            if 0 <= tag < 8:
+                return n_events, field_start, n_stats, BAD_WIRE_TYPE
+            pos = _skip(buf, pos, event_end, tag & 7)
             if pos < 0:
                 return n_events, field_start, n_stats, TRUNCATED
-        metadata_id[event_row] = event_metadata_id
+        if len(metadata_id):
+            metadata_id[event_row] = event_metadata_id
+        elif NARROW_ID_MIN <= event_metadata_id <= NARROW_ID_MAX:
+            narrow_ids[event_row] = event_metadata_id
+        else:
+            return n_events, field_start, event_first_stat, WIDE
+        event_meta_row = -1
+        if len(meta_row_by_id):
+            if 0 <= event_metadata_id < len(meta_row_by_id):
+                event_meta_row = meta_row_by_id[event_metadata_id]
+        elif len(meta_ids):
+            at = np.searchsorted(meta_ids, event_metadata_id)
+            if at < len(meta_ids) and meta_ids[at] == event_metadata_id:
+                event_meta_row = meta_row_offset + at
+        meta_row[event_row] = event_meta_row
         offset_ps[event_row] = event_offset
         duration_ps[event_row] = event_duration
         n_events += 1

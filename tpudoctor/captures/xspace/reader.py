@@ -6,8 +6,9 @@ read line by line (``planes_on_disk``). Whatever cannot be read is an ``InputErr
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 
 from tpudoctor.captures import wire
 from tpudoctor.captures.schema import message_class
@@ -121,7 +122,28 @@ def jit_decoder(options: LoadOptions, size_bytes: int):
 
 def _build(decoder: XSpaceDecoder, options: LoadOptions, **where) -> HostProfile:
     try:
-        return build_host_profile(decoder, options, **where)
+        with small_pages():
+            return build_host_profile(decoder, options, **where)
     except wire.WireError as exc:
         raise InputError(f"{where['source']} is corrupt: {exc}",
                          hint="the file was damaged after it was written; capture again") from exc
+
+
+@contextlib.contextmanager
+def small_pages() -> Iterator[None]:
+    """numpy's arrays in ordinary (4 KiB) pages while the tables are built, as before afterwards. numpy asks Linux
+    for transparent huge pages (2 MiB) for every array of 4 MiB or more, and the first touch of one zeroes all of
+    it: a stat column written at a quarter of the events is then wholly in memory, and the kernel's zeroing is
+    half the load's CPU. On the 1 GB capture (2026-12-05, 3 pairs at load 2.3-4.2) the load's peak RSS
+    1.903-1.914 -> 1.706-1.707 GB, its sys time 2.2-4.0 -> 1.07-1.17 s (``benchmarks/capture_memory.py``). The
+    setting is numpy's, for the whole process: another thread's arrays meanwhile are in small pages too."""
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:  # a numpy without it: its arrays as they come
+        yield
+        return
+    previous = _set_madvise_hugepage(False)
+    try:
+        yield
+    finally:
+        _set_madvise_hugepage(previous)

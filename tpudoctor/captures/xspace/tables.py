@@ -62,7 +62,10 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
     import pandas as pd  # here, after the decode: the decoder needs none
 
     # metadata row of every event (-1: id not in its plane's table)
-    meta_row = RowLookup(headers.metadata_ids, headers.metadata_offsets).lookup(fields.plane, fields.metadata_id)
+    meta_row = fields.meta_row  # the compiled decoder's; the numpy one's looked up here
+    if meta_row is None:
+        meta_row = RowLookup(headers.metadata_ids, headers.metadata_offsets).lookup(fields.plane, fields.metadata_id)
+    fields.meta_row = None
     fields.metadata_id = _narrowed(fields.metadata_id, np.int16)
     event_metadata = _metadata_frame(headers.metadata, columns)
     sparse_stats = _sparse_stats(sinks, event_metadata, meta_row, options.sparse_stats)
@@ -479,7 +482,7 @@ def _narrowed(values: np.ndarray, narrowest: type = np.int32) -> np.ndarray:
     for dtype in dict.fromkeys((narrowest, np.int32, np.uint32)):
         info = np.iinfo(dtype)
         if info.min <= low and high <= info.max:
-            return values.astype(dtype)
+            return values.astype(dtype, copy=False)  # the compiled decoder's int16 ids are kept as they are
     return values
 
 
