@@ -392,8 +392,8 @@ class _SparseSink(_ColumnSink):
             rows, values, present = rows[order], values[order], present[order]
             last = np.append(rows[1:] != rows[:-1], True)
             rows, values, present = rows[last], values[last], present[last]
-        # copies as long as the entries: the buffers, as long as the events, go
-        self.rows, self.values = (rows.copy(), values.copy()) if present.all() else (rows[present], values[present])
+        # the buffers' filled starts as they are: their pages past the entries were never written, so never in memory
+        self.rows, self.values = (rows, values) if present.all() else (rows[present], values[present])
 
     def fill_from_metadata(self, meta_series: pd.Series, meta_row: np.ndarray) -> None:
         """Where an event has no own value, take its metadata's: new rows, merged with the own ones."""
@@ -412,11 +412,12 @@ class _SparseSink(_ColumnSink):
         new_rows = np.concatenate(taken).astype(self.row_dtype)
         if not len(new_rows):
             return
-        rows = new_rows if self.rows is None else np.concatenate([self.rows, new_rows])
         values = numbers[meta_row[new_rows]]
-        values = values if self.rows is None else np.concatenate([self.values, values])
-        order = np.argsort(rows, kind="stable")
-        self.rows, self.values = rows[order], values[order]
+        if self.rows is None:
+            self.rows, self.values = new_rows, values
+            return
+        at = np.searchsorted(self.rows, new_rows)  # both ascending, no row in both: a merge, no sort
+        self.rows, self.values = np.insert(self.rows, at, new_rows), np.insert(self.values, at, values)
 
     def sparse(self, *, narrow: bool = False) -> SparseStat:
         """The stat as ``HostProfile.sparse_stats`` keeps it (no rows where no event carries it); a stat
