@@ -69,6 +69,13 @@ capture, x50 and gpu30, both decoders). The x50 capture, 7 alternating pairs at 
 261 MB, user+sys median 0.82 -> 0.85 s, wall median 2.13 -> 2.18 s (1.78-2.70 against 1.64-2.71); in one
 process, 6 alternating pairs at load 3.5-4.7, CPU of the load 0.352 -> 0.351 s and of the analyses 0.228 ->
 0.222 s (medians).
+After merging main (bd285b9: its loader's int16 ids and small pages), main against this tree, the 1 GB capture,
+whole ``profile analyze``, 4 pairs at load 2.9-3.9 (20:00-20:03 UTC; two with main first, two with it second):
+peak RSS 2,125,376 / 2,125,500 / 2,139,172 / 2,125,428 -> 1,870,916 / 1,872,380 / 1,870,164 / 1,870,064 KB;
+user 5.45-5.72 -> 6.17-6.40 s, sys 2.65-2.92 -> 1.94-2.86 s; wall 10.1, 14.9, 9.4, 11.8 -> 15.7, 22.9, 8.9,
+10.1 s (the order in a pair weighs more than the tree). The load alone (``capture_memory.py --baseline``, 2 pairs
+at load 5.9-6.5): peak RSS 1.706 -> 1.733 GB (the sparse stats' row numbers beside their values while decoding),
+after it 1.669 -> 1.495 GB, CPU 3.2-3.35 -> 3.6-3.7 s.
 What stays over 1.5 GB: the events table's 29 bytes an event (start_ps and duration_ps 16, plane_id 2 and
 plane_name 1 with 135 planes, line_id 4 (thread ids), line_name 2, metadata_id 2, name 2): 1.05 GB, of which
 plane and line (9 bytes) are the same for every event of a line; the sparse stats 6.6 bytes an event (236 MB);
