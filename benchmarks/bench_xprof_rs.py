@@ -80,6 +80,49 @@ load 1.6 -> 1.5, median 0.80 s vs 0.81 s; 12 pairs at load 1.4 -> 1.45, 0.86 s v
 (10 pairs, load 1.76 at the end): 0.83 s vs 0.835 s, peak RSS 254 vs 253 MB. A win of 0.01-0.04 s, within the
 load's noise, not worth a thread: the 2.0x bar needs the analyses off pandas, not a reordered import. JSON report identical but for
 ``duration_s``.
+
+The whole process, what is not the work (issue 44, 2026-12-05 evening; commits after fa2e89a, against a worktree of
+fa2e89a in the same pairs, JSON report to /dev/null as the issue runs it; ``CPU s`` the process's user and system
+time, which the other sessions' work moves less than the wall):
+
+* Cut: pyarrow out of the command's process for an XSpace capture (pandas 3 imports it, 0.02 s, and keeps every
+  string column it makes in pyarrow, converting each from Python strings, 0.02 s more; pyarrow is optional, for op
+  traces, which keep it; peak RSS 220 -> 176 MB); the collector left off after the run (turned on again, its
+  first pass went over everything the run left, 0.02 s, right before ``os._exit``); one scan of the installed
+  distributions' entry points instead of two, and tpudoctor's own told apart without parsing its METADATA (the
+  rule registry's load, CPU 13 -> 9 ms); the report's schema check by jsonschema-rs first (jsonschema's import,
+  attrs, referencing and every draft's meta-schema read from disk, 0.02-0.03 s; jsonschema still judges whatever
+  jsonschema-rs does not accept, and every report read from a file); numpy's OpenBLAS told to start no threads
+  (one per core, up to 64, spinning for work the analyses never give: ``import numpy`` on a 16-core machine
+  CPU 2.25 -> 0.32 s, wall 0.379 -> 0.325 s; on this 2-core one CPU 97 -> 57 ms, and the spinning thread took the
+  main thread's core). Every JSON report byte-identical (``check_profile_reports.py``: the shared captures, x50,
+  gpu30, both decoders and fa2e89a).
+* Each step, 57 MB capture, 9 alternating pairs, load 3.1 -> 2.8, paired median against fa2e89a (wall 0.64 s,
+  CPU 0.62 s): pyarrow and collector -56 ms, entry points -69, jsonschema-rs -93, OpenBLAS -145 ms (wall 0.49 s,
+  CPU 0.48 s); xprof-rs 0.15-0.34 s in the same pairs. This script, 11 pairs, load 4.2 -> 3.7: 0.50 s (CPU 0.48 s)
+  against 0.60 s (CPU 0.67 s) at fa2e89a, xprof-rs 0.16 s (CPU 0.18 s): 3.09x against 4.68x, peak RSS 176 against
+  220 MB (xprof-rs 231). With main's loader and decoder changes of the same evening merged (c716084), this script,
+  11 pairs, load 3.3 -> 3.1: 0.47 s (CPU 0.46 s) against 0.61 s (CPU 0.69 s), xprof-rs 0.17 s (CPU 0.25 s): 2.81x
+  against 3.55x; and 11 alternating pairs of fa2e89a, c716084 (main without these cuts) and this tree, load
+  4.1 -> 3.6: 0.63, 0.68 and 0.46 s (CPU 0.63, 0.64, 0.46 s), paired against fa2e89a -8 and -172 ms.
+* What is left of the 0.50 s (7 runs under ``-X importtime``, which adds ~0.03 s; load 3.6): Python's start 0.02 s
+  (``site`` 9 ms, 7 of them the editable install's finder, which a wheel install has not); ``tpudoctor.cli`` and
+  every command's module 0.02 s; the flags, the settings (this repository's pyproject.toml parsed, 6 ms) and the
+  rule base 0.02 s; the command's own modules 0.01 s; numpy 0.03-0.07 s and protobuf (the decoder's XSpace
+  headers) 0.01-0.02 s; pandas 0.09 s and llvmlite (loading the cached kernels) 0.015 s; the decode 0.16-0.19 s;
+  the analyses 0.08 s (0.01 s of it their imports; 0.05-0.06 s a second time in the same process, 0.01 s on a
+  68 KB capture); the combine 0.015 s (the rules' imports and the entry points' scan 0.01 s); the report (check,
+  JSON, write) 0.007 s.
+* The bar: 2.0x of xprof-rs's 0.11-0.16 s is 0.22-0.32 s. Python with numpy and pandas (no pyarrow) imported
+  and nothing done takes 0.19 s (10 alternating pairs at load 2.4 -> 2.7, CPU median 0.195 s, best wall 0.19 s;
+  ``-c pass`` 0.016 s, ``import numpy`` 0.06 s, pandas with pyarrow 0.28 s; xprof-rs's whole run CPU 0.19 s):
+  with the decode (0.16 s) that is 0.35 s, 2.2-3.2x, before any analysis runs. The bar is out of reach while
+  the analyses are pandas code; what is left besides Python, numpy, pandas and the decode is about 0.1 s of
+  tpudoctor's own imports and the analyses' fixed costs, and the analyses' work.
+* Tried and left out: building only the invoked command's parser (the other command modules not imported) saved
+  2 ms of CPU (12 pairs, small capture); the collector off from the process's start saves ~2 ms (27 collections
+  before the run); pyproject.toml's parse (6 ms, a folder with a pyproject.toml that has no ``[tool.tpudoctor]``)
+  cannot be skipped on a cheap look at the text without risking a table spelled with escapes.
 """
 
 from __future__ import annotations
@@ -152,34 +195,41 @@ def main() -> int:
                 raise SystemExit(f"{name}: {result['error']}")
             results[name].append(result)
     print(f"load average after: {_load()}")
-    print(f"{'':32} {'wall s (median)':>16} {'peak RSS MB':>12} {'x xprof-rs':>11}")
+    print(f"{'':32} {'wall s (median)':>16} {'CPU s':>6} {'peak RSS MB':>12} {'x xprof-rs':>11}")
     for name, runs in results.items():
         wall = statistics.median(r["process_s"] for r in runs)
+        cpu = statistics.median(r["process_cpu_s"] for r in runs)
         rss = statistics.median(r["process_rss_mb"] for r in runs)
         ratio = ""
         if rust and name != "xprof-rs get_overview":
             pairs = [a["process_s"] / b["process_s"] for a, b in zip(runs, results["xprof-rs get_overview"], strict=True)]
             ratio = f"{statistics.median(pairs):.2f}x"
-        print(f"{name:32} {wall:16.2f} {rss:12.0f} {ratio:>11}  runs: {_seconds(runs)}")
+        print(f"{name:32} {wall:16.2f} {cpu:6.2f} {rss:12.0f} {ratio:>11}  runs: {_seconds(runs)}")
     return 0
 
 
 def run_process(argv: list[str], *, cwd: Path = REPO) -> dict:
-    """A fresh process: ``process_s`` (spawn to exit), ``process_rss_mb`` (peak RSS, ``/usr/bin/time``);
+    """A fresh process: ``process_s`` (spawn to exit), ``process_cpu_s`` (its user and system time, all threads:
+    less moved by other work on a shared machine than the wall), ``process_rss_mb`` (peak RSS, ``/usr/bin/time``);
     ``error`` unless it ends 0 or 1 (1: the report has findings)."""
+    import resource
     import subprocess
     import time
 
     with tempfile.NamedTemporaryFile("r", prefix="bench-rss-") as rss:
         timed = [str(GNU_TIME), "-f", "%M", "-o", rss.name] if GNU_TIME.exists() else []
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run([*timed, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                               timeout=900, cwd=cwd, env=_environment(cwd))
         elapsed = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         measured = rss.read().strip()
     if done.returncode not in (0, 1):
         return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1][:160]}
-    return {"process_s": elapsed, "process_rss_mb": int(measured.splitlines()[-1]) / 1024 if measured else float("nan")}
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {"process_s": elapsed, "process_cpu_s": cpu,
+            "process_rss_mb": int(measured.splitlines()[-1]) / 1024 if measured else float("nan")}
 
 
 def _environment(cwd: Path) -> dict[str, str]:
@@ -193,7 +243,10 @@ def _tpudoctor(path: Path, decoder: str, checkout: Path = REPO) -> dict:
     env_before = os.environ.get("TPUDOCTOR_PROFILE_DECODER")
     os.environ["TPUDOCTOR_PROFILE_DECODER"] = decoder
     try:
-        return run_process([*TPUDOCTOR, "profile", "analyze", str(path), "-o", os.devnull], cwd=checkout)
+        # JSON: as issue 44 measures it; and the text views (tpudoctor.reports) of an editable install resolve to
+        # this checkout's reports/ from any other checkout
+        return run_process([*TPUDOCTOR, "profile", "analyze", str(path), "--format", "json", "-o", os.devnull],
+                           cwd=checkout)
     finally:
         if env_before is None:
             os.environ.pop("TPUDOCTOR_PROFILE_DECODER")

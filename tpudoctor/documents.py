@@ -44,14 +44,16 @@ class InvalidDocumentError(TpudoctorError):
 
 def validated(document: dict[str, Any], *schemas: str) -> dict[str, Any]:
     """``document`` itself, once it matches every named schema."""
-    import jsonschema
-
-    from tpudoctor.schema import validate
+    from tpudoctor.schema import validate_own
 
     for schema in schemas:
         try:
-            validate(document, schema)
-        except jsonschema.ValidationError as exc:
+            validate_own(document, schema)
+        except Exception as exc:
+            import jsonschema  # loaded already where a document was refused
+
+            if not isinstance(exc, jsonschema.ValidationError):
+                raise
             where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
             raise InvalidDocumentError(f"tpudoctor made a {schema} document its schema refuses: {where}: "
                                        f"{exc.message[:300]}", hint="please report this as a bug") from None

@@ -216,3 +216,29 @@ def test_leaving_out_a_plugin_that_is_not_installed_is_a_note_not_an_error(tmp_p
     monkeypatch.setenv(DISABLE_ENV, "typo")
     assert main(["list-checks", "--format", "json"]) == 0
     assert f"{DISABLE_ENV} typo: not the name of an installed plugin" in capsys.readouterr().err
+
+
+def test_loading_a_family_scans_the_installed_distributions_once_and_parses_no_metadata_of_its_own(monkeypatch):
+    """Issue 44: each scan of entry points reads every installed distribution's entry_points.txt (~280 beside
+    TensorFlow and JAX), and ``Distribution.name`` parses a METADATA file: the profile rules' load did two scans
+    and parsed tpudoctor's own METADATA once for each of its entry points, to tell them from a plugin's."""
+    from collections import Counter
+    from importlib import metadata
+
+    from tpudoctor.families import load_rules
+
+    reads: Counter[str] = Counter()
+    read_text = metadata.PathDistribution.read_text
+
+    def counted(self, filename):
+        reads[filename] += 1
+        if filename in ("METADATA", "PKG-INFO") and Path(str(self._path)).name.startswith("tpudoctor"):
+            reads["own metadata"] += 1
+        return read_text(self, filename)
+
+    monkeypatch.setattr(metadata.PathDistribution, "read_text", counted)
+    rules = load_rules("profile-rules")
+    assert "device-bound" in rules
+    distributions = len({Path(str(d._path)) for d in metadata.distributions()})
+    assert 0 < reads["entry_points.txt"] <= distributions
+    assert reads["own metadata"] == 0

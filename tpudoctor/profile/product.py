@@ -45,6 +45,11 @@ def build_report(path: str, *, run: str | None = None, on_progress=None, cluster
         from tpudoctor.profile.op_trace_report import analyze_op_trace
 
         return analyze_op_trace(path)
+    from tpudoctor.command_process import leave_out_pyarrow, one_blas_thread
+
+    one_blas_thread()  # the analyses do no linear algebra
+    if not cluster:  # an XSpace capture read here needs no pyarrow (a Dask client may serialize with it)
+        leave_out_pyarrow()
     from tpudoctor.profile.pipeline import analyze
 
     return analyze(path, run=run, on_progress=on_progress, cluster=cluster, disabled_plugins=disabled_plugins)
