@@ -1,15 +1,69 @@
-"""Where one host's analysis spends time and memory: wall time and peak RSS of each phase.
+"""Where one host's analysis spends time and memory: wall time, CPU time and peak RSS of each phase.
 
     .venv/bin/python benchmarks/bench_profile_phases.py FILE.xplane.pb
     .venv/bin/python benchmarks/bench_profile_phases.py /tmp/tpudoctor-capture-memory/capture_1024mb/host.xplane.pb
 
 Runs the real per-host map (``tpudoctor.profile.pipeline.analyze_host``) with each of its phases
 (loading, then every analysis it calls) wrapped: the wrapper resets the process's peak RSS
-(``/proc/self/clear_refs``), runs the phase and prints its wall time, its own peak RSS (VmHWM) and
+(``/proc/self/clear_refs``), runs the phase and prints its wall and CPU time, its own peak RSS (VmHWM) and
 the RSS it leaves behind (a phase called inside another counts in that one; the device-op
 selection, shared by the analyses of one host, counts in the first analysis that asks for it).
 Linux only. The 1 GB capture is built by ``bench_profile_load.py --sizes-mb 1024``
 (or ``capture_memory.py``).
+
+Measured 2026-12-05 19:40 UTC (issue 44: the analyses' time), the 1 GB capture, main (c716084) against this
+branch merged with it (the same loader), each run a fresh process, alternating, 3 pairs at load 2.5 -> 1.8; CPU
+seconds of each phase (the ``CPU s`` column; ``program_table`` includes the device-op selection it asks for first):
+
+                                   main               after
+    program_table                  1.84 1.81 1.12     0.42 0.40 0.40
+    analyze_roofline               1.14 1.11 1.13     0.33 0.37 0.31
+    analyze_device_ops             0.86 0.83 0.73     0.47 0.46 0.46
+    analyze_host_ops               0.36 0.35 0.35     0.29 0.28 0.29
+    find_steps                     0.28 0.27 0.20     0.11 0.10 0.10
+    analyze_recompilation          0.21 0.21 0.20     0.13 0.12 0.12
+    capture_window_ps              0.14 0.09 0.09     0.08 0.08 0.08
+    host_collectives               0.09 0.09 0.09     0.06 0.06 0.05
+    summarize_host, _framework     0.12 0.11 0.12     0.12 0.11 0.12
+    the analyses together          5.05 4.87 4.03     2.00 1.99 1.93
+    analyze_host (the load too)    8.25 7.91 7.10     5.00 4.92 4.90
+    peak RSS of the map (MB)       2169 2168 2169     2117 2114 2119
+
+(Before the merge, against fa2e89a, 3 pairs at load 4.0 -> 6.9: the analyses 5.13 5.06 4.32 -> 2.27 3.67 3.04 s CPU.)
+The whole ``profile analyze`` of the 1 GB capture (``/usr/bin/time``), 2 pairs at load 1.5: wall 7.59 8.56 -> 5.56
+5.75 s, user 5.42 5.66 -> 4.15 4.03 s, sys 2.25 2.93 -> 1.50 1.45 s, peak RSS 2,210,328 2,210,244 -> 2,156,584
+2,156,472 KB; its JSON report byte for byte fa2e89a's (less ``duration_s``), as are those of x50 and the 57 MB GPU
+capture (``check_profile_reports.py --baseline``). Where the time went, and what changed:
+
+* the device-op selection (1.3 s): two text masks over 36 M events, then every op's plane, line, start and
+  duration gathered and its self time worked out 262,144 ops at a time with (plane, line) keys. Now a TPU host's
+  ops are its ``XLA Ops`` lines, found in the lines table (``events.whole_lines``: events are stored line after
+  line, as many as the table counts; the selected rows' names and ids are checked), read as slices, self time
+  line by line (``nesting.line_self_time``); the columns read at the ops later (``coded``, ``factorized``, a
+  nullable stat) are slices of those lines too (``DeviceOpRows.spans``), not gathers of 8 M rows;
+* metadata stats (flops, model_flops, bytes_accessed) were looked up per 65,536-op chunk, each lookup searching
+  the bounds of all 189 planes: now each op's metadata row once (``DeviceOpRows.metadata_rows``) and a gather
+  from each stat's values converted once;
+* the roofline's metadata columns (3 stats, 5 breakdown byte counts, the hbm column) and the device ops' FLOPs:
+  an 8 M-op array, a group sum and a total per column. An op's name is its metadata's, so its group is a function
+  of its metadata row: ``grouping.SumsByRow`` counts each group's ops per row once and sums values per row;
+  exact below 2**53 (2**52 for a total) as those sums were; a group or total past that (3 totals of the 1 GB
+  capture) is pandas' sum of its own ops' values, gathered for those ops only;
+* the program ids were factorized a second time in the roofline: now from ``op_programs``' codes; all ops' self
+  time was summed four times (``DeviceOpRows.self_total_ps``);
+* whole-line selections (``XLA Modules``, ``Steps``) from the lines table; selections hitting at most
+  ``FEW_CODES`` categories compare codes instead of gathering a lookup per event; group first rows searched
+  only among rows of keys not met before; the host-op label tables in one pass (none where nothing is chosen);
+  the compile events' enclosing functions searched together (``ENCLOSING_ROUNDS``) instead of one by one;
+  ``outermost`` sorted by one packed key.
+
+What did not pay or is left: each core's busy time (``union_ps`` of 2 M ops, ~50 ms a core, half of it a stable
+argsort) -- sorting starts and ends apart and sweeping costs as much; a total past 2**52 still reads every op's
+value (pandas' float sum, in order); ``capture_window_ps`` and ``summarize_host`` each read all 36 M starts and
+durations (~80 ms each); name selections that hit many names (the host transfers: 13) gather 36 M codes
+(~40 ms); the device ops' groups (``Groups`` over 8 M ops) and their time sums (~100 ms in each of the device
+ops and the roofline). The recompilation phase's own peak rose 1940 -> 1977 MB (a 36 M-row mask more at once),
+below the map's peak at the roofline.
 
 Measured 2026-12-05 on the shared 2-core machine (6 sessions at once; load averages as given), the 1 GB
 capture (36,076,050 events, 8,117,550 device ops), before (0ab43d1) and after (2eaf502) the analyses stopped
@@ -89,6 +143,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import os
 import time
 
 # (module, function) of every phase of analyze_host, in the order it runs them
@@ -96,6 +151,7 @@ PHASES = (
     ("tpudoctor.profile.capture", "load_host"),
     ("tpudoctor.profile.analysis", "capture_window_ps"),
     ("tpudoctor.profile.analysis", "device_kind"),
+    ("tpudoctor.profile.analysis", "program_table"),
     ("tpudoctor.profile.analysis", "find_steps"),
     ("tpudoctor.profile.analysis", "analyze_recompilation"),
     ("tpudoctor.profile.analysis", "analyze_host_ops"),
@@ -127,7 +183,7 @@ def reset_peak() -> None:
         handle.write("5")
 
 
-def instrument(rows: list[tuple[str, float, float, float]]) -> None:
+def instrument(rows: list[tuple[str, float, float, float, float]]) -> None:
     depth = [0]  # a phase called inside another (device_kind inside find_steps) is part of that one
 
     for module_name, name in PHASES:
@@ -139,15 +195,15 @@ def instrument(rows: list[tuple[str, float, float, float]]) -> None:
             if depth[0]:
                 return __original(*args, **kwargs)
             reset_peak()
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             depth[0] += 1
             try:
                 return __original(*args, **kwargs)
             finally:
                 depth[0] -= 1
-                elapsed = time.perf_counter() - started
+                elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
                 peak, now = memory_mb()
-                rows.append((__name, elapsed, peak, now))
+                rows.append((__name, elapsed, cpu, peak, now))
 
         setattr(module, name, timed)
 
@@ -163,18 +219,21 @@ def main() -> int:
     import tpudoctor.profile.summary  # noqa: F401
     from tpudoctor.profile.pipeline import analyze_host
 
-    rows: list[tuple[str, float, float, float]] = []
+    rows: list[tuple[str, float, float, float, float]] = []
     instrument(rows)
     _, base = memory_mb()
     reset_peak()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     result = analyze_host(args.path)
-    total = time.perf_counter() - started
-    print(f"{args.path}: {result.summary.n_events:,} events; RSS before {base:.0f} MB")
-    print(f"{'phase':24s} {'wall s':>8s} {'peak MB':>9s} {'after MB':>9s}")
-    for name, elapsed, peak, now in rows:
-        print(f"{name:24s} {elapsed:8.2f} {peak:9.0f} {now:9.0f}")
-    print(f"{'analyze_host':24s} {total:8.2f} {max(row[2] for row in rows):9.0f} {memory_mb()[1]:9.0f}")
+    total, cpu = time.perf_counter() - started, time.process_time() - cpu
+    print(f"{args.path}: {result.summary.n_events:,} events; RSS before {base:.0f} MB; load average "
+          f"{os.getloadavg()[0]:.2f}")
+    print(f"{'phase':24s} {'wall s':>8s} {'CPU s':>8s} {'peak MB':>9s} {'after MB':>9s}")
+    for name, elapsed, phase_cpu, peak, now in rows:
+        print(f"{name:24s} {elapsed:8.2f} {phase_cpu:8.2f} {peak:9.0f} {now:9.0f}")
+    analyses = [row for row in rows if row[0] != "load_host"]
+    print(f"{'(the analyses)':24s} {sum(row[1] for row in analyses):8.2f} {sum(row[2] for row in analyses):8.2f}")
+    print(f"{'analyze_host':24s} {total:8.2f} {cpu:8.2f} {max(row[3] for row in rows):9.0f} {memory_mb()[1]:9.0f}")
     return 0
 
 

@@ -228,15 +228,20 @@ def test_loading_a_family_scans_the_installed_distributions_once_and_parses_no_m
     from tpudoctor.families import load_rules
 
     reads: Counter[str] = Counter()
-    read_text = metadata.PathDistribution.read_text
 
-    def counted(self, filename):
-        reads[filename] += 1
-        if filename in ("METADATA", "PKG-INFO") and Path(str(self._path)).name.startswith("tpudoctor"):
-            reads["own metadata"] += 1
-        return read_text(self, filename)
+    def counting(read_text):
+        def counted(self, filename):
+            reads[filename] += 1
+            if filename in ("METADATA", "PKG-INFO") and Path(str(self._path)).name.startswith("tpudoctor"):
+                reads["own metadata"] += 1
+            return read_text(self, filename)
+        return counted
 
-    monkeypatch.setattr(metadata.PathDistribution, "read_text", counted)
+    # dask imports the importlib_metadata backport, whose finder then yields its own distributions to the stdlib's
+    # scan: count the reads of both
+    backport = sys.modules.get("importlib_metadata")
+    for distribution in (metadata.PathDistribution, *([backport.PathDistribution] if backport else [])):
+        monkeypatch.setattr(distribution, "read_text", counting(distribution.read_text))
     rules = load_rules("profile-rules")
     assert "device-bound" in rules
     distributions = len({Path(str(d._path)) for d in metadata.distributions()})

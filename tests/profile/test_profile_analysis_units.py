@@ -73,6 +73,101 @@ def test_tpu_op_times_and_self_time_equal_a_stack_walk(shared_data, monkeypatch)
         assert getattr(pieces, times).tolist() == getattr(ops, times).tolist(), times
 
 
+@pytest.mark.needs_shared_data
+def test_tpu_ops_read_from_whole_lines_equal_the_ops_selected_row_by_row(shared_data, tmp_path, monkeypatch):
+    """The real v6e capture joined 3 times (its planes repeat, as a big capture's do): the ops read from the lines
+    table's whole ``XLA Ops`` lines, as slices, are the rows, cores, device-clock times and self times that a
+    selection of every event by its line and plane names gives; and so are the columns read at the ops."""
+    from tpudoctor.captures.xspace import decode_host_file
+    from tpudoctor.profile.analysis import device_op_rows
+    from tpudoctor.profile.analysis.device_op_rows import _select_device_ops
+    from tpudoctor.profile.analysis.events import line_rows, module_rows, text_equals
+
+    joined = tmp_path / "host.xplane.pb"
+    joined.write_bytes((shared_data / "xprof_tpu_inference_2.xplane.pb").read_bytes() * 3)
+    host = decode_host_file(str(joined), hostname="h", source=str(joined))
+    from_lines = _select_device_ops(host)
+    assert from_lines.spans is not None and len(from_lines.spans[0]) == 12
+    monkeypatch.setattr(device_op_rows, "_tpu_op_lines", lambda host: None)
+    row_by_row = _select_device_ops(host)
+    assert row_by_row.spans is None and len(row_by_row) == 3 * 6013
+    for name in ("rows", "core", "core_names", "start_ps", "duration_ps", "self_ps"):
+        expected, found = getattr(row_by_row, name), getattr(from_lines, name)
+        assert found.dtype == expected.dtype and found.tolist() == expected.tolist(), name
+    # nothing nests on its XLA Ops lines: the self times are the durations themselves, both ways
+    assert from_lines.self_ps is from_lines.duration_ps and row_by_row.self_ps is row_by_row.duration_ps
+    for name in ("name", "hlo_category", "line_name"):
+        assert from_lines.coded(name).codes.tolist() == row_by_row.coded(name).codes.tolist(), name
+    for name in ("program_id", "hlo_category"):
+        (codes, values), (expected_codes, expected_values) = from_lines.factorized(name), row_by_row.factorized(name)
+        assert codes.tolist() == expected_codes.tolist() and [str(v) for v in values] == [str(v) for v in expected_values]
+    for name in ("flops", "bytes_accessed", "model_flops"):  # metadata stats, through each op's metadata row
+        rows = from_lines.metadata_rows()
+        assert from_lines.numbers(name, rows).tolist() == row_by_row.numbers(name).tolist(), name
+        assert from_lines.whole_numbers(name, rows).tolist() == row_by_row.whole_numbers(name).tolist(), name
+    ev = host.events
+    assert module_rows(host).tolist() == np.flatnonzero(text_equals(ev["line_name"], "XLA Modules")).tolist()
+    assert line_rows(host, "Steps", lambda plane: plane == "/device:TPU:1").tolist() == np.flatnonzero(
+        text_equals(ev["line_name"], "Steps") & text_equals(ev["plane_name"], "/device:TPU:1")).tolist()
+
+
+def test_sums_by_metadata_row_equal_the_group_sums_of_the_ops_values():
+    """Group sums and totals worked out per metadata row (how many ops of each group have it) are what
+    ``Groups.sums``/``float_total``/``np.nansum`` give over the ops' own values: exact below 2**53, pandas' sums of
+    the ops of the groups (and the total) past it, NaN skipped; None where some row's ops are of two groups."""
+    from tpudoctor.profile.analysis.grouping import Groups, SumsByRow, float_total
+
+    rng = np.random.default_rng(11)
+    n_rows, n = 300, 20000
+    group_of_row = rng.integers(0, 40, n_rows)
+    row = rng.integers(-1, n_rows, n).astype(np.int32)
+    a = np.where(row >= 0, group_of_row[row] // 8, 99)  # ops without a row: a group of their own
+    b = np.where(row >= 0, group_of_row[row] % 8, 99)
+    groups = Groups(a, b)
+    by_row = SumsByRow.of(groups, row, n_rows)
+    assert by_row is not None
+    for per_row, missing in ((rng.integers(0, 10**6, n_rows), 0),                      # small whole numbers
+                             (np.where(group_of_row == 3, 2**50 + 3, 7).astype(np.int64), 0),  # group 3 passes 2**53
+                             (rng.integers(0, 10**4, n_rows).astype(np.float64), 0.0),
+                             (np.where(rng.random(n_rows) < 0.2, np.nan, 2.0**45 * rng.integers(1, 9, n_rows)), np.nan)):
+        values = np.append(per_row, np.asarray([missing], per_row.dtype))[row]
+        sums, total = by_row.sums_and_total(per_row, missing=missing, nan_total=bool(np.isnan(missing)))
+        assert sums.tolist() == groups.sums(values).tolist()
+        assert total == (float(np.nansum(values)) if np.isnan(missing) else float_total(values))
+    assert by_row.sums_and_total(rng.random(n_rows)) is None  # not whole numbers: the ops' own sums
+    assert SumsByRow.of(Groups(rng.integers(0, 5, n)), row, n_rows) is None  # a row's ops in several groups
+
+
+def test_enclosing_names_equal_a_search_of_each_childs_line():
+    """The innermost parent of each child (latest start that contains it on its line; the first of parents
+    starting together) is what a search of the child's own line finds, for nesting deeper than the rounds that
+    search all children together."""
+    from tpudoctor.profile.analysis.recompilation import ENCLOSING_ROUNDS, _enclosing_names
+
+    rng = np.random.default_rng(4)
+    n = 3000
+    frame = pd.DataFrame({"plane_id": rng.integers(0, 2, n), "line_id": rng.integers(0, 3, n),
+                          "name": pd.Categorical(rng.choice(["f", "g", "h"], n)),
+                          "start_ps": rng.integers(0, 400, n), "duration_ps": rng.integers(0, 300, n)})
+    frame.loc[:60, ["plane_id", "line_id", "start_ps", "duration_ps"]] = [1, 1, 0, 10**6]  # deep, tied nesting
+    parents, children = np.flatnonzero(rng.random(n) < 0.5), np.arange(n)
+    ends = frame["start_ps"] + frame["duration_ps"]
+    expected = []
+    for child in children:
+        same = parents[(frame["plane_id"].to_numpy()[parents] == frame["plane_id"][child])
+                       & (frame["line_id"].to_numpy()[parents] == frame["line_id"][child])]
+        inside = same[(frame["start_ps"].to_numpy()[same] <= frame["start_ps"][child])
+                      & (ends.to_numpy()[same] >= ends[child])]
+        if not len(inside):
+            expected.append(None)
+            continue
+        order = inside[np.lexsort((frame["start_ps"].to_numpy()[inside],))]
+        latest = order[frame["start_ps"].to_numpy()[order] == frame["start_ps"].to_numpy()[order].max()][0]
+        expected.append(str(frame["name"][latest]))
+    assert ENCLOSING_ROUNDS < 60
+    assert _enclosing_names(frame, children, parents) == expected
+
+
 def test_groups_count_and_sum_as_a_pandas_group_by():
     from tpudoctor.profile.analysis.grouping import Groups
 

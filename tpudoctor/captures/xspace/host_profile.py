@@ -65,10 +65,18 @@ class HostProfile:
             return self.sparse_stats[name].at(rows)
         if name not in self.metadata_stats:
             return None
+        return self.metadata_stat(name).take(self.metadata_rows_at(rows), allow_fill=True)
+
+    def metadata_rows_at(self, rows: np.ndarray) -> np.ndarray:
+        """The ``event_metadata`` row (int32, -1: none) of the events at ``rows``: where ``stat_at`` reads a
+        metadata stat, so that a reader of several takes each one's values at these rows (``metadata_stat``)."""
         plane = self.events["plane_id"].to_numpy()[rows]
         metadata_id = self.events["metadata_id"].to_numpy()[rows].astype(np.int64)
-        meta_rows = self._metadata_rows.lookup(plane, metadata_id)
-        return self._metadata_values(name).take(meta_rows, allow_fill=True)
+        return self._metadata_rows.lookup(plane, metadata_id)
+
+    def metadata_stat(self, name: str) -> pd.arrays.IntegerArray:
+        """A stat of ``metadata_stats``, one value per ``event_metadata`` row (nullable integers)."""
+        return self._metadata_values(name)
 
     def rows_with(self, name: str) -> np.ndarray:
         """The rows (ascending) of the events with a value of stat ``name`` in its ``events`` column or

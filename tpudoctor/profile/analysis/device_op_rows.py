@@ -22,9 +22,16 @@ from tpudoctor.profile.analysis.events import (
     take,
     text_equals,
     text_in,
+    whole_lines,
 )
-from tpudoctor.profile.analysis.grouping import FACTORIZE_ROWS, Coded, Factorizer
-from tpudoctor.profile.analysis.nesting import self_time_arrays
+from tpudoctor.profile.analysis.grouping import (
+    CHUNK_ROWS,
+    FACTORIZE_ROWS,
+    Coded,
+    Factorizer,
+    float_total,
+)
+from tpudoctor.profile.analysis.nesting import line_self_time, self_time_arrays
 
 
 @dataclasses.dataclass
@@ -46,6 +53,9 @@ class DeviceOpRows:
     memo: dict = dataclasses.field(default_factory=dict, repr=False)
     """Figures per op that several analyses read (``programs.op_kinds``, ``programs.op_programs``),
     made once for this selection."""
+    spans: tuple[np.ndarray, np.ndarray] | None = None
+    """(first row, row count) of each run of adjacent rows the ops are, in their order, where they are whole
+    lines (a TPU's ``XLA Ops`` lines): columns are then read at the ops as slices, not gathered row by row."""
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -53,6 +63,12 @@ class DeviceOpRows:
     @property
     def empty(self) -> bool:
         return len(self.rows) == 0
+
+    def self_total_ps(self) -> float:
+        """``float_total(self_ps)``: every op's self time together, summed once for the analyses that read it."""
+        if "self_total_ps" not in self.memo:
+            self.memo["self_total_ps"] = float_total(self.self_ps)
+        return self.memo["self_total_ps"]
 
     def end_ps(self, at: np.ndarray | None = None) -> np.ndarray:
         """End of every op (or of the ops at positions/mask ``at``)."""
@@ -65,7 +81,36 @@ class DeviceOpRows:
         return self.host.events
 
     def coded(self, name: str) -> Coded:
+        column = self.events[name] if name in self.events.columns else None
+        if self.spans is not None and column is not None and isinstance(column.dtype, pd.CategoricalDtype):
+            return Coded(self.at(column.array.codes), np.array([str(c) for c in column.cat.categories], dtype=object))
         return Coded.of_stat(self.host, name, self.rows)
+
+    def at(self, values: np.ndarray) -> np.ndarray:
+        """``values[self.rows]`` of a numpy array with a value per event (slices of the ops' ``spans``)."""
+        if self.spans is None:
+            return values[self.rows]
+        out = np.empty(len(self.rows), values.dtype)
+        low = 0
+        for first, count in zip(*self.spans, strict=True):
+            out[low:low + count] = values[first:first + count]
+            low += count
+        return out
+
+    def _chunks(self, size: int):
+        """(first op, end op, rows) of pieces of at most ``size`` ops, in order: ``rows`` a slice of the events
+        within one of the ``spans`` where the ops have them (a pandas array reads a slice as a view), else the
+        ops' rows."""
+        if self.spans is None:
+            for low in range(0, len(self.rows), size):
+                yield low, min(low + size, len(self.rows)), self.rows[low:low + size]
+            return
+        low = 0
+        for first, count in zip(self.spans[0].tolist(), self.spans[1].tolist(), strict=True):
+            for offset in range(0, count, size):
+                high = min(offset + size, count)
+                yield low + offset, low + high, slice(first + offset, first + high)
+            low += count
 
     def values(self, name: str):
         """The stat at the op rows (an all-missing object array where the capture has no such stat)."""
@@ -79,30 +124,40 @@ class DeviceOpRows:
         gives them, a chunk of rows at a time (no copy of the stat at every op)."""
         codes = np.empty(len(self.rows), np.int32)
         factorizer = Factorizer()
-        for low in range(0, len(self.rows), FACTORIZE_ROWS):
-            rows = self.rows[low:low + FACTORIZE_ROWS]
-            values = self.host.stat_at(name, rows)
+        column = self.events[name].array if name in self.events.columns else None
+        for low, high, rows in self._chunks(FACTORIZE_ROWS):
+            values = column[rows] if isinstance(rows, slice) and column is not None else self.host.stat_at(
+                name, self.rows[low:high])
             if values is None:
-                values = np.full(len(rows), pd.NA, dtype=object)
-            codes[low:low + FACTORIZE_ROWS] = factorizer.codes(values if dtype is None else pd.array(values, dtype=dtype))
+                values = np.full(high - low, pd.NA, dtype=object)
+            codes[low:high] = factorizer.codes(values if dtype is None else pd.array(values, dtype=dtype))
         return codes, factorizer.uniques
 
-    def numbers(self, name: str) -> np.ndarray:
-        """A numeric stat at the op rows as float64, NaN where missing or not a number."""
-        if self._integer_kind(name):
-            return self._gathered(name, np.float64, np.nan)
+    def numbers(self, name: str, metadata_rows: np.ndarray | None = None) -> np.ndarray:
+        """A numeric stat at the op rows as float64, NaN where missing or not a number. ``metadata_rows``: the
+        ops' ``metadata_rows()`` where already made (a metadata stat is then read through them)."""
+        if self.integer_kind(name):
+            return self._gathered(name, np.float64, np.nan, metadata_rows)
         values = self.values(name)
         return pd.to_numeric(pd.Series(values, copy=False), errors="coerce").to_numpy(np.float64)
 
-    def whole_numbers(self, name: str) -> np.ndarray:
+    def whole_numbers(self, name: str, metadata_rows: np.ndarray | None = None) -> np.ndarray:
         """A numeric stat at the op rows with 0 where missing: int64 for a signed integer stat (exact,
-        half the work of floats), else float64 (NaN and non-numbers as 0)."""
-        if self._integer_kind(name) == "i":
-            return self._gathered(name, np.int64, 0)
-        numbers = self.numbers(name)
+        half the work of floats), else float64 (NaN and non-numbers as 0). ``metadata_rows``: as for ``numbers``."""
+        if self.integer_kind(name) == "i":
+            return self._gathered(name, np.int64, 0, metadata_rows)
+        numbers = self.numbers(name, metadata_rows)
         return np.where(np.isnan(numbers), 0.0, numbers)
 
-    def _integer_kind(self, name: str) -> str | None:
+    def metadata_rows(self) -> np.ndarray:
+        """Each op's row of ``host.event_metadata`` (int32, -1: none), where its metadata stats are read: looked
+        up once for all of them, a chunk of ops at a time."""
+        out = np.empty(len(self.rows), np.int32)
+        for low in range(0, len(self.rows), CHUNK_ROWS):
+            out[low:low + CHUNK_ROWS] = self.host.metadata_rows_at(self.rows[low:low + CHUNK_ROWS])
+        return out
+
+    def integer_kind(self, name: str) -> str | None:
         """'i'/'u' for a nullable integer stat ('f' for a nullable float one), None otherwise."""
         if name in self.events.columns:
             column = self.events[name].array
@@ -114,12 +169,22 @@ class DeviceOpRows:
             return sparse.values.dtype.kind
         return "i" if name in self.host.metadata_stats else None  # read from the metadata as Int64
 
-    def _gathered(self, name: str, dtype, missing) -> np.ndarray:
-        """A nullable stat at the op rows as numpy, a chunk of rows at a time (no second copy)."""
+    def _gathered(self, name: str, dtype, missing, metadata_rows: np.ndarray | None = None) -> np.ndarray:
+        """A nullable stat at the op rows as numpy, a chunk of rows at a time (no second copy); a metadata stat
+        through the ops' ``metadata_rows`` where given (one gather from its values, converted once)."""
+        if metadata_rows is not None and name in self.host.metadata_stats and name not in self.events.columns:
+            try:
+                values = self.host.metadata_stat(name).to_numpy(dtype, na_value=missing)
+            except (TypeError, ValueError, OverflowError):  # a value the ops may not read: converted per op below
+                values = None
+            if values is not None:
+                return np.append(values, np.asarray(missing, dtype))[metadata_rows]  # row -1 reads the appended one
         out = np.empty(len(self.rows), dtype)
-        for low in range(0, len(self.rows), FACTORIZE_ROWS):  # a metadata stat's lookup takes ~30 bytes per row
-            chunk = self.host.stat_at(name, self.rows[low:low + FACTORIZE_ROWS])
-            out[low:low + FACTORIZE_ROWS] = chunk.to_numpy(dtype, na_value=missing)
+        column = self.events[name].array if name in self.events.columns else None
+        for low, high, rows in self._chunks(FACTORIZE_ROWS):  # a metadata stat's lookup takes ~30 bytes per row
+            chunk = column[rows] if isinstance(rows, slice) and column is not None else self.host.stat_at(
+                name, self.rows[low:high])
+            out[low:high] = chunk.to_numpy(dtype, na_value=missing)
         return out
 
     def cores_in_order(self) -> list[int]:
@@ -172,6 +237,9 @@ def _select_device_ops(host) -> DeviceOpRows:
     ev = host.events
     kind = device_kind(host)
     if kind == "tpu":
+        whole_lines = _tpu_op_lines(host)
+        if whole_lines is not None:
+            return _ops_of_lines(host, *whole_lines)
         sel = text_equals(ev["line_name"], "XLA Ops") & name_matches(ev, TPU_PLANE.pattern, col="plane_name")
     elif kind == "gpu":
         sel = name_matches(ev, "^" + re.escape(GPU_PLANE_PREFIX), col="plane_name")
@@ -197,6 +265,104 @@ def _select_device_ops(host) -> DeviceOpRows:
         core, core_names = planes.codes, planes.labels
     start, duration, self_ps = _op_times(host, rows, device_clock=kind == "tpu")
     return DeviceOpRows(host, rows, start, duration, self_ps, core, core_names)
+
+
+def _tpu_op_lines(host) -> tuple[np.ndarray, np.ndarray] | None:
+    """(first row in ``host.events``, row count) of each ``XLA Ops`` line of a TPU plane that has events, in
+    the order of the events (``events.whole_lines``); None where the tables cannot tell, or a plane holds two
+    such lines of one id (their ops are then one line to the self times)."""
+    found = whole_lines(host, "XLA Ops", lambda name: TPU_PLANE.search(name) is not None)
+    if found is None:
+        return None
+    first, counts = found
+    ev = host.events
+    plane_id, line_id = ev["plane_id"].to_numpy(), ev["line_id"].to_numpy()
+    keys = [(int(plane_id[low]), int(line_id[low])) for low in first.tolist()]
+    if len(set(keys)) < len(keys):
+        return None
+    for low, count, (plane, line) in zip(first.tolist(), counts.tolist(), keys, strict=True):
+        if np.any(plane_id[low:low + count] != plane) or np.any(line_id[low:low + count] != line):
+            return None  # a line's events carry its ids
+    return first, counts
+
+
+def _ops_of_lines(host, first: np.ndarray, counts: np.ndarray) -> DeviceOpRows:
+    """The device ops of a TPU host from its whole ``XLA Ops`` lines (``_tpu_op_lines``): slices of the
+    event columns, a line at a time, where a selection would gather every op's row."""
+    ev = host.events
+    n = int(counts.sum())
+    rows = np.empty(n, np.int32 if len(ev) < 2**31 else np.int64)
+    planes = ev["plane_name"].array
+    core = np.empty(n, planes.codes.dtype)
+    core_names = np.array([str(c) for c in planes.categories], dtype=object)
+    start = np.empty(n, np.int64)
+    duration = np.empty(n, np.int64)
+    self_ps = None
+    clock = _DeviceClock(host)
+    low = 0
+    for first_row, count in zip(first.tolist(), counts.tolist(), strict=True):
+        high, row_high = low + count, first_row + count
+        rows[low:high] = np.arange(first_row, row_high)
+        core[low:high] = planes.codes[first_row]
+        line_start, line_duration = start[low:high], duration[low:high]
+        line_start[:] = _column_slice(ev, "start_ps", first_row, row_high)
+        line_duration[:] = _column_slice(ev, "duration_ps", first_row, row_high)
+        clock.apply(first_row, row_high, line_start, line_duration)
+        own = line_self_time(line_start, line_duration)
+        if self_ps is None and own is not line_duration:
+            self_ps = np.empty(n, np.int64)
+            self_ps[:low] = duration[:low]
+        if self_ps is not None:
+            self_ps[low:high] = own
+        low = high
+    self_ps = duration if self_ps is None else self_ps
+    shared_rows = _same_rows(host, rows, DEVICE_CLOCK_STATS[1])
+    device_duration = _device_durations(host, shared_rows) if shared_rows is not rows else None
+    if device_duration is not None:  # every op on the device clock: its durations are the stat's own array
+        rows, duration, self_ps = shared_rows, device_duration, device_duration if self_ps is duration else self_ps
+    return DeviceOpRows(host, rows, start, duration, self_ps, core, core_names, spans=(first, counts))
+
+
+def _column_slice(ev: pd.DataFrame, name: str, low: int, high: int) -> np.ndarray:
+    """``take(ev, name, rows)`` of the rows ``low:high``: a view of a numpy column."""
+    series = ev[name]
+    if isinstance(series.dtype, np.dtype):
+        return series.to_numpy()[low:high]
+    return np.asarray(series.array[low:high].to_numpy(np.int64), dtype=np.int64)
+
+
+class _DeviceClock:
+    """``_device_timespans`` of whole lines (the events ``low:high`` of one line): the TPU's own clock where the
+    capture has it, the line's timestamp read once."""
+
+    def __init__(self, host):
+        ev = host.events
+        self.host = host
+        self.has = host.has_stat("device_offset_ps") and host.has_stat("device_duration_ps")
+        if not self.has:
+            return
+        self.plane_id, self.line_id = ev["plane_id"].to_numpy(), ev["line_id"].to_numpy()
+        self.origin_ns = int(getattr(host, "time_origin_ns", 0) or 0)
+        lines = host.lines
+        self.timestamps: dict[tuple[int, int], int] = {}  # the first line of an id in its plane, as the lookup finds
+        for key in zip(lines["plane_id"].to_numpy(np.int64).tolist(), lines["line_id"].to_numpy(np.int64).tolist(),
+                       lines["timestamp_ns"].to_numpy(np.int64).tolist(), strict=True):
+            self.timestamps.setdefault(key[:2], key[2])
+
+    def apply(self, low: int, high: int, start: np.ndarray, duration: np.ndarray) -> None:
+        """``start``/``duration`` (the events' own, of rows ``low:high``) set to the device clock's where known."""
+        if not self.has or high == low:
+            return
+        # a column's slice, or a sparse stat's values there (a slice of them where every row has one)
+        offset = self.host.stat_at("device_offset_ps", slice(low, high))
+        device_duration = self.host.stat_at("device_duration_ps", slice(low, high))
+        known = ~(pd.isna(offset) | pd.isna(device_duration))
+        if not known.any():
+            return
+        key = (int(self.plane_id[low]), int(self.line_id[low]))
+        line_ps = (np.int64(self.timestamps.get(key, self.origin_ns)) - self.origin_ns) * 1000
+        np.copyto(start, offset.to_numpy(dtype=np.int64, na_value=0) + line_ps, where=known)
+        np.copyto(duration, device_duration.to_numpy(dtype=np.int64, na_value=0), where=known)
 
 
 OP_CHUNK = 1 << 18  # ops whose times are worked out together (whole lines): bounds the temporaries

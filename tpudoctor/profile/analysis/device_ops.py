@@ -9,7 +9,7 @@ import pandas as pd
 
 from tpudoctor.profile.analysis.device_op_rows import device_ops
 from tpudoctor.profile.analysis.events import module_rows, take
-from tpudoctor.profile.analysis.grouping import Coded, Groups, float_total
+from tpudoctor.profile.analysis.grouping import Coded, Groups, SumsByRow, float_total
 from tpudoctor.profile.analysis.intervals import union_ps
 from tpudoctor.profile.analysis.programs import (
     OP_KINDS,
@@ -69,7 +69,7 @@ def analyze_device_ops(host, *, top_n: int = 15, programs: pd.DataFrame | None =
     category_ids, category_labels = category.mapped(str, missing="")
     del category
     self_ps = ops.self_ps
-    total = max(float_total(self_ps), 1.0)
+    total = max(ops.self_total_ps(), 1.0)
     groups = Groups(program_ids, name_ids, category_ids)
     first = groups.first_row
     # each group's texts are read at its first op; the per-op ids go before the per-op FLOPs are read
@@ -80,11 +80,15 @@ def analyze_device_ops(host, *, top_n: int = 15, programs: pd.DataFrame | None =
     del program_ids, name_ids
     by_category = Groups(category_ids)
     del category_ids
-    flops = ops.numbers("flops")
-    g["flops"] = groups.sums(flops)
+    found = _flops_by_row(ops, groups)
+    if found is not None:
+        g["flops"], flops_total, flops_known = found
+    else:
+        flops = ops.numbers("flops", ops.metadata_rows())  # a metadata stat: read through each op's metadata row
+        g["flops"] = groups.sums(flops)
+        flops_total, flops_known = np.nansum(flops), bool(np.isfinite(flops).any())
+        del flops
     del groups
-    flops_total, flops_known = np.nansum(flops), bool(np.isfinite(flops).any())
-    del flops
     g = g.sort_values(["self_ps", "program", "name"], ascending=[False, True, True], kind="stable").head(top_n)
     top = pd.DataFrame({"program": g["program"].to_numpy(), "program_id": g["program_id"].to_numpy(),
                         "name": g["name"].to_numpy(), "kind": g["kind"].to_numpy(), "category": g["category"].to_numpy(),
@@ -112,6 +116,23 @@ def analyze_device_ops(host, *, top_n: int = 15, programs: pd.DataFrame | None =
                      *_utilization(host, self_ps, flops_total, flops_known, ops),
                      programs=program_table(host, kinds=kinds, programs=of_op) if programs is None else programs,
                      kind_ms=kind_totals_ms(ops, kinds))
+
+
+def _flops_by_row(ops, groups: Groups) -> tuple[np.ndarray, float, bool] | None:
+    """(each group's FLOPs, their ``np.nansum`` over the ops, whether any op has a figure) from each metadata
+    row's FLOPs and how many ops of each group have the row (``grouping.SumsByRow``: no per-op array), where the
+    FLOPs are a metadata stat and a row's ops are of one group; None otherwise."""
+    if "flops" in ops.events.columns or not ops.integer_kind("flops"):
+        return None
+    try:
+        per_row = ops.host.metadata_stat("flops").to_numpy(np.float64, na_value=np.nan)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    by_row = SumsByRow.of(groups, ops.metadata_rows(), len(per_row))
+    found = None if by_row is None else by_row.sums_and_total(per_row, missing=np.nan, nan_total=True)
+    if found is None:
+        return None
+    return found[0], found[1], bool(np.isfinite(per_row[by_row.used]).any())
 
 
 def op_name_ids(ops) -> tuple[np.ndarray, np.ndarray]:
@@ -161,7 +182,7 @@ def _utilization(host, self_ps: np.ndarray, flops_total: float, flops_known: boo
     flops_util = None
     peaks = [float(s["peak_teraflops_per_second"]) for s in host.plane_stats.values()
              if s.get("peak_teraflops_per_second")]
-    busy_ps = float_total(self_ps)
+    busy_ps = float_total(self_ps) if self_ps is not ops.self_ps else ops.self_total_ps()
     if peaks and busy_ps > 0 and flops_known:
         n_cores = max(len(ops.cores_in_order()), 1)
         rate = flops_total / (busy_ps / 1e12 / n_cores) / n_cores

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.analysis.grouping import CHUNK_ROWS, Coded
+from tpudoctor.profile.analysis.grouping import CHUNK_ROWS, Coded, rows_with_codes
 
 TPU_PLANE = re.compile(r"^/device:TPU:(\d+)$")
 
@@ -59,7 +59,7 @@ def name_matches(frame: pd.DataFrame, pattern: str, col: str = "name") -> np.nda
     if isinstance(values.dtype, pd.CategoricalDtype):
         # Match each distinct name once, then map back (names repeat thousands of times).
         hits = _category_hits(values.cat.categories, pattern)
-        return _rows_with_codes(values.array.codes, hits)
+        return rows_with_codes(values.array.codes, hits)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return mask(values.astype("string").str.contains(pattern, regex=True))
@@ -71,7 +71,7 @@ def text_equals(series: pd.Series, value: str) -> np.ndarray:
     if not isinstance(series.dtype, pd.CategoricalDtype):
         return mask(series.astype(str) == value)
     hit = np.append(np.asarray(series.cat.categories.astype(str) == value, dtype=bool), False)
-    return _rows_with_codes(series.array.codes, hit)  # code -1 (missing: stays missing as text) takes the appended False
+    return rows_with_codes(series.array.codes, hit)  # code -1 (missing: stays missing as text) takes the appended False
 
 
 def text_in(series: pd.Series, values) -> np.ndarray:
@@ -79,18 +79,9 @@ def text_in(series: pd.Series, values) -> np.ndarray:
     if not isinstance(series.dtype, pd.CategoricalDtype):
         return mask(series.astype("string").isin(values))
     hit = np.append(np.asarray(series.cat.categories.astype(str).isin(list(values)), dtype=bool), False)
-    return _rows_with_codes(series.array.codes, hit)
+    return rows_with_codes(series.array.codes, hit)
 
 
-def _rows_with_codes(codes: np.ndarray, hit: np.ndarray) -> np.ndarray:
-    """``hit[codes]`` (``hit`` has a last entry for code -1): one comparison per row where a single
-    category hits, nothing where none does."""
-    which = np.flatnonzero(hit)
-    if not len(which):
-        return np.zeros(len(codes), bool)
-    if len(which) == 1 and which[0] < len(hit) - 1:
-        return codes == which[0]
-    return hit[codes]
 
 
 def host_rows(host, pattern: str | None = None) -> np.ndarray:
@@ -104,11 +95,68 @@ def host_rows(host, pattern: str | None = None) -> np.ndarray:
 
 def module_rows(host, core: str | None = None) -> np.ndarray:
     """Rows of the ``XLA Modules`` line events of the plane named ``core`` (of every plane: None)."""
+    rows = line_rows(host, "XLA Modules", None if core is None else (lambda plane: plane == core))
+    if rows is not None:
+        return rows
     ev = host.events
     sel = text_equals(ev["line_name"], "XLA Modules")
     if core is not None:
         sel &= text_equals(ev["plane_name"], core)
     return np.flatnonzero(sel)
+
+
+def line_rows(host, line_name: str, plane_hit=None) -> np.ndarray | None:
+    """Rows of the events of the lines named ``line_name`` (on the planes whose name passes ``plane_hit``), as a
+    selection by the events' line and plane names finds them, from the lines table (``whole_lines``); None where
+    that cannot tell."""
+    found = whole_lines(host, line_name, plane_hit)
+    if found is None:
+        return None
+    first, counts = found
+    if not len(first):
+        return np.zeros(0, np.int64)
+    return np.concatenate([np.arange(low, low + count) for low, count in zip(first.tolist(), counts.tolist(),
+                                                                                strict=True)])
+
+
+def whole_lines(host, line_name: str, plane_hit=None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(first row, row count) of the lines named ``line_name`` (on the planes whose name passes ``plane_hit``) that
+    have events, in the events' order: the events are stored line after line, as many as the lines table counts,
+    so a line's events are one run of rows. None where the tables say otherwise (their counts are not the events',
+    or the selected rows do not carry those names): a selection by the events' own names then scans every row."""
+    ev, lines, planes = host.events, getattr(host, "lines", None), getattr(host, "planes", None)
+    if (lines is None or planes is None or not {"line_name", "plane_name"} <= set(ev.columns)
+            or not {"n_events", "plane_id", "line_name"} <= set(lines)):
+        return None
+    counts = lines["n_events"].to_numpy(np.int64)
+    if int(counts.sum()) != len(ev):
+        return None
+    plane_names = dict(zip(planes["plane_id"].tolist(), planes["plane_name"].astype(str).tolist(), strict=True))
+    plane_of_line = lines["plane_id"].tolist()
+    if plane_hit is None:
+        on_plane = np.ones(len(lines), bool)
+    else:
+        hit = {plane: bool(plane_hit(name)) for plane, name in plane_names.items()}
+        on_plane = np.fromiter((hit.get(plane, False) for plane in plane_of_line), bool, len(lines))
+    chosen = np.flatnonzero((lines["line_name"].astype(str) == line_name).to_numpy(bool) & on_plane & (counts > 0))
+    first = np.concatenate(([0], np.cumsum(counts)[:-1]))[chosen]
+    counts = counts[chosen]
+    if not len(chosen):
+        return first, counts
+    line_names, planes = ev["line_name"], ev["plane_name"]
+    if not isinstance(line_names.dtype, pd.CategoricalDtype) or not isinstance(planes.dtype, pd.CategoricalDtype):
+        return None
+    line_code = np.flatnonzero(line_names.cat.categories.astype(str) == line_name)
+    plane_code = {str(name): code for code, name in enumerate(planes.cat.categories)}
+    if len(line_code) != 1:
+        return None
+    line_codes, plane_codes = line_names.array.codes, planes.array.codes
+    for low, count, line in zip(first.tolist(), counts.tolist(), chosen.tolist(), strict=True):
+        wanted_plane = plane_code.get(plane_names.get(plane_of_line[line]), -2)
+        if (np.any(line_codes[low:low + count] != line_code[0])
+                or np.any(plane_codes[low:low + count] != wanted_plane)):
+            return None
+    return first, counts
 
 
 def take(frame: pd.DataFrame, name: str, rows: np.ndarray, dtype=np.int64) -> np.ndarray:
@@ -160,8 +208,10 @@ def capture_window_ps(host) -> tuple[int, int]:
         timed = duration > 0
         if not timed.any():
             continue
-        start = np.asarray(starts[low:low + CHUNK_ROWS], np.int64)[timed]
-        chunk_first, chunk_last = int(start.min()), int((start + duration[timed]).max())
+        start = np.asarray(starts[low:low + CHUNK_ROWS], np.int64)
+        limits = np.iinfo(np.int64)
+        chunk_first = int(np.min(start, where=timed, initial=limits.max))
+        chunk_last = int(np.max(start + duration, where=timed, initial=limits.min))
         first = chunk_first if first is None else min(first, chunk_first)
         last = chunk_last if last is None else max(last, chunk_last)
     return (0, 0) if first is None else (first, last)

@@ -56,7 +56,7 @@ class Coded:
     def hits(self, fn) -> np.ndarray:
         """Rows whose label passes ``fn`` (missing rows never do)."""
         table = np.fromiter((bool(fn(label)) for label in self.labels), dtype=bool, count=len(self.labels))
-        return np.append(table, False)[self.codes]
+        return rows_with_codes(self.codes, np.append(table, False))
 
     def matches(self, pattern: str) -> np.ndarray:
         return self.hits(re.compile(pattern).search)
@@ -78,6 +78,24 @@ class Coded:
         if missing is not None:
             table[-1] = new_labels.setdefault(missing, len(new_labels))
         return table[self.codes], np.array(list(new_labels), dtype=object)
+
+
+def rows_with_codes(codes: np.ndarray, hit: np.ndarray) -> np.ndarray:
+    """``hit[codes]`` (``hit`` has a last entry for code -1): one comparison per row where a single
+    category hits, nothing where none does."""
+    which = np.flatnonzero(hit)
+    if not len(which):
+        return np.zeros(len(codes), bool)
+    if len(which) <= FEW_CODES:  # a comparison per hitting code reads less than a gather per row
+        out = codes == which[0] if which[0] < len(hit) - 1 else codes < 0
+        for code in which[1:].tolist():
+            out |= codes == code if code < len(hit) - 1 else codes < 0
+        return out
+    return hit[codes]
+
+
+FEW_CODES = 6
+"""Categories a selection compares each row with, one by one; more hit: a lookup per row."""
 
 
 CHUNK_ROWS = 1 << 20  # rows per pass where a whole-column temporary would cost hundreds of MB
@@ -148,8 +166,9 @@ class Groups:
         valid_rows = None if self.valid is None else np.flatnonzero(valid)
         for low in range(0, len(self.key), CHUNK_ROWS):  # first row of each key, a chunk at a time
             chunk = self.key[low:low + CHUNK_ROWS]
-            positions = np.arange(low, low + len(chunk)) if valid_rows is None else valid_rows[low:low + len(chunk)]
-            np.minimum.at(first, chunk, positions)
+            unseen = np.flatnonzero(first[chunk] == n)  # only the rows of keys not met in an earlier chunk
+            positions = unseen + low if valid_rows is None else valid_rows[low:low + len(chunk)][unseen]
+            np.minimum.at(first, chunk[unseen], positions)
         present = np.flatnonzero(first < n)
         self.order = present[np.argsort(first[present], kind="stable")]  # dense key of each group
         self.first_row = first[self.order]
@@ -183,12 +202,16 @@ class Groups:
             sums[inexact] = self._pandas_sums(values, inexact)
         return sums[self.order]
 
-    def _pandas_sums(self, values: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    def _pandas_sums(self, values: np.ndarray | None, chosen: np.ndarray, values_at=None) -> np.ndarray:
         """pandas' group-by sum of the groups of the dense keys where ``chosen`` is set (in order of their
-        dense key), from their rows only."""
+        dense key), from their rows only (``values_at(rows)``: the values at those rows, where ``values`` is None)."""
         rows = chosen[self.key] if not chosen.all() else None
         key = self.key if rows is None else self.key[rows]
-        values = np.asarray(values if rows is None else values[rows], np.float64)
+        if values is None:
+            values = np.asarray(values_at(np.arange(len(self.key)) if rows is None else np.flatnonzero(rows)),
+                                np.float64)
+        else:
+            values = np.asarray(values if rows is None else values[rows], np.float64)
         del rows
         wanted = np.flatnonzero(chosen)
         rank = np.full(self.size, -1, np.int32 if len(wanted) < 2**31 else np.int64)
@@ -219,6 +242,65 @@ class Groups:
             magnitudes += chunk_sums if not len(chunk) or chunk.min() >= 0 else np.bincount(
                 key, weights=np.abs(chunk), minlength=self.size)
         return sums, magnitudes >= 2.0 ** 53
+
+
+class SumsByRow:
+    """``Groups.sums`` and ``float_total`` of per-op values that depend on the op's metadata row only, worked out
+    per row from how many ops of each group have it (the groups must be a function of the row: an op's name is
+    its metadata's). Whole-number sums below 2**53 (2**52 for the total) are exact in any order, as those give
+    them; a group (or a total) past that is pandas' sum of its ops' values, gathered for its ops only."""
+
+    def __init__(self, groups: Groups, row: np.ndarray, used: np.ndarray, count: np.ndarray, group: np.ndarray):
+        self.groups, self.row = groups, row
+        self.used, self.count, self.group = used, count, group
+
+    @classmethod
+    def of(cls, groups: Groups, row: np.ndarray, n_rows: int) -> SumsByRow | None:
+        """None where some row's ops are of several groups, or some op is in no group."""
+        if groups.valid is not None or not len(row):
+            return None
+        count = np.zeros(n_rows + 1, np.int64)  # entry 0: the ops without a metadata row (their values are 0)
+        group_of_row = np.full(n_rows + 1, -1, np.int64)
+        for low in range(0, len(row), CHUNK_ROWS):
+            chunk = row[low:low + CHUNK_ROWS] + 1
+            count += np.bincount(chunk, minlength=n_rows + 1)
+            group_of_row[chunk] = groups.key[low:low + CHUNK_ROWS]  # some op's group: checked next
+        for low in range(0, len(row), CHUNK_ROWS):
+            chunk = row[low:low + CHUNK_ROWS] + 1
+            if np.any((group_of_row[chunk] != groups.key[low:low + CHUNK_ROWS]) & (chunk > 0)):
+                return None
+        used = np.flatnonzero(count[1:]) + 1
+        return cls(groups, row, used - 1, count[used].astype(np.float64), group_of_row[used])
+
+    def sums_and_total(self, per_row: np.ndarray, missing=0, nan_total: bool = False) -> tuple[np.ndarray, float] | None:
+        """(the sums of the groups, in their order; the total) of the ops' values ``per_row[row]`` (``missing``
+        where the row is -1): ``Groups.sums`` and ``float_total`` (``nan_total``: ``np.nansum``) of them; None
+        where they are not whole numbers (NaN, as those skip it, aside)."""
+        values = per_row[self.used]
+        if values.dtype.kind not in "iuf":
+            return None
+        if values.dtype.kind == "f":
+            values = np.where(np.isnan(values), 0.0, values)
+            if not (np.isfinite(values).all() and np.array_equal(values, np.floor(values))):
+                return None
+        parts = self.count * values.astype(np.float64)  # exact where it matters: below 2**53
+        size = self.groups.size
+        sums = np.bincount(self.group, weights=parts, minlength=size)
+        inexact = np.bincount(self.group, weights=np.abs(parts), minlength=size) >= 2.0 ** 53
+        extended = np.append(per_row, np.asarray([missing], per_row.dtype))  # row -1 reads the appended value
+
+        def at(positions: np.ndarray) -> np.ndarray:
+            return extended[self.row[positions]]
+
+        if inexact.any():
+            sums[inexact] = self.groups._pandas_sums(None, inexact, at)
+        # a sum of whole numbers whose magnitudes stay below the limit is exact in any order
+        if float(np.abs(parts).sum()) < (2.0 ** 53 if nan_total else 2.0 ** 52):
+            total = float(parts.sum())
+        else:  # the ops' values as the floats the sum reads them as: no integer copy beside them
+            values = extended.astype(np.float64)[self.row]
+            total = float(np.nansum(values)) if nan_total else float_total(values)
+        return sums[self.groups.order], total
 
 
 def exact_sum(values: np.ndarray) -> float | None:

@@ -150,23 +150,29 @@ def _by_label(ids: np.ndarray, n: int, times: np.ndarray,
             keep &= chosen[low:low + CHUNK_ROWS]
         return keep, chunk_ids[keep]
 
-    magnitude = 0.0
-    for low in range(0, len(ids), CHUNK_ROWS):
-        keep, _ = kept(low)
-        magnitude += float(np.abs(np.asarray(times[low:low + CHUNK_ROWS], np.int64)[keep]).sum(dtype=np.float64))
-    exact = magnitude < 2.0 ** 52  # exact as a float sum: bincounts
+    if chosen is not None and not chosen.any():  # nothing to count: every label empty, in label order
+        return np.arange(n), np.zeros(n, np.int64), np.zeros(n, np.int64)
     counts = np.zeros(n, np.int64)
-    totals = np.zeros(n, np.int64)
+    sums = np.zeros(n, np.float64)  # exact while every partial sum stays below 2**52 (whole numbers)
     first = np.full(n, len(ids), np.int64)
+    exact = True
     for low in range(0, len(ids), CHUNK_ROWS):
         keep, chunk_ids = kept(low)
         chunk_times = np.asarray(times[low:low + CHUNK_ROWS], np.int64)[keep]
         counts += np.bincount(chunk_ids, minlength=n)
         if exact:
-            totals += np.bincount(chunk_ids, weights=chunk_times, minlength=n).astype(np.int64)
-        else:
-            np.add.at(totals, chunk_ids, chunk_times)
-        np.minimum.at(first, chunk_ids, np.flatnonzero(keep) + low)
+            sums += np.bincount(chunk_ids, weights=chunk_times, minlength=n)
+            # times are never negative: the sums are their magnitudes
+            exact = not len(chunk_times) or (chunk_times.min() >= 0 and sums.sum() < 2.0 ** 52)
+        unseen = first[chunk_ids] == len(ids)  # each label's first row: only the rows of labels new here
+        np.minimum.at(first, chunk_ids[unseen], (np.flatnonzero(keep) + low)[unseen])
+    if exact:
+        totals = sums.astype(np.int64)
+    else:  # integer sums, row by row
+        totals = np.zeros(n, np.int64)
+        for low in range(0, len(ids), CHUNK_ROWS):
+            keep, chunk_ids = kept(low)
+            np.add.at(totals, chunk_ids, np.asarray(times[low:low + CHUNK_ROWS], np.int64)[keep])
     order = np.argsort(first, kind="stable")
     return order, counts[order], totals[order]
 

@@ -51,32 +51,6 @@ def breakdown_per_metadata(host) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def metadata_rows(meta: pd.DataFrame, plane_of_op: np.ndarray, id_of_op: np.ndarray) -> np.ndarray:
-    """Row of ``meta`` (one row per plane and metadata id) of each op's (plane_id, metadata_id); -1 where
-    absent. Looked up plane by plane in that plane's sorted ids (ops come grouped by plane)."""
-    out = np.full(len(id_of_op), -1, dtype=np.int64)
-    meta_plane = meta["plane_id"].to_numpy(np.int64)
-    meta_id = meta["metadata_id"].to_numpy(np.int64)
-    meta_order = np.lexsort((meta_id, meta_plane))  # by plane, then id
-    sorted_meta_plane = meta_plane[meta_order]
-    in_order = not len(plane_of_op) or bool(np.all(plane_of_op[1:] >= plane_of_op[:-1]))
-    op_order = None if in_order else np.argsort(plane_of_op, kind="stable")
-    sorted_op_plane = plane_of_op if op_order is None else plane_of_op[op_order]
-    for plane in np.unique(sorted_op_plane):
-        low, high = np.searchsorted(sorted_op_plane, [plane, plane + 1])
-        meta_low, meta_high = np.searchsorted(sorted_meta_plane, [plane, plane + 1])
-        if meta_low == meta_high:
-            continue
-        by_id = meta_order[meta_low:meta_high]
-        ids = meta_id[by_id]
-        ops_here = np.arange(low, high) if op_order is None else op_order[low:high]
-        wanted = id_of_op[ops_here]
-        position = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
-        hit = ids[position] == wanted
-        out[ops_here[hit]] = by_id[position[hit]]
-    return out
-
-
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
     result = shift = 0
     while pos < len(data):

@@ -28,13 +28,33 @@ def self_time_arrays(plane: np.ndarray, line: np.ndarray, start: np.ndarray, dur
     line = np.asarray(line, np.int64)
     keys = plane * (1 << 32) + line
     order = None if _in_line_order(keys, start, duration) else _line_order(plane, line, keys, start, duration)
+    return _self_time(keys, order, start, duration)
+
+
+def line_self_time(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
+    """``self_time_arrays`` of the events of one line (no plane and line arrays to compare)."""
+    if not len(start):
+        return duration.copy()
+    order = None if _in_line_order(None, start, duration) else _one_line_order(start, duration)
+    return _self_time(None, order, start, duration)
+
+
+def _self_time(keys: np.ndarray | None, order: np.ndarray | None, start: np.ndarray,
+               duration: np.ndarray) -> np.ndarray:
+    """Self times of events in (line ``keys``, start, longest first) ``order`` (None: as they come; ``keys``
+    None: all of one line)."""
     if order is not None:
-        keys, starts, durations = keys[order], start[order], duration[order]
+        starts, durations = start[order], duration[order]
+        keys = None if keys is None else keys[order]
     else:
         starts, durations = start, duration
     ends = starts + durations
-    new_line = np.r_[True, keys[1:] != keys[:-1]]
-    parent = _direct_parents(starts, ends, new_line)
+    if keys is None:
+        new_line = np.zeros(len(starts), bool)
+        new_line[0] = True
+    else:
+        new_line = np.r_[True, keys[1:] != keys[:-1]]
+    parent = _direct_parents(starts, ends, new_line, one_line=keys is None)
     has_parent = parent >= 0
     if not has_parent.any():  # no nesting (TPU XLA Ops lines mostly): self time = duration, no copy
         return duration
@@ -45,7 +65,7 @@ def self_time_arrays(plane: np.ndarray, line: np.ndarray, start: np.ndarray, dur
     return np.maximum(out, 0)
 
 
-def _direct_parents(starts: np.ndarray, ends: np.ndarray, new_line: np.ndarray) -> np.ndarray:
+def _direct_parents(starts: np.ndarray, ends: np.ndarray, new_line: np.ndarray, one_line: bool = False) -> np.ndarray:
     """Index of each event's direct parent in arrays sorted by (line, start, longest first), or -1.
 
     The parent is what a stack walk over the line finds: the nearest earlier event of the line that
@@ -55,7 +75,9 @@ def _direct_parents(starts: np.ndarray, ends: np.ndarray, new_line: np.ndarray) 
     depth) over the nested events only, instead of a Python loop over every event."""
     need = np.maximum(ends, starts + 1)  # the end a parent must reach
     parent = np.full(len(starts), -1, np.int64)
-    todo = np.flatnonzero(_running_max_by_group(ends, new_line) >= need)  # events that have a parent
+    earlier_end = _running_max(ends) if one_line else _running_max_by_group(ends, new_line)
+    todo = np.flatnonzero(earlier_end >= need)  # events that have a parent
+    del earlier_end
     if not len(todo):
         return parent
     pointer = np.arange(-1, len(starts) - 1, dtype=np.int64)  # everything between pointer[k] and k ends too early
@@ -88,8 +110,22 @@ def _line_order(plane: np.ndarray, line: np.ndarray, keys: np.ndarray, start: np
     return np.lexsort((-duration, start, line, plane))
 
 
-def _in_line_order(keys: np.ndarray, start: np.ndarray, duration: np.ndarray) -> bool:
-    """Are the events sorted by (line key, start, longest first) already?"""
+def _one_line_order(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
+    """``_line_order`` of the events of one line: a stable sort by start (close to linear on nearly sorted
+    device times), else by (start, longest first)."""
+    order = np.argsort(start, kind="stable")
+    if _in_line_order(None, start[order], duration[order]):
+        return order
+    return np.lexsort((-duration, start))
+
+
+def _in_line_order(keys: np.ndarray | None, start: np.ndarray, duration: np.ndarray) -> bool:
+    """Are the events sorted by (line key, start, longest first) already (``keys`` None: all of one line)?"""
+    if keys is None:
+        step = start[1:] - start[:-1]
+        if np.any(step < 0):
+            return False
+        return not np.any((step == 0) & (duration[1:] > duration[:-1]))
     same_line = keys[1:] == keys[:-1]
     if np.any(keys[1:] < keys[:-1]):
         return False
@@ -98,6 +134,14 @@ def _in_line_order(keys: np.ndarray, start: np.ndarray, duration: np.ndarray) ->
         return False
     ties = same_line & (step == 0)
     return not np.any(ties & (duration[1:] > duration[:-1]))
+
+
+def _running_max(values: np.ndarray) -> np.ndarray:
+    """``_running_max_by_group`` of a single group: the max of the earlier values (-1 at the first)."""
+    shifted = np.empty(len(values), np.int64)
+    shifted[:1] = -1
+    shifted[1:] = values[:-1]
+    return np.maximum.accumulate(shifted, out=shifted)
 
 
 def _running_max_by_group(values: np.ndarray, group_start: np.ndarray) -> np.ndarray:
@@ -136,6 +180,27 @@ def outermost_rows(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     return rows[_outermost_positions(events, rows)] if len(rows) else rows
 
 
+def _packed(keys: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """Sort keys (least significant first, as ``np.lexsort`` takes them) as one int64 that sorts alike, where their
+    ranges fit in it: one sort pass instead of one per key."""
+    if not len(keys[0]):
+        return keys
+    packed = np.zeros(len(keys[0]), np.int64)
+    scale = 1
+    for key in keys:
+        high = int(key.max())
+        if high == np.iinfo(np.int64).max:  # missing names: one past the largest other one
+            others = key[key != high]
+            key = np.where(key == high, int(others.max()) + 1 if len(others) else 0, key)
+        low, high = int(key.min()), int(key.max())
+        width = high - low + 1
+        if scale * width >= 2**62:
+            return keys
+        packed += (key - low) * scale
+        scale *= width
+    return (packed,)
+
+
 def _outermost_positions(frame: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     plane = take(frame, "plane_id", rows)
     line = take(frame, "line_id", rows)
@@ -148,7 +213,7 @@ def _outermost_positions(frame: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
         name = pd.factorize(names.array.take(rows), sort=True, use_na_sentinel=True)[0].astype(np.int64)
     unnamed = np.iinfo(np.int64).max
     name[name < 0] = unnamed  # missing names last, as pandas sorts them
-    order = np.lexsort((start, name, line, plane))
+    order = np.lexsort((start, *_packed((name, line, plane))))
     plane, line, name, start, end = plane[order], line[order], name[order], start[order], end[order]
     new_group = np.r_[True, (plane[1:] != plane[:-1]) | (line[1:] != line[:-1]) | (name[1:] != name[:-1])]
     # an event without a name has no name to be nested in: always kept

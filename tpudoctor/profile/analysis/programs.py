@@ -148,7 +148,7 @@ def program_table(host, *, kinds: np.ndarray | None = None, programs: OpPrograms
     del has
     code = programs.codes if rows is None else programs.codes[rows]
     self_ps = ops.self_ps if rows is None else ops.self_ps[rows]
-    total_ps = max(float_total(self_ps), 1.0)
+    total_ps = max(float_total(self_ps) if rows is not None else ops.self_total_ps(), 1.0)
     by_program = Groups(code)
     program_of_group = code[by_program.first_row]
     device_ps = by_program.sums(self_ps)
@@ -235,7 +235,10 @@ def kind_totals_ms(ops: DeviceOpRows, kinds: np.ndarray) -> dict[str, float]:
     totals = {}
     for code, kind in enumerate(OP_KINDS):
         of_kind = kinds == code
-        values = ops.self_ps if of_kind.all() else ops.self_ps[of_kind]  # all ops of a TPU are HLO ops: no copy
+        if of_kind.all():  # all ops of a TPU are HLO ops: no copy
+            totals[f"{kind.replace('-', '_')}_ms"] = ops.self_total_ps() / 1e9
+            continue
+        values = ops.self_ps[of_kind]
         del of_kind
         totals[f"{kind.replace('-', '_')}_ms"] = float_total(values) / 1e9
     return totals

@@ -20,6 +20,7 @@ from tpudoctor.profile.analysis.events import (
     HOST_PLANE,
     host_rows,
     mask,
+    module_rows,
     name_matches,
     take,
     text_equals,
@@ -121,8 +122,9 @@ def _frame(ev: pd.DataFrame, rows: np.ndarray, functions: list[str], framework: 
 def _enclosing_names(ev: pd.DataFrame, children: np.ndarray, parents: np.ndarray) -> list[str | None]:
     """For each child row, the name of the innermost parent row on the same thread that contains it.
 
-    Compile events are few (one per compilation): each looks in its own line's parents only, found
-    by a binary search in the parents sorted by (plane, line, start)."""
+    The parents are sorted by (plane, line, start); each child's candidates are the parents of its line that start
+    no later than it does, the latest first: a few rounds over all children step each back to the latest one that
+    also ends no earlier (the innermost; of parents that start together, the first in that order)."""
     plane = take(ev, "plane_id", parents)
     line = take(ev, "line_id", parents)
     start = take(ev, "start_ps", parents)
@@ -130,23 +132,53 @@ def _enclosing_names(ev: pd.DataFrame, children: np.ndarray, parents: np.ndarray
     plane, line, start, parents = plane[order], line[order], start[order], parents[order]
     end = start + take(ev, "duration_ps", parents)
     names = Coded.of(ev, "name", parents)
-    out: list[str | None] = []
+    child_plane, child_line = take(ev, "plane_id", children), take(ev, "line_id", children)
     child_start = take(ev, "start_ps", children)
     child_end = child_start + take(ev, "duration_ps", children)
-    for child_plane, child_line, begin, finish in zip(take(ev, "plane_id", children), take(ev, "line_id", children),
-                                                      child_start, child_end, strict=True):
-        low = np.searchsorted(plane, child_plane, side="left")
-        high = np.searchsorted(plane, child_plane, side="right")
-        low += np.searchsorted(line[low:high], child_line, side="left")
-        high = low + np.searchsorted(line[low:high], child_line, side="right")
-        name = None
-        inside = np.flatnonzero((start[low:high] <= begin) & (end[low:high] >= finish))
-        if len(inside):
-            best = low + inside[np.argmax(start[low:high][inside])]  # latest start = innermost
-            code = names.codes[best]
-            name = str(names.labels[code]) if code >= 0 else "nan"
-        out.append(name)
+    # each line's parents: [low, high) of the sorted parents
+    new_line = np.r_[True, (plane[1:] != plane[:-1]) | (line[1:] != line[:-1])] if len(plane) else np.zeros(0, bool)
+    line_low = np.flatnonzero(new_line)
+    line_high = np.r_[line_low[1:], len(plane)].astype(np.int64)
+    where = {(int(p), int(q)): i for i, (p, q) in enumerate(zip(plane[line_low].tolist(), line[line_low].tolist(),
+                                                                 strict=True))}
+    low = np.full(len(children), 0, np.int64)
+    candidate = np.full(len(children), -1, np.int64)  # the latest parent of the child's line starting no later
+    of_line = np.fromiter((where.get((p, q), -1) for p, q in zip(child_plane.tolist(), child_line.tolist(),
+                                                                  strict=True)), np.int64, len(children))
+    for index in np.unique(of_line[of_line >= 0]).tolist():
+        mine = np.flatnonzero(of_line == index)
+        first, last = int(line_low[index]), int(line_high[index])
+        low[mine] = first
+        candidate[mine] = first + np.searchsorted(start[first:last], child_start[mine], side="right") - 1
+    best = np.full(len(children), -1, np.int64)
+    todo = np.flatnonzero(candidate >= low)
+    for _ in range(ENCLOSING_ROUNDS):  # step back past the parents that end too early
+        if not len(todo):
+            break
+        ok = end[candidate[todo]] >= child_end[todo]
+        best[todo[ok]] = candidate[todo[ok]]
+        todo = todo[~ok]
+        candidate[todo] -= 1
+        todo = todo[candidate[todo] >= low[todo]]
+    # the rest (deep searches), and the children whose innermost parent starts with another: one by one
+    tied = np.flatnonzero(best > low)
+    tied = tied[start[best[tied] - 1] == start[best[tied]]]
+    for child in np.r_[todo, tied].astype(np.int64).tolist():
+        first, last = int(low[child]), int(candidate[child]) + 1
+        inside = np.flatnonzero((start[first:last] <= child_start[child]) & (end[first:last] >= child_end[child]))
+        best[child] = first + inside[np.argmax(start[first:last][inside])] if len(inside) else -1
+    out: list[str | None] = []
+    for position in best.tolist():
+        if position < 0:
+            out.append(None)
+            continue
+        code = names.codes[position]
+        out.append(str(names.labels[code]) if code >= 0 else "nan")
     return out
+
+
+ENCLOSING_ROUNDS = 16
+"""Parents a compile event's search steps back over together with the others'; a deeper one looks on its own."""
 
 
 def _program_variants(host) -> dict[str, int]:
@@ -154,7 +186,7 @@ def _program_variants(host) -> dict[str, int]:
     Each distinct event name is parsed once; which names ran is read from the rows' name codes."""
     ev = host.events
     out: dict[str, int] = {}
-    modules = _names_that_ran(ev, np.flatnonzero(text_equals(ev["line_name"], "XLA Modules")))
+    modules = _names_that_ran(ev, module_rows(host))
     if modules:
         parsed = pd.Series(modules, dtype=object).str.extract(r"^(?P<module>.*)\((?P<pid>\d+)\)$").dropna()
         out.update(parsed.groupby("module")["pid"].nunique().to_dict())

@@ -34,12 +34,11 @@ import pandas as pd
 
 from tpudoctor.profile.analysis.device_op_rows import OP_CHUNK, device_ops
 from tpudoctor.profile.analysis.device_peaks import MEMORY_ROOFS, DevicePeaks, device_peaks
-from tpudoctor.profile.analysis.events import device_kind, take
-from tpudoctor.profile.analysis.grouping import Coded, Groups, float_total
+from tpudoctor.profile.analysis.events import device_kind
+from tpudoctor.profile.analysis.grouping import Coded, Groups, SumsByRow, float_total
 from tpudoctor.profile.analysis.memory_access import (
     BYTE_COLUMNS,
     breakdown_per_metadata,
-    metadata_rows,
 )
 from tpudoctor.profile.analysis.programs import op_programs
 
@@ -178,7 +177,7 @@ def _op_table(host, ops, chosen: np.ndarray | None, category: Coded) -> tuple[pd
         return values if chosen is None else values[chosen]
 
     name_ids, name_labels = ops.coded("name").mapped(lambda n: n.split(" = ", 1)[0].lstrip("%"))
-    name_ids = np.where(name_ids >= 0, name_ids, len(name_labels))  # no name: a group of its own
+    name_ids[name_ids < 0] = len(name_labels)  # no name: a group of its own
     name_labels = np.append(name_labels, None)
     program_ids, programs = _program_codes(ops)
     groups = Groups(at(program_ids), at(name_ids))
@@ -196,21 +195,34 @@ def _op_table(host, ops, chosen: np.ndarray | None, category: Coded) -> tuple[pd
     # capture's group sums of times that are not exact, pandas' sum is the analyses' largest temporary)
     for col in ("total_time_ps", "self_time_ps"):
         table[col] = groups.sums(at(ops.duration_ps if col == "total_time_ps" else ops.self_ps))
-    breakdown = breakdown_per_metadata(host)
-    # each op's breakdown row (-1: none), gathered column by column instead of a merge over all ops
-    row = at(_metadata_row_of_ops(breakdown, ops))
+    breakdown = breakdown_per_metadata(host)  # a row per row of host.event_metadata
+    # each op's metadata row (-1: none): its breakdown's and its metadata stats', gathered column by column
+    op_rows = ops.metadata_rows()
+    row = at(op_rows)
+    by_row = SumsByRow.of(groups, row, len(breakdown)) if chosen is None else None
+    per_row = _metadata_columns(ops, breakdown) if by_row is not None else {}
 
     def per_op(col: str) -> np.ndarray:
         return _gathered(breakdown[col].to_numpy(np.float64), row, 0.0)
 
     totals: dict[str, float] = {}
-    columns = {**{c: (lambda c=c: at(ops.whole_numbers(c)))
+    columns = {**{c: (lambda c=c: at(ops.whole_numbers(c, op_rows)))
                   for c in ("flops", "model_flops", "bytes_accessed")},
                **{c: (lambda c=c: per_op(c)) for c in BYTE_COLUMNS}}
-    totals["hbm_bytes"] = float_total(per_op("hbm_bytes"))  # the program sums breakdowns only
+    found = by_row.sums_and_total(per_row["hbm_breakdown"]) if "hbm_breakdown" in per_row else None
+    # the program sums breakdowns only
+    totals["hbm_bytes"] = found[1] if found is not None else float_total(per_op("hbm_bytes"))
     bytes_accessed = None  # kept from its own column for the hbm column's ops without a breakdown
     for col in SUMMED_COLUMNS[2:]:
+        found = by_row.sums_and_total(per_row[col]) if col in per_row else None
+        if found is not None:  # from how many ops of each group have each metadata row: no per-op array
+            table[col] = found[0]
+            if col != "hbm_bytes":
+                totals[col] = found[1]
+            continue
         if col == "hbm_bytes":
+            if bytes_accessed is None:
+                bytes_accessed = columns["bytes_accessed"]()
             # An op without a breakdown: all its bytes are HBM bytes for the op's own figures; the
             # others' are their breakdown's, written over their bytes_accessed (no second array).
             _write_breakdown_hbm(bytes_accessed, breakdown["hbm_bytes"].to_numpy(np.float64),
@@ -218,7 +230,7 @@ def _op_table(host, ops, chosen: np.ndarray | None, category: Coded) -> tuple[pd
             values, bytes_accessed = bytes_accessed, None
         else:
             values = columns[col]()
-        if col == "bytes_accessed":
+        if col == "bytes_accessed" and "hbm_bytes" not in per_row:
             bytes_accessed = values
         if col != "hbm_bytes":
             totals[col] = float_total(values)
@@ -227,40 +239,50 @@ def _op_table(host, ops, chosen: np.ndarray | None, category: Coded) -> tuple[pd
     return table, totals
 
 
+def _metadata_columns(ops, breakdown: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The summed columns whose value an op takes from its metadata row, one value per row of ``breakdown``
+    (``host.event_metadata``'s), as the op's own column reads it: the metadata stats (int64, 0 where missing),
+    the breakdown's bytes, and the hbm column (the breakdown's HBM bytes, else all of ``bytes_accessed``)."""
+    out: dict[str, np.ndarray] = {}
+    for col in ("flops", "model_flops", "bytes_accessed"):
+        if col in ops.events.columns or ops.integer_kind(col) != "i":
+            continue  # an event's own stat, not its metadata's
+        try:
+            out[col] = ops.host.metadata_stat(col).to_numpy(np.int64, na_value=0)
+        except (TypeError, ValueError, OverflowError):
+            continue
+    for col in BYTE_COLUMNS:
+        out[col if col != "hbm_bytes" else "hbm_breakdown"] = breakdown[col].to_numpy(np.float64)
+    if "bytes_accessed" in out:
+        hbm = out["bytes_accessed"].copy()
+        has = breakdown["has_breakdown"].to_numpy(bool)
+        hbm[has] = out["hbm_breakdown"][has]
+        out["hbm_bytes"] = hbm
+    return out
+
+
 def _write_breakdown_hbm(values: np.ndarray, hbm: np.ndarray, has_breakdown: np.ndarray, row: np.ndarray) -> None:
     """Each op's HBM bytes from its breakdown written over ``values`` (its bytes_accessed) where it has a
     breakdown (``row``: its breakdown row, -1: none), a chunk of ops at a time; whole numbers either way."""
+    hbm, has_breakdown = np.append(hbm, 0.0), np.append(has_breakdown, False)  # row -1 reads the appended entries
     for low in range(0, len(row), OP_CHUNK):
         chunk = row[low:low + OP_CHUNK]
-        hit = np.flatnonzero(chunk >= 0)
-        hit = hit[has_breakdown[chunk[hit]]]
-        values[low:low + OP_CHUNK][hit] = hbm[chunk[hit]]
+        np.copyto(values[low:low + OP_CHUNK], hbm[chunk], casting="unsafe", where=has_breakdown[chunk])
 
 
 def _gathered(table: np.ndarray, row: np.ndarray, missing) -> np.ndarray:
-    """``table[row]``, ``missing`` where ``row`` is -1, a chunk of ops at a time (no index-sized temporaries)."""
-    out = np.empty(len(row), table.dtype)
-    if not len(table):
-        out[:] = missing
-        return out
-    for low in range(0, len(row), OP_CHUNK):
-        chunk = row[low:low + OP_CHUNK]
-        out[low:low + OP_CHUNK] = np.where(chunk >= 0, table[chunk], missing)
-    return out
-
-
-def _metadata_row_of_ops(breakdown: pd.DataFrame, ops) -> np.ndarray:
-    """Each op's row of ``breakdown`` (-1: none; ``memory_access.metadata_rows``), a chunk of ops at a time."""
-    out = np.empty(len(ops), np.int32)
-    for low in range(0, len(ops), OP_CHUNK):
-        chunk = ops.rows[low:low + OP_CHUNK]
-        out[low:low + OP_CHUNK] = metadata_rows(breakdown, take(ops.events, "plane_id", chunk),
-                                                take(ops.events, "metadata_id", chunk))
-    return out
+    """``table[row]``, ``missing`` where ``row`` is -1 (it reads an entry appended to the table: no temporaries)."""
+    return np.append(table, np.asarray(missing, table.dtype))[row]
 
 
 def _program_codes(ops) -> tuple[np.ndarray, pd.api.extensions.ExtensionArray]:
     """Each op's program id as a code into the distinct ids (UInt64; a missing id is 0)."""
+    of_op = op_programs(ops)
+    if len(of_op.codes) and of_op.codes.min() >= 0:  # every op has its program: the ids of their codes, no second pass
+        index: dict[int, int] = {}
+        table = np.fromiter((index.setdefault(int(pid) if pid else 0, len(index)) for pid in of_op.ids.tolist()),
+                            np.int32, len(of_op.ids))
+        return table[of_op.codes], pd.array(np.array(list(index), np.uint64), dtype="UInt64")
     codes, programs = ops.factorized("program_id", "UInt64")
     programs = pd.array(programs, dtype="UInt64")
     if (codes < 0).any():

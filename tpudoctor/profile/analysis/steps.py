@@ -28,6 +28,7 @@ from tpudoctor.profile.analysis.events import (
     device_cores,
     device_kind,
     end_ps,
+    line_rows,
     mask,
     name_matches,
     text_equals,
@@ -198,11 +199,15 @@ def _judged(method: str, frames: list[pd.DataFrame], program: str, reason: str, 
 
 def _device_steps_line(host) -> StepSet | None:
     ev = host.events
-    sel = text_equals(ev["line_name"], "Steps") & (name_matches(ev, TPU_PLANE.pattern, col="plane_name")
-                                                  | name_matches(ev, "^" + GPU_PLANE_PREFIX, col="plane_name"))
-    if not sel.any():
+    rows = line_rows(host, "Steps", lambda plane: re.search(TPU_PLANE.pattern, plane) is not None
+                     or re.search("^" + GPU_PLANE_PREFIX, plane) is not None)
+    if rows is None:
+        rows = np.flatnonzero(text_equals(ev["line_name"], "Steps") & (
+            name_matches(ev, TPU_PLANE.pattern, col="plane_name") | name_matches(ev, "^" + GPU_PLANE_PREFIX,
+                                                                                 col="plane_name")))
+    if not len(rows):
         return None
-    st = ev[sel]
+    st = ev.iloc[rows]
     # the loader keeps each label stat in the narrowest type its own values need: widen before mixing them
     num = column(st, "step_num").astype("Int64")
     num = num.where(num.notna(), column(st, "group_id").astype("Int64"))
@@ -224,7 +229,7 @@ def _device_steps_line(host) -> StepSet | None:
 def _host_annotations(host) -> StepSet | None:
     ev = host.events
     on_host = text_equals(ev["plane_name"], HOST_PLANE)  # per distinct plane name, not a Series per event
-    with_num = on_host & column(ev, "step_num").notna().to_numpy()
+    with_num = on_host & ~np.asarray(pd.isna(column(ev, "step_num").array), bool)  # the mask, not a Series op
     with_num &= ~name_matches(ev, r"^\$")  # Python-tracer frames never carry step numbers
     if with_num.any():
         st = outermost(ev[with_num])
@@ -251,8 +256,10 @@ def _pseudo_from_modules(host, programs: pd.DataFrame) -> StepSet | None:
         return None
     ev = host.events
     cores = device_cores(host)
-    sel = text_equals(ev["line_name"], "XLA Modules") & text_in(ev["plane_name"], cores)
-    mods = ev.loc[sel, ["plane_name", "name", "start_ps", "duration_ps"]]  # the columns read here, not every stat
+    rows = line_rows(host, "XLA Modules", set(cores).__contains__)
+    if rows is None:
+        rows = np.flatnonzero(text_equals(ev["line_name"], "XLA Modules") & text_in(ev["plane_name"], cores))
+    mods = ev[["plane_name", "name", "start_ps", "duration_ps"]].iloc[rows]  # the columns read here, not every stat
     if mods.empty:
         return None
     program = dominant_program(mods)  # module events are device time already
