@@ -184,6 +184,13 @@ class SparseStat:
             return codes.copy()
         return np.where(found, codes, np.asarray(-1, codes.dtype))
 
+    def codes_between(self, low: int, high: int) -> np.ndarray:
+        """The codes of a coded stat at the events ``low:high`` (-1: none): its rows there, scattered."""
+        out = np.full(high - low, -1, self.codes.dtype)
+        first, last = self.rows.searchsorted(np.array([low, high], self.rows.dtype))
+        out[self.rows[first:last] - low] = self.codes[first:last]
+        return out
+
     def _positions(self, rows: np.ndarray) -> tuple[np.ndarray | slice, np.ndarray | None]:
         """(position in ``rows``/``values`` of each of ``rows``, whether found there; None: all found)."""
         if len(rows) == len(self.rows) and (rows is self.rows or np.array_equal(rows, self.rows)):

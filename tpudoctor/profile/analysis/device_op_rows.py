@@ -84,6 +84,14 @@ class DeviceOpRows:
         column = self.events[name] if name in self.events.columns else None
         if self.spans is not None and column is not None and isinstance(column.dtype, pd.CategoricalDtype):
             return Coded(self.at(column.array.codes), np.array([str(c) for c in column.cat.categories], dtype=object))
+        sparse = getattr(self.host, "sparse_stats", {}).get(name)
+        if self.spans is not None and sparse is not None and sparse.is_text:  # its codes read span by span
+            codes = np.empty(len(self.rows), sparse.codes.dtype)
+            low = 0
+            for first, count in zip(self.spans[0].tolist(), self.spans[1].tolist(), strict=True):
+                codes[low:low + count] = sparse.codes_between(first, first + count)
+                low += count
+            return Coded(codes, np.array([str(c) for c in sparse.values], dtype=object))
         return Coded.of_stat(self.host, name, self.rows)
 
     def at(self, values: np.ndarray) -> np.ndarray:
@@ -125,9 +133,10 @@ class DeviceOpRows:
         codes = np.empty(len(self.rows), np.int32)
         factorizer = Factorizer()
         column = self.events[name].array if name in self.events.columns else None
+        sparse = name in getattr(self.host, "sparse_stats", {})
         for low, high, rows in self._chunks(FACTORIZE_ROWS):
             values = column[rows] if isinstance(rows, slice) and column is not None else self.host.stat_at(
-                name, self.rows[low:high])
+                name, rows if isinstance(rows, slice) and sparse else self.rows[low:high])
             if values is None:
                 values = np.full(high - low, pd.NA, dtype=object)
             codes[low:high] = factorizer.codes(values if dtype is None else pd.array(values, dtype=dtype))
@@ -181,9 +190,10 @@ class DeviceOpRows:
                 return np.append(values, np.asarray(missing, dtype))[metadata_rows]  # row -1 reads the appended one
         out = np.empty(len(self.rows), dtype)
         column = self.events[name].array if name in self.events.columns else None
+        sparse = name in getattr(self.host, "sparse_stats", {})
         for low, high, rows in self._chunks(FACTORIZE_ROWS):  # a metadata stat's lookup takes ~30 bytes per row
             chunk = column[rows] if isinstance(rows, slice) and column is not None else self.host.stat_at(
-                name, self.rows[low:high])
+                name, rows if isinstance(rows, slice) and sparse else self.rows[low:high])
             out[low:high] = chunk.to_numpy(dtype, na_value=missing)
         return out
 
