@@ -130,6 +130,13 @@ user 5.45-5.72 -> 6.17-6.40 s, sys 2.65-2.92 -> 1.94-2.86 s; wall 10.1, 14.9, 9.
 10.1 s (the order in a pair weighs more than the tree). The load alone (``capture_memory.py --baseline``, 2 pairs
 at load 5.9-6.5): peak RSS 1.706 -> 1.733 GB (the sparse stats' row numbers beside their values while decoding),
 after it 1.669 -> 1.495 GB, CPU 3.2-3.35 -> 3.6-3.7 s.
+After merging main again (17f934d: its device ops of whole XLA Ops lines), 20:08-20:10 UTC at load 1.9, main
+against this tree: load_host peak/after 1630/1595 -> 1518/1430 MB (CPU 2.99 -> 3.13 s), program_table (the device
+op selection) keeps 262 -> 235 MB, the peak (analyze_roofline) 2114 -> 1856 MB, the analyses' CPU 2.02 -> 2.07 s;
+whole ``profile analyze``, 2 pairs (main first, then second): peak RSS 2,071,824 / 2,071,876 -> 1,815,272 /
+1,814,620 KB, wall 6.34 / 5.61 -> 5.80 / 5.85 s, user 3.94 / 3.90 -> 4.23 / 4.30 s, sys 2.34 / 1.68 -> 1.50 /
+1.48 s; the x50 capture, 6 pairs at load 1.7-1.9: 215 -> 198 MB, user+sys median 0.575 -> 0.565 s, wall median
+0.835 -> 0.745 s (0.73-0.91 against 0.65-0.93).
 What stays over 1.5 GB: the events table's 29 bytes an event (start_ps and duration_ps 16, plane_id 2 and
 plane_name 1 with 135 planes, line_id 4 (thread ids), line_name 2, metadata_id 2, name 2): 1.05 GB, of which
 plane and line (9 bytes) are the same for every event of a line; the sparse stats 6.6 bytes an event (236 MB);
