@@ -130,7 +130,7 @@ def _flops_by_row(ops, groups: Groups) -> tuple[np.ndarray, float, bool] | None:
         return None
     by_row = SumsByRow.of(groups, ops.metadata_rows(), len(per_row))
     found = None if by_row is None else by_row.sums_and_total(per_row, missing=np.nan, nan_total=True)
-    if found is None:
+    if by_row is None or found is None:
         return None
     return found[0], found[1], bool(np.isfinite(per_row[by_row.used]).any())
 
