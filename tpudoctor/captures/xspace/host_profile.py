@@ -74,10 +74,6 @@ class HostProfile:
         metadata_id = self.events["metadata_id"].to_numpy()[rows].astype(np.int64)
         return self._metadata_rows.lookup(plane, metadata_id)
 
-    def metadata_stat(self, name: str) -> pd.arrays.IntegerArray:
-        """A stat of ``metadata_stats``, one value per ``event_metadata`` row (nullable integers)."""
-        return self._metadata_values(name)
-
     def rows_with(self, name: str) -> np.ndarray:
         """The rows (ascending) of the events with a value of stat ``name`` in its ``events`` column or
         ``sparse_stats`` (none for a stat of ``metadata_stats``): a sparse stat's own rows, no scan."""
@@ -92,8 +88,9 @@ class HostProfile:
         """The row lookup of ``event_metadata``, built once (analyses read the stats a chunk at a time)."""
         return metadata_row_lookup(self.event_metadata)
 
-    def _metadata_values(self, name: str) -> pd.arrays.IntegerArray:
-        """A metadata stat as numbers, one per ``event_metadata`` row, converted once per host."""
+    def metadata_stat(self, name: str) -> pd.arrays.IntegerArray:
+        """A stat of ``metadata_stats`` as nullable integers, one per ``event_metadata`` row, converted once per
+        host."""
         converted = self.__dict__.setdefault("_metadata_numbers", {})
         if name not in converted:
             converted[name] = _metadata_numbers(self.event_metadata[name], EVENT_STAT_COLUMNS.get(name, "int"))

@@ -84,7 +84,7 @@ class DeviceOpRows:
         column = self.events[name] if name in self.events.columns else None
         if self.spans is not None and column is not None and isinstance(column.dtype, pd.CategoricalDtype):
             return Coded(self.at(column.array.codes), np.array([str(c) for c in column.cat.categories], dtype=object))
-        sparse = getattr(self.host, "sparse_stats", {}).get(name)
+        sparse = self.host.sparse_stats.get(name)
         if self.spans is not None and sparse is not None and sparse.is_text:  # its codes read span by span
             codes = np.empty(len(self.rows), sparse.codes.dtype)
             low = 0
@@ -132,11 +132,8 @@ class DeviceOpRows:
         gives them, a chunk of rows at a time (no copy of the stat at every op)."""
         codes = np.empty(len(self.rows), np.int32)
         factorizer = Factorizer()
-        column = self.events[name].array if name in self.events.columns else None
-        sparse = name in getattr(self.host, "sparse_stats", {})
         for low, high, rows in self._chunks(FACTORIZE_ROWS):
-            values = column[rows] if isinstance(rows, slice) and column is not None else self.host.stat_at(
-                name, rows if isinstance(rows, slice) and sparse else self.rows[low:high])
+            values = self.host.stat_at(name, rows)
             if values is None:
                 values = np.full(high - low, pd.NA, dtype=object)
             codes[low:high] = factorizer.codes(values if dtype is None else pd.array(values, dtype=dtype))
@@ -173,7 +170,7 @@ class DeviceOpRows:
             if isinstance(column, pd.arrays.IntegerArray | pd.arrays.FloatingArray):
                 return column.dtype.kind
             return None
-        sparse = getattr(self.host, "sparse_stats", {}).get(name)
+        sparse = self.host.sparse_stats.get(name)
         if sparse is not None:
             return sparse.values.dtype.kind
         return "i" if name in self.host.metadata_stats else None  # read from the metadata as Int64
@@ -189,12 +186,8 @@ class DeviceOpRows:
             if values is not None:
                 return np.append(values, np.asarray(missing, dtype))[metadata_rows]  # row -1 reads the appended one
         out = np.empty(len(self.rows), dtype)
-        column = self.events[name].array if name in self.events.columns else None
-        sparse = name in getattr(self.host, "sparse_stats", {})
         for low, high, rows in self._chunks(FACTORIZE_ROWS):  # a metadata stat's lookup takes ~30 bytes per row
-            chunk = column[rows] if isinstance(rows, slice) and column is not None else self.host.stat_at(
-                name, rows if isinstance(rows, slice) and sparse else self.rows[low:high])
-            out[low:high] = chunk.to_numpy(dtype, na_value=missing)
+            out[low:high] = self.host.stat_at(name, rows).to_numpy(dtype, na_value=missing)
         return out
 
     def cores_in_order(self) -> list[int]:
@@ -413,7 +406,7 @@ DEVICE_CLOCK_STATS = ("device_offset_ps", "device_duration_ps")
 def _same_rows(host, rows: np.ndarray, name: str) -> np.ndarray:
     """The rows of the events that carry sparse stat ``name`` where they are ``rows`` (the TPU ops and
     their own clock's stats): one array for both."""
-    stat = getattr(host, "sparse_stats", {}).get(name)
+    stat = host.sparse_stats.get(name)
     if stat is not None and stat.rows.dtype == rows.dtype and np.array_equal(stat.rows, rows):
         return stat.rows
     return rows
@@ -422,7 +415,7 @@ def _same_rows(host, rows: np.ndarray, name: str) -> np.ndarray:
 def _device_durations(host, rows: np.ndarray) -> np.ndarray | None:
     """The device clock's durations of the ops at ``rows`` as the host keeps them (read-only, no copy), where
     every op has both the device clock's stats and nothing else does; None otherwise."""
-    stats = [getattr(host, "sparse_stats", {}).get(name) for name in DEVICE_CLOCK_STATS]
+    stats = [host.sparse_stats.get(name) for name in DEVICE_CLOCK_STATS]
     if any(stat is None or stat.rows is not rows or stat.codes is not None for stat in stats):
         return None
     durations = stats[1].values

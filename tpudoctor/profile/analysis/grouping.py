@@ -35,7 +35,7 @@ class Coded:
     def of_stat(cls, host, name: str, rows: np.ndarray) -> Coded:
         """A stat of ``host`` at ``rows`` coded: ``of`` its events column, or of a stat the host keeps
         only at the events that carry it (``HostProfile.sparse_stats``), read a chunk of rows at a time."""
-        stat = getattr(host, "sparse_stats", {}).get(name)
+        stat = host.sparse_stats.get(name)
         if stat is None:
             return cls.of(host.events, name, rows)
         if stat.is_text:  # as ``of`` a categorical column: its codes and categories
