@@ -138,11 +138,12 @@ def _gc_paused():
     import gc
 
     from tpudoctor.command_process import ends_after_command
-    from tpudoctor.profile.pipeline import cyclic_gc_paused
 
     if ends_after_command():
         gc.disable()
         return contextlib.nullcontext()
+    from tpudoctor.profile.pipeline import cyclic_gc_paused
+
     return cyclic_gc_paused()
 
 
