@@ -82,8 +82,6 @@ def text_in(series: pd.Series, values) -> np.ndarray:
     return rows_with_codes(series.array.codes, hit)
 
 
-
-
 def host_rows(host, pattern: str | None = None) -> np.ndarray:
     """Positions of the ``/host:CPU`` events (whose name matches ``pattern``) in ``host.events``."""
     ev = host.events

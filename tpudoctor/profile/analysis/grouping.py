@@ -80,9 +80,13 @@ class Coded:
         return table[self.codes], np.array(list(new_labels), dtype=object)
 
 
+FEW_CODES = 6
+"""Categories a selection compares each row with, one by one; more hit: a lookup per row."""
+
+
 def rows_with_codes(codes: np.ndarray, hit: np.ndarray) -> np.ndarray:
-    """``hit[codes]`` (``hit`` has a last entry for code -1): one comparison per row where a single
-    category hits, nothing where none does."""
+    """``hit[codes]`` (``hit`` has a last entry for code -1): a comparison per row for each hitting code where
+    at most ``FEW_CODES`` hit, nothing where none does."""
     which = np.flatnonzero(hit)
     if not len(which):
         return np.zeros(len(codes), bool)
@@ -92,10 +96,6 @@ def rows_with_codes(codes: np.ndarray, hit: np.ndarray) -> np.ndarray:
             out |= codes == code if code < len(hit) - 1 else codes < 0
         return out
     return hit[codes]
-
-
-FEW_CODES = 6
-"""Categories a selection compares each row with, one by one; more hit: a lookup per row."""
 
 
 CHUNK_ROWS = 1 << 20  # rows per pass where a whole-column temporary would cost hundreds of MB
