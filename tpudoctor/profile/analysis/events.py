@@ -93,23 +93,19 @@ def host_rows(host, pattern: str | None = None) -> np.ndarray:
 
 def module_rows(host, core: str | None = None) -> np.ndarray:
     """Rows of the ``XLA Modules`` line events of the plane named ``core`` (of every plane: None)."""
-    rows = line_rows(host, "XLA Modules", None if core is None else (lambda plane: plane == core))
-    if rows is not None:
-        return rows
-    ev = host.events
-    sel = text_equals(ev["line_name"], "XLA Modules")
-    if core is not None:
-        sel &= text_equals(ev["plane_name"], core)
-    return np.flatnonzero(sel)
+    return line_rows(host, "XLA Modules", None if core is None else (lambda plane: plane == core))
 
 
-def line_rows(host, line_name: str, plane_hit=None) -> np.ndarray | None:
-    """Rows of the events of the lines named ``line_name`` (on the planes whose name passes ``plane_hit``), as a
-    selection by the events' line and plane names finds them, from the lines table (``whole_lines``); None where
-    that cannot tell."""
+def line_rows(host, line_name: str, plane_hit=None) -> np.ndarray:
+    """Rows of the events of the lines named ``line_name`` (on the planes whose name passes ``plane_hit``): from
+    the lines table where it tells (``whole_lines``), else by the events' own line and plane names."""
     found = whole_lines(host, line_name, plane_hit)
     if found is None:
-        return None
+        ev = host.events
+        selected = text_equals(ev["line_name"], line_name)
+        if plane_hit is not None:
+            selected &= Coded.of(ev, "plane_name").hits(plane_hit)
+        return np.flatnonzero(selected)
     first, counts = found
     if not len(first):
         return np.zeros(0, np.int64)

@@ -32,7 +32,6 @@ from tpudoctor.profile.analysis.events import (
     mask,
     name_matches,
     text_equals,
-    text_in,
 )
 from tpudoctor.profile.analysis.evidence import MIN_STEPS
 from tpudoctor.profile.analysis.nesting import outermost
@@ -201,10 +200,6 @@ def _device_steps_line(host) -> StepSet | None:
     ev = host.events
     rows = line_rows(host, "Steps", lambda plane: re.search(TPU_PLANE.pattern, plane) is not None
                      or re.search("^" + GPU_PLANE_PREFIX, plane) is not None)
-    if rows is None:
-        rows = np.flatnonzero(text_equals(ev["line_name"], "Steps") & (
-            name_matches(ev, TPU_PLANE.pattern, col="plane_name") | name_matches(ev, "^" + GPU_PLANE_PREFIX,
-                                                                                 col="plane_name")))
     if not len(rows):
         return None
     st = ev.iloc[rows]
@@ -257,8 +252,6 @@ def _pseudo_from_modules(host, programs: pd.DataFrame) -> StepSet | None:
     ev = host.events
     cores = device_cores(host)
     rows = line_rows(host, "XLA Modules", set(cores).__contains__)
-    if rows is None:
-        rows = np.flatnonzero(text_equals(ev["line_name"], "XLA Modules") & text_in(ev["plane_name"], cores))
     mods = ev[["plane_name", "name", "start_ps", "duration_ps"]].iloc[rows]  # the columns read here, not every stat
     if mods.empty:
         return None
