@@ -119,7 +119,7 @@ def test_a_lock_held_across_blocking_io(moving, tmp_path):
 def test_device_work_that_never_finishes_with_no_odd_one_out_is_replace_host(moving, tmp_path):
     with moving.device_step_stalled(0, seconds=20):
         code, report = hang(tmp_path, moving, "--native", "never", "--tpu", "my-v5p", "--zone", "us-east5-a")
-    assert code == 1 and report["verdict"] == "hung"
+    assert code == 1 and report["verdict"] == "hung", (report["verdict"], report["verdict_why"], report["groups"])
     assert [g["category"] for g in report["groups"]] == ["device"] and not report["groups"][0]["odd_one_out"]
     cause = report["root_cause"]
     assert cause["category"] == "no_odd_one_out" and cause["waiting"] == 4
