@@ -64,7 +64,8 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
     # metadata row of every event (-1: id not in its plane's table)
     meta_row = fields.meta_row  # the compiled decoder's; the numpy one's looked up here
     if meta_row is None:
-        meta_row = RowLookup(headers.metadata_ids, headers.metadata_offsets).lookup(fields.plane, fields.metadata_id)
+        meta_row = RowLookup(headers.metadata_ids, headers.metadata_offsets).lookup(
+            np.repeat(headers.line_plane, headers.line_counts), fields.metadata_id)
     fields.meta_row = None
     fields.metadata_id = _narrowed(fields.metadata_id, np.int16)
     event_metadata = _metadata_frame(headers.metadata, columns)
@@ -152,7 +153,8 @@ def _stat_arrays(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, me
 def _events_frame(headers: SpaceHeaders, fields: EventFields, name: pd.Categorical, stat_arrays: dict[str, Any],
                   columns: dict[str, str], elsewhere: set[str]) -> pd.DataFrame:
     """The events table; ``fields``' per-event arrays become its columns or are dropped on the way. Stats
-    ``elsewhere`` (the metadata's, the sparse ones) get no column."""
+    ``elsewhere`` (the metadata's, the sparse ones) get no column, nor do the line's own columns
+    (``LINE_COLUMNS``): the events are stored line after line, and ``HostProfile`` reads those from ``lines``."""
     import pandas as pd
 
     start_ps = fields.offset_ps
@@ -160,17 +162,7 @@ def _events_frame(headers: SpaceHeaders, fields: EventFields, name: pd.Categoric
     for count, timestamp_ns in zip(headers.line_counts.tolist(), headers.line_timestamp_ns.tolist(), strict=True):
         start_ps[first_row:first_row + count] += (timestamp_ns - headers.origin_ns) * 1000  # in place, line by line
         first_row += count
-    line_id = _narrowed(np.asarray([row[1] for row in headers.lines], dtype=np.int64))[fields.line]
-    line_name = _categorical([row[2] for row in headers.lines], fields.line)
-    fields.line = None
-    event_plane = fields.plane  # already in the narrowest type (``code_dtype``)
-    fields.plane = None
-    plane_name = _categorical([p.name for p in headers.planes], event_plane)
     frame: dict[str, Any] = {
-        "plane_id": event_plane,
-        "line_id": line_id,
-        "plane_name": plane_name,
-        "line_name": line_name,
         "metadata_id": fields.metadata_id,
         "name": name,
         "start_ps": start_ps,

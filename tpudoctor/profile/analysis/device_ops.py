@@ -161,7 +161,7 @@ def _core_window(host, core: str, starts: np.ndarray, ends: np.ndarray, modules:
     OpMetricsDb total), widened to the core's module events on TPU."""
     ev = host.events
     if core.startswith("/device:") and modules is not None and len(modules):
-        mods = modules[Coded.of(ev, "plane_name", modules).isin({core})]
+        mods = modules[Coded.of_stat(host, "plane_name", modules).isin({core})]
         if len(mods):
             mod_start = take(ev, "start_ps", mods)
             starts = np.r_[starts, mod_start]
