@@ -44,7 +44,7 @@ import numpy as np
 from tpudoctor.captures import wire
 from tpudoctor.captures.schema import message_class
 from tpudoctor.captures.xspace.event_wire import event_fields
-from tpudoctor.captures.xspace.lookup import RowLookup, gather
+from tpudoctor.captures.xspace.lookup import RowLookup, gather, run_of_rows
 
 BIG_BYTES_STAT = 4096  # plane/metadata stats with longer bytes values (HloProtos) keep only their size
 BATCH_EVENTS = 1 << 17  # events decoded together: bounds the temporary arrays, keeps numpy calls large
@@ -100,15 +100,8 @@ class SpaceHeaders:
 
 
     def plane_of(self, events: np.ndarray) -> np.ndarray:
-        """The plane_id of the events at rows ``events``, from the lines' counts (no array per event kept): for
-        ascending rows, as a batch's stats come, a cut per line they cover, else a search per row."""
-        ends = self.line_ends
-        if len(events) < 2 or np.any(events[1:] < events[:-1]):
-            return self.line_plane[np.searchsorted(ends, events, side="right")]
-        first, last = np.searchsorted(ends, [events[0], events[-1]], side="right")
-        cuts = np.searchsorted(events, ends[first:last], side="left")
-        counts = np.diff(np.concatenate(([0], cuts, [len(events)])))
-        return np.repeat(self.line_plane[first:last + 1], counts)
+        """The plane_id of the events at rows ``events``, from the lines' counts (no array per event kept)."""
+        return self.line_plane[run_of_rows(self.line_ends, events)]
 
 
 def code_dtype(n_values: int) -> type:

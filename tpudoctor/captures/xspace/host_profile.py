@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tpudoctor.captures.xspace.columns import EVENT_STAT_COLUMNS, LINE_COLUMNS
-from tpudoctor.captures.xspace.lookup import RowLookup
+from tpudoctor.captures.xspace.lookup import RowLookup, run_of_rows
 
 if TYPE_CHECKING:  # pandas is imported where a table is made: decoding runs while it imports
     import pandas as pd
@@ -68,7 +68,7 @@ class HostProfile:
                              np.diff(first_rows))
         if isinstance(rows, slice):
             rows = np.arange(*rows.indices(len(self.events)))
-        return np.searchsorted(first_rows[1:], rows, side="right")
+        return run_of_rows(first_rows[1:], rows)
 
     def line_values(self, name: str, rows: np.ndarray | slice | None = None):
         """Column ``name`` of ``LINE_COLUMNS`` at event ``rows`` (every event: None): ``plane_id`` and

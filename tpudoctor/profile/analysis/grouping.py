@@ -23,8 +23,8 @@ class Coded:
     def of(cls, frame: pd.DataFrame, name: str, rows: np.ndarray | None = None) -> Coded:
         """``frame[name]`` (at ``rows``) coded; an all-missing column where the frame has none."""
         n = len(frame) if rows is None else len(rows)
-        if name not in frame.columns:
-            return cls(np.full(n, -1, np.int32), np.zeros(0, object))
+        if name not in frame.columns:  # a read-only view: no array as long as the rows
+            return cls(np.broadcast_to(np.int8(-1), (n,)), np.zeros(0, object))
         values = frame[name]
         if isinstance(values.dtype, pd.CategoricalDtype):
             codes = values.array.codes
@@ -90,7 +90,13 @@ class Coded:
                 table[code] = new_labels.setdefault(value, len(new_labels))
         if missing is not None:
             table[-1] = new_labels.setdefault(missing, len(new_labels))
-        return table[self.codes], np.array(list(new_labels), dtype=object)
+        # codes in the narrowest type that also holds one more code (a caller's group of its own)
+        return table.astype(narrowest_codes(len(new_labels) + 1))[self.codes], np.array(list(new_labels), dtype=object)
+
+
+def narrowest_codes(n_codes: int) -> type:
+    """The narrowest signed integer type of codes 0 to ``n_codes`` - 1, and -1."""
+    return next(dtype for dtype in (np.int8, np.int16, np.int32) if n_codes < np.iinfo(dtype).max)
 
 
 FEW_CODES = 6
