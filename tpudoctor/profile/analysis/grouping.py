@@ -316,8 +316,10 @@ class SumsByRow:
         # a sum of whole numbers whose magnitudes stay below the limit is exact in any order
         if float(np.abs(parts).sum()) < (2.0 ** 53 if nan_total else 2.0 ** 52):
             total = float(parts.sum())
-        else:  # the ops' values as the floats the sum reads them as: no integer copy beside them
-            values = extended.astype(np.float64)[self.row]
+        else:  # the ops' values as the floats the sum reads them as, NaN as the 0 it adds (no copy of them to fill)
+            per_value = extended.astype(np.float64)
+            per_value[np.isnan(per_value)] = 0.0
+            values = per_value[self.row]
             total = float(np.nansum(values)) if nan_total else float_total(values)
         return sums[self.groups.order], total
 
