@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.captures.xspace.columns import LINE_COLUMNS
+from tpudoctor.captures.xspace.lookup import code_dtype
 from tpudoctor.profile.analysis.events import (
     DERIVED_DEVICE_LINES,
     GPU_PLANE_PREFIX,
@@ -31,7 +32,6 @@ from tpudoctor.profile.analysis.grouping import (
     Coded,
     Factorizer,
     float_total,
-    narrowest_codes,
 )
 from tpudoctor.profile.analysis.nesting import line_self_time, self_time_arrays
 
@@ -162,7 +162,7 @@ class DeviceOpRows:
     def metadata_rows(self) -> np.ndarray:
         """Each op's row of ``host.event_metadata`` (-1: none; in the narrowest type that also holds one row more),
         where its metadata stats are read: looked up once for all of them, a chunk of ops at a time."""
-        out = np.empty(len(self.rows), narrowest_codes(len(self.host.event_metadata) + 2))
+        out = np.empty(len(self.rows), code_dtype(len(self.host.event_metadata) + 2))
         for low in range(0, len(self.rows), CHUNK_ROWS):
             out[low:low + CHUNK_ROWS] = self.host.metadata_rows_at(self.rows[low:low + CHUNK_ROWS])
         return out
