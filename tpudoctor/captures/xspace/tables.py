@@ -53,8 +53,8 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
     columns = options.columns
     headers = decoder.read_headers()
     fields = EventFields.allocate(headers)
-    sinks = {column: (_SparseSink if column in options.sparse_stats and kind != "str" else _ColumnSink)(
-        kind, headers.n_events) for column, kind in columns.items()}
+    sinks = {column: _sink_of(kind, column in options.sparse_stats, headers.n_events)
+             for column, kind in columns.items()}
     _fill_stat_columns(decoder.read_events(headers, fields, wanted=sinks.keys()), headers, sinks)
     errors, warnings = decoder.errors, decoder.warnings
     decoder.close()
@@ -86,6 +86,13 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
         time_origin_ns=headers.origin_ns, file_size_bytes=file_size_bytes, errors=errors, warnings=warnings,
         metadata_stats=frozenset(from_metadata), sparse_stats=sparse_stats,
     )
+
+
+def _sink_of(kind: str, sparse: bool, n_events: int) -> _ColumnSink:
+    """Where a stat's values go while the events are decoded: a column, or entries at the events that carry it."""
+    if not sparse:
+        return _ColumnSink(kind, n_events)
+    return _SparseTextSink(kind, n_events) if kind == "str" else _SparseSink(kind, n_events)
 
 
 def _fill_stat_columns(batches: Iterable[StatBatch], headers: SpaceHeaders, sinks: dict[str, _ColumnSink]) -> None:
@@ -353,7 +360,9 @@ class _SparseSink(_ColumnSink):
         """Nothing per event: ``values`` (then ``rows``) holds only the events' own values."""
 
     def put(self, targets: np.ndarray, values: Any, kinds: np.ndarray | None = None) -> None:
-        numbers, present = _as_integers(values, kinds, self.number_dtype)
+        self._append(targets, *_as_integers(values, kinds, self.number_dtype))
+
+    def _append(self, targets: np.ndarray, numbers: np.ndarray, present: Any) -> None:
         end = self.count + len(targets)
         if self.buffers is None or end > len(self.buffers[0]):
             self._grow(end)
@@ -392,17 +401,28 @@ class _SparseSink(_ColumnSink):
         if not valid.any() or not len(meta_row.rows):
             return
         self._joined()
+        new_rows, _ = self._taking(valid, meta_row)
+        if len(new_rows):
+            self._merge(new_rows, numbers[meta_row.rows[new_rows]])
+
+    def _taking(self, valid: np.ndarray, meta_row: _MetadataRows) -> tuple[np.ndarray, bool]:
+        """(the rows, ascending, of the events without an own value whose metadata row ``valid`` marks; whether
+        any event has such a metadata row, own value or not)."""
         own = np.zeros(len(meta_row.rows), bool)
         if self.rows is not None:
             own[self.rows] = True
         valid_row = np.append(valid, False)  # row -1 (no metadata) takes nothing
-        taken = [np.flatnonzero(valid_row[chunk_rows] & ~own[low:low + len(chunk_rows)]) + low
-                 for low, chunk_rows in meta_row.chunks(valid)]
+        taken, any_valid = [], False
+        for low, chunk_rows in meta_row.chunks(valid):
+            takes = valid_row[chunk_rows]
+            any_valid = any_valid or bool(takes.any())
+            taken.append(np.flatnonzero(takes & ~own[low:low + len(chunk_rows)]) + low)
         del own
-        new_rows = np.concatenate(taken).astype(self.row_dtype) if taken else np.zeros(0, self.row_dtype)
-        if not len(new_rows):
-            return
-        values = numbers[meta_row.rows[new_rows]]
+        rows = np.concatenate(taken).astype(self.row_dtype) if taken else np.zeros(0, self.row_dtype)
+        return rows, any_valid
+
+    def _merge(self, new_rows: np.ndarray, values: np.ndarray) -> None:
+        """``new_rows`` (ascending, none of them the sink's own) with their ``values``, merged into the own ones."""
         if self.rows is None:
             self.rows, self.values = new_rows, values
             return
@@ -456,6 +476,55 @@ class _MetadataRows:
             first, end = int(self.plane_first_event[plane]), int(self.plane_first_event[plane + 1])
             for low in range(first, end, METADATA_FILL_CHUNK):
                 yield low, self.rows[low:min(low + METADATA_FILL_CHUNK, end)]
+
+
+class _SparseTextSink(_SparseSink):
+    """A text stat kept only at the events that carry it: each batch's rows and codes into ``categories`` appended as
+    ``_SparseSink`` appends numbers (a later value of an event wins, a none too, as in a column), so no column of a
+    code per event is written, nor scanned for its rows afterwards."""
+
+    def __init__(self, kind: str, n_events: int):
+        super().__init__(kind, n_events)
+        self.number_dtype = np.dtype(np.int32)
+
+    def put_codes(self, targets: np.ndarray, codes: np.ndarray) -> None:
+        self._append(targets, codes, codes >= 0)  # -1: the event's value is none
+
+    def fill_from_metadata(self, meta_series: pd.Series, meta_row: _MetadataRows) -> None:
+        """Where an event has no own value, take its metadata's; the metadata's texts join the categories, in its
+        order, where some event has a metadata value (as a column's fill adds them)."""
+        import pandas as pd
+
+        meta_values = [None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else v
+                       for v in meta_series.tolist()]
+        valid = np.asarray([v is not None for v in meta_values], dtype=bool)
+        if not valid.any() or not len(meta_row.rows):
+            return
+        self._joined()
+        new_rows, any_valid = self._taking(valid, meta_row)
+        if any_valid:  # as a column's fill: the texts join once an event has a metadata value, its own or not
+            codes = self._codes(meta_values)
+            if len(new_rows):
+                self._merge(new_rows, codes[meta_row.rows[new_rows]])
+
+    def sparse(self, *, narrow: bool = False) -> SparseStat:
+        self._joined()
+        categories = np.array(list(self.categories), dtype=object)
+        dtype = code_dtype(len(categories))
+        if self.rows is None:
+            return SparseStat(np.zeros(0, self.row_dtype), categories, np.zeros(0, dtype))
+        return SparseStat(self.rows, categories, self.values.astype(dtype))
+
+    def array(self, masks: _SharedMasks | None = None, *, narrow: bool = False):
+        """The stat as a column after all (``_sparse_stats`` keeps a text stat on many events as one)."""
+        self._joined()
+        column = _ColumnSink(self.kind, self.n_events)
+        column.categories = self.categories
+        if self.rows is not None:
+            column._allocate()
+            column._hold(len(self.categories))
+            column.values[self.rows] = self.values + 1
+        return column.array(masks, narrow=narrow)
 
 
 class _SharedMasks:
