@@ -78,7 +78,8 @@ def decode_host_file(path: str, *, hostname: str, source: str, options: LoadOpti
         planes, errors, warnings = found
         chosen = _selection(options)
         decoder = XSpaceDecoder(lambda: chosen(planes_on_disk(capture, source, planes)), errors, warnings,
-                                jit=jit_decoder(options, size), whole_bytes_stats=options.whole_bytes_stats)
+                                release=capture.drop_held, jit=jit_decoder(options, size),
+                                whole_bytes_stats=options.whole_bytes_stats)
         profile = _build(decoder, options, hostname=hostname, source=source, file_size_bytes=size)
         profile.selected_events = chosen.selected_events()
     if options.planes is None and not profile.planes["plane_name"].astype(bool).any():
