@@ -195,23 +195,26 @@ def main() -> int:
                 raise SystemExit(f"{name}: {result['error']}")
             results[name].append(result)
     print(f"load average after: {_load()}")
-    print(f"{'':32} {'wall s (median)':>16} {'CPU s':>6} {'peak RSS MB':>12} {'x xprof-rs':>11}")
+    print(f"{'':32} {'wall s (median)':>16} {'CPU s':>6} {'peak RSS MB':>12} {'x xprof-rs':>11} {'other':>6}")
     for name, runs in results.items():
         wall = statistics.median(r["process_s"] for r in runs)
         cpu = statistics.median(r["process_cpu_s"] for r in runs)
         rss = statistics.median(r["process_rss_mb"] for r in runs)
+        other = statistics.median(r["other_cores"] for r in runs)
         ratio = ""
         if rust and name != "xprof-rs get_overview":
             pairs = [a["process_s"] / b["process_s"] for a, b in zip(runs, results["xprof-rs get_overview"], strict=True)]
             ratio = f"{statistics.median(pairs):.2f}x"
-        print(f"{name:32} {wall:16.2f} {cpu:6.2f} {rss:12.0f} {ratio:>11}  runs: {_seconds(runs)}")
+        print(f"{name:32} {wall:16.2f} {cpu:6.2f} {rss:12.0f} {ratio:>11} {other:6.1f}  runs: {_seconds(runs)}")
     return 0
 
 
 def run_process(argv: list[str], *, cwd: Path = REPO) -> dict:
     """A fresh process: ``process_s`` (spawn to exit), ``process_cpu_s`` (its user and system time, all threads:
-    less moved by other work on a shared machine than the wall), ``process_rss_mb`` (peak RSS, ``/usr/bin/time``);
-    ``error`` unless it ends 0 or 1 (1: the report has findings)."""
+    less moved by other work on a shared machine than the wall), ``process_rss_mb`` (peak RSS, ``/usr/bin/time``),
+    ``other_cores`` (the cores that other work kept busy meanwhile, on average: the machine's busy time from
+    ``/proc/stat`` less the process's own CPU, over its wall; NaN where there is no /proc/stat); ``error`` unless
+    it ends 0 or 1 (1: the report has findings)."""
     import resource
     import subprocess
     import time
@@ -219,17 +222,30 @@ def run_process(argv: list[str], *, cwd: Path = REPO) -> dict:
     with tempfile.NamedTemporaryFile("r", prefix="bench-rss-") as rss:
         timed = [str(GNU_TIME), "-f", "%M", "-o", rss.name] if GNU_TIME.exists() else []
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        busy_before = _machine_busy_s()
         started = time.perf_counter()
         done = subprocess.run([*timed, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                               timeout=900, cwd=cwd, env=_environment(cwd))
         elapsed = time.perf_counter() - started
+        busy_after = _machine_busy_s()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         measured = rss.read().strip()
     if done.returncode not in (0, 1):
         return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1][:160]}
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return {"process_s": elapsed, "process_cpu_s": cpu,
-            "process_rss_mb": int(measured.splitlines()[-1]) / 1024 if measured else float("nan")}
+            "process_rss_mb": int(measured.splitlines()[-1]) / 1024 if measured else float("nan"),
+            "other_cores": max(0.0, (busy_after - busy_before - cpu) / elapsed)}
+
+
+def _machine_busy_s() -> float:
+    """Seconds all cores have spent busy since boot (``/proc/stat``: all but idle and iowait); NaN without it."""
+    try:
+        with open("/proc/stat") as stat:
+            ticks = [int(value) for value in stat.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return float("nan")
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def _environment(cwd: Path) -> dict[str, str]:

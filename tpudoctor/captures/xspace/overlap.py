@@ -3,8 +3,10 @@ this thread imports pandas, which the tables need once the events are decoded.
 
 An import holds the GIL throughout; the load lets it go while the compiled kernel runs and while the file's
 bytes are read (``decoder``, ``planes_on_disk``), so on a core of its own the import runs meanwhile. On the
-57 MB GPU capture (``benchmarks/bench_xprof_rs.py``) that is where a core is free: with the other core busy
-the two threads only take turns, and lose a little to it. Hence only where ``spare_cores`` finds two.
+57 MB GPU capture (``profile analyze``, 2 cores, 25 alternating pairs with the other core idle, 2026-12-05):
+0.446 -> 0.414 s wall, CPU 0.445 -> 0.480 s (the threads' hand-overs of the GIL), peak RSS 173 -> 192 MB (the
+import's memory and the load's at once; the peak was the analyses'). With the other core busy the two threads
+only take turns: forced on there, +20 ms. Hence only where ``spare_cores`` finds two.
 
 The results are the serial load's: the same function runs, in another thread. Its exception is raised here,
 the same object; an import that fails here fails as it would have after the load (the load is waited for first).
