@@ -7,6 +7,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
+from hand_hosts import host_of, line_sorted
 from paths import TESTS
 
 import tpudoctor.profile
@@ -58,13 +59,12 @@ def test_tpu_op_times_and_self_time_equal_a_stack_walk(shared_data, monkeypatch)
     from tpudoctor.captures.xspace import decode_host_file
     from tpudoctor.profile.analysis import device_op_rows
     from tpudoctor.profile.analysis.device_op_rows import device_ops
-    from tpudoctor.profile.analysis.events import take
 
     path = shared_data / "xprof_tpu_inference_2.xplane.pb"
     host = decode_host_file(str(path), hostname="h", source=str(path))
     ops = device_ops(host)
     assert len(ops) > 1000
-    expected = _stack_walk_self_time(take(host.events, "plane_id", ops.rows), take(host.events, "line_id", ops.rows),
+    expected = _stack_walk_self_time(host.line_values("plane_id", ops.rows), host.line_values("line_id", ops.rows),
                                      ops.start_ps, ops.duration_ps)
     assert ops.self_ps.tolist() == expected.tolist()
     monkeypatch.setattr(device_op_rows, "OP_CHUNK", 500)  # the times worked out a few lines at a time are the same
@@ -81,7 +81,7 @@ def test_tpu_ops_read_from_whole_lines_equal_the_ops_selected_row_by_row(shared_
     from tpudoctor.captures.xspace import decode_host_file
     from tpudoctor.profile.analysis import device_op_rows
     from tpudoctor.profile.analysis.device_op_rows import _select_device_ops
-    from tpudoctor.profile.analysis.events import line_rows, module_rows, text_equals
+    from tpudoctor.profile.analysis.events import line_rows, module_rows
 
     joined = tmp_path / "host.xplane.pb"
     joined.write_bytes((shared_data / "xprof_tpu_inference_2.xplane.pb").read_bytes() * 3)
@@ -105,10 +105,13 @@ def test_tpu_ops_read_from_whole_lines_equal_the_ops_selected_row_by_row(shared_
         rows = from_lines.metadata_rows()
         assert from_lines.numbers(name, rows).tolist() == row_by_row.numbers(name).tolist(), name
         assert from_lines.whole_numbers(name, rows).tolist() == row_by_row.whole_numbers(name).tolist(), name
-    ev = host.events
-    assert module_rows(host).tolist() == np.flatnonzero(text_equals(ev["line_name"], "XLA Modules")).tolist()
+    # each event's line's names, as every event of a line carries them in the file
+    line_name = np.repeat(host.lines["line_name"].to_numpy(object), host.lines["n_events"].to_numpy())
+    plane_name = host.planes["plane_name"].to_numpy(object)[
+        np.repeat(host.lines["plane_id"].to_numpy(), host.lines["n_events"].to_numpy())]
+    assert module_rows(host).tolist() == np.flatnonzero(line_name == "XLA Modules").tolist()
     assert line_rows(host, "Steps", lambda plane: plane == "/device:TPU:1").tolist() == np.flatnonzero(
-        text_equals(ev["line_name"], "Steps") & text_equals(ev["plane_name"], "/device:TPU:1")).tolist()
+        (line_name == "Steps") & (plane_name == "/device:TPU:1")).tolist()
 
 
 def test_sums_by_metadata_row_equal_the_group_sums_of_the_ops_values():
@@ -150,6 +153,7 @@ def test_enclosing_names_equal_a_search_of_each_childs_line():
                           "name": pd.Categorical(rng.choice(["f", "g", "h"], n)),
                           "start_ps": rng.integers(0, 400, n), "duration_ps": rng.integers(0, 300, n)})
     frame.loc[:60, ["plane_id", "line_id", "start_ps", "duration_ps"]] = [1, 1, 0, 10**6]  # deep, tied nesting
+    frame = line_sorted(frame)  # stored line after line, as a capture's events are
     parents, children = np.flatnonzero(rng.random(n) < 0.5), np.arange(n)
     ends = frame["start_ps"] + frame["duration_ps"]
     expected = []
@@ -165,7 +169,7 @@ def test_enclosing_names_equal_a_search_of_each_childs_line():
         latest = order[frame["start_ps"].to_numpy()[order] == frame["start_ps"].to_numpy()[order].max()][0]
         expected.append(str(frame["name"][latest]))
     assert ENCLOSING_ROUNDS < 60
-    assert _enclosing_names(frame, children, parents) == expected
+    assert _enclosing_names(host_of(frame), children, parents) == expected
 
 
 def test_groups_count_and_sum_as_a_pandas_group_by():
@@ -197,8 +201,9 @@ def test_outermost_rows_equal_outermost_with_and_without_names():
         frame = pd.DataFrame({"plane_id": rng.integers(0, 2, n), "line_id": rng.integers(0, 3, n),
                               "name": pd.Categorical(names, categories=["c", "a", "b"]),
                               "start_ps": rng.integers(0, 500, n), "duration_ps": rng.integers(0, 80, n)})
+        frame = line_sorted(frame)
         rows = np.flatnonzero(rng.random(n) < 0.7)
-        assert outermost_rows(frame, rows).tolist() == outermost(frame.iloc[rows]).index.tolist()
+        assert outermost_rows(host_of(frame), rows).tolist() == outermost(frame.iloc[rows]).index.tolist()
 
 
 def test_union_merge_and_window_overlap():
@@ -366,14 +371,13 @@ def test_device_steps_line_numbers_mix_label_stats_of_different_widths():
     """The loader keeps each label stat in the narrowest type its own values need (``step_num`` int8 under 128
     steps, ``group_id`` int16): a Steps line whose numbers come from both, and from a numeric name, is read (pandas
     refuses to put int16 values into an int8 array: a TypeError before)."""
-    import types
-
     from tpudoctor.profile.analysis.steps import _device_steps_line
 
     events = pd.DataFrame({
-        "line_name": pd.Categorical(["Steps"] * 3), "plane_name": pd.Categorical(["/device:TPU:0"] * 3),
+        "plane_id": 0, "line_id": 1, "line_name": pd.Categorical(["Steps"] * 3),
+        "plane_name": pd.Categorical(["/device:TPU:0"] * 3),
         "name": pd.Categorical(["a", "b", "3"]),
         "step_num": pd.array([1, None, None], dtype="Int8"), "group_id": pd.array([None, 1000, None], dtype="Int16"),
         "start_ps": np.array([0, 10, 20], np.int64), "duration_ps": np.array([10, 10, 10], np.int64)})
-    steps = _device_steps_line(types.SimpleNamespace(events=events)).steps
+    steps = _device_steps_line(host_of(events)).steps
     assert steps.sort_values("start_ps")["step_num"].tolist() == [1, 1000, 3]

@@ -33,7 +33,7 @@ XSpace = message_class("XSpace")
 
 
 def assert_matches_oracle(data: bytes) -> pd.DataFrame:
-    events = decode_host(data, hostname="h", source="test").events
+    events = decode_host(data, hostname="h", source="test").with_line_columns()  # each event's line's columns too
     expected = oracle_events(data)
     assert len(events) == len(expected)
     for column in ["plane_id", "line_id", "metadata_id", "duration_ps", "start_ps", "name", "line_name",
@@ -118,7 +118,7 @@ def test_every_real_capture_has_line_counts_of_plain_parse():
         expected = [(index, line.id, len(line.events)) for index, plane in enumerate(space.planes)
                     for line in plane.lines]
         assert list(host.lines[["plane_id", "line_id", "n_events"]].itertuples(index=False, name=None)) == expected
-        counted = host.events.groupby(["plane_id", "line_id"]).size()
+        counted = host.with_line_columns().groupby(["plane_id", "line_id"]).size()
         for plane_id, line_id, count in expected:
             assert counted.get((plane_id, line_id), 0) == count, (path.name, plane_id, line_id)
         assert host.planes["n_events"].tolist() == [sum(len(line.events) for line in plane.lines)
@@ -137,15 +137,15 @@ def test_tpu_capture_facts_from_the_research_notes():
     assert by_category.loc["all-reduce", "count"] == 3
     modules = host.events_on("/device:TPU:0", "XLA Modules")
     assert modules["name"].astype(str).str.startswith("jit_").all()
-    assert (host.events_on("/host:CPU")["plane_name"] == "/host:CPU").all()
+    assert (host.line_values("plane_name", host.events_on("/host:CPU").index.to_numpy()) == "/host:CPU").all()
     assert len(host.events_on("/host:CPU")) == 19_270
     for plane_name in host.planes["plane_name"]:
         for line_name in [None, *host.lines["line_name"].unique()[:8]]:
             selected = host.events_on(plane_name, line_name)
-            mask = host.events["plane_name"] == plane_name
+            mask = host.line_values("plane_name") == plane_name
             if line_name is not None:
-                mask = mask & (host.events["line_name"] == line_name)
-            pd.testing.assert_frame_equal(selected, host.events[mask.to_numpy(dtype=bool)])
+                mask = mask & (host.line_values("line_name") == line_name)
+            pd.testing.assert_frame_equal(selected, host.events[np.asarray(mask, dtype=bool)])
     # program ids above 2**63 stay exact
     assert ops["program_id"].dropna().astype("uint64").max() > 2**63
     assert not capture.notes  # it has device planes

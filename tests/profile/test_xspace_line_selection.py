@@ -43,8 +43,8 @@ def test_lines_left_out_keep_their_headers_and_none_of_their_events(monkeypatch,
     assert chosen.lines["n_events"].tolist() == np.where(on_modules, whole.lines["n_events"], 0).tolist()
     assert len(chosen.events) == int(whole.lines["n_events"][on_modules].sum()) == 414  # of 38,848 events
     rows = np.repeat(on_modules, whole.lines["n_events"].to_numpy())
-    want = whole.events[rows].reset_index(drop=True)
-    got = chosen.events.reset_index(drop=True)
+    want = whole.with_line_columns(whole.events[rows]).reset_index(drop=True)
+    got = chosen.with_line_columns().reset_index(drop=True)
     assert (got["start_ps"] + chosen.time_origin_ns * 1000).tolist() == (
         want["start_ps"] + whole.time_origin_ns * 1000).tolist()
     for column in ("plane_id", "line_id", "name", "duration_ps", "program_id"):

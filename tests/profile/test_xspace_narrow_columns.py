@@ -11,7 +11,7 @@ import pytest
 from paths import REPO
 from profile_oracle import GPU_CAPTURE, TPU_CAPTURE, shared_file
 
-from tpudoctor.captures.xspace import LoadOptions, decode_host, decoder, tables
+from tpudoctor.captures.xspace import LINE_COLUMNS, LoadOptions, decode_host, decoder, tables
 
 BENCHMARK = REPO / "benchmarks" / "capture_memory.py"
 
@@ -24,9 +24,10 @@ def _table_bytes(frame: pd.DataFrame) -> int:
     return module.table_bytes(frame)
 
 
-# (capture, stats) -> bytes per event at most; at 0ab43d1: TPU 61 and 137, GPU 45 and 109
-BOUNDS = {(TPU_CAPTURE, "analysis"): 57, (TPU_CAPTURE, "all"): 105, (GPU_CAPTURE, "analysis"): 34,
-          (GPU_CAPTURE, "all"): 70}
+# (capture, stats) -> bytes per event at most; at 0ab43d1: TPU 61 and 137, GPU 45 and 109; at 03a1ec9, before the
+# line columns were kept once per line: TPU 27 and 105, GPU 32 and 70
+BOUNDS = {(TPU_CAPTURE, "analysis"): 20, (TPU_CAPTURE, "all"): 98, (GPU_CAPTURE, "analysis"): 22,
+          (GPU_CAPTURE, "all"): 60}
 
 
 @pytest.mark.parametrize(("name", "stats"), list(BOUNDS))
@@ -40,11 +41,11 @@ def test_events_table_bytes_per_event_on_real_captures(name, stats):
 def test_kept_types_on_the_gpu_capture():
     host = decode_host(shared_file(GPU_CAPTURE).read_bytes(), hostname="h", source=GPU_CAPTURE)
     events = host.events
-    assert events["plane_id"].dtype == np.int8 and events["metadata_id"].dtype == np.int16
-    # plane names are distinct: plane_name's codes are the plane_id column itself, not a copy
-    assert np.shares_memory(events["plane_name"].array.codes, events["plane_id"].to_numpy())
-    assert (events["plane_name"].astype(str).to_numpy()
-            == host.planes["plane_name"].to_numpy()[events["plane_id"].to_numpy()]).all()
+    assert events["metadata_id"].dtype == np.int16
+    # a line's own columns are kept once per line, read at the events from the lines table
+    assert not set(LINE_COLUMNS) & set(events.columns)
+    assert (np.asarray(host.line_values("plane_name").astype(str))
+            == host.planes["plane_name"].to_numpy()[host.line_values("plane_id")]).all()
     assert events["group_id"].dtype == "Int8" and events["group_id"].max() == 6  # a label: its values fit 8 bits
     for quantity in ("start_ps", "duration_ps"):
         assert events[quantity].dtype == np.int64

@@ -144,8 +144,7 @@ def _runs(host: HostProfile) -> list[ProgramRun]:
     events, lines = host.events, host.lines
     if not len(events):
         return []
-    counts = lines["n_events"].to_numpy(np.int64)
-    line_row = np.repeat(np.arange(len(lines)), counts)
+    line_row = host.line_of()
     line_names = lines["line_name"].to_numpy(dtype=object)
     plane_names = dict(zip(host.planes["plane_id"].tolist(), host.planes["plane_name"].tolist(), strict=True))
     origin_ps = host.time_origin_ns * 1000
@@ -154,7 +153,7 @@ def _runs(host: HostProfile) -> list[ProgramRun]:
         chosen = events.iloc[modules]
         program_ids = chosen[PROGRAM_ID_STAT].astype(object).tolist()
         id_in_name = {name: split_event_name(name)[1] for name in chosen["name"].unique().tolist()}
-        plane_of = [plane_names[plane] for plane in chosen["plane_id"].tolist()]
+        plane_of = [plane_names[plane] for plane in host.line_values("plane_id", modules).tolist()]
         starts = (chosen["start_ps"].to_numpy(np.int64)).tolist()
         ends = (chosen["start_ps"].to_numpy(np.int64) + chosen["duration_ps"].to_numpy(np.int64)).tolist()
         runs = [ProgramRun(plane, line, name, id_in_name[name] if program_id is None or program_id is pd.NA

@@ -9,7 +9,7 @@
     capture = tpudoctor.profile.load("gs://bucket/logdir")           # newest run, all hosts
     host = next(iter(capture.hosts.values()))
     host.planes; host.lines; host.event_metadata
-    ops = host.events_on("/device:TPU:0", "XLA Ops")                  # one row per event
+    ops = host.events_on("/device:TPU:0", "XLA Ops")                  # one row per event (a slice, no copy)
     ops.groupby("hlo_category", observed=True)["duration_ps"].sum()
 
     with tpudoctor.profile.trace("/tmp/logdir"):                       # TensorFlow or JAX
@@ -36,10 +36,11 @@ Tables of a ``HostProfile`` (``capture.hosts[hostname]``):
 * ``planes``: plane_id (position in the file; unique), xplane_id (the file's id, often 0), plane_name,
   device_kind ("TPU v6 Lite", "GPU (AMD)", "CPU"...), is_device, n_lines, n_events, n_event_metadata.
 * ``lines``: plane_id, line_id, line_name, display_name, timestamp_ns, duration_ps, n_events.
-* ``events`` (one row per event, in file order: plane by plane, line by line): plane_id, line_id,
-  plane_name, line_name, metadata_id, name (categorical), start_ps, duration_ps (ids in the
-  narrowest integer type that holds them: int8 or int16 plane ids, whose array is also plane_name's codes where plane
-  names are distinct, int16, int32 or uint32 line and metadata ids), then the stats:
+* ``events`` (one row per event, in file order: plane by plane, line by line, as many of each line as
+  ``lines.n_events`` counts): metadata_id (int16 where every id fits), name (categorical), start_ps, duration_ps,
+  then the stats. Each event's line's own columns (``LINE_COLUMNS``: plane_id, line_id, plane_name,
+  line_name) are kept once per line: ``host.line_values("plane_name", rows)`` reads them at the events
+  (``line_of(rows)``: their rows of ``lines``), ``host.with_line_columns(frame)`` joins them onto some events. The stats:
   always ``CORE_STAT_COLUMNS`` (step_num, group_id, program_id, hlo_category, tf_op, long_name,
   flops, bytes_accessed; all-missing when the capture lacks them; with ``LoadOptions(stats=...)`` only
   those asked for), and each other stat of ``EVENT_STAT_COLUMNS`` (run_id, replica_id, hlo_op, hlo_module,

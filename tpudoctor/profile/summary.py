@@ -102,15 +102,13 @@ def _line_spans(host: HostProfile):
     import pandas as pd
 
     lines = host.lines
-    counts = lines["n_events"].to_numpy(np.int64)
+    counts = np.diff(host.line_first_rows)
     filled = counts > 0
     starts = host.events["start_ps"].to_numpy(np.int64)
-    if not filled.any() or len(starts) != int(counts.sum()):
-        ends = starts + host.events["duration_ps"].to_numpy(np.int64)
-        frame = pd.DataFrame({"plane_id": host.events["plane_id"].to_numpy(), "line_id": host.events["line_id"].to_numpy(),
-                              "start": starts, "end": ends})
-        return frame.groupby(["plane_id", "line_id"], sort=False).agg(start=("start", "min"), end=("end", "max")).reset_index()
-    first_row = (np.cumsum(counts) - counts)[filled]
+    if not filled.any():
+        return pd.DataFrame({"plane_id": np.zeros(0, np.int64), "line_id": np.zeros(0, np.int64),
+                             "start": np.zeros(0, np.int64), "end": np.zeros(0, np.int64)})
+    first_row = host.line_first_rows[:-1][filled]
     line_start = np.minimum.reduceat(starts, first_row)
     # the last end of each line, a few lines at a time (no end column as long as the capture)
     durations = host.events["duration_ps"].to_numpy()

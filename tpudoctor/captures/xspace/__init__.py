@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         DEVICE_PLANE_PREFIXES,
         EVENT_STAT_COLUMNS,
         LABEL_STATS,
+        LINE_COLUMNS,
         METADATA_STATS,
         STAT_KINDS,
         LoadOptions,
@@ -44,11 +45,12 @@ if TYPE_CHECKING:
     from tpudoctor.captures.xspace.reader import decode_host, decode_host_file, read_plane_events
 
 __all__ = ["ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_OP_STATS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS", "LABEL_STATS",
-           "METADATA_STATS", "STAT_KINDS", "HostProfile", "LoadOptions", "decode_host", "decode_host_file", "read_plane_events"]
+           "LINE_COLUMNS", "METADATA_STATS", "STAT_KINDS", "HostProfile", "LoadOptions", "decode_host", "decode_host_file", "read_plane_events"]
 
 _EXPORTS = {
     **dict.fromkeys(("ANALYSIS_STAT_COLUMNS", "CORE_STAT_COLUMNS", "DEVICE_OP_STATS", "DEVICE_PLANE_PREFIXES", "EVENT_STAT_COLUMNS",
-                     "LABEL_STATS", "METADATA_STATS", "STAT_KINDS", "LoadOptions"), "tpudoctor.captures.xspace.columns"),
+                     "LABEL_STATS", "LINE_COLUMNS", "METADATA_STATS", "STAT_KINDS", "LoadOptions"),
+                    "tpudoctor.captures.xspace.columns"),
     "HostProfile": "tpudoctor.captures.xspace.host_profile",
     "decode_host": "tpudoctor.captures.xspace.reader",
     "decode_host_file": "tpudoctor.captures.xspace.reader",

@@ -68,6 +68,9 @@ METADATA_STATS = ("flops", "model_flops", "bytes_accessed")
 DEVICE_OP_STATS = ("program_id", "device_offset_ps", "device_duration_ps", "hlo_category", "hlo_op", "tf_op", "source")
 
 DEVICE_PLANE_PREFIXES = ("/device:TPU:", "/device:GPU:")
+LINE_COLUMNS = ("plane_id", "line_id", "plane_name", "line_name")
+"""An event's line's own columns: the same for every event of a line, so kept once per line (``HostProfile.lines``,
+``.planes``) and read at the events with ``HostProfile.line_values``, not as ``events`` columns."""
 DECODER_ENV = "TPUDOCTOR_PROFILE_DECODER"
 
 

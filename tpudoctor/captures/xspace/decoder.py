@@ -44,7 +44,7 @@ import numpy as np
 from tpudoctor.captures import wire
 from tpudoctor.captures.schema import message_class
 from tpudoctor.captures.xspace.event_wire import event_fields
-from tpudoctor.captures.xspace.lookup import RowLookup, gather
+from tpudoctor.captures.xspace.lookup import RowLookup, gather, run_of_rows
 
 BIG_BYTES_STAT = 4096  # plane/metadata stats with longer bytes values (HloProtos) keep only their size
 BATCH_EVENTS = 1 << 17  # events decoded together: bounds the temporary arrays, keeps numpy calls large
@@ -93,8 +93,15 @@ class SpaceHeaders:
         self.origin_ns = int(self.line_timestamp_ns[with_events].min()) if with_events.any() else 0
         """The earliest timestamp of a line with events: ``start_ps`` counts from it."""
         self.n_events = int(self.line_counts.sum())
+        self.line_ends = np.cumsum(self.line_counts)
+        """One past each line's last event row: the events are stored line after line."""
         self.stat_offsets = list(np.cumsum([0] + [len(ids) for ids in self.stat_ids])[:-1])
         """Row of each plane's first stat name in all planes' ``stat_names`` laid end to end."""
+
+
+    def plane_of(self, events: np.ndarray) -> np.ndarray:
+        """The plane_id of the events at rows ``events``, from the lines' counts (no array per event kept)."""
+        return self.line_plane[run_of_rows(self.line_ends, events)]
 
 
 def code_dtype(n_values: int) -> type:
@@ -109,14 +116,11 @@ def code_dtype(n_values: int) -> type:
 
 @dataclasses.dataclass
 class EventFields:
-    """Per event, in file order: where it is (``line``: row of ``SpaceHeaders.lines``; ``plane``: its
-    plane_id; both in ``code_dtype``) and its own fields (int64; ``offset_ps`` from its line's timestamp; the serial
+    """Per event, in file order (line after line, as ``SpaceHeaders.line_counts`` count them), its own fields (int64; ``offset_ps`` from its line's timestamp; the serial
     compiled decode's ``metadata_id`` int16 while every id fits), which ``XSpaceDecoder.read_events`` fills; the
     compiled decode also gives each event's row of ``SpaceHeaders.metadata`` (``meta_row``, int32, -1: none),
     which the table builder otherwise looks up. The table builder takes the arrays over one by one."""
 
-    line: np.ndarray
-    plane: np.ndarray
     metadata_id: np.ndarray
     offset_ps: np.ndarray
     duration_ps: np.ndarray
@@ -124,10 +128,7 @@ class EventFields:
 
     @classmethod
     def allocate(cls, headers: SpaceHeaders) -> EventFields:
-        line = np.repeat(np.arange(len(headers.line_counts), dtype=code_dtype(len(headers.line_counts))),
-                         headers.line_counts)
-        plane = np.repeat(headers.line_plane, headers.line_counts)
-        return cls(line, plane, *(np.zeros(headers.n_events, dtype=np.int64) for _ in range(3)))
+        return cls(*(np.zeros(headers.n_events, dtype=np.int64) for _ in range(3)))
 
 
 class StatBatch:
@@ -241,10 +242,10 @@ class XSpaceDecoder:
             stat_event, stat_start, stat_end = event_fields(
                 buffer, starts, ends, (fields.metadata_id[rows], fields.offset_ps[rows], fields.duration_ps[rows]))
             stat_event += first_event
-            stats = _decode_stats(buffer, stat_event, stat_start, stat_end, fields.plane[stat_event], stat_rows,
+            stats = _decode_stats(buffer, stat_event, stat_start, stat_end, headers.plane_of(stat_event), stat_rows,
                                   wanted_row)
             del stat_event, stat_start, stat_end
-            batch = StatBatch(stats, _StringResolver(_BufferTexts(buffer), stats, headers.stat_ids, headers.stat_names))
+            batch = StatBatch(stats, _StringResolver(_BufferTexts(buffer), stats, headers))
             del buffer, stats
             yield batch
             del batch
@@ -465,9 +466,9 @@ class _StatArrays:
         """The stats gathered so far as a ``StatBatch`` over its lines' bytes."""
         event, name_row, kind, raw, text_start, text_length = (array[:self.n] for array in self.arrays)
         self.n = 0
-        stats = {"event": event, "plane": fields.plane[event], "name_row": name_row, "kind": kind, "raw": raw,
-                 "text_start": text_start, "text_length": text_length}
-        return StatBatch(stats, _StringResolver(_LineTexts(pieces), stats, headers.stat_ids, headers.stat_names))
+        stats = {"event": event, "name_row": name_row, "kind": kind, "raw": raw, "text_start": text_start,
+                 "text_length": text_length}
+        return StatBatch(stats, _StringResolver(_LineTexts(pieces), stats, headers))
 
 
 class _LineTexts:
@@ -530,9 +531,15 @@ class _StringResolver:
     """String values of stat rows: str values decoded once per distinct value, refs resolved to names.
     ``texts``: where their bytes are read (``_LineTexts``, ``_BufferTexts``)."""
 
-    def __init__(self, texts, stats, stat_ids, stat_names):
-        self.texts, self.stats, self.stat_plane = texts, stats, stats["plane"]
-        self.stat_ids, self.stat_names = stat_ids, stat_names
+    def __init__(self, texts, stats, headers: SpaceHeaders):
+        self.texts, self.stats, self.headers = texts, stats, headers
+        self.stat_ids, self.stat_names = headers.stat_ids, headers.stat_names
+
+    def _planes(self, rows: np.ndarray) -> np.ndarray:
+        """The plane of the stats at ``rows`` (a ref's name is its plane's): the batch's where it has them."""
+        if "plane" in self.stats:
+            return self.stats["plane"][rows]
+        return self.headers.plane_of(self.stats["event"][rows])
 
     def codes(self, rows: np.ndarray, index: dict[str, int]) -> np.ndarray:
         kinds = self.stats["kind"][rows]
@@ -552,7 +559,7 @@ class _StringResolver:
         chunks = iter(self.texts.slices(stats["text_start"][rows][is_text], stats["text_length"][rows][is_text]))
         cache: dict[bytes, str] = {}
         out: list[object] = []
-        for kind, raw, plane in zip(kinds.tolist(), stats["raw"][rows].tolist(), self.stat_plane[rows].tolist(),
+        for kind, raw, plane in zip(kinds.tolist(), stats["raw"][rows].tolist(), self._planes(rows).tolist(),
                                     strict=True):
             if kind == STR or kind == BYTES:
                 chunk = next(chunks)

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tpudoctor.captures.xspace.columns import EVENT_STAT_COLUMNS
-from tpudoctor.captures.xspace.lookup import RowLookup
+from tpudoctor.captures.xspace.columns import EVENT_STAT_COLUMNS, LINE_COLUMNS
+from tpudoctor.captures.xspace.lookup import RowLookup, run_of_rows
 
 if TYPE_CHECKING:  # pandas is imported where a table is made: decoding runs while it imports
     import pandas as pd
@@ -24,6 +24,9 @@ class HostProfile:
     ``plane_id`` is the plane's position in the file (unique; the XPlane ``id`` field is not:
     host planes usually all have id 0 - it is kept as ``xplane_id``). ``events.start_ps`` is
     picoseconds since ``time_origin_ns`` (absolute picoseconds since the epoch overflow int64).
+
+    The events are stored line after line, as many of each as ``lines.n_events`` counts: an event's line's own
+    columns (``LINE_COLUMNS``: plane and line ids and names) are read through ``line_values`` / ``line_of``.
     """
 
     hostname: str
@@ -46,6 +49,80 @@ class HostProfile:
     sparse_stats: dict[str, SparseStat] = dataclasses.field(default_factory=dict)
     """Stats kept only at the events that carry them instead of an ``events`` column (``stat_at``): asked
     for with ``LoadOptions.sparse_stats``, as the device ops' own stats, missing on most host events."""
+
+    @functools.cached_property
+    def line_first_rows(self) -> np.ndarray:
+        """The first event row of each line of ``lines``, and one past the last event (int64, a row more than
+        ``lines``); ``ValueError`` where the lines do not count the events."""
+        counts = self.lines["n_events"].to_numpy(np.int64)
+        if int(counts.sum()) != len(self.events):
+            raise ValueError(f"the lines count {int(counts.sum())} events, the events table has {len(self.events)}")
+        return np.concatenate(([0], np.cumsum(counts)))
+
+    def line_of(self, rows: np.ndarray | slice | None = None) -> np.ndarray:
+        """The row of ``lines`` of each event at ``rows`` (an array, a slice, or None: every event)."""
+        first_rows = self.line_first_rows
+        n_lines = len(first_rows) - 1
+        if rows is None:
+            return np.repeat(np.arange(n_lines, dtype=np.int32 if n_lines < 2**31 else np.int64),
+                             np.diff(first_rows))
+        if isinstance(rows, slice):
+            rows = np.arange(*rows.indices(len(self.events)))
+        return run_of_rows(first_rows[1:], rows)
+
+    def line_values(self, name: str, rows: np.ndarray | slice | None = None):
+        """Column ``name`` of ``LINE_COLUMNS`` at event ``rows`` (every event: None): ``plane_id`` and
+        ``line_id`` as int64 numpy arrays, ``plane_name`` and ``line_name`` as categoricals whose categories are
+        the distinct names in the order of the planes or lines."""
+        import pandas as pd
+
+        values = self._line_table(name)
+        line = self.line_of(rows)
+        if isinstance(values, tuple):
+            codes, categories = values
+            return pd.Categorical.from_codes(codes[line], categories=categories, validate=False)
+        return values[line]
+
+    def with_line_columns(self, frame: pd.DataFrame | None = None) -> pd.DataFrame:
+        """``frame`` (events of this host, by their index: rows of ``events``; every event: None) with their
+        line's columns (``LINE_COLUMNS``) in front, each event's: a table for a reader that wants them per
+        event, at the memory that costs."""
+        import pandas as pd
+
+        frame = self.events if frame is None else frame
+        rows = frame.index.to_numpy()
+        line_columns = {name: self.line_values(name, rows) for name in LINE_COLUMNS}
+        return pd.concat([pd.DataFrame(line_columns, index=frame.index), frame], axis=1)
+
+    def on_lines(self, line_hit: np.ndarray) -> np.ndarray:
+        """A bool per event: whether its line is one ``line_hit`` (a bool per row of ``lines``) marks."""
+        return np.repeat(np.asarray(line_hit, bool), np.diff(self.line_first_rows))
+
+    def line_codes(self, name: str) -> tuple[np.ndarray, pd.Index]:
+        """(code per row of ``lines``, categories) of ``plane_name`` or ``line_name``: what ``line_values`` gathers."""
+        values = self._line_table(name)
+        if not isinstance(values, tuple):
+            raise ValueError(f"{name} is not a name column of the lines")
+        return values
+
+    def _line_table(self, name: str):
+        """A line column, one value per row of ``lines``, made once: int64 ids, or (codes, categories) of names."""
+        made = self.__dict__.setdefault("_line_tables", {})
+        if name not in made:
+            lines = self.lines
+            if name in ("plane_id", "line_id"):
+                made[name] = lines[name].to_numpy(np.int64)
+            elif name == "line_name":
+                made[name] = _codes(lines["line_name"].tolist())
+            elif name == "plane_name":
+                plane_ids = self.planes["plane_id"].to_numpy(np.int64)
+                codes, categories = _codes(self.planes["plane_name"].tolist())
+                code_of_plane = np.full(int(plane_ids.max()) + 2 if len(plane_ids) else 1, -1, codes.dtype)
+                code_of_plane[plane_ids] = codes
+                made[name] = (code_of_plane[lines["plane_id"].to_numpy(np.int64)], categories)
+            else:
+                raise KeyError(f"{name} is not one of {LINE_COLUMNS}")
+        return made[name]
 
     def has_stat(self, name: str) -> bool:
         """Whether ``stat_at`` reads ``name`` (an events column, a metadata stat or a sparse stat)."""
@@ -70,7 +147,7 @@ class HostProfile:
     def metadata_rows_at(self, rows: np.ndarray) -> np.ndarray:
         """The ``event_metadata`` row (int32, -1: none) of the events at ``rows``: where ``stat_at`` reads a
         metadata stat, so that a reader of several takes each one's values at these rows (``metadata_stat``)."""
-        plane = self.events["plane_id"].to_numpy()[rows]
+        plane = self.line_values("plane_id", rows)
         metadata_id = self.events["metadata_id"].to_numpy()[rows].astype(np.int64)
         return self._metadata_rows.lookup(plane, metadata_id)
 
@@ -218,6 +295,16 @@ class SparseStat:
         position += low - 1  # the count of marked rows up to and including each row, less one
         np.maximum(position, 0, out=position)
         return position, found
+
+
+def _codes(labels: list[object]) -> tuple[np.ndarray, pd.Index]:
+    """Category codes (-1 for None; in the narrowest type) and categories (the distinct labels in order) of a short list."""
+    import pandas as pd
+
+    index: dict[object, int] = {}
+    codes = np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in labels), np.int32, len(labels))
+    narrow = next(dtype for dtype in (np.int8, np.int16, np.int32) if len(index) < np.iinfo(dtype).max)
+    return codes.astype(narrow), pd.Index(list(index), dtype=object)  # codes as pandas types them, kept by from_codes
 
 
 def metadata_row_lookup(event_metadata: pd.DataFrame) -> RowLookup:

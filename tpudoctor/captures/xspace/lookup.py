@@ -114,3 +114,15 @@ def gather(table: np.ndarray, rows: np.ndarray, missing: int = -1) -> np.ndarray
     table gets ``missing`` as its last entry, which row -1 indexes, so no temporary as long as ``rows``."""
     extended = np.append(table, np.asarray(missing, dtype=table.dtype))
     return extended[rows]
+
+
+def run_of_rows(run_ends: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The run of each of ``rows`` (int64) in rows stored run after run, run ``i`` ending (exclusive) at
+    ``run_ends[i]`` (as a capture's events are stored line after line): for ascending rows a cut per run
+    they cover, else a search per row."""
+    rows = np.asarray(rows)
+    if len(rows) < 2 or np.any(rows[1:] < rows[:-1]):
+        return np.searchsorted(run_ends, rows, side="right")
+    first, last = np.searchsorted(run_ends, [rows[0], rows[-1]], side="right")
+    cuts = np.searchsorted(rows, run_ends[first:last], side="left")
+    return np.repeat(np.arange(first, last + 1), np.diff(np.concatenate(([0], cuts, [len(rows)]))))

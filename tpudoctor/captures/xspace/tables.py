@@ -64,14 +64,16 @@ def build_host_profile(decoder: XSpaceDecoder, options: LoadOptions, *, hostname
     # metadata row of every event (-1: id not in its plane's table)
     meta_row = fields.meta_row  # the compiled decoder's; the numpy one's looked up here
     if meta_row is None:
-        meta_row = RowLookup(headers.metadata_ids, headers.metadata_offsets).lookup(fields.plane, fields.metadata_id)
+        meta_row = RowLookup(headers.metadata_ids, headers.metadata_offsets).lookup(
+            np.repeat(headers.line_plane, headers.line_counts), fields.metadata_id)
     fields.meta_row = None
     fields.metadata_id = _narrowed(fields.metadata_id, np.int16)
     event_metadata = _metadata_frame(headers.metadata, columns)
-    sparse_stats = _sparse_stats(sinks, event_metadata, meta_row, options.sparse_stats)
-    stat_arrays, from_metadata = _stat_arrays(sinks, event_metadata, meta_row, options.metadata_stats)
+    metadata_rows = _MetadataRows.of(meta_row, event_metadata, headers)
+    sparse_stats = _sparse_stats(sinks, event_metadata, metadata_rows, options.sparse_stats)
+    stat_arrays, from_metadata = _stat_arrays(sinks, event_metadata, metadata_rows, options.metadata_stats)
     name = _categorical(event_metadata["name"].tolist(), meta_row)
-    del meta_row
+    del meta_row, metadata_rows
     events = _events_frame(headers, fields, name, stat_arrays, columns, from_metadata | set(sparse_stats))
     del fields, name, stat_arrays
     lines = pd.DataFrame(headers.lines, columns=list(LINE_FIELDS))
@@ -108,7 +110,7 @@ def _fill_stat_columns(batches: Iterable[StatBatch], headers: SpaceHeaders, sink
         del batch  # one batch's buffer at a time: the next one is decoded once this one is gone
 
 
-def _sparse_stats(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, meta_row: np.ndarray,
+def _sparse_stats(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, meta_row: _MetadataRows,
                   names: Collection[str]) -> dict[str, SparseStat]:
     """The stats of ``names`` kept at the events that carry them (taken out of ``sinks``), those present on
     the same events sharing one array of rows; a text stat on more than ``SPARSE_TEXT_MAX_SHARE`` of the
@@ -129,7 +131,7 @@ def _sparse_stats(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, m
     return out
 
 
-def _stat_arrays(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, meta_row: np.ndarray,
+def _stat_arrays(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, meta_row: _MetadataRows,
                  metadata_stats: Collection[str]) -> tuple[dict[str, Any], set[str]]:
     """(the stat columns, the stats left on the metadata): each column takes its final form, with its
     metadata's values where an event has none, and its sink is emptied before the next is filled."""
@@ -152,7 +154,8 @@ def _stat_arrays(sinks: dict[str, _ColumnSink], event_metadata: pd.DataFrame, me
 def _events_frame(headers: SpaceHeaders, fields: EventFields, name: pd.Categorical, stat_arrays: dict[str, Any],
                   columns: dict[str, str], elsewhere: set[str]) -> pd.DataFrame:
     """The events table; ``fields``' per-event arrays become its columns or are dropped on the way. Stats
-    ``elsewhere`` (the metadata's, the sparse ones) get no column."""
+    ``elsewhere`` (the metadata's, the sparse ones) get no column, nor do the line's own columns
+    (``LINE_COLUMNS``): the events are stored line after line, and ``HostProfile`` reads those from ``lines``."""
     import pandas as pd
 
     start_ps = fields.offset_ps
@@ -160,17 +163,7 @@ def _events_frame(headers: SpaceHeaders, fields: EventFields, name: pd.Categoric
     for count, timestamp_ns in zip(headers.line_counts.tolist(), headers.line_timestamp_ns.tolist(), strict=True):
         start_ps[first_row:first_row + count] += (timestamp_ns - headers.origin_ns) * 1000  # in place, line by line
         first_row += count
-    line_id = _narrowed(np.asarray([row[1] for row in headers.lines], dtype=np.int64))[fields.line]
-    line_name = _categorical([row[2] for row in headers.lines], fields.line)
-    fields.line = None
-    event_plane = fields.plane  # already in the narrowest type (``code_dtype``)
-    fields.plane = None
-    plane_name = _categorical([p.name for p in headers.planes], event_plane)
     frame: dict[str, Any] = {
-        "plane_id": event_plane,
-        "line_id": line_id,
-        "plane_name": plane_name,
-        "line_name": line_name,
         "metadata_id": fields.metadata_id,
         "name": name,
         "start_ps": start_ps,
@@ -238,7 +231,7 @@ class _ColumnSink:
         self.values[targets] = numbers
         self.present[targets] = present
 
-    def fill_from_metadata(self, meta_series: pd.Series, meta_row: np.ndarray) -> None:
+    def fill_from_metadata(self, meta_series: pd.Series, meta_row: _MetadataRows) -> None:
         """Where an event has no own value, take its metadata's."""
         import pandas as pd
 
@@ -254,8 +247,7 @@ class _ColumnSink:
         # metadata rows with a value, as a lookup that row -1 (no metadata) also indexes
         valid_row = np.append(valid, False)
         filling = None  # per metadata row, then row -1: the value an event without its own takes
-        for low in range(0, len(meta_row), METADATA_FILL_CHUNK):  # bounded temporaries on big captures
-            chunk_rows = meta_row[low:low + METADATA_FILL_CHUNK]
+        for low, chunk_rows in meta_row.chunks(valid):  # the planes whose metadata has a value, a chunk at a time
             takes = valid_row[chunk_rows]
             if not takes.any():
                 continue
@@ -395,24 +387,23 @@ class _SparseSink(_ColumnSink):
         # the buffers' filled starts as they are: their pages past the entries were never written, so never in memory
         self.rows, self.values = (rows, values) if present.all() else (rows[present], values[present])
 
-    def fill_from_metadata(self, meta_series: pd.Series, meta_row: np.ndarray) -> None:
+    def fill_from_metadata(self, meta_series: pd.Series, meta_row: _MetadataRows) -> None:
         """Where an event has no own value, take its metadata's: new rows, merged with the own ones."""
         numbers, valid = numbers_of(meta_series, self.number_dtype)
-        if not valid.any() or not len(meta_row):
+        if not valid.any() or not len(meta_row.rows):
             return
         self._joined()
-        own = np.zeros(len(meta_row), bool)
+        own = np.zeros(len(meta_row.rows), bool)
         if self.rows is not None:
             own[self.rows] = True
         valid_row = np.append(valid, False)  # row -1 (no metadata) takes nothing
-        taken = [np.flatnonzero(valid_row[meta_row[low:low + METADATA_FILL_CHUNK]]
-                                & ~own[low:low + METADATA_FILL_CHUNK]) + low
-                 for low in range(0, len(meta_row), METADATA_FILL_CHUNK)]
+        taken = [np.flatnonzero(valid_row[chunk_rows] & ~own[low:low + len(chunk_rows)]) + low
+                 for low, chunk_rows in meta_row.chunks(valid)]
         del own
-        new_rows = np.concatenate(taken).astype(self.row_dtype)
+        new_rows = np.concatenate(taken).astype(self.row_dtype) if taken else np.zeros(0, self.row_dtype)
         if not len(new_rows):
             return
-        values = numbers[meta_row[new_rows]]
+        values = numbers[meta_row.rows[new_rows]]
         if self.rows is None:
             self.rows, self.values = new_rows, values
             return
@@ -441,6 +432,31 @@ class _SparseSink(_ColumnSink):
     def release(self) -> None:
         super().release()
         self.buffers, self.rows = None, None
+
+
+@dataclasses.dataclass
+class _MetadataRows:
+    """Each event's row of the event metadata (``rows``, -1: none), and where each plane's events begin
+    (``plane_first_event``, a row more than the planes): an event's metadata row is its own plane's, so the events
+    that may take a metadata value are those of the planes whose metadata has one."""
+
+    rows: np.ndarray
+    metadata_plane: np.ndarray
+    plane_first_event: np.ndarray
+
+    @classmethod
+    def of(cls, rows: np.ndarray, event_metadata: pd.DataFrame, headers: SpaceHeaders) -> _MetadataRows:
+        per_plane = np.bincount(headers.line_plane.astype(np.int64), weights=headers.line_counts,
+                                minlength=len(headers.planes)).astype(np.int64)
+        return cls(rows, event_metadata["plane_id"].to_numpy(np.int64), np.concatenate(([0], np.cumsum(per_plane))))
+
+    def chunks(self, valid: np.ndarray):
+        """(first event, its events' metadata rows) of up to ``METADATA_FILL_CHUNK`` events at a time, over the
+        events of the planes that have a metadata row ``valid`` marks (the planes' events are one run each)."""
+        for plane in np.unique(self.metadata_plane[valid]).tolist():
+            first, end = int(self.plane_first_event[plane]), int(self.plane_first_event[plane + 1])
+            for low in range(first, end, METADATA_FILL_CHUNK):
+                yield low, self.rows[low:min(low + METADATA_FILL_CHUNK, end)]
 
 
 class _SharedMasks:

@@ -20,7 +20,13 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.profile.analysis.device_op_rows import DeviceOpRows, device_ops
-from tpudoctor.profile.analysis.events import column, end_ps, name_matches, rows_frame, take
+from tpudoctor.profile.analysis.events import (
+    column,
+    end_ps,
+    plane_lines,
+    rows_frame,
+    take,
+)
 
 COLLECTIVE_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
                     "collective-broadcast", "send-recv", "megascale")
@@ -104,11 +110,11 @@ def collective_ops(ops: DeviceOpRows) -> pd.DataFrame:
 def megascale_events(host) -> pd.DataFrame:
     """Events on a Megascale (DCN) plane, as collectives of kind ``megascale``."""
     ev = host.events
-    rows = np.flatnonzero(name_matches(ev, MEGASCALE_PLANE, col="plane_name"))
+    rows = np.flatnonzero(host.on_lines(plane_lines(host, re.compile(MEGASCALE_PLANE).search)))
     rows = rows[take(ev, "duration_ps", rows) > 0]
-    chosen = rows_frame(ev, rows, ["plane_name", "name", "start_ps", "duration_ps"])
+    chosen = rows_frame(ev, rows, ["name", "start_ps", "duration_ps"])
     return pd.DataFrame({
-        "core": chosen["plane_name"].astype(str).to_numpy(), "name": chosen["name"].astype(str).to_numpy(),
+        "core": pd.Series(host.line_values("plane_name", rows)).astype(str).to_numpy(), "name": chosen["name"].astype(str).to_numpy(),
         "kind": "megascale", "start_ps": chosen["start_ps"].to_numpy(np.int64), "end_ps": end_ps(chosen),
         "duration_ps": chosen["duration_ps"].to_numpy(np.int64),
     })

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tpudoctor.captures.xspace.columns import LINE_COLUMNS
 from tpudoctor.profile.analysis.events import (
     DERIVED_DEVICE_LINES,
     GPU_PLANE_PREFIX,
@@ -19,9 +20,9 @@ from tpudoctor.profile.analysis.events import (
     TPU_PLANE,
     device_kind,
     name_matches,
+    named_lines,
+    plane_lines,
     take,
-    text_equals,
-    text_in,
     whole_lines,
 )
 from tpudoctor.profile.analysis.grouping import (
@@ -81,6 +82,8 @@ class DeviceOpRows:
         return self.host.events
 
     def coded(self, name: str) -> Coded:
+        if name in LINE_COLUMNS:
+            return Coded.of_stat(self.host, name, self.rows)
         column = self.events[name] if name in self.events.columns else None
         if self.spans is not None and column is not None and isinstance(column.dtype, pd.CategoricalDtype):
             return Coded(self.at(column.array.codes), np.array([str(c) for c in column.cat.categories], dtype=object))
@@ -243,19 +246,20 @@ def _select_device_ops(host) -> DeviceOpRows:
         whole_lines = _tpu_op_lines(host)
         if whole_lines is not None:
             return _ops_of_lines(host, *whole_lines)
-        sel = text_equals(ev["line_name"], "XLA Ops") & name_matches(ev, TPU_PLANE.pattern, col="plane_name")
+        sel = host.on_lines(named_lines(host, "XLA Ops".__eq__) & plane_lines(host, TPU_PLANE.search))
     elif kind == "gpu":
-        sel = name_matches(ev, "^" + re.escape(GPU_PLANE_PREFIX), col="plane_name")
-        sel &= ~text_in(ev["line_name"], DERIVED_DEVICE_LINES)
+        sel = host.on_lines(plane_lines(host, lambda name: name.startswith(GPU_PLANE_PREFIX))
+                            & ~named_lines(host, DERIVED_DEVICE_LINES.__contains__))
     else:
-        on_host = text_equals(ev["plane_name"], HOST_PLANE)
+        on_host = plane_lines(host, HOST_PLANE.__eq__)
         xla = np.zeros(len(ev), bool)
         xla[host.rows_with("hlo_op")] = True
         xla &= ~name_matches(ev, r"^end: ")
         # TensorFlow executor ops ("scope/name:OpType") on the compute threads; tf.data's own
         # threads run input ops, which are not device work.
-        tf_ops = name_matches(ev, TF_OP_NAME) & ~name_matches(ev, r"^tf_data", col="line_name")
-        sel = on_host & (xla | tf_ops)
+        tf_ops = name_matches(ev, TF_OP_NAME)
+        tf_ops &= host.on_lines(~named_lines(host, re.compile(r"^tf_data").search))
+        sel = host.on_lines(on_host) & (xla | tf_ops)
     rows = np.flatnonzero(sel)
     del sel
     if len(ev) < 2**31:
@@ -264,7 +268,7 @@ def _select_device_ops(host) -> DeviceOpRows:
     if kind == "cpu":
         core, core_names = np.zeros(len(rows), np.int8), np.array(["cpu"], dtype=object)
     else:
-        planes = Coded.of(ev, "plane_name", rows)
+        planes = Coded.of_stat(host, "plane_name", rows)
         core, core_names = planes.codes, planes.labels
     start, duration, self_ps = _op_times(host, rows, device_clock=kind == "tpu")
     return DeviceOpRows(host, rows, start, duration, self_ps, core, core_names)
@@ -272,20 +276,12 @@ def _select_device_ops(host) -> DeviceOpRows:
 
 def _tpu_op_lines(host) -> tuple[np.ndarray, np.ndarray] | None:
     """(first row in ``host.events``, row count) of each ``XLA Ops`` line of a TPU plane that has events, in
-    the order of the events (``events.whole_lines``); None where the tables cannot tell, or a plane holds two
-    such lines of one id (their ops are then one line to the self times)."""
-    found = whole_lines(host, "XLA Ops", lambda name: TPU_PLANE.search(name) is not None)
-    if found is None:
+    the order of the events (``events.whole_lines``); None where a plane holds two such lines of one id (their
+    ops are then one line to the self times)."""
+    first, counts = whole_lines(host, "XLA Ops", lambda name: TPU_PLANE.search(name) is not None)
+    plane_id, line_id = host.line_values("plane_id", first), host.line_values("line_id", first)
+    if len(set(zip(plane_id.tolist(), line_id.tolist(), strict=True))) < len(first):
         return None
-    first, counts = found
-    ev = host.events
-    plane_id, line_id = ev["plane_id"].to_numpy(), ev["line_id"].to_numpy()
-    keys = [(int(plane_id[low]), int(line_id[low])) for low in first.tolist()]
-    if len(set(keys)) < len(keys):
-        return None
-    for low, count, (plane, line) in zip(first.tolist(), counts.tolist(), keys, strict=True):
-        if np.any(plane_id[low:low + count] != plane) or np.any(line_id[low:low + count] != line):
-            return None  # a line's events carry its ids
     return first, counts
 
 
@@ -295,18 +291,19 @@ def _ops_of_lines(host, first: np.ndarray, counts: np.ndarray) -> DeviceOpRows:
     ev = host.events
     n = int(counts.sum())
     rows = np.empty(n, np.int32 if len(ev) < 2**31 else np.int64)
-    planes = ev["plane_name"].array
-    core = np.empty(n, planes.codes.dtype)
-    core_names = np.array([str(c) for c in planes.categories], dtype=object)
+    plane_codes, plane_names = host.line_codes("plane_name")
+    core_of_line = plane_codes[host.line_of(first)]
+    core = np.empty(n, plane_codes.dtype)
+    core_names = np.array([str(c) for c in plane_names], dtype=object)
     start = np.empty(n, np.int64)
     duration = np.empty(n, np.int64)
     self_ps = None
     clock = _DeviceClock(host)
     low = 0
-    for first_row, count in zip(first.tolist(), counts.tolist(), strict=True):
+    for first_row, count, line_core in zip(first.tolist(), counts.tolist(), core_of_line.tolist(), strict=True):
         high, row_high = low + count, first_row + count
         rows[low:high] = np.arange(first_row, row_high)
-        core[low:high] = planes.codes[first_row]
+        core[low:high] = line_core
         line_start, line_duration = start[low:high], duration[low:high]
         line_start[:] = _column_slice(ev, "start_ps", first_row, row_high)
         line_duration[:] = _column_slice(ev, "duration_ps", first_row, row_high)
@@ -339,12 +336,10 @@ class _DeviceClock:
     capture has it, the line's timestamp read once."""
 
     def __init__(self, host):
-        ev = host.events
         self.host = host
         self.has = host.has_stat("device_offset_ps") and host.has_stat("device_duration_ps")
         if not self.has:
             return
-        self.plane_id, self.line_id = ev["plane_id"].to_numpy(), ev["line_id"].to_numpy()
         self.origin_ns = int(getattr(host, "time_origin_ns", 0) or 0)
         lines = host.lines
         self.timestamps: dict[tuple[int, int], int] = {}  # the first line of an id in its plane, as the lookup finds
@@ -362,7 +357,8 @@ class _DeviceClock:
         known = ~(pd.isna(offset) | pd.isna(device_duration))
         if not known.any():
             return
-        key = (int(self.plane_id[low]), int(self.line_id[low]))
+        key = (int(self.host.line_values("plane_id", np.array([low]))[0]),
+               int(self.host.line_values("line_id", np.array([low]))[0]))
         line_ps = (np.int64(self.timestamps.get(key, self.origin_ns)) - self.origin_ns) * 1000
         np.copyto(start, offset.to_numpy(dtype=np.int64, na_value=0) + line_ps, where=known)
         np.copyto(duration, device_duration.to_numpy(dtype=np.int64, na_value=0), where=known)
@@ -381,9 +377,9 @@ def _op_times(host, rows: np.ndarray, *, device_clock: bool) -> tuple[np.ndarray
     device_duration = _device_durations(host, rows) if device_clock else None
     duration = np.empty(n, np.int64) if device_duration is None else device_duration
     self_ps = None  # made at the first piece with nesting: until then, self time is the duration
-    for low, high in _line_pieces(ev, rows):
+    for low, high in _line_pieces(host, rows):
         chunk = rows[low:high]
-        plane, line = take(ev, "plane_id", chunk), take(ev, "line_id", chunk)
+        plane, line = host.line_values("plane_id", chunk), host.line_values("line_id", chunk)
         chunk_start, chunk_duration = take(ev, "start_ps", chunk), take(ev, "duration_ps", chunk)
         if device_clock:
             chunk_start, chunk_duration = _device_timespans(host, chunk, plane, line, chunk_start, chunk_duration)
@@ -422,7 +418,7 @@ def _device_durations(host, rows: np.ndarray) -> np.ndarray | None:
     return durations if durations.dtype == np.int64 else None
 
 
-def _line_pieces(ev: pd.DataFrame, rows: np.ndarray) -> list[tuple[int, int]]:
+def _line_pieces(host, rows: np.ndarray) -> list[tuple[int, int]]:
     """Ranges of ``rows`` of about ``OP_CHUNK`` that cut only between lines; one range when a line's
     rows are not all adjacent (then no cut is safe)."""
     n = len(rows)
@@ -432,7 +428,7 @@ def _line_pieces(ev: pd.DataFrame, rows: np.ndarray) -> list[tuple[int, int]]:
     last = None
     for low in range(0, n, OP_CHUNK):
         chunk = rows[low:low + OP_CHUNK]
-        plane, line = take(ev, "plane_id", chunk), take(ev, "line_id", chunk)
+        plane, line = host.line_values("plane_id", chunk), host.line_values("line_id", chunk)
         if last is not None:
             plane, line = np.r_[last[0], plane], np.r_[last[1], line]
         later_plane = plane[1:] > plane[:-1]

@@ -9,7 +9,13 @@ import pandas as pd
 
 from tpudoctor.profile.analysis.device_op_rows import device_ops
 from tpudoctor.profile.analysis.events import module_rows, take
-from tpudoctor.profile.analysis.grouping import Coded, Groups, SumsByRow, float_total
+from tpudoctor.profile.analysis.grouping import (
+    Coded,
+    Groups,
+    SumsByRow,
+    float_total,
+    narrowest_codes,
+)
 from tpudoctor.profile.analysis.intervals import union_ps
 from tpudoctor.profile.analysis.programs import (
     OP_KINDS,
@@ -144,7 +150,7 @@ def op_name_ids(ops) -> tuple[np.ndarray, np.ndarray]:
         table = np.full(len(coded.labels) + 1, -1, np.int32)
         for code, label in enumerate(coded.labels):
             table[code] = labels.setdefault(label, len(labels))
-        return table[coded.codes]
+        return table.astype(narrowest_codes(len(labels) + 1))[coded.codes]
 
     short, short_labels = ops.coded("name").mapped(lambda n: n.split(" = ", 1)[0].lstrip("%"))
     ids = ids_of(Coded(short, short_labels))
@@ -161,7 +167,7 @@ def _core_window(host, core: str, starts: np.ndarray, ends: np.ndarray, modules:
     OpMetricsDb total), widened to the core's module events on TPU."""
     ev = host.events
     if core.startswith("/device:") and modules is not None and len(modules):
-        mods = modules[Coded.of(ev, "plane_name", modules).isin({core})]
+        mods = modules[Coded.of_stat(host, "plane_name", modules).isin({core})]
         if len(mods):
             mod_start = take(ev, "start_ps", mods)
             starts = np.r_[starts, mod_start]

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from tpudoctor.profile.analysis.grouping import CHUNK_ROWS, Coded, rows_with_codes
+from tpudoctor.profile.analysis.grouping import CHUNK_ROWS, rows_with_codes
 
 TPU_PLANE = re.compile(r"^/device:TPU:(\d+)$")
 
@@ -84,11 +84,25 @@ def text_in(series: pd.Series, values) -> np.ndarray:
 
 def host_rows(host, pattern: str | None = None) -> np.ndarray:
     """Positions of the ``/host:CPU`` events (whose name matches ``pattern``) in ``host.events``."""
-    ev = host.events
+    on_host = plane_lines(host, lambda name: name == HOST_PLANE)
     if pattern is None:
-        return np.flatnonzero(text_equals(ev["plane_name"], HOST_PLANE))
-    rows = np.flatnonzero(name_matches(ev, pattern))  # the rarer test first, over the few matching rows the other
-    return rows[Coded.of(ev, "plane_name", rows).isin({HOST_PLANE})]
+        return np.flatnonzero(host.on_lines(on_host))
+    rows = np.flatnonzero(name_matches(host.events, pattern))  # the rarer test first, then the lines of those rows
+    return rows[on_host[host.line_of(rows)]]
+
+
+def plane_lines(host, plane_hit) -> np.ndarray:
+    """A bool per row of ``host.lines``: whether its plane's name passes ``plane_hit``."""
+    codes, categories = host.line_codes("plane_name")
+    hit = np.fromiter((bool(plane_hit(str(name))) for name in categories), bool, len(categories))
+    return np.append(hit, False)[codes]  # code -1 (a plane without a name) takes the appended False
+
+
+def named_lines(host, line_hit) -> np.ndarray:
+    """A bool per row of ``host.lines``: whether its name passes ``line_hit``."""
+    codes, categories = host.line_codes("line_name")
+    hit = np.fromiter((bool(line_hit(str(name))) for name in categories), bool, len(categories))
+    return np.append(hit, False)[codes]
 
 
 def module_rows(host, core: str | None = None) -> np.ndarray:
@@ -97,60 +111,25 @@ def module_rows(host, core: str | None = None) -> np.ndarray:
 
 
 def line_rows(host, line_name: str, plane_hit=None) -> np.ndarray:
-    """Rows of the events of the lines named ``line_name`` (on the planes whose name passes ``plane_hit``): from
-    the lines table where it tells (``whole_lines``), else by the events' own line and plane names."""
-    found = whole_lines(host, line_name, plane_hit)
-    if found is None:
-        ev = host.events
-        selected = text_equals(ev["line_name"], line_name)
-        if plane_hit is not None:
-            selected &= Coded.of(ev, "plane_name").hits(plane_hit)
-        return np.flatnonzero(selected)
-    first, counts = found
+    """Rows of the events of the lines named ``line_name`` (on the planes whose name passes ``plane_hit``)."""
+    first, counts = whole_lines(host, line_name, plane_hit)
     if not len(first):
         return np.zeros(0, np.int64)
     return np.concatenate([np.arange(low, low + count) for low, count in zip(first.tolist(), counts.tolist(),
                                                                                 strict=True)])
 
 
-def whole_lines(host, line_name: str, plane_hit=None) -> tuple[np.ndarray, np.ndarray] | None:
+def whole_lines(host, line_name: str, plane_hit=None) -> tuple[np.ndarray, np.ndarray]:
     """(first row, row count) of the lines named ``line_name`` (on the planes whose name passes ``plane_hit``) that
-    have events, in the events' order: the events are stored line after line, as many as the lines table counts,
-    so a line's events are one run of rows. None where the tables say otherwise (their counts are not the events',
-    or the selected rows do not carry those names): a selection by the events' own names then scans every row."""
-    ev, lines, planes = host.events, getattr(host, "lines", None), getattr(host, "planes", None)
-    if (lines is None or planes is None or not {"line_name", "plane_name"} <= set(ev.columns)
-            or not {"n_events", "plane_id", "line_name"} <= set(lines)):
-        return None
-    counts = lines["n_events"].to_numpy(np.int64)
-    if int(counts.sum()) != len(ev):
-        return None
-    plane_names = dict(zip(planes["plane_id"].tolist(), planes["plane_name"].astype(str).tolist(), strict=True))
-    plane_of_line = lines["plane_id"].tolist()
-    if plane_hit is None:
-        on_plane = np.ones(len(lines), bool)
-    else:
-        hit = {plane: bool(plane_hit(name)) for plane, name in plane_names.items()}
-        on_plane = np.fromiter((hit.get(plane, False) for plane in plane_of_line), bool, len(lines))
-    chosen = np.flatnonzero((lines["line_name"].astype(str) == line_name).to_numpy(bool) & on_plane & (counts > 0))
-    first = np.concatenate(([0], np.cumsum(counts)[:-1]))[chosen]
-    counts = counts[chosen]
-    if not len(chosen):
-        return first, counts
-    line_names, planes = ev["line_name"], ev["plane_name"]
-    if not isinstance(line_names.dtype, pd.CategoricalDtype) or not isinstance(planes.dtype, pd.CategoricalDtype):
-        return None
-    line_code = np.flatnonzero(line_names.cat.categories.astype(str) == line_name)
-    plane_code = {str(name): code for code, name in enumerate(planes.cat.categories)}
-    if len(line_code) != 1:
-        return None
-    line_codes, plane_codes = line_names.array.codes, planes.array.codes
-    for low, count, line in zip(first.tolist(), counts.tolist(), chosen.tolist(), strict=True):
-        wanted_plane = plane_code.get(plane_names.get(plane_of_line[line]), -2)
-        if (np.any(line_codes[low:low + count] != line_code[0])
-                or np.any(plane_codes[low:low + count] != wanted_plane)):
-            return None
-    return first, counts
+    have events, in the events' order: the events are stored line after line, so a line's events are one run of
+    rows."""
+    chosen = named_lines(host, lambda name: name == line_name)
+    if plane_hit is not None:
+        chosen &= plane_lines(host, plane_hit)
+    first_rows = host.line_first_rows
+    counts = np.diff(first_rows)
+    chosen = np.flatnonzero(chosen & (counts > 0))
+    return first_rows[chosen], counts[chosen]
 
 
 def take(frame: pd.DataFrame, name: str, rows: np.ndarray, dtype=np.int64) -> np.ndarray:

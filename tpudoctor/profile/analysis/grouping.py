@@ -8,6 +8,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from tpudoctor.captures.xspace.columns import LINE_COLUMNS
+
 
 class Coded:
     """A text column at some rows as integer codes (-1: missing) into ``labels`` (str): the rows are
@@ -21,8 +23,8 @@ class Coded:
     def of(cls, frame: pd.DataFrame, name: str, rows: np.ndarray | None = None) -> Coded:
         """``frame[name]`` (at ``rows``) coded; an all-missing column where the frame has none."""
         n = len(frame) if rows is None else len(rows)
-        if name not in frame.columns:
-            return cls(np.full(n, -1, np.int32), np.zeros(0, object))
+        if name not in frame.columns:  # a read-only view: no array as long as the rows
+            return cls(np.broadcast_to(np.int8(-1), (n,)), np.zeros(0, object))
         values = frame[name]
         if isinstance(values.dtype, pd.CategoricalDtype):
             codes = values.array.codes
@@ -32,9 +34,20 @@ class Coded:
         return cls(codes, np.array([str(u) for u in uniques], dtype=object))
 
     @classmethod
-    def of_stat(cls, host, name: str, rows: np.ndarray) -> Coded:
-        """A stat of ``host`` at ``rows`` coded: ``of`` its events column, or of a stat the host keeps
-        only at the events that carry it (``HostProfile.sparse_stats``), read a chunk of rows at a time."""
+    def of_stat(cls, host, name: str, rows: np.ndarray | None = None) -> Coded:
+        """A stat of ``host`` at ``rows`` (every event: None) coded: ``of`` its events column, of a line's own
+        column (``LINE_COLUMNS``), or of a stat the host keeps only at the events that carry it
+        (``HostProfile.sparse_stats``), read a chunk of rows at a time."""
+        if name in LINE_COLUMNS:  # a line's own column: its code per line, at the events' lines
+            if name in ("plane_name", "line_name"):
+                codes, categories = host.line_codes(name)
+                return cls(codes[host.line_of(rows)], np.array([str(c) for c in categories], dtype=object))
+            codes, uniques = pd.factorize(host.line_values(name, rows))
+            return cls(codes.astype(np.int32), np.array([str(u) for u in uniques], dtype=object))
+        if rows is None:
+            if name in host.events.columns:
+                return cls.of(host.events, name)
+            rows = np.arange(len(host.events))
         stat = host.sparse_stats.get(name)
         if stat is None:
             return cls.of(host.events, name, rows)
@@ -77,7 +90,13 @@ class Coded:
                 table[code] = new_labels.setdefault(value, len(new_labels))
         if missing is not None:
             table[-1] = new_labels.setdefault(missing, len(new_labels))
-        return table[self.codes], np.array(list(new_labels), dtype=object)
+        # codes in the narrowest type that also holds one more code (a caller's group of its own)
+        return table.astype(narrowest_codes(len(new_labels) + 1))[self.codes], np.array(list(new_labels), dtype=object)
+
+
+def narrowest_codes(n_codes: int) -> type:
+    """The narrowest signed integer type of codes 0 to ``n_codes`` - 1, and -1."""
+    return next(dtype for dtype in (np.int8, np.int16, np.int32) if n_codes < np.iinfo(dtype).max)
 
 
 FEW_CODES = 6

@@ -96,9 +96,9 @@ def analyze_host_ops(host, window_ps: tuple[int, int]) -> HostOps:
                 KIND_CALLBACK, "device")
     del short_ids
 
-    host_cb = outermost_rows(ev, host_rows(host, r"^HostCallbackRequest$"))
-    transfers = outermost_rows(ev, host_rows(host, HOST_TRANSFER))
-    eager = outermost_rows(ev, host_rows(host, EAGER_OP))
+    host_cb = outermost_rows(host, host_rows(host, r"^HostCallbackRequest$"))
+    transfers = outermost_rows(host, host_rows(host, HOST_TRANSFER))
+    eager = outermost_rows(host, host_rows(host, EAGER_OP))
     for chosen, kind in ((host_cb, KIND_CALLBACK), (transfers, KIND_TRANSFER), (eager, KIND_EAGER)):
         add(Coded.of(ev, "name", chosen), take(ev, "duration_ps", chosen), kind, "host")
 

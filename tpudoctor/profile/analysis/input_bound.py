@@ -129,8 +129,7 @@ def with_collective_part(analysis: InputAnalysis, collective_ms: pd.Series) -> I
 
 def _input_events(host) -> np.ndarray:
     """Rows (in ``host.events``, by start) of the outermost host input events."""
-    ev = host.events
-    return outermost_rows(ev, host_rows(host, f"(?:{INPUT_EVENTS})|(?:{PYTHON_INPUT_FRAMES})"))
+    return outermost_rows(host, host_rows(host, f"(?:{INPUT_EVENTS})|(?:{PYTHON_INPUT_FRAMES})"))
 
 
 def _tpu_breakdown(host, steps: StepSet, inputs: np.ndarray) -> pd.DataFrame:

@@ -171,13 +171,17 @@ def outermost(frame: pd.DataFrame) -> pd.DataFrame:
     """Drop events that lie inside an earlier event of the same name on the same line (ordered by start)."""
     if frame.empty:
         return frame
-    return frame.iloc[_outermost_positions(frame, np.arange(len(frame)))]
+    every = np.arange(len(frame))
+    return frame.iloc[_outermost_positions(frame, every, take(frame, "plane_id", every), take(frame, "line_id", every))]
 
 
-def outermost_rows(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
-    """``outermost`` of the events at ``rows``, as their rows (by start): reads four columns of
-    those rows, copies no frame."""
-    return rows[_outermost_positions(events, rows)] if len(rows) else rows
+def outermost_rows(host, rows: np.ndarray) -> np.ndarray:
+    """``outermost`` of the host's events at ``rows``, as their rows (by start): reads four columns of
+    those rows and their lines' ids, copies no frame."""
+    if not len(rows):
+        return rows
+    plane, line = host.line_values("plane_id", rows), host.line_values("line_id", rows)
+    return rows[_outermost_positions(host.events, rows, plane, line)]
 
 
 def _packed(keys: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
@@ -201,9 +205,8 @@ def _packed(keys: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
     return (packed,)
 
 
-def _outermost_positions(frame: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
-    plane = take(frame, "plane_id", rows)
-    line = take(frame, "line_id", rows)
+def _outermost_positions(frame: pd.DataFrame, rows: np.ndarray, plane: np.ndarray, line: np.ndarray) -> np.ndarray:
+    """Positions in ``rows`` of the outermost events there (by start); ``plane``/``line``: their lines' ids."""
     start = take(frame, "start_ps", rows)
     end = start + take(frame, "duration_ps", rows)
     names = frame["name"]

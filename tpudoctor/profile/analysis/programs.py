@@ -218,7 +218,7 @@ def _module_runs(host) -> dict[tuple[str, str], int]:
     if not len(rows):
         return {}
     names = Coded.of(host.events, "name", rows)
-    planes = Coded.of(host.events, "plane_name", rows)
+    planes = Coded.of_stat(host, "plane_name", rows)
     groups = Groups(np.where(names.codes >= 0, names.codes, 0), np.where(planes.codes >= 0, planes.codes, 0))
     first = groups.first_row
     out: dict[tuple[str, str], int] = {}

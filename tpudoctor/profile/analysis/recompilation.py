@@ -22,8 +22,8 @@ from tpudoctor.profile.analysis.events import (
     mask,
     module_rows,
     name_matches,
+    plane_lines,
     take,
-    text_equals,
 )
 from tpudoctor.profile.analysis.grouping import Coded
 from tpudoctor.profile.analysis.nesting import outermost_rows
@@ -57,21 +57,21 @@ def analyze_recompilation(host, window_ps: tuple[int, int]) -> Recompilation:
     ev = host.events
     rows: list[pd.DataFrame] = []
 
-    jax_compiles = outermost_rows(ev, host_rows(host, JAX_COMPILE))
+    jax_compiles = outermost_rows(host, host_rows(host, JAX_COMPILE))
     if len(jax_compiles):
-        fn = _enclosing_names(ev, jax_compiles, host_rows(host, PJIT.pattern))
+        fn = _enclosing_names(host, jax_compiles, host_rows(host, PJIT.pattern))
         fn = [PJIT.match(p).group("fn") if p else "(outside jit)" for p in fn]
         rows.append(_frame(ev, jax_compiles, fn, "jax"))
     else:
-        runtime = outermost_rows(ev, host_rows(host, RUNTIME_COMPILE))
+        runtime = outermost_rows(host, host_rows(host, RUNTIME_COMPILE))
         if len(runtime):
             rows.append(_frame(ev, runtime, ["(runtime compile)"] * len(runtime), "xla"))
 
-    graphs = outermost_rows(ev, host_rows(host, TF_GRAPH_BUILDING))
+    graphs = outermost_rows(host, host_rows(host, TF_GRAPH_BUILDING))
     if len(graphs):
-        calls = np.flatnonzero(text_equals(ev["plane_name"], HOST_PLANE) & ev["tf_function_call"].notna().to_numpy()) \
-            if "tf_function_call" in ev.columns else np.zeros(0, np.int64)
-        fn = _enclosing_names(ev, graphs, calls)
+        calls = np.flatnonzero(host.on_lines(plane_lines(host, HOST_PLANE.__eq__)) & ev["tf_function_call"].notna()
+                               .to_numpy()) if "tf_function_call" in ev.columns else np.zeros(0, np.int64)
+        fn = _enclosing_names(host, graphs, calls)
         rows.append(_frame(ev, graphs, [p or "(tf.function)" for p in fn], "tensorflow"))
     tf_ops = host_rows(host, TF_COMPILE_OPS)
     if len(tf_ops):
@@ -119,20 +119,20 @@ def _frame(ev: pd.DataFrame, rows: np.ndarray, functions: list[str], framework: 
                          "end_ps": starts + durations, "duration_ps": durations})
 
 
-def _enclosing_names(ev: pd.DataFrame, children: np.ndarray, parents: np.ndarray) -> list[str | None]:
+def _enclosing_names(host, children: np.ndarray, parents: np.ndarray) -> list[str | None]:
     """For each child row, the name of the innermost parent row on the same thread that contains it.
 
     The parents are sorted by (plane, line, start); each child's candidates are the parents of its line that start
     no later than it does, the latest first: a few rounds over all children step each back to the latest one that
     also ends no earlier (the innermost; of parents that start together, the first in that order)."""
-    plane = take(ev, "plane_id", parents)
-    line = take(ev, "line_id", parents)
+    ev = host.events
+    plane, line = host.line_values("plane_id", parents), host.line_values("line_id", parents)
     start = take(ev, "start_ps", parents)
     order = np.lexsort((start, line, plane))
     plane, line, start, parents = plane[order], line[order], start[order], parents[order]
     end = start + take(ev, "duration_ps", parents)
     names = Coded.of(ev, "name", parents)
-    child_plane, child_line = take(ev, "plane_id", children), take(ev, "line_id", children)
+    child_plane, child_line = host.line_values("plane_id", children), host.line_values("line_id", children)
     child_start = take(ev, "start_ps", children)
     child_end = child_start + take(ev, "duration_ps", children)
     # each line's parents: [low, high) of the sorted parents

@@ -31,10 +31,11 @@ from tpudoctor.profile.analysis.events import (
     line_rows,
     mask,
     name_matches,
+    plane_lines,
     text_equals,
 )
 from tpudoctor.profile.analysis.evidence import MIN_STEPS
-from tpudoctor.profile.analysis.nesting import outermost
+from tpudoctor.profile.analysis.nesting import outermost_rows
 from tpudoctor.profile.analysis.programs import (
     device_ms_by_key,
     program_key,
@@ -209,7 +210,7 @@ def _device_steps_line(host) -> StepSet | None:
     num = num.where(num.notna(), pd.to_numeric(st["name"].astype(str), errors="coerce"))
     frame = pd.DataFrame({
         "step_num": num.astype("Int64").to_numpy(),
-        "core": st["plane_name"].astype(str).to_numpy(),
+        "core": pd.Series(host.line_values("plane_name", rows)).astype(str).to_numpy(),
         "start_ps": st["start_ps"].to_numpy(np.int64),
         "end_ps": end_ps(st),
     })
@@ -223,11 +224,11 @@ def _device_steps_line(host) -> StepSet | None:
 
 def _host_annotations(host) -> StepSet | None:
     ev = host.events
-    on_host = text_equals(ev["plane_name"], HOST_PLANE)  # per distinct plane name, not a Series per event
+    on_host = host.on_lines(plane_lines(host, HOST_PLANE.__eq__))
     with_num = on_host & ~np.asarray(pd.isna(column(ev, "step_num").array), bool)  # the mask, not a Series op
     with_num &= ~name_matches(ev, r"^\$")  # Python-tracer frames never carry step numbers
     if with_num.any():
-        st = outermost(ev[with_num])
+        st = ev.iloc[outermost_rows(host, np.flatnonzero(with_num))]
         # The most common annotation name is the step (others may be nested phases).
         top = st["name"].astype(str).value_counts().index[0]
         st = st[st["name"].astype(str) == top]
@@ -236,7 +237,7 @@ def _host_annotations(host) -> StepSet | None:
         keras = on_host & name_matches(ev, KERAS_STEP_NAMES)
         if not keras.any():
             return None
-        st = outermost(ev[keras])
+        st = ev.iloc[outermost_rows(host, np.flatnonzero(keras))]
         top = st["name"].astype(str).value_counts().index[0]
         st = st[st["name"].astype(str) == top]
         nums = np.arange(len(st))
@@ -252,7 +253,8 @@ def _pseudo_from_modules(host, programs: pd.DataFrame) -> StepSet | None:
     ev = host.events
     cores = device_cores(host)
     rows = line_rows(host, "XLA Modules", set(cores).__contains__)
-    mods = ev[["plane_name", "name", "start_ps", "duration_ps"]].iloc[rows]  # the columns read here, not every stat
+    mods = ev[["name", "start_ps", "duration_ps"]].iloc[rows]  # the columns read here, not every stat
+    mods.insert(0, "plane_name", host.line_values("plane_name", rows))
     if mods.empty:
         return None
     program = dominant_program(mods)  # module events are device time already
@@ -279,12 +281,12 @@ def _pseudo_from_modules(host, programs: pd.DataFrame) -> StepSet | None:
 
 def _pseudo_from_host_runs(host, programs: pd.DataFrame) -> StepSet | None:
     ev = host.events
-    on_host = text_equals(ev["plane_name"], HOST_PLANE)
+    on_host = host.on_lines(plane_lines(host, HOST_PLANE.__eq__))
     for pattern in (r"^PjitFunction\(", r"^EagerLocalExecute: __inference_", r"^FunctionRun$"):
         sel = on_host & name_matches(ev, pattern)
         if not sel.any():
             continue
-        runs = outermost(ev[sel])
+        runs = ev.iloc[outermost_rows(host, np.flatnonzero(sel))]
         program, by = _program_by_device_time(runs, programs)
         if program is None:
             continue
