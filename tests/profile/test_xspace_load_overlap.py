@@ -1,8 +1,9 @@
-"""A capture's load in a thread while the command's thread imports pandas (``tpudoctor.captures.xspace.overlap``):
+"""pandas imported by a thread while the command's thread loads a capture (``tpudoctor.captures.xspace.overlap``):
 the same report as the serial load, the load's errors and the import's as they are without it."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -16,7 +17,7 @@ from profile_oracle import GPU_CAPTURE, shared_file
 from tpudoctor.captures import wire
 from tpudoctor.captures.schema import message_class
 from tpudoctor.captures.xspace import LoadOptions, decode_host, reader
-from tpudoctor.captures.xspace.overlap import call_while_importing, spare_cores
+from tpudoctor.captures.xspace.overlap import importing, spare_cores
 from tpudoctor.errors import InputError
 
 # `tpudoctor profile analyze` in a process of its own, the load beside pandas' import forced on or off (a busy or
@@ -32,10 +33,10 @@ reader.STREAM_MIN_BYTES = 0
 beside = sys.argv.pop(1) == "beside"
 reader._import_beside = lambda decoder: beside
 calls = []
-def recording(work, modules):
-    calls.append((modules, "pandas" in sys.modules))
-    return overlap.call_while_importing(work, modules)
-reader.call_while_importing = recording
+def recording(modules):
+    calls.append((tuple(modules), "pandas" in sys.modules))
+    return overlap.importing(modules)
+reader.importing = recording
 import atexit
 atexit.register(lambda: sys.stderr.write(f"overlapped: {calls}\\n"))
 from tpudoctor.cli import run
@@ -94,35 +95,48 @@ def test_a_load_that_fails_in_the_thread_is_the_same_clear_error(monkeypatch, be
     with pytest.raises(InputError, match="^x is corrupt: a field runs past the end of its message$") as raised:
         decode_host(_corrupt_capture(), hostname="h", source="x", options=LoadOptions(decoder="numpy"))
     assert isinstance(raised.value.__cause__, wire.WireError)
-    assert not [thread for thread in threading.enumerate() if thread.name == "tpudoctor-load"]
+    assert not [thread for thread in threading.enumerate() if thread.name == "tpudoctor-import"]
 
 
-def test_the_work_runs_in_another_thread_and_its_exception_is_raised_as_it_is():
-    error = wire.WireError("a line of plane 3 does not decode")
-    where = []
+def test_the_modules_are_imported_by_another_thread_and_waited_for():
+    """A real module that nothing here has imported, imported by a thread that is done when the body is."""
+    name = "xml.dom.pulldom"
+    assert name not in sys.modules
+    imported_by = []
+    real_import_module = importlib.import_module
 
-    def work():
-        where.append(threading.current_thread())
-        raise error
+    def recording(module_name):
+        imported_by.append(threading.current_thread())
+        return real_import_module(module_name)
 
-    with pytest.raises(wire.WireError) as raised:
-        call_while_importing(work, ("json",))
-    assert raised.value is error
-    assert where and where[0] is not threading.current_thread()
-    assert call_while_importing(lambda: 41 + 1, ()) == 42
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(importlib, "import_module", recording)
+            with importing((name,)):
+                body = threading.current_thread()
+        assert name in sys.modules
+        assert imported_by and imported_by[0] is not body
+        assert not [thread for thread in threading.enumerate() if thread.name == "tpudoctor-import"]
+    finally:
+        sys.modules.pop(name, None)
 
 
-def test_an_import_error_is_raised_once_the_work_is_done():
-    done = []
-
-    def work():
-        done.append(True)
-        return "tables"
-
+def test_an_import_that_fails_in_the_thread_is_raised_by_the_bodys_own_import(monkeypatch):
+    """No traceback from the thread; the body's import of the module raises the error, the thread waited for."""
+    hooked = []
+    monkeypatch.setattr(threading, "excepthook", hooked.append)
     with pytest.raises(ModuleNotFoundError, match="tpudoctor_no_such_module"):
-        call_while_importing(work, ("tpudoctor_no_such_module",))
-    assert done == [True]
-    assert not [thread for thread in threading.enumerate() if thread.name == "tpudoctor-load"]
+        with importing(("tpudoctor_no_such_module",)):
+            importlib.import_module("tpudoctor_no_such_module")
+    assert hooked == []
+    assert not [thread for thread in threading.enumerate() if thread.name == "tpudoctor-import"]
+
+
+def test_an_interrupt_of_the_body_waits_only_for_the_import():
+    with pytest.raises(KeyboardInterrupt):
+        with importing(("json",)):
+            raise KeyboardInterrupt
+    assert not [thread for thread in threading.enumerate() if thread.name == "tpudoctor-import"]
 
 
 def test_spare_cores_is_within_this_process_affinity():

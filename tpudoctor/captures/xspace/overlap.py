@@ -1,5 +1,5 @@
-"""A capture's load beside the import that follows it: the events are decoded and tabulated in a thread while
-this thread imports pandas, which the tables need once the events are decoded.
+"""A capture's load beside the import that follows it: a thread imports pandas, which the tables need once the
+events are decoded, while this thread decodes them.
 
 An import holds the GIL throughout; the load lets it go while the compiled kernel runs and while the file's
 bytes are read (``decoder``, ``planes_on_disk``), so on a core of its own the import runs meanwhile. On the
@@ -8,43 +8,39 @@ bytes are read (``decoder``, ``planes_on_disk``), so on a core of its own the im
 import's memory and the load's at once; the peak was the analyses'). With the other core busy the two threads
 only take turns: forced on there, +20 ms. Hence only where ``spare_cores`` finds two.
 
-The results are the serial load's: the same function runs, in another thread. Its exception is raised here,
-the same object; an import that fails here fails as it would have after the load (the load is waited for first).
+The load stays in this thread, so its results, its errors and an interrupt are as they are without the import
+beside it; the import is waited for at the end (a Ctrl-C, or the load's error, waits at most for the rest of the
+import, ~0.15 s). Where the import fails in the thread, the load's own import of the module, when it comes to
+it, raises the error, as it would have without the thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import threading
-from collections.abc import Callable, Sequence
-from typing import TypeVar
-
-T = TypeVar("T")
+from collections.abc import Iterator, Sequence
 
 
-def call_while_importing(work: Callable[[], T], modules: Sequence[str]) -> T:
-    """``work()`` run in a thread while this thread imports ``modules``; its result, or its exception raised
-    here. An import's error is raised once ``work`` is done, as where the import had come after it."""
-    outcome: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            outcome["result"] = work()
-        except BaseException as exc:  # noqa: BLE001 - whatever it raised is raised in the caller's thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=run, name="tpudoctor-load")
+@contextlib.contextmanager
+def importing(modules: Sequence[str]) -> Iterator[None]:
+    """``modules`` imported by a thread while the body runs; the thread is waited for when the body ends, however
+    it ends. A failed import is left to the body's own import of the module (the same error, raised there)."""
+    thread = threading.Thread(target=_import, args=(tuple(modules),), name="tpudoctor-import")
     thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
+
+
+def _import(modules: tuple[str, ...]) -> None:
     try:
         for name in modules:
             importlib.import_module(name)
-    finally:
-        thread.join()
-    if "error" in outcome:
-        error = outcome.pop("error")
-        raise error  # type: ignore[misc]
-    return outcome["result"]  # type: ignore[return-value]
+    except BaseException:  # noqa: BLE001, S110 - the importing thread raises it again where it needs the module
+        pass
 
 
 def spare_cores() -> int:

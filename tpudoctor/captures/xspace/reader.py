@@ -16,7 +16,7 @@ from tpudoctor.captures.schema import message_class
 from tpudoctor.captures.xspace.columns import LoadOptions
 from tpudoctor.captures.xspace.decoder import XSpaceDecoder, jit_kernels
 from tpudoctor.captures.xspace.host_profile import HostProfile
-from tpudoctor.captures.xspace.overlap import call_while_importing, spare_cores
+from tpudoctor.captures.xspace.overlap import importing, spare_cores
 from tpudoctor.captures.xspace.planes_on_disk import CaptureFile, layout, planes_on_disk
 from tpudoctor.captures.xspace.selection import Selection
 from tpudoctor.captures.xspace.tables import build_host_profile
@@ -125,9 +125,7 @@ def jit_decoder(options: LoadOptions, size_bytes: int):
 
 def _build(decoder: XSpaceDecoder, options: LoadOptions, **where) -> HostProfile:
     try:
-        with small_pages():
-            if _import_beside(decoder):
-                return call_while_importing(lambda: build_host_profile(decoder, options, **where), ("pandas",))
+        with small_pages(), (importing(("pandas",)) if _import_beside(decoder) else contextlib.nullcontext()):
             return build_host_profile(decoder, options, **where)
     except wire.WireError as exc:
         raise InputError(f"{where['source']} is corrupt: {exc}",
@@ -135,8 +133,8 @@ def _build(decoder: XSpaceDecoder, options: LoadOptions, **where) -> HostProfile
 
 
 def _import_beside(decoder: XSpaceDecoder) -> bool:
-    """Whether pandas is imported while the compiled decoder's load runs in a thread (``overlap``): where it
-    is not imported yet and two cores are free."""
+    """Whether a thread imports pandas while the compiled decoder's load runs (``overlap``): where it is not
+    imported yet and two cores are free."""
     return decoder.jit is not None and "pandas" not in sys.modules and spare_cores() >= 2
 
 
