@@ -131,18 +131,20 @@ time, which the other sessions' work moves less than the wall):
 Beside the import, and each line read once (issue 44, 2026-12-05 night; commits after 9cd47f9, against a worktree
 of 9cd47f9 = main in the same alternating pairs):
 
-* The load in a thread while the command's thread imports pandas (``captures.xspace.overlap``), where two cores
-  are free this instant (affinity and ``/proc/loadavg``'s running tasks): the kernel and the file's reads let the
-  GIL go, the import holds it. And the lines read for the decoder's headers kept for its events, up to 64 MB
-  (``planes_on_disk.HELD_LINES_BYTES``): the 57 MB capture is read from the file once (the load's CPU 0.167 ->
-  0.155 s). 30 alternating pairs (load 2.5 -> 2.0), split by what other work did: the 15 quiet pairs, 9cd47f9
-  0.461 s, this tree 0.413 s (-47 ms paired; CPU 0.461 -> 0.477 s, peak RSS 169 -> 190 MB: the import's memory
-  and the load's at once), this tree with the thread forced off 0.454 s (-11 ms: the lines read once); the 10
-  pairs beside a busy core, 0.464, 0.454 and 0.453 s (-12 and -10 ms: the thread is left off there; forced on
-  beside a busy core it cost +8 to +20 ms). This script, 15 pairs, load 1.97 -> 1.99, its 5 quiet pairs: 0.433 s
-  against 0.469 s at 9cd47f9, xprof-rs 0.117 s (CPU 0.19 s): 3.66x against 4.07x, peak RSS 188 against 169 MB
-  (xprof-rs 221). Beside busy cores the ratio falls (21 pairs, other work ~1 core: 0.481 and 0.473 s against
-  xprof-rs 0.278 s, 1.87x and 1.93x), because xprof-rs loses its second core, not because tpudoctor is quicker.
+* pandas imported by a thread while the command's thread loads the capture (``captures.xspace.overlap``), where
+  two cores are free this instant (affinity and ``/proc/loadavg``'s running tasks): the kernel and the file's
+  reads let the GIL go, the import holds it. And the lines read for the decoder's headers kept for its events,
+  up to 64 MB (``planes_on_disk.HELD_LINES_BYTES``): the 57 MB capture is read from the file once (the load's CPU
+  0.167 -> 0.155 s). 24 alternating pairs, all quiet (load 1.50 -> 1.44): 9cd47f9 0.452 s, this tree 0.406 s (-49 ms
+  paired; CPU 0.450 -> 0.468 s, peak RSS 168 -> 191 MB: the import's memory and the load's at once), this tree
+  with the thread forced off 0.441 s (-14 ms: the lines read once). Beside a busy core the thread is left off:
+  10 such pairs, 0.464 s at 9cd47f9, 0.454 s here (-12 ms); 24 such pairs of this tree, the thread forced off
+  0.475 s, left to decide -4 ms, forced on +16 ms. This script, 15 pairs (load 1.39 at the end), its 7 quiet
+  pairs: 0.408 s against 0.450 s at 9cd47f9, xprof-rs 0.134 s (0.11-0.23, CPU 0.21 s): 3.05x against 3.33x, peak
+  RSS 190 against 168 MB (xprof-rs 227); all 15 (other work in some): 0.424 and 0.457 s, xprof-rs 0.194 s, 2.08x
+  and 2.36x. Beside busy cores the ratio falls (21 pairs, other work ~1 core throughout: 0.481 and 0.473 s
+  against xprof-rs 0.278 s, 1.87x and 1.93x) because xprof-rs loses its second core, not because tpudoctor is
+  quicker.
   JSON reports byte-identical (``check_profile_reports.py`` with gpu30, both decoders, against 9cd47f9; the
   thread forced on and off).
 * Measured and left out: the threaded decode on two cores (one decoding thread beside this one, with or without
@@ -155,11 +157,11 @@ of 9cd47f9 = main in the same alternating pairs):
   parser, ``shutil`` for ``tempfile``); what is left is the gcp session's endpoints (2-3 ms) and pyproject.toml.
 * The floor (10-12 alternating pairs, their quiet ones, this machine): ``python -c pass`` 0.017 s, ``import numpy``
   0.062 s, numpy and pandas (no pyarrow) 0.210 s, with protobuf and llvmlite 0.233 s; xprof-rs's whole run
-  0.107-0.144 s, so the 2.0x bar is 0.22-0.29 s: the imports the work cannot go without are that already. With the
-  load beside pandas' import, the thread of the command is Python's start, tpudoctor's own modules, the flags and
-  settings (~0.08 s), numpy, protobuf and llvmlite (~0.07 s), pandas' import (0.15 s once numpy is in; the load,
-  0.13 s, runs under it), the tables, the analyses (0.08 s) and the report (0.02 s): ~0.40 s even with a load
-  that took no time, 3x xprof-rs. The 2.0x bar needs the analyses off pandas (and pandas not imported), not a
+  0.107-0.144 s, so the 2.0x bar is 0.22-0.29 s: the imports the work cannot go without are that already. With
+  pandas' import beside the load, what holds the GIL, one part after another, is Python's start, tpudoctor's own
+  modules, the flags and settings (~0.08 s), numpy, protobuf and llvmlite (~0.07 s), pandas' import (0.15 s once
+  numpy is in; the load's 0.13 s goes under it where a core is free), the tables, the analyses (0.08 s) and the
+  report (0.02 s): ~0.40 s even with a load that took no time, 3x xprof-rs. The 2.0x bar needs the analyses off pandas (and pandas not imported), not a
   quicker load or a leaner command.
 """
 

@@ -3,10 +3,10 @@ events are decoded, while this thread decodes them.
 
 An import holds the GIL throughout; the load lets it go while the compiled kernel runs and while the file's
 bytes are read (``decoder``, ``planes_on_disk``), so on a core of its own the import runs meanwhile. On the
-57 MB GPU capture (``profile analyze``, 2 cores, 25 alternating pairs with the other core idle, 2026-12-05):
-0.446 -> 0.414 s wall, CPU 0.445 -> 0.480 s (the threads' hand-overs of the GIL), peak RSS 173 -> 192 MB (the
+57 MB GPU capture (``profile analyze``, 2 cores, 24 alternating pairs with the other core idle, 2026-12-05):
+0.441 -> 0.406 s wall, CPU 0.440 -> 0.468 s (the threads' hand-overs of the GIL), peak RSS 170 -> 191 MB (the
 import's memory and the load's at once; the peak was the analyses'). With the other core busy the two threads
-only take turns: forced on there, +20 ms. Hence only where ``spare_cores`` finds two.
+only take turns: forced on there, +16 ms (24 pairs). Hence only where ``spare_cores`` finds two.
 
 The load stays in this thread, so its results, its errors and an interrupt are as they are without the import
 beside it; the import is waited for at the end (a Ctrl-C, or the load's error, waits at most for the rest of the
