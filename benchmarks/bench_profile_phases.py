@@ -143,6 +143,26 @@ plane and line (9 bytes) are the same for every event of a line; the sparse stat
 the load's end (meta_row, the decoder's fields beside the new columns: 330 MB over what it keeps); the device op
 selection (start, self time, core, kinds, program codes: 22 bytes an op, 180 MB); and each analysis's per-op
 temporaries (group keys, ids and a float per op: 150-200 MB over that).
+
+2026-12-05 21:43 UTC, the line's own columns kept once per line (``LINE_COLUMNS``, ``HostProfile.line_values``)
+and the analyses' per-op codes narrowed (396e725..93d5675), the 1 GB capture, 03a1ec9 then this tree, one run
+each, back to back at load 2.3 -> 2.2 (``CPU s``, then ``peak / after MB``)::
+
+                               03a1ec9                  after
+    load_host                  3.36   1518 / 1428       2.84   1376 / 1116
+    program_table              0.79   1687 / 1665       0.45   1351 / 1330   (the device op selection in it)
+    find_steps                 0.17   1734 / 1695       0.07   1399 / 1358
+    analyze_device_ops         0.65   1816 / 1661       0.46   1449 / 1324
+    analyze_roofline           0.42   1855 / 1692       0.42   1503 / 1340   (the peak)
+    the analyses together      2.74                     2.12
+    analyze_host (the load too) 6.23  1855              5.06   1503
+
+The events table 29 -> 20 bytes an event (1,046 -> 722 MB): start_ps and duration_ps 16, metadata_id 2, name 2.
+The whole ``profile analyze`` (``/usr/bin/time``, load 1.8-2.5): peak RSS 1,815,128 / 1,815,252 -> 1,458,168 /
+1,458,028 KB, wall 6.4-7.1 -> 5.5-5.6 s, user 4.5 -> 3.8 s. Its JSON report is 03a1ec9's but for duration_s
+(``diff``), as are those of every shared capture, x50 and gpu30 (``check_profile_reports.py --baseline``).
+What is left at the peak: the events 722 MB, the sparse stats 236 MB, the device op selection and program codes
+(start 65, self time 65, core 8, kinds 8, programs 8 MB), and the roofline's per-op float and group keys (~135 MB).
 """
 
 from __future__ import annotations

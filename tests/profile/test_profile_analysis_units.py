@@ -381,3 +381,16 @@ def test_device_steps_line_numbers_mix_label_stats_of_different_widths():
         "start_ps": np.array([0, 10, 20], np.int64), "duration_ps": np.array([10, 10, 10], np.int64)})
     steps = _device_steps_line(host_of(events)).steps
     assert steps.sort_values("start_ps")["step_num"].tolist() == [1, 1000, 3]
+
+
+def test_union_and_merge_of_intervals_in_start_order_equal_those_of_the_same_intervals_shuffled():
+    """Intervals that come in start order (a line's events) are read as they are, unsorted and uncopied: the
+    union and the merged spans are those of the same intervals in any order."""
+    rng = np.random.default_rng(8)
+    for _ in range(50):
+        starts = np.sort(rng.integers(0, 1000, rng.integers(1, 60)))
+        ends = starts + rng.integers(0, 120, len(starts))
+        shuffled = rng.permutation(len(starts))
+        assert union_ps(starts, ends) == union_ps(starts[shuffled], ends[shuffled])
+        for got, want in zip(merged(starts, ends), merged(starts[shuffled], ends[shuffled]), strict=True):
+            assert got.tolist() == want.tolist()

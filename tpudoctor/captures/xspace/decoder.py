@@ -44,7 +44,7 @@ import numpy as np
 from tpudoctor.captures import wire
 from tpudoctor.captures.schema import message_class
 from tpudoctor.captures.xspace.event_wire import event_fields
-from tpudoctor.captures.xspace.lookup import RowLookup, gather, run_of_rows
+from tpudoctor.captures.xspace.lookup import RowLookup, code_dtype, gather, run_of_rows
 
 BIG_BYTES_STAT = 4096  # plane/metadata stats with longer bytes values (HloProtos) keep only their size
 BATCH_EVENTS = 1 << 17  # events decoded together: bounds the temporary arrays, keeps numpy calls large
@@ -102,16 +102,6 @@ class SpaceHeaders:
     def plane_of(self, events: np.ndarray) -> np.ndarray:
         """The plane_id of the events at rows ``events``, from the lines' counts (no array per event kept)."""
         return self.line_plane[run_of_rows(self.line_ends, events)]
-
-
-def code_dtype(n_values: int) -> type:
-    """The narrowest signed integer type of ``n_values`` codes (0 to n - 1, and -1): the one pandas gives
-    the codes of that many categories, so that from_codes keeps the array. Plane ids are typed so too:
-    the events' ``plane_name`` codes are then their ``plane_id`` column itself."""
-    for dtype in (np.int8, np.int16, np.int32):  # strictly below the maximum, as pandas' coerce_indexer_dtype
-        if n_values < np.iinfo(dtype).max:
-            return dtype
-    return np.int64
 
 
 @dataclasses.dataclass

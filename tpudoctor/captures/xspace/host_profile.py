@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tpudoctor.captures.xspace.columns import EVENT_STAT_COLUMNS, LINE_COLUMNS
-from tpudoctor.captures.xspace.lookup import RowLookup, run_of_rows
+from tpudoctor.captures.xspace.lookup import RowLookup, code_dtype, run_of_rows
 
 if TYPE_CHECKING:  # pandas is imported where a table is made: decoding runs while it imports
     import pandas as pd
@@ -180,7 +180,7 @@ class HostProfile:
         when the lines asked for are adjacent, as a plane's lines always are.
         """
         lines = self.lines
-        first_rows = np.concatenate(([0], np.cumsum(lines["n_events"].to_numpy())))
+        first_rows = self.line_first_rows
         names = self.planes.set_index("plane_id")["plane_name"]
         wanted = (lines["plane_id"].map(names) == plane_name).to_numpy(dtype=bool)
         if line_name is not None:
@@ -303,8 +303,7 @@ def _codes(labels: list[object]) -> tuple[np.ndarray, pd.Index]:
 
     index: dict[object, int] = {}
     codes = np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in labels), np.int32, len(labels))
-    narrow = next(dtype for dtype in (np.int8, np.int16, np.int32) if len(index) < np.iinfo(dtype).max)
-    return codes.astype(narrow), pd.Index(list(index), dtype=object)  # codes as pandas types them, kept by from_codes
+    return codes.astype(code_dtype(len(index))), pd.Index(list(index), dtype=object)  # as pandas types them
 
 
 def metadata_row_lookup(event_metadata: pd.DataFrame) -> RowLookup:

@@ -126,3 +126,12 @@ def run_of_rows(run_ends: np.ndarray, rows: np.ndarray) -> np.ndarray:
     first, last = np.searchsorted(run_ends, [rows[0], rows[-1]], side="right")
     cuts = np.searchsorted(rows, run_ends[first:last], side="left")
     return np.repeat(np.arange(first, last + 1), np.diff(np.concatenate(([0], cuts, [len(rows)]))))
+
+
+def code_dtype(n_values: int) -> type:
+    """The narrowest signed integer type of ``n_values`` codes (0 to n - 1, and -1): the one pandas gives
+    the codes of that many categories, so that from_codes keeps the array."""
+    for dtype in (np.int8, np.int16, np.int32):  # strictly below the maximum, as pandas' coerce_indexer_dtype
+        if n_values < np.iinfo(dtype).max:
+            return dtype
+    return np.int64

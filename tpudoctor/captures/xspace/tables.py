@@ -32,10 +32,9 @@ from tpudoctor.captures.xspace.decoder import (
     SpaceHeaders,
     StatBatch,
     XSpaceDecoder,
-    code_dtype,
 )
 from tpudoctor.captures.xspace.host_profile import HostProfile, SparseStat, as_text, numbers_of
-from tpudoctor.captures.xspace.lookup import RowLookup, gather
+from tpudoctor.captures.xspace.lookup import RowLookup, code_dtype, gather
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -491,8 +490,8 @@ def _narrowest_holding(values: np.ndarray, present: np.ndarray) -> np.ndarray:
 
 
 def _narrowed(values: np.ndarray, narrowest: type = np.int32) -> np.ndarray:
-    """int64 ids in the narrowest of ``narrowest``, int32 (ids are small counters), uint32 (the device
-    planes' derived lines are numbered from 0xdeadbeef) that holds every one; else as they are."""
+    """int64 ids in the narrowest of ``narrowest``, int32 (ids are small counters), uint32 that holds every one;
+    else as they are."""
     if not len(values):
         return values.astype(narrowest)
     low, high = int(values.min()), int(values.max())

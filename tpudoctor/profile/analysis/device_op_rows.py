@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.captures.xspace.columns import LINE_COLUMNS
+from tpudoctor.captures.xspace.lookup import code_dtype
 from tpudoctor.profile.analysis.events import (
     DERIVED_DEVICE_LINES,
     GPU_PLANE_PREFIX,
@@ -159,9 +160,9 @@ class DeviceOpRows:
         return np.where(np.isnan(numbers), 0.0, numbers)
 
     def metadata_rows(self) -> np.ndarray:
-        """Each op's row of ``host.event_metadata`` (int32, -1: none), where its metadata stats are read: looked
-        up once for all of them, a chunk of ops at a time."""
-        out = np.empty(len(self.rows), np.int32)
+        """Each op's row of ``host.event_metadata`` (-1: none; in the narrowest type that also holds one row more),
+        where its metadata stats are read: looked up once for all of them, a chunk of ops at a time."""
+        out = np.empty(len(self.rows), code_dtype(len(self.host.event_metadata) + 2))
         for low in range(0, len(self.rows), CHUNK_ROWS):
             out[low:low + CHUNK_ROWS] = self.host.metadata_rows_at(self.rows[low:low + CHUNK_ROWS])
         return out

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
+from tpudoctor.captures.xspace.lookup import code_dtype
 from tpudoctor.profile.analysis.device_op_rows import device_ops
 from tpudoctor.profile.analysis.events import module_rows, take
 from tpudoctor.profile.analysis.grouping import (
@@ -14,7 +15,6 @@ from tpudoctor.profile.analysis.grouping import (
     Groups,
     SumsByRow,
     float_total,
-    narrowest_codes,
 )
 from tpudoctor.profile.analysis.intervals import union_ps
 from tpudoctor.profile.analysis.programs import (
@@ -150,7 +150,7 @@ def op_name_ids(ops) -> tuple[np.ndarray, np.ndarray]:
         table = np.full(len(coded.labels) + 1, -1, np.int32)
         for code, label in enumerate(coded.labels):
             table[code] = labels.setdefault(label, len(labels))
-        return table.astype(narrowest_codes(len(labels) + 1))[coded.codes]
+        return table.astype(code_dtype(len(labels) + 1))[coded.codes]
 
     short, short_labels = ops.coded("name").mapped(lambda n: n.split(" = ", 1)[0].lstrip("%"))
     ids = ids_of(Coded(short, short_labels))

@@ -93,16 +93,19 @@ def host_rows(host, pattern: str | None = None) -> np.ndarray:
 
 def plane_lines(host, plane_hit) -> np.ndarray:
     """A bool per row of ``host.lines``: whether its plane's name passes ``plane_hit``."""
-    codes, categories = host.line_codes("plane_name")
-    hit = np.fromiter((bool(plane_hit(str(name))) for name in categories), bool, len(categories))
-    return np.append(hit, False)[codes]  # code -1 (a plane without a name) takes the appended False
+    return _lines_whose(host, "plane_name", plane_hit)
 
 
 def named_lines(host, line_hit) -> np.ndarray:
     """A bool per row of ``host.lines``: whether its name passes ``line_hit``."""
-    codes, categories = host.line_codes("line_name")
-    hit = np.fromiter((bool(line_hit(str(name))) for name in categories), bool, len(categories))
-    return np.append(hit, False)[codes]
+    return _lines_whose(host, "line_name", line_hit)
+
+
+def _lines_whose(host, name_column: str, hit) -> np.ndarray:
+    """A bool per row of ``host.lines``: whether its ``name_column`` passes ``hit``, tried once per distinct name."""
+    codes, categories = host.line_codes(name_column)
+    passes = np.fromiter((bool(hit(str(name))) for name in categories), bool, len(categories))
+    return np.append(passes, False)[codes]  # code -1 (no name) takes the appended False
 
 
 def module_rows(host, core: str | None = None) -> np.ndarray:

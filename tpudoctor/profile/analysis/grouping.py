@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from tpudoctor.captures.xspace.columns import LINE_COLUMNS
+from tpudoctor.captures.xspace.lookup import code_dtype
 
 
 class Coded:
@@ -91,12 +92,7 @@ class Coded:
         if missing is not None:
             table[-1] = new_labels.setdefault(missing, len(new_labels))
         # codes in the narrowest type that also holds one more code (a caller's group of its own)
-        return table.astype(narrowest_codes(len(new_labels) + 1))[self.codes], np.array(list(new_labels), dtype=object)
-
-
-def narrowest_codes(n_codes: int) -> type:
-    """The narrowest signed integer type of codes 0 to ``n_codes`` - 1, and -1."""
-    return next(dtype for dtype in (np.int8, np.int16, np.int32) if n_codes < np.iinfo(dtype).max)
+        return table.astype(code_dtype(len(new_labels) + 1))[self.codes], np.array(list(new_labels), dtype=object)
 
 
 FEW_CODES = 6
@@ -316,8 +312,10 @@ class SumsByRow:
         # a sum of whole numbers whose magnitudes stay below the limit is exact in any order
         if float(np.abs(parts).sum()) < (2.0 ** 53 if nan_total else 2.0 ** 52):
             total = float(parts.sum())
-        else:  # the ops' values as the floats the sum reads them as: no integer copy beside them
-            values = extended.astype(np.float64)[self.row]
+        else:  # the ops' values as the floats the sum reads them as, NaN as the 0 it adds (no copy of them to fill)
+            per_value = extended.astype(np.float64)
+            per_value[np.isnan(per_value)] = 0.0
+            values = per_value[self.row]
             total = float(np.nansum(values)) if nan_total else float_total(values)
         return sums[self.groups.order], total
 

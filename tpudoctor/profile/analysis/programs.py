@@ -27,6 +27,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from tpudoctor.captures.xspace.lookup import code_dtype
 from tpudoctor.profile.analysis.device_op_rows import DeviceOpRows, device_ops
 from tpudoctor.profile.analysis.events import device_kind, module_rows
 from tpudoctor.profile.analysis.grouping import (
@@ -119,6 +120,8 @@ def _op_programs(ops: DeviceOpRows, kinds: np.ndarray) -> OpPrograms:
         names.append(name or known.get(pid) or (f"program {pid}" if pid else "unknown program"))
     shared = pd.Series(names, dtype=object).duplicated(keep=False).to_numpy()
     names = [f"{n}({pid})" if clash and pid else n for n, pid, clash in zip(names, ids, shared, strict=True)]
+    # kept for every analysis: in the narrowest type that also holds a code per kind of op past the programs'
+    codes = codes.astype(code_dtype(len(ids) + len(OP_KINDS) + 1))
     return OpPrograms(codes, np.array(ids, dtype=object), np.array(names, dtype=object))
 
 
