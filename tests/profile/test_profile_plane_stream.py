@@ -93,3 +93,38 @@ def test_damage_inside_a_plane_read_line_by_line_is_a_clear_error(monkeypatch, t
     monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 0)
     with pytest.raises(InputError, match="corrupt|truncated"):
         decode_host_file(str(damaged), hostname="h", source=str(damaged))
+
+
+
+def test_lines_read_for_the_headers_are_kept_for_the_events(monkeypatch):
+    """The decoder reads every line twice (headers, then events): the first read is kept for the second up to
+    ``HELD_LINES_BYTES``, so each line of a capture under it is read from the file once; beyond it, the lines
+    that did not fit are read again. The tables are the whole read's either way."""
+    path = shared_file(GPU_CAPTURE)
+    whole = decode_host(path.read_bytes(), hostname="h", source=str(path))
+    monkeypatch.setattr(reader, "STREAM_MIN_BYTES", 0)
+    file_read = planes_on_disk.CaptureFile.read
+    read: list[int] = []
+
+    def counting(capture, size):
+        read.append(size)
+        return file_read(capture, size)
+
+    monkeypatch.setattr(planes_on_disk.CaptureFile, "read", counting)
+    with open(path, "rb") as handle:
+        capture = planes_on_disk.CaptureFile(handle, b"")
+        found, _errors, _warnings = planes_on_disk.layout(capture, path.stat().st_size)
+        lines = [span for offset, length in found for span in planes_on_disk._plane_layout(capture, offset, length)[1]]
+    lines_bytes = sum(length for _offset, length in lines)
+    assert len(lines) > 5 and lines_bytes > 1_500_000  # 1.86 of its 3.04 MB
+    bytes_read = {}
+    for held in (planes_on_disk.HELD_LINES_BYTES, lines_bytes // 2, 0):
+        monkeypatch.setattr(planes_on_disk, "HELD_LINES_BYTES", held)
+        read.clear()
+        streamed = decode_host_file(str(path), hostname="h", source=str(path))
+        bytes_read[held] = sum(read)
+        for table in ("events", "lines", "planes", "event_metadata"):
+            pd.testing.assert_frame_equal(getattr(streamed, table), getattr(whole, table))
+    kept_all, kept_some, kept_none = bytes_read.values()
+    assert kept_none - kept_all == lines_bytes
+    assert kept_all < kept_some < kept_none

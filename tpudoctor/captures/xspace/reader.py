@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Collection, Iterator, Mapping
 
 from tpudoctor.captures import wire
@@ -15,6 +16,7 @@ from tpudoctor.captures.schema import message_class
 from tpudoctor.captures.xspace.columns import LoadOptions
 from tpudoctor.captures.xspace.decoder import XSpaceDecoder, jit_kernels
 from tpudoctor.captures.xspace.host_profile import HostProfile
+from tpudoctor.captures.xspace.overlap import importing, spare_cores
 from tpudoctor.captures.xspace.planes_on_disk import CaptureFile, layout, planes_on_disk
 from tpudoctor.captures.xspace.selection import Selection
 from tpudoctor.captures.xspace.tables import build_host_profile
@@ -76,7 +78,8 @@ def decode_host_file(path: str, *, hostname: str, source: str, options: LoadOpti
         planes, errors, warnings = found
         chosen = _selection(options)
         decoder = XSpaceDecoder(lambda: chosen(planes_on_disk(capture, source, planes)), errors, warnings,
-                                jit=jit_decoder(options, size), whole_bytes_stats=options.whole_bytes_stats)
+                                release=capture.drop_held, jit=jit_decoder(options, size),
+                                whole_bytes_stats=options.whole_bytes_stats)
         profile = _build(decoder, options, hostname=hostname, source=source, file_size_bytes=size)
         profile.selected_events = chosen.selected_events()
     if options.planes is None and not profile.planes["plane_name"].astype(bool).any():
@@ -122,11 +125,17 @@ def jit_decoder(options: LoadOptions, size_bytes: int):
 
 def _build(decoder: XSpaceDecoder, options: LoadOptions, **where) -> HostProfile:
     try:
-        with small_pages():
+        with small_pages(), (importing(("pandas",)) if _import_beside(decoder) else contextlib.nullcontext()):
             return build_host_profile(decoder, options, **where)
     except wire.WireError as exc:
         raise InputError(f"{where['source']} is corrupt: {exc}",
                          hint="the file was damaged after it was written; capture again") from exc
+
+
+def _import_beside(decoder: XSpaceDecoder) -> bool:
+    """Whether a thread imports pandas while the compiled decoder's load runs (``overlap``): where it is not
+    imported yet and two cores are free."""
+    return decoder.jit is not None and "pandas" not in sys.modules and spare_cores() >= 2
 
 
 @contextlib.contextmanager
