@@ -64,8 +64,7 @@ class HostProfile:
         first_rows = self.line_first_rows
         n_lines = len(first_rows) - 1
         if rows is None:
-            return np.repeat(np.arange(n_lines, dtype=np.int32 if n_lines < 2**31 else np.int64),
-                             np.diff(first_rows))
+            return np.repeat(np.arange(n_lines, dtype=code_dtype(n_lines)), np.diff(first_rows))
         if isinstance(rows, slice):
             rows = np.arange(*rows.indices(len(self.events)))
         return run_of_rows(first_rows[1:], rows)
@@ -113,10 +112,10 @@ class HostProfile:
             if name in ("plane_id", "line_id"):
                 made[name] = lines[name].to_numpy(np.int64)
             elif name == "line_name":
-                made[name] = _codes(lines["line_name"].tolist())
+                made[name] = label_codes(lines["line_name"].tolist())
             elif name == "plane_name":
                 plane_ids = self.planes["plane_id"].to_numpy(np.int64)
-                codes, categories = _codes(self.planes["plane_name"].tolist())
+                codes, categories = label_codes(self.planes["plane_name"].tolist())
                 code_of_plane = np.full(int(plane_ids.max()) + 2 if len(plane_ids) else 1, -1, codes.dtype)
                 code_of_plane[plane_ids] = codes
                 made[name] = (code_of_plane[lines["plane_id"].to_numpy(np.int64)], categories)
@@ -297,7 +296,7 @@ class SparseStat:
         return position, found
 
 
-def _codes(labels: list[object]) -> tuple[np.ndarray, pd.Index]:
+def label_codes(labels: list[object]) -> tuple[np.ndarray, pd.Index]:
     """Category codes (-1 for None; in the narrowest type) and categories (the distinct labels in order) of a short list."""
     import pandas as pd
 

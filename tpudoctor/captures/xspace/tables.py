@@ -33,7 +33,13 @@ from tpudoctor.captures.xspace.decoder import (
     StatBatch,
     XSpaceDecoder,
 )
-from tpudoctor.captures.xspace.host_profile import HostProfile, SparseStat, as_text, numbers_of
+from tpudoctor.captures.xspace.host_profile import (
+    HostProfile,
+    SparseStat,
+    as_text,
+    label_codes,
+    numbers_of,
+)
 from tpudoctor.captures.xspace.lookup import RowLookup, code_dtype, gather
 
 if TYPE_CHECKING:
@@ -575,7 +581,7 @@ def _categorical(labels: list[object], rows: np.ndarray) -> pd.Categorical:
     """A categorical of ``labels[rows]`` (row -1: missing) built from codes of the distinct labels."""
     import pandas as pd
 
-    codes, categories = _codes_of(labels)
+    codes, categories = label_codes(labels)
     dtype = code_dtype(len(categories))
     if rows.dtype == dtype and np.array_equal(codes, np.arange(len(labels))) and (not len(rows) or rows.min() >= 0):
         codes = rows  # distinct labels: the codes are the rows themselves, one array for both columns
@@ -583,16 +589,6 @@ def _categorical(labels: list[object], rows: np.ndarray) -> pd.Categorical:
     else:
         codes = np.append(codes, -1).astype(dtype)[rows]  # row -1 reads the appended -1
     return pd.Categorical.from_codes(codes, categories=categories, validate=False)
-
-
-def _codes_of(values: list[object]) -> tuple[np.ndarray, pd.Index]:
-    """Category codes (-1 for None) and categories of a short list of strings."""
-    import pandas as pd
-
-    index: dict[object, int] = {}
-    codes = np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in values),
-                        dtype=np.int32, count=len(values))
-    return codes, pd.Index(list(index), dtype=object)
 
 
 def _metadata_frame(rows: list[tuple], columns: dict[str, str]) -> pd.DataFrame:
