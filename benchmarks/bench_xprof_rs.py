@@ -6,7 +6,9 @@ processes side by side on the same capture, paired runs in alternating order, me
 Default FILE: the shared multi-worker GPU capture with every line's events repeated 30 times (57 MB, 693,840
 events; ``make_big_capture.py``). Per pair: the tpudoctor command with the compiled decoder (``auto``; its cache
 is built by one unmeasured run first), the same with the numpy decoder, and ``xprof-rs get_overview SESSION``
-(xprof-rs started fresh, reading the file and answering the overview page). xprof-rs is not a dependency of
+(xprof-rs started fresh, reading the file and answering the overview page), and the floor: a Python process
+that imports numpy and pandas as the command's process does (one BLAS thread, pyarrow left out) and does nothing
+else (``--no-floor`` leaves it out). xprof-rs is not a dependency of
 tpudoctor: where it is not installed, its column is skipped, saying so. Prints the load average before and after,
 and per contender the cores other work kept busy during its runs (``other``, from ``/proc/stat``): on this shared
 2-core machine that decides the figures more than the load average does (xprof-rs runs on both cores: 0.11-0.13 s
@@ -161,8 +163,13 @@ of 9cd47f9 = main in the same alternating pairs):
   pandas' import beside the load, what holds the GIL, one part after another, is Python's start, tpudoctor's own
   modules, the flags and settings (~0.08 s), numpy, protobuf and llvmlite (~0.07 s), pandas' import (0.15 s once
   numpy is in; the load's 0.13 s goes under it where a core is free), the tables, the analyses (0.08 s) and the
-  report (0.02 s): ~0.40 s even with a load that took no time, 3x xprof-rs. The 2.0x bar needs the analyses off pandas (and pandas not imported), not a
-  quicker load or a leaner command.
+  report (0.02 s): ~0.40 s even with a load that took no time, 3x xprof-rs. The 2.0x bar needs the analyses off
+  pandas (and pandas not imported), not a quicker load or a leaner command.
+* 2026-12-05 22:11 UTC, main at 2deea54 (the line columns kept once per line, pandas imported beside the load)
+  against 03a1ec9, with the floor as its own row, 12 pairs, all quiet (``other`` 0.0): tpudoctor 0.424 s, 190 MB
+  (2.86x); 03a1ec9 0.481 s, 175 MB (3.23x); the floor 0.213 s, 67 MB (1.44x); xprof-rs 0.151 s (0.11-0.25), 232
+  MB. An earlier run of 12 pairs (22:00 UTC, no floor row): 0.442 s against 0.500 s, xprof-rs 0.164 s (2.69x
+  against 3.05x).
 """
 
 from __future__ import annotations
@@ -206,6 +213,7 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
                         help="also run the tpudoctor of this checkout (e.g. a `git worktree add` of an older commit)")
     parser.add_argument("--no-numpy", action="store_true", help="leave out the numpy decoder's column")
+    parser.add_argument("--no-floor", action="store_true", help="leave out the import floor's row")
     args = parser.parse_args()
     path = args.capture or default_capture()
     session = Path(tempfile.mkdtemp(prefix="xprof-rs-session-"))
@@ -219,6 +227,8 @@ def main() -> int:
         contenders.pop("tpudoctor (numpy decoder)")
     if args.baseline:
         contenders[f"tpudoctor at {args.baseline.name}"] = lambda: _tpudoctor(path, "auto", checkout=args.baseline)
+    if not args.no_floor:  # what no tpudoctor run goes below while its analyses are pandas code
+        contenders[FLOOR] = lambda: run_process([sys.executable, "-c", FLOOR_CODE])
     if rust:
         contenders["xprof-rs get_overview"] = lambda: run_process([rust, "get_overview", str(session)])
     else:
@@ -244,6 +254,10 @@ def main() -> int:
     return 0
 
 
+FLOOR = "python, numpy, pandas (floor)"
+# as the command's own process imports them (``tpudoctor.command_process``): one BLAS thread, pyarrow left out
+FLOOR_CODE = ("import os, sys; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); sys.modules['pyarrow'] = None; "
+              "import numpy, pandas")
 QUIET_CORES = 0.15  # a pair counts as quiet where other work kept fewer cores than this busy in each of its runs
 
 
