@@ -3,6 +3,7 @@ and exact sums by ``bincount`` (what a pandas group-by gives, without hashing pe
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -159,13 +160,14 @@ class Groups:
 
     def __init__(self, *keys: np.ndarray):
         n = len(keys[0])
+        keys = tuple(np.asarray(key) for key in keys)
+        widths = [max(int(key.max()) + 1 if n else 1, 1) for key in keys]
         valid = np.ones(n, bool)
-        dense = np.zeros(n, np.int32)
+        combinations = math.prod(widths)  # one number per row, of the narrowest type that holds every combination
+        dense = np.zeros(n, code_dtype(combinations) if combinations <= self.DENSE_LIMIT else np.int32)
         size = 1
-        for key in keys:
-            key = np.asarray(key)
+        for key, width in zip(keys, widths, strict=True):
             valid &= key >= 0
-            width = max(int(key.max()) + 1 if n else 1, 1)
             if size * width > self.DENSE_LIMIT:  # too many combinations for a table: renumber first
                 dense[~valid] = -1
                 codes, uniques = pd.factorize(dense)
