@@ -164,7 +164,7 @@ class Groups:
         widths = [max(int(key.max()) + 1 if n else 1, 1) for key in keys]
         valid = np.ones(n, bool)
         combinations = math.prod(widths)  # one number per row, of the narrowest type that holds every combination
-        dense = np.zeros(n, code_dtype(combinations) if combinations <= self.DENSE_LIMIT else np.int32)
+        dense: np.ndarray = np.zeros(n, code_dtype(combinations) if combinations <= self.DENSE_LIMIT else np.int32)
         size = 1
         for key, width in zip(keys, widths, strict=True):
             valid &= key >= 0
