@@ -82,6 +82,12 @@ class HostProfile:
             return pd.Categorical.from_codes(codes[line], categories=categories, validate=False)
         return values[line]
 
+    def line_ids(self, rows: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+        """(plane_id, line_id) of the events at ``rows`` as int64 arrays: ``line_values`` of both, their lines
+        found once."""
+        line = self.line_of(rows)
+        return self._line_table("plane_id")[line], self._line_table("line_id")[line]
+
     def with_line_columns(self, frame: pd.DataFrame | None = None) -> pd.DataFrame:
         """``frame`` (events of this host, by their index: rows of ``events``; every event: None) with their
         line's columns (``LINE_COLUMNS``) in front, each event's: a table for a reader that wants them per

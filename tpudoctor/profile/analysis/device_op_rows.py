@@ -280,7 +280,7 @@ def _tpu_op_lines(host) -> tuple[np.ndarray, np.ndarray] | None:
     the order of the events (``events.whole_lines``); None where a plane holds two such lines of one id (their
     ops are then one line to the self times)."""
     first, counts = whole_lines(host, "XLA Ops", lambda name: TPU_PLANE.search(name) is not None)
-    plane_id, line_id = host.line_values("plane_id", first), host.line_values("line_id", first)
+    plane_id, line_id = host.line_ids(first)
     if len(set(zip(plane_id.tolist(), line_id.tolist(), strict=True))) < len(first):
         return None
     return first, counts
@@ -343,10 +343,12 @@ class _DeviceClock:
             return
         self.origin_ns = int(getattr(host, "time_origin_ns", 0) or 0)
         lines = host.lines
-        self.timestamps: dict[tuple[int, int], int] = {}  # the first line of an id in its plane, as the lookup finds
-        for key in zip(lines["plane_id"].to_numpy(np.int64).tolist(), lines["line_id"].to_numpy(np.int64).tolist(),
-                       lines["timestamp_ns"].to_numpy(np.int64).tolist(), strict=True):
-            self.timestamps.setdefault(key[:2], key[2])
+        keys = list(zip(lines["plane_id"].to_numpy(np.int64).tolist(), lines["line_id"].to_numpy(np.int64).tolist(),
+                        strict=True))
+        first_of_id: dict[tuple[int, int], int] = {}  # the first line of an id in its plane, as the lookup finds
+        for key, timestamp_ns in zip(keys, lines["timestamp_ns"].to_numpy(np.int64).tolist(), strict=True):
+            first_of_id.setdefault(key, timestamp_ns)
+        self.timestamp_ns = [first_of_id[key] for key in keys]  # per row of ``lines``
 
     def apply(self, low: int, high: int, start: np.ndarray, duration: np.ndarray) -> None:
         """``start``/``duration`` (the events' own, of rows ``low:high``) set to the device clock's where known."""
@@ -358,9 +360,8 @@ class _DeviceClock:
         known = ~(pd.isna(offset) | pd.isna(device_duration))
         if not known.any():
             return
-        key = (int(self.host.line_values("plane_id", np.array([low]))[0]),
-               int(self.host.line_values("line_id", np.array([low]))[0]))
-        line_ps = (np.int64(self.timestamps.get(key, self.origin_ns)) - self.origin_ns) * 1000
+        line = int(self.host.line_of(np.array([low]))[0])
+        line_ps = (np.int64(self.timestamp_ns[line]) - self.origin_ns) * 1000
         np.copyto(start, offset.to_numpy(dtype=np.int64, na_value=0) + line_ps, where=known)
         np.copyto(duration, device_duration.to_numpy(dtype=np.int64, na_value=0), where=known)
 
@@ -380,7 +381,7 @@ def _op_times(host, rows: np.ndarray, *, device_clock: bool) -> tuple[np.ndarray
     self_ps = None  # made at the first piece with nesting: until then, self time is the duration
     for low, high in _line_pieces(host, rows):
         chunk = rows[low:high]
-        plane, line = host.line_values("plane_id", chunk), host.line_values("line_id", chunk)
+        plane, line = host.line_ids(chunk)
         chunk_start, chunk_duration = take(ev, "start_ps", chunk), take(ev, "duration_ps", chunk)
         if device_clock:
             chunk_start, chunk_duration = _device_timespans(host, chunk, plane, line, chunk_start, chunk_duration)
@@ -429,7 +430,7 @@ def _line_pieces(host, rows: np.ndarray) -> list[tuple[int, int]]:
     last = None
     for low in range(0, n, OP_CHUNK):
         chunk = rows[low:low + OP_CHUNK]
-        plane, line = host.line_values("plane_id", chunk), host.line_values("line_id", chunk)
+        plane, line = host.line_ids(chunk)
         if last is not None:
             plane, line = np.r_[last[0], plane], np.r_[last[1], line]
         later_plane = plane[1:] > plane[:-1]

@@ -36,20 +36,13 @@ class Coded:
         return cls(codes, np.array([str(u) for u in uniques], dtype=object))
 
     @classmethod
-    def of_stat(cls, host, name: str, rows: np.ndarray | None = None) -> Coded:
-        """A stat of ``host`` at ``rows`` (every event: None) coded: ``of`` its events column, of a line's own
-        column (``LINE_COLUMNS``), or of a stat the host keeps only at the events that carry it
-        (``HostProfile.sparse_stats``), read a chunk of rows at a time."""
-        if name in LINE_COLUMNS:  # a line's own column: its code per line, at the events' lines
-            if name in ("plane_name", "line_name"):
-                codes, categories = host.line_codes(name)
-                return cls(codes[host.line_of(rows)], np.array([str(c) for c in categories], dtype=object))
-            codes, uniques = pd.factorize(host.line_values(name, rows))
-            return cls(codes.astype(np.int32), np.array([str(u) for u in uniques], dtype=object))
-        if rows is None:
-            if name in host.events.columns:
-                return cls.of(host.events, name)
-            rows = np.arange(len(host.events))
+    def of_stat(cls, host, name: str, rows: np.ndarray) -> Coded:
+        """A stat of ``host`` at ``rows`` coded: ``of`` its events column, of a line's name (``LINE_COLUMNS``), or
+        of a stat the host keeps only at the events that carry it (``HostProfile.sparse_stats``), read a chunk of
+        rows at a time."""
+        if name in LINE_COLUMNS:  # a line's name: its code per line, at the events' lines (an id: ValueError)
+            codes, categories = host.line_codes(name)
+            return cls(codes[host.line_of(rows)], np.array([str(c) for c in categories], dtype=object))
         stat = host.sparse_stats.get(name)
         if stat is None:
             return cls.of(host.events, name, rows)

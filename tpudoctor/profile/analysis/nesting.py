@@ -180,7 +180,7 @@ def outermost_rows(host, rows: np.ndarray) -> np.ndarray:
     those rows and their lines' ids, copies no frame."""
     if not len(rows):
         return rows
-    plane, line = host.line_values("plane_id", rows), host.line_values("line_id", rows)
+    plane, line = host.line_ids(rows)
     return rows[_outermost_positions(host.events, rows, plane, line)]
 
 

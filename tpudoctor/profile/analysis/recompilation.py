@@ -126,13 +126,13 @@ def _enclosing_names(host, children: np.ndarray, parents: np.ndarray) -> list[st
     no later than it does, the latest first: a few rounds over all children step each back to the latest one that
     also ends no earlier (the innermost; of parents that start together, the first in that order)."""
     ev = host.events
-    plane, line = host.line_values("plane_id", parents), host.line_values("line_id", parents)
+    plane, line = host.line_ids(parents)
     start = take(ev, "start_ps", parents)
     order = np.lexsort((start, line, plane))
     plane, line, start, parents = plane[order], line[order], start[order], parents[order]
     end = start + take(ev, "duration_ps", parents)
     names = Coded.of(ev, "name", parents)
-    child_plane, child_line = host.line_values("plane_id", children), host.line_values("line_id", children)
+    child_plane, child_line = host.line_ids(children)
     child_start = take(ev, "start_ps", children)
     child_end = child_start + take(ev, "duration_ps", children)
     # each line's parents: [low, high) of the sorted parents
