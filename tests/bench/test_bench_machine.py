@@ -32,14 +32,19 @@ def test_other_processes_busy_on_every_cpu_take_most_of_the_machine():
 
 @pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="the meter reads Linux's /proc/stat")
 def test_the_process_own_work_is_not_counted_as_others():
-    meter = CpuMeter()
-    meter.start()
-    end = time.perf_counter() + 0.6
-    while time.perf_counter() < end:
-        pass
-    shares = meter.stop()
+    """This process spins a core; what the others took is at most the rest of the machine. Where other work
+    shares this process's core too (the suite's second worker, another job), the others take more than the rest in
+    that window, so the quietest of three windows is the one judged."""
+    others = []
+    for _ in range(3):
+        meter = CpuMeter()
+        meter.start()
+        end = time.perf_counter() + 0.6
+        while time.perf_counter() < end:
+            pass
+        others.append(meter.stop()["others_cpu_share"])
     own_share = 1.0 / (os.cpu_count() or 1)
-    assert shares["others_cpu_share"] < 1.0 - own_share + 0.05  # at most the rest of the machine
+    assert min(others) < 1.0 - own_share + 0.05, others  # at most the rest of the machine
 
 
 def test_stop_before_start_is_a_programming_error():
